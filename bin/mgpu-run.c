@@ -1,0 +1,791 @@
+/*
+ * mgpu-run: the bundled driver of libmgpurt. Runs a built-in workload on every
+ * CPU core and GPU, checks the answers, compares scheduling modes, and prints
+ * the effective configuration (--info).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mgpurt.h"
+#include "mgpurt_kernels.h"
+
+#ifdef MGPU_HAVE_PNG
+#include <png.h>
+#endif
+
+#define EXIT_USAGE 2
+#define EXIT_FAIL 1
+
+typedef struct {
+  const char *workload;
+  long long items;    /* -1: workload default */
+  int size;           /* ntt/pipeline log2 length; sha256 message bytes; mandelbrot width */
+  long long intensity;
+  mgpu_sched_t mode;
+  bool compare, verify, json, quiet, info, list, pinned;
+  int repeat;
+  unsigned long long seed;
+  const char *output;  /* mandelbrot image */
+  bool overlay;
+  mgpu_config_t cfg;
+} opts_t;
+
+static const char *prog = "mgpu-run";
+
+static void usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "%s: ", prog);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\nTry '%s --help'.\n", prog);
+  va_end(ap);
+  exit(EXIT_USAGE);
+}
+
+static void help(void) {
+  printf(
+      "Usage: mgpu-run [WORKLOAD] [OPTIONS]\n"
+      "Run a batch of work on every CPU core and GPU with libmgpurt, check every\n"
+      "answer, and report how the work was shared. With no WORKLOAD, runs ntt.\n"
+      "\n"
+      "Workloads:\n"
+      "  ntt         forward NTT over the Goldilocks field, one polynomial per item\n"
+      "  sha256      SHA-256 of one message per item\n"
+      "  mandelbrot  one image row per item (irregular cost)\n"
+      "  saxpy       r = a*x + y on floats (transfer-bound)\n"
+      "  mulmod      chained 64-bit modular multiplications (--intensity sets the cost)\n"
+      "  pipeline    ntt -> CPU-only decomposition -> product and inverse ntt, as\n"
+      "              dependent sub-batches\n"
+      "\n"
+      "Workload options:\n"
+      "  -n, --items N        items in the batch (default: per workload)\n"
+      "      --size S         ntt/pipeline: log2 length 10..16 (default 12);\n"
+      "                       sha256: message bytes (default 64); mandelbrot: width (default 2048)\n"
+      "      --intensity K    mulmod: multiplications per item, 1..10000000 (default 1000)\n"
+      "      --mode MODE      steal (default), static, cpu or gpu\n"
+      "      --compare        run cpu, gpu, static and steal on the same inputs and compare\n"
+      "      --repeat R       timed runs per mode, 1..1000 (default 3); the median is reported\n"
+      "      --seed S         seed of the random inputs (default 1)\n"
+      "      --no-verify      do not check results against the CPU reference\n"
+      "      --pinned         put the arrays in pinned host memory (mgpu_host_alloc)\n"
+      "  -o, --output FILE    mandelbrot: write the image (PNG when built with libpng, else PPM)\n"
+      "      --overlay        mandelbrot: tint each row by the worker that computed it\n"
+      "\n"
+      "Runtime options (each overrides its environment variable):\n"
+      "  -t, --threads N      CPU workers (MGPU_NUM_THREADS), 0..4096\n"
+      "      --num-gpus N     GPUs to use (MGPU_NUM_GPUS), 0..64\n"
+      "      --devices LIST   GPU indices, e.g. 0,2 (MGPU_DEVICES)\n"
+      "      --ratio R        device-to-core ratio (MGPU_DEVICE_TO_CORE_RATIO), > 0\n"
+      "      --max-batch N    items per GPU launch (MGPU_MAX_BATCH_SIZE)\n"
+      "      --streams N      chunks in flight per GPU (MGPU_STREAMS_PER_GPU), 1..32\n"
+      "\n"
+      "Output:\n"
+      "      --json           print the report as JSON on stdout\n"
+      "  -q, --quiet          print only the result line (or the JSON)\n"
+      "      --info           print every effective setting with its source, the usable\n"
+      "                       cores and the GPUs, then exit\n"
+      "      --list           list the workloads and built-in kernels, then exit\n"
+      "  -h, --help           print this help and exit\n"
+      "  -V, --version        print the version and exit\n"
+      "\n"
+      "Exit status: 0 success, 1 runtime error or failed verification, 2 usage error\n"
+      "(bad option, value or environment variable).\n");
+}
+
+static long long parse_ll_opt(const char *opt, const char *v, long long lo, long long hi) {
+  char *end;
+  errno = 0;
+  long long x = strtoll(v, &end, 10);
+  if (errno || end == v || *end || x < lo || x > hi)
+    usage_error("%s '%s' is invalid: expected an integer in %lld..%lld", opt, v, lo, hi);
+  return x;
+}
+
+static double parse_double_opt(const char *opt, const char *v, double lo, double hi) {
+  char *end;
+  errno = 0;
+  double x = strtod(v, &end);
+  if (errno || end == v || *end || !isfinite(x) || x <= lo || x > hi)
+    usage_error("%s '%s' is invalid: expected a number greater than %g and at most %g", opt, v, lo, hi);
+  return x;
+}
+
+static mgpu_sched_t parse_mode(const char *v) {
+  if (!strcmp(v, "steal")) return MGPU_SCHED_STEAL;
+  if (!strcmp(v, "static")) return MGPU_SCHED_STATIC;
+  if (!strcmp(v, "cpu")) return MGPU_SCHED_CPU;
+  if (!strcmp(v, "gpu")) return MGPU_SCHED_GPU;
+  usage_error("--mode '%s' is invalid: expected steal, static, cpu or gpu", v);
+  return MGPU_SCHED_UNSET;
+}
+
+static const char *const workloads[] = {"ntt", "sha256", "mandelbrot", "saxpy", "mulmod", "pipeline", NULL};
+
+static void parse_args(int argc, char **argv, opts_t *o) {
+  enum { O_SIZE = 256, O_INT, O_MODE, O_COMPARE, O_REPEAT, O_SEED, O_NOVERIFY, O_JSON, O_INFO, O_LIST,
+         O_NUMGPUS, O_DEVICES, O_RATIO, O_MAXB, O_STREAMS, O_PINNED, O_OVERLAY };
+  static const struct option longopts[] = {
+      {"items", required_argument, 0, 'n'},   {"size", required_argument, 0, O_SIZE},
+      {"intensity", required_argument, 0, O_INT}, {"mode", required_argument, 0, O_MODE},
+      {"compare", no_argument, 0, O_COMPARE}, {"repeat", required_argument, 0, O_REPEAT},
+      {"seed", required_argument, 0, O_SEED}, {"no-verify", no_argument, 0, O_NOVERIFY},
+      {"json", no_argument, 0, O_JSON},       {"quiet", no_argument, 0, 'q'},
+      {"info", no_argument, 0, O_INFO},       {"list", no_argument, 0, O_LIST},
+      {"help", no_argument, 0, 'h'},          {"version", no_argument, 0, 'V'},
+      {"threads", required_argument, 0, 't'}, {"num-gpus", required_argument, 0, O_NUMGPUS},
+      {"devices", required_argument, 0, O_DEVICES}, {"ratio", required_argument, 0, O_RATIO},
+      {"max-batch", required_argument, 0, O_MAXB}, {"streams", required_argument, 0, O_STREAMS},
+      {"pinned", no_argument, 0, O_PINNED},   {"output", required_argument, 0, 'o'},
+      {"overlay", no_argument, 0, O_OVERLAY}, {0, 0, 0, 0}};
+  memset(o, 0, sizeof *o);
+  o->items = -1;
+  o->size = -1;
+  o->intensity = 1000;
+  o->verify = true;
+  o->repeat = 3;
+  o->seed = 1;
+  mgpu_config_init(&o->cfg);
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, ":n:t:o:qhV", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'n': o->items = parse_ll_opt("--items", optarg, 0, 1LL << 40); break;
+    case O_SIZE: o->size = (int)parse_ll_opt("--size", optarg, 0, 1 << 20); break;
+    case O_INT: o->intensity = parse_ll_opt("--intensity", optarg, 1, 10000000); break;
+    case O_MODE: o->mode = parse_mode(optarg); break;
+    case O_COMPARE: o->compare = true; break;
+    case O_REPEAT: o->repeat = (int)parse_ll_opt("--repeat", optarg, 1, 1000); break;
+    case O_SEED: o->seed = (unsigned long long)parse_ll_opt("--seed", optarg, 0, LLONG_MAX); break;
+    case O_NOVERIFY: o->verify = false; break;
+    case O_JSON: o->json = true; break;
+    case 'q': o->quiet = true; break;
+    case O_INFO: o->info = true; break;
+    case O_LIST: o->list = true; break;
+    case 'h': help(); exit(0);
+    case 'V': printf("mgpu-run (libmgpurt) %s\n", mgpu_version()); exit(0);
+    case 't': o->cfg.num_threads = (int)parse_ll_opt("--threads", optarg, 0, 4096); break;
+    case O_NUMGPUS: o->cfg.num_gpus = (int)parse_ll_opt("--num-gpus", optarg, 0, MGPU_MAX_DEVICES); break;
+    case O_DEVICES: {
+      char buf[512];
+      snprintf(buf, sizeof buf, "%s", optarg);
+      int n = 0;
+      char *save = NULL;
+      if (!*optarg || optarg[strlen(optarg) - 1] == ',') usage_error("--devices '%s' is invalid: expected a list such as 0,2", optarg);
+      for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (n == MGPU_MAX_DEVICES) usage_error("--devices: more than %d entries", MGPU_MAX_DEVICES);
+        int d = (int)parse_ll_opt("--devices entry", t, 0, MGPU_MAX_DEVICES - 1);
+        for (int i = 0; i < n; i++)
+          if (o->cfg.devices[i] == d) usage_error("--devices '%s': device %d is listed twice", optarg, d);
+        o->cfg.devices[n++] = d;
+      }
+      o->cfg.ndevices = n;
+      break;
+    }
+    case O_RATIO: o->cfg.device_to_core_ratio = parse_double_opt("--ratio", optarg, 0, 1e7); break;
+    case O_MAXB: o->cfg.max_batch_size = parse_ll_opt("--max-batch", optarg, 1, 1LL << 40); break;
+    case O_STREAMS: o->cfg.streams_per_gpu = (int)parse_ll_opt("--streams", optarg, 1, 32); break;
+    case O_PINNED: o->pinned = true; break;
+    case 'o': o->output = optarg; break;
+    case O_OVERLAY: o->overlay = true; break;
+    case ':': usage_error("option '%s' needs a value", argv[optind - 1]); break;
+    default: usage_error("unknown option '%s'", argv[optind - 1]); break;
+    }
+  }
+  if (optind < argc) {
+    o->workload = argv[optind++];
+    bool known = false;
+    for (int i = 0; workloads[i]; i++) known |= !strcmp(workloads[i], o->workload);
+    if (!known) usage_error("unknown workload '%s': expected one of ntt, sha256, mandelbrot, saxpy, mulmod, pipeline", o->workload);
+  }
+  if (optind < argc) usage_error("unexpected argument '%s'", argv[optind]);
+  if (!o->workload) o->workload = "ntt";
+  if (o->overlay && !o->output) usage_error("--overlay needs --output FILE");
+  if (o->output && strcmp(o->workload, "mandelbrot")) usage_error("--output is for the mandelbrot workload");
+  if (o->compare && o->mode) usage_error("--compare runs every mode: do not give --mode too");
+}
+
+/* ------------------------------------------------------------ runtime start */
+
+static mgpu_runtime_t *start_runtime(const opts_t *o, mgpu_sched_t mode, double ratio) {
+  mgpu_config_t c = o->cfg;
+  if (mode) c.sched = mode;
+  if (ratio > 0 && c.device_to_core_ratio == 0) c.device_to_core_ratio = ratio;
+  mgpu_runtime_t *rt;
+  mgpu_status_t st = mgpu_init(&c, &rt);
+  if (st != MGPU_OK) {
+    /* The library has printed the reason; settings errors are usage errors. */
+    if (mgpu_last_error()[0] && c.debug == 0) fprintf(stderr, "%s: %s\n", prog, mgpu_last_error());
+    fprintf(stderr, "%s: cannot start the runtime (%s)\n", prog, mgpu_status_name(st));
+    exit(st == MGPU_EINVAL ? EXIT_USAGE : EXIT_FAIL);
+  }
+  return rt;
+}
+
+static void print_info(mgpu_runtime_t *rt) {
+  printf("libmgpurt %s\n\nSettings (value, source):\n", mgpu_version());
+  mgpu_setting_t s;
+  for (int i = 0; mgpu_info_setting(rt, i, &s) == MGPU_OK; i++)
+    printf("  %-26s %-24s %-11s %s\n", s.name, s.value, s.source, s.doc);
+  const char *how;
+  int cores = mgpu_usable_cores(rt, &how);
+  printf("\nCPU: %d usable cores (%s); %d CPU workers\n", cores, how, mgpu_num_cpu_workers(rt));
+  int g = mgpu_num_gpus(rt);
+  printf("GPUs: %d in use\n", g);
+  for (int i = 0; i < g; i++) {
+    mgpu_device_info_t d;
+    mgpu_device_info(rt, i, &d);
+    printf("  GPU %d: device %d, %s, %d SMs, compute capability %d.%d, %.1f GiB (%.1f GiB free), PCI %s%s\n", i,
+           d.index, d.name, d.sm_count, d.cc_major, d.cc_minor, (double)d.total_mem / (1 << 30),
+           (double)d.free_mem / (1 << 30), d.pci_bus_id, d.emulated ? " (emulated, tests only)" : "");
+  }
+  if (g > 1) {
+    printf("  peer access (row can access column):\n       ");
+    for (int j = 0; j < g; j++) printf(" GPU%-2d", j);
+    printf("\n");
+    for (int i = 0; i < g; i++) {
+      printf("  GPU%-2d", i);
+      for (int j = 0; j < g; j++) printf(" %5s", i == j ? "-" : mgpu_device_peer(rt, i, j) ? "yes" : "no");
+      printf("\n");
+    }
+  }
+}
+
+/* ------------------------------------------------------------ inputs */
+
+static uint64_t rng_next(uint64_t *s) {
+  uint64_t x = *s += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+static void *alloc_array(mgpu_runtime_t *base, const opts_t *o, size_t bytes) {
+  void *p = o->pinned ? mgpu_host_alloc(base, bytes ? bytes : 1) : aligned_alloc(64, ((bytes ? bytes : 1) + 63) & ~(size_t)63);
+  if (!p) {
+    fprintf(stderr, "%s: cannot allocate %zu bytes of host memory\n", prog, bytes);
+    exit(EXIT_FAIL);
+  }
+  return p;
+}
+static void free_array(mgpu_runtime_t *base, const opts_t *o, void *p) {
+  if (o->pinned) mgpu_host_free(base, p);
+  else free(p);
+}
+
+/* One workload instance: the kernel, the batch and how to check it. */
+typedef struct {
+  const char *name;
+  mgpu_kernel_t k;
+  mgpu_batch_t b;
+  size_t n;
+  double bytes_per_item; /* moved between host and device, for reports */
+  union {
+    mgpu_ntt_arg_t ntt;
+    mgpu_sha256_arg_t sha;
+    mgpu_mandelbrot_arg_t mandel;
+    mgpu_saxpy_arg_t saxpy;
+    mgpu_mulmod_arg_t mulmod;
+  } arg;
+  void *in[2], *out;
+  size_t in_bytes[2], out_bytes;
+  int *row_worker; /* mandelbrot overlay */
+  /* pipeline */
+  unsigned log_n;
+  uint64_t key;
+  unsigned shift;
+  void *mid1, *mid2;
+  mgpu_const_t *kconst;
+} work_t;
+
+static work_t *overlay_target;
+static int mandel_cpu_rec(const mgpu_chunk_t *c);
+static int mandel_gpu_rec(const mgpu_chunk_t *c);
+static mgpu_kernel_fn mandel_cpu_fn, mandel_gpu_fn;
+
+static int mandel_cpu_rec(const mgpu_chunk_t *c) {
+  for (size_t j = 0; j < c->count; j++) overlay_target->row_worker[c->first + j] = c->worker;
+  return mandel_cpu_fn(c);
+}
+/* The GPU function runs on the GPU's host thread, so it can record rows too. */
+static int mandel_gpu_rec(const mgpu_chunk_t *c) {
+  for (size_t j = 0; j < c->count; j++) overlay_target->row_worker[c->first + j] = c->worker;
+  return mandel_gpu_fn(c);
+}
+
+static void check_status(mgpu_status_t st, const char *what) {
+  if (st == MGPU_OK) return;
+  fprintf(stderr, "%s: %s failed: %s (%s)\n", prog, what, mgpu_status_name(st), mgpu_last_error());
+  exit(st == MGPU_EINVAL ? EXIT_USAGE : EXIT_FAIL);
+}
+
+static void setup(work_t *w, const opts_t *o, mgpu_runtime_t *base) {
+  memset(w, 0, sizeof *w);
+  w->name = o->workload;
+  uint64_t rng = o->seed * 0x2545F4914F6CDD1Dull + 1;
+  const char *wl = o->workload;
+  if (!strcmp(wl, "ntt") || !strcmp(wl, "pipeline")) {
+    int lg = o->size < 0 ? 12 : o->size;
+    if (lg < MGPU_NTT_LOG_MIN || lg > MGPU_NTT_LOG_MAX) usage_error("--size %d is invalid for %s: expected 10..16", lg, wl);
+    w->n = o->items < 0 ? (lg >= 14 ? 1024 : 4096) : (size_t)o->items;
+    w->log_n = (unsigned)lg;
+    check_status(mgpu_kernel_ntt((unsigned)lg, &w->k), "mgpu_kernel_ntt");
+    w->arg.ntt = (mgpu_ntt_arg_t){(uint32_t)lg, 0};
+    size_t per = (size_t)8 << lg;
+    w->in_bytes[0] = w->out_bytes = per * w->n;
+    w->bytes_per_item = 2.0 * per;
+  } else if (!strcmp(wl, "sha256")) {
+    int len = o->size < 0 ? 64 : o->size;
+    w->n = o->items < 0 ? 1000000 : (size_t)o->items;
+    check_status(mgpu_kernel_sha256((size_t)len, &w->k), "mgpu_kernel_sha256");
+    w->arg.sha.msg_len = (uint64_t)len;
+    w->in_bytes[0] = (size_t)len * w->n;
+    w->out_bytes = 32 * w->n;
+    w->bytes_per_item = len + 32.0;
+  } else if (!strcmp(wl, "mandelbrot")) {
+    int width = o->size < 0 ? 2048 : o->size;
+    w->n = o->items < 0 ? 2048 : (size_t)o->items;
+    if (w->n > MGPU_MANDELBROT_MAX_DIM) usage_error("--items %zu is too many rows for mandelbrot: at most %u", w->n, MGPU_MANDELBROT_MAX_DIM);
+    w->arg.mandel = (mgpu_mandelbrot_arg_t){(uint32_t)width, (uint32_t)(w->n ? w->n : 1), 2000, 0, -2.2, -1.5, 1.0, 1.5};
+    check_status(mgpu_kernel_mandelbrot(&w->arg.mandel, &w->k), "mgpu_kernel_mandelbrot");
+    w->out_bytes = (size_t)width * 4 * w->n;
+    w->bytes_per_item = width * 4.0;
+    if (o->overlay) {
+      w->row_worker = calloc(w->n ? w->n : 1, sizeof(int));
+      overlay_target = w;
+      mandel_cpu_fn = w->k.cpu;
+      mandel_gpu_fn = w->k.gpu;
+      w->k.cpu = mandel_cpu_rec;
+      if (w->k.gpu) w->k.gpu = mandel_gpu_rec;
+    }
+  } else if (!strcmp(wl, "saxpy")) {
+    w->n = o->items < 0 ? (size_t)1 << 26 : (size_t)o->items;
+    check_status(mgpu_kernel_saxpy(&w->k), "mgpu_kernel_saxpy");
+    w->arg.saxpy.a = 1.5f;
+    w->in_bytes[0] = w->in_bytes[1] = w->out_bytes = 4 * w->n;
+    w->bytes_per_item = 12;
+  } else { /* mulmod */
+    w->n = o->items < 0 ? (size_t)1 << 20 : (size_t)o->items;
+    check_status(mgpu_kernel_mulmod((uint64_t)o->intensity, &w->k), "mgpu_kernel_mulmod");
+    w->arg.mulmod.intensity = (uint64_t)o->intensity;
+    w->in_bytes[0] = w->out_bytes = 8 * w->n;
+    w->bytes_per_item = 16;
+  }
+  for (int i = 0; i < 2; i++)
+    if (w->in_bytes[i]) {
+      w->in[i] = alloc_array(base, o, w->in_bytes[i]);
+      if (!strcmp(wl, "saxpy")) {
+        float *f = w->in[i];
+        for (size_t j = 0; j < w->n; j++) f[j] = (float)(rng_next(&rng) >> 40) / (float)(1 << 24) - 0.5f;
+      } else {
+        uint64_t *u = w->in[i];
+        for (size_t j = 0; j < w->in_bytes[i] / 8; j++) u[j] = rng_next(&rng) % MGPU_GOLDILOCKS_P;
+        unsigned char *bytes = w->in[i];
+        for (size_t j = w->in_bytes[i] / 8 * 8; j < w->in_bytes[i]; j++) bytes[j] = (unsigned char)rng_next(&rng);
+      }
+    }
+  w->out = alloc_array(base, o, w->out_bytes);
+  memset(w->out, 0xA5, w->out_bytes); /* poison: every item must be written */
+  w->b = (mgpu_batch_t){.kernel = &w->k, .n = w->n, .out = {w->out}, .arg = &w->arg, .arg_size = sizeof w->arg};
+  w->b.in[0] = w->in[0];
+  w->b.in[1] = w->in[1];
+  if (!strcmp(wl, "pipeline")) {
+    w->mid1 = alloc_array(base, o, w->out_bytes);
+    w->mid2 = alloc_array(base, o, w->out_bytes);
+    w->key = rng_next(&rng) % MGPU_GOLDILOCKS_P;
+    w->shift = (unsigned)(rng_next(&rng) % (1u << w->log_n));
+    /* K = NTT(e_shift), computed with the ntt kernel's CPU function. */
+    size_t nn = (size_t)1 << w->log_n;
+    uint64_t *e = calloc(nn, 8), *K = calloc(nn, 8);
+    e[w->shift] = 1;
+    const void *ins[1] = {e};
+    void *outs[1] = {K};
+    mgpu_ntt_arg_t a = {w->log_n, 0};
+    mgpu_chunk_t ch = {.in = ins, .out = outs, .arg = &a, .first = 0, .count = 1};
+    if (w->k.cpu(&ch) != 0) {
+      fprintf(stderr, "%s: computing the pipeline constant failed\n", prog);
+      exit(EXIT_FAIL);
+    }
+    check_status(mgpu_const_create(base, K, nn * 8, &w->kconst), "mgpu_const_create");
+    free(e);
+    free(K);
+    w->bytes_per_item = 6.0 * (double)nn * 8;
+  }
+}
+
+/* Run the workload once on rt; returns wall seconds and fills stats. */
+static double run_once(mgpu_runtime_t *rt, work_t *w, const opts_t *o, mgpu_stats_t *st) {
+  memset(w->out, 0xA5, w->out_bytes);
+  if (strcmp(w->name, "pipeline") != 0) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    check_status(mgpu_run(rt, &w->b, st), "the batch");
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  }
+  /* Pipeline: sub-batches of three dependent stages, all submitted up front so
+   * the CPU-only middle stage of one overlaps the GPU stages of others. */
+  mgpu_kernel_t kdec, kmul;
+  check_status(mgpu_kernel_pipeline_decompose(w->log_n, &kdec), "mgpu_kernel_pipeline_decompose");
+  check_status(mgpu_kernel_pipeline_mul_intt(w->log_n, &kmul), "mgpu_kernel_pipeline_mul_intt");
+  size_t per = (size_t)8 << w->log_n;
+  size_t sub = w->n < 16 ? 1 : w->n / 16;
+  size_t nsub = (w->n + sub - 1) / sub;
+  mgpu_event_t **ev = calloc(3 * (nsub ? nsub : 1), sizeof *ev);
+  mgpu_ntt_arg_t a1 = {w->log_n, 0};
+  mgpu_pipeline_arg_t a2 = {w->log_n, 0, w->key};
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (size_t s = 0; s < nsub; s++) {
+    size_t first = s * sub, cnt = first + sub > w->n ? w->n - first : sub;
+    char *x = (char *)w->in[0] + first * per, *m1 = (char *)w->mid1 + first * per, *m2 = (char *)w->mid2 + first * per,
+         *z = (char *)w->out + first * per;
+    mgpu_batch_t b1 = {.kernel = &w->k, .n = cnt, .in = {x}, .out = {m1}, .arg = &a1, .arg_size = sizeof a1};
+    mgpu_batch_t b2 = {.kernel = &kdec, .n = cnt, .in = {m1}, .out = {m2}, .arg = &a2, .arg_size = sizeof a2};
+    mgpu_batch_t b3 = {.kernel = &kmul, .n = cnt, .in = {m2}, .out = {z}, .arg = &a2, .arg_size = sizeof a2,
+                       .nconsts = 1, .consts = {w->kconst}};
+    check_status(mgpu_submit(rt, &b1, 0, NULL, &ev[3 * s]), "submitting stage 1");
+    check_status(mgpu_submit(rt, &b2, 1, &ev[3 * s], &ev[3 * s + 1]), "submitting stage 2");
+    check_status(mgpu_submit(rt, &b3, 1, &ev[3 * s + 1], &ev[3 * s + 2]), "submitting stage 3");
+  }
+  for (size_t s = 0; s < 3 * nsub; s++) check_status(mgpu_event_wait(ev[s], NULL), "a pipeline stage");
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  for (size_t s = 0; s < 3 * nsub; s++) mgpu_event_release(ev[s]);
+  free(ev);
+  /* Per-worker figures of the whole pipeline come from the runtime's totals. */
+  if (st) {
+    mgpu_runtime_stats(rt, st);
+    st->items = w->n;
+  }
+  (void)o;
+  return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+}
+
+/* Check results: every item for small runs, a sample of about 2000 otherwise,
+ * against the kernel's CPU function run here; ntt also round-trips. */
+static long long verify(work_t *w, const opts_t *o, mgpu_runtime_t *rt, size_t *checked_p) {
+  size_t n = w->n, step = n <= 4096 ? 1 : n / 2000;
+  long long bad = 0;
+  size_t checked = 0;
+  if (!strcmp(w->name, "pipeline")) {
+    size_t nn = (size_t)1 << w->log_n;
+    const uint64_t *x = w->in[0], *z = w->out;
+    for (size_t i = 0; i < n; i += step, checked++)
+      for (size_t c = 0; c < nn; c++) {
+        uint64_t xv = x[i * nn + ((c + nn - w->shift) % nn)];
+        uint64_t want = (uint64_t)(((unsigned __int128)xv * w->key) % MGPU_GOLDILOCKS_P);
+        if (z[i * nn + c] != want) {
+          bad++;
+          break;
+        }
+      }
+    *checked_p = checked;
+    return bad;
+  }
+  size_t osz = w->k.out_size[0];
+  unsigned char *ref = malloc(osz ? osz : 1);
+  mgpu_kernel_fn cpu = w->k.cpu;
+  for (size_t i = 0; i < n; i += step, checked++) {
+    const void *ins[2];
+    for (int k = 0; k < w->k.nin; k++) ins[k] = (const char *)w->in[k] + i * w->k.in_size[k];
+    void *outs[1] = {ref};
+    mgpu_chunk_t ch = {.in = ins, .out = outs, .arg = &w->arg, .first = i, .count = 1, .worker = 0};
+    int saved_worker_rows = w->row_worker ? w->row_worker[i] : 0;
+    if (cpu(&ch) != 0 || memcmp(ref, (char *)w->out + i * osz, osz) != 0) bad++;
+    if (w->row_worker) w->row_worker[i] = saved_worker_rows;
+  }
+  free(ref);
+  if (!strcmp(w->name, "ntt") && n > 0) {
+    /* Round trip on the runtime: inverse(forward(x)) == x. */
+    mgpu_ntt_arg_t inv = {w->log_n, 1};
+    void *back = malloc(w->out_bytes);
+    mgpu_batch_t b = {.kernel = &w->k, .n = n, .in = {w->out}, .out = {back}, .arg = &inv, .arg_size = sizeof inv};
+    check_status(mgpu_run(rt, &b, NULL), "the inverse ntt");
+    if (memcmp(back, w->in[0], w->out_bytes) != 0) bad++;
+    free(back);
+  }
+  (void)o;
+  *checked_p = checked;
+  return bad;
+}
+
+/* ------------------------------------------------------------ images */
+
+static void write_image(const work_t *w, const opts_t *o, int nworkers, int ncpu) {
+  uint32_t wd = w->arg.mandel.width, ht = (uint32_t)w->n, maxit = w->arg.mandel.max_iter;
+  unsigned char *rgb = malloc((size_t)wd * ht * 3);
+  const uint32_t *it = w->out;
+  static const unsigned char palette[][3] = {{230, 80, 60},  {60, 160, 230}, {90, 200, 90}, {230, 190, 60},
+                                             {180, 90, 220}, {60, 210, 200}, {240, 130, 40}, {150, 150, 150}};
+  for (uint32_t y = 0; y < ht; y++)
+    for (uint32_t x = 0; x < wd; x++) {
+      uint32_t v = it[(size_t)y * wd + x];
+      double t = v >= maxit ? 0 : sqrt((double)v / maxit);
+      unsigned char g = (unsigned char)(255 * t);
+      unsigned char *p = rgb + ((size_t)y * wd + x) * 3;
+      if (o->overlay) {
+        int wk = w->row_worker[y];
+        const unsigned char *c = wk >= ncpu ? palette[(wk - ncpu) % 4 + 4] : palette[wk % 4];
+        for (int k = 0; k < 3; k++) p[k] = (unsigned char)(0.55 * g + 0.45 * c[k] * (0.35 + 0.65 * t));
+      } else {
+        p[0] = g, p[1] = (unsigned char)(g * 0.8), p[2] = (unsigned char)(80 + 175 * t);
+      }
+    }
+  (void)nworkers;
+  FILE *f = fopen(o->output, "wb");
+  if (!f) {
+    fprintf(stderr, "%s: cannot write %s: %s\n", prog, o->output, strerror(errno));
+    exit(EXIT_FAIL);
+  }
+#ifdef MGPU_HAVE_PNG
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+  png_infop info = png_create_info_struct(png);
+  if (setjmp(png_jmpbuf(png))) {
+    fprintf(stderr, "%s: libpng failed writing %s\n", prog, o->output);
+    exit(EXIT_FAIL);
+  }
+  png_init_io(png, f);
+  png_set_IHDR(png, info, wd, ht, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+               PNG_FILTER_TYPE_DEFAULT);
+  png_write_info(png, info);
+  for (uint32_t y = 0; y < ht; y++) png_write_row(png, rgb + (size_t)y * wd * 3);
+  png_write_end(png, NULL);
+  png_destroy_write_struct(&png, &info);
+#else
+  fprintf(f, "P6\n%u %u\n255\n", wd, ht);
+  fwrite(rgb, 3, (size_t)wd * ht, f);
+#endif
+  fclose(f);
+  free(rgb);
+}
+
+/* ------------------------------------------------------------ reports */
+
+typedef struct {
+  const char *mode;
+  double wall_s; /* median */
+  double throughput;
+  mgpu_stats_t st;
+  mgpu_worker_stats_t *ws;
+  int ran;
+  const char *skipped;
+} result_t;
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const char *mode) {
+  int nw = mgpu_num_workers(rt);
+  r->mode = mode;
+  r->ws = calloc((size_t)nw, sizeof *r->ws);
+  double *times = calloc((size_t)o->repeat, sizeof *times);
+  mgpu_stats_t st = {.worker = r->ws, .worker_cap = nw};
+  run_once(rt, w, o, NULL); /* warm-up: the speed model learns, buffers are made */
+  for (int i = 0; i < o->repeat; i++) times[i] = run_once(rt, w, o, &st);
+  qsort(times, (size_t)o->repeat, sizeof *times, cmp_double);
+  r->wall_s = times[o->repeat / 2];
+  r->throughput = r->wall_s > 0 ? (double)w->n / r->wall_s : 0;
+  r->st = st;
+  r->ran = 1;
+  free(times);
+}
+
+static void print_workers(mgpu_runtime_t *rt, const result_t *r) {
+  int nw = mgpu_num_workers(rt);
+  uint64_t total = 0;
+  for (int i = 0; i < nw; i++) total += r->ws[i].items;
+  printf("  %-7s %-6s %12s %7s %8s %7s %8s %6s\n", "worker", "kind", "items", "share", "chunks", "steals", "retries",
+         "busy");
+  for (int i = 0; i < nw; i++) {
+    const mgpu_worker_stats_t *s = &r->ws[i];
+    char kind[16];
+    if (s->kind == MGPU_WORKER_GPU) snprintf(kind, sizeof kind, "gpu%d", s->device);
+    else snprintf(kind, sizeof kind, "cpu");
+    double busy = r->st.wall_s > 0 ? 100 * s->busy_s / r->st.wall_s : 0;
+    printf("  %-7d %-6s %12llu %6.1f%% %8llu %7llu %8llu %5.0f%%\n", i, kind, (unsigned long long)s->items,
+           total ? 100.0 * (double)s->items / (double)total : 0, (unsigned long long)s->chunks,
+           (unsigned long long)s->steals, (unsigned long long)s->retries, busy > 100 ? 100 : busy);
+  }
+}
+
+static const char *mode_name(mgpu_sched_t m) {
+  switch (m) {
+  case MGPU_SCHED_STATIC: return "static";
+  case MGPU_SCHED_CPU: return "cpu";
+  case MGPU_SCHED_GPU: return "gpu";
+  default: return "steal";
+  }
+}
+
+static void json_result(const result_t *r, int nw, bool last) {
+  printf("    {\"mode\": \"%s\", \"ran\": %s", r->mode, r->ran ? "true" : "false");
+  if (!r->ran) {
+    printf(", \"skipped\": \"%s\"}%s\n", r->skipped ? r->skipped : "", last ? "" : ",");
+    return;
+  }
+  printf(", \"wall_s\": %.6f, \"items_per_s\": %.3f, \"chunks\": %llu, \"steals\": %llu, \"retries\": %llu, \"workers\": [",
+         r->wall_s, r->throughput, (unsigned long long)r->st.chunks, (unsigned long long)r->st.steals,
+         (unsigned long long)r->st.retries);
+  for (int i = 0; i < nw; i++) {
+    const mgpu_worker_stats_t *s = &r->ws[i];
+    printf("%s{\"kind\": \"%s\", \"device\": %d, \"items\": %llu, \"chunks\": %llu, \"steals\": %llu, \"retries\": %llu, "
+           "\"busy_s\": %.6f, \"batch_cap\": %zu}",
+           i ? ", " : "", s->kind == MGPU_WORKER_GPU ? "gpu" : "cpu", s->device, (unsigned long long)s->items,
+           (unsigned long long)s->chunks, (unsigned long long)s->steals, (unsigned long long)s->retries, s->busy_s,
+           s->batch_cap);
+  }
+  printf("]}%s\n", last ? "" : ",");
+}
+
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig) {
+  (void)sig;
+  interrupted = 1;
+}
+
+int main(int argc, char **argv) {
+  opts_t o;
+  parse_args(argc, argv, &o);
+  if (o.list) {
+    printf("Workloads: ntt sha256 mandelbrot saxpy mulmod pipeline\nBuilt-in kernels:\n");
+    for (int i = 0; i < mgpu_builtin_count(); i++) printf("  %-20s %s\n", mgpu_builtin_name(i), mgpu_builtin_doc(i));
+    return 0;
+  }
+  signal(SIGINT, on_sigint);
+  mgpu_runtime_t *base = start_runtime(&o, o.mode, 0);
+  if (o.info) {
+    print_info(base);
+    mgpu_finalize(base);
+    return 0;
+  }
+  int ngpu = mgpu_num_gpus(base), ncpu = mgpu_num_cpu_workers(base);
+  work_t w;
+  setup(&w, &o, base);
+
+  result_t res[4];
+  memset(res, 0, sizeof res);
+  int nres = 0;
+  const char *note = NULL;
+  if (!o.compare) {
+    measure(base, &w, &o, &res[0], mode_name(o.mode));
+    nres = 1;
+  } else {
+    /* Same inputs, one runtime per mode. static uses the ratio measured by the
+     * cpu and gpu runs: the best a fixed split can do. */
+    mgpu_sched_t modes[4] = {MGPU_SCHED_CPU, MGPU_SCHED_GPU, MGPU_SCHED_STATIC, MGPU_SCHED_STEAL};
+    double ratio = 0;
+    for (int m = 0; m < 4; m++) {
+      result_t *r = &res[nres++];
+      r->mode = mode_name(modes[m]);
+      if ((modes[m] == MGPU_SCHED_GPU || modes[m] == MGPU_SCHED_STATIC) && ngpu == 0) {
+        r->skipped = "no GPU";
+        note = "no GPU is in use: only the CPU modes were compared";
+        continue;
+      }
+      if (modes[m] == MGPU_SCHED_CPU && ncpu == 0) {
+        r->skipped = "no CPU worker";
+        continue;
+      }
+      if (modes[m] == MGPU_SCHED_STATIC && res[0].ran && res[1].ran && res[0].throughput > 0)
+        ratio = (res[1].throughput / ngpu) / (res[0].throughput / ncpu);
+      mgpu_runtime_t *rt = start_runtime(&o, modes[m], modes[m] == MGPU_SCHED_STATIC ? ratio : 0);
+      measure(rt, &w, &o, r, r->mode);
+      if (m == 3) {
+        /* keep the steal runtime's worker list for the table */
+      }
+      mgpu_finalize(rt);
+      if (interrupted) break;
+    }
+  }
+
+  size_t checked = 0;
+  long long bad = 0;
+  if (o.verify) {
+    /* Results of the last run are in w.out; check them. */
+    bad = verify(&w, &o, base, &checked);
+  }
+  if (o.output) write_image(&w, &o, mgpu_num_workers(base), ncpu);
+
+  const result_t *main_r = &res[nres - 1];
+  double e = 0, speedup = 0;
+  if (o.compare && res[0].ran && res[1].ran && res[3].ran) e = res[3].throughput / (res[0].throughput + res[1].throughput);
+  if (o.compare && res[2].ran && res[3].ran) speedup = res[3].throughput / res[2].throughput;
+
+  if (o.json) {
+    printf("{\n  \"version\": \"%s\",\n  \"workload\": \"%s\",\n  \"items\": %zu,\n  \"repeat\": %d,\n", mgpu_version(),
+           w.name, w.n, o.repeat);
+    printf("  \"config\": {");
+    mgpu_setting_t s;
+    for (int i = 0; mgpu_info_setting(base, i, &s) == MGPU_OK; i++)
+      printf("%s\"%s\": {\"value\": \"%s\", \"source\": \"%s\"}", i ? ", " : "", s.name, s.value, s.source);
+    printf("},\n  \"devices\": [");
+    for (int g = 0; g < ngpu; g++) {
+      mgpu_device_info_t d;
+      mgpu_device_info(base, g, &d);
+      printf("%s{\"index\": %d, \"name\": \"%s\", \"sm_count\": %d, \"memory\": %zu, \"emulated\": %s}", g ? ", " : "",
+             d.index, d.name, d.sm_count, d.total_mem, d.emulated ? "true" : "false");
+    }
+    printf("],\n  \"cpu_workers\": %d,\n  \"results\": [\n", ncpu);
+    for (int i = 0; i < nres; i++) json_result(&res[i], mgpu_num_workers(base), i == nres - 1);
+    printf("  ],\n");
+    if (o.compare) printf("  \"efficiency\": %.4f,\n  \"speedup_vs_static\": %.4f,\n", e, speedup);
+    printf("  \"verification\": {\"enabled\": %s, \"checked\": %zu, \"failed\": %lld}\n}\n", o.verify ? "true" : "false",
+           checked, bad);
+  } else if (o.quiet) {
+    printf("%s: %zu items, %.4f s, %.4g items/s, verification %s\n", w.name, w.n, main_r->wall_s, main_r->throughput,
+           !o.verify ? "off" : bad ? "FAILED" : "ok");
+  } else {
+    printf("libmgpurt %s: %s, %zu items; %d CPU workers, %d GPUs", mgpu_version(), w.name, w.n, ncpu, ngpu);
+    for (int g = 0; g < ngpu; g++) {
+      mgpu_device_info_t d;
+      mgpu_device_info(base, g, &d);
+      printf("%s%s", g ? ", " : " (", d.name);
+      if (g == ngpu - 1) printf(")");
+    }
+    printf("\n");
+    for (int i = 0; i < nres; i++) {
+      const result_t *r = &res[i];
+      if (!r->ran) {
+        printf("mode %-6s skipped (%s)\n", r->mode, r->skipped ? r->skipped : "interrupted");
+        continue;
+      }
+      printf("mode %-6s %.4f s (median of %d), %.4g items/s, %.3g GB/s moved\n", r->mode, r->wall_s, o.repeat,
+             r->throughput, r->throughput * w.bytes_per_item / 1e9);
+      if (!o.compare || i == nres - 1) print_workers(base, r);
+    }
+    if (o.compare) {
+      if (e > 0) printf("heterogeneous efficiency E = steal / (cpu + gpu) = %.3f\n", e);
+      if (speedup > 0) printf("steal vs static: %.3fx\n", speedup);
+      if (note) printf("note: %s\n", note);
+    }
+    if (o.verify) printf("verification: %s (%zu items checked%s)\n", bad ? "FAILED" : "ok", checked,
+                         !strcmp(w.name, "ntt") ? ", plus an inverse round trip" : "");
+    else printf("verification: off\n");
+  }
+  for (int i = 0; i < nres; i++) free(res[i].ws);
+  if (w.kconst) mgpu_const_destroy(w.kconst);
+  for (int i = 0; i < 2; i++)
+    if (w.in[i]) free_array(base, &o, w.in[i]);
+  free_array(base, &o, w.out);
+  if (w.mid1) free_array(base, &o, w.mid1), free_array(base, &o, w.mid2);
+  free(w.row_worker);
+  mgpu_finalize(base);
+  if (interrupted) {
+    fprintf(stderr, "%s: interrupted\n", prog);
+    return 130;
+  }
+  return bad ? EXIT_FAIL : 0;
+}

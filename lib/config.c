@@ -1,0 +1,596 @@
+/*
+ * config.c: turns mgpu_config_t fields and MGPU_* environment variables into the
+ * runtime's settings, strictly, once, at mgpu_init. One table describes every
+ * setting; each is parsed by the parser of its kind and range-checked.
+ */
+#include "mgpurt_int.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef enum { K_INT, K_DOUBLE, K_LL, K_BYTES, K_SCHED, K_LIST, K_BOOL, K_PATH, K_LEVEL, K_FAULT } kind_t;
+
+typedef struct {
+  const char *name;
+  kind_t kind;
+  long long lo, hi;   /* integer kinds */
+  double dlo, dhi;    /* K_DOUBLE: lo exclusive when dlo_open */
+  int dlo_open;
+  const char *accepted; /* what is accepted, for messages */
+  const char *doc;
+} setting_t;
+
+#define LL_MAX_ITEMS (1LL << 40)
+
+static const setting_t settings[MGPU_SET_COUNT] = {
+  [MGPU_SET_NUM_THREADS] = {"MGPU_NUM_THREADS", K_INT, 0, 4096, 0, 0, 0,
+                            "an integer in 0..4096",
+                            "CPU workers (default: usable cores minus GPUs used, at least 1; 0 = GPUs only)"},
+  [MGPU_SET_NUM_GPUS] = {"MGPU_NUM_GPUS", K_INT, 0, MGPU_MAX_DEVICES, 0, 0, 0, "an integer in 0..64",
+                         "GPUs to use (default: all visible; 0 = CPU only)"},
+  [MGPU_SET_DEVICES] = {"MGPU_DEVICES", K_LIST, 0, MGPU_MAX_DEVICES - 1, 0, 0, 0,
+                        "a comma-separated list of distinct device indices in 0..63, e.g. 0,2",
+                        "explicit GPU list (default: the first MGPU_NUM_GPUS visible)"},
+  [MGPU_SET_RATIO] = {"MGPU_DEVICE_TO_CORE_RATIO", K_DOUBLE, 0, 0, 0, 1e7, 1,
+                      "a number greater than 0 and at most 1e7",
+                      "how many CPU workers one GPU is worth; sets the first split (default: measured per kernel)"},
+  [MGPU_SET_MAX_BATCH] = {"MGPU_MAX_BATCH_SIZE", K_LL, 1, LL_MAX_ITEMS, 0, 0, 0, "an integer in 1..1099511627776",
+                          "most items per GPU launch (default: from free device memory)"},
+  [MGPU_SET_STREAMS] = {"MGPU_STREAMS_PER_GPU", K_INT, 1, 32, 0, 0, 0, "an integer in 1..32",
+                        "chunks in flight per GPU, to overlap copies and kernels (default 3)"},
+  [MGPU_SET_SCHED] = {"MGPU_SCHED", K_SCHED, 0, 0, 0, 0, 0, "one of steal, static, cpu, gpu",
+                      "steal (default), static (fixed split by ratio), cpu or gpu (restrict workers)"},
+  [MGPU_SET_STATS] = {"MGPU_STATS", K_BOOL, 0, 1, 0, 0, 0, "0, 1, yes, no, on, off, true or false",
+                      "print a per-worker table at mgpu_finalize (default 0)"},
+  [MGPU_SET_TRACE] = {"MGPU_TRACE", K_PATH, 0, 0, 0, 0, 0, "a file path", "write a trace to this file (default: none)"},
+  [MGPU_SET_DEBUG] = {"MGPU_DEBUG", K_LEVEL, 0, 4, 0, 0, 0, "0..4 or none, error, warn, info, debug",
+                      "log level on stderr (default warn)"},
+  [MGPU_SET_EMULATE_GPUS] = {"MGPU_EMULATE_GPUS", K_INT, 0, MGPU_MAX_DEVICES, 0, 0, 0, "an integer in 0..64",
+                             "TESTS ONLY: replace GPUs by N emulated devices on host memory (default 0)"},
+  [MGPU_SET_EMULATE_SPEED] = {"MGPU_EMULATE_SPEED", K_DOUBLE, 0, 0, 0, 1e12, 0, "a number in 0..1e12",
+                              "TESTS ONLY: items/s of an emulated device; 0 = as fast as the host (default 0)"},
+  [MGPU_SET_EMULATE_MEM] = {"MGPU_EMULATE_MEM", K_BYTES, 1LL << 20, 1LL << 40, 0, 0, 0,
+                            "a size in 1M..1T (bytes, or with a K, M, G or T suffix)",
+                            "TESTS ONLY: memory of an emulated device (default 1G)"},
+  [MGPU_SET_FAULT_INJECT] = {"MGPU_FAULT_INJECT", K_FAULT, 0, 0, 0, 0, 0,
+                             "a comma-separated list of launch:GPU:K|all, alloc:GPU:K, const:GPU:K",
+                             "TESTS ONLY: make chosen GPU operations fail (default: none)"},
+};
+
+const char *mgpu__config_name(int id) { return settings[id].name; }
+const char *mgpu__config_doc(int id) { return settings[id].doc; }
+const char *mgpu__config_source_name(int src) {
+  static const char *const names[] = {"default", "environment", "argument", "derived"};
+  return names[src];
+}
+
+MGPU_API void mgpu_config_init(mgpu_config_t *cfg) {
+  if (!cfg) return;
+  memset(cfg, 0, sizeof *cfg);
+  cfg->num_threads = -1;
+  cfg->num_gpus = -1;
+  cfg->ndevices = -1;
+  cfg->device_to_core_ratio = 0;
+  cfg->max_batch_size = 0;
+  cfg->streams_per_gpu = -1;
+  cfg->sched = MGPU_SCHED_UNSET;
+  cfg->stats = -1;
+  cfg->trace = NULL;
+  cfg->debug = -1;
+  cfg->emulate_gpus = -1;
+  cfg->emulate_speed = -1;
+  cfg->emulate_mem = 0;
+  cfg->fault_inject = NULL;
+  cfg->ignore_env = 0;
+}
+
+/* ------------------------------------------------------------ parsers */
+
+/* Leading and trailing blanks are allowed around a value; nothing else is. */
+static const char *trim(const char *s, char *buf, size_t len) {
+  while (isspace((unsigned char)*s)) s++;
+  size_t n = strlen(s);
+  while (n > 0 && isspace((unsigned char)s[n - 1])) n--;
+  if (n >= len) n = len - 1;
+  memcpy(buf, s, n);
+  buf[n] = '\0';
+  return buf;
+}
+
+int mgpu__parse_ll(const char *s, long long lo, long long hi, long long *out) {
+  char buf[128], *end;
+  if (!s) return -1;
+  const char *t = trim(s, buf, sizeof buf);
+  if (*t == '\0' || strlen(s) >= sizeof buf) return -1;
+  /* strtoll accepts a sign; a '-' is then caught by the range check, and we
+   * refuse "+" forms only when the value is out of range like any other. */
+  errno = 0;
+  long long v = strtoll(t, &end, 10);
+  if (errno == ERANGE || end == t || *end != '\0') return -1;
+  if (v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+int mgpu__parse_double(const char *s, double lo, double hi, double *out) {
+  char buf[128], *end;
+  if (!s) return -1;
+  const char *t = trim(s, buf, sizeof buf);
+  if (*t == '\0' || strlen(s) >= sizeof buf) return -1;
+  errno = 0;
+  double v = strtod(t, &end);
+  if (errno == ERANGE || end == t || *end != '\0' || !isfinite(v)) return -1;
+  if (v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+int mgpu__parse_bytes(const char *s, long long lo, long long hi, long long *out) {
+  char buf[128], *end;
+  if (!s) return -1;
+  const char *t = trim(s, buf, sizeof buf);
+  if (*t == '\0' || strlen(s) >= sizeof buf || *t == '-') return -1;
+  errno = 0;
+  unsigned long long v = strtoull(t, &end, 10);
+  if (errno == ERANGE || end == t) return -1;
+  int shift = 0;
+  switch (toupper((unsigned char)*end)) {
+  case '\0': break;
+  case 'K': shift = 10; end++; break;
+  case 'M': shift = 20; end++; break;
+  case 'G': shift = 30; end++; break;
+  case 'T': shift = 40; end++; break;
+  default: return -1;
+  }
+  if (shift && (*end == 'i' || *end == 'I')) end++;
+  if (shift && (*end == 'b' || *end == 'B')) end++;
+  if (*end != '\0') return -1;
+  if (shift && v > (unsigned long long)(LLONG_MAX >> shift)) return -1;
+  v <<= shift;
+  if (v > (unsigned long long)hi || (long long)v < lo) return -1;
+  *out = (long long)v;
+  return 0;
+}
+
+int mgpu__parse_int_list(const char *s, int lo, int hi, int *out, int max, int *n_p, char *why, size_t whylen) {
+  char buf[1024];
+  why[0] = '\0';
+  if (!s || strlen(s) >= sizeof buf) {
+    snprintf(why, whylen, "the list is too long");
+    return -1;
+  }
+  const char *t = trim(s, buf, sizeof buf);
+  if (*t == '\0') {
+    snprintf(why, whylen, "the list is empty");
+    return -1;
+  }
+  char item[1024];
+  int n = 0;
+  const char *p = t;
+  for (;;) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    memcpy(item, p, len);
+    item[len] = '\0';
+    long long v;
+    if (mgpu__parse_ll(item, lo, hi, &v) != 0) {
+      snprintf(why, whylen, "entry '%s' is not an integer in %d..%d", item, lo, hi);
+      return -1;
+    }
+    for (int i = 0; i < n; i++)
+      if (out[i] == (int)v) {
+        snprintf(why, whylen, "device %lld is listed twice", v);
+        return -1;
+      }
+    if (n == max) {
+      snprintf(why, whylen, "more than %d entries", max);
+      return -1;
+    }
+    out[n++] = (int)v;
+    if (!comma) break;
+    p = comma + 1;
+  }
+  *n_p = n;
+  return 0;
+}
+
+static int parse_bool(const char *s, int *out) {
+  char buf[32];
+  if (strlen(s) >= sizeof buf) return -1;
+  const char *t = trim(s, buf, sizeof buf);
+  static const char *const yes[] = {"1", "yes", "on", "true"}, *const no[] = {"0", "no", "off", "false"};
+  for (int i = 0; i < 4; i++) {
+    if (strcasecmp(t, yes[i]) == 0) return *out = 1, 0;
+    if (strcasecmp(t, no[i]) == 0) return *out = 0, 0;
+  }
+  return -1;
+}
+
+static int parse_sched(const char *s, mgpu_sched_t *out) {
+  char buf[32];
+  if (strlen(s) >= sizeof buf) return -1;
+  const char *t = trim(s, buf, sizeof buf);
+  static const char *const names[] = {"", "steal", "static", "cpu", "gpu"};
+  for (int i = 1; i <= 4; i++)
+    if (strcasecmp(t, names[i]) == 0) return *out = (mgpu_sched_t)i, 0;
+  return -1;
+}
+
+static int parse_level(const char *s, int *out) {
+  char buf[32];
+  if (strlen(s) >= sizeof buf) return -1;
+  const char *t = trim(s, buf, sizeof buf);
+  static const char *const names[] = {"none", "error", "warn", "info", "debug"};
+  for (int i = 0; i <= 4; i++)
+    if (strcasecmp(t, names[i]) == 0) return *out = i, 0;
+  if (strcasecmp(t, "warning") == 0) return *out = MGPU_LOG_WARN, 0;
+  long long v;
+  if (mgpu__parse_ll(t, 0, 4, &v) == 0) return *out = (int)v, 0;
+  return -1;
+}
+
+static const char *sched_name(mgpu_sched_t s) {
+  static const char *const names[] = {"unset", "steal", "static", "cpu", "gpu"};
+  return names[s];
+}
+static const char *level_text(int l) {
+  static const char *const names[] = {"none", "error", "warn", "info", "debug"};
+  return names[l];
+}
+
+/* ------------------------------------------------------------ the table walk */
+
+static mgpu_status_t bad_env(int id, const char *value, const char *why) {
+  const setting_t *s = &settings[id];
+  return mgpu__fail(MGPU_EINVAL, "%s='%s' is invalid%s%s: expected %s", s->name, value, why && *why ? ": " : "",
+                    why ? why : "", s->accepted);
+}
+
+static mgpu_status_t bad_arg(int id, const char *field, const char *value) {
+  const setting_t *s = &settings[id];
+  return mgpu__fail(MGPU_EINVAL, "mgpu_config_t.%s=%s is invalid (the field of %s): expected %s, or leave it unset",
+                    field, value, s->name, s->accepted);
+}
+
+/* Parse one environment value into the resolved config. */
+static mgpu_status_t from_text(int id, const char *value, mgpu__config_t *c) {
+  const setting_t *s = &settings[id];
+  mgpu_config_t *v = &c->v;
+  long long ll;
+  double d;
+  char why[256] = "";
+  int rc = -1;
+  switch (id) {
+  case MGPU_SET_NUM_THREADS:
+    if ((rc = mgpu__parse_ll(value, s->lo, s->hi, &ll)) == 0) v->num_threads = (int)ll;
+    break;
+  case MGPU_SET_NUM_GPUS:
+    if ((rc = mgpu__parse_ll(value, s->lo, s->hi, &ll)) == 0) v->num_gpus = (int)ll;
+    break;
+  case MGPU_SET_DEVICES:
+    rc = mgpu__parse_int_list(value, (int)s->lo, (int)s->hi, v->devices, MGPU_MAX_DEVICES, &v->ndevices, why,
+                              sizeof why);
+    break;
+  case MGPU_SET_RATIO:
+    if ((rc = mgpu__parse_double(value, s->dlo, s->dhi, &d)) == 0 && d <= 0) rc = -1;
+    if (rc == 0) v->device_to_core_ratio = d;
+    break;
+  case MGPU_SET_MAX_BATCH:
+    if ((rc = mgpu__parse_ll(value, s->lo, s->hi, &ll)) == 0) v->max_batch_size = ll;
+    break;
+  case MGPU_SET_STREAMS:
+    if ((rc = mgpu__parse_ll(value, s->lo, s->hi, &ll)) == 0) v->streams_per_gpu = (int)ll;
+    break;
+  case MGPU_SET_SCHED: rc = parse_sched(value, &v->sched); break;
+  case MGPU_SET_STATS: rc = parse_bool(value, &v->stats); break;
+  case MGPU_SET_TRACE: {
+    char buf[sizeof c->trace_path];
+    const char *t = strlen(value) < sizeof buf ? trim(value, buf, sizeof buf) : "";
+    if (*t) {
+      snprintf(c->trace_path, sizeof c->trace_path, "%s", t);
+      v->trace = c->trace_path;
+      rc = 0;
+    } else {
+      snprintf(why, sizeof why, "%s", *value ? "the path is too long" : "the path is empty");
+    }
+    break;
+  }
+  case MGPU_SET_DEBUG: rc = parse_level(value, &v->debug); break;
+  case MGPU_SET_EMULATE_GPUS:
+    if ((rc = mgpu__parse_ll(value, s->lo, s->hi, &ll)) == 0) v->emulate_gpus = (int)ll;
+    break;
+  case MGPU_SET_EMULATE_SPEED:
+    if ((rc = mgpu__parse_double(value, s->dlo, s->dhi, &d)) == 0) v->emulate_speed = d;
+    break;
+  case MGPU_SET_EMULATE_MEM:
+    if ((rc = mgpu__parse_bytes(value, s->lo, s->hi, &ll)) == 0) v->emulate_mem = ll;
+    break;
+  case MGPU_SET_FAULT_INJECT: {
+    mgpu__fault_plan_t plan;
+    if (strlen(value) >= sizeof c->fault_spec) {
+      snprintf(why, sizeof why, "the plan is too long");
+      break;
+    }
+    if ((rc = mgpu__fault_parse(value, &plan, why, sizeof why)) == 0) {
+      snprintf(c->fault_spec, sizeof c->fault_spec, "%s", value);
+      v->fault_inject = c->fault_spec;
+    }
+    break;
+  }
+  }
+  return rc == 0 ? MGPU_OK : bad_env(id, value, why);
+}
+
+/* Take a field set in the caller's mgpu_config_t, checking its range. */
+static mgpu_status_t from_arg(int id, const mgpu_config_t *a, mgpu__config_t *c, bool *set) {
+  const setting_t *s = &settings[id];
+  mgpu_config_t *v = &c->v;
+  char num[64];
+  *set = false;
+#define INT_FIELD(field)                                                   \
+  if (a->field == -1) return MGPU_OK;                                      \
+  if (a->field < s->lo || a->field > s->hi) {                              \
+    snprintf(num, sizeof num, "%lld", (long long)a->field);                \
+    return bad_arg(id, #field, num);                                       \
+  }                                                                        \
+  v->field = a->field;                                                     \
+  *set = true;                                                             \
+  return MGPU_OK
+  switch (id) {
+  case MGPU_SET_NUM_THREADS: INT_FIELD(num_threads);
+  case MGPU_SET_NUM_GPUS: INT_FIELD(num_gpus);
+  case MGPU_SET_STREAMS: INT_FIELD(streams_per_gpu);
+  case MGPU_SET_EMULATE_GPUS: INT_FIELD(emulate_gpus);
+  case MGPU_SET_STATS: INT_FIELD(stats);
+  case MGPU_SET_DEBUG: INT_FIELD(debug);
+  case MGPU_SET_DEVICES:
+    if (a->ndevices == -1) return MGPU_OK;
+    if (a->ndevices < 1 || a->ndevices > MGPU_MAX_DEVICES) {
+      snprintf(num, sizeof num, "%d", a->ndevices);
+      return bad_arg(id, "ndevices", num);
+    }
+    for (int i = 0; i < a->ndevices; i++) {
+      if (a->devices[i] < 0 || a->devices[i] >= MGPU_MAX_DEVICES) {
+        snprintf(num, sizeof num, "%d (entry %d)", a->devices[i], i);
+        return bad_arg(id, "devices", num);
+      }
+      for (int j = 0; j < i; j++)
+        if (a->devices[j] == a->devices[i]) {
+          snprintf(num, sizeof num, "%d (listed twice)", a->devices[i]);
+          return bad_arg(id, "devices", num);
+        }
+    }
+    v->ndevices = a->ndevices;
+    memcpy(v->devices, a->devices, sizeof v->devices);
+    *set = true;
+    return MGPU_OK;
+  case MGPU_SET_RATIO:
+    if (a->device_to_core_ratio == 0) return MGPU_OK;
+    if (!(a->device_to_core_ratio > 0 && a->device_to_core_ratio <= s->dhi)) {
+      snprintf(num, sizeof num, "%g", a->device_to_core_ratio);
+      return bad_arg(id, "device_to_core_ratio", num);
+    }
+    v->device_to_core_ratio = a->device_to_core_ratio;
+    *set = true;
+    return MGPU_OK;
+  case MGPU_SET_MAX_BATCH:
+    if (a->max_batch_size == 0) return MGPU_OK;
+    if (a->max_batch_size < s->lo || a->max_batch_size > s->hi) {
+      snprintf(num, sizeof num, "%lld", a->max_batch_size);
+      return bad_arg(id, "max_batch_size", num);
+    }
+    v->max_batch_size = a->max_batch_size;
+    *set = true;
+    return MGPU_OK;
+  case MGPU_SET_SCHED:
+    if (a->sched == MGPU_SCHED_UNSET) return MGPU_OK;
+    if ((int)a->sched < MGPU_SCHED_STEAL || (int)a->sched > MGPU_SCHED_GPU) {
+      snprintf(num, sizeof num, "%d", (int)a->sched);
+      return bad_arg(id, "sched", num);
+    }
+    v->sched = a->sched;
+    *set = true;
+    return MGPU_OK;
+  case MGPU_SET_TRACE:
+    if (!a->trace) return MGPU_OK;
+    if (!*a->trace || strlen(a->trace) >= sizeof c->trace_path) return bad_arg(id, "trace", "\"\" or too long");
+    snprintf(c->trace_path, sizeof c->trace_path, "%s", a->trace);
+    v->trace = c->trace_path;
+    *set = true;
+    return MGPU_OK;
+  case MGPU_SET_EMULATE_SPEED:
+    if (a->emulate_speed == -1) return MGPU_OK;
+    if (!(a->emulate_speed >= 0 && a->emulate_speed <= s->dhi)) {
+      snprintf(num, sizeof num, "%g", a->emulate_speed);
+      return bad_arg(id, "emulate_speed", num);
+    }
+    v->emulate_speed = a->emulate_speed;
+    *set = true;
+    return MGPU_OK;
+  case MGPU_SET_EMULATE_MEM:
+    if (a->emulate_mem == 0) return MGPU_OK;
+    if (a->emulate_mem < s->lo || a->emulate_mem > s->hi) {
+      snprintf(num, sizeof num, "%lld", a->emulate_mem);
+      return bad_arg(id, "emulate_mem", num);
+    }
+    v->emulate_mem = a->emulate_mem;
+    *set = true;
+    return MGPU_OK;
+  case MGPU_SET_FAULT_INJECT: {
+    if (!a->fault_inject) return MGPU_OK;
+    mgpu__fault_plan_t plan;
+    char why[256];
+    if (strlen(a->fault_inject) >= sizeof c->fault_spec ||
+        mgpu__fault_parse(a->fault_inject, &plan, why, sizeof why) != 0)
+      return bad_arg(id, "fault_inject", a->fault_inject);
+    snprintf(c->fault_spec, sizeof c->fault_spec, "%s", a->fault_inject);
+    v->fault_inject = c->fault_spec;
+    *set = true;
+    return MGPU_OK;
+  }
+  }
+#undef INT_FIELD
+  return MGPU_OK;
+}
+
+mgpu_status_t mgpu__config_parse(const mgpu_config_t *arg, mgpu__config_t *out) {
+  mgpu_config_t unset;
+  mgpu_config_init(&unset);
+  if (!arg) arg = &unset;
+  memset(out, 0, sizeof *out);
+  mgpu_config_init(&out->v);
+  /* Defaults that do not depend on the machine. */
+  out->v.streams_per_gpu = 3;
+  out->v.sched = MGPU_SCHED_STEAL;
+  out->v.stats = 0;
+  out->v.debug = MGPU_LOG_WARN;
+  out->v.emulate_gpus = 0;
+  out->v.emulate_speed = 0;
+  out->v.emulate_mem = 1LL << 30;
+  out->v.ignore_env = arg->ignore_env;
+
+  for (int id = 0; id < MGPU_SET_COUNT; id++) {
+    bool set;
+    mgpu_status_t st = from_arg(id, arg, out, &set);
+    if (st != MGPU_OK) return st;
+    if (set) {
+      out->source[id] = MGPU_SRC_ARG;
+      continue;
+    }
+    const char *env = arg->ignore_env ? NULL : getenv(settings[id].name);
+    if (env) {
+      st = from_text(id, env, out);
+      if (st != MGPU_OK) return st;
+      out->source[id] = MGPU_SRC_ENV;
+    }
+  }
+  return MGPU_OK;
+}
+
+mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visible_gpus) {
+  mgpu_config_t *v = &c->v;
+  const char *gpu_what = v->emulate_gpus > 0 ? "emulated GPUs" : "GPUs";
+  /* GPUs: an explicit list, a count, or every visible one. */
+  if (v->ndevices > 0) {
+    if (v->num_gpus >= 0 && v->num_gpus != v->ndevices)
+      return mgpu__fail(MGPU_EINVAL, "MGPU_NUM_GPUS=%d conflicts with MGPU_DEVICES, which lists %d devices", v->num_gpus,
+                        v->ndevices);
+    for (int i = 0; i < v->ndevices; i++)
+      if (v->devices[i] >= visible_gpus) {
+        if (visible_gpus == 0)
+          return mgpu__fail(MGPU_ENODEV, "MGPU_DEVICES lists device %d but no %s are usable on this machine",
+                            v->devices[i], gpu_what);
+        return mgpu__fail(MGPU_EINVAL, "MGPU_DEVICES: device %d does not exist: expected indices in 0..%d (%d %s visible)",
+                          v->devices[i], visible_gpus - 1, visible_gpus, gpu_what);
+      }
+    v->num_gpus = v->ndevices;
+    if (c->source[MGPU_SET_NUM_GPUS] == MGPU_SRC_DEFAULT) c->source[MGPU_SET_NUM_GPUS] = MGPU_SRC_DERIVED;
+  } else if (v->num_gpus >= 0) {
+    if (v->num_gpus > visible_gpus) {
+      if (visible_gpus == 0)
+        return mgpu__fail(MGPU_ENODEV, "MGPU_NUM_GPUS=%d but no %s are usable on this machine (no device, no driver, "
+                                       "or a build without CUDA)", v->num_gpus, gpu_what);
+      return mgpu__fail(MGPU_EINVAL, "MGPU_NUM_GPUS=%d is more than the %d %s visible: expected 0..%d", v->num_gpus,
+                        visible_gpus, gpu_what, visible_gpus);
+    }
+    v->ndevices = v->num_gpus;
+    for (int i = 0; i < v->num_gpus; i++) v->devices[i] = i;
+  } else {
+    v->num_gpus = MGPU_MIN(visible_gpus, MGPU_MAX_DEVICES);
+    v->ndevices = v->num_gpus;
+    for (int i = 0; i < v->num_gpus; i++) v->devices[i] = i;
+    c->source[MGPU_SET_NUM_GPUS] = MGPU_SRC_DERIVED;
+  }
+  if (c->source[MGPU_SET_DEVICES] == MGPU_SRC_DEFAULT) c->source[MGPU_SET_DEVICES] = MGPU_SRC_DERIVED;
+
+  /* CPU workers: undersubscribe by one core per GPU host thread. */
+  if (v->num_threads < 0) {
+    v->num_threads = MGPU_MAX(1, usable_cores - v->num_gpus);
+    c->source[MGPU_SET_NUM_THREADS] = MGPU_SRC_DERIVED;
+  }
+  if (v->num_threads == 0 && v->num_gpus == 0)
+    return mgpu__fail(MGPU_EINVAL, "MGPU_NUM_THREADS=0 leaves no worker: it needs at least one GPU, and none is used");
+
+  /* Text of every effective value, for mgpu_info_setting. */
+  snprintf(c->text[MGPU_SET_NUM_THREADS], sizeof c->text[0], "%d", v->num_threads);
+  snprintf(c->text[MGPU_SET_NUM_GPUS], sizeof c->text[0], "%d", v->num_gpus);
+  char *t = c->text[MGPU_SET_DEVICES];
+  t[0] = '\0';
+  for (int i = 0; i < v->ndevices; i++) {
+    size_t len = strlen(t);
+    snprintf(t + len, sizeof c->text[0] - len, "%s%d", i ? "," : "", v->devices[i]);
+  }
+  if (v->ndevices == 0) snprintf(t, sizeof c->text[0], "(none)");
+  if (v->device_to_core_ratio > 0)
+    snprintf(c->text[MGPU_SET_RATIO], sizeof c->text[0], "%g", v->device_to_core_ratio);
+  else
+    snprintf(c->text[MGPU_SET_RATIO], sizeof c->text[0], "measured per kernel");
+  if (v->max_batch_size > 0)
+    snprintf(c->text[MGPU_SET_MAX_BATCH], sizeof c->text[0], "%lld", v->max_batch_size);
+  else
+    snprintf(c->text[MGPU_SET_MAX_BATCH], sizeof c->text[0], "from free device memory");
+  snprintf(c->text[MGPU_SET_STREAMS], sizeof c->text[0], "%d", v->streams_per_gpu);
+  snprintf(c->text[MGPU_SET_SCHED], sizeof c->text[0], "%s", sched_name(v->sched));
+  snprintf(c->text[MGPU_SET_STATS], sizeof c->text[0], "%d", v->stats);
+  snprintf(c->text[MGPU_SET_TRACE], sizeof c->text[0], "%s", v->trace ? v->trace : "(off)");
+  snprintf(c->text[MGPU_SET_DEBUG], sizeof c->text[0], "%s", level_text(v->debug));
+  snprintf(c->text[MGPU_SET_EMULATE_GPUS], sizeof c->text[0], "%d", v->emulate_gpus);
+  if (v->emulate_speed > 0)
+    snprintf(c->text[MGPU_SET_EMULATE_SPEED], sizeof c->text[0], "%g", v->emulate_speed);
+  else
+    snprintf(c->text[MGPU_SET_EMULATE_SPEED], sizeof c->text[0], "unlimited");
+  snprintf(c->text[MGPU_SET_EMULATE_MEM], sizeof c->text[0], "%lld", v->emulate_mem);
+  snprintf(c->text[MGPU_SET_FAULT_INJECT], sizeof c->text[0], "%s", v->fault_inject ? v->fault_inject : "(none)");
+  return MGPU_OK;
+}
+
+/* ------------------------------------------------------------ unknown variables */
+
+size_t mgpu__edit_distance(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la > 64 || lb > 64) return (size_t)-1;
+  size_t row[65];
+  for (size_t j = 0; j <= lb; j++) row[j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      size_t up = row[j];
+      size_t cost = toupper((unsigned char)a[i - 1]) == toupper((unsigned char)b[j - 1]) ? 0 : 1;
+      row[j] = MGPU_MIN(MGPU_MIN(row[j] + 1, row[j - 1] + 1), diag + cost);
+      diag = up;
+    }
+  }
+  return row[lb];
+}
+
+void mgpu__config_warn_unknown(char **envp) {
+  /* Variables read by mgpu-run or other parts rather than the settings table. */
+  static const char *const extra[] = {"MGPU_TENSOR_SPLIT", NULL};
+  for (char **e = envp; e && *e; e++) {
+    if (strncmp(*e, "MGPU_", 5) != 0) continue;
+    const char *eq = strchr(*e, '=');
+    size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
+    char name[128];
+    if (len >= sizeof name) len = sizeof name - 1;
+    memcpy(name, *e, len);
+    name[len] = '\0';
+    bool known = false;
+    for (int id = 0; id < MGPU_SET_COUNT && !known; id++) known = strcmp(name, settings[id].name) == 0;
+    for (int i = 0; extra[i] && !known; i++) known = strcmp(name, extra[i]) == 0;
+    if (known) continue;
+    const char *best = NULL;
+    size_t best_d = (size_t)-1;
+    for (int id = 0; id < MGPU_SET_COUNT; id++) {
+      size_t d = mgpu__edit_distance(name, settings[id].name);
+      if (d < best_d) best_d = d, best = settings[id].name;
+    }
+    mgpu__log(MGPU_LOG_WARN, "unknown environment variable %s is ignored; the nearest known one is %s", name, best);
+  }
+}

@@ -1,0 +1,117 @@
+/*
+ * const.c: replicated read-only constants. The host copy is made at creation;
+ * each GPU worker uploads its own device copy on first use and keeps it until the
+ * constant is destroyed and no batch uses it any more. Device copies are freed by
+ * their GPU worker (only it may touch its device), so a dead constant waits on
+ * rt->dead_consts until every GPU has freed its copy.
+ */
+#include "mgpurt_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+MGPU_API mgpu_status_t mgpu_const_create(mgpu_runtime_t *rt, const void *host, size_t bytes, mgpu_const_t **const_p) {
+  if (!rt) return mgpu__fail(MGPU_EINVAL, "mgpu_const_create: rt is NULL");
+  if (!const_p) return mgpu__fail(MGPU_EINVAL, "mgpu_const_create: const_p is NULL");
+  if (bytes == 0) return mgpu__fail(MGPU_EINVAL, "mgpu_const_create: bytes is 0: expected 1 or more");
+  if (!host) return mgpu__fail(MGPU_EINVAL, "mgpu_const_create: host is NULL with bytes = %zu", bytes);
+  mgpu_const_t *c = calloc(1, sizeof *c);
+  if (!c) return mgpu__fail(MGPU_ENOMEM, "mgpu_const_create: out of memory");
+  c->host = malloc(bytes);
+  if (!c->host) {
+    free(c);
+    return mgpu__fail(MGPU_ENOMEM, "mgpu_const_create: cannot allocate %zu bytes", bytes);
+  }
+  memcpy(c->host, host, bytes);
+  c->bytes = bytes;
+  c->rt = rt;
+  atomic_init(&c->refs, 1);
+  pthread_mutex_init(&c->lock, NULL);
+  pthread_mutex_lock(&rt->lock);
+  c->next_live = rt->consts;
+  rt->consts = c;
+  pthread_mutex_unlock(&rt->lock);
+  *const_p = c;
+  return MGPU_OK;
+}
+
+void mgpu__const_ref(mgpu_const_t *c) { atomic_fetch_add(&c->refs, 1); }
+
+static void unlink_live(mgpu_runtime_t *rt, mgpu_const_t *c) {
+  for (mgpu_const_t **p = &rt->consts; *p; p = &(*p)->next_live)
+    if (*p == c) {
+      *p = c->next_live;
+      return;
+    }
+}
+
+static void free_host(mgpu_const_t *c) {
+  pthread_mutex_destroy(&c->lock);
+  free(c->host);
+  free(c);
+}
+
+static bool has_device_copy(const mgpu_const_t *c) {
+  for (int g = 0; g < MGPU_MAX_DEVICES; g++)
+    if (c->dev[g]) return true;
+  return false;
+}
+
+void mgpu__const_unref(mgpu_const_t *c) {
+  if (atomic_fetch_sub(&c->refs, 1) != 1) return;
+  mgpu_runtime_t *rt = c->rt;
+  pthread_mutex_lock(&rt->lock);
+  unlink_live(rt, c);
+  bool dev = has_device_copy(c);
+  if (dev) {
+    c->next_live = rt->dead_consts;
+    rt->dead_consts = c;
+    atomic_fetch_add(&rt->n_dead_consts, 1);
+  }
+  pthread_mutex_unlock(&rt->lock);
+  if (dev) mgpu__wake_all(rt);
+  else free_host(c);
+}
+
+MGPU_API void mgpu_const_destroy(mgpu_const_t *c) {
+  if (!c) return;
+  if (atomic_exchange(&c->destroyed, 1)) {
+    mgpu__log(MGPU_LOG_ERROR, "mgpu_const_destroy: constant %p destroyed twice; ignored", (void *)c);
+    return;
+  }
+  mgpu__const_unref(c);
+}
+
+void mgpu__consts_reap(mgpu_runtime_t *rt, int g, void (*free_fn)(void *ctx, void *p), void *ctx) {
+  if (atomic_load_explicit(&rt->n_dead_consts, memory_order_relaxed) == 0) return;
+  pthread_mutex_lock(&rt->lock);
+  for (mgpu_const_t **p = &rt->dead_consts; *p;) {
+    mgpu_const_t *c = *p;
+    if (c->dev[g]) {
+      free_fn(ctx, c->dev[g]);
+      c->dev[g] = NULL;
+    }
+    if (!has_device_copy(c)) {
+      *p = c->next_live;
+      atomic_fetch_sub(&rt->n_dead_consts, 1);
+      free_host(c);
+    } else {
+      p = &c->next_live;
+    }
+  }
+  pthread_mutex_unlock(&rt->lock);
+}
+
+/* At finalize, after every worker stopped and freed its device copies. */
+void mgpu__consts_free_all(mgpu_runtime_t *rt) {
+  mgpu_const_t *lists[2] = {rt->consts, rt->dead_consts};
+  rt->consts = rt->dead_consts = NULL;
+  for (int l = 0; l < 2; l++) {
+    mgpu_const_t *c = lists[l];
+    while (c) {
+      mgpu_const_t *next = c->next_live;
+      free_host(c);
+      c = next;
+    }
+  }
+}

@@ -1,0 +1,378 @@
+/*
+ * device_emul.c: the emulated device back end (MGPU_EMULATE_GPUS, tests only).
+ * "Device memory" is host memory with a size limit; each stream is a thread that
+ * runs its operations in order; kernels run the kernel's CPU function on the
+ * staged buffers, one kernel at a time per device (one compute engine), while
+ * copies of other streams overlap. With MGPU_EMULATE_SPEED a kernel lasts at
+ * least count / speed seconds. A kernel's CPU function can tell it runs on an
+ * emulated device by chunk->stream != NULL.
+ */
+#include "mgpurt_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef enum { OP_COPY, OP_KERNEL, OP_EVENT } op_kind_t;
+
+typedef struct op {
+  op_kind_t kind;
+  void *dst;
+  const void *src;
+  size_t bytes;
+  mgpu_kernel_t kernel;
+  mgpu_chunk_t chunk;
+  const void *in[MGPU_MAX_ARGS];
+  void *out[MGPU_MAX_ARGS];
+  const void *consts[MGPU_MAX_CONSTS];
+  struct op *next;
+} op_t;
+
+typedef struct {
+  double t; /* host clock when the stream reached it */
+} emul_event_t;
+
+typedef struct emul_dev {
+  int index;
+  double epoch;
+  double speed;
+  size_t mem_limit;
+  pthread_mutex_t lock;    /* guards mem_used */
+  size_t mem_used;
+  pthread_mutex_t compute; /* one kernel at a time */
+} emul_dev_t;
+
+typedef struct emul_stream {
+  emul_dev_t *dev;
+  pthread_t thread;
+  pthread_mutex_t lock;    /* guards the queue, running, error, stop */
+  pthread_cond_t cv;
+  op_t *head, *tail;
+  int running;
+  int error;
+  int stop;
+} emul_stream_t;
+
+/* Registry of "pinned" host allocations, so host_is_pinned can answer. */
+static pthread_mutex_t pinned_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { char *p; size_t n; } *pinned;
+static int npinned, pinned_cap;
+
+static int emul_count(void) { return MGPU_MAX_DEVICES; }
+
+static int emul_props(int dev, mgpu_device_info_t *out) {
+  memset(out, 0, sizeof *out);
+  out->index = dev;
+  snprintf(out->name, sizeof out->name, "emulated device %d", dev);
+  snprintf(out->pci_bus_id, sizeof out->pci_bus_id, "emulated:%02d", dev);
+  out->sm_count = 1;
+  out->cc_major = 0;
+  out->cc_minor = 0;
+  out->emulated = 1;
+  return 0;
+}
+
+static int emul_can_peer(int a, int b) { return a != b; }
+
+static void sleep_until(double t) {
+  double now = mgpu__now();
+  if (t <= now) return;
+  double d = t - now;
+  struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
+  nanosleep(&ts, NULL);
+}
+
+static void *stream_main(void *arg) {
+  emul_stream_t *s = arg;
+  pthread_mutex_lock(&s->lock);
+  for (;;) {
+    while (!s->head && !s->stop) pthread_cond_wait(&s->cv, &s->lock);
+    if (!s->head && s->stop) break;
+    op_t *op = s->head;
+    s->head = op->next;
+    if (!s->head) s->tail = NULL;
+    s->running = 1;
+    int skip = s->error != 0; /* after a fault the stream does nothing until synced */
+    pthread_mutex_unlock(&s->lock);
+    int rc = 0;
+    if (op->kind == OP_EVENT) {
+      ((emul_event_t *)op->dst)->t = mgpu__now();
+    } else if (!skip && op->kind == OP_COPY) {
+      memcpy(op->dst, op->src, op->bytes);
+    } else if (!skip) {
+      pthread_mutex_lock(&s->dev->compute);
+      double t0 = mgpu__now();
+      rc = op->kernel.cpu(&op->chunk);
+      if (s->dev->speed > 0) sleep_until(t0 + (double)op->chunk.count / s->dev->speed);
+      pthread_mutex_unlock(&s->dev->compute);
+    }
+    free(op);
+    pthread_mutex_lock(&s->lock);
+    if (rc != 0 && s->error == 0) s->error = MGPU_EKERNEL;
+    s->running = 0;
+    pthread_cond_broadcast(&s->cv);
+  }
+  pthread_mutex_unlock(&s->lock);
+  return NULL;
+}
+
+static int emul_open(int dev, const mgpu__config_t *cfg, void **ctx) {
+  emul_dev_t *d = calloc(1, sizeof *d);
+  if (!d) return MGPU_ENOMEM;
+  d->index = dev;
+  d->speed = cfg->v.emulate_speed;
+  d->epoch = mgpu__now();
+  d->mem_limit = (size_t)cfg->v.emulate_mem;
+  pthread_mutex_init(&d->lock, NULL);
+  pthread_mutex_init(&d->compute, NULL);
+  *ctx = d;
+  return 0;
+}
+
+static void emul_close(void *ctx) {
+  emul_dev_t *d = ctx;
+  pthread_mutex_destroy(&d->lock);
+  pthread_mutex_destroy(&d->compute);
+  free(d);
+}
+
+/* Each allocation carries its size in a header so free can account for it. */
+static int emul_mem_alloc(void *ctx, size_t bytes, void **p) {
+  emul_dev_t *d = ctx;
+  pthread_mutex_lock(&d->lock);
+  if (bytes > d->mem_limit - d->mem_used) {
+    pthread_mutex_unlock(&d->lock);
+    return MGPU_ENOMEM;
+  }
+  d->mem_used += bytes;
+  pthread_mutex_unlock(&d->lock);
+  size_t *h = malloc(bytes + 64);
+  if (!h) {
+    pthread_mutex_lock(&d->lock);
+    d->mem_used -= bytes;
+    pthread_mutex_unlock(&d->lock);
+    return MGPU_ENOMEM;
+  }
+  h[0] = bytes;
+  *p = (char *)h + 64;
+  return 0;
+}
+
+static void emul_mem_free(void *ctx, void *p) {
+  emul_dev_t *d = ctx;
+  if (!p) return;
+  size_t *h = (size_t *)((char *)p - 64);
+  pthread_mutex_lock(&d->lock);
+  d->mem_used -= h[0];
+  pthread_mutex_unlock(&d->lock);
+  free(h);
+}
+
+static int emul_mem_info(void *ctx, size_t *free_b, size_t *total_b) {
+  emul_dev_t *d = ctx;
+  pthread_mutex_lock(&d->lock);
+  *free_b = d->mem_limit - d->mem_used;
+  *total_b = d->mem_limit;
+  pthread_mutex_unlock(&d->lock);
+  return 0;
+}
+
+static int emul_host_alloc(size_t bytes, void **p) {
+  size_t rounded = (bytes + 63) & ~(size_t)63;
+  if (rounded < bytes) return MGPU_ENOMEM;
+  char *m = aligned_alloc(64, rounded);
+  if (!m) return MGPU_ENOMEM;
+  pthread_mutex_lock(&pinned_lock);
+  if (npinned == pinned_cap) {
+    int cap = pinned_cap ? 2 * pinned_cap : 16;
+    void *n = realloc(pinned, sizeof *pinned * (size_t)cap);
+    if (!n) {
+      pthread_mutex_unlock(&pinned_lock);
+      free(m);
+      return MGPU_ENOMEM;
+    }
+    pinned = n;
+    pinned_cap = cap;
+  }
+  pinned[npinned].p = m;
+  pinned[npinned].n = bytes;
+  npinned++;
+  pthread_mutex_unlock(&pinned_lock);
+  *p = m;
+  return 0;
+}
+
+static void emul_host_free(void *p) {
+  pthread_mutex_lock(&pinned_lock);
+  for (int i = 0; i < npinned; i++)
+    if (pinned[i].p == p) {
+      pinned[i] = pinned[--npinned];
+      break;
+    }
+  if (npinned == 0) {
+    free(pinned);
+    pinned = NULL;
+    pinned_cap = 0;
+  }
+  pthread_mutex_unlock(&pinned_lock);
+  free(p);
+}
+
+static int emul_host_is_pinned(const void *p, size_t bytes) {
+  const char *c = p;
+  int yes = 0;
+  pthread_mutex_lock(&pinned_lock);
+  for (int i = 0; i < npinned && !yes; i++)
+    yes = c >= pinned[i].p && c + bytes <= pinned[i].p + pinned[i].n;
+  pthread_mutex_unlock(&pinned_lock);
+  return yes;
+}
+
+static int emul_stream_create(void *ctx, void **out) {
+  emul_stream_t *s = calloc(1, sizeof *s);
+  if (!s) return MGPU_ENOMEM;
+  s->dev = ctx;
+  pthread_mutex_init(&s->lock, NULL);
+  pthread_cond_init(&s->cv, NULL);
+  if (pthread_create(&s->thread, NULL, stream_main, s) != 0) {
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->cv);
+    free(s);
+    return MGPU_ESYSTEM;
+  }
+  *out = s;
+  return 0;
+}
+
+static void emul_stream_destroy(void *ctx, void *sp) {
+  emul_stream_t *s = sp;
+  MGPU_UNUSED(ctx);
+  pthread_mutex_lock(&s->lock);
+  s->stop = 1;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->lock);
+  pthread_join(s->thread, NULL);
+  pthread_mutex_destroy(&s->lock);
+  pthread_cond_destroy(&s->cv);
+  free(s);
+}
+
+static int enqueue(emul_stream_t *s, op_t *op) {
+  op->next = NULL;
+  pthread_mutex_lock(&s->lock);
+  if (s->tail) s->tail->next = op;
+  else s->head = op;
+  s->tail = op;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->lock);
+  return 0;
+}
+
+static int emul_copy(void *ctx, void *dst, const void *src, size_t bytes, void *s) {
+  MGPU_UNUSED(ctx);
+  op_t *op = calloc(1, sizeof *op);
+  if (!op) return MGPU_ENOMEM;
+  op->kind = OP_COPY;
+  op->dst = dst;
+  op->src = src;
+  op->bytes = bytes;
+  return enqueue(s, op);
+}
+
+static int emul_launch(void *ctx, const mgpu_kernel_t *k, const mgpu_chunk_t *c, void *s) {
+  MGPU_UNUSED(ctx);
+  op_t *op = calloc(1, sizeof *op);
+  if (!op) return MGPU_ENOMEM;
+  op->kind = OP_KERNEL;
+  op->kernel = *k;
+  op->chunk = *c;
+  for (int i = 0; i < k->nin; i++) op->in[i] = c->in[i];
+  for (int i = 0; i < k->nout; i++) op->out[i] = c->out[i];
+  for (int i = 0; i < MGPU_MAX_CONSTS && c->consts; i++) op->consts[i] = c->consts[i];
+  op->chunk.in = op->in;
+  op->chunk.out = op->out;
+  op->chunk.consts = op->consts;
+  op->chunk.stream = s;
+  return enqueue(s, op);
+}
+
+static int emul_stream_sync(void *ctx, void *sp) {
+  emul_stream_t *s = sp;
+  MGPU_UNUSED(ctx);
+  pthread_mutex_lock(&s->lock);
+  while (s->head || s->running) pthread_cond_wait(&s->cv, &s->lock);
+  int err = s->error;
+  s->error = 0;
+  pthread_mutex_unlock(&s->lock);
+  return err;
+}
+
+static int emul_stream_query(void *ctx, void *sp) {
+  emul_stream_t *s = sp;
+  MGPU_UNUSED(ctx);
+  pthread_mutex_lock(&s->lock);
+  int r = (s->head || s->running) ? 1 : s->error;
+  pthread_mutex_unlock(&s->lock);
+  return r;
+}
+
+static double emul_speed_estimate(void *ctx) {
+  MGPU_UNUSED(ctx);
+  return 1.0; /* nothing is known about an emulated device before measuring it */
+}
+
+
+static int emul_event_create(void *ctx, void **ev) {
+  MGPU_UNUSED(ctx);
+  emul_event_t *e = calloc(1, sizeof *e);
+  if (!e) return MGPU_ENOMEM;
+  *ev = e;
+  return 0;
+}
+
+static void emul_event_destroy(void *ctx, void *ev) {
+  MGPU_UNUSED(ctx);
+  free(ev);
+}
+
+static int emul_event_record(void *ctx, void *ev, void *s) {
+  MGPU_UNUSED(ctx);
+  op_t *op = calloc(1, sizeof *op);
+  if (!op) return MGPU_ENOMEM;
+  op->kind = OP_EVENT;
+  op->dst = ev;
+  return enqueue(s, op);
+}
+
+static int emul_event_time(void *ctx, void *ev, double *t) {
+  *t = ((emul_event_t *)ev)->t - ((emul_dev_t *)ctx)->epoch;
+  return 0;
+}
+
+const mgpu_dev_ops_t mgpu__dev_emul = {
+    .name = "emulated",
+    .emulated = 1,
+    .count = emul_count,
+    .props = emul_props,
+    .can_peer = emul_can_peer,
+    .open = emul_open,
+    .close = emul_close,
+    .mem_alloc = emul_mem_alloc,
+    .mem_free = emul_mem_free,
+    .mem_info = emul_mem_info,
+    .host_alloc = emul_host_alloc,
+    .host_free = emul_host_free,
+    .host_is_pinned = emul_host_is_pinned,
+    .stream_create = emul_stream_create,
+    .stream_destroy = emul_stream_destroy,
+    .copy_h2d = emul_copy,
+    .copy_d2h = emul_copy,
+    .launch = emul_launch,
+    .stream_sync = emul_stream_sync,
+    .stream_query = emul_stream_query,
+    .speed_estimate = emul_speed_estimate,
+    .event_create = emul_event_create,
+    .event_destroy = emul_event_destroy,
+    .event_record = emul_event_record,
+    .event_time = emul_event_time,
+};

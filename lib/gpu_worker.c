@@ -1,0 +1,462 @@
+/*
+ * gpu_worker.c: one host thread per GPU, written once against the device
+ * interface (CUDA or emulated). It keeps up to MGPU_STREAMS_PER_GPU chunks in
+ * flight, each in its own slot (stream, device buffer, pinned staging buffer,
+ * all allocated on first need and reused), so the copy-in of one chunk overlaps
+ * the kernel of another and the copy-out of a third. A chunk that fails goes
+ * back to its batch to be computed elsewhere; out of memory halves the device's
+ * cap; a device that keeps failing is retired.
+ */
+#include "mgpurt_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ALIGN_DEV 256
+#define FAILURES_TO_RETIRE 3
+#define GPU_TARGET_S 2e-3
+
+typedef struct {
+  void *stream;
+  void *dbuf;
+  size_t dbuf_bytes;
+  void *hbuf; /* pinned staging for pageable user arrays */
+  size_t hbuf_bytes;
+  bool busy;
+  void *ev_start, *ev_end; /* device timestamps of the chunk */
+  mgpu__claim_t claim;
+  double t_issue;
+  int nstaged;
+  struct { void *user; const void *staged; size_t bytes; } staged_out[MGPU_MAX_ARGS];
+  const void *in[MGPU_MAX_ARGS];
+  void *out[MGPU_MAX_ARGS];
+  const void *consts[MGPU_MAX_CONSTS];
+  mgpu_chunk_t chunk;
+} slot_t;
+
+struct mgpu__gpu {
+  mgpu_runtime_t *rt;
+  int g;
+  mgpu__worker_t *w;
+  const mgpu_dev_ops_t *ops;
+  void *ctx;
+  pthread_t thread;
+  bool started;
+  int nslots;
+  slot_t *slots;
+  int oldest;                 /* FIFO of busy slots: oldest .. oldest+inflight-1 */
+  int inflight;
+  _Atomic size_t slot_bytes;  /* device bytes one slot may use; halved on OOM */
+  _Atomic size_t cap_items;   /* last computed cap, for statistics */
+  size_t max_batch;
+  long long launches, allocs, const_uploads;
+  int failures;               /* consecutive failed chunks */
+  double last_done;           /* host time of the last completion (fallback) */
+  double last_end_dev;        /* device time when the last chunk ended */
+  bool timed;                 /* the back end has timing events */
+  double estimate;
+  /* start-up handshake */
+  pthread_mutex_t lock;
+  pthread_cond_t cv;
+  int ready;                  /* 0 starting, 1 ok, -1 failed */
+  mgpu_status_t open_status;
+};
+
+static size_t round_up(size_t n) { return (n + ALIGN_DEV - 1) & ~(size_t)(ALIGN_DEV - 1); }
+
+static size_t bytes_per_item(const mgpu_kernel_t *k) {
+  size_t n = k->scratch_per_item;
+  for (int i = 0; i < k->nin; i++) n += k->in_size[i];
+  for (int i = 0; i < k->nout; i++) n += k->out_size[i];
+  return n ? n : 1;
+}
+
+/* Device layout of a chunk of n items: inputs, outputs, scratch, each aligned. */
+static size_t dev_bytes(const mgpu_kernel_t *k, size_t n) {
+  size_t t = 0;
+  for (int i = 0; i < k->nin; i++) t += round_up(k->in_size[i] * n);
+  for (int i = 0; i < k->nout; i++) t += round_up(k->out_size[i] * n);
+  t += round_up(k->scratch_per_item * n);
+  return t;
+}
+
+static size_t cap_for(mgpu__gpu_t *gp, const mgpu_kernel_t *k) {
+  size_t per = bytes_per_item(k);
+  size_t cap = atomic_load(&gp->slot_bytes) / (per + (size_t)(3 * ALIGN_DEV) / 8 + 1);
+  if (gp->max_batch && cap > gp->max_batch) cap = gp->max_batch;
+  if (cap < 1) cap = 1;
+  atomic_store(&gp->cap_items, cap);
+  return cap;
+}
+
+static size_t limit_fn(mgpu__worker_t *w, const mgpu__batch_t *b) {
+  mgpu__gpu_t *gp = w->gpu >= 0 ? b->rt->gpus[w->gpu] : NULL;
+  return gp ? cap_for(gp, &b->kernel) : SIZE_MAX;
+}
+
+size_t mgpu__gpu_cap(mgpu_runtime_t *rt, int g) {
+  return rt->gpus && rt->gpus[g] ? atomic_load(&rt->gpus[g]->cap_items) : 0;
+}
+
+double mgpu__gpu_estimate(mgpu_runtime_t *rt, int g) { return rt->gpus[g] ? rt->gpus[g]->estimate : 1.0; }
+
+static int dev_alloc(mgpu__gpu_t *gp, size_t bytes, void **p) {
+  if (mgpu__fault_hit(&gp->rt->faults, MGPU_FAULT_ALLOC, gp->g, gp->allocs++)) {
+    mgpu__log(MGPU_LOG_INFO, "GPU %d: injected allocation failure", gp->g);
+    return MGPU_ENOMEM;
+  }
+  return gp->ops->mem_alloc(gp->ctx, bytes, p);
+}
+
+/* Grow a slot's device buffer to hold `need` bytes (never shrinks). */
+static int ensure_dbuf(mgpu__gpu_t *gp, slot_t *s, size_t need) {
+  if (s->dbuf_bytes >= need) return 0;
+  /* Grow geometrically within the slot's share, so the growing chunks of a
+   * batch's start reallocate a few times, not at every chunk. */
+  size_t want = MGPU_MAX(need, MGPU_MIN(atomic_load(&gp->slot_bytes), 2 * s->dbuf_bytes));
+  if (s->dbuf) gp->ops->mem_free(gp->ctx, s->dbuf);
+  s->dbuf = NULL;
+  s->dbuf_bytes = 0;
+  int rc = dev_alloc(gp, want, &s->dbuf);
+  if (rc == MGPU_ENOMEM && want > need) rc = dev_alloc(gp, want = need, &s->dbuf);
+  if (rc == 0) s->dbuf_bytes = want;
+  return rc;
+}
+
+static int ensure_hbuf(mgpu__gpu_t *gp, slot_t *s, size_t need) {
+  if (s->hbuf_bytes >= need) return 0;
+  if (s->hbuf) gp->ops->host_free(s->hbuf);
+  s->hbuf = NULL;
+  s->hbuf_bytes = 0;
+  /* Some headroom, so growing chunks do not reallocate every time. */
+  size_t want = need + need / 2;
+  if (gp->ops->host_alloc(want, &s->hbuf) != 0) {
+    if (gp->ops->host_alloc(need, &s->hbuf) != 0) return MGPU_ENOMEM;
+    want = need;
+  }
+  s->hbuf_bytes = want;
+  return 0;
+}
+
+/* Device copy of constant c for this GPU, uploaded on first use. */
+static int const_on_device(mgpu__gpu_t *gp, mgpu_const_t *c, slot_t *s, const void **out) {
+  if (c->dev[gp->g]) {
+    *out = c->dev[gp->g];
+    return 0;
+  }
+  void *d;
+  int rc = dev_alloc(gp, c->bytes, &d);
+  if (rc != 0) return rc;
+  if (mgpu__fault_hit(&gp->rt->faults, MGPU_FAULT_CONST, gp->g, gp->const_uploads++)) {
+    mgpu__log(MGPU_LOG_INFO, "GPU %d: injected constant-upload failure", gp->g);
+    gp->ops->mem_free(gp->ctx, d);
+    return MGPU_EDEVICE;
+  }
+  rc = gp->ops->copy_h2d(gp->ctx, d, c->host, c->bytes, s->stream);
+  if (rc == 0) rc = gp->ops->stream_sync(gp->ctx, s->stream);
+  if (rc != 0) {
+    gp->ops->mem_free(gp->ctx, d);
+    return rc;
+  }
+  /* Only this thread writes dev[g]; the lock orders it with the reaper. */
+  pthread_mutex_lock(&c->lock);
+  c->dev[gp->g] = d;
+  pthread_mutex_unlock(&c->lock);
+  atomic_fetch_add(&c->uploads, 1);
+  *out = d;
+  return 0;
+}
+
+static bool array_pinned(mgpu__gpu_t *gp, const void *p, size_t bytes) {
+  return gp->ops->host_is_pinned && gp->ops->host_is_pinned(p, bytes);
+}
+
+/* Put one claimed chunk in flight on slot s. Returns 0 or an MGPU_E* code. */
+static int issue(mgpu__gpu_t *gp, slot_t *s) {
+  mgpu__claim_t *c = &s->claim;
+  mgpu__batch_t *b = c->b;
+  const mgpu_kernel_t *k = &b->kernel;
+  size_t n = c->count;
+  int rc = ensure_dbuf(gp, s, dev_bytes(k, n));
+  if (rc != 0) return rc;
+  for (int i = 0; i < b->desc.nconsts; i++)
+    if ((rc = const_on_device(gp, b->desc.consts[i], s, &s->consts[i])) != 0) return rc;
+
+  if (gp->timed && gp->ops->event_record(gp->ctx, s->ev_start, s->stream) != 0) gp->timed = false;
+  /* Carve the device buffer; stage pageable arrays through pinned memory. */
+  char *dp = s->dbuf;
+  size_t stage = 0;
+  bool pin_in[MGPU_MAX_ARGS], pin_out[MGPU_MAX_ARGS];
+  for (int i = 0; i < k->nin; i++) {
+    pin_in[i] = array_pinned(gp, b->desc.in[i], b->desc.n * k->in_size[i]);
+    if (!pin_in[i]) stage += round_up(k->in_size[i] * n);
+  }
+  for (int i = 0; i < k->nout; i++) {
+    pin_out[i] = array_pinned(gp, b->desc.out[i], b->desc.n * k->out_size[i]);
+    if (!pin_out[i]) stage += round_up(k->out_size[i] * n);
+  }
+  if (stage && (rc = ensure_hbuf(gp, s, stage)) != 0) return rc;
+  char *hp = s->hbuf;
+  for (int i = 0; i < k->nin; i++) {
+    size_t bytes = k->in_size[i] * n;
+    const char *src = (const char *)b->desc.in[i] + c->first * k->in_size[i];
+    s->in[i] = dp;
+    if (bytes) {
+      if (!pin_in[i]) {
+        memcpy(hp, src, bytes);
+        src = hp;
+        hp += round_up(bytes);
+      }
+      if ((rc = gp->ops->copy_h2d(gp->ctx, dp, src, bytes, s->stream)) != 0) return rc;
+    }
+    dp += round_up(bytes);
+  }
+  for (int i = 0; i < k->nout; i++) {
+    s->out[i] = dp;
+    dp += round_up(k->out_size[i] * n);
+  }
+  void *scratch = k->scratch_per_item ? dp : NULL;
+
+  s->chunk = (mgpu_chunk_t){.in = s->in, .out = s->out, .consts = s->consts, .arg = b->desc.arg, .scratch = scratch,
+                            .first = c->first, .count = n, .stream = s->stream, .worker = gp->w->id};
+  if (mgpu__fault_hit(&gp->rt->faults, MGPU_FAULT_LAUNCH, gp->g, gp->launches++)) {
+    mgpu__log(MGPU_LOG_INFO, "GPU %d: injected kernel failure on chunk %lld", gp->g, gp->launches - 1);
+    return MGPU_EKERNEL;
+  }
+  if ((rc = gp->ops->launch(gp->ctx, k, &s->chunk, s->stream)) != 0) return rc;
+
+  s->nstaged = 0;
+  for (int i = 0; i < k->nout; i++) {
+    size_t bytes = k->out_size[i] * n;
+    char *dst = (char *)b->desc.out[i] + c->first * k->out_size[i];
+    if (!bytes) continue;
+    if (pin_out[i]) {
+      rc = gp->ops->copy_d2h(gp->ctx, dst, s->out[i], bytes, s->stream);
+    } else {
+      s->staged_out[s->nstaged].user = dst;
+      s->staged_out[s->nstaged].staged = hp;
+      s->staged_out[s->nstaged].bytes = bytes;
+      s->nstaged++;
+      rc = gp->ops->copy_d2h(gp->ctx, hp, s->out[i], bytes, s->stream);
+      hp += round_up(bytes);
+    }
+    if (rc != 0) return rc;
+  }
+  if (gp->timed && gp->ops->event_record(gp->ctx, s->ev_end, s->stream) != 0) gp->timed = false;
+  return 0;
+}
+
+static void on_failure(mgpu__gpu_t *gp, slot_t *s, int rc, const char *when) {
+  mgpu__batch_t *b = s->claim.b;
+  if (rc == MGPU_ENOMEM) {
+    size_t old = atomic_load(&gp->slot_bytes), now = old / 2;
+    atomic_store(&gp->slot_bytes, now);
+    /* Memory held by idle slots may be what is missing: let them reallocate. */
+    for (int i = 0; i < gp->nslots; i++)
+      if (!gp->slots[i].busy && gp->slots[i].dbuf) {
+        gp->ops->mem_free(gp->ctx, gp->slots[i].dbuf);
+        gp->slots[i].dbuf = NULL;
+        gp->slots[i].dbuf_bytes = 0;
+      }
+    mgpu__log(MGPU_LOG_WARN, "GPU %d: out of device memory %s a chunk of %zu items of '%s'; the device's cap is halved "
+                             "to %zu items and the chunk is retried",
+              gp->g, when, s->claim.count, b->kernel.name ? b->kernel.name : "", cap_for(gp, &b->kernel));
+    mgpu__giveback(gp->rt, gp->w, &s->claim);
+    if (now < bytes_per_item(&b->kernel)) {
+      if (++gp->failures >= FAILURES_TO_RETIRE) mgpu__retire(gp->rt, gp->w, "it cannot hold even one item");
+    }
+    return;
+  }
+  mgpu__log(MGPU_LOG_WARN, "GPU %d: chunk of items %zu..%zu of '%s' failed (%s) %s; it will be computed elsewhere", gp->g,
+            s->claim.first, s->claim.first + s->claim.count - 1, b->kernel.name ? b->kernel.name : "",
+            mgpu_strerror((mgpu_status_t)rc), when);
+  mgpu__giveback(gp->rt, gp->w, &s->claim);
+  if (++gp->failures >= FAILURES_TO_RETIRE) mgpu__retire(gp->rt, gp->w, "its last chunks failed");
+}
+
+/* Wait for the oldest in-flight chunk and complete it. */
+static void retire_oldest(mgpu__gpu_t *gp) {
+  slot_t *s = &gp->slots[gp->oldest];
+  int rc = gp->ops->stream_sync(gp->ctx, s->stream);
+  double now = mgpu__now();
+  if (rc == 0) {
+    for (int i = 0; i < s->nstaged; i++) memcpy(s->staged_out[i].user, s->staged_out[i].staged, s->staged_out[i].bytes);
+    /* The device's time for this chunk: from when it could start it (begun,
+     * and the previous chunk ended) until it ended, by device timestamps. The
+     * host only notices a completion when it gets round to it, so host times
+     * would credit late-noticed chunks with too little time. */
+    double busy;
+    double t0, t1;
+    if (gp->timed && gp->ops->event_time(gp->ctx, s->ev_start, &t0) == 0 &&
+        gp->ops->event_time(gp->ctx, s->ev_end, &t1) == 0) {
+      busy = t1 - MGPU_MAX(t0, gp->last_end_dev);
+      gp->last_end_dev = t1;
+    } else {
+      busy = now - MGPU_MAX(s->t_issue, gp->last_done);
+    }
+    gp->last_done = now;
+    gp->failures = 0;
+    mgpu__complete(gp->rt, gp->w, &s->claim, busy > 0 ? busy : 1e-9, 0);
+  } else {
+    on_failure(gp, s, rc, "while running");
+  }
+  s->busy = false;
+  gp->oldest = (gp->oldest + 1) % gp->nslots;
+  gp->inflight--;
+}
+
+static void free_slots(mgpu__gpu_t *gp) {
+  for (int i = 0; i < gp->nslots; i++) {
+    slot_t *s = &gp->slots[i];
+    if (s->dbuf) gp->ops->mem_free(gp->ctx, s->dbuf);
+    if (s->hbuf) gp->ops->host_free(s->hbuf);
+    if (s->ev_start) gp->ops->event_destroy(gp->ctx, s->ev_start);
+    if (s->ev_end) gp->ops->event_destroy(gp->ctx, s->ev_end);
+    if (s->stream) gp->ops->stream_destroy(gp->ctx, s->stream);
+  }
+  free(gp->slots);
+  gp->slots = NULL;
+}
+
+static void free_const_copies(mgpu__gpu_t *gp) {
+  mgpu_runtime_t *rt = gp->rt;
+  pthread_mutex_lock(&rt->lock);
+  mgpu_const_t *lists[2] = {rt->consts, rt->dead_consts};
+  for (int l = 0; l < 2; l++)
+    for (mgpu_const_t *c = lists[l]; c; c = c->next_live)
+      if (c->dev[gp->g]) {
+        gp->ops->mem_free(gp->ctx, c->dev[gp->g]);
+        c->dev[gp->g] = NULL;
+      }
+  pthread_mutex_unlock(&rt->lock);
+}
+
+static void *gpu_main(void *arg) {
+  mgpu__gpu_t *gp = arg;
+  mgpu_runtime_t *rt = gp->rt;
+  int dev = rt->gpu_index[gp->g];
+  mgpu_status_t st = MGPU_OK;
+
+  if (gp->ops->open(dev, &rt->cfg, &gp->ctx) != 0) {
+    st = mgpu__fail(MGPU_EDEVICE, "cannot open device %d", dev);
+    goto report;
+  }
+  gp->slots = calloc((size_t)gp->nslots, sizeof *gp->slots);
+  if (!gp->slots) {
+    st = mgpu__fail(MGPU_ENOMEM, "GPU %d: out of memory", gp->g);
+    goto report;
+  }
+  gp->timed = gp->ops->event_create != NULL;
+  for (int i = 0; i < gp->nslots; i++) {
+    slot_t *s = &gp->slots[i];
+    if (gp->ops->stream_create(gp->ctx, &s->stream) != 0) {
+      st = mgpu__fail(MGPU_EDEVICE, "device %d: cannot create stream %d", dev, i);
+      goto report;
+    }
+    if (gp->timed && (gp->ops->event_create(gp->ctx, &s->ev_start) != 0 ||
+                      gp->ops->event_create(gp->ctx, &s->ev_end) != 0))
+      gp->timed = false; /* chunks are then timed with host clocks */
+  }
+  size_t free_b = 0, total_b = 0;
+  gp->ops->mem_info(gp->ctx, &free_b, &total_b);
+  /* 85% of the free memory, shared by the slots; the rest is for constants,
+   * the kernels' own needs and other users of the device. */
+  atomic_store(&gp->slot_bytes, (size_t)((double)free_b * 0.85) / (size_t)gp->nslots);
+  rt->gpu_info[gp->g].free_mem = free_b;
+  rt->gpu_info[gp->g].total_mem = total_b;
+  gp->estimate = gp->ops->speed_estimate ? gp->ops->speed_estimate(gp->ctx) : 1.0;
+  if (!(gp->estimate > 0)) gp->estimate = 1.0;
+
+report:
+  pthread_mutex_lock(&gp->lock);
+  gp->open_status = st;
+  gp->ready = st == MGPU_OK ? 1 : -1;
+  pthread_cond_broadcast(&gp->cv);
+  pthread_mutex_unlock(&gp->lock);
+  if (st != MGPU_OK) {
+    if (gp->slots) free_slots(gp);
+    if (gp->ctx) gp->ops->close(gp->ctx);
+    gp->ctx = NULL;
+    return NULL;
+  }
+
+  mgpu__worker_t *w = gp->w;
+  while (!atomic_load_explicit(&rt->stop, memory_order_relaxed) || gp->inflight > 0) {
+    mgpu__consts_reap(rt, gp->g, gp->ops->mem_free, gp->ctx);
+    uint64_t gen = atomic_load(&rt->work_gen);
+    if (gp->inflight < gp->nslots && !atomic_load(&w->retired) && !atomic_load(&rt->stop)) {
+      slot_t *s = &gp->slots[(gp->oldest + gp->inflight) % gp->nslots];
+      if (mgpu__claim(rt, w, SIZE_MAX, GPU_TARGET_S, &s->claim)) {
+        if (atomic_load(&s->claim.b->failed)) {
+          mgpu__complete(rt, w, &s->claim, 0, 0);
+          continue;
+        }
+        s->t_issue = mgpu__now();
+        int rc = issue(gp, s);
+        if (rc != 0) {
+          /* Work already queued on the stream must end before the slot is reused. */
+          gp->ops->stream_sync(gp->ctx, s->stream);
+          s->busy = true;
+          on_failure(gp, s, rc, "while starting");
+          s->busy = false;
+        } else {
+          s->busy = true;
+          gp->inflight++;
+        }
+        continue;
+      }
+    }
+    if (gp->inflight > 0) {
+      retire_oldest(gp);
+      continue;
+    }
+    mgpu__idle_wait(rt, gen);
+  }
+  free_const_copies(gp);
+  free_slots(gp);
+  gp->ops->close(gp->ctx);
+  gp->ctx = NULL;
+  return NULL;
+}
+
+mgpu_status_t mgpu__gpu_start(mgpu_runtime_t *rt, int g) {
+  mgpu__gpu_t *gp = calloc(1, sizeof *gp);
+  if (!gp) return mgpu__fail(MGPU_ENOMEM, "mgpu_init: out of memory");
+  gp->rt = rt;
+  gp->g = g;
+  gp->w = &rt->workers[rt->ncpu + g];
+  gp->w->limit = limit_fn;
+  gp->ops = rt->dev;
+  gp->nslots = rt->cfg.v.streams_per_gpu;
+  gp->max_batch = rt->cfg.v.max_batch_size > 0 ? (size_t)rt->cfg.v.max_batch_size : 0;
+  pthread_mutex_init(&gp->lock, NULL);
+  pthread_cond_init(&gp->cv, NULL);
+  rt->gpus[g] = gp;
+  int rc = pthread_create(&gp->thread, NULL, gpu_main, gp);
+  if (rc != 0) {
+    rt->gpus[g] = NULL;
+    pthread_mutex_destroy(&gp->lock);
+    pthread_cond_destroy(&gp->cv);
+    free(gp);
+    return mgpu__fail(MGPU_ESYSTEM, "cannot start the host thread of GPU %d: pthread_create returned %d", g, rc);
+  }
+  gp->started = true;
+  pthread_mutex_lock(&gp->lock);
+  while (gp->ready == 0) pthread_cond_wait(&gp->cv, &gp->lock);
+  mgpu_status_t st = gp->open_status;
+  pthread_mutex_unlock(&gp->lock);
+  if (st != MGPU_OK) {
+    mgpu__fail(st, "%s", mgpu_last_error()[0] ? mgpu_last_error() : "cannot start a GPU worker");
+  }
+  return st;
+}
+
+void mgpu__gpu_join(mgpu_runtime_t *rt, int g) {
+  mgpu__gpu_t *gp = rt->gpus ? rt->gpus[g] : NULL;
+  if (!gp) return;
+  if (gp->started) pthread_join(gp->thread, NULL);
+  pthread_mutex_destroy(&gp->lock);
+  pthread_cond_destroy(&gp->cv);
+  rt->gpus[g] = NULL;
+  free(gp);
+}

@@ -1,0 +1,350 @@
+/*
+ * mgpurt.h: the public interface of libmgpurt, a runtime that runs one batch of
+ * independent items on every CPU core and every GPU of a machine at once.
+ *
+ * Model in one paragraph: a *kernel* says how to compute a run of consecutive
+ * items on a CPU (required) and on a GPU (optional). A *batch* is N items of one
+ * kernel with its input and output arrays. mgpu_submit() hands a batch to the
+ * runtime and returns an *event*; the runtime splits the items between its CPU
+ * workers (a persistent OpenMP team) and one host thread per GPU, proportionally
+ * to their measured speeds, and balances the tail by work stealing. Each worker
+ * calls the kernel on *chunks*: runs of consecutive items. When the event
+ * completes, every item has been computed exactly once and the outputs are in the
+ * user's arrays.
+ *
+ * Thread safety: every function may be called from any thread at any time, except
+ * that mgpu_finalize() must not race with other calls on the same runtime.
+ * Errors: functions return an mgpu_status_t; mgpu_strerror() names it and
+ * mgpu_last_error() gives the message of the last failure in the calling thread.
+ */
+#ifndef MGPURT_H
+#define MGPURT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(MGPU_BUILDING_LIBRARY) && defined(__GNUC__)
+#define MGPU_API __attribute__((visibility("default")))
+#else
+#define MGPU_API
+#endif
+
+#define MGPU_VERSION_MAJOR 0
+#define MGPU_VERSION_MINOR 1
+#define MGPU_VERSION_PATCH 0
+#define MGPU_VERSION_STRING "0.1.0"
+
+/** Most inputs or outputs a kernel may have. */
+#define MGPU_MAX_ARGS 8
+/** Most replicated constants one batch may use. */
+#define MGPU_MAX_CONSTS 8
+/** Most GPUs one runtime drives. */
+#define MGPU_MAX_DEVICES 64
+
+/* ------------------------------------------------------------------------- */
+/* Status codes                                                               */
+/* ------------------------------------------------------------------------- */
+
+/* One list, expanded into the enum and into mgpu_strerror()'s table. */
+#define MGPU_STATUS_MAP(X)                                                        \
+  X(MGPU_OK, 0, "success")                                                        \
+  X(MGPU_EINVAL, -1, "invalid argument or setting")                              \
+  X(MGPU_ENOMEM, -2, "out of host memory")                                        \
+  X(MGPU_ENODEV, -3, "no such device, or GPUs were required and none is usable") \
+  X(MGPU_EKERNEL, -4, "a kernel returned an error")                              \
+  X(MGPU_EDEP, -5, "a dependency failed")                                         \
+  X(MGPU_EDEVICE, -6, "device error")                                             \
+  X(MGPU_ENOTSUP, -7, "not supported by this build or machine")                  \
+  X(MGPU_ESTATE, -8, "object in the wrong state for this call")                  \
+  X(MGPU_ESYSTEM, -9, "operating-system call failed")                            \
+  X(MGPU_ECANCELED, -10, "canceled")
+
+typedef enum {
+#define MGPU_STATUS_ENUM_(name, value, text) name = value,
+  MGPU_STATUS_MAP(MGPU_STATUS_ENUM_)
+#undef MGPU_STATUS_ENUM_
+} mgpu_status_t;
+
+/** Short description of a status code; never NULL. */
+MGPU_API const char *mgpu_strerror(mgpu_status_t status);
+/** Name of a status code ("MGPU_EINVAL"); never NULL. */
+MGPU_API const char *mgpu_status_name(mgpu_status_t status);
+/**
+ * Message of the last failed call made by this thread (names the argument or
+ * setting and what is accepted), or "" if none. Valid until this thread's next
+ * call into the library.
+ */
+MGPU_API const char *mgpu_last_error(void);
+/** Version string of the library in use ("0.1.0"). */
+MGPU_API const char *mgpu_version(void);
+
+/* ------------------------------------------------------------------------- */
+/* Configuration                                                              */
+/* ------------------------------------------------------------------------- */
+
+typedef enum {
+  MGPU_SCHED_UNSET = 0,
+  MGPU_SCHED_STEAL,  /**< split by speed, then balance by work stealing (default) */
+  MGPU_SCHED_STATIC, /**< fixed split by the device-to-core ratio, no stealing */
+  MGPU_SCHED_CPU,    /**< CPU workers only */
+  MGPU_SCHED_GPU     /**< GPU workers only (kernels without a GPU version still run on CPUs) */
+} mgpu_sched_t;
+
+/**
+ * Settings for mgpu_init(). Fill it with mgpu_config_init(), then set the fields
+ * you want. Precedence: a field set here wins over the environment variable of
+ * the same meaning; a field left unset takes the environment variable, and
+ * failing that the default. Set ignore_env to 1 to ignore the environment.
+ * Numeric fields use -1 (integers) or 0 (ratio, sizes) for "unset".
+ */
+typedef struct mgpu_config {
+  int num_threads;            /**< MGPU_NUM_THREADS: CPU workers, 0..4096 */
+  int num_gpus;               /**< MGPU_NUM_GPUS: GPUs to use, 0..MGPU_MAX_DEVICES */
+  int ndevices;               /**< MGPU_DEVICES: entries in devices[], -1 = unset */
+  int devices[MGPU_MAX_DEVICES];
+  double device_to_core_ratio; /**< MGPU_DEVICE_TO_CORE_RATIO: > 0, 0 = unset (measured) */
+  long long max_batch_size;   /**< MGPU_MAX_BATCH_SIZE: items per GPU launch, 0 = unset */
+  int streams_per_gpu;        /**< MGPU_STREAMS_PER_GPU: 1..32 */
+  mgpu_sched_t sched;         /**< MGPU_SCHED */
+  int stats;                  /**< MGPU_STATS: 0/1, per-worker table at finalize */
+  const char *trace;          /**< MGPU_TRACE: trace file path, NULL = unset */
+  int debug;                  /**< MGPU_DEBUG: 0 none, 1 error, 2 warn, 3 info, 4 debug */
+  int emulate_gpus;           /**< MGPU_EMULATE_GPUS (tests only): emulated devices, 0..64 */
+  double emulate_speed;       /**< MGPU_EMULATE_SPEED (tests only): items/s of an emulated device */
+  long long emulate_mem;      /**< MGPU_EMULATE_MEM (tests only): bytes of an emulated device */
+  const char *fault_inject;   /**< MGPU_FAULT_INJECT (tests only): fault plan */
+  int ignore_env;             /**< 1: ignore MGPU_* environment variables */
+} mgpu_config_t;
+
+/** Fill *cfg with "unset" in every field. */
+MGPU_API void mgpu_config_init(mgpu_config_t *cfg);
+
+/* ------------------------------------------------------------------------- */
+/* Runtime                                                                    */
+/* ------------------------------------------------------------------------- */
+
+typedef struct mgpu_runtime mgpu_runtime_t;
+
+/**
+ * Start a runtime: parse the configuration (cfg may be NULL: environment and
+ * defaults), find usable cores and GPUs, start the CPU workers and one host thread
+ * per GPU. On success *rt_p is set; on failure it is left unchanged.
+ * Errors: MGPU_EINVAL (bad argument or setting; the message names it),
+ * MGPU_ENODEV (GPUs required by the configuration but not usable),
+ * MGPU_ENOMEM, MGPU_ESYSTEM. Several runtimes may coexist in one process.
+ */
+MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p);
+
+/**
+ * Stop a runtime. Batches still in flight are completed first (finalize waits for
+ * them); then the workers stop and every resource is released. Events, constants
+ * and host allocations of this runtime must not be used afterwards. NULL is a
+ * no-op. Must not be called concurrently with other calls on rt.
+ */
+MGPU_API void mgpu_finalize(mgpu_runtime_t *rt);
+
+/** Workers of the runtime: CPU workers first, then one per GPU. */
+MGPU_API int mgpu_num_workers(const mgpu_runtime_t *rt);
+MGPU_API int mgpu_num_cpu_workers(const mgpu_runtime_t *rt);
+MGPU_API int mgpu_num_gpus(const mgpu_runtime_t *rt);
+
+/** What mgpu_info_setting() reports. */
+typedef struct {
+  const char *name;   /**< "MGPU_NUM_THREADS" */
+  const char *value;  /**< effective value as text */
+  const char *source; /**< "default", "environment", "argument" or "derived" */
+  const char *doc;    /**< one line: meaning and accepted values */
+} mgpu_setting_t;
+
+/** Effective setting number i (0-based); MGPU_EINVAL past the last one. */
+MGPU_API mgpu_status_t mgpu_info_setting(const mgpu_runtime_t *rt, int i, mgpu_setting_t *out);
+
+/** Description of one GPU used by the runtime. */
+typedef struct {
+  int index;             /**< device index as the driver numbers it */
+  char name[128];
+  char pci_bus_id[32];
+  int sm_count;
+  int cc_major, cc_minor;
+  int clock_khz;
+  size_t total_mem, free_mem;
+  int emulated;          /**< 1 for an emulated device (tests) */
+  int retired;           /**< 1 when the runtime stopped using it after faults */
+  size_t batch_cap;      /**< current items-per-launch cap */
+} mgpu_device_info_t;
+
+MGPU_API mgpu_status_t mgpu_device_info(const mgpu_runtime_t *rt, int gpu, mgpu_device_info_t *out);
+/** 1 when GPU a can access GPU b's memory directly (peer access), else 0. */
+MGPU_API int mgpu_device_peer(const mgpu_runtime_t *rt, int a, int b);
+/** Usable CPU cores and a sentence on how they were found. */
+MGPU_API int mgpu_usable_cores(const mgpu_runtime_t *rt, const char **how);
+
+/* ------------------------------------------------------------------------- */
+/* Kernels, chunks, batches                                                   */
+/* ------------------------------------------------------------------------- */
+
+/** What one call of a kernel sees: a run of consecutive items. */
+typedef struct mgpu_chunk {
+  const void *const *in;     /**< in[k]: item `first` of input k (host or device memory) */
+  void *const *out;          /**< out[k]: item `first` of output k */
+  const void *const *consts; /**< the batch's constants, in this worker's memory */
+  const void *arg;           /**< the batch's argument blob (host memory) */
+  void *scratch;             /**< kernel->scratch_per_item * count bytes, this worker's memory */
+  size_t first;              /**< global index of the first item */
+  size_t count;              /**< items in this chunk (>= 1) */
+  void *stream;              /**< cudaStream_t for the GPU function, NULL on a CPU */
+  int worker;                /**< index of the worker running it */
+} mgpu_chunk_t;
+
+/** A kernel function: returns 0 on success, non-zero on failure. */
+typedef int (*mgpu_kernel_fn)(const mgpu_chunk_t *chunk);
+
+/**
+ * A kernel. `cpu` is required; `gpu` may be NULL (the kernel is unoffloadable and
+ * runs on CPU workers only). The GPU function only enqueues work on chunk->stream;
+ * it must not synchronise. Item k of input j is at byte offset k * in_size[j].
+ * The struct must stay valid while batches that use it are in flight.
+ */
+typedef struct mgpu_kernel {
+  const char *name;
+  mgpu_kernel_fn cpu;
+  mgpu_kernel_fn gpu;
+  int nin, nout;
+  size_t in_size[MGPU_MAX_ARGS];
+  size_t out_size[MGPU_MAX_ARGS];
+  size_t scratch_per_item; /**< bytes of scratch per item, on the worker's memory */
+} mgpu_kernel_t;
+
+typedef struct mgpu_const mgpu_const_t;
+
+/** A batch: n items of one kernel. Arrays must stay valid until it completes. */
+typedef struct mgpu_batch {
+  const mgpu_kernel_t *kernel;
+  size_t n;
+  const void *in[MGPU_MAX_ARGS];
+  void *out[MGPU_MAX_ARGS];
+  int nconsts;
+  mgpu_const_t *consts[MGPU_MAX_CONSTS];
+  const void *arg;  /**< copied at submit: may be reused right after */
+  size_t arg_size;
+} mgpu_batch_t;
+
+/* ------------------------------------------------------------------------- */
+/* Statistics                                                                 */
+/* ------------------------------------------------------------------------- */
+
+typedef enum { MGPU_WORKER_CPU = 0, MGPU_WORKER_GPU = 1 } mgpu_worker_kind_t;
+
+typedef struct {
+  mgpu_worker_kind_t kind;
+  int device;        /**< GPU index for a GPU worker, -1 for a CPU worker */
+  uint64_t items;
+  uint64_t chunks;
+  uint64_t steals;   /**< successful steals made by this worker */
+  uint64_t retries;  /**< failed chunks this worker gave back */
+  double busy_s;     /**< seconds spent computing chunks */
+  size_t batch_cap;  /**< GPU items-per-launch cap at the end (0 for CPUs) */
+} mgpu_worker_stats_t;
+
+/**
+ * Statistics of one batch (mgpu_event_wait) or of the runtime's life
+ * (mgpu_runtime_stats). Set `worker` to an array of `worker_cap` entries to get
+ * per-worker figures (nworkers tells how many exist), or leave it NULL.
+ */
+typedef struct {
+  mgpu_status_t status;
+  double wall_s;          /**< batch: from start (dependencies met) to completion */
+  uint64_t items;
+  uint64_t chunks;
+  uint64_t steals;
+  uint64_t retries;
+  uint64_t batches;       /**< runtime stats: batches completed */
+  size_t failed_first;    /**< MGPU_EKERNEL: first item of the failing chunk */
+  size_t failed_count;    /**< MGPU_EKERNEL: its length */
+  int nworkers;
+  int worker_cap;
+  mgpu_worker_stats_t *worker;
+} mgpu_stats_t;
+
+/* ------------------------------------------------------------------------- */
+/* Submission and events                                                      */
+/* ------------------------------------------------------------------------- */
+
+typedef struct mgpu_event mgpu_event_t;
+
+/**
+ * Submit a batch asynchronously. It starts when every event in deps[0..ndeps)
+ * has completed; if one of them failed, this batch fails with MGPU_EDEP without
+ * running. On success *done_p is a new event owned by the caller (release it with
+ * mgpu_event_release). The batch descriptor may be reused at once; the arrays it
+ * names may not, until the event completes.
+ * Errors: MGPU_EINVAL (NULL kernel or cpu function, NULL array with n > 0, n times
+ * an item size overflowing size_t, nin/nout outside 0..MGPU_MAX_ARGS, a destroyed
+ * constant, a NULL dependency), MGPU_ESTATE (runtime finalizing), MGPU_ENOMEM.
+ */
+MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *batch, size_t ndeps,
+                                   mgpu_event_t *const *deps, mgpu_event_t **done_p);
+
+/**
+ * Wait for an event; returns the batch's status and fills *stats if not NULL.
+ * May be called several times and from several threads.
+ */
+MGPU_API mgpu_status_t mgpu_event_wait(mgpu_event_t *ev, mgpu_stats_t *stats);
+/** MGPU_OK or the batch's failure when done, MGPU_ESTATE while not done. */
+MGPU_API mgpu_status_t mgpu_event_test(mgpu_event_t *ev);
+/** Drop the caller's reference. The batch runs on regardless. NULL is a no-op. */
+MGPU_API void mgpu_event_release(mgpu_event_t *ev);
+
+/** Submit, wait and release: the synchronous form. stats may be NULL. */
+MGPU_API mgpu_status_t mgpu_run(mgpu_runtime_t *rt, const mgpu_batch_t *batch, mgpu_stats_t *stats);
+
+/** Body of mgpu_parallel_for: process items [first, first + count). */
+typedef int (*mgpu_loop_fn)(void *arg, size_t first, size_t count);
+
+/**
+ * Run fn over [0, n) on the runtime's CPU workers (no second thread team): the
+ * helper for unoffloadable segments. Synchronous. A non-zero return from fn fails
+ * it with MGPU_EKERNEL. With no CPU workers (MGPU_NUM_THREADS=0) it returns
+ * MGPU_ENOTSUP.
+ */
+MGPU_API mgpu_status_t mgpu_parallel_for(mgpu_runtime_t *rt, size_t n, mgpu_loop_fn fn, void *arg);
+
+/** Cumulative statistics since mgpu_init. */
+MGPU_API mgpu_status_t mgpu_runtime_stats(const mgpu_runtime_t *rt, mgpu_stats_t *stats);
+
+/** Print the per-worker table (as MGPU_STATS=1 does at finalize). */
+MGPU_API void mgpu_stats_print(const mgpu_runtime_t *rt, const mgpu_stats_t *stats, FILE *fp);
+
+/* ------------------------------------------------------------------------- */
+/* Constants and host memory                                                  */
+/* ------------------------------------------------------------------------- */
+
+/**
+ * Make a replicated read-only constant from `bytes` bytes at host (copied now).
+ * GPU workers upload it once, on first use, and keep it until destroyed.
+ */
+MGPU_API mgpu_status_t mgpu_const_create(mgpu_runtime_t *rt, const void *host, size_t bytes,
+                                         mgpu_const_t **const_p);
+/**
+ * Destroy a constant. Batches already submitted with it keep it alive until they
+ * complete; submitting a new batch with it afterwards is MGPU_EINVAL.
+ */
+MGPU_API void mgpu_const_destroy(mgpu_const_t *c);
+
+/**
+ * Host memory for batch arrays: page-locked (pinned) when the runtime has CUDA
+ * GPUs, so copies skip the staging buffers; 64-byte aligned otherwise.
+ * Returns NULL on failure (mgpu_last_error says why).
+ */
+MGPU_API void *mgpu_host_alloc(mgpu_runtime_t *rt, size_t bytes);
+MGPU_API void mgpu_host_free(mgpu_runtime_t *rt, void *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MGPURT_H */

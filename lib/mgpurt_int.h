@@ -1,0 +1,347 @@
+/*
+ * mgpurt_int.h: the one internal header of libmgpurt. Prototypes are grouped by
+ * the file that defines them. Internal non-static names start with mgpu__.
+ */
+#ifndef MGPURT_INT_H
+#define MGPURT_INT_H
+
+#define MGPU_BUILDING_LIBRARY 1
+#include "config.h"
+#include "mgpurt.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define MGPU_INTERNAL __attribute__((visibility("hidden")))
+#define MGPU_CACHELINE 64
+#define MGPU_UNUSED(x) ((void)(x))
+#define MGPU_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MGPU_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* A broken invariant (a failed lock, a corrupt queue) is not recoverable. */
+#define MGPU_PANIC(...) mgpu__panic(__FILE__, __LINE__, __VA_ARGS__)
+/* pthread calls report their error as the return value, not in errno. */
+#define MGPU_PTHREAD_CHECK(call)                                         \
+  do {                                                                   \
+    int mgpu_rc_ = (call);                                               \
+    if (mgpu_rc_ != 0) MGPU_PANIC("%s failed: error %d", #call, mgpu_rc_); \
+  } while (0)
+
+/* ---------------------------------------------------------------- log.c */
+enum { MGPU_LOG_NONE = 0, MGPU_LOG_ERROR, MGPU_LOG_WARN, MGPU_LOG_INFO, MGPU_LOG_DEBUG };
+void mgpu__log_set_level(int level);
+int mgpu__log_level(void);
+void mgpu__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Record `fmt` as this thread's last error, log it at ERROR level, return st. */
+mgpu_status_t mgpu__fail(mgpu_status_t st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Record without logging (for errors a caller is expected to handle). */
+mgpu_status_t mgpu__fail_quiet(mgpu_status_t st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void mgpu__clear_error(void);
+void mgpu__panic(const char *file, int line, const char *fmt, ...) __attribute__((noreturn, format(printf, 3, 4)));
+double mgpu__now(void); /* seconds, CLOCK_MONOTONIC */
+
+/* ------------------------------------------------------------- config.c */
+enum { MGPU_SRC_DEFAULT = 0, MGPU_SRC_ENV, MGPU_SRC_ARG, MGPU_SRC_DERIVED };
+
+/* Identifiers of the settings; order is the order --info prints them in. */
+enum {
+  MGPU_SET_NUM_THREADS = 0,
+  MGPU_SET_NUM_GPUS,
+  MGPU_SET_DEVICES,
+  MGPU_SET_RATIO,
+  MGPU_SET_MAX_BATCH,
+  MGPU_SET_STREAMS,
+  MGPU_SET_SCHED,
+  MGPU_SET_STATS,
+  MGPU_SET_TRACE,
+  MGPU_SET_DEBUG,
+  MGPU_SET_EMULATE_GPUS,
+  MGPU_SET_EMULATE_SPEED,
+  MGPU_SET_EMULATE_MEM,
+  MGPU_SET_FAULT_INJECT,
+  MGPU_SET_COUNT
+};
+
+typedef struct {
+  mgpu_config_t v;             /* resolved values; every field set */
+  int source[MGPU_SET_COUNT];  /* MGPU_SRC_* */
+  char text[MGPU_SET_COUNT][160]; /* effective value as text, for --info */
+  char trace_path[1024];
+  char fault_spec[512];
+} mgpu__config_t;
+
+/* Syntax and range of every setting: cfg fields, then the environment. */
+mgpu_status_t mgpu__config_parse(const mgpu_config_t *arg, mgpu__config_t *out);
+/* Checks that need the machine (device indices) and fills derived defaults. */
+mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visible_gpus);
+/* Warn about MGPU_* variables that are not known, naming the nearest known one. */
+void mgpu__config_warn_unknown(char **envp);
+const char *mgpu__config_name(int id);
+const char *mgpu__config_doc(int id);
+const char *mgpu__config_source_name(int src);
+/* Strict parsers, shared with mgpu-run's option parsing through the tests. */
+int mgpu__parse_ll(const char *s, long long lo, long long hi, long long *out);
+int mgpu__parse_double(const char *s, double lo, double hi, double *out);
+int mgpu__parse_bytes(const char *s, long long lo, long long hi, long long *out);
+int mgpu__parse_int_list(const char *s, int lo, int hi, int *out, int max, int *n_p, char *why, size_t whylen);
+size_t mgpu__edit_distance(const char *a, const char *b);
+
+/* ----------------------------------------------------------- topology.c */
+/* Usable CPU cores: affinity mask, capped by the cgroup CPU quota (v2 or v1).
+ * cgroup_root is normally "/sys/fs/cgroup"; proc_cgroup normally "/proc/self/cgroup". */
+int mgpu__usable_cores(const char *cgroup_root, const char *proc_cgroup, char *how, size_t howlen);
+/* CPU limit of the cgroup hierarchy (smallest quota/period on the path), or -1. */
+double mgpu__cgroup_cpu_limit(const char *cgroup_root, const char *proc_cgroup);
+int mgpu__affinity_cores(void);
+
+/* ------------------------------------------------------ device interface */
+/*
+ * A device back end. All calls taking `ctx` are made from the device's own host
+ * thread (the GPU worker), which called open() first. Return 0 on success or a
+ * negative MGPU_E* code; mem_alloc returns MGPU_ENOMEM when the device is out of
+ * memory. A stream runs its operations in order; operations on different streams
+ * may overlap.
+ */
+typedef struct mgpu_dev_ops {
+  const char *name;
+  int emulated;
+  int (*count)(void);                                 /* visible devices; 0 on any failure */
+  int (*props)(int dev, mgpu_device_info_t *out);     /* any thread */
+  int (*can_peer)(int a, int b);                      /* any thread */
+  int (*open)(int dev, const mgpu__config_t *cfg, void **ctx);
+  void (*close)(void *ctx);
+  int (*mem_alloc)(void *ctx, size_t bytes, void **p);
+  void (*mem_free)(void *ctx, void *p);
+  int (*mem_info)(void *ctx, size_t *free_b, size_t *total_b);
+  int (*host_alloc)(size_t bytes, void **p);          /* pinned host memory, any thread */
+  void (*host_free)(void *p);
+  int (*host_is_pinned)(const void *p, size_t bytes); /* 1 if copies can skip staging */
+  int (*stream_create)(void *ctx, void **s);
+  void (*stream_destroy)(void *ctx, void *s);
+  int (*copy_h2d)(void *ctx, void *dst, const void *src, size_t bytes, void *s);
+  int (*copy_d2h)(void *ctx, void *dst, const void *src, size_t bytes, void *s);
+  /* Enqueue k->gpu (emulated: k->cpu) on stream s for chunk c (device pointers). */
+  int (*launch)(void *ctx, const mgpu_kernel_t *k, const mgpu_chunk_t *c, void *s);
+  int (*stream_sync)(void *ctx, void *s);             /* wait; returns the stream's error */
+  int (*stream_query)(void *ctx, void *s);            /* 0 done, 1 busy, <0 error */
+  /* Device-to-core ratio guessed from the device's properties, for the first split. */
+  double (*speed_estimate)(void *ctx);
+  /* Timing events: record on a stream; once the stream is synchronised,
+   * event_time gives the device's time of the event in seconds since open(). */
+  int (*event_create)(void *ctx, void **ev);
+  void (*event_destroy)(void *ctx, void *ev);
+  int (*event_record)(void *ctx, void *ev, void *s);
+  int (*event_time)(void *ctx, void *ev, double *t);
+} mgpu_dev_ops_t;
+
+/* device_emul.c */
+extern const mgpu_dev_ops_t mgpu__dev_emul;
+
+/* device_cuda.c (or device_nocuda.c) */
+extern const mgpu_dev_ops_t *const mgpu__dev_cuda; /* NULL when built without CUDA */
+
+/* -------------------------------------------------------------- fault.c */
+/* Test-only fault plan, parsed from MGPU_FAULT_INJECT:
+ *   launch:D:K   the K-th chunk (0-based) launched on GPU D fails
+ *   launch:D:all every chunk launched on GPU D fails (the device gets retired)
+ *   alloc:D:K    the K-th device allocation on GPU D fails as out of memory
+ *   const:D:K    the K-th constant upload on GPU D fails
+ * Items are separated by commas. D is the runtime's GPU number (0..), not the
+ * driver's device index. */
+#define MGPU_FAULT_MAX 32
+typedef enum { MGPU_FAULT_LAUNCH, MGPU_FAULT_ALLOC, MGPU_FAULT_CONST } mgpu_fault_kind_t;
+typedef struct {
+  int n;
+  struct { mgpu_fault_kind_t kind; int gpu; long long k; /* -1 = all */ } f[MGPU_FAULT_MAX];
+} mgpu__fault_plan_t;
+int mgpu__fault_parse(const char *spec, mgpu__fault_plan_t *plan, char *why, size_t whylen);
+bool mgpu__fault_hit(const mgpu__fault_plan_t *plan, mgpu_fault_kind_t kind, int gpu, long long k);
+
+/* -------------------------------------------------------------- model.c */
+/*
+ * Per-kernel throughput model: items/s of each worker, updated online from
+ * finished chunks (exponential average) and kept for the runtime's life.
+ */
+typedef struct mgpu__model {
+  mgpu_kernel_t key;        /* copy of the kernel it describes */
+  int nworkers;
+  _Atomic double *speed;    /* items/s per worker; 0 = not measured yet */
+  _Atomic uint64_t *samples;
+  double *items_sum, *time_sum; /* decayed sums; slot w written by worker w only */
+  struct mgpu__model *next;
+} mgpu__model_t;
+
+/* ------------------------------------------------------------ runtime.c */
+typedef struct mgpu__batch mgpu__batch_t;
+typedef struct mgpu__worker mgpu__worker_t;
+typedef struct mgpu__gpu mgpu__gpu_t;
+
+struct mgpu_const {
+  mgpu_runtime_t *rt;
+  void *host;
+  size_t bytes;
+  _Atomic int refs;        /* the user's (until destroy) + one per batch using it */
+  _Atomic int destroyed;
+  pthread_mutex_t lock;    /* guards dev[] */
+  void *dev[MGPU_MAX_DEVICES];     /* device copy per runtime GPU, NULL until first use */
+  _Atomic uint64_t uploads;        /* device uploads made, for tests and stats */
+  struct mgpu_const *next_live;    /* rt->consts list, under rt->lock */
+};
+
+struct mgpu__worker {
+  int id;
+  mgpu_worker_kind_t kind;
+  int gpu;                 /* runtime GPU number, -1 for CPU */
+  _Atomic int retired;
+  _Atomic uint64_t items, chunks, steals, retries; /* cumulative */
+  _Atomic uint64_t busy_ns;
+  mgpu__batch_t *cur;      /* batch this worker is taking chunks from (own ref) */
+  /* Most items this worker takes from batch b in one chunk (NULL: no limit). */
+  size_t (*limit)(struct mgpu__worker *w, const mgpu__batch_t *b);
+  void *scratch;           /* CPU: host scratch buffer */
+  size_t scratch_bytes;
+} __attribute__((aligned(MGPU_CACHELINE)));
+
+struct mgpu_runtime {
+  mgpu__config_t cfg;
+  int usable_cores;
+  char cores_how[256];
+  const mgpu_dev_ops_t *dev;   /* back end of the GPU workers, NULL when none */
+  int ngpus;
+  double prior_ratio;          /* device-to-core ratio before measurements */
+  int gpu_index[MGPU_MAX_DEVICES]; /* driver device index of runtime GPU g */
+  mgpu_device_info_t gpu_info[MGPU_MAX_DEVICES];
+  mgpu__fault_plan_t faults;
+
+  int ncpu;                    /* CPU workers */
+  int nworkers;                /* ncpu + ngpus */
+  mgpu__worker_t *workers;     /* [nworkers] */
+  mgpu__gpu_t **gpus;          /* [ngpus] */
+
+  /* Scheduling state. rt->lock guards the active list, batch activation, the
+   * model list, the constants list and the counters below. A worker never holds
+   * rt->lock while holding a range lock. */
+  pthread_mutex_t lock;
+  pthread_cond_t work_cv;      /* workers sleep here when idle */
+  pthread_cond_t idle_cv;      /* finalize waits here for live batches */
+  _Atomic uint64_t work_gen;   /* bumped whenever new work may be claimable */
+  _Atomic int sleepers;
+  mgpu__batch_t *active_head, *active_tail;
+  _Atomic int n_active_cpu_only;
+  int live_batches;            /* submitted, not completed */
+  _Atomic int stop;
+  int finalizing;
+  mgpu__model_t *models;
+  struct mgpu_const *consts;       /* live constants */
+  struct mgpu_const *dead_consts;  /* destroyed, device copies not yet all freed */
+  _Atomic int n_dead_consts;
+  _Atomic uint64_t batches_done, items_done, chunks_done, steals_done, retries_done;
+
+  double t_init;
+  pthread_mutex_t alloc_lock;  /* guards host_allocs */
+  struct { void *p; bool pinned; } *host_allocs;
+  int nhost_allocs, host_allocs_cap;
+
+  pthread_t team_thread;       /* runs the OpenMP team of CPU workers */
+  int team_started;
+  pthread_mutex_t team_lock;
+  pthread_cond_t team_cv;
+  int team_ready, team_got, team_go;
+};
+
+/* --------------------------------------------------------------- sched.c */
+typedef struct {
+  pthread_mutex_t lock;
+  _Atomic size_t begin, end; /* unclaimed items owned by this worker */
+  _Atomic size_t pending;    /* claimed by the owner, not yet finished */
+  size_t last;               /* owner's last chunk length (owner only) */
+} __attribute__((aligned(MGPU_CACHELINE))) mgpu__range_t;
+
+typedef struct {
+  size_t first, count;
+  int avoid;               /* worker that failed it, -1 if none */
+} mgpu__span_t;
+
+struct mgpu__batch {
+  /* The event part: lives until the last reference goes. */
+  _Atomic int refs;
+  pthread_mutex_t lock;    /* guards done, status, dependents, requeue */
+  pthread_cond_t done_cv;
+  int done;
+  _Atomic int status;
+  size_t failed_first, failed_count;
+  double t_submit, t_start, t_end;
+  mgpu__batch_t **dependents;
+  int ndependents, dependents_cap;
+  _Atomic int deps_pending;
+  _Atomic int dep_failed;
+  int nworkers;
+  mgpu_worker_stats_t *wstats; /* per worker; each slot written only by its worker */
+
+  /* The work part: valid while the runtime runs it. */
+  mgpu_runtime_t *rt;
+  mgpu_batch_t desc;
+  mgpu_kernel_t kernel;    /* copy of the user's kernel */
+  void *arg_copy;
+  bool cpu_ok, gpu_ok;     /* which worker kinds may take items */
+  bool steal_ok;           /* false in static mode */
+  mgpu__model_t *model;
+  mgpu__range_t *ranges;   /* [nworkers] */
+  _Atomic size_t remaining; /* items not yet completed */
+  _Atomic int failed;      /* a CPU kernel failed: drain without computing */
+  mgpu__span_t *requeue;   /* failed GPU chunks waiting to be recomputed */
+  int nrequeue, requeue_cap;
+  _Atomic int has_requeue;
+  mgpu__batch_t *next, *prev; /* rt active list */
+  bool active;
+};
+
+typedef struct {
+  mgpu__batch_t *b;        /* referenced: release with mgpu__batch_unref */
+  size_t first, count;
+  bool stolen;
+} mgpu__claim_t;
+
+/* Claim up to max_items for worker w from any batch it may work on; false if none. */
+bool mgpu__claim(mgpu_runtime_t *rt, mgpu__worker_t *w, size_t max_items, double target_s, mgpu__claim_t *c);
+/* Report a finished claim (ok) or give it back for recomputation (failed GPU chunk). */
+void mgpu__complete(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, double busy_s, int kernel_rc);
+void mgpu__giveback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c);
+/* Mark a GPU worker retired and wake the others to take its ranges. */
+void mgpu__retire(mgpu_runtime_t *rt, mgpu__worker_t *w, const char *why);
+/* Idle: spin briefly on work_gen, then sleep until it changes or stop. */
+void mgpu__idle_wait(mgpu_runtime_t *rt, uint64_t seen_gen);
+void mgpu__wake_all(mgpu_runtime_t *rt);
+void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b);
+void mgpu__batch_ref(mgpu__batch_t *b);
+void mgpu__batch_unref(mgpu__batch_t *b);
+double mgpu__worker_speed(const mgpu__batch_t *b, int w);
+void mgpu__split(const double *speed, int n, size_t items, size_t *share);
+
+/* --------------------------------------------------------------- model.c */
+mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k); /* rt->lock held */
+void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds);
+void mgpu__models_free(mgpu_runtime_t *rt);
+
+/* ------------------------------------------------------------ cpu_worker.c */
+void mgpu__cpu_worker_loop(mgpu_runtime_t *rt, mgpu__worker_t *w);
+mgpu_status_t mgpu__team_start(mgpu_runtime_t *rt);
+void mgpu__team_join(mgpu_runtime_t *rt);
+
+/* ------------------------------------------------------------ gpu_worker.c */
+mgpu_status_t mgpu__gpu_start(mgpu_runtime_t *rt, int g);
+void mgpu__gpu_join(mgpu_runtime_t *rt, int g);
+size_t mgpu__gpu_cap(mgpu_runtime_t *rt, int g);
+double mgpu__gpu_estimate(mgpu_runtime_t *rt, int g); /* device-to-core ratio guess */
+
+/* ------------------------------------------------------------ const.c */
+void mgpu__const_ref(struct mgpu_const *c);
+void mgpu__const_unref(struct mgpu_const *c);
+void mgpu__consts_free_all(mgpu_runtime_t *rt);
+/* GPU worker g frees its copies of dead constants (called from its thread). */
+void mgpu__consts_reap(mgpu_runtime_t *rt, int g, void (*free_fn)(void *ctx, void *p), void *ctx);
+
+#endif /* MGPURT_INT_H */

@@ -1,0 +1,65 @@
+/*
+ * model.c: the per-kernel throughput model. For each kernel the runtime keeps
+ * the items/s of every worker, an exponential average over finished chunks, for
+ * the runtime's whole life; the first split of each batch and every steal use it.
+ */
+#include "mgpurt_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Kernels are told apart by name and shape, so a kernel struct rebuilt per call
+ * (as mgpu_kernel_ntt does) keeps its history. */
+static bool same_kernel(const mgpu_kernel_t *a, const mgpu_kernel_t *b) {
+  if (a->cpu != b->cpu || a->gpu != b->gpu || a->nin != b->nin || a->nout != b->nout) return false;
+  if (a->scratch_per_item != b->scratch_per_item) return false;
+  for (int i = 0; i < a->nin; i++)
+    if (a->in_size[i] != b->in_size[i]) return false;
+  for (int i = 0; i < a->nout; i++)
+    if (a->out_size[i] != b->out_size[i]) return false;
+  if ((a->name == NULL) != (b->name == NULL)) return false;
+  return a->name == NULL || strcmp(a->name, b->name) == 0;
+}
+
+mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k) {
+  for (mgpu__model_t *m = rt->models; m; m = m->next)
+    if (same_kernel(&m->key, k)) return m;
+  mgpu__model_t *m = calloc(1, sizeof *m);
+  if (!m) MGPU_PANIC("out of memory for a kernel model");
+  m->key = *k;
+  m->nworkers = rt->nworkers;
+  m->speed = calloc((size_t)rt->nworkers, sizeof *m->speed);
+  m->samples = calloc((size_t)rt->nworkers, sizeof *m->samples);
+  m->items_sum = calloc((size_t)rt->nworkers, sizeof *m->items_sum);
+  m->time_sum = calloc((size_t)rt->nworkers, sizeof *m->time_sum);
+  if (!m->speed || !m->samples || !m->items_sum || !m->time_sum) MGPU_PANIC("out of memory for a kernel model");
+  m->next = rt->models;
+  rt->models = m;
+  return m;
+}
+
+void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds) {
+  if (seconds <= 0 || items == 0) return;
+  /* Speed is the ratio of exponentially decayed sums of items and seconds, so
+   * a chunk weighs by its size: the tiny probe chunks that start a batch, whose
+   * time is mostly overhead, hardly move it, and old history fades. Only
+   * worker w writes slot w. */
+  atomic_fetch_add_explicit(&m->samples[w], 1, memory_order_relaxed);
+  m->items_sum[w] = m->items_sum[w] * 0.8 + (double)items;
+  m->time_sum[w] = m->time_sum[w] * 0.8 + seconds;
+  atomic_store_explicit(&m->speed[w], m->items_sum[w] / m->time_sum[w], memory_order_relaxed);
+}
+
+void mgpu__models_free(mgpu_runtime_t *rt) {
+  mgpu__model_t *m = rt->models;
+  while (m) {
+    mgpu__model_t *next = m->next;
+    free(m->speed);
+    free(m->samples);
+    free(m->items_sum);
+    free(m->time_sum);
+    free(m);
+    m = next;
+  }
+  rt->models = NULL;
+}

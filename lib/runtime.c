@@ -1,0 +1,265 @@
+/*
+ * runtime.c: starting and stopping a runtime: configuration, topology, the GPU
+ * back end, the worker threads; the effective settings for --info; host memory.
+ */
+#include "mgpurt_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern char **environ;
+
+static const mgpu_dev_ops_t *pick_backend(const mgpu__config_t *c, int *visible) {
+  *visible = 0;
+  if (c->v.emulate_gpus > 0) {
+    *visible = c->v.emulate_gpus;
+    return &mgpu__dev_emul;
+  }
+  /* MGPU_NUM_GPUS=0 means CPU only: do not even load the GPU driver. */
+  if (c->v.num_gpus == 0 && c->v.ndevices <= 0) return NULL;
+  if (!mgpu__dev_cuda) return NULL;
+  *visible = mgpu__dev_cuda->count();
+  return *visible > 0 ? mgpu__dev_cuda : NULL;
+}
+
+static void free_runtime(mgpu_runtime_t *rt) {
+  if (!rt) return;
+  for (int i = 0; i < rt->nworkers; i++)
+    if (rt->workers[i].cur) mgpu__batch_unref(rt->workers[i].cur);
+  mgpu__consts_free_all(rt);
+  mgpu__models_free(rt);
+  for (int i = 0; i < rt->nhost_allocs; i++) {
+    if (rt->host_allocs[i].pinned) rt->dev->host_free(rt->host_allocs[i].p);
+    else free(rt->host_allocs[i].p);
+  }
+  for (int i = 0; i < rt->nworkers; i++) free(rt->workers[i].scratch);
+  free(rt->workers);
+  free(rt->gpus);
+  free(rt->host_allocs);
+  pthread_mutex_destroy(&rt->lock);
+  pthread_mutex_destroy(&rt->alloc_lock);
+  pthread_cond_destroy(&rt->work_cv);
+  pthread_cond_destroy(&rt->idle_cv);
+  free(rt);
+}
+
+static void stop_workers(mgpu_runtime_t *rt) {
+  atomic_store(&rt->stop, 1);
+  pthread_mutex_lock(&rt->lock);
+  pthread_cond_broadcast(&rt->work_cv);
+  pthread_mutex_unlock(&rt->lock);
+  mgpu__team_join(rt);
+  for (int g = 0; g < rt->ngpus; g++) mgpu__gpu_join(rt, g);
+}
+
+MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p) {
+  mgpu__clear_error();
+  if (!rt_p) return mgpu__fail(MGPU_EINVAL, "mgpu_init: rt_p is NULL");
+  mgpu__config_t c;
+  mgpu_status_t st = mgpu__config_parse(cfg, &c);
+  if (st != MGPU_OK) return st;
+  mgpu__log_set_level(c.v.debug);
+  if (!c.v.ignore_env) mgpu__config_warn_unknown(environ);
+  if (c.v.trace)
+    return mgpu__fail(MGPU_ENOTSUP, "MGPU_TRACE='%s': tracing is not available in this version of libmgpurt; unset it",
+                      c.v.trace);
+
+  mgpu_runtime_t *rt = calloc(1, sizeof *rt);
+  if (!rt) return mgpu__fail(MGPU_ENOMEM, "mgpu_init: out of memory");
+  pthread_mutex_init(&rt->lock, NULL);
+  pthread_mutex_init(&rt->alloc_lock, NULL);
+  pthread_cond_init(&rt->work_cv, NULL);
+  pthread_cond_init(&rt->idle_cv, NULL);
+  rt->t_init = mgpu__now();
+  rt->usable_cores = mgpu__usable_cores("/sys/fs/cgroup", "/proc/self/cgroup", rt->cores_how, sizeof rt->cores_how);
+
+  int visible;
+  const mgpu_dev_ops_t *dev = pick_backend(&c, &visible);
+  st = mgpu__config_resolve(&c, rt->usable_cores, visible);
+  if (st != MGPU_OK) goto fail_free;
+  rt->cfg = c;
+  /* The config holds pointers into itself; point them at the runtime's copy. */
+  if (c.v.trace) rt->cfg.v.trace = rt->cfg.trace_path;
+  if (c.v.fault_inject) {
+    rt->cfg.v.fault_inject = rt->cfg.fault_spec;
+    char why[256];
+    mgpu__fault_parse(rt->cfg.fault_spec, &rt->faults, why, sizeof why);
+  }
+  rt->dev = rt->cfg.v.num_gpus > 0 ? dev : NULL;
+  rt->ngpus = rt->dev ? rt->cfg.v.num_gpus : 0;
+  rt->ncpu = rt->cfg.v.num_threads;
+  rt->nworkers = rt->ncpu + rt->ngpus;
+
+  for (int g = 0; g < rt->ngpus; g++) {
+    rt->gpu_index[g] = rt->cfg.v.devices[g];
+    if (rt->dev->props(rt->gpu_index[g], &rt->gpu_info[g]) != 0) {
+      st = mgpu__fail(MGPU_EDEVICE, "cannot read the properties of device %d", rt->gpu_index[g]);
+      goto fail_free;
+    }
+    rt->gpu_info[g].index = rt->gpu_index[g];
+  }
+
+  rt->workers = aligned_alloc(MGPU_CACHELINE, sizeof(mgpu__worker_t) * (size_t)rt->nworkers);
+  rt->gpus = calloc((size_t)MGPU_MAX(rt->ngpus, 1), sizeof *rt->gpus);
+  if (!rt->workers || !rt->gpus) {
+    st = mgpu__fail(MGPU_ENOMEM, "mgpu_init: out of memory");
+    goto fail_free;
+  }
+  memset(rt->workers, 0, sizeof(mgpu__worker_t) * (size_t)rt->nworkers);
+  for (int i = 0; i < rt->nworkers; i++) {
+    mgpu__worker_t *w = &rt->workers[i];
+    w->id = i;
+    w->kind = i < rt->ncpu ? MGPU_WORKER_CPU : MGPU_WORKER_GPU;
+    w->gpu = i < rt->ncpu ? -1 : i - rt->ncpu;
+  }
+
+  /* GPU host threads first: the prior ratio comes from their devices. */
+  int started = 0;
+  double ratio_sum = 0;
+  for (int g = 0; g < rt->ngpus; g++, started++) {
+    st = mgpu__gpu_start(rt, g);
+    if (st != MGPU_OK) goto fail_stop;
+    ratio_sum += mgpu__gpu_estimate(rt, g);
+  }
+  rt->prior_ratio = rt->ngpus ? ratio_sum / rt->ngpus : 1.0;
+  st = mgpu__team_start(rt);
+  if (st != MGPU_OK) goto fail_stop;
+
+  mgpu__log(MGPU_LOG_INFO, "runtime started: %d CPU workers, %d GPUs (%s), %d usable cores (%s)", rt->ncpu, rt->ngpus,
+            rt->dev ? rt->dev->name : "none", rt->usable_cores, rt->cores_how);
+  *rt_p = rt;
+  return MGPU_OK;
+
+fail_stop:
+  atomic_store(&rt->stop, 1);
+  for (int g = 0; g < started; g++) mgpu__gpu_join(rt, g);
+  rt->ngpus = started; /* nothing else was started */
+fail_free:
+  free_runtime(rt);
+  return st;
+}
+
+MGPU_API void mgpu_finalize(mgpu_runtime_t *rt) {
+  if (!rt) return;
+  pthread_mutex_lock(&rt->lock);
+  rt->finalizing = 1;
+  while (rt->live_batches > 0) pthread_cond_wait(&rt->idle_cv, &rt->lock);
+  pthread_mutex_unlock(&rt->lock);
+  stop_workers(rt);
+  if (rt->cfg.v.stats) {
+    mgpu_worker_stats_t *ws = calloc((size_t)rt->nworkers, sizeof *ws);
+    mgpu_stats_t s = {.worker = ws, .worker_cap = ws ? rt->nworkers : 0};
+    mgpu_runtime_stats(rt, &s);
+    fprintf(stderr, "libmgpurt statistics: %llu batches, %d CPU workers, %d GPUs\n", (unsigned long long)s.batches,
+            rt->ncpu, rt->ngpus);
+    mgpu_stats_print(rt, &s, stderr);
+    free(ws);
+  }
+  free_runtime(rt);
+}
+
+MGPU_API int mgpu_num_workers(const mgpu_runtime_t *rt) { return rt ? rt->nworkers : 0; }
+MGPU_API int mgpu_num_cpu_workers(const mgpu_runtime_t *rt) { return rt ? rt->ncpu : 0; }
+MGPU_API int mgpu_num_gpus(const mgpu_runtime_t *rt) { return rt ? rt->ngpus : 0; }
+
+MGPU_API int mgpu_usable_cores(const mgpu_runtime_t *rt, const char **how) {
+  if (!rt) return 0;
+  if (how) *how = rt->cores_how;
+  return rt->usable_cores;
+}
+
+MGPU_API mgpu_status_t mgpu_info_setting(const mgpu_runtime_t *rt, int i, mgpu_setting_t *out) {
+  if (!rt || !out) return mgpu__fail(MGPU_EINVAL, "mgpu_info_setting: rt or out is NULL");
+  if (i >= 0 && i < MGPU_SET_COUNT) {
+    out->name = mgpu__config_name(i);
+    out->value = rt->cfg.text[i];
+    out->source = mgpu__config_source_name(rt->cfg.source[i]);
+    out->doc = mgpu__config_doc(i);
+    return MGPU_OK;
+  }
+  if (i == MGPU_SET_COUNT) {
+    const char *omp = getenv("OMP_NUM_THREADS");
+    out->name = "OMP_NUM_THREADS";
+    out->value = omp ? omp : "(unset)";
+    out->source = omp ? "environment" : "default";
+    out->doc = "the user's own OpenMP regions outside the runtime; the runtime never changes it";
+    return MGPU_OK;
+  }
+  return mgpu__fail_quiet(MGPU_EINVAL, "mgpu_info_setting: no setting number %d", i);
+}
+
+MGPU_API mgpu_status_t mgpu_device_info(const mgpu_runtime_t *rt, int gpu, mgpu_device_info_t *out) {
+  if (!rt || !out) return mgpu__fail(MGPU_EINVAL, "mgpu_device_info: rt or out is NULL");
+  if (gpu < 0 || gpu >= rt->ngpus)
+    return mgpu__fail(MGPU_EINVAL, "mgpu_device_info: gpu %d: expected 0..%d", gpu, rt->ngpus - 1);
+  *out = rt->gpu_info[gpu];
+  out->retired = atomic_load(&rt->workers[rt->ncpu + gpu].retired);
+  out->batch_cap = mgpu__gpu_cap((mgpu_runtime_t *)rt, gpu);
+  return MGPU_OK;
+}
+
+MGPU_API int mgpu_device_peer(const mgpu_runtime_t *rt, int a, int b) {
+  if (!rt || a < 0 || b < 0 || a >= rt->ngpus || b >= rt->ngpus || a == b || !rt->dev->can_peer) return 0;
+  return rt->dev->can_peer(rt->gpu_index[a], rt->gpu_index[b]);
+}
+
+/* ------------------------------------------------------------ host memory */
+
+MGPU_API void *mgpu_host_alloc(mgpu_runtime_t *rt, size_t bytes) {
+  if (!rt) {
+    mgpu__fail(MGPU_EINVAL, "mgpu_host_alloc: rt is NULL");
+    return NULL;
+  }
+  if (bytes == 0) {
+    mgpu__fail(MGPU_EINVAL, "mgpu_host_alloc: bytes is 0: expected 1 or more");
+    return NULL;
+  }
+  void *p = NULL;
+  bool pinned = false;
+  if (rt->dev && rt->dev->host_alloc && rt->dev->host_alloc(bytes, &p) == 0) {
+    pinned = true;
+  } else {
+    size_t rounded = (bytes + 63) & ~(size_t)63;
+    if (rounded < bytes || !(p = aligned_alloc(64, rounded))) {
+      mgpu__fail(MGPU_ENOMEM, "mgpu_host_alloc: cannot allocate %zu bytes", bytes);
+      return NULL;
+    }
+  }
+  pthread_mutex_lock(&rt->alloc_lock);
+  if (rt->nhost_allocs == rt->host_allocs_cap) {
+    int cap = rt->host_allocs_cap ? 2 * rt->host_allocs_cap : 16;
+    void *n = realloc(rt->host_allocs, sizeof *rt->host_allocs * (size_t)cap);
+    if (!n) {
+      pthread_mutex_unlock(&rt->alloc_lock);
+      if (pinned) rt->dev->host_free(p);
+      else free(p);
+      mgpu__fail(MGPU_ENOMEM, "mgpu_host_alloc: out of memory");
+      return NULL;
+    }
+    rt->host_allocs = n;
+    rt->host_allocs_cap = cap;
+  }
+  rt->host_allocs[rt->nhost_allocs].p = p;
+  rt->host_allocs[rt->nhost_allocs].pinned = pinned;
+  rt->nhost_allocs++;
+  pthread_mutex_unlock(&rt->alloc_lock);
+  return p;
+}
+
+MGPU_API void mgpu_host_free(mgpu_runtime_t *rt, void *p) {
+  if (!rt || !p) return;
+  pthread_mutex_lock(&rt->alloc_lock);
+  for (int i = 0; i < rt->nhost_allocs; i++) {
+    if (rt->host_allocs[i].p != p) continue;
+    bool pinned = rt->host_allocs[i].pinned;
+    rt->host_allocs[i] = rt->host_allocs[--rt->nhost_allocs];
+    pthread_mutex_unlock(&rt->alloc_lock);
+    if (pinned) rt->dev->host_free(p);
+    else free(p);
+    return;
+  }
+  pthread_mutex_unlock(&rt->alloc_lock);
+  mgpu__log(MGPU_LOG_ERROR, "mgpu_host_free: %p was not allocated by mgpu_host_alloc of this runtime, or was freed "
+                            "already; ignored", p);
+}

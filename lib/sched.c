@@ -1,0 +1,555 @@
+/*
+ * sched.c: who computes which items. Each active batch gives every eligible
+ * worker one contiguous range proportional to its speed; a worker takes chunks
+ * from the front of its own range, and when that is empty it steals from the
+ * back of the range that would finish last, taking the share that equalises both
+ * finish times, and never a piece it would finish later than the owner (the tail
+ * rule).
+ *
+ * Locking: rt->lock guards the active list and batch activation/completion; a
+ * range lock guards one worker's range of one batch. The order is rt->lock, then
+ * a range lock; a thread never holds two range locks. Range fields are atomics
+ * so that thieves may read them without the lock to pick a victim; they change
+ * only under the lock.
+ */
+#include "mgpurt_int.h"
+
+#include <math.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define range_begin(r) atomic_load_explicit(&(r)->begin, memory_order_relaxed)
+
+/* --------------------------------------------------------------- split */
+
+void mgpu__split(const double *speed, int n, size_t items, size_t *share) {
+  double total = 0;
+  for (int i = 0; i < n; i++) total += speed[i] > 0 ? speed[i] : 0;
+  for (int i = 0; i < n; i++) share[i] = 0;
+  if (total <= 0 || items == 0) return;
+  size_t given = 0;
+  for (int i = 0; i < n; i++) {
+    if (speed[i] <= 0) continue;
+    double exact = (double)items * speed[i] / total;
+    share[i] = exact >= (double)items ? items : (size_t)floor(exact);
+    given += share[i];
+  }
+  while (given > items) /* floating-point excess, a few items at most */
+    for (int i = n - 1; i >= 0 && given > items; i--)
+      if (share[i] > 0) share[i]--, given--;
+  /* Each leftover item goes to the worker that would finish it first, so no
+   * worker receives the whole remainder and a slow worker gets none it would
+   * finish after everyone else (the tail rule, applied to the split). */
+  while (given < items) {
+    int best = -1;
+    double best_t = 0;
+    for (int i = 0; i < n; i++) {
+      if (speed[i] <= 0) continue;
+      double t = (double)(share[i] + 1) / speed[i];
+      if (best < 0 || t < best_t) best = i, best_t = t;
+    }
+    share[best]++;
+    given++;
+  }
+}
+
+/* --------------------------------------------------------------- speeds */
+
+static bool worker_alive(const mgpu__worker_t *w) { return !atomic_load_explicit(&w->retired, memory_order_relaxed); }
+
+static bool any_live_gpu(const mgpu_runtime_t *rt) {
+  for (int i = rt->ncpu; i < rt->nworkers; i++)
+    if (worker_alive(&rt->workers[i])) return true;
+  return false;
+}
+
+static bool eligible(const mgpu_runtime_t *rt, const mgpu__batch_t *b, const mgpu__worker_t *w) {
+  if (w->kind == MGPU_WORKER_GPU) return b->gpu_ok && worker_alive(w);
+  /* CPU workers also take GPU-only work once no GPU is left to do it. */
+  return b->cpu_ok || (b->gpu_ok && !any_live_gpu(rt));
+}
+
+/* Ratio of one GPU to one CPU worker before any measurement. */
+static double prior_ratio(const mgpu_runtime_t *rt) {
+  if (rt->cfg.v.device_to_core_ratio > 0) return rt->cfg.v.device_to_core_ratio;
+  return rt->prior_ratio > 0 ? rt->prior_ratio : 1.0;
+}
+
+double mgpu__worker_speed(const mgpu__batch_t *b, int wi) {
+  const mgpu_runtime_t *rt = b->rt;
+  const mgpu__worker_t *w = &rt->workers[wi];
+  if (!worker_alive(w)) return 0;
+  const mgpu__model_t *m = b->model;
+  double s = atomic_load_explicit(&m->speed[wi], memory_order_relaxed);
+  if (s > 0) return s;
+  /* Not measured: borrow from measured workers of the same kind, else convert
+   * through the device-to-core ratio, else unit speeds. */
+  double cpu = 0, gpu = 0;
+  int ncpu = 0, ngpu = 0;
+  for (int i = 0; i < rt->nworkers; i++) {
+    double v = atomic_load_explicit(&m->speed[i], memory_order_relaxed);
+    if (v <= 0) continue;
+    if (rt->workers[i].kind == MGPU_WORKER_CPU) cpu += v, ncpu++;
+    else gpu += v, ngpu++;
+  }
+  double ratio = prior_ratio(rt);
+  if (w->kind == MGPU_WORKER_CPU) {
+    if (ncpu) return cpu / ncpu;
+    if (ngpu) return gpu / ngpu / ratio;
+    return 1.0;
+  }
+  if (ngpu) return gpu / ngpu;
+  if (ncpu) return cpu / ncpu * ratio;
+  return ratio;
+}
+
+/* Speed used for the first split: measured, or the prior. Static mode ignores
+ * measurements: it is the fixed split by ratio of the older runtimes. */
+static double split_speed(const mgpu__batch_t *b, int wi) {
+  const mgpu_runtime_t *rt = b->rt;
+  const mgpu__worker_t *w = &rt->workers[wi];
+  if (!eligible(rt, b, w)) return 0;
+  if (!b->steal_ok) return w->kind == MGPU_WORKER_GPU ? prior_ratio(rt) : 1.0;
+  return mgpu__worker_speed(b, wi);
+}
+
+/* --------------------------------------------------------------- activation */
+
+static void list_remove(mgpu_runtime_t *rt, mgpu__batch_t *b) {
+  if (b->prev) b->prev->next = b->next;
+  else rt->active_head = b->next;
+  if (b->next) b->next->prev = b->prev;
+  else rt->active_tail = b->prev;
+  b->next = b->prev = NULL;
+}
+
+static void finish(mgpu_runtime_t *rt, mgpu__batch_t *b);
+
+void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
+  b->t_start = mgpu__now();
+  if (atomic_load(&b->dep_failed)) {
+    atomic_store(&b->status, MGPU_EDEP);
+    finish(rt, b);
+    return;
+  }
+  if (b->desc.n == 0) {
+    finish(rt, b);
+    return;
+  }
+  pthread_mutex_lock(&rt->lock);
+  b->model = mgpu__model_get(rt, &b->kernel);
+  double *speed = calloc((size_t)rt->nworkers, sizeof(double));
+  size_t *share = calloc((size_t)rt->nworkers, sizeof(size_t));
+  if (!speed || !share) MGPU_PANIC("out of memory splitting a batch");
+  bool any = false;
+  for (int i = 0; i < rt->nworkers; i++) {
+    speed[i] = split_speed(b, i);
+    any |= speed[i] > 0;
+  }
+  if (!any) {
+    /* No worker can take it (every GPU retired and no CPU worker). */
+    free(speed);
+    free(share);
+    pthread_mutex_unlock(&rt->lock);
+    atomic_store(&b->status, MGPU_EDEVICE);
+    mgpu__fail_quiet(MGPU_EDEVICE, "batch of kernel '%s': no worker left that can run it", b->kernel.name);
+    finish(rt, b);
+    return;
+  }
+  mgpu__split(speed, rt->nworkers, b->desc.n, share);
+  size_t at = 0;
+  for (int i = 0; i < rt->nworkers; i++) {
+    atomic_store_explicit(&b->ranges[i].begin, at, memory_order_relaxed);
+    b->ranges[i].last = 0;
+    at += share[i];
+    atomic_store_explicit(&b->ranges[i].end, at, memory_order_relaxed);
+  }
+  free(speed);
+  free(share);
+  atomic_store(&b->remaining, b->desc.n);
+  b->active = true;
+  b->prev = rt->active_tail;
+  b->next = NULL;
+  if (rt->active_tail) rt->active_tail->next = b;
+  else rt->active_head = b;
+  rt->active_tail = b;
+  if (!b->gpu_ok) atomic_fetch_add(&rt->n_active_cpu_only, 1);
+  pthread_mutex_unlock(&rt->lock);
+  mgpu__wake_all(rt);
+}
+
+/* Completion of a batch: unlink, publish status and statistics, release
+ * dependents. Called by the thread that completed its last item. */
+static void finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
+  pthread_mutex_lock(&rt->lock);
+  if (b->active) {
+    list_remove(rt, b);
+    b->active = false;
+    if (!b->gpu_ok) atomic_fetch_sub(&rt->n_active_cpu_only, 1);
+  }
+  pthread_mutex_unlock(&rt->lock);
+
+  b->t_end = mgpu__now();
+  if (b->t_start == 0) b->t_start = b->t_end;
+  for (int i = 0; i < b->nworkers; i++) {
+    atomic_fetch_add(&rt->steals_done, b->wstats[i].steals);
+    atomic_fetch_add(&rt->retries_done, b->wstats[i].retries);
+    atomic_fetch_add(&rt->chunks_done, b->wstats[i].chunks);
+    atomic_fetch_add(&rt->items_done, b->wstats[i].items);
+  }
+  atomic_fetch_add(&rt->batches_done, 1);
+  for (int i = 0; i < b->desc.nconsts; i++) mgpu__const_unref(b->desc.consts[i]);
+  b->desc.nconsts = 0;
+
+  pthread_mutex_lock(&b->lock);
+  b->done = 1;
+  mgpu__batch_t **deps = b->dependents;
+  int ndeps = b->ndependents;
+  b->dependents = NULL;
+  b->ndependents = 0;
+  pthread_cond_broadcast(&b->done_cv);
+  pthread_mutex_unlock(&b->lock);
+
+  bool failed = atomic_load(&b->status) != MGPU_OK;
+  for (int i = 0; i < ndeps; i++) {
+    mgpu__batch_t *d = deps[i];
+    if (failed) atomic_store(&d->dep_failed, 1);
+    if (atomic_fetch_sub(&d->deps_pending, 1) == 1) mgpu__activate(rt, d);
+    mgpu__batch_unref(d);
+  }
+  free(deps);
+
+  /* The runtime's reference, taken at submit. */
+  pthread_mutex_lock(&rt->lock);
+  rt->live_batches--;
+  if (rt->live_batches == 0) pthread_cond_broadcast(&rt->idle_cv);
+  pthread_mutex_unlock(&rt->lock);
+  mgpu__batch_unref(b);
+}
+
+/* --------------------------------------------------------------- claims */
+
+/* Chunk length for worker w: about target_s of work at its speed, growing at
+ * most fourfold from its last chunk while the speed is still being learned. */
+static size_t chunk_len(mgpu__batch_t *b, mgpu__worker_t *w, size_t avail, size_t max_items, double target_s) {
+  mgpu__range_t *r = &b->ranges[w->id];
+  double s = atomic_load_explicit(&b->model->speed[w->id], memory_order_relaxed);
+  size_t n;
+  if (s <= 0) {
+    n = r->last ? r->last * 4 : 1;
+  } else {
+    double want = s * target_s;
+    n = want < 1 ? 1 : want > (double)SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)want;
+    if (r->last && n > r->last * 4) n = r->last * 4;
+  }
+  if (n > max_items) n = max_items;
+  if (n > avail) n = avail;
+  if (n < 1) n = 1;
+  r->last = n;
+  return n;
+}
+
+static bool take_own(mgpu__batch_t *b, mgpu__worker_t *w, size_t max_items, double target_s, mgpu__claim_t *c) {
+  mgpu__range_t *r = &b->ranges[w->id];
+  if (range_begin(r) >= atomic_load_explicit(&r->end, memory_order_relaxed)) return false;
+  MGPU_PTHREAD_CHECK(pthread_mutex_lock(&r->lock));
+  size_t begin = atomic_load_explicit(&r->begin, memory_order_relaxed);
+  size_t end = atomic_load_explicit(&r->end, memory_order_relaxed);
+  if (begin >= end) {
+    pthread_mutex_unlock(&r->lock);
+    return false;
+  }
+  if (w->limit) max_items = MGPU_MIN(max_items, w->limit(w, b));
+  size_t n = atomic_load(&b->failed) ? end - begin : chunk_len(b, w, end - begin, max_items, target_s);
+  atomic_store_explicit(&r->begin, begin + n, memory_order_relaxed);
+  atomic_fetch_add_explicit(&r->pending, n, memory_order_relaxed);
+  pthread_mutex_unlock(&r->lock);
+  c->b = b;
+  c->first = begin;
+  c->count = n;
+  c->stolen = false;
+  mgpu__batch_ref(b);
+  return true;
+}
+
+/* Put [first, first+count) into w's (empty) range of b. */
+static void install(mgpu__batch_t *b, mgpu__worker_t *w, size_t first, size_t count) {
+  mgpu__range_t *r = &b->ranges[w->id];
+  MGPU_PTHREAD_CHECK(pthread_mutex_lock(&r->lock));
+  size_t begin = atomic_load_explicit(&r->begin, memory_order_relaxed);
+  size_t end = atomic_load_explicit(&r->end, memory_order_relaxed);
+  if (begin < end) MGPU_PANIC("installing items into a non-empty range");
+  atomic_store_explicit(&r->begin, first, memory_order_relaxed);
+  atomic_store_explicit(&r->end, first + count, memory_order_relaxed);
+  pthread_mutex_unlock(&r->lock);
+}
+
+static bool others_can_take(const mgpu_runtime_t *rt, const mgpu__batch_t *b, const mgpu__worker_t *w) {
+  for (int i = 0; i < rt->nworkers; i++)
+    if (i != w->id && eligible(rt, b, &rt->workers[i])) return true;
+  return false;
+}
+
+/* A failed GPU chunk waiting to be recomputed moves into w's empty range. */
+static bool take_requeue(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
+  if (!atomic_load_explicit(&b->has_requeue, memory_order_acquire)) return false;
+  bool others = others_can_take(rt, b, w);
+  bool got = false;
+  mgpu__span_t sp;
+  pthread_mutex_lock(&b->lock);
+  for (int i = 0; i < b->nrequeue; i++) {
+    if (b->requeue[i].avoid == w->id && others) continue;
+    sp = b->requeue[i];
+    b->requeue[i] = b->requeue[--b->nrequeue];
+    got = true;
+    break;
+  }
+  if (b->nrequeue == 0) atomic_store_explicit(&b->has_requeue, 0, memory_order_release);
+  pthread_mutex_unlock(&b->lock);
+  if (got) install(b, w, sp.first, sp.count);
+  return got;
+}
+
+/* Steal from the back of the range in b that would finish last. */
+static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
+  double vt = mgpu__worker_speed(b, w->id);
+  if (vt <= 0) return false;
+  double pt = (double)atomic_load_explicit(&b->ranges[w->id].pending, memory_order_relaxed);
+  for (int attempt = 0; attempt < 4; attempt++) {
+    int victim = -1;
+    double worst = 0;
+    for (int i = 0; i < rt->nworkers; i++) {
+      if (i == w->id) continue;
+      mgpu__range_t *r = &b->ranges[i];
+      size_t begin = range_begin(r), end = atomic_load_explicit(&r->end, memory_order_relaxed);
+      if (begin >= end) continue;
+      double vo = mgpu__worker_speed(b, i);
+      /* In static mode only a retired worker's range may be taken. */
+      if (!b->steal_ok && vo > 0) continue;
+      double left = (double)(end - begin) + (double)atomic_load_explicit(&r->pending, memory_order_relaxed);
+      double t = vo > 0 ? left / vo : INFINITY;
+      if (victim < 0 || t > worst) victim = i, worst = t;
+    }
+    if (victim < 0) return false;
+    mgpu__range_t *r = &b->ranges[victim];
+    double vo = mgpu__worker_speed(b, victim);
+    MGPU_PTHREAD_CHECK(pthread_mutex_lock(&r->lock));
+    size_t begin = atomic_load_explicit(&r->begin, memory_order_relaxed);
+    size_t end = atomic_load_explicit(&r->end, memory_order_relaxed);
+    if (begin >= end) {
+      pthread_mutex_unlock(&r->lock);
+      continue;
+    }
+    double R = (double)(end - begin), po = (double)atomic_load_explicit(&r->pending, memory_order_relaxed);
+    double s;
+    if (vo <= 0) {
+      s = R;
+    } else {
+      /* Equal finish: (pt + s)/vt == (po + R - s)/vo. */
+      s = (vt * (po + R) - vo * pt) / (vo + vt);
+      if (s > R) s = R;
+    }
+    size_t take = s >= 1 ? (size_t)floor(s) : 0;
+    if (take == 0) {
+      /* The tail rule: one more item would finish after the owner. */
+      pthread_mutex_unlock(&r->lock);
+      return false;
+    }
+    atomic_store_explicit(&r->end, end - take, memory_order_relaxed);
+    pthread_mutex_unlock(&r->lock);
+    install(b, w, end - take, take);
+    b->wstats[w->id].steals++;
+    atomic_fetch_add_explicit(&w->steals, 1, memory_order_relaxed);
+    return true;
+  }
+  return false;
+}
+
+/* Collect the batches worker w may work on, in the order it prefers them. */
+static int candidates(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t **out, int max) {
+  int n = 0;
+  pthread_mutex_lock(&rt->lock);
+  /* CPU workers first look at work only CPUs can do. */
+  for (int pass = (w->kind == MGPU_WORKER_CPU ? 0 : 1); pass < 2; pass++) {
+    for (mgpu__batch_t *b = rt->active_head; b && n < max; b = b->next) {
+      bool cpu_only = !b->gpu_ok;
+      if (w->kind == MGPU_WORKER_CPU && (pass == 0) != cpu_only) continue;
+      if (!eligible(rt, b, w)) continue;
+      mgpu__batch_ref(b);
+      out[n++] = b;
+    }
+  }
+  pthread_mutex_unlock(&rt->lock);
+  return n;
+}
+
+static void set_current(mgpu__worker_t *w, mgpu__batch_t *b) {
+  if (w->cur == b) return;
+  if (b) mgpu__batch_ref(b);
+  if (w->cur) mgpu__batch_unref(w->cur);
+  w->cur = b;
+}
+
+bool mgpu__claim(mgpu_runtime_t *rt, mgpu__worker_t *w, size_t max_items, double target_s, mgpu__claim_t *c) {
+  if (max_items == 0) max_items = 1;
+  mgpu__batch_t *b = w->cur;
+  /* Fast path: keep taking from the current batch's own range, unless a CPU
+   * worker should move to work that only CPUs can do. */
+  if (b && b->active && eligible(rt, b, w) &&
+      !(w->kind == MGPU_WORKER_CPU && b->gpu_ok && atomic_load_explicit(&rt->n_active_cpu_only, memory_order_relaxed))) {
+    if (take_own(b, w, max_items, target_s, c)) return true;
+  }
+  enum { MAXC = 64 };
+  mgpu__batch_t *cand[MAXC];
+  int n = candidates(rt, w, cand, MAXC);
+  bool got = false;
+  for (int phase = 0; phase < 3 && !got; phase++) {
+    for (int i = 0; i < n && !got; i++) {
+      mgpu__batch_t *cb = cand[i];
+      if (phase == 0) got = take_own(cb, w, max_items, target_s, c);
+      else if (phase == 1) got = take_requeue(rt, cb, w) && take_own(cb, w, max_items, target_s, c);
+      else got = steal(rt, cb, w) && take_own(cb, w, max_items, target_s, c);
+      if (got) {
+        set_current(w, cb);
+        c->stolen = phase == 2;
+      }
+    }
+  }
+  for (int i = 0; i < n; i++) mgpu__batch_unref(cand[i]);
+  if (!got) set_current(w, NULL);
+  return got;
+}
+
+/* --------------------------------------------------------------- completion */
+
+void mgpu__complete(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, double busy_s, int kernel_rc) {
+  mgpu__batch_t *b = c->b;
+  mgpu_worker_stats_t *ws = &b->wstats[w->id];
+  if (kernel_rc != 0) {
+    pthread_mutex_lock(&b->lock);
+    if (atomic_load(&b->status) == MGPU_OK) {
+      atomic_store(&b->status, MGPU_EKERNEL);
+      b->failed_first = c->first;
+      b->failed_count = c->count;
+    }
+    pthread_mutex_unlock(&b->lock);
+    if (!atomic_exchange(&b->failed, 1))
+      mgpu__log(MGPU_LOG_ERROR, "kernel '%s' failed (returned %d) on items %zu..%zu; the batch fails with MGPU_EKERNEL",
+                b->kernel.name, kernel_rc, c->first, c->first + c->count - 1);
+  } else if (busy_s > 0 && !atomic_load(&b->failed)) {
+    mgpu__model_update(b->model, w->id, c->count, busy_s);
+  }
+  ws->items += c->count;
+  ws->chunks++;
+  ws->busy_s += busy_s;
+  atomic_fetch_add_explicit(&w->items, c->count, memory_order_relaxed);
+  atomic_fetch_add_explicit(&w->chunks, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&w->busy_ns, (uint64_t)(busy_s * 1e9), memory_order_relaxed);
+  atomic_fetch_sub_explicit(&b->ranges[w->id].pending, c->count, memory_order_relaxed);
+  /* acq_rel: the thread that completes the last item sees every worker's stats. */
+  if (atomic_fetch_sub_explicit(&b->remaining, c->count, memory_order_acq_rel) == c->count) finish(rt, b);
+  mgpu__batch_unref(b);
+  c->b = NULL;
+}
+
+void mgpu__giveback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
+  mgpu__batch_t *b = c->b;
+  if (atomic_load(&b->failed)) {
+    /* The batch has failed already: the items are dropped, not recomputed. */
+    mgpu__complete(rt, w, c, 0, 0);
+    return;
+  }
+  pthread_mutex_lock(&b->lock);
+  if (b->nrequeue == b->requeue_cap) {
+    int cap = b->requeue_cap ? 2 * b->requeue_cap : 8;
+    mgpu__span_t *p = realloc(b->requeue, sizeof *p * (size_t)cap);
+    if (!p) MGPU_PANIC("out of memory requeueing a failed chunk");
+    b->requeue = p;
+    b->requeue_cap = cap;
+  }
+  b->requeue[b->nrequeue++] = (mgpu__span_t){c->first, c->count, w->id};
+  atomic_store_explicit(&b->has_requeue, 1, memory_order_release);
+  pthread_mutex_unlock(&b->lock);
+  b->wstats[w->id].retries++;
+  atomic_fetch_add_explicit(&w->retries, 1, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&b->ranges[w->id].pending, c->count, memory_order_relaxed);
+  mgpu__batch_unref(b);
+  c->b = NULL;
+  mgpu__wake_all(rt);
+}
+
+void mgpu__retire(mgpu_runtime_t *rt, mgpu__worker_t *w, const char *why) {
+  if (atomic_exchange(&w->retired, 1)) return;
+  mgpu__log(MGPU_LOG_WARN, "GPU %d (device %d) is retired for the rest of the run: %s; its items go to the other workers",
+            w->gpu, rt->gpu_index[w->gpu], why);
+  /* Batches that nobody can run any more fail instead of hanging. */
+  for (;;) {
+    mgpu__batch_t *orphan = NULL;
+    pthread_mutex_lock(&rt->lock);
+    for (mgpu__batch_t *b = rt->active_head; b; b = b->next) {
+      bool someone = false;
+      for (int i = 0; i < rt->nworkers && !someone; i++) someone = eligible(rt, b, &rt->workers[i]);
+      if (!someone) {
+        orphan = b;
+        mgpu__batch_ref(b);
+        break;
+      }
+    }
+    pthread_mutex_unlock(&rt->lock);
+    if (!orphan) break;
+    /* Fail it and drop the unclaimed items; claimed ones complete as usual. */
+    atomic_store(&orphan->status, MGPU_EDEVICE);
+    atomic_store(&orphan->failed, 1);
+    size_t dropped = 0;
+    for (int i = 0; i < rt->nworkers; i++) {
+      mgpu__range_t *r = &orphan->ranges[i];
+      pthread_mutex_lock(&r->lock);
+      size_t begin = atomic_load(&r->begin), end = atomic_load(&r->end);
+      dropped += end - begin;
+      atomic_store(&r->begin, end);
+      pthread_mutex_unlock(&r->lock);
+    }
+    pthread_mutex_lock(&orphan->lock);
+    for (int i = 0; i < orphan->nrequeue; i++) dropped += orphan->requeue[i].count;
+    orphan->nrequeue = 0;
+    atomic_store(&orphan->has_requeue, 0);
+    pthread_mutex_unlock(&orphan->lock);
+    mgpu__log(MGPU_LOG_ERROR, "batch of kernel '%s' fails with MGPU_EDEVICE: no worker is left that can run it",
+              orphan->kernel.name);
+    if (dropped && atomic_fetch_sub(&orphan->remaining, dropped) == dropped) {
+      finish(rt, orphan);
+    } else if (!dropped) {
+      /* Nothing unclaimed: in-flight chunks finish it. Avoid spinning on it. */
+      mgpu__batch_unref(orphan);
+      break;
+    }
+    mgpu__batch_unref(orphan);
+  }
+  mgpu__wake_all(rt);
+}
+
+/* --------------------------------------------------------------- idling */
+
+void mgpu__wake_all(mgpu_runtime_t *rt) {
+  atomic_fetch_add(&rt->work_gen, 1);
+  if (atomic_load(&rt->sleepers) > 0) {
+    pthread_mutex_lock(&rt->lock);
+    pthread_cond_broadcast(&rt->work_cv);
+    pthread_mutex_unlock(&rt->lock);
+  }
+}
+
+void mgpu__idle_wait(mgpu_runtime_t *rt, uint64_t seen) {
+  /* Spin briefly: a batch that follows closely finds its workers awake. */
+  double until = mgpu__now() + 50e-6;
+  do {
+    if (atomic_load(&rt->work_gen) != seen || atomic_load(&rt->stop)) return;
+    sched_yield();
+  } while (mgpu__now() < until);
+  pthread_mutex_lock(&rt->lock);
+  atomic_fetch_add(&rt->sleepers, 1);
+  while (atomic_load(&rt->work_gen) == seen && !atomic_load(&rt->stop)) pthread_cond_wait(&rt->work_cv, &rt->lock);
+  atomic_fetch_sub(&rt->sleepers, 1);
+  pthread_mutex_unlock(&rt->lock);
+}

@@ -1,0 +1,282 @@
+/* test-config.c: every setting, from the environment and from mgpu_config_t:
+ * valid values, boundaries, garbage, negatives, overflow, empty, whitespace. */
+#include "testutil.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <unistd.h>
+
+/* Parse with exactly one variable set; returns the status. */
+static mgpu_status_t parse_env(const char *name, const char *value, mgpu__config_t *out) {
+  static const char *const all[] = {"MGPU_NUM_THREADS", "MGPU_NUM_GPUS", "MGPU_DEVICES", "MGPU_DEVICE_TO_CORE_RATIO",
+                                    "MGPU_MAX_BATCH_SIZE", "MGPU_STREAMS_PER_GPU", "MGPU_SCHED", "MGPU_STATS",
+                                    "MGPU_TRACE", "MGPU_DEBUG", "MGPU_EMULATE_GPUS", "MGPU_EMULATE_SPEED",
+                                    "MGPU_EMULATE_MEM", "MGPU_FAULT_INJECT"};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) unsetenv(all[i]);
+  if (value) setenv(name, value, 1);
+  mgpu__log_set_level(MGPU_LOG_NONE);
+  return mgpu__config_parse(NULL, out);
+}
+
+typedef struct {
+  const char *name, *value;
+  int ok;
+} env_case_t;
+
+/* The bad-input table: every variable with garbage, negatives, overflow, empty
+ * values, whitespace and trailing junk, next to valid and boundary values. */
+static const env_case_t env_cases[] = {
+    {"MGPU_NUM_THREADS", "4", 1},      {"MGPU_NUM_THREADS", "0", 1},
+    {"MGPU_NUM_THREADS", "4096", 1},   {"MGPU_NUM_THREADS", " 8 ", 1},
+    {"MGPU_NUM_THREADS", "4097", 0},   {"MGPU_NUM_THREADS", "-1", 0},
+    {"MGPU_NUM_THREADS", "abc", 0},    {"MGPU_NUM_THREADS", "", 0},
+    {"MGPU_NUM_THREADS", "   ", 0},    {"MGPU_NUM_THREADS", "4x", 0},
+    {"MGPU_NUM_THREADS", "4 4", 0},    {"MGPU_NUM_THREADS", "99999999999999999999999", 0},
+    {"MGPU_NUM_THREADS", "0x10", 0},   {"MGPU_NUM_THREADS", "1.5", 0},
+    {"MGPU_NUM_GPUS", "0", 1},         {"MGPU_NUM_GPUS", "64", 1},
+    {"MGPU_NUM_GPUS", "65", 0},        {"MGPU_NUM_GPUS", "-2", 0},
+    {"MGPU_NUM_GPUS", "two", 0},       {"MGPU_NUM_GPUS", "", 0},
+    {"MGPU_DEVICES", "0", 1},          {"MGPU_DEVICES", "0,2", 1},
+    {"MGPU_DEVICES", " 3,1 ", 1},      {"MGPU_DEVICES", "0,0", 0},
+    {"MGPU_DEVICES", "", 0},           {"MGPU_DEVICES", ",", 0},
+    {"MGPU_DEVICES", "0,", 0},         {"MGPU_DEVICES", "-1", 0},
+    {"MGPU_DEVICES", "64", 0},         {"MGPU_DEVICES", "a,b", 0},
+    {"MGPU_DEVICES", "1;2", 0},        {"MGPU_DEVICE_TO_CORE_RATIO", "200", 1},
+    {"MGPU_DEVICE_TO_CORE_RATIO", "0.5", 1}, {"MGPU_DEVICE_TO_CORE_RATIO", "1e7", 1},
+    {"MGPU_DEVICE_TO_CORE_RATIO", "0", 0},   {"MGPU_DEVICE_TO_CORE_RATIO", "-3", 0},
+    {"MGPU_DEVICE_TO_CORE_RATIO", "nan", 0}, {"MGPU_DEVICE_TO_CORE_RATIO", "inf", 0},
+    {"MGPU_DEVICE_TO_CORE_RATIO", "1e400", 0}, {"MGPU_DEVICE_TO_CORE_RATIO", "2.0.1", 0},
+    {"MGPU_DEVICE_TO_CORE_RATIO", "", 0},    {"MGPU_MAX_BATCH_SIZE", "1", 1},
+    {"MGPU_MAX_BATCH_SIZE", "1048576", 1},   {"MGPU_MAX_BATCH_SIZE", "0", 0},
+    {"MGPU_MAX_BATCH_SIZE", "-5", 0},        {"MGPU_MAX_BATCH_SIZE", "1099511627777", 0},
+    {"MGPU_MAX_BATCH_SIZE", "1M", 0},        {"MGPU_STREAMS_PER_GPU", "1", 1},
+    {"MGPU_STREAMS_PER_GPU", "32", 1},       {"MGPU_STREAMS_PER_GPU", "0", 0},
+    {"MGPU_STREAMS_PER_GPU", "33", 0},       {"MGPU_STREAMS_PER_GPU", "", 0},
+    {"MGPU_SCHED", "steal", 1},              {"MGPU_SCHED", "STATIC", 1},
+    {"MGPU_SCHED", " cpu", 1},               {"MGPU_SCHED", "gpu", 1},
+    {"MGPU_SCHED", "fast", 0},               {"MGPU_SCHED", "", 0},
+    {"MGPU_SCHED", "steal,static", 0},       {"MGPU_STATS", "1", 1},
+    {"MGPU_STATS", "off", 1},                {"MGPU_STATS", "2", 0},
+    {"MGPU_STATS", "", 0},                   {"MGPU_TRACE", "/tmp/t.json", 1},
+    {"MGPU_TRACE", "", 0},                   {"MGPU_TRACE", "  ", 0},
+    {"MGPU_DEBUG", "warn", 1},               {"MGPU_DEBUG", "4", 1},
+    {"MGPU_DEBUG", "5", 0},                  {"MGPU_DEBUG", "loud", 0},
+    {"MGPU_DEBUG", "-1", 0},                 {"MGPU_EMULATE_GPUS", "2", 1},
+    {"MGPU_EMULATE_GPUS", "65", 0},          {"MGPU_EMULATE_GPUS", "x", 0},
+    {"MGPU_EMULATE_SPEED", "1e6", 1},        {"MGPU_EMULATE_SPEED", "0", 1},
+    {"MGPU_EMULATE_SPEED", "-1", 0},         {"MGPU_EMULATE_SPEED", "fast", 0},
+    {"MGPU_EMULATE_MEM", "64M", 1},          {"MGPU_EMULATE_MEM", "2G", 1},
+    {"MGPU_EMULATE_MEM", "1048576", 1},      {"MGPU_EMULATE_MEM", "512K", 0},
+    {"MGPU_EMULATE_MEM", "2P", 0},           {"MGPU_EMULATE_MEM", "-1G", 0},
+    {"MGPU_EMULATE_MEM", "99999999999999999999G", 0}, {"MGPU_EMULATE_MEM", "", 0},
+    {"MGPU_FAULT_INJECT", "launch:0:3", 1},  {"MGPU_FAULT_INJECT", "launch:1:all,alloc:0:0", 1},
+    {"MGPU_FAULT_INJECT", "const:0:0", 1},   {"MGPU_FAULT_INJECT", "boom:0:1", 0},
+    {"MGPU_FAULT_INJECT", "launch:0", 0},    {"MGPU_FAULT_INJECT", "launch:x:1", 0},
+    {"MGPU_FAULT_INJECT", "launch:0:-1", 0}, {"MGPU_FAULT_INJECT", "", 0},
+    {"MGPU_FAULT_INJECT", "launch:0:1:2", 0},
+};
+#define NCASES ((int)(sizeof env_cases / sizeof env_cases[0]))
+
+START_TEST(test_env_table) {
+  const env_case_t *c = &env_cases[_i];
+  mgpu__config_t cfg;
+  mgpu_status_t st = parse_env(c->name, c->value, &cfg);
+  if (c->ok) {
+    ck_assert_msg(st == MGPU_OK, "%s='%s' should be accepted: %s", c->name, c->value, mgpu_last_error());
+  } else {
+    ck_assert_msg(st == MGPU_EINVAL, "%s='%s' should be rejected", c->name, c->value);
+    /* The message names the variable, the value and what is accepted. */
+    ck_assert_msg(strstr(mgpu_last_error(), c->name) != NULL, "message lacks the name: %s", mgpu_last_error());
+    ck_assert_msg(strstr(mgpu_last_error(), "expected") != NULL, "message lacks the accepted range: %s",
+                  mgpu_last_error());
+  }
+}
+END_TEST
+
+START_TEST(test_env_values) {
+  mgpu__config_t c;
+  ck_assert_int_eq(parse_env("MGPU_NUM_THREADS", " 12 ", &c), MGPU_OK);
+  ck_assert_int_eq(c.v.num_threads, 12);
+  ck_assert_int_eq(c.source[MGPU_SET_NUM_THREADS], MGPU_SRC_ENV);
+  ck_assert_int_eq(parse_env("MGPU_DEVICES", "3,1", &c), MGPU_OK);
+  ck_assert_int_eq(c.v.ndevices, 2);
+  ck_assert_int_eq(c.v.devices[0], 3);
+  ck_assert_int_eq(c.v.devices[1], 1);
+  ck_assert_int_eq(parse_env("MGPU_EMULATE_MEM", "64M", &c), MGPU_OK);
+  ck_assert_int_eq(c.v.emulate_mem, 64LL << 20);
+  ck_assert_int_eq(parse_env("MGPU_SCHED", "Static", &c), MGPU_OK);
+  ck_assert_int_eq(c.v.sched, MGPU_SCHED_STATIC);
+  ck_assert_int_eq(parse_env("MGPU_DEBUG", "info", &c), MGPU_OK);
+  ck_assert_int_eq(c.v.debug, MGPU_LOG_INFO);
+  ck_assert_int_eq(parse_env("MGPU_NUM_THREADS", NULL, &c), MGPU_OK);
+  ck_assert_int_eq(c.source[MGPU_SET_NUM_THREADS], MGPU_SRC_DEFAULT);
+  ck_assert_int_eq(c.v.streams_per_gpu, 3);
+  ck_assert_int_eq(c.v.sched, MGPU_SCHED_STEAL);
+}
+END_TEST
+
+START_TEST(test_arg_wins_over_env) {
+  mgpu__config_t c;
+  parse_env("MGPU_NUM_THREADS", "7", &c);
+  mgpu_config_t a;
+  mgpu_config_init(&a);
+  a.num_threads = 3;
+  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_OK);
+  ck_assert_int_eq(c.v.num_threads, 3);
+  ck_assert_int_eq(c.source[MGPU_SET_NUM_THREADS], MGPU_SRC_ARG);
+  /* An unset field falls back to the environment... */
+  a.num_threads = -1;
+  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_OK);
+  ck_assert_int_eq(c.v.num_threads, 7);
+  /* ...unless the environment is ignored. */
+  a.ignore_env = 1;
+  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_OK);
+  ck_assert_int_eq(c.source[MGPU_SET_NUM_THREADS], MGPU_SRC_DEFAULT);
+  unsetenv("MGPU_NUM_THREADS");
+}
+END_TEST
+
+START_TEST(test_bad_args) {
+  mgpu__config_t c;
+  mgpu__log_set_level(MGPU_LOG_NONE);
+  mgpu_config_t a;
+  struct { int field; long long value; } cases[] = {{0, -5}, {0, 5000}, {1, 65}, {2, 0}, {2, 33}, {3, 0}, {4, -2}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    mgpu_config_init(&a);
+    a.ignore_env = 1;
+    switch (cases[i].field) {
+    case 0: a.num_threads = (int)cases[i].value; break;
+    case 1: a.num_gpus = (int)cases[i].value; break;
+    case 2: a.streams_per_gpu = (int)cases[i].value; break;
+    case 3: a.sched = (mgpu_sched_t)99; break;
+    case 4: a.max_batch_size = cases[i].value; break;
+    }
+    ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+    ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_config_t."));
+  }
+  mgpu_config_init(&a);
+  a.ignore_env = 1;
+  a.device_to_core_ratio = -1;
+  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  mgpu_config_init(&a);
+  a.ignore_env = 1;
+  a.ndevices = 2;
+  a.devices[0] = a.devices[1] = 1;
+  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "twice"));
+}
+END_TEST
+
+START_TEST(test_resolve) {
+  mgpu__config_t c;
+  mgpu__log_set_level(MGPU_LOG_NONE);
+  /* Default threads: usable cores minus GPUs used, at least 1. */
+  parse_env("MGPU_NUM_THREADS", NULL, &c);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 16, 2), MGPU_OK);
+  ck_assert_int_eq(c.v.num_threads, 14);
+  ck_assert_int_eq(c.v.num_gpus, 2);
+  parse_env("MGPU_NUM_THREADS", NULL, &c);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 2, 4), MGPU_OK);
+  ck_assert_int_eq(c.v.num_threads, 1);
+  parse_env("MGPU_NUM_THREADS", NULL, &c);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 8, 0), MGPU_OK);
+  ck_assert_int_eq(c.v.num_threads, 8);
+  /* A device that does not exist. */
+  parse_env("MGPU_DEVICES", "0,3", &c);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 8, 2), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "MGPU_DEVICES"));
+  parse_env("MGPU_DEVICES", "1", &c);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 8, 2), MGPU_OK);
+  ck_assert_int_eq(c.v.num_gpus, 1);
+  ck_assert_int_eq(c.v.devices[0], 1);
+  /* GPUs demanded on a machine without any. */
+  parse_env("MGPU_NUM_GPUS", "1", &c);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 8, 0), MGPU_ENODEV);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "MGPU_NUM_GPUS"));
+  parse_env("MGPU_DEVICES", "0", &c);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 8, 0), MGPU_ENODEV);
+  parse_env("MGPU_NUM_GPUS", "3", &c);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 8, 2), MGPU_EINVAL);
+  /* No worker at all. */
+  parse_env("MGPU_NUM_THREADS", "0", &c);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 8, 0), MGPU_EINVAL);
+  parse_env("MGPU_NUM_THREADS", "0", &c);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 8, 1), MGPU_OK);
+}
+END_TEST
+
+START_TEST(test_init_rejects_env) {
+  /* Through the public entry point: mgpu_init fails and creates nothing. */
+  mgpu__config_t c;
+  parse_env("MGPU_NUM_THREADS", "abc", &c);
+  mgpu_runtime_t *rt = (mgpu_runtime_t *)0x1;
+  ck_assert_int_eq(mgpu_init(NULL, &rt), MGPU_EINVAL);
+  ck_assert_ptr_eq(rt, (mgpu_runtime_t *)0x1);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "MGPU_NUM_THREADS='abc'"));
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "0..4096"));
+  unsetenv("MGPU_NUM_THREADS");
+  setenv("MGPU_NUM_GPUS", "2", 1);
+  ck_assert_int_eq(mgpu_init(NULL, &rt), MGPU_ENODEV);
+  unsetenv("MGPU_NUM_GPUS");
+}
+END_TEST
+
+START_TEST(test_unknown_warning) {
+  /* The warning names the nearest known variable; capture stderr in a file. */
+  char path[] = "/tmp/mgpu-test-XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  fflush(stderr);
+  int saved = dup(2);
+  dup2(fd, 2);
+  mgpu__log_set_level(MGPU_LOG_WARN);
+  char *env[] = {"MGPU_NUM_THREAD=4", "MGPU_SCHED=steal", "PATH=/bin", NULL};
+  mgpu__config_warn_unknown(env);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  char buf[1024] = {0};
+  lseek(fd, 0, SEEK_SET);
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  unlink(path);
+  ck_assert_int_gt(n, 0);
+  ck_assert_ptr_nonnull(strstr(buf, "MGPU_NUM_THREAD "));
+  ck_assert_ptr_nonnull(strstr(buf, "MGPU_NUM_THREADS"));
+  ck_assert_ptr_null(strstr(buf, "MGPU_SCHED"));
+}
+END_TEST
+
+START_TEST(test_parsers) {
+  long long v;
+  ck_assert_int_eq(mgpu__parse_ll("9223372036854775807", 0, LLONG_MAX, &v), 0);
+  ck_assert_int_eq(mgpu__parse_ll("9223372036854775808", 0, LLONG_MAX, &v), -1);
+  ck_assert_int_eq(mgpu__parse_bytes("1K", 0, 1LL << 40, &v), 0);
+  ck_assert_int_eq(v, 1024);
+  ck_assert_int_eq(mgpu__parse_bytes("3GiB", 0, 1LL << 40, &v), 0);
+  ck_assert_int_eq(v, 3LL << 30);
+  ck_assert_int_eq(mgpu__parse_bytes("1KB x", 0, 1LL << 40, &v), -1);
+  ck_assert_uint_eq(mgpu__edit_distance("MGPU_SCHEd", "MGPU_SCHED"), 0);
+  ck_assert_uint_eq(mgpu__edit_distance("MGPU_STREAMS", "MGPU_STREAMS_PER_GPU"), 8);
+  ck_assert_str_eq(mgpu_strerror(MGPU_EINVAL), "invalid argument or setting");
+  ck_assert_str_eq(mgpu_status_name(MGPU_EKERNEL), "MGPU_EKERNEL");
+  ck_assert_str_eq(mgpu_strerror((mgpu_status_t)12345), "unknown status code");
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("config");
+  TCase *tc = tcase_create("config");
+  tcase_set_timeout(tc, 30);
+  tcase_add_loop_test(tc, test_env_table, 0, NCASES);
+  tcase_add_test(tc, test_env_values);
+  tcase_add_test(tc, test_arg_wins_over_env);
+  tcase_add_test(tc, test_bad_args);
+  tcase_add_test(tc, test_resolve);
+  tcase_add_test(tc, test_init_rejects_env);
+  tcase_add_test(tc, test_unknown_warning);
+  tcase_add_test(tc, test_parsers);
+  suite_add_tcase(s, tc);
+  printf("config: %d bad-input and valid environment cases in the table\n", NCASES);
+  return mgpu_test_main(s);
+}

@@ -1,0 +1,67 @@
+#!/bin/sh
+# test-mgpu-run.sh: the driver's exit codes, messages, workloads and JSON.
+set -u
+run="${top_builddir:-.}/bin/mgpu-run"
+fails=0; passes=0
+export MGPU_DEBUG=1
+ok() { passes=$((passes + 1)); }
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+expect() { # expect CODE PATTERN -- command...
+  code=$1; pat=$2; shift 3
+  out=$("$@" 2>&1); rc=$?
+  if [ "$rc" != "$code" ]; then bad "$* exited $rc, expected $code: $out"; return; fi
+  if [ -n "$pat" ] && ! printf '%s' "$out" | grep -q -- "$pat"; then bad "$*: output lacks '$pat': $out"; return; fi
+  ok
+}
+expect 0 "Usage: mgpu-run" -- "$run" --help
+expect 0 "libmgpurt" -- "$run" --version
+expect 0 "MGPU_NUM_THREADS" -- "$run" --info
+expect 0 "ntt" -- "$run" --list
+expect 2 "unknown option" -- "$run" --frobnicate
+expect 2 "unknown workload" -- "$run" nosuch
+expect 2 "needs a value" -- "$run" --items
+expect 2 "--items '-5'" -- "$run" --items -5
+expect 2 "--items 'x'" -- "$run" -n x
+expect 2 "--mode 'fast'" -- "$run" --mode fast
+expect 2 "--ratio" -- "$run" --ratio 0
+expect 2 "--size" -- "$run" ntt --size 9 -n 4
+expect 2 "--intensity" -- "$run" mulmod --intensity 0
+expect 2 "--devices" -- "$run" --devices 0,0 --info
+expect 2 "unexpected argument" -- "$run" ntt extra
+expect 2 "MGPU_NUM_THREADS='abc'" -- env MGPU_NUM_THREADS=abc "$run" --info
+expect 2 "0..4096" -- env MGPU_NUM_THREADS=abc "$run" --info
+expect 2 "MGPU_SCHED" -- env MGPU_SCHED=fast "$run" --info
+expect 1 "" -- env MGPU_NUM_GPUS=1 MGPU_EMULATE_GPUS=0 "$run" --info --num-gpus 1 --threads 1
+expect 0 "nearest known one is MGPU_NUM_THREADS" -- env MGPU_DEBUG=warn MGPU_NUM_THREAD=3 "$run" --info
+expect 0 "argument" -- "$run" --info --threads 1
+expect 0 "environment" -- env MGPU_STREAMS_PER_GPU=2 "$run" --info
+# Workloads on CPU workers and two emulated devices, small sizes, verified.
+for w in ntt sha256 mandelbrot saxpy mulmod pipeline; do
+  expect 0 "verification: ok" -- env MGPU_EMULATE_GPUS=2 "$run" $w -n 64 --size 10 --repeat 1 --threads 2
+done
+expect 0 "verification: ok" -- env MGPU_EMULATE_GPUS=1 "$run" sha256 -n 1000 --size 100 --repeat 1
+expect 0 "verification: ok" -- "$run" mulmod -n 5000 --intensity 10 --repeat 1 --mode static --pinned
+expect 0 "heterogeneous efficiency" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --compare --repeat 1 --threads 1
+expect 0 "no GPU is in use" -- "$run" mulmod -n 2000 --intensity 10 --compare --repeat 1 --num-gpus 0
+expect 2 "" -- "$run" --compare --mode cpu
+# JSON parses and has what the schema promises.
+if command -v python3 >/dev/null 2>&1; then
+  out=$(MGPU_EMULATE_GPUS=1 "$run" mulmod -n 3000 --intensity 20 --compare --repeat 1 --json --threads 1 2>/dev/null)
+  if printf '%s' "$out" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["workload"] == "mulmod" and d["items"] == 3000
+assert {r["mode"] for r in d["results"]} == {"cpu", "gpu", "static", "steal"}
+for r in d["results"]:
+    assert r["ran"] and sum(w["items"] for w in r["workers"]) == 3000, r
+assert d["verification"]["failed"] == 0 and d["verification"]["checked"] > 0
+assert "MGPU_NUM_THREADS" in d["config"] and d["efficiency"] > 0
+'; then ok; else bad "--json output does not parse or lacks fields: $out"; fi
+fi
+# Mandelbrot image with the worker overlay.
+img=$(mktemp /tmp/mgpu-mandel-XXXXXX)
+expect 0 "verification: ok" -- env MGPU_EMULATE_GPUS=1 "$run" mandelbrot -n 64 --size 96 --repeat 1 -o "$img" --overlay
+if [ -s "$img" ]; then ok; else bad "no image written"; fi
+rm -f "$img"
+echo "mgpu-run: $passes passed, $fails failed"
+[ "$fails" = 0 ]

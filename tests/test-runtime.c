@@ -1,0 +1,591 @@
+/*
+ * test-runtime.c: events and dependencies, many submitting threads, errors and
+ * bad arguments, constants, the parallel loop, nested OpenMP, idling, and GPU
+ * faults on emulated devices (nothing lost).
+ */
+#include "testutil.h"
+
+#include <omp.h>
+#include <stdio.h>
+
+/* y = x * 3 + k, where k is the batch's argument; runs on CPUs and devices. */
+typedef struct {
+  uint64_t k;
+  _Atomic uint32_t *count; /* optional execution counter */
+} axpk_arg_t;
+
+static int axpk_cpu(const mgpu_chunk_t *c) {
+  const axpk_arg_t *a = c->arg;
+  const uint64_t *x = c->in[0];
+  uint64_t *y = c->out[0];
+  for (size_t j = 0; j < c->count; j++) {
+    y[j] = x[j] * 3 + a->k;
+    if (a->count) atomic_fetch_add(&a->count[c->first + j], 1);
+  }
+  return 0;
+}
+static int marker_gpu(const mgpu_chunk_t *c) {
+  MGPU_UNUSED(c);
+  return 99;
+}
+static const mgpu_kernel_t axpk = {
+    .name = "axpk", .cpu = axpk_cpu, .gpu = marker_gpu, .nin = 1, .nout = 1, .in_size = {8}, .out_size = {8}};
+/* The same computation, declared CPU-only (unoffloadable). */
+static const mgpu_kernel_t axpk_cpu_only = {
+    .name = "axpk-cpu", .cpu = axpk_cpu, .nin = 1, .nout = 1, .in_size = {8}, .out_size = {8}};
+
+static mgpu_runtime_t *start(int cpus, int emu) {
+  mgpu_config_t c = mgpu_test_config(cpus, emu);
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  return rt;
+}
+
+static mgpu_batch_t axpk_batch(const mgpu_kernel_t *k, size_t n, const uint64_t *x, uint64_t *y, axpk_arg_t *a) {
+  mgpu_batch_t b = {.kernel = k, .n = n, .in = {x}, .out = {y}, .arg = a, .arg_size = sizeof *a};
+  return b;
+}
+
+START_TEST(test_dependency_chain) {
+  /* y1 = 3x + 1; y2 = 3*y1 + 2; y3 = 3*y2 + 3, as dependent batches. */
+  mgpu_runtime_t *rt = start(2, 2);
+  const size_t n = 50000;
+  uint64_t *x = malloc(8 * n), *y1 = malloc(8 * n), *y2 = malloc(8 * n), *y3 = malloc(8 * n);
+  for (size_t i = 0; i < n; i++) x[i] = i;
+  axpk_arg_t a1 = {1, NULL}, a2 = {2, NULL}, a3 = {3, NULL};
+  mgpu_batch_t b1 = axpk_batch(&axpk, n, x, y1, &a1), b2 = axpk_batch(&axpk_cpu_only, n, y1, y2, &a2),
+               b3 = axpk_batch(&axpk, n, y2, y3, &a3);
+  mgpu_event_t *e1, *e2, *e3;
+  ck_assert_int_eq(mgpu_submit(rt, &b1, 0, NULL, &e1), MGPU_OK);
+  ck_assert_int_eq(mgpu_submit(rt, &b2, 1, &e1, &e2), MGPU_OK);
+  ck_assert_int_eq(mgpu_submit(rt, &b3, 1, &e2, &e3), MGPU_OK);
+  ck_assert_int_eq(mgpu_event_wait(e3, NULL), MGPU_OK);
+  ck_assert_int_eq(mgpu_event_test(e1), MGPU_OK);
+  for (size_t i = 0; i < n; i++)
+    if (y3[i] != ((i * 3 + 1) * 3 + 2) * 3 + 3) ck_abort_msg("item %zu wrong", i);
+  mgpu_event_release(e1);
+  mgpu_event_release(e2);
+  mgpu_event_release(e3);
+  free(x), free(y1), free(y2), free(y3);
+  mgpu_finalize(rt);
+}
+END_TEST
+
+/* ------------------------------------------------------------ errors */
+
+static int fail_at_cpu(const mgpu_chunk_t *c) {
+  const uint64_t *bad = c->arg;
+  for (size_t j = 0; j < c->count; j++)
+    if (c->first + j == *bad) return 7;
+  uint64_t *y = c->out[0];
+  for (size_t j = 0; j < c->count; j++) y[j] = 1;
+  return 0;
+}
+static const mgpu_kernel_t failing = {
+    .name = "failing", .cpu = fail_at_cpu, .nin = 0, .nout = 1, .out_size = {8}};
+
+START_TEST(test_kernel_failure) {
+  mgpu_runtime_t *rt = start(2, 1);
+  const size_t n = 100000;
+  uint64_t *y = calloc(n, 8), *x = malloc(8 * n), *z = malloc(8 * n);
+  for (size_t i = 0; i < n; i++) x[i] = i;
+  uint64_t bad = 4321;
+  mgpu_batch_t fb = {.kernel = &failing, .n = n, .out = {y}, .arg = &bad, .arg_size = sizeof bad};
+  axpk_arg_t a = {5, NULL};
+  mgpu_batch_t ok = axpk_batch(&axpk, n, x, z, &a);
+  mgpu_event_t *ef, *eo, *edep;
+  ck_assert_int_eq(mgpu_submit(rt, &fb, 0, NULL, &ef), MGPU_OK);
+  ck_assert_int_eq(mgpu_submit(rt, &ok, 0, NULL, &eo), MGPU_OK);
+  ck_assert_int_eq(mgpu_submit(rt, &ok, 1, &ef, &edep), MGPU_OK);
+  mgpu_stats_t st = {0};
+  ck_assert_int_eq(mgpu_event_wait(ef, &st), MGPU_EKERNEL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "failing"));
+  ck_assert(st.failed_first <= bad && bad < st.failed_first + st.failed_count);
+  /* The other batch is unaffected; the dependent one fails with EDEP. */
+  ck_assert_int_eq(mgpu_event_wait(eo, NULL), MGPU_OK);
+  for (size_t i = 0; i < n; i++)
+    if (z[i] != i * 3 + 5) ck_abort_msg("item %zu wrong", i);
+  ck_assert_int_eq(mgpu_event_wait(edep, NULL), MGPU_EDEP);
+  /* Waiting again gives the same answer. */
+  ck_assert_int_eq(mgpu_event_wait(ef, NULL), MGPU_EKERNEL);
+  mgpu_event_release(ef);
+  mgpu_event_release(eo);
+  mgpu_event_release(edep);
+  free(y), free(x), free(z);
+  mgpu_finalize(rt);
+}
+END_TEST
+
+START_TEST(test_bad_arguments) {
+  mgpu_runtime_t *rt = start(1, 0);
+  mgpu__log_set_level(MGPU_LOG_NONE);
+  uint64_t x[4] = {0}, y[4];
+  axpk_arg_t a = {0, NULL};
+  mgpu_event_t *ev = NULL;
+  mgpu_batch_t b = axpk_batch(&axpk, 4, x, y, &a);
+  /* Table of bad calls: each gets MGPU_EINVAL and a message naming the thing. */
+  mgpu_batch_t nokernel = b;
+  nokernel.kernel = NULL;
+  ck_assert_int_eq(mgpu_submit(rt, &nokernel, 0, NULL, &ev), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "kernel"));
+  mgpu_batch_t nullin = b;
+  nullin.in[0] = NULL;
+  ck_assert_int_eq(mgpu_submit(rt, &nullin, 0, NULL, &ev), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "in[0]"));
+  mgpu_batch_t nullout = b;
+  nullout.out[0] = NULL;
+  ck_assert_int_eq(mgpu_submit(rt, &nullout, 0, NULL, &ev), MGPU_EINVAL);
+  /* n = 0 with NULL arrays is fine. */
+  mgpu_batch_t empty = nullin;
+  empty.n = 0;
+  ck_assert_int_eq(mgpu_run(rt, &empty, NULL), MGPU_OK);
+  mgpu_batch_t huge = b;
+  huge.n = SIZE_MAX / 4;
+  ck_assert_int_eq(mgpu_submit(rt, &huge, 0, NULL, &ev), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "overflows"));
+  mgpu_kernel_t many = axpk;
+  many.nin = MGPU_MAX_ARGS + 1;
+  mgpu_batch_t toomany = b;
+  toomany.kernel = &many;
+  ck_assert_int_eq(mgpu_submit(rt, &toomany, 0, NULL, &ev), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "nin"));
+  many = axpk;
+  many.nout = -1;
+  ck_assert_int_eq(mgpu_submit(rt, &toomany, 0, NULL, &ev), MGPU_EINVAL);
+  mgpu_kernel_t nocpu = axpk;
+  nocpu.cpu = NULL;
+  mgpu_batch_t nc = b;
+  nc.kernel = &nocpu;
+  ck_assert_int_eq(mgpu_submit(rt, &nc, 0, NULL, &ev), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu_submit(NULL, &b, 0, NULL, &ev), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu_submit(rt, NULL, 0, NULL, &ev), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu_submit(rt, &b, 0, NULL, NULL), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu_submit(rt, &b, 1, NULL, &ev), MGPU_EINVAL);
+  mgpu_event_t *nulldep = NULL;
+  ck_assert_int_eq(mgpu_submit(rt, &b, 1, &nulldep, &ev), MGPU_EINVAL);
+  mgpu_batch_t noarg = b;
+  noarg.arg = NULL;
+  ck_assert_int_eq(mgpu_submit(rt, &noarg, 0, NULL, &ev), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu_event_wait(NULL, NULL), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu_parallel_for(rt, 10, NULL, NULL), MGPU_EINVAL);
+  mgpu_const_t *c;
+  ck_assert_int_eq(mgpu_const_create(rt, NULL, 8, &c), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu_const_create(rt, x, 0, &c), MGPU_EINVAL);
+  ck_assert_ptr_null(mgpu_host_alloc(rt, 0));
+  ck_assert_int_eq(mgpu_init(NULL, NULL), MGPU_EINVAL);
+  /* A destroyed constant cannot be used by a new batch. */
+  ck_assert_int_eq(mgpu_const_create(rt, x, 8, &c), MGPU_OK);
+  mgpu_batch_t withc = b;
+  withc.nconsts = 1;
+  withc.consts[0] = c;
+  ck_assert_int_eq(mgpu_submit(rt, &withc, 0, NULL, &ev), MGPU_OK); /* keeps c alive */
+  mgpu_const_destroy(c);
+  mgpu_event_t *ev2;
+  ck_assert_int_eq(mgpu_submit(rt, &withc, 0, NULL, &ev2), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "destroyed"));
+  ck_assert_int_eq(mgpu_event_wait(ev, NULL), MGPU_OK);
+  mgpu_event_release(ev);
+  mgpu_finalize(rt);
+  mgpu_finalize(NULL);
+}
+END_TEST
+
+START_TEST(test_no_worker_for_kernel) {
+  /* GPU-only runtime and a kernel without a GPU version: a clear error. */
+  mgpu_config_t c = mgpu_test_config(0, 1);
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  uint64_t x[4] = {0}, y[4];
+  axpk_arg_t a = {0, NULL};
+  mgpu_batch_t b = axpk_batch(&axpk_cpu_only, 4, x, y, &a);
+  ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_ENOTSUP);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "MGPU_NUM_THREADS=0"));
+  b.kernel = &axpk;
+  ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
+  ck_assert_uint_eq(y[3], 0);
+  ck_assert_int_eq(mgpu_parallel_for(rt, 4, NULL, NULL), MGPU_EINVAL);
+  mgpu_finalize(rt);
+}
+END_TEST
+
+/* ------------------------------------------------------------ concurrency */
+
+typedef struct {
+  mgpu_runtime_t *rt;
+  unsigned seed;
+  int batches;
+  int failures;
+} submitter_t;
+
+static void *submitter(void *p) {
+  submitter_t *s = p;
+  uint64_t rng = s->seed;
+  enum { KEEP = 4 };
+  struct { mgpu_event_t *ev; uint64_t *x, *y; size_t n; uint64_t k; int ndep; } hist[KEEP] = {0};
+  for (int i = 0; i < s->batches; i++) {
+    int slot = i % KEEP;
+    if (hist[slot].ev) { /* retire the oldest: check its result */
+      if (mgpu_event_wait(hist[slot].ev, NULL) != MGPU_OK) s->failures++;
+      for (size_t j = 0; j < hist[slot].n; j++)
+        if (hist[slot].y[j] != hist[slot].x[j] * 3 + hist[slot].k) {
+          s->failures++;
+          break;
+        }
+      mgpu_event_release(hist[slot].ev);
+      free(hist[slot].x);
+      free(hist[slot].y);
+      hist[slot].ev = NULL;
+    }
+    size_t n = (size_t)(mgpu_test_rand(&rng) % 5000);
+    if (mgpu_test_rand(&rng) % 10 == 0) n = 0;
+    uint64_t *x = malloc(8 * (n + 1)), *y = malloc(8 * (n + 1));
+    for (size_t j = 0; j < n; j++) x[j] = mgpu_test_rand(&rng);
+    axpk_arg_t a = {mgpu_test_rand(&rng), NULL};
+    mgpu_batch_t b = axpk_batch(mgpu_test_rand(&rng) % 3 == 0 ? &axpk_cpu_only : &axpk, n, x, y, &a);
+    /* Random dependencies on the batches still held. */
+    mgpu_event_t *deps[KEEP];
+    int nd = 0;
+    for (int d = 0; d < KEEP; d++)
+      if (hist[d].ev && mgpu_test_rand(&rng) % 2) deps[nd++] = hist[d].ev;
+    mgpu_event_t *ev;
+    if (mgpu_submit(s->rt, &b, (size_t)nd, deps, &ev) != MGPU_OK) {
+      s->failures++;
+      free(x), free(y);
+      continue;
+    }
+    hist[slot].ev = ev;
+    hist[slot].x = x;
+    hist[slot].y = y;
+    hist[slot].n = n;
+    hist[slot].k = a.k;
+  }
+  for (int d = 0; d < KEEP; d++)
+    if (hist[d].ev) {
+      if (mgpu_event_wait(hist[d].ev, NULL) != MGPU_OK) s->failures++;
+      for (size_t j = 0; j < hist[d].n; j++)
+        if (hist[d].y[j] != hist[d].x[j] * 3 + hist[d].k) {
+          s->failures++;
+          break;
+        }
+      mgpu_event_release(hist[d].ev);
+      free(hist[d].x), free(hist[d].y);
+    }
+  return NULL;
+}
+
+START_TEST(test_many_submitters) {
+  mgpu_runtime_t *rt = start(2, 2);
+  enum { T = 8 };
+  pthread_t th[T];
+  submitter_t s[T];
+  for (int i = 0; i < T; i++) {
+    s[i] = (submitter_t){rt, 1234u + (unsigned)i, 100, 0};
+    pthread_create(&th[i], NULL, submitter, &s[i]);
+  }
+  int failures = 0;
+  for (int i = 0; i < T; i++) pthread_join(th[i], NULL), failures += s[i].failures;
+  ck_assert_int_eq(failures, 0);
+  mgpu_stats_t st = {0};
+  mgpu_runtime_stats(rt, &st);
+  ck_assert_uint_eq(st.batches, 800);
+  mgpu_finalize(rt);
+}
+END_TEST
+
+typedef struct {
+  double cost;
+} cost_arg_t;
+static int sleep_item(const mgpu_chunk_t *c) {
+  const cost_arg_t *a = c->arg;
+  if (!c->stream) mgpu_test_sleep(a->cost * (double)c->count);
+  return 0;
+}
+static const mgpu_kernel_t cpu_sleep = {.name = "cpu-sleep", .cpu = sleep_item};
+static const mgpu_kernel_t gpu_sleep = {.name = "gpu-sleep", .cpu = sleep_item, .gpu = marker_gpu};
+
+START_TEST(test_overlap_cpu_and_gpu_batches) {
+  /* A CPU-only batch (0.3 s on 2 workers) and a GPU-able one (0.3 s on the
+   * emulated GPU) submitted together take about the longer, not the sum. */
+  mgpu_config_t c = mgpu_test_config(2, 1);
+  c.emulate_speed = 1e5;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  cost_arg_t ca = {1e-3}, ga = {1e-3};
+  mgpu_batch_t warm = {.kernel = &gpu_sleep, .n = 3000, .arg = &ga, .arg_size = sizeof ga};
+  ck_assert_int_eq(mgpu_run(rt, &warm, NULL), MGPU_OK);
+  mgpu_batch_t cb = {.kernel = &cpu_sleep, .n = 600, .arg = &ca, .arg_size = sizeof ca};
+  mgpu_batch_t gb = {.kernel = &gpu_sleep, .n = 30000, .arg = &ga, .arg_size = sizeof ga};
+  double t0 = mgpu__now();
+  mgpu_event_t *e1, *e2;
+  ck_assert_int_eq(mgpu_submit(rt, &gb, 0, NULL, &e2), MGPU_OK);
+  ck_assert_int_eq(mgpu_submit(rt, &cb, 0, NULL, &e1), MGPU_OK);
+  ck_assert_int_eq(mgpu_event_wait(e1, NULL), MGPU_OK);
+  ck_assert_int_eq(mgpu_event_wait(e2, NULL), MGPU_OK);
+  double t = mgpu__now() - t0;
+  printf("overlap: both batches in %.3f s (each alone about 0.30 s, sum 0.60 s)\n", t);
+  ck_assert_msg(t < 0.45, "took %.3f s: the batches did not overlap", t);
+  mgpu_event_release(e1);
+  mgpu_event_release(e2);
+  mgpu_finalize(rt);
+}
+END_TEST
+
+/* ------------------------------------------------------------ constants */
+
+static int addc_cpu(const mgpu_chunk_t *c) {
+  const uint64_t *k = c->consts[0];
+  const uint64_t *x = c->in[0];
+  uint64_t *y = c->out[0];
+  for (size_t j = 0; j < c->count; j++) y[j] = x[j] + k[(c->first + j) % 16];
+  return 0;
+}
+static const mgpu_kernel_t addc = {
+    .name = "addc", .cpu = addc_cpu, .gpu = marker_gpu, .nin = 1, .nout = 1, .in_size = {8}, .out_size = {8}};
+
+START_TEST(test_constants_uploaded_once) {
+  mgpu_config_t cfg = mgpu_test_config(1, 2);
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  uint64_t table[16];
+  for (int i = 0; i < 16; i++) table[i] = 1000u * (unsigned)i;
+  mgpu_const_t *c;
+  ck_assert_int_eq(mgpu_const_create(rt, table, sizeof table, &c), MGPU_OK);
+  table[0] = 777; /* the constant kept its own copy */
+  const size_t n = 20000;
+  uint64_t *x = malloc(8 * n), *y = malloc(8 * n);
+  for (size_t i = 0; i < n; i++) x[i] = i;
+  for (int rep = 0; rep < 100; rep++) {
+    mgpu_batch_t b = {.kernel = &addc, .n = n, .in = {x}, .out = {y}, .nconsts = 1, .consts = {c}};
+    ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
+    for (size_t i = 0; i < n; i += 97)
+      if (y[i] != i + 1000u * (i % 16)) ck_abort_msg("item %zu wrong", i);
+  }
+  uint64_t up = atomic_load(&c->uploads);
+  printf("constants: %llu uploads for 100 batches on 2 emulated GPUs\n", (unsigned long long)up);
+  ck_assert_uint_ge(up, 1);
+  ck_assert_uint_le(up, 2);
+  mgpu_const_destroy(c);
+  free(x), free(y);
+  mgpu_finalize(rt);
+}
+END_TEST
+
+/* ------------------------------------------------------------ parallel for, nesting, idling */
+
+static int sum_body(void *arg, size_t first, size_t count) {
+  _Atomic uint64_t *sum = arg;
+  uint64_t s = 0;
+  for (size_t i = first; i < first + count; i++) s += i;
+  atomic_fetch_add(sum, s);
+  return 0;
+}
+
+static int nested_body(void *arg, size_t first, size_t count) {
+  _Atomic int *maxthreads = arg;
+  MGPU_UNUSED(first), MGPU_UNUSED(count);
+#pragma omp parallel
+  {
+    int n = omp_get_num_threads();
+    int cur = atomic_load(maxthreads);
+    while (n > cur && !atomic_compare_exchange_weak(maxthreads, &cur, n)) {
+    }
+  }
+  return 0;
+}
+
+START_TEST(test_parallel_for) {
+  mgpu_runtime_t *rt = start(2, 1);
+  _Atomic uint64_t sum = 0;
+  const size_t n = 1000003;
+  ck_assert_int_eq(mgpu_parallel_for(rt, n, sum_body, &sum), MGPU_OK);
+  ck_assert_uint_eq(atomic_load(&sum), (uint64_t)n * (n - 1) / 2);
+  /* A kernel's own OpenMP region gets one thread: no oversubscription. */
+  _Atomic int maxthreads = 0;
+  ck_assert_int_eq(mgpu_parallel_for(rt, 64, nested_body, &maxthreads), MGPU_OK);
+  ck_assert_int_eq(atomic_load(&maxthreads), 1);
+  mgpu_stats_t st;
+  mgpu_worker_stats_t ws[3];
+  st.worker = ws;
+  st.worker_cap = 3;
+  ck_assert_int_eq(mgpu_runtime_stats(rt, &st), MGPU_OK);
+  ck_assert_uint_eq(ws[2].items, 0); /* the GPU worker never runs a CPU-only loop */
+  mgpu_finalize(rt);
+}
+END_TEST
+
+START_TEST(test_idle_uses_no_cpu) {
+  mgpu_runtime_t *rt = start(2, 1);
+  uint64_t x[8] = {0}, y[8];
+  axpk_arg_t a = {1, NULL};
+  mgpu_batch_t b = axpk_batch(&axpk, 8, x, y, &a);
+  ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
+  mgpu_test_sleep(0.05);
+  struct timespec c0, c1;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+  mgpu_test_sleep(0.3);
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+  double cpu = (double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec);
+  printf("idle: %.4f s of CPU time in 0.3 s with 3 workers\n", cpu);
+  ck_assert_msg(cpu < 0.03, "an idle runtime used %.3f s of CPU in 0.3 s", cpu);
+  mgpu_finalize(rt);
+}
+END_TEST
+
+/* ------------------------------------------------------------ faults (emulated) */
+
+static void run_with_faults(const char *plan, int cpus, int emu, int expect_retired, mgpu_sched_t mode) {
+  mgpu_config_t cfg = mgpu_test_config(cpus, emu);
+  cfg.sched = mode;
+  cfg.fault_inject = plan;
+  cfg.debug = 0;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  const size_t n = 200000;
+  uint64_t *x = malloc(8 * n), *y = malloc(8 * n);
+  _Atomic uint32_t *cnt = calloc(n, sizeof *cnt);
+  for (size_t i = 0; i < n; i++) x[i] = i, y[i] = 0;
+  uint64_t table[16] = {0};
+  mgpu_const_t *c;
+  ck_assert_int_eq(mgpu_const_create(rt, table, sizeof table, &c), MGPU_OK);
+  axpk_arg_t a = {9, cnt};
+  mgpu_batch_t b = axpk_batch(&axpk, n, x, y, &a);
+  b.nconsts = 1;
+  b.consts[0] = c;
+  mgpu_stats_t st = {0};
+  double t0 = mgpu__now();
+  ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
+  double t = mgpu__now() - t0;
+  /* Chunks that failed on a device ran again elsewhere; the emulated device
+   * ran the kernel on staging copies, so its failed runs count too, but every
+   * output is right and the stats show the retries. */
+  for (size_t i = 0; i < n; i++)
+    if (y[i] != i * 3 + 9) ck_abort_msg("item %zu wrong", i);
+  ck_assert_uint_ge(st.retries, 1);
+  ck_assert_uint_eq(st.items, n);
+  ck_assert_msg(t < 10, "the faulty run took %.1f s", t);
+  mgpu_device_info_t info;
+  ck_assert_int_eq(mgpu_device_info(rt, 0, &info), MGPU_OK);
+  ck_assert_int_eq(info.retired, expect_retired);
+  printf("faults '%s': %llu retries, %.3f s, GPU 0 %s\n", plan, (unsigned long long)st.retries, t,
+         info.retired ? "retired" : "in service");
+  mgpu_const_destroy(c);
+  free(x), free(y), free(cnt);
+  mgpu_finalize(rt);
+}
+
+/* GPU mode, so the devices take every chunk and the chosen ones do fail. */
+START_TEST(test_fault_launch) { run_with_faults("launch:0:1,launch:0:3", 1, 2, 0, MGPU_SCHED_GPU); }
+END_TEST
+START_TEST(test_fault_retire) { run_with_faults("launch:0:all", 2, 2, 1, MGPU_SCHED_GPU); }
+END_TEST
+START_TEST(test_fault_alloc) { run_with_faults("alloc:0:0", 1, 1, 0, MGPU_SCHED_GPU); }
+END_TEST
+START_TEST(test_fault_const) { run_with_faults("const:0:0", 1, 1, 0, MGPU_SCHED_GPU); }
+END_TEST
+
+START_TEST(test_gpu_only_all_retired) {
+  /* Every GPU fails and no CPU worker exists: the batch fails, nothing hangs. */
+  mgpu_config_t cfg = mgpu_test_config(0, 1);
+  cfg.fault_inject = "launch:0:all";
+  cfg.debug = 0;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  uint64_t x[1000] = {0}, y[1000];
+  axpk_arg_t a = {1, NULL};
+  mgpu_batch_t b = axpk_batch(&axpk, 1000, x, y, &a);
+  ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_EDEVICE);
+  mgpu_finalize(rt);
+}
+END_TEST
+
+START_TEST(test_oom_cap) {
+  /* A kernel with 1 MiB of scratch per item on a 16 MiB emulated device: the
+   * cap comes from memory, and an injected OOM halves it; results correct. */
+  mgpu_config_t cfg = mgpu_test_config(1, 1);
+  cfg.emulate_mem = 16LL << 20;
+  cfg.fault_inject = "alloc:0:1";
+  cfg.sched = MGPU_SCHED_GPU;
+  cfg.debug = 0;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  mgpu_kernel_t k = axpk;
+  k.scratch_per_item = 1 << 20;
+  const size_t n = 300;
+  uint64_t x[300], y[300];
+  for (size_t i = 0; i < n; i++) x[i] = i;
+  axpk_arg_t a = {2, NULL};
+  mgpu_batch_t b = axpk_batch(&k, n, x, y, &a);
+  mgpu_worker_stats_t ws[2];
+  mgpu_stats_t st = {.worker = ws, .worker_cap = 2};
+  ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
+  for (size_t i = 0; i < n; i++)
+    if (y[i] != i * 3 + 2) ck_abort_msg("item %zu wrong", i);
+  ck_assert_uint_eq(ws[1].items, n);
+  mgpu_device_info_t info;
+  mgpu_device_info(rt, 0, &info);
+  printf("oom: cap %zu items after the injected failure\n", info.batch_cap);
+  ck_assert_uint_ge(info.batch_cap, 1);
+  ck_assert_uint_le(info.batch_cap, 3);
+  mgpu_finalize(rt);
+}
+END_TEST
+
+START_TEST(test_pinned_host_memory) {
+  /* Arrays from mgpu_host_alloc take the direct path; results are the same. */
+  mgpu_runtime_t *rt = start(1, 1);
+  const size_t n = 100000;
+  uint64_t *x = mgpu_host_alloc(rt, 8 * n), *y = mgpu_host_alloc(rt, 8 * n);
+  ck_assert_ptr_nonnull(x);
+  ck_assert_ptr_nonnull(y);
+  ck_assert_int_eq((uintptr_t)x % 64, 0);
+  for (size_t i = 0; i < n; i++) x[i] = i;
+  axpk_arg_t a = {4, NULL};
+  mgpu_batch_t b = axpk_batch(&axpk, n, x, y, &a);
+  ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
+  for (size_t i = 0; i < n; i++)
+    if (y[i] != i * 3 + 4) ck_abort_msg("item %zu wrong", i);
+  mgpu_host_free(rt, x);
+  mgpu_host_free(rt, y);
+  mgpu_host_free(rt, y); /* reported, ignored */
+  mgpu_host_alloc(rt, 64); /* left for finalize to free */
+  mgpu_finalize(rt);
+}
+END_TEST
+
+START_TEST(test_finalize_waits) {
+  /* Finalize with a batch in flight waits for it; its outputs are complete. */
+  mgpu_runtime_t *rt = start(2, 1);
+  cost_arg_t ca = {1e-4};
+  mgpu_batch_t b = {.kernel = &cpu_sleep, .n = 2000, .arg = &ca, .arg_size = sizeof ca};
+  mgpu_event_t *ev;
+  ck_assert_int_eq(mgpu_submit(rt, &b, 0, NULL, &ev), MGPU_OK);
+  mgpu_finalize(rt);
+  ck_assert_int_eq(mgpu_event_test(ev), MGPU_OK);
+  mgpu_event_release(ev);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("runtime");
+  TCase *tc = tcase_create("runtime");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_dependency_chain);
+  tcase_add_test(tc, test_kernel_failure);
+  tcase_add_test(tc, test_bad_arguments);
+  tcase_add_test(tc, test_no_worker_for_kernel);
+  tcase_add_test(tc, test_many_submitters);
+  tcase_add_test(tc, test_overlap_cpu_and_gpu_batches);
+  tcase_add_test(tc, test_constants_uploaded_once);
+  tcase_add_test(tc, test_parallel_for);
+  tcase_add_test(tc, test_idle_uses_no_cpu);
+  tcase_add_test(tc, test_fault_launch);
+  tcase_add_test(tc, test_fault_retire);
+  tcase_add_test(tc, test_fault_alloc);
+  tcase_add_test(tc, test_fault_const);
+  tcase_add_test(tc, test_gpu_only_all_retired);
+  tcase_add_test(tc, test_oom_cap);
+  tcase_add_test(tc, test_pinned_host_memory);
+  tcase_add_test(tc, test_finalize_waits);
+  suite_add_tcase(s, tc);
+  return mgpu_test_main(s);
+}

@@ -1,0 +1,247 @@
+/*
+ * test-sched.c: the scheduler's promises. Every item computed exactly once for
+ * every mode, worker mix and awkward size; balance within 15% of the ideal under
+ * a known-cost model; the tail rule; static mode's fixed shares.
+ */
+#include "testutil.h"
+
+#include <stdio.h>
+
+/* ------------------------------------------------------------ exactly once */
+
+typedef struct {
+  _Atomic uint32_t *count; /* executions per item */
+} count_arg_t;
+
+static int count_cpu(const mgpu_chunk_t *c) {
+  const count_arg_t *a = c->arg;
+  const uint64_t *in = c->in[0];
+  uint64_t *out = c->out[0];
+  for (size_t j = 0; j < c->count; j++) {
+    atomic_fetch_add_explicit(&a->count[c->first + j], 1, memory_order_relaxed);
+    out[j] = in[j] * 3 + 1;
+  }
+  return 0;
+}
+
+/* Marks the kernel offloadable; emulated devices run count_cpu instead. */
+static int never_gpu(const mgpu_chunk_t *c) {
+  MGPU_UNUSED(c);
+  return 99;
+}
+
+static const mgpu_kernel_t count_kernel = {
+    .name = "count", .cpu = count_cpu, .gpu = never_gpu, .nin = 1, .nout = 1, .in_size = {8}, .out_size = {8}};
+
+static void check_once(int cpus, int emu, mgpu_sched_t mode, size_t n) {
+  double t_start = mgpu__now();
+  mgpu_config_t cfg = mgpu_test_config(cpus, emu);
+  cfg.sched = mode;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  uint64_t *in = malloc(8 * (n ? n : 1)), *out = malloc(8 * (n ? n : 1));
+  _Atomic uint32_t *cnt = calloc(n ? n : 1, sizeof *cnt);
+  for (size_t i = 0; i < n; i++) in[i] = i, out[i] = 0;
+  count_arg_t arg = {cnt};
+  mgpu_batch_t b = {.kernel = &count_kernel, .n = n, .in = {in}, .out = {out}, .arg = &arg, .arg_size = sizeof arg};
+  mgpu_worker_stats_t ws[8];
+  mgpu_stats_t st = {.worker = ws, .worker_cap = 8};
+  mgpu_status_t s = mgpu_run(rt, &b, &st);
+  if (mode == MGPU_SCHED_GPU && emu == 0) {
+    ck_assert_int_eq(s, MGPU_ENOTSUP); /* GPU-only with no GPU: a clear error */
+  } else {
+    ck_assert_msg(s == MGPU_OK, "cpus=%d emu=%d mode=%d n=%zu: %s", cpus, emu, mode, n, mgpu_last_error());
+    /* Plain tests in the loop: each Check assertion writes to a pipe. */
+    for (size_t i = 0; i < n; i++) {
+      if (atomic_load(&cnt[i]) != 1)
+        ck_abort_msg("item %zu ran %u times (cpus=%d emu=%d mode=%d n=%zu)", i, atomic_load(&cnt[i]), cpus, emu, mode, n);
+      if (out[i] != i * 3 + 1) ck_abort_msg("item %zu wrong", i);
+    }
+    ck_assert_uint_eq(st.items, n);
+    for (int w = 0; w < st.nworkers; w++) {
+      if (mode == MGPU_SCHED_CPU) ck_assert(ws[w].kind == MGPU_WORKER_CPU || ws[w].items == 0);
+      if (mode == MGPU_SCHED_GPU) ck_assert(ws[w].kind == MGPU_WORKER_GPU || ws[w].items == 0);
+    }
+  }
+  free(in);
+  free(out);
+  free(cnt);
+  mgpu_finalize(rt);
+  double took = mgpu__now() - t_start;
+  if (took > 0.5) printf("exactly-once: cpus=%d emu=%d mode=%d n=%zu took %.2f s\n", cpus, emu, mode, n, took);
+}
+
+START_TEST(test_exactly_once) {
+  static const size_t sizes[] = {0, 1, 2, 7919, 1000000};
+  mgpu_sched_t mode = (mgpu_sched_t)(MGPU_SCHED_STEAL + _i);
+  for (int cpus = 1; cpus <= 4; cpus++)
+    for (int emu = 0; emu <= 3; emu++)
+      for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) check_once(cpus, emu, mode, sizes[k]);
+}
+END_TEST
+
+/* ------------------------------------------------------------ known-cost model */
+
+typedef struct {
+  double cpu_cost; /* seconds per item on a CPU worker */
+} sleep_arg_t;
+
+/* On a CPU worker it sleeps the item cost; on an emulated device the device's
+ * emulated speed sets the time (chunk->stream is set there). */
+static int sleep_cpu(const mgpu_chunk_t *c) {
+  const sleep_arg_t *a = c->arg;
+  if (!c->stream) mgpu_test_sleep(a->cpu_cost * (double)c->count);
+  uint32_t *out = c->out[0];
+  for (size_t j = 0; j < c->count; j++) out[j] = (uint32_t)(c->first + j) ^ 0x5a5a5a5au;
+  return 0;
+}
+
+static const mgpu_kernel_t sleep_kernel = {
+    .name = "sleep", .cpu = sleep_cpu, .gpu = never_gpu, .nin = 0, .nout = 1, .out_size = {4}};
+
+static double run_sleep(mgpu_runtime_t *rt, size_t n, double cpu_cost, mgpu_worker_stats_t *ws, int cap,
+                        mgpu_stats_t *st_out) {
+  uint32_t *out = malloc(4 * n);
+  sleep_arg_t a = {cpu_cost};
+  mgpu_batch_t b = {.kernel = &sleep_kernel, .n = n, .out = {out}, .arg = &a, .arg_size = sizeof a};
+  mgpu_stats_t st = {.worker = ws, .worker_cap = cap};
+  double t0 = mgpu__now();
+  ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
+  double t = mgpu__now() - t0;
+  for (size_t i = 0; i < n; i++)
+    if (out[i] != ((uint32_t)i ^ 0x5a5a5a5au)) ck_abort_msg("item %zu wrong", i);
+  free(out);
+  if (st_out) *st_out = st;
+  return t;
+}
+
+START_TEST(test_balance) {
+  /* Two CPU workers at 20,000 items/s each, one emulated GPU 50x faster. */
+  const double cpu_cost = 50e-6, gpu_speed = 1e6;
+  mgpu_config_t cfg = mgpu_test_config(2, 1);
+  cfg.emulate_speed = gpu_speed;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  mgpu_worker_stats_t ws[3];
+  run_sleep(rt, 20000, cpu_cost, ws, 3, NULL); /* first batch: the model learns */
+  const size_t n = 300000;
+  double ideal = (double)n / (2 / cpu_cost + gpu_speed);
+  mgpu_stats_t st;
+  double t = run_sleep(rt, n, cpu_cost, ws, 3, &st);
+  printf("balance: makespan %.3f s, ideal %.3f s (%.1f%% over); items cpu %llu + %llu, gpu %llu; steals %llu\n", t,
+         ideal, 100 * (t / ideal - 1), (unsigned long long)ws[0].items, (unsigned long long)ws[1].items,
+         (unsigned long long)ws[2].items, (unsigned long long)st.steals);
+  ck_assert_msg(t <= ideal * 1.15, "makespan %.3f s is more than 15%% over the ideal %.3f s", t, ideal);
+  /* The CPUs did take part. */
+  ck_assert_uint_gt(ws[0].items + ws[1].items, 0);
+  mgpu_finalize(rt);
+}
+END_TEST
+
+START_TEST(test_balance_irregular_first_batch) {
+  /* No prior knowledge at all (ratio unknown): stealing still fixes the split. */
+  const double cpu_cost = 100e-6, gpu_speed = 2e5;
+  mgpu_config_t cfg = mgpu_test_config(2, 1);
+  cfg.emulate_speed = gpu_speed;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  mgpu_worker_stats_t ws[3];
+  const size_t n = 60000;
+  double ideal = (double)n / (2 / cpu_cost + gpu_speed);
+  mgpu_stats_t st;
+  double t = run_sleep(rt, n, cpu_cost, ws, 3, &st);
+  printf("first batch: makespan %.3f s, ideal %.3f s, steals %llu\n", t, ideal, (unsigned long long)st.steals);
+  ck_assert_uint_gt(st.steals, 0);
+  ck_assert_msg(t <= ideal * 1.5, "makespan %.3f s vs ideal %.3f s", t, ideal);
+  mgpu_finalize(rt);
+}
+END_TEST
+
+START_TEST(test_tail_rule) {
+  /* A GPU 5000x faster than a CPU worker: no CPU item may delay the batch. */
+  const double gpu_speed = 1e5, cpu_cost = 5000 / gpu_speed; /* 50 ms per CPU item */
+  for (int known = 0; known < 2; known++) {
+    mgpu_config_t cfg = mgpu_test_config(2, 1);
+    cfg.emulate_speed = gpu_speed;
+    if (known) cfg.device_to_core_ratio = 5000;
+    mgpu_runtime_t *rt;
+    ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+    mgpu_worker_stats_t ws[3];
+    if (!known) { /* learn the speeds: the first batch starts from nothing */
+      run_sleep(rt, 3000, cpu_cost, ws, 3, NULL);
+      run_sleep(rt, 3000, cpu_cost, ws, 3, NULL);
+    }
+    const size_t n = 2000;                                 /* 20 ms on the GPU alone */
+    double gpu_only = (double)n / gpu_speed;
+    double t = run_sleep(rt, n, cpu_cost, ws, 3, NULL);
+    printf("tail rule (%s): %.4f s, GPU alone %.4f s; CPU items %llu, %llu\n", known ? "ratio given" : "measured", t,
+           gpu_only, (unsigned long long)ws[0].items, (unsigned long long)ws[1].items);
+    ck_assert_uint_eq(ws[0].items + ws[1].items, 0);
+    ck_assert_uint_eq(ws[2].items, n);
+    ck_assert_msg(t < gpu_only + cpu_cost * 0.5, "the batch took %.4f s, a CPU item would be %.3f s", t, cpu_cost);
+    mgpu_finalize(rt);
+  }
+}
+END_TEST
+
+START_TEST(test_static_shares) {
+  /* Static mode with ratio 3, two CPU workers and two GPUs: the fixed split
+   * of the older runtimes, no stealing, leftovers to the earliest finisher. */
+  mgpu_config_t cfg = mgpu_test_config(2, 2);
+  cfg.sched = MGPU_SCHED_STATIC;
+  cfg.device_to_core_ratio = 3;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  mgpu_worker_stats_t ws[4];
+  mgpu_stats_t st;
+  run_sleep(rt, 1001, 0, ws, 4, &st);
+  ck_assert_uint_eq(ws[0].items, 125);
+  ck_assert_uint_eq(ws[1].items, 125);
+  ck_assert_uint_eq(ws[2].items, 376);
+  ck_assert_uint_eq(ws[3].items, 375);
+  ck_assert_uint_eq(st.steals, 0);
+  /* A second batch splits the same way: measurements do not move it. */
+  run_sleep(rt, 8000, 0, ws, 4, &st);
+  ck_assert_uint_eq(ws[0].items, 1000);
+  ck_assert_uint_eq(ws[2].items, 3000);
+  mgpu_finalize(rt);
+}
+END_TEST
+
+START_TEST(test_split) {
+  size_t share[4];
+  double sp[4] = {1, 1, 3, 3};
+  mgpu__split(sp, 4, 1001, share);
+  ck_assert_uint_eq(share[0] + share[1] + share[2] + share[3], 1001);
+  ck_assert_uint_eq(share[2], 376);
+  double one[3] = {1, 0, 2};
+  mgpu__split(one, 3, 10, share);
+  ck_assert_uint_eq(share[1], 0);
+  ck_assert_uint_eq(share[0] + share[2], 10);
+  /* 1:5000, 2000 items: the slow workers get nothing, not the remainder. */
+  double tail[3] = {1, 1, 5000};
+  mgpu__split(tail, 3, 2000, share);
+  ck_assert_uint_eq(share[0], 0);
+  ck_assert_uint_eq(share[1], 0);
+  ck_assert_uint_eq(share[2], 2000);
+  /* Many equal workers: remainder spread one each. */
+  double eq[7] = {1, 1, 1, 1, 1, 1, 1};
+  size_t s7[7];
+  mgpu__split(eq, 7, 20, s7);
+  for (int i = 0; i < 7; i++) ck_assert(s7[i] == 2 || s7[i] == 3);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("sched");
+  TCase *tc = tcase_create("sched");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_split);
+  tcase_add_loop_test(tc, test_exactly_once, 0, 4);
+  tcase_add_test(tc, test_static_shares);
+  tcase_add_test(tc, test_tail_rule);
+  tcase_add_test(tc, test_balance);
+  tcase_add_test(tc, test_balance_irregular_first_batch);
+  suite_add_tcase(s, tc);
+  return mgpu_test_main(s);
+}

@@ -1,0 +1,51 @@
+/* testutil.h: helpers shared by the Check suites. */
+#ifndef MGPU_TESTUTIL_H
+#define MGPU_TESTUTIL_H
+
+#include "config.h" /* first: it selects the GNU extensions */
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mgpurt_int.h"
+
+/* Run a suite; exit 0 when every test passed. Check's CK_TIMEOUT_MULTIPLIER
+ * stretches the per-test timeouts on slow machines. */
+static inline int mgpu_test_main(Suite *s) {
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+/* A config that ignores the environment, with n CPU workers and e emulated GPUs. */
+static inline mgpu_config_t mgpu_test_config(int cpus, int emulated) {
+  mgpu_config_t c;
+  mgpu_config_init(&c);
+  c.ignore_env = 1;
+  c.num_threads = cpus;
+  c.emulate_gpus = emulated;
+  c.num_gpus = emulated;
+  c.debug = 1;
+  return c;
+}
+
+static inline void mgpu_test_sleep(double s) {
+  if (s <= 0) return;
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+/* Deterministic pseudo-random numbers for tests. */
+static inline uint64_t mgpu_test_rand(uint64_t *state) {
+  uint64_t x = *state += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+#endif
