@@ -54,6 +54,10 @@ struct mgpu__gpu {
   double last_done;           /* host time of the last completion (fallback) */
   double last_end_dev;        /* device time when the last chunk ended */
   bool timed;                 /* the back end has timing events */
+  /* Device start and end times of the last chunks (ring), for tests and reports. */
+  pthread_mutex_t tl_lock;
+  double tl_start[MGPU_TIMELINE], tl_end[MGPU_TIMELINE];
+  uint64_t tl_n;
   double estimate;
   /* start-up handshake */
   pthread_mutex_t lock;
@@ -291,6 +295,11 @@ static void retire_oldest(mgpu__gpu_t *gp) {
         gp->ops->event_time(gp->ctx, s->ev_end, &t1) == 0) {
       busy = t1 - MGPU_MAX(t0, gp->last_end_dev);
       gp->last_end_dev = t1;
+      pthread_mutex_lock(&gp->tl_lock);
+      gp->tl_start[gp->tl_n % MGPU_TIMELINE] = t0;
+      gp->tl_end[gp->tl_n % MGPU_TIMELINE] = t1;
+      gp->tl_n++;
+      pthread_mutex_unlock(&gp->tl_lock);
     } else {
       busy = now - MGPU_MAX(s->t_issue, gp->last_done);
     }
@@ -430,12 +439,14 @@ mgpu_status_t mgpu__gpu_start(mgpu_runtime_t *rt, int g) {
   gp->nslots = rt->cfg.v.streams_per_gpu;
   gp->max_batch = rt->cfg.v.max_batch_size > 0 ? (size_t)rt->cfg.v.max_batch_size : 0;
   pthread_mutex_init(&gp->lock, NULL);
+  pthread_mutex_init(&gp->tl_lock, NULL);
   pthread_cond_init(&gp->cv, NULL);
   rt->gpus[g] = gp;
   int rc = pthread_create(&gp->thread, NULL, gpu_main, gp);
   if (rc != 0) {
     rt->gpus[g] = NULL;
     pthread_mutex_destroy(&gp->lock);
+    pthread_mutex_destroy(&gp->tl_lock);
     pthread_cond_destroy(&gp->cv);
     free(gp);
     return mgpu__fail(MGPU_ESYSTEM, "cannot start the host thread of GPU %d: pthread_create returned %d", g, rc);
@@ -456,7 +467,22 @@ void mgpu__gpu_join(mgpu_runtime_t *rt, int g) {
   if (!gp) return;
   if (gp->started) pthread_join(gp->thread, NULL);
   pthread_mutex_destroy(&gp->lock);
+  pthread_mutex_destroy(&gp->tl_lock);
   pthread_cond_destroy(&gp->cv);
   rt->gpus[g] = NULL;
   free(gp);
+}
+
+int mgpu__gpu_timeline(mgpu_runtime_t *rt, int g, double *start, double *end, int max) {
+  mgpu__gpu_t *gp = rt->gpus[g];
+  pthread_mutex_lock(&gp->tl_lock);
+  uint64_t n = gp->tl_n < MGPU_TIMELINE ? gp->tl_n : MGPU_TIMELINE;
+  if ((uint64_t)max < n) n = (uint64_t)max;
+  uint64_t first = gp->tl_n - n;
+  for (uint64_t i = 0; i < n; i++) {
+    start[i] = gp->tl_start[(first + i) % MGPU_TIMELINE];
+    end[i] = gp->tl_end[(first + i) % MGPU_TIMELINE];
+  }
+  pthread_mutex_unlock(&gp->tl_lock);
+  return (int)n;
 }

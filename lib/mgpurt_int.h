@@ -336,6 +336,9 @@ mgpu_status_t mgpu__gpu_start(mgpu_runtime_t *rt, int g);
 void mgpu__gpu_join(mgpu_runtime_t *rt, int g);
 size_t mgpu__gpu_cap(mgpu_runtime_t *rt, int g);
 double mgpu__gpu_estimate(mgpu_runtime_t *rt, int g); /* device-to-core ratio guess */
+/* Device start/end times (s) of GPU g's last chunks, oldest first; returns the count. */
+#define MGPU_TIMELINE 256
+int mgpu__gpu_timeline(mgpu_runtime_t *rt, int g, double *start, double *end, int max);
 
 /* ------------------------------------------------------------ const.c */
 void mgpu__const_ref(struct mgpu_const *c);

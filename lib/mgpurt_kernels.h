@@ -142,7 +142,8 @@ typedef struct {
 /**
  * The saxpy kernel: item = one float; in[0] = x, in[1] = y, out[0] = r with
  * r = fl(fl(a * x) + y): a rounded product then a rounded sum, never fused, so
- * CPU and GPU agree bit for bit. nin = 2, nout = 1, all sizes 4.
+ * CPU and GPU agree bit for bit. nin = 2, nout = 1, all sizes 4. out[0] may be
+ * the array y itself (y = a * x + y in place).
  * Errors: MGPU_EINVAL for k_p NULL.
  */
 MGPU_API mgpu_status_t mgpu_kernel_saxpy(mgpu_kernel_t *k_p);
@@ -166,7 +167,8 @@ typedef struct {
 
 /**
  * The mulmod kernel: item = one uint64_t in, one uint64_t out (canonical, < p),
- * nin = 1, nout = 1, in_size = out_size = 8. Cost per item grows linearly in K.
+ * nin = 1, nout = 1, in_size = out_size = 8 (out may be in). Cost per item grows
+ * linearly in K.
  * Errors: MGPU_EINVAL for intensity 0 or above MGPU_MULMOD_MAX_INTENSITY, or k_p NULL.
  */
 MGPU_API mgpu_status_t mgpu_kernel_mulmod(uint64_t intensity, mgpu_kernel_t *k_p);

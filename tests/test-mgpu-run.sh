@@ -31,7 +31,9 @@ expect 2 "unexpected argument" -- "$run" ntt extra
 expect 2 "MGPU_NUM_THREADS='abc'" -- env MGPU_NUM_THREADS=abc "$run" --info
 expect 2 "0..4096" -- env MGPU_NUM_THREADS=abc "$run" --info
 expect 2 "MGPU_SCHED" -- env MGPU_SCHED=fast "$run" --info
-expect 1 "" -- env MGPU_NUM_GPUS=1 MGPU_EMULATE_GPUS=0 "$run" --info --num-gpus 1 --threads 1
+# Asking for more GPUs than exist: 1 (no GPU at all) or 2 (fewer than asked).
+out=$(MGPU_DEBUG=1 "$run" --info --num-gpus 64 2>&1); rc=$?
+if { [ $rc = 1 ] || [ $rc = 2 ]; } && printf '%s' "$out" | grep -q "MGPU_NUM_GPUS=64"; then ok; else bad "--num-gpus 64 gave $rc: $out"; fi
 expect 0 "nearest known one is MGPU_NUM_THREADS" -- env MGPU_DEBUG=warn MGPU_NUM_THREAD=3 "$run" --info
 expect 0 "argument" -- "$run" --info --threads 1
 expect 0 "environment" -- env MGPU_STREAMS_PER_GPU=2 "$run" --info

@@ -1,0 +1,47 @@
+#!/bin/bash
+# gpu-check.sh: build, test and measure libmgpurt on a GPU machine in one call.
+# Run from the project root after ../shared/tools/gpu-pack, with .gpu carried:
+#   bash bench/gpu-check.sh [quick|full]
+# Writes logs to $OUT (or ./gpu-out) and prints a summary last.
+set -uo pipefail
+mode=${1:-full}
+out=${OUT:-$PWD/gpu-out}; mkdir -p "$out"
+export NCCL_NVLS_ENABLE=0
+nvidia-smi -L > "$out/gpus.txt" 2>&1; cat "$out/gpus.txt"
+MGPU_MAKE_TARGETS=check bash .gpu/build.sh --with-cuda > "$out/build-check.log" 2>&1
+rc=$?
+b=/tmp/mgpurt-build/src
+cp $b/tests/*.log "$out/" 2>/dev/null
+grep -E "^(PASS|FAIL|SKIP|ERROR|# )" "$out/build-check.log" | tee "$out/summary.txt"
+[ $rc = 0 ] || { echo "make check failed (rc $rc)"; tail -60 "$out/build-check.log"; }
+run=$b/bin/mgpu-run
+$run --info > "$out/info.txt" 2>&1; cat "$out/info.txt" | tail -8
+grep -h -E "bandwidth|GB/s" $b/tests/test-cuda.log | head -8
+if [ "$mode" = quick ]; then exit 0; fi
+# One GPU only, on the same machine: the GPU suites again.
+(cd $b && CUDA_VISIBLE_DEVICES=0 ./tests/test-gpu > "$out/test-gpu-1gpu.txt" 2>&1; echo "1-GPU test-gpu rc=$?" >> "$out/test-gpu-1gpu.txt")
+tail -3 "$out/test-gpu-1gpu.txt"
+grep -h -E "overlap|constants:|oom:|faults:|GPU [0-9]: " $b/tests/test-gpu.log
+# compute-sanitizer on the GPU test programs (no fork, so it sees the kernels).
+if command -v compute-sanitizer >/dev/null; then
+  for t in test-kernels test-cuda; do
+    (cd $b && CK_FORK=no timeout 240 compute-sanitizer --tool memcheck --print-limit 20 ./tests/$t > "$out/sanitizer-$t.txt" 2>&1)
+    echo "memcheck $t: $(grep -E 'ERROR SUMMARY' "$out/sanitizer-$t.txt" | tail -1)"
+  done
+  (cd $b && CK_FORK=no timeout 240 compute-sanitizer --tool racecheck --print-limit 20 ./tests/test-kernels > "$out/racecheck-test-kernels.txt" 2>&1)
+  echo "racecheck test-kernels: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$out/racecheck-test-kernels.txt" | tail -1)"
+fi
+{
+  echo "== saxpy --mode gpu --pinned (runtime copy path, bytes moved)"
+  timeout 60 $run saxpy --mode gpu --pinned --repeat 5
+  echo "== saxpy --mode gpu (pageable, staged)"
+  timeout 60 $run saxpy --mode gpu --repeat 5
+} > "$out/transfer.txt" 2>&1
+grep -E "^==|mode " "$out/transfer.txt"
+{
+  for w in "ntt" "sha256" "mandelbrot -n 8192 --size 8192" "saxpy" "mulmod --intensity 30" "mulmod --intensity 300" "mulmod --intensity 3000"; do
+    echo "== mgpu-run $w --compare"
+    timeout 120 $run $w --compare --repeat 3
+  done
+} > "$out/compare.txt" 2>&1
+grep -E "^==|mode |efficiency|static:|verification" "$out/compare.txt"

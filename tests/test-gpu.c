@@ -1,0 +1,305 @@
+/*
+ * test-gpu.c: the runtime on real CUDA GPUs. Exactly-once and correct for every
+ * mode, both GPUs take work, copies overlap kernels (device timestamps of
+ * consecutive chunks), constants are uploaded once per device, real device
+ * out-of-memory is recovered, injected faults lose nothing, many submitters.
+ * Exits 77 (skip) when no GPU is present. CUDA is touched only inside tests.
+ */
+#include "testutil.h"
+
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+
+#include "mgpurt_kernels.h"
+
+static int gpus_present(void) {
+  int n = mgpu__dev_cuda ? mgpu__dev_cuda->count() : 0;
+  return n;
+}
+
+#define NEED_GPUS(k)                                                      \
+  do {                                                                    \
+    if (gpus_present() < (k)) {                                           \
+      printf("%s: needs %d GPU(s), skipped\n", __func__, (k));           \
+      return;                                                             \
+    }                                                                     \
+  } while (0)
+
+static mgpu_runtime_t *start_gpu(int cpus, int ngpus, mgpu_sched_t mode, const char *faults) {
+  mgpu_config_t c;
+  mgpu_config_init(&c);
+  c.ignore_env = 1;
+  c.num_threads = cpus;
+  c.num_gpus = ngpus;
+  c.sched = mode;
+  c.debug = faults ? 0 : 1;
+  c.fault_inject = faults;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  return rt;
+}
+
+/* mulmod batch: outputs checked against the kernel's CPU function. */
+static void mulmod_check(mgpu_runtime_t *rt, size_t n, uint64_t intensity, mgpu_stats_t *st, int pinned) {
+  mgpu_kernel_t k;
+  ck_assert_int_eq(mgpu_kernel_mulmod(intensity, &k), MGPU_OK);
+  mgpu_mulmod_arg_t a = {intensity};
+  size_t bytes = 8 * (n ? n : 1);
+  uint64_t *x = pinned ? mgpu_host_alloc(rt, bytes) : malloc(bytes);
+  uint64_t *y = pinned ? mgpu_host_alloc(rt, bytes) : malloc(bytes);
+  uint64_t rng = n * 7 + intensity;
+  for (size_t i = 0; i < n; i++) x[i] = mgpu_test_rand(&rng), y[i] = 0xDEADBEEF;
+  mgpu_batch_t b = {.kernel = &k, .n = n, .in = {x}, .out = {y}, .arg = &a, .arg_size = sizeof a};
+  ck_assert_int_eq(mgpu_run(rt, &b, st), MGPU_OK);
+  ck_assert_uint_eq(st->items, n);
+  uint64_t ref;
+  /* Every item was written (the poison is gone); a sample of them, or all of a
+   * small batch, equals the CPU reference. */
+  for (size_t i = 0; i < n; i++)
+    if (y[i] == 0xDEADBEEF) ck_abort_msg("item %zu of %zu was not written", i, n);
+  size_t step = n > 100000 ? 97 : 1;
+  for (size_t i = 0; i < n; i += step) {
+    const void *in[1] = {&x[i]};
+    void *out[1] = {&ref};
+    mgpu_chunk_t c = {.in = in, .out = out, .arg = &a, .first = i, .count = 1};
+    k.cpu(&c);
+    if (ref != y[i]) ck_abort_msg("item %zu of %zu: %llx, expected %llx", i, n, (unsigned long long)y[i],
+                                  (unsigned long long)ref);
+  }
+  if (pinned) mgpu_host_free(rt, x), mgpu_host_free(rt, y);
+  else free(x), free(y);
+}
+
+START_TEST(test_exactly_once_modes) {
+  NEED_GPUS(1);
+  static const size_t sizes[] = {1, 2, 7919, 1000000};
+  for (int m = MGPU_SCHED_STEAL; m <= MGPU_SCHED_GPU; m++) {
+    mgpu_runtime_t *rt = start_gpu(2, gpus_present(), (mgpu_sched_t)m, NULL);
+    for (size_t s = 0; s < 4; s++) {
+      mgpu_worker_stats_t ws[2 + MGPU_MAX_DEVICES];
+      mgpu_stats_t st = {.worker = ws, .worker_cap = 2 + MGPU_MAX_DEVICES};
+      mulmod_check(rt, sizes[s], 64, &st, s % 2);
+      uint64_t sum = 0;
+      for (int w = 0; w < st.nworkers; w++) {
+        sum += ws[w].items;
+        if (m == MGPU_SCHED_CPU) ck_assert(ws[w].kind == MGPU_WORKER_CPU || ws[w].items == 0);
+        if (m == MGPU_SCHED_GPU) ck_assert(ws[w].kind == MGPU_WORKER_GPU || ws[w].items == 0);
+      }
+      ck_assert_uint_eq(sum, sizes[s]);
+    }
+    mgpu_finalize(rt);
+  }
+}
+END_TEST
+
+START_TEST(test_every_gpu_works) {
+  NEED_GPUS(2);
+  int g = gpus_present();
+  mgpu_runtime_t *rt = start_gpu(1, g, MGPU_SCHED_GPU, NULL);
+  mgpu_worker_stats_t ws[1 + MGPU_MAX_DEVICES];
+  mgpu_stats_t st = {.worker = ws, .worker_cap = 1 + MGPU_MAX_DEVICES};
+  mulmod_check(rt, 4000000, 200, &st, 1);
+  for (int i = 1; i <= g; i++) {
+    printf("GPU %d: %llu items\n", ws[i].device, (unsigned long long)ws[i].items);
+    ck_assert_uint_gt(ws[i].items, 0);
+  }
+  mgpu_finalize(rt);
+}
+END_TEST
+
+START_TEST(test_copy_compute_overlap) {
+  /* saxpy from pinned memory, GPU only: with 3 streams a chunk's copy-in starts
+   * before the previous chunk has ended (device timestamps). */
+  NEED_GPUS(1);
+  mgpu_runtime_t *rt = start_gpu(1, 1, MGPU_SCHED_GPU, NULL);
+  mgpu_kernel_t k;
+  mgpu_kernel_saxpy(&k);
+  const size_t n = (size_t)1 << 27;
+  float *x = mgpu_host_alloc(rt, 4 * n), *y = mgpu_host_alloc(rt, 4 * n), *r = mgpu_host_alloc(rt, 4 * n);
+  for (size_t i = 0; i < n; i++) x[i] = (float)(i & 1023), y[i] = 1.0f;
+  mgpu_saxpy_arg_t a = {2.0f};
+  mgpu_batch_t b = {.kernel = &k, .n = n, .in = {x, y}, .out = {r}, .arg = &a, .arg_size = sizeof a};
+  for (int rep = 0; rep < 2; rep++) ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
+  for (size_t i = 0; i < n; i += 4099)
+    if (r[i] != 2.0f * (float)(i & 1023) + 1.0f) ck_abort_msg("item %zu wrong", i);
+  double s[MGPU_TIMELINE], e[MGPU_TIMELINE];
+  int m = mgpu__gpu_timeline(rt, 0, s, e, MGPU_TIMELINE);
+  int overlapped = 0;
+  for (int i = 1; i < m; i++) overlapped += s[i] < e[i - 1];
+  printf("overlap: %d of %d consecutive chunks started before the previous one ended\n", overlapped, m - 1);
+  ck_assert_int_gt(m, 4);
+  ck_assert_int_ge(overlapped, (m - 1) / 2);
+  mgpu_host_free(rt, x), mgpu_host_free(rt, y), mgpu_host_free(rt, r);
+  mgpu_finalize(rt);
+}
+END_TEST
+
+START_TEST(test_constants_once_per_device) {
+  NEED_GPUS(1);
+  int g = gpus_present();
+  mgpu_runtime_t *rt = start_gpu(1, g, MGPU_SCHED_GPU, NULL);
+  const unsigned lg = 10;
+  const size_t nn = 1u << lg, n = 256;
+  mgpu_kernel_t k;
+  mgpu_kernel_pipeline_mul_intt(lg, &k);
+  uint64_t *K = calloc(nn, 8), *x = malloc(8 * nn * n), *z = malloc(8 * nn * n);
+  for (size_t i = 0; i < nn; i++) K[i] = 1; /* INTT(all ones) = unit vector e_0 */
+  mgpu_const_t *c;
+  ck_assert_int_eq(mgpu_const_create(rt, K, 8 * nn, &c), MGPU_OK);
+  uint64_t rng = 5;
+  for (size_t i = 0; i < nn * n; i++) x[i] = mgpu_test_rand(&rng) % MGPU_GOLDILOCKS_P;
+  mgpu_pipeline_arg_t a = {lg, 0, 0};
+  for (int rep = 0; rep < 100; rep++) {
+    mgpu_batch_t b = {.kernel = &k, .n = n, .in = {x}, .out = {z}, .arg = &a, .arg_size = sizeof a, .nconsts = 1,
+                      .consts = {c}};
+    ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
+  }
+  /* INTT(x (.) 1) = INTT(x): check against the CPU inverse NTT on one item. */
+  mgpu_kernel_t ntt;
+  mgpu_kernel_ntt(lg, &ntt);
+  mgpu_ntt_arg_t inv = {lg, 1};
+  uint64_t *ref = malloc(8 * nn);
+  const void *in[1] = {x + 17 * nn};
+  void *out[1] = {ref};
+  mgpu_chunk_t ch = {.in = in, .out = out, .arg = &inv, .first = 17, .count = 1};
+  ntt.cpu(&ch);
+  ck_assert_int_eq(memcmp(ref, z + 17 * nn, 8 * nn), 0);
+  uint64_t up = atomic_load(&c->uploads);
+  printf("constants: %llu uploads for 100 batches on %d GPUs\n", (unsigned long long)up, g);
+  ck_assert_uint_ge(up, 1);
+  ck_assert_uint_le(up, (uint64_t)g);
+  mgpu_const_destroy(c);
+  free(K), free(x), free(z), free(ref);
+  mgpu_finalize(rt);
+}
+END_TEST
+
+START_TEST(test_real_out_of_memory) {
+  /* After the runtime sized itself, most device memory is taken behind its
+   * back; a kernel with 256 MiB of scratch per item then meets real
+   * out-of-memory errors, halves the cap and still computes everything. */
+  NEED_GPUS(1);
+  mgpu_runtime_t *rt = start_gpu(1, 1, MGPU_SCHED_GPU, NULL);
+  int dev = rt->gpu_index[0];
+  cudaSetDevice(dev);
+  size_t free_b, total_b;
+  cudaMemGetInfo(&free_b, &total_b);
+  void *hog = NULL;
+  size_t hog_bytes = free_b > (6ULL << 30) ? free_b - (6ULL << 30) : 0;
+  if (hog_bytes) ck_assert_int_eq(cudaMalloc(&hog, hog_bytes), cudaSuccess);
+  mgpu_kernel_t k;
+  mgpu_kernel_mulmod(8, &k);
+  k.scratch_per_item = 256u << 20;
+  const size_t n = 200;
+  uint64_t x[200], y[200];
+  for (size_t i = 0; i < n; i++) x[i] = i * 1234567;
+  mgpu_mulmod_arg_t a = {8};
+  mgpu_batch_t b = {.kernel = &k, .n = n, .in = {x}, .out = {y}, .arg = &a, .arg_size = sizeof a};
+  mgpu_stats_t st = {0};
+  ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
+  for (size_t i = 0; i < n; i++) {
+    uint64_t ref;
+    const void *in[1] = {&x[i]};
+    void *out[1] = {&ref};
+    mgpu_chunk_t c = {.in = in, .out = out, .arg = &a, .first = i, .count = 1};
+    k.cpu(&c);
+    ck_assert_uint_eq(ref, y[i]);
+  }
+  mgpu_device_info_t info;
+  mgpu_device_info(rt, 0, &info);
+  printf("oom: %llu retries, cap %zu items at the end\n", (unsigned long long)st.retries, info.batch_cap);
+  ck_assert_uint_ge(st.retries, 1);
+  ck_assert_int_eq(info.retired, 0);
+  if (hog) cudaFree(hog);
+  mgpu_finalize(rt);
+}
+END_TEST
+
+START_TEST(test_fault_injection_real) {
+  NEED_GPUS(1);
+  int g = gpus_present();
+  mgpu_runtime_t *rt = start_gpu(2, g, MGPU_SCHED_STEAL, "launch:0:2,launch:0:5,alloc:0:1");
+  mgpu_stats_t st = {0};
+  mulmod_check(rt, 2000000, 300, &st, 0);
+  printf("faults: %llu retries\n", (unsigned long long)st.retries);
+  ck_assert_uint_ge(st.retries, 1);
+  mgpu_finalize(rt);
+  /* A device that fails every chunk is retired; the others finish the batch. */
+  rt = start_gpu(2, g, MGPU_SCHED_STEAL, "launch:0:all");
+  mulmod_check(rt, 1000000, 300, &st, 1);
+  mgpu_device_info_t info;
+  mgpu_device_info(rt, 0, &info);
+  ck_assert_int_eq(info.retired, 1);
+  mgpu_finalize(rt);
+}
+END_TEST
+
+typedef struct {
+  mgpu_runtime_t *rt;
+  int fails;
+  uint64_t seed;
+} sub_t;
+
+static void *submit_many(void *p) {
+  sub_t *s = p;
+  mgpu_kernel_t k;
+  mgpu_kernel_mulmod(32, &k);
+  mgpu_mulmod_arg_t a = {32};
+  for (int i = 0; i < 50; i++) {
+    size_t n = (size_t)(mgpu_test_rand(&s->seed) % 200000);
+    uint64_t *x = malloc(8 * (n + 1)), *y = malloc(8 * (n + 1));
+    for (size_t j = 0; j < n; j++) x[j] = mgpu_test_rand(&s->seed);
+    mgpu_batch_t b = {.kernel = &k, .n = n, .in = {x}, .out = {y}, .arg = &a, .arg_size = sizeof a};
+    if (mgpu_run(s->rt, &b, NULL) != MGPU_OK) s->fails++;
+    for (size_t j = 0; j < n; j += 101) {
+      uint64_t ref;
+      const void *in[1] = {&x[j]};
+      void *out[1] = {&ref};
+      mgpu_chunk_t c = {.in = in, .out = out, .arg = &a, .first = j, .count = 1};
+      k.cpu(&c);
+      if (ref != y[j]) {
+        s->fails++;
+        break;
+      }
+    }
+    free(x), free(y);
+  }
+  return NULL;
+}
+
+START_TEST(test_many_submitters_gpu) {
+  NEED_GPUS(1);
+  mgpu_runtime_t *rt = start_gpu(4, gpus_present(), MGPU_SCHED_STEAL, NULL);
+  pthread_t th[8];
+  sub_t s[8];
+  for (int i = 0; i < 8; i++) {
+    s[i] = (sub_t){rt, 0, 99 + (uint64_t)i};
+    pthread_create(&th[i], NULL, submit_many, &s[i]);
+  }
+  int fails = 0;
+  for (int i = 0; i < 8; i++) pthread_join(th[i], NULL), fails += s[i].fails;
+  ck_assert_int_eq(fails, 0);
+  mgpu_finalize(rt);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("gpu");
+  TCase *tc = tcase_create("gpu");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, test_exactly_once_modes);
+  tcase_add_test(tc, test_every_gpu_works);
+  tcase_add_test(tc, test_copy_compute_overlap);
+  tcase_add_test(tc, test_constants_once_per_device);
+  tcase_add_test(tc, test_real_out_of_memory);
+  tcase_add_test(tc, test_fault_injection_real);
+  tcase_add_test(tc, test_many_submitters_gpu);
+  suite_add_tcase(s, tc);
+  int rc = mgpu_test_main(s);
+  /* Counted after the forked tests, so CUDA never starts before a fork. */
+  if (rc == EXIT_SUCCESS && gpus_present() == 0) {
+    printf("no GPU: the real-GPU runtime tests were skipped\n");
+    return 77;
+  }
+  return rc;
+}
