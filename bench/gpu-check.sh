@@ -5,7 +5,10 @@
 # Writes logs to $OUT (or ./gpu-out) and prints a summary last.
 set -uo pipefail
 mode=${1:-full}
-out=${OUT:-$PWD/gpu-out}; mkdir -p "$out"
+# Logs gather in one folder, packed into $OUT/gpu-logs.tgz at the end.
+out=/tmp/gpu-out; rm -rf "$out"; mkdir -p "$out"
+pack() { tar czf "${OUT:-$PWD}/gpu-logs.tgz" -C /tmp gpu-out; }
+trap pack EXIT
 export NCCL_NVLS_ENABLE=0
 nvidia-smi -L > "$out/gpus.txt" 2>&1; cat "$out/gpus.txt"
 MGPU_MAKE_TARGETS=check bash .gpu/build.sh --with-cuda > "$out/build-check.log" 2>&1
