@@ -1,7 +1,9 @@
 #!/bin/bash
 # gpu-check.sh: build, test and measure libmgpurt on a GPU machine in one call.
 # Run from the project root after ../shared/tools/gpu-pack, with .gpu carried:
-#   bash bench/gpu-check.sh [quick|full]
+#   bash bench/gpu-check.sh [quick|bench|full]
+# quick: build and make check; bench: also transfer and --compare runs;
+# full: also the GPU suites on one GPU and compute-sanitizer.
 # Writes logs to $OUT (or ./gpu-out) and prints a summary last.
 set -uo pipefail
 mode=${1:-full}
@@ -23,6 +25,7 @@ run=$b/bin/mgpu-run
 $run --info > "$out/info.txt" 2>&1; cat "$out/info.txt" | tail -8
 grep -h -E "bandwidth|GB/s" $b/tests/test-cuda.log | head -8
 if [ "$mode" = quick ]; then exit 0; fi
+if [ "$mode" = full ]; then
 # One GPU only, on the same machine: the GPU suites again.
 (cd $b && CUDA_VISIBLE_DEVICES=0 ./tests/test-gpu > "$out/test-gpu-1gpu.txt" 2>&1; echo "1-GPU test-gpu rc=$?" >> "$out/test-gpu-1gpu.txt")
 tail -3 "$out/test-gpu-1gpu.txt"
@@ -36,6 +39,7 @@ if command -v compute-sanitizer >/dev/null; then
   (cd $b && CK_FORK=no timeout 240 compute-sanitizer --tool racecheck --print-limit 20 ./tests/test-kernels > "$out/racecheck-test-kernels.txt" 2>&1)
   echo "racecheck test-kernels: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$out/racecheck-test-kernels.txt" | tail -1)"
 fi
+fi # full
 {
   echo "== saxpy --mode gpu --pinned (runtime copy path, bytes moved)"
   timeout 60 $run saxpy --mode gpu --pinned --repeat 5
@@ -44,7 +48,7 @@ fi
 } > "$out/transfer.txt" 2>&1
 grep -E "^==|mode " "$out/transfer.txt"
 {
-  for w in "ntt" "sha256" "mandelbrot" "saxpy" "mulmod --intensity 30" "mulmod --intensity 300" "mulmod --intensity 3000" "pipeline"; do
+  for w in "ntt" "ntt --pinned" "sha256" "mandelbrot" "saxpy" "saxpy --pinned" "mulmod --intensity 30" "mulmod --intensity 300" "mulmod --intensity 3000" "pipeline"; do
     echo "== mgpu-run $w --compare"
     timeout 120 $run $w --compare --repeat 3
   done

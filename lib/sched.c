@@ -20,6 +20,7 @@
 #include <string.h>
 
 #define SLOW_THIEF_MARGIN 4.0
+#define SLOW_SPLIT_RATIO 8.0 /* "far slower": under 1/8 of the fastest */
 #define range_begin(r) atomic_load_explicit(&(r)->begin, memory_order_relaxed)
 
 /* --------------------------------------------------------------- split */
@@ -115,6 +116,18 @@ static double split_speed(const mgpu__batch_t *b, int wi) {
   return mgpu__worker_speed(b, wi);
 }
 
+/* A worker far slower than the fastest starts with the share of a worker
+ * SLOW_THIEF_MARGIN times slower still, and steals the rest later under the
+ * same margin. Its range then ends early instead of late: the fast workers do
+ * not finish the batch by stealing many small ranges, one launch each, and an
+ * expensive item cannot strand a slow worker at the very end. */
+static void damp_slow(double *speed, int n) {
+  double fastest = 0;
+  for (int i = 0; i < n; i++) fastest = MGPU_MAX(fastest, speed[i]);
+  for (int i = 0; i < n; i++)
+    if (speed[i] > 0 && speed[i] * SLOW_SPLIT_RATIO < fastest) speed[i] /= SLOW_THIEF_MARGIN;
+}
+
 /* --------------------------------------------------------------- activation */
 
 static void list_remove(mgpu_runtime_t *rt, mgpu__batch_t *b) {
@@ -158,6 +171,7 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
     finish(rt, b);
     return;
   }
+  if (b->steal_ok) damp_slow(speed, rt->nworkers);
   mgpu__split(speed, rt->nworkers, b->desc.n, share);
   size_t at = 0;
   for (int i = 0; i < rt->nworkers; i++) {
