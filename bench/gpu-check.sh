@@ -48,9 +48,11 @@ fi # full
 } > "$out/transfer.txt" 2>&1
 grep -E "^==|mode " "$out/transfer.txt"
 {
-  for w in "ntt" "ntt --pinned" "sha256" "mandelbrot" "saxpy" "saxpy --pinned" "mulmod --intensity 30" "mulmod --intensity 300" "mulmod --intensity 3000" "pipeline"; do
-    echo "== mgpu-run $w --compare"
-    timeout 120 $run $w --compare --repeat 3
+  for w in "ntt -n 65536" "ntt -n 65536 --pinned" "sha256 -n 33554432" "mandelbrot -n 8192 --size 8192" \
+           "saxpy -n 536870912" "saxpy -n 536870912 --pinned" "mulmod -n 67108864 --intensity 30" \
+           "mulmod -n 33554432 --intensity 300" "mulmod -n 16777216 --intensity 3000" "pipeline -n 32768"; do
+    echo "== mgpu-run $w --compare --repeat 5"
+    timeout 150 $run $w --compare --repeat 5
   done
 } > "$out/compare.txt" 2>&1
 grep -E "^==|mode |efficiency|static:|verification" "$out/compare.txt"

@@ -21,6 +21,7 @@
 
 #define SLOW_THIEF_MARGIN 4.0
 #define SLOW_SPLIT_RATIO 8.0 /* "far slower": under 1/8 of the fastest */
+#define SLOW_SPLIT_SHARE 0.1 /* ...and all of them together under 10% of the total */
 #define range_begin(r) atomic_load_explicit(&(r)->begin, memory_order_relaxed)
 
 /* --------------------------------------------------------------- split */
@@ -116,14 +117,19 @@ static double split_speed(const mgpu__batch_t *b, int wi) {
   return mgpu__worker_speed(b, wi);
 }
 
-/* A worker far slower than the fastest starts with the share of a worker
- * SLOW_THIEF_MARGIN times slower still, and steals the rest later under the
- * same margin. Its range then ends early instead of late: the fast workers do
+/* When the far slower workers add little in all, each starts with the share
+ * of a worker SLOW_THIEF_MARGIN times slower still, and steals the rest later
+ * under the same margin. Its range then ends early instead of late: the fast workers do
  * not finish the batch by stealing many small ranges, one launch each, and an
  * expensive item cannot strand a slow worker at the very end. */
 static void damp_slow(double *speed, int n) {
-  double fastest = 0;
-  for (int i = 0; i < n; i++) fastest = MGPU_MAX(fastest, speed[i]);
+  double fastest = 0, total = 0, slow = 0;
+  for (int i = 0; i < n; i++) fastest = MGPU_MAX(fastest, speed[i]), total += speed[i];
+  for (int i = 0; i < n; i++)
+    if (speed[i] > 0 && speed[i] * SLOW_SPLIT_RATIO < fastest) slow += speed[i];
+  /* Only when the slow workers add little: where they carry a real part of the
+   * batch, their full share is worth more than a clean tail. */
+  if (slow > SLOW_SPLIT_SHARE * total) return;
   for (int i = 0; i < n; i++)
     if (speed[i] > 0 && speed[i] * SLOW_SPLIT_RATIO < fastest) speed[i] /= SLOW_THIEF_MARGIN;
 }
