@@ -171,6 +171,7 @@ typedef struct mgpu__model {
   _Atomic double *speed;    /* items/s per worker; 0 = not measured yet */
   _Atomic uint64_t *samples;
   double *items_sum, *time_sum; /* decayed sums; slot w written by worker w only */
+  _Atomic double *slow;     /* slowest recent chunk rate per worker (items/s) */
   struct mgpu__model *next;
 } mgpu__model_t;
 

@@ -32,7 +32,9 @@ mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k) {
   m->samples = calloc((size_t)rt->nworkers, sizeof *m->samples);
   m->items_sum = calloc((size_t)rt->nworkers, sizeof *m->items_sum);
   m->time_sum = calloc((size_t)rt->nworkers, sizeof *m->time_sum);
-  if (!m->speed || !m->samples || !m->items_sum || !m->time_sum) MGPU_PANIC("out of memory for a kernel model");
+  m->slow = calloc((size_t)rt->nworkers, sizeof *m->slow);
+  if (!m->speed || !m->samples || !m->items_sum || !m->time_sum || !m->slow)
+    MGPU_PANIC("out of memory for a kernel model");
   m->next = rt->models;
   rt->models = m;
   return m;
@@ -48,6 +50,11 @@ void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds) {
   m->items_sum[w] = m->items_sum[w] * 0.8 + (double)items;
   m->time_sum[w] = m->time_sum[w] * 0.8 + seconds;
   atomic_store_explicit(&m->speed[w], m->items_sum[w] / m->time_sum[w], memory_order_relaxed);
+  /* The slowest rate seen, drifting back up slowly: items of one kernel can
+   * differ in cost, and a slow thief plans with its worst case. */
+  double rate = (double)items / seconds, slow = atomic_load_explicit(&m->slow[w], memory_order_relaxed);
+  slow = (slow == 0 || rate < slow) ? rate : slow + 0.05 * (rate - slow);
+  atomic_store_explicit(&m->slow[w], slow, memory_order_relaxed);
 }
 
 void mgpu__models_free(mgpu_runtime_t *rt) {
@@ -58,6 +65,7 @@ void mgpu__models_free(mgpu_runtime_t *rt) {
     free(m->samples);
     free(m->items_sum);
     free(m->time_sum);
+    free((void *)m->slow);
     free(m);
     m = next;
   }

@@ -367,11 +367,18 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
     if (vo <= 0) {
       s = R;
     } else {
-      /* Equal finish: (pt + s)/vt == (po + R - s)/vo. A thief slower than the
-       * owner plans with a quarter of its speed: items differ in cost (a row
-       * of the Mandelbrot set), and one expensive item on a slow worker would
-       * outlast the owner, so it takes only what it surely finishes first. */
-      double v = vt < vo ? vt / SLOW_THIEF_MARGIN : vt;
+      /* Equal finish: (pt + s)/vt == (po + R - s)/vo. A thief far slower than
+       * the owner plans with its worst case, the slower of a quarter of its
+       * speed and the slowest rate it has seen on this kernel: items differ in
+       * cost (a row of the Mandelbrot set), and one expensive item on a slow
+       * worker would outlast the owner, so it takes only what it surely
+       * finishes first. */
+      double v = vt;
+      if (vt * SLOW_SPLIT_RATIO < vo) {
+        double slowest = atomic_load_explicit(&b->model->slow[w->id], memory_order_relaxed);
+        v = vt / SLOW_THIEF_MARGIN;
+        if (slowest > 0 && slowest < v) v = slowest;
+      }
       s = (v * (po + R) - vo * pt) / (vo + v);
       if (s > R) s = R;
     }

@@ -190,6 +190,61 @@ START_TEST(test_tail_rule) {
 }
 END_TEST
 
+/* Items of irregular cost (a block of items 40x dearer on a CPU, like the
+ * middle of the Mandelbrot set) and a GPU 20x faster than a CPU worker on
+ * average: stealing must not let a CPU worker strand the batch on a dear item,
+ * so steal mode is at least as fast as the GPU alone. */
+typedef struct {
+  double cpu_cost;
+  size_t heavy_first, heavy_count;
+} irregular_arg_t;
+
+static int irregular_cpu(const mgpu_chunk_t *c) {
+  const irregular_arg_t *a = c->arg;
+  double t = 0;
+  for (size_t j = 0; j < c->count; j++) {
+    size_t i = c->first + j;
+    t += a->cpu_cost * (i - a->heavy_first < a->heavy_count ? 40 : 1);
+  }
+  if (!c->stream) mgpu_test_sleep(t);
+  uint32_t *out = c->out[0];
+  for (size_t j = 0; j < c->count; j++) out[j] = (uint32_t)(c->first + j);
+  return 0;
+}
+static const mgpu_kernel_t irregular_kernel = {
+    .name = "irregular", .cpu = irregular_cpu, .gpu = never_gpu, .nin = 0, .nout = 1, .out_size = {4}};
+
+static double run_irregular(mgpu_sched_t mode) {
+  mgpu_config_t cfg = mgpu_test_config(2, 1);
+  cfg.emulate_speed = 2e4;
+  cfg.sched = mode;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  const size_t n = 4000;
+  uint32_t *out = malloc(4 * n);
+  irregular_arg_t a = {1e-3, n - 60, 40}; /* near the back, where thieves take from */
+  mgpu_batch_t b = {.kernel = &irregular_kernel, .n = n, .out = {out}, .arg = &a, .arg_size = sizeof a};
+  double best = 1e9;
+  for (int rep = 0; rep < 3; rep++) { /* the first run teaches the model */
+    double t0 = mgpu__now();
+    ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
+    double t = mgpu__now() - t0;
+    if (rep > 0 && t < best) best = t;
+  }
+  for (size_t i = 0; i < n; i++)
+    if (out[i] != i) ck_abort_msg("item %zu wrong", i);
+  free(out);
+  mgpu_finalize(rt);
+  return best;
+}
+
+START_TEST(test_irregular_tail) {
+  double gpu = run_irregular(MGPU_SCHED_GPU), steal = run_irregular(MGPU_SCHED_STEAL);
+  printf("irregular items: steal %.3f s, GPU alone %.3f s\n", steal, gpu);
+  ck_assert_msg(steal <= gpu * 1.05, "steal took %.3f s, the GPU alone %.3f s", steal, gpu);
+}
+END_TEST
+
 START_TEST(test_static_shares) {
   /* Static mode with ratio 3, two CPU workers and two GPUs: the fixed split
    * of the older runtimes, no stealing, leftovers to the earliest finisher. */
@@ -248,6 +303,7 @@ int main(void) {
   tcase_add_test(tc, test_tail_rule);
   tcase_add_test(tc, test_balance);
   tcase_add_test(tc, test_balance_irregular_first_batch);
+  tcase_add_test(tc, test_irregular_tail);
   suite_add_tcase(s, tc);
   return mgpu_test_main(s);
 }
