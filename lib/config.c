@@ -571,8 +571,8 @@ size_t mgpu__edit_distance(const char *a, const char *b) {
 }
 
 void mgpu__config_warn_unknown(char **envp) {
-  /* Variables read by mgpu-run or other parts rather than the settings table. */
-  static const char *const extra[] = {"MGPU_TENSOR_SPLIT", NULL};
+  /* Variables read elsewhere than the settings table (none yet). */
+  static const char *const extra[] = {NULL};
   for (char **e = envp; e && *e; e++) {
     if (strncmp(*e, "MGPU_", 5) != 0) continue;
     const char *eq = strchr(*e, '=');

@@ -34,6 +34,17 @@ static const mgpu_kernel_t axpk = {
 static const mgpu_kernel_t axpk_cpu_only = {
     .name = "axpk-cpu", .cpu = axpk_cpu, .nin = 1, .nout = 1, .in_size = {8}, .out_size = {8}};
 
+typedef struct {
+  double cost;
+} cost_arg_t;
+static int sleep_item(const mgpu_chunk_t *c) {
+  const cost_arg_t *a = c->arg;
+  if (!c->stream) mgpu_test_sleep(a->cost * (double)c->count);
+  return 0;
+}
+static const mgpu_kernel_t cpu_sleep = {.name = "cpu-sleep", .cpu = sleep_item};
+static const mgpu_kernel_t gpu_sleep = {.name = "gpu-sleep", .cpu = sleep_item, .gpu = marker_gpu};
+
 static mgpu_runtime_t *start(int cpus, int emu) {
   mgpu_config_t c = mgpu_test_config(cpus, emu);
   mgpu_runtime_t *rt;
@@ -173,18 +184,24 @@ START_TEST(test_bad_arguments) {
   ck_assert_int_eq(mgpu_const_create(rt, x, 0, &c), MGPU_EINVAL);
   ck_assert_ptr_null(mgpu_host_alloc(rt, 0));
   ck_assert_int_eq(mgpu_init(NULL, NULL), MGPU_EINVAL);
-  /* A destroyed constant cannot be used by a new batch. */
+  /* A destroyed constant cannot be used by a new batch. A batch waiting on a
+   * slow one holds it, so it is still there to be recognised as destroyed. */
   ck_assert_int_eq(mgpu_const_create(rt, x, 8, &c), MGPU_OK);
+  cost_arg_t slow = {0.2};
+  mgpu_batch_t blocker = {.kernel = &cpu_sleep, .n = 1, .arg = &slow, .arg_size = sizeof slow};
+  mgpu_event_t *eb;
+  ck_assert_int_eq(mgpu_submit(rt, &blocker, 0, NULL, &eb), MGPU_OK);
   mgpu_batch_t withc = b;
   withc.nconsts = 1;
   withc.consts[0] = c;
-  ck_assert_int_eq(mgpu_submit(rt, &withc, 0, NULL, &ev), MGPU_OK); /* keeps c alive */
+  ck_assert_int_eq(mgpu_submit(rt, &withc, 1, &eb, &ev), MGPU_OK); /* keeps c alive */
   mgpu_const_destroy(c);
   mgpu_event_t *ev2;
   ck_assert_int_eq(mgpu_submit(rt, &withc, 0, NULL, &ev2), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "destroyed"));
   ck_assert_int_eq(mgpu_event_wait(ev, NULL), MGPU_OK);
   mgpu_event_release(ev);
+  mgpu_event_release(eb);
   mgpu_finalize(rt);
   mgpu_finalize(NULL);
 }
@@ -292,16 +309,6 @@ START_TEST(test_many_submitters) {
 }
 END_TEST
 
-typedef struct {
-  double cost;
-} cost_arg_t;
-static int sleep_item(const mgpu_chunk_t *c) {
-  const cost_arg_t *a = c->arg;
-  if (!c->stream) mgpu_test_sleep(a->cost * (double)c->count);
-  return 0;
-}
-static const mgpu_kernel_t cpu_sleep = {.name = "cpu-sleep", .cpu = sleep_item};
-static const mgpu_kernel_t gpu_sleep = {.name = "gpu-sleep", .cpu = sleep_item, .gpu = marker_gpu};
 
 START_TEST(test_overlap_cpu_and_gpu_batches) {
   /* A CPU-only batch (0.3 s on 2 workers) and a GPU-able one (0.3 s on the
@@ -323,7 +330,7 @@ START_TEST(test_overlap_cpu_and_gpu_batches) {
   ck_assert_int_eq(mgpu_event_wait(e2, NULL), MGPU_OK);
   double t = mgpu__now() - t0;
   printf("overlap: both batches in %.3f s (each alone about 0.30 s, sum 0.60 s)\n", t);
-  ck_assert_msg(t < 0.45, "took %.3f s: the batches did not overlap", t);
+  if (mgpu_test_timing()) ck_assert_msg(t < 0.45, "took %.3f s: the batches did not overlap", t);
   mgpu_event_release(e1);
   mgpu_event_release(e2);
   mgpu_finalize(rt);
@@ -426,7 +433,7 @@ START_TEST(test_idle_uses_no_cpu) {
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
   double cpu = (double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec);
   printf("idle: %.4f s of CPU time in 0.3 s with 3 workers\n", cpu);
-  ck_assert_msg(cpu < 0.03, "an idle runtime used %.3f s of CPU in 0.3 s", cpu);
+  if (mgpu_test_timing()) ck_assert_msg(cpu < 0.03, "an idle runtime used %.3f s of CPU in 0.3 s", cpu);
   mgpu_finalize(rt);
 }
 END_TEST
@@ -462,7 +469,7 @@ static void run_with_faults(const char *plan, int cpus, int emu, int expect_reti
     if (y[i] != i * 3 + 9) ck_abort_msg("item %zu wrong", i);
   ck_assert_uint_ge(st.retries, 1);
   ck_assert_uint_eq(st.items, n);
-  ck_assert_msg(t < 10, "the faulty run took %.1f s", t);
+  if (mgpu_test_timing()) ck_assert_msg(t < 10, "the faulty run took %.1f s", t);
   mgpu_device_info_t info;
   ck_assert_int_eq(mgpu_device_info(rt, 0, &info), MGPU_OK);
   ck_assert_int_eq(info.retired, expect_retired);

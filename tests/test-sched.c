@@ -77,7 +77,9 @@ START_TEST(test_exactly_once) {
   mgpu_sched_t mode = (mgpu_sched_t)(MGPU_SCHED_STEAL + _i);
   for (int cpus = 1; cpus <= 4; cpus++)
     for (int emu = 0; emu <= 3; emu++)
-      for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) check_once(cpus, emu, mode, sizes[k]);
+      for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++)
+        if (sizes[k] < 1000000 || mgpu_test_timing()) /* the million is too slow under valgrind */
+          check_once(cpus, emu, mode, sizes[k]);
 }
 END_TEST
 
@@ -137,7 +139,8 @@ START_TEST(test_balance) {
            (unsigned long long)ws[2].items, (unsigned long long)st.steals);
     if (ti < t) t = ti;
   }
-  ck_assert_msg(t <= ideal * 1.15, "makespan %.3f s is more than 15%% over the ideal %.3f s", t, ideal);
+  if (mgpu_test_timing())
+    ck_assert_msg(t <= ideal * 1.15, "makespan %.3f s is more than 15%% over the ideal %.3f s", t, ideal);
   /* The CPUs did take part. */
   ck_assert_uint_gt(ws[0].items + ws[1].items, 0);
   mgpu_finalize(rt);
@@ -158,7 +161,7 @@ START_TEST(test_balance_irregular_first_batch) {
   double t = run_sleep(rt, n, cpu_cost, ws, 3, &st);
   printf("first batch: makespan %.3f s, ideal %.3f s, steals %llu\n", t, ideal, (unsigned long long)st.steals);
   ck_assert_uint_gt(st.steals, 0);
-  ck_assert_msg(t <= ideal * 1.5, "makespan %.3f s vs ideal %.3f s", t, ideal);
+  if (mgpu_test_timing()) ck_assert_msg(t <= ideal * 1.5, "makespan %.3f s vs ideal %.3f s", t, ideal);
   mgpu_finalize(rt);
 }
 END_TEST
@@ -184,7 +187,8 @@ START_TEST(test_tail_rule) {
            gpu_only, (unsigned long long)ws[0].items, (unsigned long long)ws[1].items);
     ck_assert_uint_eq(ws[0].items + ws[1].items, 0);
     ck_assert_uint_eq(ws[2].items, n);
-    ck_assert_msg(t < gpu_only + cpu_cost * 0.5, "the batch took %.4f s, a CPU item would be %.3f s", t, cpu_cost);
+    if (mgpu_test_timing())
+      ck_assert_msg(t < gpu_only + cpu_cost * 0.5, "the batch took %.4f s, a CPU item would be %.3f s", t, cpu_cost);
     mgpu_finalize(rt);
   }
 }
@@ -241,7 +245,7 @@ static double run_irregular(mgpu_sched_t mode) {
 START_TEST(test_irregular_tail) {
   double gpu = run_irregular(MGPU_SCHED_GPU), steal = run_irregular(MGPU_SCHED_STEAL);
   printf("irregular items: steal %.3f s, GPU alone %.3f s\n", steal, gpu);
-  ck_assert_msg(steal <= gpu * 1.05, "steal took %.3f s, the GPU alone %.3f s", steal, gpu);
+  if (mgpu_test_timing()) ck_assert_msg(steal <= gpu * 1.05, "steal took %.3f s, the GPU alone %.3f s", steal, gpu);
 }
 END_TEST
 

@@ -40,6 +40,11 @@ static inline void mgpu_test_sleep(double s) {
   }
 }
 
+/* Timing assertions are skipped under valgrind (make check-valgrind sets
+ * MGPURT_UNDER_VALGRIND), where everything runs many times slower; behaviour,
+ * results and leaks are still checked. */
+static inline int mgpu_test_timing(void) { return getenv("MGPURT_UNDER_VALGRIND") == NULL; }
+
 /* Deterministic pseudo-random numbers for tests. */
 static inline uint64_t mgpu_test_rand(uint64_t *state) {
   uint64_t x = *state += 0x9E3779B97F4A7C15ull;
