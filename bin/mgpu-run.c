@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <getopt.h>
@@ -38,6 +39,7 @@ typedef struct {
   int repeat;
   unsigned long long seed;
   const char *output;  /* mandelbrot image */
+  const char *plugin;  /* shared library adding workloads */
   bool overlay;
   mgpu_config_t cfg;
 } opts_t;
@@ -83,6 +85,8 @@ static void help(void) {
       "      --no-verify      do not check results against the CPU reference\n"
       "      --pinned         put the arrays in pinned host memory (mgpu_host_alloc)\n"
       "  -o, --output FILE    mandelbrot: write the image (PNG when built with libpng, else PPM)\n"
+      "      --plugin FILE    load workloads from a shared library (entry point mgpu_plugin_init,\n"
+      "                       see mgpurt.h); name one as WORKLOAD, or the only one runs\n"
       "      --overlay        mandelbrot: tint each row by the worker that computed it\n"
       "\n"
       "Runtime options (each overrides its environment variable):\n"
@@ -137,7 +141,7 @@ static const char *const workloads[] = {"ntt", "sha256", "mandelbrot", "saxpy", 
 
 static void parse_args(int argc, char **argv, opts_t *o) {
   enum { O_SIZE = 256, O_INT, O_MODE, O_COMPARE, O_REPEAT, O_SEED, O_NOVERIFY, O_JSON, O_INFO, O_LIST,
-         O_NUMGPUS, O_DEVICES, O_RATIO, O_MAXB, O_STREAMS, O_PINNED, O_OVERLAY };
+         O_NUMGPUS, O_DEVICES, O_RATIO, O_MAXB, O_STREAMS, O_PINNED, O_OVERLAY, O_PLUGIN };
   static const struct option longopts[] = {
       {"items", required_argument, 0, 'n'},   {"size", required_argument, 0, O_SIZE},
       {"intensity", required_argument, 0, O_INT}, {"mode", required_argument, 0, O_MODE},
@@ -150,7 +154,8 @@ static void parse_args(int argc, char **argv, opts_t *o) {
       {"devices", required_argument, 0, O_DEVICES}, {"ratio", required_argument, 0, O_RATIO},
       {"max-batch", required_argument, 0, O_MAXB}, {"streams", required_argument, 0, O_STREAMS},
       {"pinned", no_argument, 0, O_PINNED},   {"output", required_argument, 0, 'o'},
-      {"overlay", no_argument, 0, O_OVERLAY}, {0, 0, 0, 0}};
+      {"overlay", no_argument, 0, O_OVERLAY}, {"plugin", required_argument, 0, O_PLUGIN},
+      {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
   o->items = -1;
   o->size = -1;
@@ -201,21 +206,91 @@ static void parse_args(int argc, char **argv, opts_t *o) {
     case O_PINNED: o->pinned = true; break;
     case 'o': o->output = optarg; break;
     case O_OVERLAY: o->overlay = true; break;
+    case O_PLUGIN: o->plugin = optarg; break;
     case ':': usage_error("option '%s' needs a value", argv[optind - 1]); break;
     default: usage_error("unknown option '%s'", argv[optind - 1]); break;
     }
   }
-  if (optind < argc) {
-    o->workload = argv[optind++];
-    bool known = false;
-    for (int i = 0; workloads[i]; i++) known |= !strcmp(workloads[i], o->workload);
-    if (!known) usage_error("unknown workload '%s': expected one of ntt, sha256, mandelbrot, saxpy, mulmod, pipeline", o->workload);
-  }
+  if (optind < argc) o->workload = argv[optind++];
   if (optind < argc) usage_error("unexpected argument '%s'", argv[optind]);
-  if (!o->workload) o->workload = "ntt";
+  if (o->compare && o->mode) usage_error("--compare runs every mode: do not give --mode too");
+}
+
+/* ------------------------------------------------------------ plugins */
+
+enum { MAX_PLUGIN_WORKLOADS = 64 };
+static mgpu_plugin_workload_t plugin_work[MAX_PLUGIN_WORKLOADS];
+static int nplugin_work;
+
+static int plugin_add(mgpu_plugin_registry_t *reg, const mgpu_plugin_workload_t *w) {
+  (void)reg;
+  if (!w || !w->name || !*w->name || !w->kernel.cpu) {
+    fprintf(stderr, "%s: the plugin added a workload without a name or a CPU function\n", prog);
+    return 1;
+  }
+  for (int i = 0; workloads[i]; i++)
+    if (!strcmp(workloads[i], w->name)) {
+      fprintf(stderr, "%s: the plugin's workload '%s' has the name of a built-in one\n", prog, w->name);
+      return 1;
+    }
+  for (int i = 0; i < nplugin_work; i++)
+    if (!strcmp(plugin_work[i].name, w->name)) {
+      fprintf(stderr, "%s: the plugin added workload '%s' twice\n", prog, w->name);
+      return 1;
+    }
+  if (nplugin_work == MAX_PLUGIN_WORKLOADS) {
+    fprintf(stderr, "%s: the plugin added more than %d workloads\n", prog, MAX_PLUGIN_WORKLOADS);
+    return 1;
+  }
+  plugin_work[nplugin_work++] = *w;
+  return 0;
+}
+
+/* Load a plugin; bad files are usage errors (exit 2), a failing init is 1. */
+static void load_plugin(const char *path) {
+  /* dlopen searches the library path for a bare name: "./" keeps it a file. */
+  char buf[4096];
+  if (!strchr(path, '/')) snprintf(buf, sizeof buf, "./%s", path);
+  else snprintf(buf, sizeof buf, "%s", path);
+  if (access(buf, R_OK) != 0) usage_error("--plugin '%s': %s", path, strerror(errno));
+  void *h = dlopen(buf, RTLD_NOW | RTLD_LOCAL);
+  if (!h) usage_error("--plugin '%s' is not a loadable shared library: %s", path, dlerror());
+  mgpu_plugin_init_fn init;
+  *(void **)&init = dlsym(h, MGPU_PLUGIN_ENTRY);
+  if (!init) usage_error("--plugin '%s' has no entry point %s() (see mgpurt.h, \"mgpu-run plugins\")", path,
+                         MGPU_PLUGIN_ENTRY);
+  mgpu_plugin_registry_t reg = {.abi = MGPU_PLUGIN_ABI, .add = plugin_add, .loader = NULL};
+  int rc = init(&reg);
+  if (rc != 0) {
+    fprintf(stderr, "%s: plugin '%s': %s() returned %d\n", prog, path, MGPU_PLUGIN_ENTRY, rc);
+    exit(EXIT_FAIL);
+  }
+  if (nplugin_work == 0) usage_error("--plugin '%s' added no workload", path);
+}
+
+static const mgpu_plugin_workload_t *find_plugin_workload(const char *name) {
+  for (int i = 0; i < nplugin_work; i++)
+    if (!strcmp(plugin_work[i].name, name)) return &plugin_work[i];
+  return NULL;
+}
+
+/* After plugins are loaded: pick and check the workload. */
+static const mgpu_plugin_workload_t *resolve_workload(opts_t *o) {
+  if (!o->workload) o->workload = nplugin_work == 1 ? plugin_work[0].name : "ntt";
+  const mgpu_plugin_workload_t *pw = find_plugin_workload(o->workload);
+  bool known = pw != NULL;
+  for (int i = 0; workloads[i]; i++) known |= !strcmp(workloads[i], o->workload);
+  if (!known) {
+    char names[1024] = "ntt, sha256, mandelbrot, saxpy, mulmod, pipeline";
+    for (int i = 0; i < nplugin_work; i++) {
+      size_t len = strlen(names);
+      snprintf(names + len, sizeof names - len, ", %s", plugin_work[i].name);
+    }
+    usage_error("unknown workload '%s': expected one of %s", o->workload, names);
+  }
   if (o->overlay && !o->output) usage_error("--overlay needs --output FILE");
   if (o->output && strcmp(o->workload, "mandelbrot")) usage_error("--output is for the mandelbrot workload");
-  if (o->compare && o->mode) usage_error("--compare runs every mode: do not give --mode too");
+  return pw;
 }
 
 /* ------------------------------------------------------------ runtime start */
@@ -300,8 +375,11 @@ typedef struct {
     mgpu_saxpy_arg_t saxpy;
     mgpu_mulmod_arg_t mulmod;
   } arg;
-  void *in[2], *out;
-  size_t in_bytes[2], out_bytes;
+  void *in[MGPU_MAX_ARGS], *outs[MGPU_MAX_ARGS], *out;
+  size_t in_bytes[MGPU_MAX_ARGS], out_bytes, outs_bytes[MGPU_MAX_ARGS];
+  const void *argp; /* the batch's argument: &arg, or a plugin's */
+  size_t arg_size;
+  const mgpu_plugin_workload_t *plugin;
   int *row_worker; /* mandelbrot overlay */
   /* pipeline */
   unsigned log_n;
@@ -334,12 +412,39 @@ static void check_status(mgpu_status_t st, const char *what) {
   exit(st == MGPU_EINVAL ? EXIT_USAGE : EXIT_FAIL);
 }
 
-static void setup(work_t *w, const opts_t *o, mgpu_runtime_t *base) {
+static void setup(work_t *w, const opts_t *o, mgpu_runtime_t *base, const mgpu_plugin_workload_t *pw) {
   memset(w, 0, sizeof *w);
   w->name = o->workload;
+  w->argp = &w->arg;
+  w->arg_size = sizeof w->arg;
   uint64_t rng = o->seed * 0x2545F4914F6CDD1Dull + 1;
   const char *wl = o->workload;
-  if (!strcmp(wl, "ntt") || !strcmp(wl, "pipeline")) {
+  if (pw) {
+    /* A plugin's workload: arrays from its kernel's item sizes. */
+    w->plugin = pw;
+    w->k = pw->kernel;
+    w->n = o->items >= 0 ? (size_t)o->items : pw->default_items ? pw->default_items : (size_t)1 << 20;
+    w->argp = pw->arg;
+    w->arg_size = pw->arg_size;
+    if (w->k.nin < 0 || w->k.nin > MGPU_MAX_ARGS || w->k.nout < 1 || w->k.nout > MGPU_MAX_ARGS) {
+      fprintf(stderr, "%s: plugin workload '%s': nin must be 0..%d and nout 1..%d\n", prog, pw->name, MGPU_MAX_ARGS,
+              MGPU_MAX_ARGS);
+      exit(EXIT_FAIL);
+    }
+    for (int i = 0; i < w->k.nin; i++) {
+      if (w->k.in_size[i] && w->n > SIZE_MAX / w->k.in_size[i]) usage_error("-n %zu: the arrays would overflow", w->n);
+      w->in_bytes[i] = w->k.in_size[i] * w->n;
+    }
+    for (int i = 0; i < w->k.nout; i++) {
+      if (w->k.out_size[i] && w->n > SIZE_MAX / w->k.out_size[i]) usage_error("-n %zu: the arrays would overflow", w->n);
+      w->outs_bytes[i] = w->k.out_size[i] * w->n;
+    }
+    w->out_bytes = w->outs_bytes[0];
+    double moved = 0;
+    for (int i = 0; i < w->k.nin; i++) moved += (double)w->k.in_size[i];
+    for (int i = 0; i < w->k.nout; i++) moved += (double)w->k.out_size[i];
+    w->bytes_per_item = moved;
+  } else if (!strcmp(wl, "ntt") || !strcmp(wl, "pipeline")) {
     int lg = o->size < 0 ? 12 : o->size;
     if (lg < MGPU_NTT_LOG_MIN || lg > MGPU_NTT_LOG_MAX) usage_error("--size %d is invalid for %s: expected 10..16", lg, wl);
     w->n = o->items < 0 ? ((size_t)1 << 26 >> lg) : (size_t)o->items; /* 512 MiB of input */
@@ -386,10 +491,15 @@ static void setup(work_t *w, const opts_t *o, mgpu_runtime_t *base) {
     w->in_bytes[0] = w->out_bytes = 8 * w->n;
     w->bytes_per_item = 16;
   }
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < MGPU_MAX_ARGS; i++)
     if (w->in_bytes[i]) {
       w->in[i] = alloc_array(base, o, w->in_bytes[i]);
-      if (!strcmp(wl, "saxpy")) {
+      if (pw && pw->init_input) {
+        if (pw->init_input(i, w->in[i], w->n, o->seed) != 0) {
+          fprintf(stderr, "%s: plugin workload '%s' could not fill input %d\n", prog, pw->name, i);
+          exit(EXIT_FAIL);
+        }
+      } else if (!strcmp(wl, "saxpy")) {
         float *f = w->in[i];
         for (size_t j = 0; j < w->n; j++) f[j] = (float)(rng_next(&rng) >> 40) / (float)(1 << 24) - 0.5f;
       } else {
@@ -399,11 +509,12 @@ static void setup(work_t *w, const opts_t *o, mgpu_runtime_t *base) {
         for (size_t j = w->in_bytes[i] / 8 * 8; j < w->in_bytes[i]; j++) bytes[j] = (unsigned char)rng_next(&rng);
       }
     }
-  w->out = alloc_array(base, o, w->out_bytes);
-  memset(w->out, 0xA5, w->out_bytes); /* poison: every item must be written */
-  w->b = (mgpu_batch_t){.kernel = &w->k, .n = w->n, .out = {w->out}, .arg = &w->arg, .arg_size = sizeof w->arg};
-  w->b.in[0] = w->in[0];
-  w->b.in[1] = w->in[1];
+  if (!pw) w->outs_bytes[0] = w->out_bytes;
+  for (int i = 0; i < MGPU_MAX_ARGS; i++)
+    if (w->outs_bytes[i]) w->outs[i] = alloc_array(base, o, w->outs_bytes[i]);
+  w->out = w->outs[0];
+  w->b = (mgpu_batch_t){.kernel = &w->k, .n = w->n, .arg = w->argp, .arg_size = w->arg_size};
+  for (int i = 0; i < MGPU_MAX_ARGS; i++) w->b.in[i] = w->in[i], w->b.out[i] = w->outs[i];
   if (!strcmp(wl, "pipeline")) {
     w->mid1 = alloc_array(base, o, w->out_bytes);
     w->mid2 = alloc_array(base, o, w->out_bytes);
@@ -429,7 +540,9 @@ static void setup(work_t *w, const opts_t *o, mgpu_runtime_t *base) {
 
 /* Run the workload once on rt; returns wall seconds and fills stats. */
 static double run_once(mgpu_runtime_t *rt, work_t *w, const opts_t *o, mgpu_stats_t *st) {
-  memset(w->out, 0xA5, w->out_bytes);
+  /* Poison the outputs: every item must be written again. */
+  for (int i = 0; i < MGPU_MAX_ARGS; i++)
+    if (w->outs[i]) memset(w->outs[i], 0xA5, w->outs_bytes[i]);
   if (strcmp(w->name, "pipeline") != 0) {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -502,16 +615,22 @@ static long long verify(work_t *w, const opts_t *o, mgpu_runtime_t *rt, size_t *
     *checked_p = checked;
     return bad;
   }
-  size_t osz = w->k.out_size[0];
-  unsigned char *ref = malloc(osz ? osz : 1);
+  size_t refbytes = 0;
+  for (int k = 0; k < w->k.nout; k++) refbytes += w->k.out_size[k];
+  unsigned char *ref = malloc(refbytes ? refbytes : 1);
   mgpu_kernel_fn cpu = w->k.cpu;
   for (size_t i = 0; i < n; i += step, checked++) {
-    const void *ins[2];
+    const void *ins[MGPU_MAX_ARGS];
+    void *outs[MGPU_MAX_ARGS];
     for (int k = 0; k < w->k.nin; k++) ins[k] = (const char *)w->in[k] + i * w->k.in_size[k];
-    void *outs[1] = {ref};
-    mgpu_chunk_t ch = {.in = ins, .out = outs, .arg = &w->arg, .first = i, .count = 1, .worker = 0};
+    size_t at = 0;
+    for (int k = 0; k < w->k.nout; k++) outs[k] = ref + at, at += w->k.out_size[k];
+    mgpu_chunk_t ch = {.in = ins, .out = outs, .arg = w->argp, .first = i, .count = 1, .worker = 0};
     int saved_worker_rows = w->row_worker ? w->row_worker[i] : 0;
-    if (cpu(&ch) != 0 || memcmp(ref, (char *)w->out + i * osz, osz) != 0) bad++;
+    bool ok = cpu(&ch) == 0;
+    for (int k = 0; k < w->k.nout && ok; k++)
+      ok = memcmp(outs[k], (char *)w->outs[k] + i * w->k.out_size[k], w->k.out_size[k]) == 0;
+    if (!ok) bad++;
     if (w->row_worker) w->row_worker[i] = saved_worker_rows;
   }
   free(ref);
@@ -668,11 +787,16 @@ static void on_sigint(int sig) {
 int main(int argc, char **argv) {
   opts_t o;
   parse_args(argc, argv, &o);
+  if (o.plugin) load_plugin(o.plugin);
   if (o.list) {
     printf("Workloads: ntt sha256 mandelbrot saxpy mulmod pipeline\nBuilt-in kernels:\n");
     for (int i = 0; i < mgpu_builtin_count(); i++) printf("  %-20s %s\n", mgpu_builtin_name(i), mgpu_builtin_doc(i));
+    if (nplugin_work) printf("Plugin workloads (%s):\n", o.plugin);
+    for (int i = 0; i < nplugin_work; i++)
+      printf("  %-20s %s\n", plugin_work[i].name, plugin_work[i].doc ? plugin_work[i].doc : "");
     return 0;
   }
+  const mgpu_plugin_workload_t *pw = o.info ? NULL : resolve_workload(&o);
   signal(SIGINT, on_sigint);
   mgpu_runtime_t *base = start_runtime(&o, o.mode, 0);
   if (o.info) {
@@ -682,7 +806,7 @@ int main(int argc, char **argv) {
   }
   int ngpu = mgpu_num_gpus(base), ncpu = mgpu_num_cpu_workers(base);
   work_t w;
-  setup(&w, &o, base);
+  setup(&w, &o, base, pw);
 
   result_t res[4];
   memset(res, 0, sizeof res);
@@ -788,9 +912,10 @@ int main(int argc, char **argv) {
   }
   for (int i = 0; i < nres; i++) free(res[i].ws);
   if (w.kconst) mgpu_const_destroy(w.kconst);
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < MGPU_MAX_ARGS; i++) {
     if (w.in[i]) free_array(base, &o, w.in[i]);
-  free_array(base, &o, w.out);
+    if (w.outs[i]) free_array(base, &o, w.outs[i]);
+  }
   if (w.mid1) free_array(base, &o, w.mid1), free_array(base, &o, w.mid2);
   free(w.row_worker);
   free(w.K);

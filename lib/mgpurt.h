@@ -344,6 +344,48 @@ MGPU_API void mgpu_const_destroy(mgpu_const_t *c);
 MGPU_API void *mgpu_host_alloc(mgpu_runtime_t *rt, size_t bytes);
 MGPU_API void mgpu_host_free(mgpu_runtime_t *rt, void *p);
 
+/* ------------------------------------------------------------------------- */
+/* mgpu-run plugins                                                           */
+/* ------------------------------------------------------------------------- */
+
+/**
+ * A workload that a plugin adds to mgpu-run (`mgpu-run --plugin FILE.so NAME`).
+ * mgpu-run makes the arrays from the kernel's item sizes (n items, -n), fills
+ * the inputs (with init_input, or with random bytes when it is NULL), runs the
+ * batch with `arg` as its argument, and checks the outputs against the
+ * kernel's CPU function run on sampled items. The struct and everything it
+ * points to must stay valid until the process exits.
+ */
+typedef struct mgpu_plugin_workload {
+  const char *name;          /**< the name on mgpu-run's command line */
+  const char *doc;           /**< one line for --list */
+  mgpu_kernel_t kernel;
+  const void *arg;           /**< the batch's argument (may be NULL with arg_size 0) */
+  size_t arg_size;
+  size_t default_items;      /**< items when -n is not given (0: 1048576) */
+  /** Fill input k for items [0, n); return 0, or non-zero to fail the run. */
+  int (*init_input)(int k, void *data, size_t n, uint64_t seed);
+} mgpu_plugin_workload_t;
+
+/** Version of this interface; a plugin compiled for another is refused. */
+#define MGPU_PLUGIN_ABI 1
+
+/** What a plugin's entry point receives. */
+typedef struct mgpu_plugin_registry {
+  int abi;                   /**< MGPU_PLUGIN_ABI of the loading program */
+  /** Add one workload; returns 0, or non-zero (bad or duplicate name). */
+  int (*add)(struct mgpu_plugin_registry *reg, const mgpu_plugin_workload_t *w);
+  void *loader;              /**< the loader's own state */
+} mgpu_plugin_registry_t;
+
+/**
+ * The entry point a plugin defines: check reg->abi == MGPU_PLUGIN_ABI, add its
+ * workloads with reg->add, return 0 (non-zero makes mgpu-run stop with an
+ * error). Build the plugin as a shared library: cc -shared -fPIC plugin.c.
+ */
+typedef int (*mgpu_plugin_init_fn)(mgpu_plugin_registry_t *reg);
+#define MGPU_PLUGIN_ENTRY "mgpu_plugin_init"
+
 #ifdef __cplusplus
 }
 #endif

@@ -65,5 +65,16 @@ img=$(mktemp /tmp/mgpu-mandel-XXXXXX)
 expect 0 "verification: ok" -- env MGPU_EMULATE_GPUS=1 "$run" mandelbrot -n 64 --size 96 --repeat 1 -o "$img" --overlay
 if [ -s "$img" ]; then ok; else bad "no image written"; fi
 rm -f "$img"
+# Plugins: the example plugin runs and verifies; bad files are usage errors.
+plugin="${top_builddir:-.}/doc/examples/.libs/plugin.so"
+expect 0 "collatz" -- "$run" --plugin "$plugin" --list
+expect 0 "verification: ok" -- env MGPU_EMULATE_GPUS=1 "$run" --plugin "$plugin" collatz -n 20000 --compare --repeat 1 --threads 1
+expect 0 "verification: ok" -- "$run" --plugin "$plugin" -n 5000 --repeat 1
+expect 2 "No such file" -- "$run" --plugin /nonexistent/plugin.so
+expect 2 "not a loadable shared library" -- "$run" --plugin "${top_srcdir:-.}/README.md"
+expect 2 "no entry point mgpu_plugin_init" -- "$run" --plugin "${top_builddir:-.}/lib/.libs/libmgpurt.so"
+expect 2 "unknown workload 'nosuch'" -- "$run" --plugin "$plugin" nosuch
+# MGPU_STATS=1 prints the per-worker table at finalize.
+expect 0 "libmgpurt statistics" -- env MGPU_STATS=1 "$run" mulmod -n 1000 --intensity 3 --repeat 1 -q
 echo "mgpu-run: $passes passed, $fails failed"
 [ "$fails" = 0 ]
