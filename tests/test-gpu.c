@@ -317,6 +317,40 @@ START_TEST(test_transfer_bandwidth) {
 }
 END_TEST
 
+static double mulmod_throughput(mgpu_sched_t mode, uint64_t *x, uint64_t *y, size_t n) {
+  mgpu_runtime_t *rt = start_gpu(4, gpus_present(), mode, NULL);
+  mgpu_kernel_t k;
+  mgpu_kernel_mulmod(300, &k);
+  mgpu_mulmod_arg_t a = {300};
+  mgpu_batch_t b = {.kernel = &k, .n = n, .in = {x}, .out = {y}, .arg = &a, .arg_size = sizeof a};
+  ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK); /* the model learns */
+  double best = 1e30;
+  for (int rep = 0; rep < 3; rep++) {
+    double t0 = mgpu__now();
+    ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
+    double t = mgpu__now() - t0;
+    if (t < best) best = t;
+  }
+  mgpu_finalize(rt);
+  return (double)n / best;
+}
+
+START_TEST(test_balance_real) {
+  /* Balance on real devices: with 4 CPU workers and every GPU, stealing
+   * reaches most of the sum of the CPU-only and GPU-only throughputs. */
+  NEED_GPUS(1);
+  const size_t n = (size_t)1 << 22;
+  uint64_t *x = malloc(8 * n), *y = malloc(8 * n);
+  uint64_t rng = 11;
+  for (size_t i = 0; i < n; i++) x[i] = mgpu_test_rand(&rng);
+  double cpu = mulmod_throughput(MGPU_SCHED_CPU, x, y, n), gpu = mulmod_throughput(MGPU_SCHED_GPU, x, y, n),
+         steal = mulmod_throughput(MGPU_SCHED_STEAL, x, y, n);
+  printf("balance on GPUs: cpu %.3g, gpu %.3g, steal %.3g items/s, E = %.3f\n", cpu, gpu, steal, steal / (cpu + gpu));
+  ck_assert_msg(steal >= 0.8 * (cpu + gpu), "steal %.3g items/s is under 0.8 of cpu + gpu %.3g", steal, cpu + gpu);
+  free(x), free(y);
+}
+END_TEST
+
 typedef struct {
   mgpu_runtime_t *rt;
   int fails;
@@ -378,6 +412,7 @@ int main(void) {
   tcase_add_test(tc, test_fault_injection_real);
   tcase_add_test(tc, test_many_submitters_gpu);
   tcase_add_test(tc, test_transfer_bandwidth);
+  tcase_add_test(tc, test_balance_real);
   suite_add_tcase(s, tc);
   int rc = mgpu_test_main(s);
   /* Counted after the forked tests, so CUDA never starts before a fork. */
