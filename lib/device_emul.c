@@ -39,7 +39,8 @@ typedef struct emul_dev {
   size_t mem_limit;
   pthread_mutex_t lock;    /* guards mem_used */
   size_t mem_used;
-  pthread_mutex_t compute; /* one kernel at a time */
+  pthread_mutex_t compute; /* one kernel at a time; guards busy_until */
+  double busy_until;       /* virtual end of the last kernel */
 } emul_dev_t;
 
 typedef struct emul_stream {
@@ -103,7 +104,15 @@ static void *stream_main(void *arg) {
       pthread_mutex_lock(&s->dev->compute);
       double t0 = mgpu__now();
       rc = op->kernel.cpu(&op->chunk);
-      if (s->dev->speed > 0) sleep_until(t0 + (double)op->chunk.count / s->dev->speed);
+      if (s->dev->speed > 0) {
+        /* A virtual clock of the compute engine: a kernel ends count/speed
+         * after the later of its start and the previous kernel's end, so the
+         * host's sleep overshoot does not pile up from kernel to kernel and a
+         * device kept busy runs at its declared speed. */
+        double start = t0 < s->dev->busy_until ? s->dev->busy_until : t0;
+        s->dev->busy_until = start + (double)op->chunk.count / s->dev->speed;
+        sleep_until(s->dev->busy_until);
+      }
       pthread_mutex_unlock(&s->dev->compute);
     }
     free(op);
