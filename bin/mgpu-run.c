@@ -40,6 +40,7 @@ typedef struct {
   unsigned long long seed;
   const char *output;  /* mandelbrot image */
   const char *plugin;  /* shared library adding workloads */
+  const char *trace;   /* MGPU_TRACE file of the (steal) run */
   bool overlay;
   mgpu_config_t cfg;
 } opts_t;
@@ -85,6 +86,8 @@ static void help(void) {
       "      --no-verify      do not check results against the CPU reference\n"
       "      --pinned         put the arrays in pinned host memory (mgpu_host_alloc)\n"
       "  -o, --output FILE    mandelbrot: write the image (PNG when built with libpng, else PPM)\n"
+      "      --trace FILE     write a Chrome/Perfetto trace of the run (of the steal run with\n"
+      "                       --compare) to FILE, as MGPU_TRACE does\n"
       "      --plugin FILE    load workloads from a shared library (entry point mgpu_plugin_init,\n"
       "                       see mgpurt.h); name one as WORKLOAD, or the only one runs\n"
       "      --overlay        mandelbrot: tint each row by the worker that computed it\n"
@@ -141,7 +144,7 @@ static const char *const workloads[] = {"ntt", "sha256", "mandelbrot", "saxpy", 
 
 static void parse_args(int argc, char **argv, opts_t *o) {
   enum { O_SIZE = 256, O_INT, O_MODE, O_COMPARE, O_REPEAT, O_SEED, O_NOVERIFY, O_JSON, O_INFO, O_LIST,
-         O_NUMGPUS, O_DEVICES, O_RATIO, O_MAXB, O_STREAMS, O_PINNED, O_OVERLAY, O_PLUGIN };
+         O_NUMGPUS, O_DEVICES, O_RATIO, O_MAXB, O_STREAMS, O_PINNED, O_OVERLAY, O_PLUGIN, O_TRACE };
   static const struct option longopts[] = {
       {"items", required_argument, 0, 'n'},   {"size", required_argument, 0, O_SIZE},
       {"intensity", required_argument, 0, O_INT}, {"mode", required_argument, 0, O_MODE},
@@ -155,6 +158,7 @@ static void parse_args(int argc, char **argv, opts_t *o) {
       {"max-batch", required_argument, 0, O_MAXB}, {"streams", required_argument, 0, O_STREAMS},
       {"pinned", no_argument, 0, O_PINNED},   {"output", required_argument, 0, 'o'},
       {"overlay", no_argument, 0, O_OVERLAY}, {"plugin", required_argument, 0, O_PLUGIN},
+      {"trace", required_argument, 0, O_TRACE},
       {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
   o->items = -1;
@@ -207,6 +211,10 @@ static void parse_args(int argc, char **argv, opts_t *o) {
     case 'o': o->output = optarg; break;
     case O_OVERLAY: o->overlay = true; break;
     case O_PLUGIN: o->plugin = optarg; break;
+    case O_TRACE:
+      if (!*optarg) usage_error("--trace needs a file name");
+      o->trace = optarg;
+      break;
     case ':': usage_error("option '%s' needs a value", argv[optind - 1]); break;
     default: usage_error("unknown option '%s'", argv[optind - 1]); break;
     }
@@ -295,8 +303,9 @@ static const mgpu_plugin_workload_t *resolve_workload(opts_t *o) {
 
 /* ------------------------------------------------------------ runtime start */
 
-static mgpu_runtime_t *start_runtime(const opts_t *o, mgpu_sched_t mode, double ratio) {
+static mgpu_runtime_t *start_runtime(const opts_t *o, mgpu_sched_t mode, double ratio, bool traced) {
   mgpu_config_t c = o->cfg;
+  if (traced && o->trace) c.trace = o->trace;
   if (mode) c.sched = mode;
   if (ratio > 0 && c.device_to_core_ratio == 0) c.device_to_core_ratio = ratio;
   mgpu_runtime_t *rt;
@@ -798,7 +807,7 @@ int main(int argc, char **argv) {
   }
   const mgpu_plugin_workload_t *pw = o.info ? NULL : resolve_workload(&o);
   signal(SIGINT, on_sigint);
-  mgpu_runtime_t *base = start_runtime(&o, o.mode, 0);
+  mgpu_runtime_t *base = start_runtime(&o, o.mode, 0, !o.compare);
   if (o.info) {
     print_info(base);
     mgpu_finalize(base);
@@ -834,7 +843,8 @@ int main(int argc, char **argv) {
       }
       if (modes[m] == MGPU_SCHED_STATIC && res[0].ran && res[1].ran && res[0].throughput > 0)
         ratio = (res[1].throughput / ngpu) / (res[0].throughput / ncpu);
-      mgpu_runtime_t *rt = start_runtime(&o, modes[m], modes[m] == MGPU_SCHED_STATIC ? ratio : 0);
+      mgpu_runtime_t *rt =
+          start_runtime(&o, modes[m], modes[m] == MGPU_SCHED_STATIC ? ratio : 0, modes[m] == MGPU_SCHED_STEAL);
       measure(rt, &w, &o, r, r->mode);
       if (w.kconst_rt == rt) {
         mgpu_const_destroy(w.kconst);

@@ -126,6 +126,7 @@ MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *d, si
   b->gpu_ok = gpu_ok;
   b->steal_ok = cfg->v.sched != MGPU_SCHED_STATIC;
   b->t_submit = mgpu__now();
+  b->id = atomic_fetch_add(&rt->next_batch_id, 1);
   atomic_init(&b->status, MGPU_OK);
   atomic_init(&b->refs, 2); /* the caller's and the runtime's */
 

@@ -31,10 +31,15 @@ static int run_chunk(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, do
       .in = in, .out = out, .consts = consts, .arg = b->desc.arg, .scratch = scratch ? w->scratch : NULL,
       .first = c->first, .count = c->count, .stream = NULL, .worker = w->id,
   };
-  MGPU_UNUSED(rt);
   double t0 = mgpu__now();
   int rc = k->cpu(&ch);
-  *busy = mgpu__now() - t0;
+  double t1 = mgpu__now();
+  *busy = t1 - t0;
+  if (rt->trace_on) {
+    mgpu__tev_t ev = {.t0 = t0, .t1 = t1, .kind = MGPU_TEV_CHUNK, .stream = -1, .name = b->kernel.name,
+                      .batch = b->id, .first = c->first, .count = c->count};
+    mgpu__trace_add(rt, w, &ev);
+  }
   return rc;
 }
 

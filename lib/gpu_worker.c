@@ -24,6 +24,8 @@ typedef struct {
   size_t hbuf_bytes;
   bool busy;
   void *ev_start, *ev_end; /* device timestamps of the chunk */
+  void *ev_h2d, *ev_kern;  /* with MGPU_TRACE: copies in done, kernel done */
+  size_t h2d_bytes, d2h_bytes;
   mgpu__claim_t claim;
   double t_issue;
   int nstaged;
@@ -53,6 +55,7 @@ struct mgpu__gpu {
   int failures;               /* consecutive failed chunks */
   double last_done;           /* host time of the last completion (fallback) */
   double last_end_dev;        /* device time when the last chunk ended */
+  double epoch_host;          /* host clock at the device's time 0 (open) */
   bool timed;                 /* the back end has timing events */
   /* Device start and end times of the last chunks (ring), for tests and reports. */
   pthread_mutex_t tl_lock;
@@ -219,6 +222,8 @@ static int issue(mgpu__gpu_t *gp, slot_t *s) {
     s->out[i] = dp;
     dp += round_up(k->out_size[i] * n);
   }
+  bool tracing = gp->rt->trace_on && gp->timed;
+  if (tracing && gp->ops->event_record(gp->ctx, s->ev_h2d, s->stream) != 0) tracing = false;
   void *scratch = k->scratch_per_item ? dp : NULL;
 
   s->chunk = (mgpu_chunk_t){.in = s->in, .out = s->out, .consts = s->consts, .arg = b->desc.arg, .scratch = scratch,
@@ -228,6 +233,10 @@ static int issue(mgpu__gpu_t *gp, slot_t *s) {
     return MGPU_EKERNEL;
   }
   if ((rc = gp->ops->launch(gp->ctx, k, &s->chunk, s->stream)) != 0) return rc;
+  if (tracing && gp->ops->event_record(gp->ctx, s->ev_kern, s->stream) != 0) tracing = false;
+  s->h2d_bytes = s->d2h_bytes = 0;
+  for (int i = 0; i < k->nin; i++) s->h2d_bytes += k->in_size[i] * n;
+  for (int i = 0; i < k->nout; i++) s->d2h_bytes += k->out_size[i] * n;
 
   s->nstaged = 0;
   for (int i = 0; i < k->nout; i++) {
@@ -301,6 +310,21 @@ static void retire_oldest(mgpu__gpu_t *gp) {
       double dev = t1 - MGPU_MAX(t0, gp->last_end_dev);
       gp->last_end_dev = t1;
       if (gp->last_done == 0 || dev > busy) busy = dev;
+      double th, tk;
+      if (gp->rt->trace_on && gp->ops->event_time(gp->ctx, s->ev_h2d, &th) == 0 &&
+          gp->ops->event_time(gp->ctx, s->ev_kern, &tk) == 0) {
+        mgpu__batch_t *b = s->claim.b;
+        int slot = (int)(s - gp->slots);
+        double e = gp->epoch_host;
+        mgpu__tev_t ev = {.stream = slot, .name = b->kernel.name, .batch = b->id, .first = s->claim.first,
+                          .count = s->claim.count};
+        ev.kind = MGPU_TEV_H2D, ev.t0 = e + t0, ev.t1 = e + th, ev.bytes = s->h2d_bytes;
+        mgpu__trace_add(gp->rt, gp->w, &ev);
+        ev.kind = MGPU_TEV_KERNEL, ev.t0 = e + th, ev.t1 = e + tk, ev.bytes = 0;
+        mgpu__trace_add(gp->rt, gp->w, &ev);
+        ev.kind = MGPU_TEV_D2H, ev.t0 = e + tk, ev.t1 = e + t1, ev.bytes = s->d2h_bytes;
+        mgpu__trace_add(gp->rt, gp->w, &ev);
+      }
       pthread_mutex_lock(&gp->tl_lock);
       gp->tl_start[gp->tl_n % MGPU_TIMELINE] = t0;
       gp->tl_end[gp->tl_n % MGPU_TIMELINE] = t1;
@@ -325,6 +349,8 @@ static void free_slots(mgpu__gpu_t *gp) {
     if (s->hbuf) gp->ops->host_free(s->hbuf);
     if (s->ev_start) gp->ops->event_destroy(gp->ctx, s->ev_start);
     if (s->ev_end) gp->ops->event_destroy(gp->ctx, s->ev_end);
+    if (s->ev_h2d) gp->ops->event_destroy(gp->ctx, s->ev_h2d);
+    if (s->ev_kern) gp->ops->event_destroy(gp->ctx, s->ev_kern);
     if (s->stream) gp->ops->stream_destroy(gp->ctx, s->stream);
   }
   free(gp->slots);
@@ -354,6 +380,7 @@ static void *gpu_main(void *arg) {
     st = mgpu__fail(MGPU_EDEVICE, "cannot open device %d", dev);
     goto report;
   }
+  gp->epoch_host = mgpu__now();
   gp->slots = calloc((size_t)gp->nslots, sizeof *gp->slots);
   if (!gp->slots) {
     st = mgpu__fail(MGPU_ENOMEM, "GPU %d: out of memory", gp->g);
@@ -367,8 +394,10 @@ static void *gpu_main(void *arg) {
       goto report;
     }
     if (gp->timed && (gp->ops->event_create(gp->ctx, &s->ev_start) != 0 ||
-                      gp->ops->event_create(gp->ctx, &s->ev_end) != 0))
-      gp->timed = false; /* chunks are then timed with host clocks */
+                      gp->ops->event_create(gp->ctx, &s->ev_end) != 0 ||
+                      (rt->trace_on && (gp->ops->event_create(gp->ctx, &s->ev_h2d) != 0 ||
+                                        gp->ops->event_create(gp->ctx, &s->ev_kern) != 0))))
+      gp->timed = false; /* chunks are then timed with host clocks, and not traced */
   }
   size_t free_b = 0, total_b = 0;
   gp->ops->mem_info(gp->ctx, &free_b, &total_b);
@@ -406,6 +435,12 @@ report:
         }
         s->t_issue = mgpu__now();
         int rc = issue(gp, s);
+        if (rt->trace_on) {
+          mgpu__batch_t *b = s->claim.b;
+          mgpu__tev_t ev = {.t0 = s->t_issue, .t1 = mgpu__now(), .kind = MGPU_TEV_ISSUE, .stream = -1,
+                            .name = b->kernel.name, .batch = b->id, .first = s->claim.first, .count = s->claim.count};
+          mgpu__trace_add(rt, w, &ev);
+        }
         if (rc != 0) {
           /* Work already queued on the stream must end before the slot is reused. */
           gp->ops->stream_sync(gp->ctx, s->stream);

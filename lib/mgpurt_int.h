@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define MGPU_INTERNAL __attribute__((visibility("hidden")))
 #define MGPU_CACHELINE 64
@@ -175,6 +176,27 @@ typedef struct mgpu__model {
   struct mgpu__model *next;
 } mgpu__model_t;
 
+/* ------------------------------------------------------------- trace.c */
+typedef enum {
+  MGPU_TEV_CHUNK = 0, /* a CPU chunk */
+  MGPU_TEV_H2D,       /* GPU stream: copies in */
+  MGPU_TEV_KERNEL,    /* GPU stream: the kernel */
+  MGPU_TEV_D2H,       /* GPU stream: copies out */
+  MGPU_TEV_ISSUE,     /* GPU host thread: staging and enqueueing a chunk */
+  MGPU_TEV_STEAL,     /* instant: this worker stole `count` items from `other` */
+  MGPU_TEV_RETRY      /* instant: a failed chunk given back */
+} mgpu__tev_kind_t;
+
+typedef struct {
+  double t0, t1;      /* host clock (mgpu__now) */
+  mgpu__tev_kind_t kind;
+  int stream;         /* GPU stream slot, -1 for host-thread events */
+  int other;
+  const char *name;   /* kernel name (static for the run) */
+  uint64_t batch;
+  size_t first, count, bytes;
+} mgpu__tev_t;
+
 /* ------------------------------------------------------------ runtime.c */
 typedef struct mgpu__batch mgpu__batch_t;
 typedef struct mgpu__worker mgpu__worker_t;
@@ -204,6 +226,9 @@ struct mgpu__worker {
   size_t (*limit)(struct mgpu__worker *w, const mgpu__batch_t *b);
   void *scratch;           /* CPU: host scratch buffer */
   size_t scratch_bytes;
+  mgpu__tev_t *trace;      /* MGPU_TRACE events; written by this worker only */
+  size_t ntrace, trace_cap;
+  uint64_t trace_dropped;
 } __attribute__((aligned(MGPU_CACHELINE)));
 
 struct mgpu_runtime {
@@ -242,6 +267,9 @@ struct mgpu_runtime {
   _Atomic uint64_t batches_done, items_done, chunks_done, steals_done, retries_done;
 
   double t_init;
+  int trace_on;                /* MGPU_TRACE is set */
+  FILE *trace_fp;
+  _Atomic uint64_t next_batch_id;
   pthread_mutex_t alloc_lock;  /* guards host_allocs */
   struct { void *p; bool pinned; } *host_allocs;
   int nhost_allocs, host_allocs_cap;
@@ -269,6 +297,7 @@ typedef struct {
 struct mgpu__batch {
   /* The event part: lives until the last reference goes. */
   _Atomic int refs;
+  uint64_t id;             /* submission number, for traces */
   pthread_mutex_t lock;    /* guards done, status, dependents, requeue */
   pthread_cond_t done_cv;
   int done;
@@ -340,6 +369,12 @@ double mgpu__gpu_estimate(mgpu_runtime_t *rt, int g); /* device-to-core ratio gu
 /* Device start/end times (s) of GPU g's last chunks, oldest first; returns the count. */
 #define MGPU_TIMELINE 256
 int mgpu__gpu_timeline(mgpu_runtime_t *rt, int g, double *start, double *end, int max);
+
+/* ------------------------------------------------------------ trace.c */
+mgpu_status_t mgpu__trace_open(mgpu_runtime_t *rt);
+void mgpu__trace_add(mgpu_runtime_t *rt, mgpu__worker_t *w, const mgpu__tev_t *ev);
+void mgpu__trace_close(mgpu_runtime_t *rt); /* after the workers stopped */
+void mgpu__trace_free(mgpu__worker_t *w);
 
 /* ------------------------------------------------------------ const.c */
 void mgpu__const_ref(struct mgpu_const *c);

@@ -33,7 +33,11 @@ static void free_runtime(mgpu_runtime_t *rt) {
     if (rt->host_allocs[i].pinned) rt->dev->host_free(rt->host_allocs[i].p);
     else free(rt->host_allocs[i].p);
   }
-  for (int i = 0; i < rt->nworkers; i++) free(rt->workers[i].scratch);
+  if (rt->trace_fp) fclose(rt->trace_fp); /* init failed after opening it */
+  for (int i = 0; i < rt->nworkers; i++) {
+    free(rt->workers[i].scratch);
+    mgpu__trace_free(&rt->workers[i]);
+  }
   free(rt->workers);
   free(rt->gpus);
   free(rt->host_allocs);
@@ -61,9 +65,6 @@ MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p
   if (st != MGPU_OK) return st;
   mgpu__log_set_level(c.v.debug);
   if (!c.v.ignore_env) mgpu__config_warn_unknown(environ);
-  if (c.v.trace)
-    return mgpu__fail(MGPU_ENOTSUP, "MGPU_TRACE='%s': tracing is not available in this version of libmgpurt; unset it",
-                      c.v.trace);
 
   mgpu_runtime_t *rt = calloc(1, sizeof *rt);
   if (!rt) return mgpu__fail(MGPU_ENOMEM, "mgpu_init: out of memory");
@@ -114,6 +115,9 @@ MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p
     w->gpu = i < rt->ncpu ? -1 : i - rt->ncpu;
   }
 
+  st = mgpu__trace_open(rt);
+  if (st != MGPU_OK) goto fail_free;
+
   /* GPU host threads first: the prior ratio comes from their devices. */
   int started = 0;
   double ratio_sum = 0;
@@ -147,6 +151,7 @@ MGPU_API void mgpu_finalize(mgpu_runtime_t *rt) {
   while (rt->live_batches > 0) pthread_cond_wait(&rt->idle_cv, &rt->lock);
   pthread_mutex_unlock(&rt->lock);
   stop_workers(rt);
+  mgpu__trace_close(rt);
   if (rt->cfg.v.stats) {
     mgpu_worker_stats_t *ws = calloc((size_t)rt->nworkers, sizeof *ws);
     mgpu_stats_t s = {.worker = ws, .worker_cap = ws ? rt->nworkers : 0};

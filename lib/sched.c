@@ -391,6 +391,12 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
     atomic_store_explicit(&r->end, end - take, memory_order_relaxed);
     pthread_mutex_unlock(&r->lock);
     install(b, w, end - take, take);
+    if (rt->trace_on) {
+      double now = mgpu__now();
+      mgpu__tev_t ev = {.t0 = now, .t1 = now, .kind = MGPU_TEV_STEAL, .stream = -1, .other = victim,
+                        .name = b->kernel.name, .batch = b->id, .first = end - take, .count = take};
+      mgpu__trace_add(rt, w, &ev);
+    }
     b->wstats[w->id].steals++;
     atomic_fetch_add_explicit(&w->steals, 1, memory_order_relaxed);
     return true;
@@ -501,6 +507,12 @@ void mgpu__giveback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
     b->requeue_cap = cap;
   }
   b->requeue[b->nrequeue++] = (mgpu__span_t){c->first, c->count, w->id};
+  if (rt->trace_on) {
+    double now = mgpu__now();
+    mgpu__tev_t ev = {.t0 = now, .t1 = now, .kind = MGPU_TEV_RETRY, .stream = -1, .name = b->kernel.name,
+                      .batch = b->id, .first = c->first, .count = c->count};
+    mgpu__trace_add(rt, w, &ev);
+  }
   atomic_store_explicit(&b->has_requeue, 1, memory_order_release);
   pthread_mutex_unlock(&b->lock);
   b->wstats[w->id].retries++;

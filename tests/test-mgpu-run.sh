@@ -60,6 +60,35 @@ assert d["verification"]["failed"] == 0 and d["verification"]["checked"] > 0
 assert "MGPU_NUM_THREADS" in d["config"] and d["efficiency"] > 0
 '; then ok; else bad "--json output does not parse or lacks fields: $out"; fi
 fi
+# Traces: Chrome trace-event JSON with every chunk of the run, one track per
+# worker and per GPU stream; a file that cannot be written is a usage error.
+trace=$(mktemp /tmp/mgpu-trace-XXXXXX)
+expect 0 "verification ok" -- env MGPU_EMULATE_GPUS=2 "$run" mulmod -n 30000 --intensity 20 --repeat 1 --threads 2 -q --trace "$trace"
+if command -v python3 >/dev/null 2>&1; then
+  if python3 - "$trace" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"]
+names = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+assert {"CPU worker 0", "CPU worker 1", "stream 0"} <= names, names
+assert any(n.startswith("GPU 1 (device 1) host thread") for n in names), names
+# Every item of the warm-up and the timed run, once each: CPU chunks + GPU kernels.
+done = [e for e in ev if e.get("cat") in ("chunk", "kernel")]
+assert sum(e["args"]["items"] for e in done) == 2 * 30000, sum(e["args"]["items"] for e in done)
+for batch in {e["args"]["batch"] for e in done}:
+    spans = sorted((e["args"]["first"], e["args"]["first"] + e["args"]["items"]) for e in done if e["args"]["batch"] == batch)
+    at = 0
+    for a, b in spans:
+        assert a == at, (batch, a, at)
+        at = b
+    assert at == 30000
+assert all(e["dur"] >= 0 for e in ev if e["ph"] == "X")
+assert any(e.get("cat") == "h2d" and e["args"]["bytes"] > 0 for e in ev)
+PY
+  then ok; else bad "the trace does not parse or misses chunks"; fi
+fi
+rm -f "$trace"
+expect 2 "MGPU_TRACE='/nonexistent/dir/t.json'" -- env MGPU_TRACE=/nonexistent/dir/t.json "$run" --info
 # Mandelbrot image with the worker overlay.
 img=$(mktemp /tmp/mgpu-mandel-XXXXXX)
 expect 0 "verification: ok" -- env MGPU_EMULATE_GPUS=1 "$run" mandelbrot -n 64 --size 96 --repeat 1 -o "$img" --overlay
