@@ -80,6 +80,13 @@ static void *team_main(void *arg) {
     int go = rt->team_go > 0;
     pthread_mutex_unlock(&rt->team_lock);
     if (go) mgpu__cpu_worker_loop(rt, &rt->workers[id]);
+    /* Check out under the team lock: mgpu__team_join waits for every member,
+     * so what a worker wrote is ordered before finalize frees it by a pthread
+     * mutex as well as by OpenMP's barrier (which race detectors cannot see). */
+    pthread_mutex_lock(&rt->team_lock);
+    rt->team_done++;
+    pthread_cond_broadcast(&rt->team_cv);
+    pthread_mutex_unlock(&rt->team_lock);
   }
   return NULL;
 }
@@ -88,7 +95,7 @@ mgpu_status_t mgpu__team_start(mgpu_runtime_t *rt) {
   if (rt->ncpu == 0) return MGPU_OK;
   pthread_mutex_init(&rt->team_lock, NULL);
   pthread_cond_init(&rt->team_cv, NULL);
-  rt->team_ready = rt->team_got = rt->team_go = 0;
+  rt->team_ready = rt->team_got = rt->team_go = rt->team_done = 0;
   int rc = pthread_create(&rt->team_thread, NULL, team_main, rt);
   if (rc != 0) return mgpu__fail(MGPU_ESYSTEM, "cannot start the CPU worker team: pthread_create returned %d", rc);
   rt->team_started = 1;
@@ -110,6 +117,9 @@ mgpu_status_t mgpu__team_start(mgpu_runtime_t *rt) {
 
 void mgpu__team_join(mgpu_runtime_t *rt) {
   if (!rt->team_started) return;
+  pthread_mutex_lock(&rt->team_lock);
+  while (rt->team_done < rt->team_got) pthread_cond_wait(&rt->team_cv, &rt->team_lock);
+  pthread_mutex_unlock(&rt->team_lock);
   pthread_join(rt->team_thread, NULL);
   rt->team_started = 0;
   pthread_mutex_destroy(&rt->team_lock);

@@ -278,7 +278,7 @@ struct mgpu_runtime {
   int team_started;
   pthread_mutex_t team_lock;
   pthread_cond_t team_cv;
-  int team_ready, team_got, team_go;
+  int team_ready, team_got, team_go, team_done;
 };
 
 /* --------------------------------------------------------------- sched.c */
@@ -326,7 +326,7 @@ struct mgpu__batch {
   int nrequeue, requeue_cap;
   _Atomic int has_requeue;
   mgpu__batch_t *next, *prev; /* rt active list */
-  bool active;
+  _Atomic bool active;     /* in the active list; written under rt->lock */
 };
 
 typedef struct {

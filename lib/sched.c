@@ -189,7 +189,7 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   free(speed);
   free(share);
   atomic_store(&b->remaining, b->desc.n);
-  b->active = true;
+  atomic_store_explicit(&b->active, true, memory_order_relaxed);
   b->prev = rt->active_tail;
   b->next = NULL;
   if (rt->active_tail) rt->active_tail->next = b;
@@ -204,9 +204,9 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
  * dependents. Called by the thread that completed its last item. */
 static void finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   pthread_mutex_lock(&rt->lock);
-  if (b->active) {
+  if (atomic_load_explicit(&b->active, memory_order_relaxed)) {
     list_remove(rt, b);
-    b->active = false;
+    atomic_store_explicit(&b->active, false, memory_order_relaxed);
     if (!b->gpu_ok) atomic_fetch_sub(&rt->n_active_cpu_only, 1);
   }
   pthread_mutex_unlock(&rt->lock);
@@ -434,7 +434,7 @@ bool mgpu__claim(mgpu_runtime_t *rt, mgpu__worker_t *w, size_t max_items, double
   mgpu__batch_t *b = w->cur;
   /* Fast path: keep taking from the current batch's own range, unless a CPU
    * worker should move to work that only CPUs can do. */
-  if (b && b->active && eligible(rt, b, w) &&
+  if (b && atomic_load_explicit(&b->active, memory_order_relaxed) && eligible(rt, b, w) &&
       !(w->kind == MGPU_WORKER_CPU && b->gpu_ok && atomic_load_explicit(&rt->n_active_cpu_only, memory_order_relaxed))) {
     if (take_own(b, w, max_items, target_s, c)) return true;
   }

@@ -43,6 +43,14 @@ static int sleep_item(const mgpu_chunk_t *c) {
   return 0;
 }
 static const mgpu_kernel_t cpu_sleep = {.name = "cpu-sleep", .cpu = sleep_item};
+
+/* Waits until the test opens the gate: orders the test's steps with a worker's. */
+static int gate_item(const mgpu_chunk_t *c) {
+  _Atomic int *const *gate = c->arg;
+  while (!atomic_load_explicit(*gate, memory_order_acquire)) mgpu_test_sleep(1e-4);
+  return 0;
+}
+static const mgpu_kernel_t gate_kernel = {.name = "gate", .cpu = gate_item};
 static const mgpu_kernel_t gpu_sleep = {.name = "gpu-sleep", .cpu = sleep_item, .gpu = marker_gpu};
 
 static mgpu_runtime_t *start(int cpus, int emu) {
@@ -185,10 +193,10 @@ START_TEST(test_bad_arguments) {
   ck_assert_ptr_null(mgpu_host_alloc(rt, 0));
   ck_assert_int_eq(mgpu_init(NULL, NULL), MGPU_EINVAL);
   /* A destroyed constant cannot be used by a new batch. A batch waiting on a
-   * slow one holds it, so it is still there to be recognised as destroyed. */
+   * gated one holds it, so it is still there to be recognised as destroyed. */
   ck_assert_int_eq(mgpu_const_create(rt, x, 8, &c), MGPU_OK);
-  cost_arg_t slow = {0.2};
-  mgpu_batch_t blocker = {.kernel = &cpu_sleep, .n = 1, .arg = &slow, .arg_size = sizeof slow};
+  _Atomic int open = 0, *gate = &open;
+  mgpu_batch_t blocker = {.kernel = &gate_kernel, .n = 1, .arg = &gate, .arg_size = sizeof gate};
   mgpu_event_t *eb;
   ck_assert_int_eq(mgpu_submit(rt, &blocker, 0, NULL, &eb), MGPU_OK);
   mgpu_batch_t withc = b;
@@ -199,6 +207,7 @@ START_TEST(test_bad_arguments) {
   mgpu_event_t *ev2;
   ck_assert_int_eq(mgpu_submit(rt, &withc, 0, NULL, &ev2), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "destroyed"));
+  atomic_store_explicit(&open, 1, memory_order_release);
   ck_assert_int_eq(mgpu_event_wait(ev, NULL), MGPU_OK);
   mgpu_event_release(ev);
   mgpu_event_release(eb);
