@@ -716,6 +716,7 @@ typedef struct {
   mgpu_stats_t st;
   mgpu_worker_stats_t *ws;
   int ran;
+  int runs; /* timed runs made (fewer than --repeat after SIGINT) */
   const char *skipped;
 } result_t;
 
@@ -724,6 +725,8 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+static volatile sig_atomic_t interrupted;
+
 static void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const char *mode) {
   int nw = mgpu_num_workers(rt);
   r->mode = mode;
@@ -731,9 +734,14 @@ static void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r,
   double *times = calloc((size_t)o->repeat, sizeof *times);
   mgpu_stats_t st = {.worker = r->ws, .worker_cap = nw};
   run_once(rt, w, o, NULL); /* warm-up: the speed model learns, buffers are made */
-  for (int i = 0; i < o->repeat; i++) times[i] = run_once(rt, w, o, &st);
-  qsort(times, (size_t)o->repeat, sizeof *times, cmp_double);
-  r->wall_s = times[o->repeat / 2];
+  /* SIGINT stops between runs (a batch in flight always completes): the
+   * report then covers the runs made. */
+  int done = 0;
+  for (int i = 0; i < o->repeat && !interrupted; i++) times[done++] = run_once(rt, w, o, &st);
+  if (done == 0) times[done++] = run_once(rt, w, o, &st);
+  r->runs = done;
+  qsort(times, (size_t)done, sizeof *times, cmp_double);
+  r->wall_s = times[done / 2];
   r->throughput = r->wall_s > 0 ? (double)w->n / r->wall_s : 0;
   r->st = st;
   r->ran = 1;
@@ -787,7 +795,6 @@ static void json_result(const result_t *r, int nw, bool last) {
   printf("]}%s\n", last ? "" : ",");
 }
 
-static volatile sig_atomic_t interrupted;
 static void on_sigint(int sig) {
   (void)sig;
   interrupted = 1;
@@ -907,7 +914,7 @@ int main(int argc, char **argv) {
         printf("mode %-6s skipped (%s)\n", r->mode, r->skipped ? r->skipped : "interrupted");
         continue;
       }
-      printf("mode %-6s %.4f s (median of %d), %.4g items/s, %.3g GB/s moved\n", r->mode, r->wall_s, o.repeat,
+      printf("mode %-6s %.4f s (median of %d), %.4g items/s, %.3g GB/s moved\n", r->mode, r->wall_s, r->runs,
              r->throughput, r->throughput * w.bytes_per_item / 1e9);
       if (!o.compare || i == nres - 1) print_workers(base, r);
     }
@@ -931,7 +938,7 @@ int main(int argc, char **argv) {
   free(w.K);
   mgpu_finalize(base);
   if (interrupted) {
-    fprintf(stderr, "%s: interrupted\n", prog);
+    fprintf(stderr, "%s: interrupted: the report covers the runs made before SIGINT\n", prog);
     return 130;
   }
   return bad ? EXIT_FAIL : 0;

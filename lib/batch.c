@@ -39,8 +39,8 @@ static mgpu_status_t check_batch(const mgpu_runtime_t *rt, const mgpu_batch_t *d
     return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch->nconsts = %d: expected 0..%d", d->nconsts, MGPU_MAX_CONSTS);
   for (int i = 0; i < d->nconsts; i++) {
     if (!d->consts[i]) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch->consts[%d] is NULL", i);
-    if (atomic_load(&d->consts[i]->destroyed))
-      return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch->consts[%d] was destroyed", i);
+    if (!mgpu__handle_live(MGPU_H_CONST, d->consts[i]))
+      return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch->consts[%d] was destroyed, or is not a constant", i);
     if (d->consts[i]->rt != rt)
       return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch->consts[%d] belongs to another runtime", i);
   }
@@ -71,12 +71,16 @@ static mgpu_status_t check_batch(const mgpu_runtime_t *rt, const mgpu_batch_t *d
 
 MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *d, size_t ndeps, mgpu_event_t *const *deps,
                                    mgpu_event_t **done_p) {
-  if (!rt) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: rt is NULL");
+  mgpu_status_t rst = mgpu__check_rt(rt, "mgpu_submit");
+  if (rst != MGPU_OK) return rst;
   if (!d) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch is NULL");
   if (!done_p) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: done_p is NULL");
   if (ndeps > 0 && !deps) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: deps is NULL with ndeps = %zu", ndeps);
-  for (size_t i = 0; i < ndeps; i++)
+  for (size_t i = 0; i < ndeps; i++) {
     if (!deps[i]) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: deps[%zu] is NULL", i);
+    if (!mgpu__handle_live(MGPU_H_EVENT, deps[i]))
+      return mgpu__fail(MGPU_EINVAL, "mgpu_submit: deps[%zu] is not a live event (released already?)", i);
+  }
   mgpu_status_t st = check_batch(rt, d);
   if (st != MGPU_OK) return st;
 
@@ -162,6 +166,7 @@ MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *d, si
     dep->dependents[dep->ndependents++] = b;
     pthread_mutex_unlock(&dep->lock);
   }
+  if (mgpu__handle_add(MGPU_H_EVENT, b) != 0) MGPU_PANIC("out of memory registering an event");
   *done_p = (mgpu_event_t *)b;
   if (atomic_fetch_sub(&b->deps_pending, 1) == 1) mgpu__activate(rt, b);
   return MGPU_OK;
@@ -191,6 +196,8 @@ static void fill_stats(const mgpu__batch_t *b, mgpu_stats_t *s) {
 
 MGPU_API mgpu_status_t mgpu_event_wait(mgpu_event_t *ev, mgpu_stats_t *stats) {
   if (!ev) return mgpu__fail(MGPU_EINVAL, "mgpu_event_wait: event is NULL");
+  if (!mgpu__handle_live(MGPU_H_EVENT, ev))
+    return mgpu__fail(MGPU_EINVAL, "mgpu_event_wait: %p is not a live event (released already?)", (void *)ev);
   mgpu__batch_t *b = (mgpu__batch_t *)ev;
   pthread_mutex_lock(&b->lock);
   while (!b->done) pthread_cond_wait(&b->done_cv, &b->lock);
@@ -211,6 +218,8 @@ MGPU_API mgpu_status_t mgpu_event_wait(mgpu_event_t *ev, mgpu_stats_t *stats) {
 
 MGPU_API mgpu_status_t mgpu_event_test(mgpu_event_t *ev) {
   if (!ev) return mgpu__fail(MGPU_EINVAL, "mgpu_event_test: event is NULL");
+  if (!mgpu__handle_live(MGPU_H_EVENT, ev))
+    return mgpu__fail(MGPU_EINVAL, "mgpu_event_test: %p is not a live event (released already?)", (void *)ev);
   mgpu__batch_t *b = (mgpu__batch_t *)ev;
   pthread_mutex_lock(&b->lock);
   int done = b->done;
@@ -219,7 +228,12 @@ MGPU_API mgpu_status_t mgpu_event_test(mgpu_event_t *ev) {
 }
 
 MGPU_API void mgpu_event_release(mgpu_event_t *ev) {
-  if (ev) mgpu__batch_unref((mgpu__batch_t *)ev);
+  if (!ev) return;
+  if (!mgpu__handle_del(MGPU_H_EVENT, ev)) {
+    mgpu__log(MGPU_LOG_ERROR, "mgpu_event_release: %p is not a live event (released twice?); ignored", (void *)ev);
+    return;
+  }
+  mgpu__batch_unref((mgpu__batch_t *)ev);
 }
 
 MGPU_API mgpu_status_t mgpu_run(mgpu_runtime_t *rt, const mgpu_batch_t *batch, mgpu_stats_t *stats) {
@@ -244,7 +258,8 @@ static int loop_cpu(const mgpu_chunk_t *c) {
 }
 
 MGPU_API mgpu_status_t mgpu_parallel_for(mgpu_runtime_t *rt, size_t n, mgpu_loop_fn fn, void *arg) {
-  if (!rt) return mgpu__fail(MGPU_EINVAL, "mgpu_parallel_for: rt is NULL");
+  mgpu_status_t st = mgpu__check_rt(rt, "mgpu_parallel_for");
+  if (st != MGPU_OK) return st;
   if (!fn) return mgpu__fail(MGPU_EINVAL, "mgpu_parallel_for: fn is NULL");
   if (rt->ncpu == 0)
     return mgpu__fail(MGPU_ENOTSUP, "mgpu_parallel_for: the runtime has no CPU workers (MGPU_NUM_THREADS=0)");
@@ -257,7 +272,8 @@ MGPU_API mgpu_status_t mgpu_parallel_for(mgpu_runtime_t *rt, size_t n, mgpu_loop
 /* ------------------------------------------------------------ runtime stats */
 
 MGPU_API mgpu_status_t mgpu_runtime_stats(const mgpu_runtime_t *rt, mgpu_stats_t *s) {
-  if (!rt) return mgpu__fail(MGPU_EINVAL, "mgpu_runtime_stats: rt is NULL");
+  mgpu_status_t st = mgpu__check_rt(rt, "mgpu_runtime_stats");
+  if (st != MGPU_OK) return st;
   if (!s) return mgpu__fail(MGPU_EINVAL, "mgpu_runtime_stats: stats is NULL");
   mgpu_worker_stats_t *user = s->worker;
   int cap = s->worker_cap;

@@ -11,7 +11,8 @@
 #include <string.h>
 
 MGPU_API mgpu_status_t mgpu_const_create(mgpu_runtime_t *rt, const void *host, size_t bytes, mgpu_const_t **const_p) {
-  if (!rt) return mgpu__fail(MGPU_EINVAL, "mgpu_const_create: rt is NULL");
+  mgpu_status_t st = mgpu__check_rt(rt, "mgpu_const_create");
+  if (st != MGPU_OK) return st;
   if (!const_p) return mgpu__fail(MGPU_EINVAL, "mgpu_const_create: const_p is NULL");
   if (bytes == 0) return mgpu__fail(MGPU_EINVAL, "mgpu_const_create: bytes is 0: expected 1 or more");
   if (!host) return mgpu__fail(MGPU_EINVAL, "mgpu_const_create: host is NULL with bytes = %zu", bytes);
@@ -27,6 +28,11 @@ MGPU_API mgpu_status_t mgpu_const_create(mgpu_runtime_t *rt, const void *host, s
   c->rt = rt;
   atomic_init(&c->refs, 1);
   pthread_mutex_init(&c->lock, NULL);
+  if (mgpu__handle_add(MGPU_H_CONST, c) != 0) {
+    free(c->host);
+    free(c);
+    return mgpu__fail(MGPU_ENOMEM, "mgpu_const_create: out of memory");
+  }
   pthread_mutex_lock(&rt->lock);
   c->next_live = rt->consts;
   rt->consts = c;
@@ -75,10 +81,12 @@ void mgpu__const_unref(mgpu_const_t *c) {
 
 MGPU_API void mgpu_const_destroy(mgpu_const_t *c) {
   if (!c) return;
-  if (atomic_exchange(&c->destroyed, 1)) {
-    mgpu__log(MGPU_LOG_ERROR, "mgpu_const_destroy: constant %p destroyed twice; ignored", (void *)c);
+  if (!mgpu__handle_del(MGPU_H_CONST, c)) {
+    mgpu__log(MGPU_LOG_ERROR, "mgpu_const_destroy: %p is not a live constant (destroyed twice, or after mgpu_finalize?); "
+                              "ignored", (void *)c);
     return;
   }
+  atomic_store(&c->destroyed, 1);
   mgpu__const_unref(c);
 }
 
@@ -110,6 +118,7 @@ void mgpu__consts_free_all(mgpu_runtime_t *rt) {
     mgpu_const_t *c = lists[l];
     while (c) {
       mgpu_const_t *next = c->next_live;
+      mgpu__handle_del(MGPU_H_CONST, c); /* constants the caller never destroyed */
       free_host(c);
       c = next;
     }

@@ -376,6 +376,14 @@ void mgpu__trace_add(mgpu_runtime_t *rt, mgpu__worker_t *w, const mgpu__tev_t *e
 void mgpu__trace_close(mgpu_runtime_t *rt); /* after the workers stopped */
 void mgpu__trace_free(mgpu__worker_t *w);
 
+/* ------------------------------------------------------------ handle.c */
+typedef enum { MGPU_H_RUNTIME = 1, MGPU_H_EVENT = 2, MGPU_H_CONST = 3 } mgpu__handle_kind_t;
+int mgpu__handle_add(mgpu__handle_kind_t kind, const void *p);   /* 0, or -1 out of memory */
+bool mgpu__handle_live(mgpu__handle_kind_t kind, const void *p);
+bool mgpu__handle_del(mgpu__handle_kind_t kind, const void *p);  /* false if it was not live */
+/* runtime.c: MGPU_OK, or MGPU_EINVAL (NULL) / MGPU_ESTATE (not live) naming fn. */
+mgpu_status_t mgpu__check_rt(const mgpu_runtime_t *rt, const char *fn);
+
 /* ------------------------------------------------------------ const.c */
 void mgpu__const_ref(struct mgpu_const *c);
 void mgpu__const_unref(struct mgpu_const *c);

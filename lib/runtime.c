@@ -48,6 +48,8 @@ static void free_runtime(mgpu_runtime_t *rt) {
   free(rt);
 }
 
+static void mgpu_finalize_internal(mgpu_runtime_t *rt);
+
 static void stop_workers(mgpu_runtime_t *rt) {
   atomic_store(&rt->stop, 1);
   pthread_mutex_lock(&rt->lock);
@@ -55,6 +57,13 @@ static void stop_workers(mgpu_runtime_t *rt) {
   pthread_mutex_unlock(&rt->lock);
   mgpu__team_join(rt);
   for (int g = 0; g < rt->ngpus; g++) mgpu__gpu_join(rt, g);
+}
+
+mgpu_status_t mgpu__check_rt(const mgpu_runtime_t *rt, const char *fn) {
+  if (!rt) return mgpu__fail(MGPU_EINVAL, "%s: rt is NULL", fn);
+  if (!mgpu__handle_live(MGPU_H_RUNTIME, rt))
+    return mgpu__fail(MGPU_ESTATE, "%s: rt %p is not a live runtime (used after mgpu_finalize?)", fn, (const void *)rt);
+  return MGPU_OK;
 }
 
 MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p) {
@@ -130,6 +139,11 @@ MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p
   st = mgpu__team_start(rt);
   if (st != MGPU_OK) goto fail_stop;
 
+  if (mgpu__handle_add(MGPU_H_RUNTIME, rt) != 0) {
+    st = mgpu__fail(MGPU_ENOMEM, "mgpu_init: out of memory");
+    mgpu_finalize_internal(rt);
+    return st;
+  }
   mgpu__log(MGPU_LOG_INFO, "runtime started: %d CPU workers, %d GPUs (%s), %d usable cores (%s)", rt->ncpu, rt->ngpus,
             rt->dev ? rt->dev->name : "none", rt->usable_cores, rt->cores_how);
   *rt_p = rt;
@@ -146,6 +160,14 @@ fail_free:
 
 MGPU_API void mgpu_finalize(mgpu_runtime_t *rt) {
   if (!rt) return;
+  if (!mgpu__handle_del(MGPU_H_RUNTIME, rt)) {
+    mgpu__log(MGPU_LOG_ERROR, "mgpu_finalize: %p is not a live runtime (finalized twice?); ignored", (void *)rt);
+    return;
+  }
+  mgpu_finalize_internal(rt);
+}
+
+static void mgpu_finalize_internal(mgpu_runtime_t *rt) {
   pthread_mutex_lock(&rt->lock);
   rt->finalizing = 1;
   while (rt->live_batches > 0) pthread_cond_wait(&rt->idle_cv, &rt->lock);
@@ -164,18 +186,26 @@ MGPU_API void mgpu_finalize(mgpu_runtime_t *rt) {
   free_runtime(rt);
 }
 
-MGPU_API int mgpu_num_workers(const mgpu_runtime_t *rt) { return rt ? rt->nworkers : 0; }
-MGPU_API int mgpu_num_cpu_workers(const mgpu_runtime_t *rt) { return rt ? rt->ncpu : 0; }
-MGPU_API int mgpu_num_gpus(const mgpu_runtime_t *rt) { return rt ? rt->ngpus : 0; }
+MGPU_API int mgpu_num_workers(const mgpu_runtime_t *rt) {
+  return mgpu__check_rt(rt, "mgpu_num_workers") == MGPU_OK ? rt->nworkers : 0;
+}
+MGPU_API int mgpu_num_cpu_workers(const mgpu_runtime_t *rt) {
+  return mgpu__check_rt(rt, "mgpu_num_cpu_workers") == MGPU_OK ? rt->ncpu : 0;
+}
+MGPU_API int mgpu_num_gpus(const mgpu_runtime_t *rt) {
+  return mgpu__check_rt(rt, "mgpu_num_gpus") == MGPU_OK ? rt->ngpus : 0;
+}
 
 MGPU_API int mgpu_usable_cores(const mgpu_runtime_t *rt, const char **how) {
-  if (!rt) return 0;
+  if (mgpu__check_rt(rt, "mgpu_usable_cores") != MGPU_OK) return 0;
   if (how) *how = rt->cores_how;
   return rt->usable_cores;
 }
 
 MGPU_API mgpu_status_t mgpu_info_setting(const mgpu_runtime_t *rt, int i, mgpu_setting_t *out) {
-  if (!rt || !out) return mgpu__fail(MGPU_EINVAL, "mgpu_info_setting: rt or out is NULL");
+  mgpu_status_t st = mgpu__check_rt(rt, "mgpu_info_setting");
+  if (st != MGPU_OK) return st;
+  if (!out) return mgpu__fail(MGPU_EINVAL, "mgpu_info_setting: out is NULL");
   if (i >= 0 && i < MGPU_SET_COUNT) {
     out->name = mgpu__config_name(i);
     out->value = rt->cfg.text[i];
@@ -195,7 +225,9 @@ MGPU_API mgpu_status_t mgpu_info_setting(const mgpu_runtime_t *rt, int i, mgpu_s
 }
 
 MGPU_API mgpu_status_t mgpu_device_info(const mgpu_runtime_t *rt, int gpu, mgpu_device_info_t *out) {
-  if (!rt || !out) return mgpu__fail(MGPU_EINVAL, "mgpu_device_info: rt or out is NULL");
+  mgpu_status_t st = mgpu__check_rt(rt, "mgpu_device_info");
+  if (st != MGPU_OK) return st;
+  if (!out) return mgpu__fail(MGPU_EINVAL, "mgpu_device_info: out is NULL");
   if (gpu < 0 || gpu >= rt->ngpus)
     return mgpu__fail(MGPU_EINVAL, "mgpu_device_info: gpu %d: expected 0..%d", gpu, rt->ngpus - 1);
   *out = rt->gpu_info[gpu];
@@ -205,17 +237,14 @@ MGPU_API mgpu_status_t mgpu_device_info(const mgpu_runtime_t *rt, int gpu, mgpu_
 }
 
 MGPU_API int mgpu_device_peer(const mgpu_runtime_t *rt, int a, int b) {
-  if (!rt || a < 0 || b < 0 || a >= rt->ngpus || b >= rt->ngpus || a == b || !rt->dev->can_peer) return 0;
+  if (mgpu__check_rt(rt, "mgpu_device_peer") != MGPU_OK || a < 0 || b < 0 || a >= rt->ngpus || b >= rt->ngpus || a == b || !rt->dev->can_peer) return 0;
   return rt->dev->can_peer(rt->gpu_index[a], rt->gpu_index[b]);
 }
 
 /* ------------------------------------------------------------ host memory */
 
 MGPU_API void *mgpu_host_alloc(mgpu_runtime_t *rt, size_t bytes) {
-  if (!rt) {
-    mgpu__fail(MGPU_EINVAL, "mgpu_host_alloc: rt is NULL");
-    return NULL;
-  }
+  if (mgpu__check_rt(rt, "mgpu_host_alloc") != MGPU_OK) return NULL;
   if (bytes == 0) {
     mgpu__fail(MGPU_EINVAL, "mgpu_host_alloc: bytes is 0: expected 1 or more");
     return NULL;
@@ -253,7 +282,7 @@ MGPU_API void *mgpu_host_alloc(mgpu_runtime_t *rt, size_t bytes) {
 }
 
 MGPU_API void mgpu_host_free(mgpu_runtime_t *rt, void *p) {
-  if (!rt || !p) return;
+  if (!p || mgpu__check_rt(rt, "mgpu_host_free") != MGPU_OK) return;
   pthread_mutex_lock(&rt->alloc_lock);
   for (int i = 0; i < rt->nhost_allocs; i++) {
     if (rt->host_allocs[i].p != p) continue;

@@ -106,6 +106,16 @@ expect 2 "No such file" -- "$run" --plugin /nonexistent/plugin.so
 expect 2 "not a loadable shared library" -- "$run" --plugin "${top_srcdir:-.}/README.md"
 expect 2 "no entry point mgpu_plugin_init" -- "$run" --plugin "${top_builddir:-.}/lib/.libs/libmgpurt.so"
 expect 2 "unknown workload 'nosuch'" -- "$run" --plugin "$plugin" nosuch
+# SIGINT stops between runs, prints the partial report, exits 130.
+out=$(mktemp /tmp/mgpu-int-XXXXXX)
+"$run" mulmod -n 300000 --intensity 100 --repeat 1000 --num-gpus 0 > "$out" 2>&1 &
+pid=$!
+sleep 1.5
+kill -INT $pid
+wait $pid; rc=$?
+if [ $rc = 130 ] && grep -q "interrupted" "$out" && grep -q "mode steal" "$out" && grep -q "verification: ok" "$out"; then ok
+else bad "SIGINT: exit $rc, output: $(cat "$out")"; fi
+rm -f "$out"
 # MGPU_STATS=1 prints the per-worker table at finalize.
 expect 0 "libmgpurt statistics" -- env MGPU_STATS=1 "$run" mulmod -n 1000 --intensity 3 --repeat 1 -q
 echo "mgpu-run: $passes passed, $fails failed"

@@ -7,6 +7,7 @@
 
 #include <omp.h>
 #include <stdio.h>
+#include <unistd.h>
 
 /* y = x * 3 + k, where k is the batch's argument; runs on CPUs and devices. */
 typedef struct {
@@ -216,6 +217,59 @@ START_TEST(test_bad_arguments) {
 }
 END_TEST
 
+/* Handles used after they were given back: errors, not crashes. The table is
+ * counted in the bad-input report of tests/test-config.c's neighbours. */
+START_TEST(test_stale_handles) {
+  mgpu_runtime_t *rt = start(1, 0);
+  mgpu__log_set_level(MGPU_LOG_NONE);
+  uint64_t x[4] = {0}, y[4];
+  axpk_arg_t a = {0, NULL};
+  mgpu_batch_t b = axpk_batch(&axpk, 4, x, y, &a);
+  mgpu_event_t *ev;
+  ck_assert_int_eq(mgpu_submit(rt, &b, 0, NULL, &ev), MGPU_OK);
+  ck_assert_int_eq(mgpu_event_wait(ev, NULL), MGPU_OK);
+  mgpu_event_release(ev);
+  /* A released event: waiting, testing, depending on it and releasing again. */
+  ck_assert_int_eq(mgpu_event_wait(ev, NULL), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "not a live event"));
+  ck_assert_int_eq(mgpu_event_test(ev), MGPU_EINVAL);
+  mgpu_event_t *e2;
+  ck_assert_int_eq(mgpu_submit(rt, &b, 1, &ev, &e2), MGPU_EINVAL);
+  mgpu_event_release(ev); /* logged, ignored */
+  /* Something that was never a handle. */
+  int junk = 0;
+  ck_assert_int_eq(mgpu_event_wait((mgpu_event_t *)&junk, NULL), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu_submit((mgpu_runtime_t *)&junk, &b, 0, NULL, &e2), MGPU_ESTATE);
+  /* A constant destroyed twice. */
+  mgpu_const_t *c;
+  ck_assert_int_eq(mgpu_const_create(rt, x, 8, &c), MGPU_OK);
+  mgpu_const_destroy(c);
+  mgpu_const_destroy(c); /* logged, ignored */
+  mgpu_batch_t withc = b;
+  withc.nconsts = 1;
+  withc.consts[0] = c;
+  ck_assert_int_eq(mgpu_submit(rt, &withc, 0, NULL, &e2), MGPU_EINVAL);
+  /* An event outlives its runtime; the runtime is gone after finalize. */
+  ck_assert_int_eq(mgpu_submit(rt, &b, 0, NULL, &ev), MGPU_OK);
+  mgpu_const_t *kept;
+  ck_assert_int_eq(mgpu_const_create(rt, x, 8, &kept), MGPU_OK); /* finalize frees it */
+  mgpu_finalize(rt);
+  ck_assert_int_eq(mgpu_event_wait(ev, NULL), MGPU_OK);
+  mgpu_event_release(ev);
+  ck_assert_int_eq(mgpu_submit(rt, &b, 0, NULL, &e2), MGPU_ESTATE);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "used after mgpu_finalize"));
+  ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_ESTATE);
+  ck_assert_int_eq(mgpu_parallel_for(rt, 4, NULL, NULL), MGPU_ESTATE);
+  ck_assert_int_eq(mgpu_const_create(rt, x, 8, &c), MGPU_ESTATE);
+  ck_assert_ptr_null(mgpu_host_alloc(rt, 64));
+  mgpu_stats_t st;
+  ck_assert_int_eq(mgpu_runtime_stats(rt, &st), MGPU_ESTATE);
+  ck_assert_int_eq(mgpu_num_workers(rt), 0);
+  mgpu_const_destroy(kept); /* freed by finalize: logged, ignored */
+  mgpu_finalize(rt);        /* twice: logged, ignored */
+}
+END_TEST
+
 START_TEST(test_no_worker_for_kernel) {
   /* GPU-only runtime and a kernel without a GPU version: a clear error. */
   mgpu_config_t c = mgpu_test_config(0, 1);
@@ -318,6 +372,54 @@ START_TEST(test_many_submitters) {
 }
 END_TEST
 
+
+/* Stress: 16 host threads, 60 batches each with random sizes and
+ * dependencies, CPU-only and GPU-able kernels mixed, injected device faults;
+ * every result checked. A watchdog fails the test if it has not finished in
+ * a generous bound (a deadlock), also where Check does not fork. */
+static _Atomic int stress_done;
+static void *watchdog(void *arg) {
+  double deadline = mgpu__now() + *(double *)arg;
+  while (!atomic_load(&stress_done)) {
+    if (mgpu__now() > deadline) {
+      fprintf(stderr, "watchdog: the stress test did not finish in time (deadlock?)\n");
+      _exit(1);
+    }
+    mgpu_test_sleep(0.05);
+  }
+  return NULL;
+}
+
+START_TEST(test_stress_16_threads) {
+  mgpu_config_t c = mgpu_test_config(2, 2);
+  c.fault_inject = "launch:0:7,launch:1:13,launch:0:29";
+  c.debug = 0;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  double bound = mgpu_test_timing() ? 60 : 900;
+  pthread_t wd;
+  atomic_store(&stress_done, 0);
+  pthread_create(&wd, NULL, watchdog, &bound);
+  enum { T = 16 };
+  pthread_t th[T];
+  submitter_t s[T];
+  for (int i = 0; i < T; i++) {
+    s[i] = (submitter_t){rt, 777u + (unsigned)i, 60, 0};
+    pthread_create(&th[i], NULL, submitter, &s[i]);
+  }
+  int failures = 0;
+  for (int i = 0; i < T; i++) pthread_join(th[i], NULL), failures += s[i].failures;
+  atomic_store(&stress_done, 1);
+  pthread_join(wd, NULL);
+  mgpu_stats_t st = {0};
+  mgpu_runtime_stats(rt, &st);
+  printf("stress: %llu batches from 16 threads, %llu items, %llu retries, %d wrong or failed\n",
+         (unsigned long long)st.batches, (unsigned long long)st.items, (unsigned long long)st.retries, failures);
+  ck_assert_int_eq(failures, 0);
+  ck_assert_uint_eq(st.batches, T * 60);
+  mgpu_finalize(rt);
+}
+END_TEST
 
 START_TEST(test_overlap_cpu_and_gpu_batches) {
   /* A CPU-only batch (0.3 s on 2 workers) and a GPU-able one (0.3 s on the
@@ -589,7 +691,9 @@ int main(void) {
   tcase_add_test(tc, test_kernel_failure);
   tcase_add_test(tc, test_bad_arguments);
   tcase_add_test(tc, test_no_worker_for_kernel);
+  tcase_add_test(tc, test_stale_handles);
   tcase_add_test(tc, test_many_submitters);
+  tcase_add_test(tc, test_stress_16_threads);
   tcase_add_test(tc, test_overlap_cpu_and_gpu_batches);
   tcase_add_test(tc, test_constants_uploaded_once);
   tcase_add_test(tc, test_parallel_for);

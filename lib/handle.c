@@ -1,0 +1,98 @@
+/*
+ * handle.c: the set of live handles (runtimes, events, constants) that the
+ * caller holds, so that a handle used after mgpu_finalize, released or
+ * destroyed twice, or never made by the library is reported as an error
+ * instead of crashing the program. A handle enters the set when the library
+ * gives it out and leaves it when the caller gives it back; the object itself
+ * may live on a little longer (a batch still using a destroyed constant).
+ * Detection is best effort: memory reused for a new handle of the same kind
+ * makes a stale pointer look valid again.
+ */
+#include "mgpurt_int.h"
+
+#include <stdlib.h>
+
+/* Open addressing with linear probing; a slot holds a key or is empty. */
+typedef struct {
+  uintptr_t key; /* pointer | kind in the low bits (objects are 8-aligned) */
+} slot_t;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static slot_t *table;
+static size_t cap, used;
+
+static size_t hash(uintptr_t k) {
+  uint64_t x = (uint64_t)k * 0x9E3779B97F4A7C15ull;
+  return (size_t)(x ^ (x >> 29));
+}
+
+static uintptr_t key_of(mgpu__handle_kind_t kind, const void *p) { return (uintptr_t)p | (uintptr_t)kind; }
+
+static size_t find(uintptr_t k) {
+  size_t i = hash(k) & (cap - 1);
+  while (table[i].key && table[i].key != k) i = (i + 1) & (cap - 1);
+  return i;
+}
+
+static int grow(void) {
+  size_t ncap = cap ? 2 * cap : 256;
+  slot_t *old = table, *nt = calloc(ncap, sizeof *nt);
+  if (!nt) return -1;
+  size_t ocap = cap;
+  table = nt;
+  cap = ncap;
+  for (size_t i = 0; i < ocap; i++)
+    if (old[i].key) table[find(old[i].key)] = old[i];
+  free(old);
+  return 0;
+}
+
+int mgpu__handle_add(mgpu__handle_kind_t kind, const void *p) {
+  uintptr_t k = key_of(kind, p);
+  pthread_mutex_lock(&lock);
+  if ((used + 1) * 2 > cap && grow() != 0) {
+    pthread_mutex_unlock(&lock);
+    return -1;
+  }
+  size_t i = find(k);
+  if (!table[i].key) table[i].key = k, used++;
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+bool mgpu__handle_live(mgpu__handle_kind_t kind, const void *p) {
+  if (!p) return false;
+  uintptr_t k = key_of(kind, p);
+  pthread_mutex_lock(&lock);
+  bool live = cap && table[find(k)].key == k;
+  pthread_mutex_unlock(&lock);
+  return live;
+}
+
+bool mgpu__handle_del(mgpu__handle_kind_t kind, const void *p) {
+  if (!p) return false;
+  uintptr_t k = key_of(kind, p);
+  pthread_mutex_lock(&lock);
+  bool found = false;
+  if (cap) {
+    size_t i = find(k);
+    if (table[i].key == k) {
+      found = true;
+      /* Backward-shift deletion keeps probe chains intact without tombstones. */
+      table[i].key = 0;
+      used--;
+      for (size_t j = (i + 1) & (cap - 1); table[j].key; j = (j + 1) & (cap - 1)) {
+        uintptr_t moved = table[j].key;
+        table[j].key = 0;
+        table[find(moved)].key = moved;
+      }
+    }
+    if (used == 0) {
+      free(table);
+      table = NULL;
+      cap = 0;
+    }
+  }
+  pthread_mutex_unlock(&lock);
+  return found;
+}
