@@ -14,6 +14,10 @@
  *
  * Thread safety: every function may be called from any thread at any time, except
  * that mgpu_finalize() must not race with other calls on the same runtime.
+ * Stale handles: a runtime used after mgpu_finalize() gives MGPU_ESTATE; an event
+ * used after mgpu_event_release() or a constant after mgpu_const_destroy() gives
+ * MGPU_EINVAL; giving a handle back twice is logged and ignored (best effort: a
+ * new handle at the same address makes a stale one look valid).
  * Errors: functions return an mgpu_status_t; mgpu_strerror() names it and
  * mgpu_last_error() gives the message of the last failure in the calling thread.
  */
