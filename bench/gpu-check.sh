@@ -1,9 +1,10 @@
 #!/bin/bash
 # gpu-check.sh: build, test and measure libmgpurt on a GPU machine in one call.
 # Run from the project root after ../shared/tools/gpu-pack, with .gpu carried:
-#   bash bench/gpu-check.sh [quick|bench|full]
-# quick: build and make check; bench: also transfer and --compare runs;
-# full: also the GPU suites on one GPU and compute-sanitizer.
+#   bash bench/gpu-check.sh [quick|verify|bench|full]
+# quick: build and make check; verify: also compute-sanitizer on the GPU test
+# programs and a few --compare runs; bench: quick, then transfer and every
+# --compare run; full: bench plus the GPU suites on one GPU and the sanitizer.
 # Writes logs to $OUT (or ./gpu-out) and prints a summary last.
 set -uo pipefail
 mode=${1:-full}
@@ -25,6 +26,22 @@ run=$b/bin/mgpu-run
 $run --info > "$out/info.txt" 2>&1; cat "$out/info.txt" | tail -8
 grep -h -E "bandwidth|GB/s" $b/tests/test-cuda.log | head -8
 if [ "$mode" = quick ]; then exit 0; fi
+if [ "$mode" = verify ]; then
+  # memcheck and racecheck without the API errors the tests provoke on purpose.
+  for t in test-kernels test-cuda test-gpu; do
+    (cd $b && CK_FORK=no timeout 200 compute-sanitizer --tool memcheck --report-api-errors no --print-limit 20 \
+      ./tests/$t > "$out/memcheck-$t.txt" 2>&1)
+    echo "memcheck $t: $(grep -E 'ERROR SUMMARY' "$out/memcheck-$t.txt" | tail -1) $(grep -E 'Checks:' "$out/memcheck-$t.txt" | tail -1)"
+  done
+  (cd $b && CK_FORK=no timeout 120 compute-sanitizer --tool racecheck --print-limit 20 ./tests/test-kernels > "$out/racecheck.txt" 2>&1)
+  echo "racecheck test-kernels: $(grep -E 'RACECHECK SUMMARY' "$out/racecheck.txt" | tail -1)"
+  for w in "mandelbrot -n 8192 --size 8192" "mandelbrot" "mulmod -n 16777216 --intensity 3000" "ntt -n 65536"; do
+    echo "== mgpu-run $w --compare --repeat 5"
+    timeout 100 $run $w --compare --repeat 5
+  done > "$out/compare-verify.txt" 2>&1
+  grep -E "^==|mode |efficiency|static:|verification" "$out/compare-verify.txt"
+  exit 0
+fi
 if [ "$mode" = full ]; then
 # One GPU only, on the same machine: the GPU suites again.
 (cd $b && CUDA_VISIBLE_DEVICES=0 ./tests/test-gpu > "$out/test-gpu-1gpu.txt" 2>&1; echo "1-GPU test-gpu rc=$?" >> "$out/test-gpu-1gpu.txt")

@@ -22,6 +22,7 @@
 #define SLOW_THIEF_MARGIN 4.0
 #define SLOW_SPLIT_RATIO 8.0 /* "far slower": under 1/8 of the fastest */
 #define SLOW_SPLIT_SHARE 0.1 /* ...and all of them together under 10% of the total */
+#define MIN_SHARE_ITEMS 4.0
 #define range_begin(r) atomic_load_explicit(&(r)->begin, memory_order_relaxed)
 
 /* --------------------------------------------------------------- split */
@@ -134,6 +135,19 @@ static void damp_slow(double *speed, int n) {
     if (speed[i] > 0 && speed[i] * SLOW_SPLIT_RATIO < fastest) speed[i] /= SLOW_THIEF_MARGIN;
 }
 
+/* A worker that would finish fewer than MIN_SHARE_ITEMS items in the time the
+ * whole batch is expected to take gets no first share: one item on it could
+ * outlast everyone (an image row on a CPU core against a GPU that does the
+ * whole image in less). It can still steal under the tail rule. */
+static void skip_coarse(double *speed, int n, size_t items) {
+  double total = 0, fastest = 0;
+  for (int i = 0; i < n; i++) total += speed[i], fastest = MGPU_MAX(fastest, speed[i]);
+  if (total <= 0) return;
+  double makespan = (double)items / total;
+  for (int i = 0; i < n; i++)
+    if (speed[i] > 0 && speed[i] < fastest && speed[i] * makespan < MIN_SHARE_ITEMS) speed[i] = 0;
+}
+
 /* --------------------------------------------------------------- activation */
 
 static void list_remove(mgpu_runtime_t *rt, mgpu__batch_t *b) {
@@ -177,7 +191,10 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
     finish(rt, b);
     return;
   }
-  if (b->steal_ok) damp_slow(speed, rt->nworkers);
+  if (b->steal_ok) {
+    damp_slow(speed, rt->nworkers);
+    skip_coarse(speed, rt->nworkers, b->desc.n);
+  }
   mgpu__split(speed, rt->nworkers, b->desc.n, share);
   size_t at = 0;
   for (int i = 0; i < rt->nworkers; i++) {

@@ -249,6 +249,35 @@ START_TEST(test_irregular_tail) {
 }
 END_TEST
 
+/* Coarse items: a CPU worker would finish only a few items in the time the GPU
+ * does the whole batch, and the first items (a CPU's first share) are ten
+ * times dearer. Such a worker must get no first share: the batch then takes
+ * about what the GPU alone needs, not the time of two dear items on a CPU. */
+START_TEST(test_coarse_items) {
+  mgpu_config_t cfg = mgpu_test_config(2, 1);
+  cfg.emulate_speed = 1e4;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  const size_t n = 2400;
+  uint32_t *out = malloc(4 * n);
+  irregular_arg_t a = {30e-3, 0, 8}; /* 30 ms per item on a CPU; items 0..7 cost 300 ms */
+  mgpu_batch_t b = {.kernel = &irregular_kernel, .n = n, .out = {out}, .arg = &a, .arg_size = sizeof a};
+  mgpu_worker_stats_t ws[3];
+  mgpu_stats_t st = {.worker = ws, .worker_cap = 3};
+  for (int rep = 0; rep < 2; rep++) ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK); /* learn */
+  double t0 = mgpu__now();
+  ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
+  double t = mgpu__now() - t0, gpu_alone = (double)n / 1e4;
+  printf("coarse items: %.3f s, GPU alone %.3f s; CPU items %llu + %llu\n", t, gpu_alone,
+         (unsigned long long)ws[0].items, (unsigned long long)ws[1].items);
+  for (size_t i = 0; i < n; i++)
+    if (out[i] != i) ck_abort_msg("item %zu wrong", i);
+  if (mgpu_test_timing()) ck_assert_msg(t < gpu_alone * 1.2, "%.3f s against %.3f s for the GPU alone", t, gpu_alone);
+  free(out);
+  mgpu_finalize(rt);
+}
+END_TEST
+
 START_TEST(test_static_shares) {
   /* Static mode with ratio 3, two CPU workers and two GPUs: the fixed split
    * of the older runtimes, no stealing, leftovers to the earliest finisher. */
@@ -308,6 +337,7 @@ int main(void) {
   tcase_add_test(tc, test_balance);
   tcase_add_test(tc, test_balance_irregular_first_batch);
   tcase_add_test(tc, test_irregular_tail);
+  tcase_add_test(tc, test_coarse_items);
   suite_add_tcase(s, tc);
   return mgpu_test_main(s);
 }
