@@ -128,7 +128,9 @@ START_TEST(test_copy_compute_overlap) {
   for (int i = 1; i < m; i++) overlapped += s[i] < e[i - 1];
   printf("overlap: %d of %d consecutive chunks started before the previous one ended\n", overlapped, m - 1);
   ck_assert_int_gt(m, 4);
-  ck_assert_int_ge(overlapped, (m - 1) / 4);
+  /* compute-sanitizer serialises the device's work, so overlap cannot show. */
+  if (getenv("CUDA_INJECTION64_PATH")) printf("overlap: not asserted under compute-sanitizer\n");
+  else ck_assert_int_ge(overlapped, (m - 1) / 4);
   mgpu_host_free(rt, x), mgpu_host_free(rt, y), mgpu_host_free(rt, r);
   mgpu_finalize(rt);
 }
