@@ -26,10 +26,7 @@ static int gpus_present(void) {
   } while (0)
 
 static mgpu_runtime_t *start_gpu(int cpus, int ngpus, mgpu_sched_t mode, const char *faults) {
-  mgpu_config_t c;
-  mgpu_config_init(&c);
-  c.ignore_env = 1;
-  c.num_threads = cpus;
+  mgpu_config_t c = mgpu_test_config(cpus, 0);
   c.num_gpus = ngpus;
   c.sched = mode;
   c.debug = faults ? 0 : 1;
@@ -37,6 +34,16 @@ static mgpu_runtime_t *start_gpu(int cpus, int ngpus, mgpu_sched_t mode, const c
   mgpu_runtime_t *rt;
   ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
   return rt;
+}
+
+/* The kernel's CPU function on one item: the reference for a GPU result. */
+static uint64_t cpu_ref(const mgpu_kernel_t *k, const void *arg, const uint64_t *x, size_t i) {
+  uint64_t ref;
+  const void *in[1] = {&x[i]};
+  void *out[1] = {&ref};
+  mgpu_chunk_t c = {.in = in, .out = out, .arg = arg, .first = i, .count = 1};
+  k->cpu(&c);
+  return ref;
 }
 
 /* mulmod batch: outputs checked against the kernel's CPU function. */
@@ -52,17 +59,13 @@ static void mulmod_check(mgpu_runtime_t *rt, size_t n, uint64_t intensity, mgpu_
   mgpu_batch_t b = {.kernel = &k, .n = n, .in = {x}, .out = {y}, .arg = &a, .arg_size = sizeof a};
   ck_assert_int_eq(mgpu_run(rt, &b, st), MGPU_OK);
   ck_assert_uint_eq(st->items, n);
-  uint64_t ref;
   /* Every item was written (the poison is gone); a sample of them, or all of a
    * small batch, equals the CPU reference. */
   for (size_t i = 0; i < n; i++)
     if (y[i] == 0xDEADBEEF) ck_abort_msg("item %zu of %zu was not written", i, n);
   size_t step = n > 100000 ? 97 : 1;
   for (size_t i = 0; i < n; i += step) {
-    const void *in[1] = {&x[i]};
-    void *out[1] = {&ref};
-    mgpu_chunk_t c = {.in = in, .out = out, .arg = &a, .first = i, .count = 1};
-    k.cpu(&c);
+    uint64_t ref = cpu_ref(&k, &a, x, i);
     if (ref != y[i]) ck_abort_msg("item %zu of %zu: %llx, expected %llx", i, n, (unsigned long long)y[i],
                                   (unsigned long long)ref);
   }
@@ -199,14 +202,7 @@ START_TEST(test_real_out_of_memory) {
   mgpu_batch_t b = {.kernel = &k, .n = n, .in = {x}, .out = {y}, .arg = &a, .arg_size = sizeof a};
   mgpu_stats_t st = {0};
   ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
-  for (size_t i = 0; i < n; i++) {
-    uint64_t ref;
-    const void *in[1] = {&x[i]};
-    void *out[1] = {&ref};
-    mgpu_chunk_t c = {.in = in, .out = out, .arg = &a, .first = i, .count = 1};
-    k.cpu(&c);
-    ck_assert_uint_eq(ref, y[i]);
-  }
+  for (size_t i = 0; i < n; i++) ck_assert_uint_eq(cpu_ref(&k, &a, x, i), y[i]);
   mgpu_device_info_t info;
   mgpu_device_info(rt, 0, &info);
   printf("oom: %llu retries, cap %zu items at the end\n", (unsigned long long)st.retries, info.batch_cap);
@@ -371,12 +367,7 @@ static void *submit_many(void *p) {
     mgpu_batch_t b = {.kernel = &k, .n = n, .in = {x}, .out = {y}, .arg = &a, .arg_size = sizeof a};
     if (mgpu_run(s->rt, &b, NULL) != MGPU_OK) s->fails++;
     for (size_t j = 0; j < n; j += 101) {
-      uint64_t ref;
-      const void *in[1] = {&x[j]};
-      void *out[1] = {&ref};
-      mgpu_chunk_t c = {.in = in, .out = out, .arg = &a, .first = j, .count = 1};
-      k.cpu(&c);
-      if (ref != y[j]) {
+      if (cpu_ref(&k, &a, x, j) != y[j]) {
         s->fails++;
         break;
       }
