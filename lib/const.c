@@ -86,7 +86,6 @@ MGPU_API void mgpu_const_destroy(mgpu_const_t *c) {
                               "ignored", (void *)c);
     return;
   }
-  atomic_store(&c->destroyed, 1);
   mgpu__const_unref(c);
 }
 

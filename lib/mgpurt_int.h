@@ -207,7 +207,6 @@ struct mgpu_const {
   void *host;
   size_t bytes;
   _Atomic int refs;        /* the user's (until destroy) + one per batch using it */
-  _Atomic int destroyed;
   pthread_mutex_t lock;    /* guards dev[] */
   void *dev[MGPU_MAX_DEVICES];     /* device copy per runtime GPU, NULL until first use */
   _Atomic uint64_t uploads;        /* device uploads made, for tests and stats */
@@ -264,7 +263,7 @@ struct mgpu_runtime {
   struct mgpu_const *consts;       /* live constants */
   struct mgpu_const *dead_consts;  /* destroyed, device copies not yet all freed */
   _Atomic int n_dead_consts;
-  _Atomic uint64_t batches_done, items_done, chunks_done, steals_done, retries_done;
+  _Atomic uint64_t batches_done; /* the per-worker counters hold the rest */
 
   double t_init;
   int trace_on;                /* MGPU_TRACE is set */

@@ -230,12 +230,6 @@ static void finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
 
   b->t_end = mgpu__now();
   if (b->t_start == 0) b->t_start = b->t_end;
-  for (int i = 0; i < b->nworkers; i++) {
-    atomic_fetch_add(&rt->steals_done, b->wstats[i].steals);
-    atomic_fetch_add(&rt->retries_done, b->wstats[i].retries);
-    atomic_fetch_add(&rt->chunks_done, b->wstats[i].chunks);
-    atomic_fetch_add(&rt->items_done, b->wstats[i].items);
-  }
   atomic_fetch_add(&rt->batches_done, 1);
   for (int i = 0; i < b->desc.nconsts; i++) mgpu__const_unref(b->desc.consts[i]);
   b->desc.nconsts = 0;
