@@ -28,6 +28,22 @@ expect 2 "--size" -- "$run" ntt --size 9 -n 4
 expect 2 "--intensity" -- "$run" mulmod --intensity 0
 expect 2 "--devices" -- "$run" --devices 0,0 --info
 expect 2 "unexpected argument" -- "$run" ntt extra
+expect 2 "--repeat '0'" -- "$run" --repeat 0
+expect 2 "--repeat '1001'" -- "$run" --repeat 1001
+expect 2 "--seed '-1'" -- "$run" --seed -1
+expect 2 "--threads '-1'" -- "$run" --threads -1 --info
+expect 2 "--threads '4097'" -- "$run" -t 4097 --info
+expect 2 "--num-gpus '65'" -- "$run" --num-gpus 65 --info
+expect 2 "--max-batch '0'" -- "$run" --max-batch 0 --info
+expect 2 "--streams '33'" -- "$run" --streams 33 --info
+expect 2 "--streams ''" -- "$run" --streams "" --info
+expect 2 "--ratio 'nan'" -- "$run" --ratio nan --info
+expect 2 "--devices" -- "$run" --devices 1, --info
+expect 2 "--trace needs a file name" -- "$run" --trace "" --info
+expect 2 "--overlay needs --output" -- "$run" mandelbrot --overlay -n 4
+expect 2 "--output is for the mandelbrot workload" -- "$run" mulmod -o /tmp/x.png -n 4
+expect 2 "--size" -- "$run" pipeline --size 17 -n 4
+expect 1 "cannot write /nonexistent/dir/m.png" -- "$run" mandelbrot -n 8 --size 16 --repeat 1 -o /nonexistent/dir/m.png
 expect 2 "MGPU_NUM_THREADS='abc'" -- env MGPU_NUM_THREADS=abc "$run" --info
 expect 2 "0..4096" -- env MGPU_NUM_THREADS=abc "$run" --info
 expect 2 "MGPU_SCHED" -- env MGPU_SCHED=fast "$run" --info
