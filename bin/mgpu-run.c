@@ -21,6 +21,7 @@
 
 #include "mgpurt.h"
 #include "mgpurt_kernels.h"
+#include "plot.h"
 
 #ifdef MGPU_HAVE_PNG
 #include <png.h>
@@ -41,6 +42,7 @@ typedef struct {
   const char *output;  /* mandelbrot image */
   const char *plugin;  /* shared library adding workloads */
   const char *trace;   /* MGPU_TRACE file of the (steal) run */
+  const char *plot;    /* SVG of the (steal) run */
   bool overlay;
   mgpu_config_t cfg;
 } opts_t;
@@ -86,6 +88,8 @@ static void help(void) {
       "      --no-verify      do not check results against the CPU reference\n"
       "      --pinned         put the arrays in pinned host memory (mgpu_host_alloc)\n"
       "  -o, --output FILE    mandelbrot: write the image (PNG when built with libpng, else PPM)\n"
+      "      --plot FILE.svg  draw the run (the steal run with --compare): a timeline with a\n"
+      "                       lane per worker and GPU stream, and items and busy time per worker\n"
       "      --trace FILE     write a Chrome/Perfetto trace of the run (of the steal run with\n"
       "                       --compare) to FILE, as MGPU_TRACE does\n"
       "      --plugin FILE    load workloads from a shared library (entry point mgpu_plugin_init,\n"
@@ -144,7 +148,7 @@ static const char *const workloads[] = {"ntt", "sha256", "mandelbrot", "saxpy", 
 
 static void parse_args(int argc, char **argv, opts_t *o) {
   enum { O_SIZE = 256, O_INT, O_MODE, O_COMPARE, O_REPEAT, O_SEED, O_NOVERIFY, O_JSON, O_INFO, O_LIST,
-         O_NUMGPUS, O_DEVICES, O_RATIO, O_MAXB, O_STREAMS, O_PINNED, O_OVERLAY, O_PLUGIN, O_TRACE };
+         O_NUMGPUS, O_DEVICES, O_RATIO, O_MAXB, O_STREAMS, O_PINNED, O_OVERLAY, O_PLUGIN, O_TRACE, O_PLOT };
   static const struct option longopts[] = {
       {"items", required_argument, 0, 'n'},   {"size", required_argument, 0, O_SIZE},
       {"intensity", required_argument, 0, O_INT}, {"mode", required_argument, 0, O_MODE},
@@ -159,6 +163,7 @@ static void parse_args(int argc, char **argv, opts_t *o) {
       {"pinned", no_argument, 0, O_PINNED},   {"output", required_argument, 0, 'o'},
       {"overlay", no_argument, 0, O_OVERLAY}, {"plugin", required_argument, 0, O_PLUGIN},
       {"trace", required_argument, 0, O_TRACE},
+      {"plot", required_argument, 0, O_PLOT},
       {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
   o->items = -1;
@@ -214,6 +219,10 @@ static void parse_args(int argc, char **argv, opts_t *o) {
     case O_TRACE:
       if (!*optarg) usage_error("--trace needs a file name");
       o->trace = optarg;
+      break;
+    case O_PLOT:
+      if (!*optarg) usage_error("--plot needs a file name");
+      o->plot = optarg;
       break;
     case ':': usage_error("option '%s' needs a value", argv[optind - 1]); break;
     default: usage_error("unknown option '%s'", argv[optind - 1]); break;
@@ -303,9 +312,13 @@ static const mgpu_plugin_workload_t *resolve_workload(opts_t *o) {
 
 /* ------------------------------------------------------------ runtime start */
 
+/* --plot without --trace records the trace in a file of its own, removed at exit. */
+static char plot_trace[64];
+
 static mgpu_runtime_t *start_runtime(const opts_t *o, mgpu_sched_t mode, double ratio, bool traced) {
   mgpu_config_t c = o->cfg;
   if (traced && o->trace) c.trace = o->trace;
+  else if (traced && o->plot) c.trace = plot_trace;
   if (mode) c.sched = mode;
   if (ratio > 0 && c.device_to_core_ratio == 0) c.device_to_core_ratio = ratio;
   mgpu_runtime_t *rt;
@@ -727,6 +740,16 @@ static int cmp_double(const void *a, const void *b) {
 
 static volatile sig_atomic_t interrupted;
 
+static void plot_run(mgpu_runtime_t *rt, const opts_t *o, const result_t *r, const work_t *w) {
+  char title[256];
+  snprintf(title, sizeof title, "mgpu-run %s, %zu items, mode %s: %.4f s (libmgpurt %s)", w->name, w->n, r->mode,
+           r->wall_s, mgpu_version());
+  if (mgpu_run_plot(o->plot, rt, &r->st, title) != 0) {
+    fprintf(stderr, "%s: cannot write %s: %s\n", prog, o->plot, strerror(errno));
+    exit(EXIT_FAIL);
+  }
+}
+
 static void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const char *mode) {
   int nw = mgpu_num_workers(rt);
   r->mode = mode;
@@ -814,6 +837,15 @@ int main(int argc, char **argv) {
   }
   const mgpu_plugin_workload_t *pw = o.info ? NULL : resolve_workload(&o);
   signal(SIGINT, on_sigint);
+  if (o.plot && !o.trace) {
+    snprintf(plot_trace, sizeof plot_trace, "/tmp/mgpu-run-trace-XXXXXX");
+    int fd = mkstemp(plot_trace);
+    if (fd < 0) {
+      fprintf(stderr, "%s: cannot make a temporary trace file for --plot: %s\n", prog, strerror(errno));
+      return EXIT_FAIL;
+    }
+    close(fd);
+  }
   mgpu_runtime_t *base = start_runtime(&o, o.mode, 0, !o.compare);
   if (o.info) {
     print_info(base);
@@ -830,6 +862,7 @@ int main(int argc, char **argv) {
   const char *note = NULL;
   if (!o.compare) {
     measure(base, &w, &o, &res[0], mode_name(o.mode));
+    if (o.plot) plot_run(base, &o, &res[0], &w);
     nres = 1;
   } else {
     /* Same inputs, one runtime per mode. static uses the ratio measured by the
@@ -853,6 +886,7 @@ int main(int argc, char **argv) {
       mgpu_runtime_t *rt =
           start_runtime(&o, modes[m], modes[m] == MGPU_SCHED_STATIC ? ratio : 0, modes[m] == MGPU_SCHED_STEAL);
       measure(rt, &w, &o, r, r->mode);
+      if (o.plot && modes[m] == MGPU_SCHED_STEAL) plot_run(rt, &o, r, &w);
       if (w.kconst_rt == rt) {
         mgpu_const_destroy(w.kconst);
         w.kconst = NULL;
@@ -937,6 +971,7 @@ int main(int argc, char **argv) {
   free(w.row_worker);
   free(w.K);
   mgpu_finalize(base);
+  if (plot_trace[0]) unlink(plot_trace);
   if (interrupted) {
     fprintf(stderr, "%s: interrupted: the report covers the runs made before SIGINT\n", prog);
     return 130;

@@ -227,6 +227,22 @@ MGPU_API mgpu_status_t mgpu_event_test(mgpu_event_t *ev) {
   return done ? (mgpu_status_t)atomic_load(&b->status) : MGPU_ESTATE;
 }
 
+MGPU_API mgpu_status_t mgpu_event_progress(mgpu_event_t *ev, size_t *done_p, size_t *total_p) {
+  if (!ev || !mgpu__handle_live(MGPU_H_EVENT, ev))
+    return mgpu__fail(MGPU_EINVAL, "mgpu_event_progress: %p is not a live event", (void *)ev);
+  mgpu__batch_t *b = (mgpu__batch_t *)ev;
+  size_t total = b->desc.n, done;
+  pthread_mutex_lock(&b->lock);
+  int finished = b->done;
+  pthread_mutex_unlock(&b->lock);
+  if (finished) done = total;
+  else if (!atomic_load(&b->active)) done = 0; /* waiting for its dependencies */
+  else done = total - MGPU_MIN(total, atomic_load(&b->remaining));
+  if (done_p) *done_p = done;
+  if (total_p) *total_p = total;
+  return MGPU_OK;
+}
+
 MGPU_API void mgpu_event_release(mgpu_event_t *ev) {
   if (!ev) return;
   if (!mgpu__handle_del(MGPU_H_EVENT, ev)) {

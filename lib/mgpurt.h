@@ -325,6 +325,37 @@ MGPU_API mgpu_status_t mgpu_runtime_stats(const mgpu_runtime_t *rt, mgpu_stats_t
 MGPU_API void mgpu_stats_print(const mgpu_runtime_t *rt, const mgpu_stats_t *stats, FILE *fp);
 
 /* ------------------------------------------------------------------------- */
+/* Traces                                                                     */
+/* ------------------------------------------------------------------------- */
+
+/** One recorded event (MGPU_TRACE set, or mgpu_config_t.trace). */
+typedef struct {
+  int worker;          /**< worker index (CPU workers first, then GPUs) */
+  int stream;          /**< GPU stream slot for h2d/kernel/d2h, -1 otherwise */
+  const char *kind;    /**< "chunk", "h2d", "kernel", "d2h", "issue", "steal" or "retry" */
+  const char *kernel;  /**< the kernel's name (valid while the kernel struct is) */
+  uint64_t batch;      /**< submission number of the batch, from 0 */
+  size_t first, count; /**< items */
+  size_t bytes;        /**< bytes copied (h2d, d2h) */
+  double t0, t1;       /**< seconds from mgpu_init, one clock for CPUs and GPUs */
+} mgpu_trace_event_t;
+
+/**
+ * Copy up to max recorded events into out (out may be NULL to count them) and
+ * return how many were recorded in all; 0 when tracing is off. Call it while no
+ * batch is in flight (between mgpu_event_wait and the next submit): the
+ * workers append to their buffers as they run. Events are grouped by worker,
+ * in time order within a worker.
+ */
+MGPU_API size_t mgpu_trace_events(const mgpu_runtime_t *rt, mgpu_trace_event_t *out, size_t max);
+
+/**
+ * Progress of a batch: items completed so far and in all. Any thread, at any
+ * time while the event is held. MGPU_EINVAL for a NULL or released event.
+ */
+MGPU_API mgpu_status_t mgpu_event_progress(mgpu_event_t *ev, size_t *done_p, size_t *total_p);
+
+/* ------------------------------------------------------------------------- */
 /* Constants and host memory                                                  */
 /* ------------------------------------------------------------------------- */
 

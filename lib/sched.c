@@ -206,7 +206,7 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   free(speed);
   free(share);
   atomic_store(&b->remaining, b->desc.n);
-  atomic_store_explicit(&b->active, true, memory_order_relaxed);
+  atomic_store(&b->active, true); /* after remaining: mgpu_event_progress reads them in this order */
   b->prev = rt->active_tail;
   b->next = NULL;
   if (rt->active_tail) rt->active_tail->next = b;

@@ -125,6 +125,23 @@ void mgpu__trace_close(mgpu_runtime_t *rt) {
   rt->trace_fp = NULL;
 }
 
+MGPU_API size_t mgpu_trace_events(const mgpu_runtime_t *rt, mgpu_trace_event_t *out, size_t max) {
+  if (mgpu__check_rt(rt, "mgpu_trace_events") != MGPU_OK || !rt->trace_on) return 0;
+  size_t n = 0;
+  for (int i = 0; i < rt->nworkers; i++) {
+    const mgpu__worker_t *w = &rt->workers[i];
+    for (size_t e = 0; e < w->ntrace; e++, n++) {
+      if (!out || n >= max) continue;
+      const mgpu__tev_t *ev = &w->trace[e];
+      out[n] = (mgpu_trace_event_t){.worker = i, .stream = ev->stream, .kind = kind_name[ev->kind],
+                                    .kernel = ev->name ? ev->name : "", .batch = ev->batch, .first = ev->first,
+                                    .count = ev->count, .bytes = ev->bytes, .t0 = ev->t0 - rt->t_init,
+                                    .t1 = ev->t1 - rt->t_init};
+    }
+  }
+  return n;
+}
+
 void mgpu__trace_free(mgpu__worker_t *w) {
   free(w->trace);
   w->trace = NULL;

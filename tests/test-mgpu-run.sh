@@ -108,6 +108,29 @@ PY
 fi
 rm -f "$trace"
 expect 2 "MGPU_TRACE='/nonexistent/dir/t.json'" -- env MGPU_TRACE=/nonexistent/dir/t.json "$run" --info
+# --plot: a well-formed SVG with a lane per worker and per GPU stream, and a
+# bar per worker; rasterised with rsvg-convert where it is installed.
+svg=$(mktemp /tmp/mgpu-plot-XXXXXX).svg
+expect 0 "verification ok" -- env MGPU_EMULATE_GPUS=2 "$run" mulmod -n 20000 --intensity 20 --repeat 1 --threads 2 --ratio 4 -q --plot "$svg"
+if command -v python3 >/dev/null 2>&1; then
+  if python3 - "$svg" <<'PY'
+import sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(sys.argv[1]).getroot()
+lanes = [g.get("class") for g in root.iter(ns + "g") if g.get("class", "").startswith("lane")]
+assert lanes.count("lane worker") == 4, lanes   # 2 CPU workers, 2 GPU host threads
+assert lanes.count("lane stream") == 6, lanes   # 3 streams on each GPU
+assert len([g for g in root.iter(ns + "g") if g.get("class") == "bar"]) == 4
+assert any(r.get("class") in ("chunk", "kernel") for r in root.iter(ns + "rect"))
+PY
+  then ok; else bad "--plot: the SVG is malformed or lacks lanes"; fi
+fi
+if command -v rsvg-convert >/dev/null 2>&1; then
+  if rsvg-convert -o "$svg.png" "$svg" && [ -s "$svg.png" ]; then ok; else bad "rsvg-convert could not render the plot"; fi
+fi
+rm -f "$svg" "$svg.png"
+expect 1 "cannot write /nonexistent/dir/p.svg" -- "$run" mulmod -n 100 --intensity 2 --repeat 1 -q --plot /nonexistent/dir/p.svg
+expect 2 "--plot needs a file name" -- "$run" --plot ""
 # Mandelbrot image with the worker overlay.
 img=$(mktemp /tmp/mgpu-mandel-XXXXXX)
 expect 0 "verification: ok" -- env MGPU_EMULATE_GPUS=1 "$run" mandelbrot -n 64 --size 96 --repeat 1 -o "$img" --overlay

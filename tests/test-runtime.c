@@ -670,6 +670,67 @@ START_TEST(test_pinned_host_memory) {
 }
 END_TEST
 
+START_TEST(test_progress_and_trace_events) {
+  char path[] = "/tmp/mgpu-trace-test-XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  mgpu_config_t c = mgpu_test_config(2, 1);
+  c.trace = path;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  /* A gated batch: no progress until the gate opens, then all of it. */
+  _Atomic int open = 0, *gate = &open;
+  mgpu_batch_t blocker = {.kernel = &gate_kernel, .n = 1, .arg = &gate, .arg_size = sizeof gate};
+  mgpu_event_t *eb, *ev;
+  ck_assert_int_eq(mgpu_submit(rt, &blocker, 0, NULL, &eb), MGPU_OK);
+  const size_t n = 5000;
+  uint64_t *x = calloc(n, 8), *y = malloc(8 * n);
+  axpk_arg_t a = {3, NULL};
+  mgpu_batch_t b = axpk_batch(&axpk, n, x, y, &a);
+  ck_assert_int_eq(mgpu_submit(rt, &b, 1, &eb, &ev), MGPU_OK);
+  size_t done = 99, total = 0;
+  ck_assert_int_eq(mgpu_event_progress(ev, &done, &total), MGPU_OK);
+  ck_assert_uint_eq(done, 0);
+  ck_assert_uint_eq(total, n);
+  atomic_store_explicit(&open, 1, memory_order_release);
+  ck_assert_int_eq(mgpu_event_wait(ev, NULL), MGPU_OK);
+  ck_assert_int_eq(mgpu_event_progress(ev, &done, &total), MGPU_OK);
+  ck_assert_uint_eq(done, n);
+  mgpu_event_release(ev);
+  ck_assert_int_eq(mgpu_event_progress(ev, &done, &total), MGPU_EINVAL);
+  mgpu_event_release(eb);
+  /* The recorded events cover every item of the batch once. */
+  size_t m = mgpu_trace_events(rt, NULL, 0);
+  ck_assert_uint_gt(m, 0);
+  mgpu_trace_event_t *e = calloc(m, sizeof *e);
+  ck_assert_uint_eq(mgpu_trace_events(rt, e, m), m);
+  size_t items = 0;
+  uint64_t batch = UINT64_MAX;
+  for (size_t i = 0; i < m; i++)
+    if (!strcmp(e[i].kernel, "axpk") && (!strcmp(e[i].kind, "chunk") || !strcmp(e[i].kind, "kernel"))) {
+      items += e[i].count;
+      batch = e[i].batch;
+      ck_assert(e[i].t1 >= e[i].t0 && e[i].t0 >= 0);
+    }
+  ck_assert_uint_eq(items, n);
+  ck_assert_uint_eq(batch, 1); /* the second batch submitted */
+  free(e), free(x), free(y);
+  mgpu_finalize(rt);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  char head[64] = {0};
+  ck_assert_uint_gt(fread(head, 1, sizeof head - 1, f), 0);
+  ck_assert_ptr_nonnull(strstr(head, "traceEvents"));
+  fclose(f);
+  unlink(path);
+  /* Tracing off: nothing recorded. */
+  rt = start(1, 0);
+  ck_assert_uint_eq(mgpu_trace_events(rt, NULL, 0), 0);
+  mgpu_finalize(rt);
+}
+END_TEST
+
 START_TEST(test_finalize_waits) {
   /* Finalize with a batch in flight waits for it; its outputs are complete. */
   mgpu_runtime_t *rt = start(2, 1);
@@ -706,6 +767,7 @@ int main(void) {
   tcase_add_test(tc, test_oom_cap);
   tcase_add_test(tc, test_pinned_host_memory);
   tcase_add_test(tc, test_finalize_waits);
+  tcase_add_test(tc, test_progress_and_trace_events);
   suite_add_tcase(s, tc);
   return mgpu_test_main(s);
 }
