@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <errno.h>
 #include <limits.h>
 #include <getopt.h>
@@ -106,7 +107,8 @@ static void help(void) {
       "\n"
       "Output:\n"
       "      --json           print the report as JSON on stdout\n"
-      "  -q, --quiet          print only the result line (or the JSON)\n"
+      "  -q, --quiet          print only the result line (or the JSON); no progress bar\n"
+      "                       (shown on a terminal for batches that run over a second)\n"
       "      --info           print every effective setting with its source, the usable\n"
       "                       cores and the GPUs, then exit\n"
       "      --list           list the workloads and built-in kernels, then exit\n"
@@ -560,6 +562,66 @@ static void setup(work_t *w, const opts_t *o, mgpu_runtime_t *base, const mgpu_p
   }
 }
 
+/* ------------------------------------------------------------ progress */
+
+/* The batch being waited for, for the progress thread. The main thread sets
+ * and clears it under the lock, so the event is never released while read. */
+static pthread_mutex_t progress_lock = PTHREAD_MUTEX_INITIALIZER;
+static mgpu_event_t *progress_ev;
+static double progress_t0;
+static int progress_shown, progress_stop;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Draws "[#####.....]  45%  1.2e+06 items/s  3 s left" on stderr for batches
+ * that have run for a second; erases it when the batch ends. */
+static void *progress_main(void *arg) {
+  (void)arg;
+  for (;;) {
+    struct timespec ts = {0, 200 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    pthread_mutex_lock(&progress_lock);
+    if (progress_stop) {
+      pthread_mutex_unlock(&progress_lock);
+      return NULL;
+    }
+    size_t done = 0, total = 0;
+    double el = now_s() - progress_t0;
+    if (progress_ev && el > 1.0 && mgpu_event_progress(progress_ev, &done, &total) == MGPU_OK && total) {
+      double frac = (double)done / (double)total, rate = (double)done / el;
+      char bar[31];
+      int fill = (int)(frac * 30);
+      for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '.';
+      bar[30] = '\0';
+      fprintf(stderr, "\r[%s] %3.0f%%  %.3g items/s  ", bar, 100 * frac, rate);
+      if (rate > 0) fprintf(stderr, "%.0f s left ", (double)(total - done) / rate);
+      else fprintf(stderr, "             ");
+      fflush(stderr);
+      progress_shown = 1;
+    }
+    pthread_mutex_unlock(&progress_lock);
+  }
+}
+
+static void progress_begin(mgpu_event_t *ev) {
+  pthread_mutex_lock(&progress_lock);
+  progress_ev = ev;
+  progress_t0 = now_s();
+  pthread_mutex_unlock(&progress_lock);
+}
+
+static void progress_end(void) {
+  pthread_mutex_lock(&progress_lock);
+  progress_ev = NULL;
+  if (progress_shown) fputs("\r\033[K", stderr);
+  progress_shown = 0;
+  pthread_mutex_unlock(&progress_lock);
+}
+
 /* Run the workload once on rt; returns wall seconds and fills stats. */
 static double run_once(mgpu_runtime_t *rt, work_t *w, const opts_t *o, mgpu_stats_t *st) {
   /* Poison the outputs: every item must be written again. */
@@ -567,9 +629,15 @@ static double run_once(mgpu_runtime_t *rt, work_t *w, const opts_t *o, mgpu_stat
     if (w->outs[i]) memset(w->outs[i], 0xA5, w->outs_bytes[i]);
   if (strcmp(w->name, "pipeline") != 0) {
     struct timespec t0, t1;
+    mgpu_event_t *ev;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    check_status(mgpu_run(rt, &w->b, st), "the batch");
+    check_status(mgpu_submit(rt, &w->b, 0, NULL, &ev), "submitting the batch");
+    progress_begin(ev);
+    mgpu_status_t s = mgpu_event_wait(ev, st);
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    progress_end();
+    mgpu_event_release(ev);
+    check_status(s, "the batch");
     return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
   }
   /* Pipeline: sub-batches of three dependent stages, all submitted up front so
@@ -804,8 +872,9 @@ static void json_result(const result_t *r, int nw, bool last) {
     printf(", \"skipped\": \"%s\"}%s\n", r->skipped ? r->skipped : "", last ? "" : ",");
     return;
   }
-  printf(", \"wall_s\": %.6f, \"items_per_s\": %.3f, \"chunks\": %llu, \"steals\": %llu, \"retries\": %llu, \"workers\": [",
-         r->wall_s, r->throughput, (unsigned long long)r->st.chunks, (unsigned long long)r->st.steals,
+  printf(", \"runs\": %d, \"wall_s\": %.6f, \"items_per_s\": %.3f, \"chunks\": %llu, \"steals\": %llu, "
+         "\"retries\": %llu, \"workers\": [",
+         r->runs, r->wall_s, r->throughput, (unsigned long long)r->st.chunks, (unsigned long long)r->st.steals,
          (unsigned long long)r->st.retries);
   for (int i = 0; i < nw; i++) {
     const mgpu_worker_stats_t *s = &r->ws[i];
@@ -853,6 +922,10 @@ int main(int argc, char **argv) {
     return 0;
   }
   int ngpu = mgpu_num_gpus(base), ncpu = mgpu_num_cpu_workers(base);
+  /* A progress bar only for a person watching a terminal. */
+  pthread_t progress_thread;
+  bool progress = !o.quiet && !o.json && isatty(STDERR_FILENO) &&
+                  pthread_create(&progress_thread, NULL, progress_main, NULL) == 0;
   work_t w;
   setup(&w, &o, base, pw);
 
@@ -897,6 +970,12 @@ int main(int argc, char **argv) {
     }
   }
 
+  if (progress) {
+    pthread_mutex_lock(&progress_lock);
+    progress_stop = 1;
+    pthread_mutex_unlock(&progress_lock);
+    pthread_join(progress_thread, NULL);
+  }
   size_t checked = 0;
   long long bad = 0;
   if (o.verify) {

@@ -74,7 +74,20 @@ for r in d["results"]:
     assert r["ran"] and sum(w["items"] for w in r["workers"]) == 3000, r
 assert d["verification"]["failed"] == 0 and d["verification"]["checked"] > 0
 assert "MGPU_NUM_THREADS" in d["config"] and d["efficiency"] > 0
-'; then ok; else bad "--json output does not parse or lacks fields: $out"; fi
+# Every key printed is in the documented schema.
+import re, os
+doc = open(os.path.join(os.environ.get("top_srcdir", "."), "doc/json.md")).read()
+documented = set(re.findall(r"^\| `([a-z_]+)` \|", doc, re.M))
+def keys(o, skip_names=False):
+    if isinstance(o, dict):
+        for k, v in o.items():
+            if not skip_names: yield k
+            yield from keys(v, k == "config")
+    elif isinstance(o, list):
+        for v in o: yield from keys(v)
+missing = set(keys(d)) - documented
+assert not missing, missing
+'; then ok; else bad "--json output does not parse, lacks fields or has undocumented keys: $out"; fi
 fi
 # Traces: Chrome trace-event JSON with every chunk of the run, one track per
 # worker and per GPU stream; a file that cannot be written is a usage error.
@@ -155,6 +168,17 @@ wait $pid; rc=$?
 if [ $rc = 130 ] && grep -q "interrupted" "$out" && grep -q "mode steal" "$out" && grep -q "verification: ok" "$out"; then ok
 else bad "SIGINT: exit $rc, output: $(cat "$out")"; fi
 rm -f "$out"
+# The progress bar: on a terminal for a batch over a second; never in a pipe or
+# with --quiet. script(1) gives the run a terminal.
+if command -v script >/dev/null 2>&1; then
+  out=$(script -qec "$run mulmod -n 200000 --intensity 3000 --repeat 1 --num-gpus 0" /dev/null 2>&1)
+  if printf '%s' "$out" | grep -q "items/s .* s left" && printf '%s' "$out" | grep -q "verification: ok"; then ok
+  else bad "no progress bar on a terminal: $out"; fi
+  out=$(script -qec "$run mulmod -n 200000 --intensity 3000 --repeat 1 --num-gpus 0 -q" /dev/null 2>&1)
+  if printf '%s' "$out" | grep -q "s left"; then bad "progress bar with --quiet"; else ok; fi
+fi
+out=$("$run" mulmod -n 200000 --intensity 3000 --repeat 1 --num-gpus 0 2>&1)
+if printf '%s' "$out" | grep -q "s left"; then bad "progress bar without a terminal"; else ok; fi
 # MGPU_STATS=1 prints the per-worker table at finalize.
 expect 0 "libmgpurt statistics" -- env MGPU_STATS=1 "$run" mulmod -n 1000 --intensity 3 --repeat 1 -q
 echo "mgpu-run: $passes passed, $fails failed"
