@@ -1,0 +1,55 @@
+#!/bin/bash
+# run.sh: the benchmarks of doc/benchmarks.md in one call, on the machine it runs
+# on. Writes the raw JSON of every run, then report.py's tables and plot, to OUT.
+#   bash bench/run.sh [--smoke] [OUT]      (default OUT: bench-out)
+# --smoke: tiny sizes and two emulated devices, for tests; the figures mean nothing.
+# Runs mgpu-run from the build tree (bin/mgpu-run) unless MGPU_RUN names another.
+set -euo pipefail
+smoke=0
+if [ "${1:-}" = --smoke ]; then smoke=1; shift; fi
+out=${1:-bench-out}
+here=$(cd "$(dirname "$0")" && pwd)
+run=${MGPU_RUN:-${top_builddir:-.}/bin/mgpu-run}
+mkdir -p "$out"
+if [ $smoke = 1 ]; then
+  export MGPU_EMULATE_GPUS=2
+  repeat=1
+  size() { echo "-n $1"; }
+  sizes_ntt="-n 64 --size 10"; sizes_sha="-n 2000"; sizes_mandel="-n 64 --size 64"; sizes_saxpy="-n 100000"
+  sizes_pipe="-n 32 --size 10"; sweep_n=2000; intensities="1 10 100"
+else
+  repeat=5
+  sizes_ntt="-n 65536"; sizes_sha="-n 33554432"; sizes_mandel="-n 4096 --size 4096"; sizes_saxpy="-n 536870912"
+  sizes_pipe="-n 32768"; sweep_n=16777216; intensities="1 3 10 30 100 300 1000 3000 10000"
+fi
+# Machine and build, for the report.
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo "cores: $(nproc)"
+  if command -v nvidia-smi >/dev/null 2>&1; then nvidia-smi -L | sed 's/ (UUID.*//; s/^/gpu: /'; fi
+  echo "mgpu-run: $("$run" --version)"
+} > "$out/machine.txt"
+compare() { # compare NAME ARGS...
+  local name=$1; shift
+  echo "== $name: mgpu-run $* --compare --repeat $repeat --json" >&2
+  "$run" "$@" --compare --repeat "$repeat" --json > "$out/compare-$name.json"
+}
+compare ntt ntt $sizes_ntt
+compare ntt-pinned ntt $sizes_ntt --pinned
+compare sha256 sha256 $sizes_sha
+compare mandelbrot mandelbrot $sizes_mandel
+compare saxpy saxpy $sizes_saxpy
+compare saxpy-pinned saxpy $sizes_saxpy --pinned
+compare pipeline pipeline $sizes_pipe
+# The ratio sweep: mulmod's intensity moves the device-to-core ratio.
+for k in $intensities; do
+  n=$sweep_n
+  # CPU-only runs of the dearest points would dominate the time: fewer items there.
+  if [ $smoke = 0 ] && [ "$k" -ge 1000 ]; then n=$((sweep_n / 4)); fi
+  compare "mulmod-$k" mulmod -n "$n" --intensity "$k"
+done
+if [ -x "${top_builddir:-.}/bench/mgpu-overhead" ]; then
+  "${top_builddir:-.}/bench/mgpu-overhead" 1 > "$out/overhead.txt"
+fi
+python3 "$here/report.py" "$out" > "$out/benchmarks.md"
+echo "bench: wrote $out/benchmarks.md and $out/sweep.svg" >&2
