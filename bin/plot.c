@@ -40,7 +40,11 @@ int mgpu_run_plot(const char *path, mgpu_runtime_t *rt, const mgpu_stats_t *st, 
   if (!ev) return -1;
   n = mgpu_trace_events(rt, ev, n);
   int nw = mgpu_num_workers(rt), ncpu = mgpu_num_cpu_workers(rt), ngpu = mgpu_num_gpus(rt);
+  /* A lane per configured stream, whether or not it got work. */
   int streams = 0;
+  mgpu_setting_t set;
+  for (int i = 0; mgpu_info_setting(rt, i, &set) == MGPU_OK; i++)
+    if (!strcmp(set.name, "MGPU_STREAMS_PER_GPU")) streams = atoi(set.value);
   for (size_t i = 0; i < n; i++)
     if (ev[i].stream + 1 > streams) streams = ev[i].stream + 1;
   /* Lanes: CPU workers, then per GPU its host thread and its streams. */
