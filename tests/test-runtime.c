@@ -297,25 +297,36 @@ typedef struct {
   int failures;
 } submitter_t;
 
+typedef struct {
+  mgpu_event_t *ev;
+  uint64_t *x, *y;
+  size_t n;
+  uint64_t k;
+} held_t;
+
+/* Wait for a held batch, count it as failed if it failed or is wrong, free it. */
+static int retire_held(held_t *h) {
+  int failures = mgpu_event_wait(h->ev, NULL) != MGPU_OK;
+  for (size_t j = 0; j < h->n; j++)
+    if (h->y[j] != h->x[j] * 3 + h->k) {
+      failures++;
+      break;
+    }
+  mgpu_event_release(h->ev);
+  free(h->x);
+  free(h->y);
+  h->ev = NULL;
+  return failures;
+}
+
 static void *submitter(void *p) {
   submitter_t *s = p;
   uint64_t rng = s->seed;
   enum { KEEP = 4 };
-  struct { mgpu_event_t *ev; uint64_t *x, *y; size_t n; uint64_t k; int ndep; } hist[KEEP] = {0};
+  held_t hist[KEEP] = {0};
   for (int i = 0; i < s->batches; i++) {
     int slot = i % KEEP;
-    if (hist[slot].ev) { /* retire the oldest: check its result */
-      if (mgpu_event_wait(hist[slot].ev, NULL) != MGPU_OK) s->failures++;
-      for (size_t j = 0; j < hist[slot].n; j++)
-        if (hist[slot].y[j] != hist[slot].x[j] * 3 + hist[slot].k) {
-          s->failures++;
-          break;
-        }
-      mgpu_event_release(hist[slot].ev);
-      free(hist[slot].x);
-      free(hist[slot].y);
-      hist[slot].ev = NULL;
-    }
+    if (hist[slot].ev) s->failures += retire_held(&hist[slot]); /* the oldest */
     size_t n = (size_t)(mgpu_test_rand(&rng) % 5000);
     if (mgpu_test_rand(&rng) % 10 == 0) n = 0;
     uint64_t *x = malloc(8 * (n + 1)), *y = malloc(8 * (n + 1));
@@ -333,37 +344,30 @@ static void *submitter(void *p) {
       free(x), free(y);
       continue;
     }
-    hist[slot].ev = ev;
-    hist[slot].x = x;
-    hist[slot].y = y;
-    hist[slot].n = n;
-    hist[slot].k = a.k;
+    hist[slot] = (held_t){ev, x, y, n, a.k};
   }
   for (int d = 0; d < KEEP; d++)
-    if (hist[d].ev) {
-      if (mgpu_event_wait(hist[d].ev, NULL) != MGPU_OK) s->failures++;
-      for (size_t j = 0; j < hist[d].n; j++)
-        if (hist[d].y[j] != hist[d].x[j] * 3 + hist[d].k) {
-          s->failures++;
-          break;
-        }
-      mgpu_event_release(hist[d].ev);
-      free(hist[d].x), free(hist[d].y);
-    }
+    if (hist[d].ev) s->failures += retire_held(&hist[d]);
   return NULL;
 }
 
-START_TEST(test_many_submitters) {
-  mgpu_runtime_t *rt = start(2, 2);
-  enum { T = 8 };
-  pthread_t th[T];
-  submitter_t s[T];
+/* T threads, each submitting `batches` batches; returns the failures. */
+static int run_submitters(mgpu_runtime_t *rt, int T, unsigned seed, int batches) {
+  pthread_t th[16];
+  submitter_t s[16];
+  ck_assert_int_le(T, 16);
   for (int i = 0; i < T; i++) {
-    s[i] = (submitter_t){rt, 1234u + (unsigned)i, 100, 0};
+    s[i] = (submitter_t){rt, seed + (unsigned)i, batches, 0};
     pthread_create(&th[i], NULL, submitter, &s[i]);
   }
   int failures = 0;
   for (int i = 0; i < T; i++) pthread_join(th[i], NULL), failures += s[i].failures;
+  return failures;
+}
+
+START_TEST(test_many_submitters) {
+  mgpu_runtime_t *rt = start(2, 2);
+  int failures = run_submitters(rt, 8, 1234u, 100);
   ck_assert_int_eq(failures, 0);
   mgpu_stats_t st = {0};
   mgpu_runtime_stats(rt, &st);
@@ -401,14 +405,7 @@ START_TEST(test_stress_16_threads) {
   atomic_store(&stress_done, 0);
   pthread_create(&wd, NULL, watchdog, &bound);
   enum { T = 16 };
-  pthread_t th[T];
-  submitter_t s[T];
-  for (int i = 0; i < T; i++) {
-    s[i] = (submitter_t){rt, 777u + (unsigned)i, 60, 0};
-    pthread_create(&th[i], NULL, submitter, &s[i]);
-  }
-  int failures = 0;
-  for (int i = 0; i < T; i++) pthread_join(th[i], NULL), failures += s[i].failures;
+  int failures = run_submitters(rt, T, 777u, 60);
   atomic_store(&stress_done, 1);
   pthread_join(wd, NULL);
   mgpu_stats_t st = {0};
