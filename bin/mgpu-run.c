@@ -300,7 +300,11 @@ static const mgpu_plugin_workload_t *resolve_workload(opts_t *o) {
   bool known = pw != NULL;
   for (int i = 0; workloads[i]; i++) known |= !strcmp(workloads[i], o->workload);
   if (!known) {
-    char names[1024] = "ntt, sha256, mandelbrot, saxpy, mulmod, pipeline";
+    char names[1024] = "";
+    for (int i = 0; workloads[i]; i++) {
+      size_t len = strlen(names);
+      snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "", workloads[i]);
+    }
     for (int i = 0; i < nplugin_work; i++) {
       size_t len = strlen(names);
       snprintf(names + len, sizeof names - len, ", %s", plugin_work[i].name);
@@ -897,7 +901,9 @@ int main(int argc, char **argv) {
   parse_args(argc, argv, &o);
   if (o.plugin) load_plugin(o.plugin);
   if (o.list) {
-    printf("Workloads: ntt sha256 mandelbrot saxpy mulmod pipeline\nBuilt-in kernels:\n");
+    printf("Workloads:");
+    for (int i = 0; workloads[i]; i++) printf(" %s", workloads[i]);
+    printf("\nBuilt-in kernels:\n");
     for (int i = 0; i < mgpu_builtin_count(); i++) printf("  %-20s %s\n", mgpu_builtin_name(i), mgpu_builtin_doc(i));
     if (nplugin_work) printf("Plugin workloads (%s):\n", o.plugin);
     for (int i = 0; i < nplugin_work; i++)

@@ -48,7 +48,7 @@ static void free_runtime(mgpu_runtime_t *rt) {
   free(rt);
 }
 
-static void mgpu_finalize_internal(mgpu_runtime_t *rt);
+static void finalize_now(mgpu_runtime_t *rt);
 
 static void stop_workers(mgpu_runtime_t *rt) {
   atomic_store(&rt->stop, 1);
@@ -141,7 +141,7 @@ MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p
 
   if (mgpu__handle_add(MGPU_H_RUNTIME, rt) != 0) {
     st = mgpu__fail(MGPU_ENOMEM, "mgpu_init: out of memory");
-    mgpu_finalize_internal(rt);
+    finalize_now(rt);
     return st;
   }
   mgpu__log(MGPU_LOG_INFO, "runtime started: %d CPU workers, %d GPUs (%s), %d usable cores (%s)", rt->ncpu, rt->ngpus,
@@ -164,10 +164,10 @@ MGPU_API void mgpu_finalize(mgpu_runtime_t *rt) {
     mgpu__log(MGPU_LOG_ERROR, "mgpu_finalize: %p is not a live runtime (finalized twice?); ignored", (void *)rt);
     return;
   }
-  mgpu_finalize_internal(rt);
+  finalize_now(rt);
 }
 
-static void mgpu_finalize_internal(mgpu_runtime_t *rt) {
+static void finalize_now(mgpu_runtime_t *rt) {
   pthread_mutex_lock(&rt->lock);
   rt->finalizing = 1;
   while (rt->live_batches > 0) pthread_cond_wait(&rt->idle_cv, &rt->lock);
