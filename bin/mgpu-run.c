@@ -22,6 +22,7 @@
 
 #include "mgpurt.h"
 #include "mgpurt_kernels.h"
+#include "multi.h"
 #include "plot.h"
 
 #ifdef MGPU_HAVE_PNG
@@ -45,6 +46,9 @@ typedef struct {
   const char *trace;   /* MGPU_TRACE file of the (steal) run */
   const char *plot;    /* SVG of the (steal) run */
   bool overlay;
+  int ngpus_list;          /* --gpus: GPU counts to run in turn */
+  int gpus_list[MGPU_MAX_DEVICES];
+  multi_opts_t multi;      /* options of the split-array and collective workloads */
   mgpu_config_t cfg;
 } opts_t;
 
@@ -146,11 +150,67 @@ static mgpu_sched_t parse_mode(const char *v) {
   return MGPU_SCHED_UNSET;
 }
 
-static const char *const workloads[] = {"ntt", "sha256", "mandelbrot", "saxpy", "mulmod", "pipeline", NULL};
+static const char *const workloads[] = {"ntt",    "sha256", "mandelbrot", "saxpy",          "mulmod",
+                                        "pipeline", "matvec", "reduce",     "allreduce", "saxpy-resident", NULL};
+
+/* A comma-separated list of numbers (shares) for --split. */
+static int parse_split(const char *v, double *out) {
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", v);
+  int n = 0;
+  double sum = 0;
+  char *save = NULL;
+  if (!*v || v[strlen(v) - 1] == ',' || strstr(v, ",,"))
+    usage_error("--split '%s' is invalid: expected shares such as 0.6,0.4 (one per GPU, then optionally the host)", v);
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (n == MGPU_MAX_DEVICES + 1) usage_error("--split: more than %d entries", MGPU_MAX_DEVICES + 1);
+    char *end;
+    errno = 0;
+    double x = strtod(t, &end);
+    if (errno || end == t || *end || !isfinite(x) || x < 0 || x > 1e12)
+      usage_error("--split entry '%s' is invalid: expected a number in 0..1e12", t);
+    out[n++] = x;
+    sum += x;
+  }
+  if (!(sum > 0)) usage_error("--split '%s' is invalid: every share is 0", v);
+  return n;
+}
+
+static size_t parse_bytes_opt(const char *opt, const char *v) {
+  char *end;
+  errno = 0;
+  unsigned long long x = strtoull(v, &end, 10);
+  int shift = 0;
+  if (*end == 'K') shift = 10, end++;
+  else if (*end == 'M') shift = 20, end++;
+  else if (*end == 'G') shift = 30, end++;
+  if (errno || end == v || *end || *v == '-' || x > (1ULL << 34) >> shift || (x << shift) < 4 || (x << shift) % 4)
+    usage_error("%s '%s' is invalid: expected a multiple of 4 bytes in 4..16G (K, M, G suffixes allowed)", opt, v);
+  return (size_t)(x << shift);
+}
+
+/* --gpus: distinct GPU counts, e.g. 1,2,4. */
+static int parse_gpus(const char *v, int *out) {
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", v);
+  int n = 0;
+  char *save = NULL;
+  if (!*v || v[strlen(v) - 1] == ',' || strstr(v, ",,"))
+    usage_error("--gpus '%s' is invalid: expected distinct GPU counts such as 1,2,4", v);
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (n == MGPU_MAX_DEVICES) usage_error("--gpus: more than %d entries", MGPU_MAX_DEVICES);
+    int k = (int)parse_ll_opt("--gpus entry", t, 1, MGPU_MAX_DEVICES);
+    for (int i = 0; i < n; i++)
+      if (out[i] == k) usage_error("--gpus '%s': %d is listed twice", v, k);
+    out[n++] = k;
+  }
+  return n;
+}
 
 static void parse_args(int argc, char **argv, opts_t *o) {
   enum { O_SIZE = 256, O_INT, O_MODE, O_COMPARE, O_REPEAT, O_SEED, O_NOVERIFY, O_JSON, O_INFO, O_LIST,
-         O_NUMGPUS, O_DEVICES, O_RATIO, O_MAXB, O_STREAMS, O_PINNED, O_OVERLAY, O_PLUGIN, O_TRACE, O_PLOT };
+         O_NUMGPUS, O_DEVICES, O_RATIO, O_MAXB, O_STREAMS, O_PINNED, O_OVERLAY, O_PLUGIN, O_TRACE, O_PLOT,
+         O_GPUS, O_SPLIT, O_DTYPE, O_MINB, O_MAXBYTES };
   static const struct option longopts[] = {
       {"items", required_argument, 0, 'n'},   {"size", required_argument, 0, O_SIZE},
       {"intensity", required_argument, 0, O_INT}, {"mode", required_argument, 0, O_MODE},
@@ -166,6 +226,9 @@ static void parse_args(int argc, char **argv, opts_t *o) {
       {"overlay", no_argument, 0, O_OVERLAY}, {"plugin", required_argument, 0, O_PLUGIN},
       {"trace", required_argument, 0, O_TRACE},
       {"plot", required_argument, 0, O_PLOT},
+      {"gpus", required_argument, 0, O_GPUS}, {"split", required_argument, 0, O_SPLIT},
+      {"dtype", required_argument, 0, O_DTYPE}, {"min-bytes", required_argument, 0, O_MINB},
+      {"max-bytes", required_argument, 0, O_MAXBYTES},
       {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
   o->items = -1;
@@ -226,6 +289,14 @@ static void parse_args(int argc, char **argv, opts_t *o) {
       if (!*optarg) usage_error("--plot needs a file name");
       o->plot = optarg;
       break;
+    case O_GPUS: o->ngpus_list = parse_gpus(optarg, o->gpus_list); break;
+    case O_SPLIT: o->multi.nshares = parse_split(optarg, o->multi.shares); break;
+    case O_DTYPE:
+      if (strcmp(optarg, "f32") && strcmp(optarg, "f64")) usage_error("--dtype '%s' is invalid: expected f32 or f64", optarg);
+      o->multi.f64 = !strcmp(optarg, "f64");
+      break;
+    case O_MINB: o->multi.min_bytes = parse_bytes_opt("--min-bytes", optarg); break;
+    case O_MAXBYTES: o->multi.max_bytes = parse_bytes_opt("--max-bytes", optarg); break;
     case ':': usage_error("option '%s' needs a value", argv[optind - 1]); break;
     default: usage_error("unknown option '%s'", argv[optind - 1]); break;
     }
@@ -233,6 +304,11 @@ static void parse_args(int argc, char **argv, opts_t *o) {
   if (optind < argc) o->workload = argv[optind++];
   if (optind < argc) usage_error("unexpected argument '%s'", argv[optind]);
   if (o->compare && o->mode) usage_error("--compare runs every mode: do not give --mode too");
+  if (o->compare && o->ngpus_list) usage_error("--gpus and --compare do not go together: run them separately");
+  if (o->multi.min_bytes && o->multi.max_bytes && o->multi.min_bytes > o->multi.max_bytes)
+    usage_error("--min-bytes is larger than --max-bytes");
+  if (o->cfg.ndevices > 0 && o->ngpus_list)
+    usage_error("--gpus picks the first N GPUs: do not give --devices too");
 }
 
 /* ------------------------------------------------------------ plugins */
@@ -928,6 +1004,44 @@ int main(int argc, char **argv) {
     return 0;
   }
   int ngpu = mgpu_num_gpus(base), ncpu = mgpu_num_cpu_workers(base);
+  if (multi_is_workload(o.workload)) {
+    multi_opts_t *m = &o.multi;
+    m->workload = o.workload;
+    m->items = o.items;
+    m->size = o.size;
+    m->repeat = o.repeat;
+    m->seed = o.seed;
+    m->verify = o.verify;
+    m->json = o.json;
+    m->quiet = o.quiet;
+    int rc = 0;
+    if (!o.ngpus_list) {
+      rc = multi_run(base, m);
+    } else {
+      if (o.json) printf("[\n");
+      for (int i = 0; i < o.ngpus_list && !interrupted; i++) {
+        if (o.gpus_list[i] > ngpu) {
+          fprintf(stderr, "%s: --gpus %d skipped: the runtime sees %d GPUs\n", prog, o.gpus_list[i], ngpu);
+          continue;
+        }
+        opts_t ok = o;
+        ok.cfg.num_gpus = o.gpus_list[i];
+        mgpu_runtime_t *rt = start_runtime(&ok, o.mode, 0, false);
+        if (o.json && i) printf(",\n");
+        else if (!o.json) printf("%s== %d GPUs ==\n", i ? "\n" : "", o.gpus_list[i]);
+        fflush(stdout);
+        rc |= multi_run(rt, m);
+        fflush(stdout);
+        mgpu_finalize(rt);
+      }
+      if (o.json) printf("]\n");
+    }
+    mgpu_finalize(base);
+    return interrupted ? 130 : rc;
+  }
+  if (o.multi.nshares || o.multi.min_bytes || o.multi.max_bytes || o.multi.f64)
+    usage_error("--split, --dtype, --min-bytes and --max-bytes are for the matvec, reduce, allreduce and "
+                "saxpy-resident workloads");
   /* A progress bar only for a person watching a terminal. */
   pthread_t progress_thread;
   bool progress = !o.quiet && !o.json && isatty(STDERR_FILENO) &&
@@ -939,7 +1053,32 @@ int main(int argc, char **argv) {
   memset(res, 0, sizeof res);
   int nres = 0;
   const char *note = NULL;
-  if (!o.compare) {
+  result_t *sres = NULL; /* --gpus: one result per GPU count */
+  int nsres = 0;
+  mgpu_sched_t scale_mode = o.mode ? o.mode : MGPU_SCHED_GPU;
+  if (o.ngpus_list) {
+    sres = calloc((size_t)o.ngpus_list, sizeof *sres);
+    for (int i = 0; i < o.ngpus_list && !interrupted; i++) {
+      result_t *r = &sres[nsres++];
+      r->mode = mode_name(scale_mode);
+      if (o.gpus_list[i] > ngpu) {
+        r->skipped = "more GPUs than the runtime sees";
+        continue;
+      }
+      opts_t ok = o;
+      ok.cfg.num_gpus = o.gpus_list[i];
+      mgpu_runtime_t *rt = start_runtime(&ok, scale_mode, 0, false);
+      measure(rt, &w, &o, r, r->mode);
+      if (w.kconst_rt == rt) {
+        mgpu_const_destroy(w.kconst);
+        w.kconst = NULL;
+        w.kconst_rt = NULL;
+      }
+      mgpu_finalize(rt);
+    }
+    res[0] = sres[nsres - 1];
+    nres = 1;
+  } else if (!o.compare) {
     measure(base, &w, &o, &res[0], mode_name(o.mode));
     if (o.plot) plot_run(base, &o, &res[0], &w);
     nres = 1;
@@ -1013,6 +1152,21 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nres; i++) json_result(&res[i], mgpu_num_workers(base), i == nres - 1);
     printf("  ],\n");
     if (o.compare) printf("  \"efficiency\": %.4f,\n  \"speedup_vs_static\": %.4f,\n", e, speedup);
+    if (nsres) {
+      printf("  \"scaling\": [");
+      const result_t *r0 = NULL;
+      int k0 = 0;
+      for (int i = 0; i < nsres; i++) {
+        const result_t *r = &sres[i];
+        if (!r0 && r->ran) r0 = r, k0 = o.gpus_list[i];
+        double sp = r0 && r->ran && r0->throughput > 0 ? r->throughput / r0->throughput : 0;
+        printf("%s{\"gpus\": %d, \"ran\": %s, \"wall_s\": %.6f, \"items_per_s\": %.3f, \"speedup\": %.4f, "
+               "\"efficiency\": %.4f}",
+               i ? ", " : "", o.gpus_list[i], r->ran ? "true" : "false", r->wall_s, r->throughput, sp,
+               k0 ? sp / ((double)o.gpus_list[i] / k0) : 0);
+      }
+      printf("],\n");
+    }
     printf("  \"verification\": {\"enabled\": %s, \"checked\": %zu, \"failed\": %lld}\n}\n", o.verify ? "true" : "false",
            checked, bad);
   } else if (o.quiet) {
@@ -1037,6 +1191,23 @@ int main(int argc, char **argv) {
              r->throughput, r->throughput * w.bytes_per_item / 1e9);
       if (!o.compare || i == nres - 1) print_workers(base, r);
     }
+    if (nsres) {
+      printf("scaling with the GPU count (mode %s, inputs in host memory):\n", mode_name(scale_mode));
+      printf("  %5s %10s %14s %8s %10s\n", "gpus", "time s", "items/s", "speedup", "efficiency");
+      const result_t *r0 = NULL;
+      int k0 = 0;
+      for (int i = 0; i < nsres; i++) {
+        const result_t *r = &sres[i];
+        if (!r->ran) {
+          printf("  %5d skipped (%s)\n", o.gpus_list[i], r->skipped ? r->skipped : "interrupted");
+          continue;
+        }
+        if (!r0) r0 = r, k0 = o.gpus_list[i];
+        double sp = r0->throughput > 0 ? r->throughput / r0->throughput : 0;
+        printf("  %5d %10.4f %14.4g %7.3fx %9.1f%%\n", o.gpus_list[i], r->wall_s, r->throughput, sp,
+               100 * sp / ((double)o.gpus_list[i] / k0));
+      }
+    }
     if (o.compare) {
       if (e > 0) printf("heterogeneous efficiency E = steal / (cpu + gpu) = %.3f\n", e);
       if (speedup > 0) printf("steal vs static: %.3fx\n", speedup);
@@ -1046,6 +1217,11 @@ int main(int argc, char **argv) {
                          !strcmp(w.name, "ntt") ? ", plus an inverse round trip" : "");
     else printf("verification: off\n");
   }
+  if (nsres) {
+    for (int i = 0; i < nsres; i++) free(sres[i].ws);
+    nres = 0; /* res[0] is a copy of the last of them */
+  }
+  free(sres);
   for (int i = 0; i < nres; i++) free(res[i].ws);
   if (w.kconst) mgpu_const_destroy(w.kconst);
   for (int i = 0; i < MGPU_MAX_ARGS; i++) {

@@ -131,12 +131,47 @@ int mgpu__mulmod_cpu(const mgpu_chunk_t *c);
 int mgpu__pipeline_decompose_cpu(const mgpu_chunk_t *c);
 int mgpu__pipeline_mul_intt_cpu(const mgpu_chunk_t *c);
 
+/* --------------------------------------------------------------- matvec.c */
+int mgpu__matvec_cpu(const mgpu_chunk_t *c);
+
+/* ------------------------------------------------------------------ sum.c */
+/*
+ * sum: the deterministic sum of a float or double array into one double, for
+ * the runtime's reduction of each device's part of a split array. Not a public
+ * kernel, and not called per item:
+ *   in[0]   the data: count floats, or count doubles when arg->is_double;
+ *   count   the number of elements, 0 included (the sum is then 0.0);
+ *   out[0]  ONE double, which receives the sum;
+ *   scratch MGPU__SUM_SCRATCH_BYTES of workspace in the data's memory (device
+ *           memory for the GPU function; unused by the CPU function);
+ *   arg     a mgpu__sum_arg_t; stream the cudaStream_t for the GPU function,
+ *           which only enqueues its work.
+ * The CPU function sums pairwise (blocks of 128 in a fixed binary tree), the GPU
+ * function in a fixed grid of MGPU__SUM_GPU_BLOCKS blocks and fixed-shape trees:
+ * each gives the same bits on every run for the same data and count, and the
+ * two agree to a few units in the last place of the sum of magnitudes (their
+ * orders differ).
+ */
+#define MGPU__SUM_GPU_BLOCKS 1024
+#define MGPU__SUM_SCRATCH_BYTES (MGPU__SUM_GPU_BLOCKS * sizeof(double))
+typedef struct {
+  int is_double; /**< 0: the data are floats, 1: doubles */
+} mgpu__sum_arg_t;
+int mgpu__sum_cpu(const mgpu_chunk_t *c);
+
 /* ------------------------------------- gpu_table.cu (or gpu_none.c) */
 /* The GPU functions of the kernels; all NULL in a build without CUDA. */
 typedef struct {
-  mgpu_kernel_fn ntt, sha256, mandelbrot, saxpy, mulmod, pipeline_mul_intt;
+  mgpu_kernel_fn ntt, sha256, mandelbrot, saxpy, mulmod, pipeline_mul_intt, matvec;
 } mgpu__builtin_gpu_t;
 extern const mgpu__builtin_gpu_t mgpu__builtin_gpu;
+/*
+ * The sum kernel: name "sum", cpu mgpu__sum_cpu, gpu mgpu__sum_gpu (NULL in a
+ * build without CUDA), nin = nout = 1; in_size[0] = sizeof(float) and
+ * out_size[0] = sizeof(double) are nominal (see the calling convention above).
+ * Defined next to the GPU table, which knows whether there is a GPU function.
+ */
+extern const mgpu_kernel_t mgpu__sum_kernel;
 
 /* ----------------------------------------------------------- *_cuda.cu */
 /*
@@ -153,6 +188,8 @@ int mgpu__mandelbrot_gpu(const mgpu_chunk_t *c);
 int mgpu__saxpy_gpu(const mgpu_chunk_t *c);
 int mgpu__mulmod_gpu(const mgpu_chunk_t *c);
 int mgpu__pipeline_mul_intt_gpu(const mgpu_chunk_t *c);
+int mgpu__matvec_gpu(const mgpu_chunk_t *c);
+int mgpu__sum_gpu(const mgpu_chunk_t *c);
 
 #ifdef __cplusplus
 }

@@ -24,6 +24,8 @@ static const struct {
                            "base-2^16 digits; item = one polynomial; arg mgpu_pipeline_arg_t"},
     {"pipeline_mul_intt", "pipeline stage 3: INTT(x (.) K) with K the batch's constant 0; item = one "
                           "polynomial of 2^log_n uint64; arg mgpu_pipeline_arg_t"},
+    {"matvec", "y = W x in float, summed in double: item = one row of W (cols floats), out = one "
+               "float; x (cols floats) is the batch's constant 0; arg mgpu_matvec_arg_t"},
 };
 
 enum { NBUILTINS = (int)(sizeof builtins / sizeof builtins[0]) };
@@ -125,5 +127,14 @@ mgpu_status_t mgpu_kernel_pipeline_mul_intt(unsigned log_n, mgpu_kernel_t *k_p) 
   if (st != MGPU_OK) return st;
   kernel_fill(k_p, "pipeline_mul_intt", mgpu__pipeline_mul_intt_cpu, mgpu__builtin_gpu.pipeline_mul_intt,
               (size_t)8 << log_n, (size_t)8 << log_n);
+  return MGPU_OK;
+}
+
+mgpu_status_t mgpu_kernel_matvec(mgpu_kernel_t *k_p, size_t cols) {
+  if (!k_p) return mgpu__fail(MGPU_EINVAL, "mgpu_kernel_matvec: k_p is NULL");
+  if (cols < 1 || cols > SIZE_MAX / sizeof(float))
+    return mgpu__fail(MGPU_EINVAL, "mgpu_kernel_matvec: cols %zu is outside 1..%zu (a row of cols floats must fit "
+                      "in size_t)", cols, SIZE_MAX / sizeof(float));
+  kernel_fill(k_p, "matvec", mgpu__matvec_cpu, mgpu__builtin_gpu.matvec, cols * sizeof(float), sizeof(float));
   return MGPU_OK;
 }

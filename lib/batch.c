@@ -13,7 +13,9 @@ void mgpu__batch_ref(mgpu__batch_t *b) { atomic_fetch_add_explicit(&b->refs, 1, 
 
 void mgpu__batch_unref(mgpu__batch_t *b) {
   if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1) return;
-  for (int i = 0; i < b->nworkers; i++) pthread_mutex_destroy(&b->ranges[i].lock);
+  if (b->ranges)
+    for (int i = 0; i < b->nworkers; i++) pthread_mutex_destroy(&b->ranges[i].lock);
+  mgpu__task_free(b->task);
   for (int i = 0; i < b->desc.nconsts; i++) mgpu__const_unref(b->desc.consts[i]);
   pthread_mutex_destroy(&b->lock);
   pthread_cond_destroy(&b->done_cv);
@@ -75,13 +77,9 @@ MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *d, si
   if (rst != MGPU_OK) return rst;
   if (!d) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch is NULL");
   if (!done_p) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: done_p is NULL");
-  if (ndeps > 0 && !deps) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: deps is NULL with ndeps = %zu", ndeps);
-  for (size_t i = 0; i < ndeps; i++) {
-    if (!deps[i]) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: deps[%zu] is NULL", i);
-    if (!mgpu__handle_live(MGPU_H_EVENT, deps[i]))
-      return mgpu__fail(MGPU_EINVAL, "mgpu_submit: deps[%zu] is not a live event (released already?)", i);
-  }
-  mgpu_status_t st = check_batch(rt, d);
+  mgpu_status_t st = mgpu__check_deps("mgpu_submit", ndeps, deps);
+  if (st != MGPU_OK) return st;
+  st = check_batch(rt, d);
   if (st != MGPU_OK) return st;
 
   const mgpu__config_t *cfg = &rt->cfg;
@@ -115,8 +113,6 @@ MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *d, si
     b->wstats[i].kind = rt->workers[i].kind;
     b->wstats[i].device = rt->workers[i].gpu >= 0 ? rt->gpu_index[rt->workers[i].gpu] : -1;
   }
-  pthread_mutex_init(&b->lock, NULL);
-  pthread_cond_init(&b->done_cv, NULL);
   b->rt = rt;
   b->desc = *d;
   b->kernel = *d->kernel;
@@ -129,6 +125,24 @@ MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *d, si
   b->cpu_ok = cpu_ok;
   b->gpu_ok = gpu_ok;
   b->steal_ok = cfg->v.sched != MGPU_SCHED_STATIC;
+  return mgpu__enqueue(rt, b, ndeps, deps, done_p);
+}
+
+mgpu_status_t mgpu__check_deps(const char *fn, size_t ndeps, mgpu_event_t *const *deps) {
+  if (ndeps > 0 && !deps) return mgpu__fail(MGPU_EINVAL, "%s: deps is NULL with ndeps = %zu", fn, ndeps);
+  for (size_t i = 0; i < ndeps; i++) {
+    if (!deps[i]) return mgpu__fail(MGPU_EINVAL, "%s: deps[%zu] is NULL", fn, i);
+    if (!mgpu__handle_live(MGPU_H_EVENT, deps[i]))
+      return mgpu__fail(MGPU_EINVAL, "%s: deps[%zu] is not a live event (released already?)", fn, i);
+  }
+  return MGPU_OK;
+}
+
+mgpu_status_t mgpu__enqueue(mgpu_runtime_t *rt, mgpu__batch_t *b, size_t ndeps, mgpu_event_t *const *deps,
+                            mgpu_event_t **done_p) {
+  b->rt = rt;
+  pthread_mutex_init(&b->lock, NULL);
+  pthread_cond_init(&b->done_cv, NULL);
   b->t_submit = mgpu__now();
   b->id = atomic_fetch_add(&rt->next_batch_id, 1);
   atomic_init(&b->status, MGPU_OK);
@@ -139,7 +153,7 @@ MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *d, si
     pthread_mutex_unlock(&rt->lock);
     atomic_store(&b->refs, 1);
     mgpu__batch_unref(b);
-    return mgpu__fail(MGPU_ESTATE, "mgpu_submit: the runtime is being finalized");
+    return mgpu__fail(MGPU_ESTATE, "the runtime is being finalized");
   }
   rt->live_batches++;
   pthread_mutex_unlock(&rt->lock);
@@ -204,7 +218,9 @@ MGPU_API mgpu_status_t mgpu_event_wait(mgpu_event_t *ev, mgpu_stats_t *stats) {
   pthread_mutex_unlock(&b->lock);
   if (stats) fill_stats(b, stats);
   mgpu_status_t st = (mgpu_status_t)atomic_load(&b->status);
-  if (st == MGPU_EKERNEL)
+  if (b->task && st != MGPU_OK)
+    mgpu__fail_quiet(st, "%s", st == MGPU_EDEP ? "an event this one depends on failed" : mgpu__task_why(b->task));
+  else if (st == MGPU_EKERNEL)
     mgpu__fail_quiet(st, "kernel '%s' failed on items %zu..%zu", b->kernel.name ? b->kernel.name : "(unnamed)",
                      b->failed_first, b->failed_first + b->failed_count - 1);
   else if (st == MGPU_EDEP)

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
-typedef enum { K_INT, K_DOUBLE, K_LL, K_BYTES, K_SCHED, K_LIST, K_BOOL, K_PATH, K_LEVEL, K_FAULT } kind_t;
+typedef enum { K_INT, K_DOUBLE, K_LL, K_BYTES, K_SCHED, K_LIST, K_BOOL, K_PATH, K_LEVEL, K_FAULT, K_RATIOS } kind_t;
 
 typedef struct {
   const char *name;
@@ -61,6 +61,10 @@ static const setting_t settings[MGPU_SET_COUNT] = {
   [MGPU_SET_FAULT_INJECT] = {"MGPU_FAULT_INJECT", K_FAULT, 0, 0, 0, 0, 0,
                              "a comma-separated list of launch:GPU:K|all, alloc:GPU:K, const:GPU:K",
                              "TESTS ONLY: make chosen GPU operations fail (default: none)"},
+  [MGPU_SET_TENSOR_SPLIT] = {"MGPU_TENSOR_SPLIT", K_RATIOS, 0, 0, 0, 1e12, 0,
+                             "a comma-separated list of shares >= 0, one per GPU and optionally one more for the "
+                             "host, not all 0, e.g. 0.6,0.4",
+                             "default split of arrays across GPUs (and host) (default: equal shares of the GPUs)"},
 };
 
 const char *mgpu__config_name(int id) { return settings[id].name; }
@@ -87,6 +91,7 @@ MGPU_API void mgpu_config_init(mgpu_config_t *cfg) {
   cfg->emulate_speed = -1;
   cfg->emulate_mem = 0;
   cfg->fault_inject = NULL;
+  cfg->ntensor_split = -1;
   cfg->ignore_env = 0;
 }
 
@@ -155,6 +160,53 @@ int mgpu__parse_bytes(const char *s, long long lo, long long hi, long long *out)
   v <<= shift;
   if (v > (unsigned long long)hi || (long long)v < lo) return -1;
   *out = (long long)v;
+  return 0;
+}
+
+int mgpu__check_ratios(const double *r, int n, char *why, size_t whylen) {
+  double sum = 0;
+  for (int i = 0; i < n; i++) {
+    if (!isfinite(r[i]) || r[i] < 0 || r[i] > 1e12) {
+      snprintf(why, whylen, "share %d is %g: expected a number in 0..1e12", i, r[i]);
+      return -1;
+    }
+    sum += r[i];
+  }
+  if (n < 1 || !(sum > 0)) {
+    snprintf(why, whylen, "%s", n < 1 ? "no shares are given" : "every share is 0");
+    return -1;
+  }
+  return 0;
+}
+
+int mgpu__parse_ratios(const char *s, double *out, int max, int *n_p, char *why, size_t whylen) {
+  char buf[1024], item[1024];
+  why[0] = '\0';
+  if (!s || strlen(s) >= sizeof buf) {
+    snprintf(why, whylen, "the list is too long");
+    return -1;
+  }
+  const char *p = trim(s, buf, sizeof buf);
+  int n = 0;
+  for (;;) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    memcpy(item, p, len);
+    item[len] = '\0';
+    if (n == max) {
+      snprintf(why, whylen, "more than %d entries", max);
+      return -1;
+    }
+    if (mgpu__parse_double(item, 0, 1e12, &out[n]) != 0) {
+      snprintf(why, whylen, "entry '%s' is not a number in 0..1e12", item);
+      return -1;
+    }
+    n++;
+    if (!comma) break;
+    p = comma + 1;
+  }
+  if (mgpu__check_ratios(out, n, why, whylen) != 0) return -1;
+  *n_p = n;
   return 0;
 }
 
@@ -323,6 +375,9 @@ static mgpu_status_t from_text(int id, const char *value, mgpu__config_t *c) {
     }
     break;
   }
+  case MGPU_SET_TENSOR_SPLIT:
+    rc = mgpu__parse_ratios(value, v->tensor_split, MGPU_MAX_DEVICES + 1, &v->ntensor_split, why, sizeof why);
+    break;
   }
   return rc == 0 ? MGPU_OK : bad_env(id, value, why);
 }
@@ -431,6 +486,20 @@ static mgpu_status_t from_arg(int id, const mgpu_config_t *a, mgpu__config_t *c,
       return bad_arg(id, "fault_inject", a->fault_inject);
     snprintf(c->fault_spec, sizeof c->fault_spec, "%s", a->fault_inject);
     v->fault_inject = c->fault_spec;
+    *set = true;
+    return MGPU_OK;
+  }
+  case MGPU_SET_TENSOR_SPLIT: {
+    if (a->ntensor_split == -1) return MGPU_OK;
+    char why[256];
+    if (a->ntensor_split < 1 || a->ntensor_split > MGPU_MAX_DEVICES + 1) {
+      snprintf(num, sizeof num, "%d", a->ntensor_split);
+      return bad_arg(id, "ntensor_split", num);
+    }
+    if (mgpu__check_ratios(a->tensor_split, a->ntensor_split, why, sizeof why) != 0)
+      return bad_arg(id, "tensor_split", why);
+    v->ntensor_split = a->ntensor_split;
+    memcpy(v->tensor_split, a->tensor_split, sizeof v->tensor_split);
     *set = true;
     return MGPU_OK;
   }
@@ -547,6 +616,13 @@ mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visi
     snprintf(c->text[MGPU_SET_EMULATE_SPEED], sizeof c->text[0], "unlimited");
   snprintf(c->text[MGPU_SET_EMULATE_MEM], sizeof c->text[0], "%lld", v->emulate_mem);
   snprintf(c->text[MGPU_SET_FAULT_INJECT], sizeof c->text[0], "%s", v->fault_inject ? v->fault_inject : "(none)");
+  t = c->text[MGPU_SET_TENSOR_SPLIT];
+  t[0] = '\0';
+  for (int i = 0; i < v->ntensor_split; i++) {
+    size_t len = strlen(t);
+    snprintf(t + len, sizeof c->text[0] - len, "%s%g", i ? "," : "", v->tensor_split[i]);
+  }
+  if (v->ntensor_split <= 0) snprintf(t, sizeof c->text[0], "equal shares of the GPUs");
   return MGPU_OK;
 }
 

@@ -544,6 +544,27 @@ fail:
   return st;
 }
 
+static int cuda_event_query(void *vctx, void *ev)
+{
+  cuda_ctx_t *ctx = vctx;
+  cudaError_t e = cudaEventQuery((cudaEvent_t)ev);
+  if (e == cudaSuccess) return 0;
+  if (e == cudaErrorNotReady) {
+    if (cudaPeekAtLastError() == cudaErrorNotReady) (void)cudaGetLastError();
+    return 1;
+  }
+  mgpu__log(MGPU_LOG_WARN, "CUDA device %d: work before event %p failed: %s: %s%s", ctx->dev, ev, cudaGetErrorName(e),
+            cudaGetErrorString(e), sticky_note(e));
+  (void)cudaGetLastError();
+  return MGPU_EDEVICE;
+}
+
+static int cuda_copy_d2d(void *vctx, void *dst, const void *src, size_t bytes, void *s)
+{
+  MGPU_UNUSED(vctx);
+  return copy_async(dst, src, bytes, s);
+}
+
 static const mgpu_dev_ops_t cuda_ops = {
   .name = "cuda",
   .emulated = 0,
@@ -570,6 +591,8 @@ static const mgpu_dev_ops_t cuda_ops = {
   .event_destroy = cuda_event_destroy,
   .event_record = cuda_event_record,
   .event_time = cuda_event_time,
+  .event_query = cuda_event_query,
+  .copy_d2d = cuda_copy_d2d,
 };
 
 const mgpu_dev_ops_t *const mgpu__dev_cuda = &cuda_ops;

@@ -29,7 +29,9 @@ typedef struct op {
 } op_t;
 
 typedef struct {
-  double t; /* host clock when the stream reached it */
+  double t;             /* host clock when the stream reached it */
+  _Atomic int state;    /* 0 recorded, not reached; 1 reached */
+  int error;            /* the stream's error when it reached it */
 } emul_event_t;
 
 typedef struct emul_dev {
@@ -97,7 +99,12 @@ static void *stream_main(void *arg) {
     pthread_mutex_unlock(&s->lock);
     int rc = 0;
     if (op->kind == OP_EVENT) {
-      ((emul_event_t *)op->dst)->t = mgpu__now();
+      emul_event_t *e = op->dst;
+      e->t = mgpu__now();
+      pthread_mutex_lock(&s->lock);
+      e->error = s->error;
+      pthread_mutex_unlock(&s->lock);
+      atomic_store(&e->state, 1);
     } else if (!skip && op->kind == OP_COPY) {
       memcpy(op->dst, op->src, op->bytes);
     } else if (!skip) {
@@ -350,7 +357,15 @@ static int emul_event_record(void *ctx, void *ev, void *s) {
   if (!op) return MGPU_ENOMEM;
   op->kind = OP_EVENT;
   op->dst = ev;
+  atomic_store(&((emul_event_t *)ev)->state, 0);
   return enqueue(s, op);
+}
+
+static int emul_event_query(void *ctx, void *ev) {
+  emul_event_t *e = ev;
+  MGPU_UNUSED(ctx);
+  if (!atomic_load(&e->state)) return 1;
+  return e->error ? e->error : 0;
 }
 
 static int emul_event_time(void *ctx, void *ev, double *t) {
@@ -384,4 +399,6 @@ const mgpu_dev_ops_t mgpu__dev_emul = {
     .event_destroy = emul_event_destroy,
     .event_record = emul_event_record,
     .event_time = emul_event_time,
+    .event_query = emul_event_query,
+    .copy_d2d = emul_copy,
 };

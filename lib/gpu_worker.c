@@ -9,12 +9,25 @@
  */
 #include "mgpurt_int.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define ALIGN_DEV 256
 #define FAILURES_TO_RETIRE 3
 #define GPU_TARGET_S 2e-3
+#define TASKS_IN_FLIGHT 64 /* task parts enqueued on the task stream at once */
+
+/* A task part posted to this GPU, and one in flight on its task stream. */
+typedef struct {
+  mgpu__task_t *t;
+  int phase;
+} post_t;
+typedef struct {
+  mgpu__task_t *t;
+  int phase;
+  void *ev0, *ev1; /* device times of the part */
+} tflight_t;
 
 typedef struct {
   void *stream;
@@ -62,6 +75,16 @@ struct mgpu__gpu {
   double tl_start[MGPU_TIMELINE], tl_end[MGPU_TIMELINE];
   uint64_t tl_n;
   double estimate;
+  /* Device tasks: posted by any thread (tq_lock), run by this one. */
+  pthread_mutex_t tq_lock;
+  post_t *tq;
+  int tq_head, tq_n, tq_cap;
+  _Atomic int tq_count;
+  void *task_stream;
+  tflight_t tf[TASKS_IN_FLIGHT];
+  int tf_head, tf_n;
+  void *evpool[2 * TASKS_IN_FLIGHT];
+  int nevpool;
   /* start-up handshake */
   pthread_mutex_t lock;
   pthread_cond_t cv;
@@ -145,8 +168,8 @@ static int ensure_hbuf(mgpu__gpu_t *gp, slot_t *s, size_t need) {
   return 0;
 }
 
-/* Device copy of constant c for this GPU, uploaded on first use. */
-static int const_on_device(mgpu__gpu_t *gp, mgpu_const_t *c, slot_t *s, const void **out) {
+/* Device copy of constant c for this GPU, uploaded on first use (through stream). */
+static int const_on_device(mgpu__gpu_t *gp, mgpu_const_t *c, void *stream, const void **out) {
   if (c->dev[gp->g]) {
     *out = c->dev[gp->g];
     return 0;
@@ -159,8 +182,8 @@ static int const_on_device(mgpu__gpu_t *gp, mgpu_const_t *c, slot_t *s, const vo
     gp->ops->mem_free(gp->ctx, d);
     return MGPU_EDEVICE;
   }
-  rc = gp->ops->copy_h2d(gp->ctx, d, c->host, c->bytes, s->stream);
-  if (rc == 0) rc = gp->ops->stream_sync(gp->ctx, s->stream);
+  rc = gp->ops->copy_h2d(gp->ctx, d, c->host, c->bytes, stream);
+  if (rc == 0) rc = gp->ops->stream_sync(gp->ctx, stream);
   if (rc != 0) {
     gp->ops->mem_free(gp->ctx, d);
     return rc;
@@ -187,7 +210,7 @@ static int issue(mgpu__gpu_t *gp, slot_t *s) {
   int rc = ensure_dbuf(gp, s, dev_bytes(k, n));
   if (rc != 0) return rc;
   for (int i = 0; i < b->desc.nconsts; i++)
-    if ((rc = const_on_device(gp, b->desc.consts[i], s, &s->consts[i])) != 0) return rc;
+    if ((rc = const_on_device(gp, b->desc.consts[i], s->stream, &s->consts[i])) != 0) return rc;
 
   if (gp->timed && gp->ops->event_record(gp->ctx, s->ev_start, s->stream) != 0) gp->timed = false;
   /* Carve the device buffer; stage pageable arrays through pinned memory. */
@@ -342,6 +365,95 @@ static void retire_oldest(mgpu__gpu_t *gp) {
   gp->inflight--;
 }
 
+/* ------------------------------------------------------------ device tasks */
+
+int mgpu__gpu_const(const mgpu__devcall_t *dc, mgpu_const_t *c, const void **out) {
+  return const_on_device(dc->rt->gpus[dc->g], c, dc->stream, out);
+}
+
+void mgpu__gpu_post(mgpu_runtime_t *rt, int g, mgpu__task_t *t, int phase) {
+  mgpu__gpu_t *gp = rt->gpus[g];
+  pthread_mutex_lock(&gp->tq_lock);
+  if (gp->tq_n == gp->tq_cap) {
+    int cap = gp->tq_cap ? 2 * gp->tq_cap : 16;
+    post_t *q = malloc(sizeof *q * (size_t)cap);
+    if (!q) MGPU_PANIC("out of memory queueing a device task");
+    for (int i = 0; i < gp->tq_n; i++) q[i] = gp->tq[(gp->tq_head + i) % gp->tq_cap];
+    free(gp->tq);
+    gp->tq = q;
+    gp->tq_cap = cap;
+    gp->tq_head = 0;
+  }
+  gp->tq[(gp->tq_head + gp->tq_n) % gp->tq_cap] = (post_t){t, phase};
+  gp->tq_n++;
+  atomic_fetch_add(&gp->tq_count, 1);
+  pthread_mutex_unlock(&gp->tq_lock);
+}
+
+static int pool_event(mgpu__gpu_t *gp, void **ev) {
+  if (gp->nevpool > 0) {
+    *ev = gp->evpool[--gp->nevpool];
+    return 0;
+  }
+  return gp->ops->event_create(gp->ctx, ev);
+}
+
+static void pool_put(mgpu__gpu_t *gp, void *ev) {
+  if (!ev) return;
+  if (gp->nevpool < (int)(sizeof gp->evpool / sizeof *gp->evpool)) gp->evpool[gp->nevpool++] = ev;
+  else gp->ops->event_destroy(gp->ctx, ev);
+}
+
+/* Take the next posted part and enqueue it on the task stream. */
+static void task_issue(mgpu__gpu_t *gp) {
+  pthread_mutex_lock(&gp->tq_lock);
+  post_t p = gp->tq[gp->tq_head];
+  gp->tq_head = (gp->tq_head + 1) % gp->tq_cap;
+  gp->tq_n--;
+  atomic_fetch_sub(&gp->tq_count, 1);
+  pthread_mutex_unlock(&gp->tq_lock);
+
+  mgpu__devcall_t dc = {gp->rt, gp->g, gp->ops, gp->ctx, gp->task_stream};
+  tflight_t f = {p.t, p.phase, NULL, NULL};
+  int rc = pool_event(gp, &f.ev0);
+  if (rc == 0) rc = pool_event(gp, &f.ev1);
+  if (rc == 0) rc = gp->ops->event_record(gp->ctx, f.ev0, gp->task_stream);
+  if (rc == 0) rc = p.t->part(p.t, &dc, p.phase);
+  if (rc == 0) rc = gp->ops->event_record(gp->ctx, f.ev1, gp->task_stream);
+  if (rc != 0) {
+    /* What was enqueued must end before the task is reported. */
+    gp->ops->stream_sync(gp->ctx, gp->task_stream);
+    pool_put(gp, f.ev0);
+    pool_put(gp, f.ev1);
+    mgpu__task_part_done(gp->rt, p.t, gp->g, p.phase, rc, 0);
+    return;
+  }
+  gp->tf[(gp->tf_head + gp->tf_n) % TASKS_IN_FLIGHT] = f;
+  gp->tf_n++;
+}
+
+/* Report the oldest part in flight if its stream got past it; true if it did. */
+static bool task_poll(mgpu__gpu_t *gp) {
+  tflight_t *f = &gp->tf[gp->tf_head];
+  int q = gp->ops->event_query(gp->ctx, f->ev1);
+  if (q == 1) return false;
+  double dev = 0, t0, t1;
+  int rc = 0;
+  if (q < 0) {
+    rc = gp->ops->stream_sync(gp->ctx, gp->task_stream); /* takes the error off the stream */
+    if (rc == 0) rc = q;
+  } else if (gp->ops->event_time(gp->ctx, f->ev0, &t0) == 0 && gp->ops->event_time(gp->ctx, f->ev1, &t1) == 0) {
+    dev = t1 - t0;
+  }
+  tflight_t done = *f;
+  gp->tf_head = (gp->tf_head + 1) % TASKS_IN_FLIGHT;
+  gp->tf_n--;
+  pool_put(gp, done.ev0);
+  pool_put(gp, done.ev1);
+  mgpu__task_part_done(gp->rt, done.t, gp->g, done.phase, rc, dev > 0 ? dev : 0);
+  return true;
+}
+
 static void free_slots(mgpu__gpu_t *gp) {
   for (int i = 0; i < gp->nslots; i++) {
     slot_t *s = &gp->slots[i];
@@ -355,6 +467,10 @@ static void free_slots(mgpu__gpu_t *gp) {
   }
   free(gp->slots);
   gp->slots = NULL;
+  for (int i = 0; i < gp->nevpool; i++) gp->ops->event_destroy(gp->ctx, gp->evpool[i]);
+  gp->nevpool = 0;
+  if (gp->task_stream) gp->ops->stream_destroy(gp->ctx, gp->task_stream);
+  gp->task_stream = NULL;
 }
 
 static void free_const_copies(mgpu__gpu_t *gp) {
@@ -399,6 +515,10 @@ static void *gpu_main(void *arg) {
                                         gp->ops->event_create(gp->ctx, &s->ev_kern) != 0))))
       gp->timed = false; /* chunks are then timed with host clocks, and not traced */
   }
+  if (gp->ops->stream_create(gp->ctx, &gp->task_stream) != 0) {
+    st = mgpu__fail(MGPU_EDEVICE, "device %d: cannot create its task stream", dev);
+    goto report;
+  }
   size_t free_b = 0, total_b = 0;
   gp->ops->mem_info(gp->ctx, &free_b, &total_b);
   /* 85% of the free memory, shared by the slots; the rest is for constants,
@@ -423,9 +543,14 @@ report:
   }
 
   mgpu__worker_t *w = gp->w;
-  while (!atomic_load_explicit(&rt->stop, memory_order_relaxed) || gp->inflight > 0) {
-    mgpu__consts_reap(rt, gp->g, gp->ops->mem_free, gp->ctx);
+  while (!atomic_load_explicit(&rt->stop, memory_order_relaxed) || gp->inflight > 0 || gp->tf_n > 0) {
     uint64_t gen = atomic_load(&rt->work_gen);
+    mgpu__consts_reap(rt, gp->g, gp->ops->mem_free, gp->ctx);
+    if (atomic_load(&gp->tq_count) > 0 && gp->tf_n < TASKS_IN_FLIGHT) {
+      task_issue(gp);
+      continue;
+    }
+    if (gp->tf_n > 0 && task_poll(gp)) continue;
     if (gp->inflight < gp->nslots && !atomic_load(&w->retired) && !atomic_load(&rt->stop)) {
       slot_t *s = &gp->slots[(gp->oldest + gp->inflight) % gp->nslots];
       if (mgpu__claim(rt, w, SIZE_MAX, GPU_TARGET_S, &s->claim)) {
@@ -458,6 +583,11 @@ report:
       retire_oldest(gp);
       continue;
     }
+    if (gp->tf_n > 0) {
+      /* A task part is in flight: poll it, without sleeping. */
+      sched_yield();
+      continue;
+    }
     mgpu__idle_wait(rt, gen);
   }
   free_const_copies(gp);
@@ -479,6 +609,7 @@ mgpu_status_t mgpu__gpu_start(mgpu_runtime_t *rt, int g) {
   gp->max_batch = rt->cfg.v.max_batch_size > 0 ? (size_t)rt->cfg.v.max_batch_size : 0;
   pthread_mutex_init(&gp->lock, NULL);
   pthread_mutex_init(&gp->tl_lock, NULL);
+  pthread_mutex_init(&gp->tq_lock, NULL);
   pthread_cond_init(&gp->cv, NULL);
   rt->gpus[g] = gp;
   int rc = pthread_create(&gp->thread, NULL, gpu_main, gp);
@@ -486,6 +617,7 @@ mgpu_status_t mgpu__gpu_start(mgpu_runtime_t *rt, int g) {
     rt->gpus[g] = NULL;
     pthread_mutex_destroy(&gp->lock);
     pthread_mutex_destroy(&gp->tl_lock);
+    pthread_mutex_destroy(&gp->tq_lock);
     pthread_cond_destroy(&gp->cv);
     free(gp);
     return mgpu__fail(MGPU_ESYSTEM, "cannot start the host thread of GPU %d: pthread_create returned %d", g, rc);
@@ -507,7 +639,9 @@ void mgpu__gpu_join(mgpu_runtime_t *rt, int g) {
   if (gp->started) pthread_join(gp->thread, NULL);
   pthread_mutex_destroy(&gp->lock);
   pthread_mutex_destroy(&gp->tl_lock);
+  pthread_mutex_destroy(&gp->tq_lock);
   pthread_cond_destroy(&gp->cv);
+  free(gp->tq);
   rt->gpus[g] = NULL;
   free(gp);
 }

@@ -122,6 +122,10 @@ typedef struct mgpu_config {
   double emulate_speed;       /**< MGPU_EMULATE_SPEED (tests only): items/s of an emulated device */
   long long emulate_mem;      /**< MGPU_EMULATE_MEM (tests only): bytes of an emulated device */
   const char *fault_inject;   /**< MGPU_FAULT_INJECT (tests only): fault plan */
+  /** MGPU_TENSOR_SPLIT: default shares of split arrays (mgpu_array_create), one per
+   *  GPU, optionally one more for the host; each >= 0, not all 0. -1 = unset. */
+  int ntensor_split;
+  double tensor_split[MGPU_MAX_DEVICES + 1];
   int ignore_env;             /**< 1: ignore MGPU_* environment variables */
 } mgpu_config_t;
 
@@ -378,6 +382,158 @@ MGPU_API void mgpu_const_destroy(mgpu_const_t *c);
  */
 MGPU_API void *mgpu_host_alloc(mgpu_runtime_t *rt, size_t bytes);
 MGPU_API void mgpu_host_free(mgpu_runtime_t *rt, void *p);
+
+/* ------------------------------------------------------------------------- */
+/* Device memory, collectives and split arrays (multi-GPU data)               */
+/* ------------------------------------------------------------------------- */
+
+/*
+ * These calls run on the GPUs' own host threads, on one extra stream per GPU,
+ * in submission order per GPU; they never block the CPU workers. GPU numbers
+ * are the runtime's (0 .. mgpu_num_gpus() - 1), not the driver's indices.
+ */
+
+/** Element types of collectives and reductions. */
+typedef enum { MGPU_INT32 = 0, MGPU_INT64, MGPU_UINT64, MGPU_FLOAT32, MGPU_FLOAT64 } mgpu_dtype_t;
+/** Reduction operators. */
+typedef enum { MGPU_OP_SUM = 0, MGPU_OP_PROD, MGPU_OP_MIN, MGPU_OP_MAX } mgpu_redop_t;
+
+/** Bytes of one element of type t; 0 for a value outside mgpu_dtype_t. */
+MGPU_API size_t mgpu_dtype_size(mgpu_dtype_t t);
+/** "f32", "f64", "i32", "i64", "u64"; "?" for a bad value. */
+MGPU_API const char *mgpu_dtype_name(mgpu_dtype_t t);
+/** "sum", "prod", "min", "max"; "?" for a bad value. */
+MGPU_API const char *mgpu_redop_name(mgpu_redop_t op);
+
+/** Allocate bytes of memory on GPU gpu (*p_p set on success). MGPU_ENOMEM: the device is full. */
+MGPU_API mgpu_status_t mgpu_device_alloc(mgpu_runtime_t *rt, int gpu, size_t bytes, void **p_p);
+/** Free memory from mgpu_device_alloc. NULL is a no-op. */
+MGPU_API mgpu_status_t mgpu_device_free(mgpu_runtime_t *rt, int gpu, void *p);
+/** Synchronous copies between host memory and memory of GPU gpu. */
+MGPU_API mgpu_status_t mgpu_memcpy_to_device(mgpu_runtime_t *rt, int gpu, void *dst, const void *src, size_t bytes);
+MGPU_API mgpu_status_t mgpu_memcpy_from_device(mgpu_runtime_t *rt, int gpu, void *dst, const void *src, size_t bytes);
+
+/**
+ * Collectives over all the runtime's GPUs (NCCL when the build has it; see
+ * mgpu_collectives_backend). send[g] and recv[g] are device pointers on GPU g,
+ * for g in 0 .. mgpu_num_gpus() - 1; send[g] == recv[g] works in place.
+ *  - allreduce: recv[g][i] = op over all GPUs h of send[h][i], for i < count.
+ *  - broadcast: recv[g][i] = send[root][i] (only send[root] is read).
+ *  - allgather: recv[g][h * count + i] = send[h][i] (recv holds ngpus * count).
+ *  - reduce_scatter: recv[g][i] = op over h of send[h][g * count + i]
+ *    (send holds ngpus * count).
+ * The synchronous forms return when every GPU is done. The _async forms start
+ * after deps like mgpu_submit and return an event (mgpu_event_wait, or a
+ * dependency of later batches and collectives); the pointer arrays are copied,
+ * the buffers must stay valid until the event completes. Collectives of one
+ * runtime run in the order they were called, whichever thread calls them.
+ * Errors: MGPU_EINVAL (bad type, op, root, NULL pointer), MGPU_ENODEV (the
+ * runtime has no GPU), MGPU_EDEVICE (NCCL or CUDA failed; the message has
+ * NCCL's words).
+ */
+MGPU_API mgpu_status_t mgpu_allreduce(mgpu_runtime_t *rt, const void *const *send, void *const *recv, size_t count,
+                                      mgpu_dtype_t dt, mgpu_redop_t op);
+MGPU_API mgpu_status_t mgpu_broadcast(mgpu_runtime_t *rt, const void *const *send, void *const *recv, size_t count,
+                                      mgpu_dtype_t dt, int root);
+MGPU_API mgpu_status_t mgpu_allgather(mgpu_runtime_t *rt, const void *const *send, void *const *recv, size_t count,
+                                      mgpu_dtype_t dt);
+MGPU_API mgpu_status_t mgpu_reduce_scatter(mgpu_runtime_t *rt, const void *const *send, void *const *recv,
+                                           size_t count, mgpu_dtype_t dt, mgpu_redop_t op);
+MGPU_API mgpu_status_t mgpu_allreduce_async(mgpu_runtime_t *rt, const void *const *send, void *const *recv,
+                                            size_t count, mgpu_dtype_t dt, mgpu_redop_t op, size_t ndeps,
+                                            mgpu_event_t *const *deps, mgpu_event_t **done_p);
+MGPU_API mgpu_status_t mgpu_broadcast_async(mgpu_runtime_t *rt, const void *const *send, void *const *recv,
+                                            size_t count, mgpu_dtype_t dt, int root, size_t ndeps,
+                                            mgpu_event_t *const *deps, mgpu_event_t **done_p);
+MGPU_API mgpu_status_t mgpu_allgather_async(mgpu_runtime_t *rt, const void *const *send, void *const *recv,
+                                            size_t count, mgpu_dtype_t dt, size_t ndeps, mgpu_event_t *const *deps,
+                                            mgpu_event_t **done_p);
+MGPU_API mgpu_status_t mgpu_reduce_scatter_async(mgpu_runtime_t *rt, const void *const *send, void *const *recv,
+                                                 size_t count, mgpu_dtype_t dt, mgpu_redop_t op, size_t ndeps,
+                                                 mgpu_event_t *const *deps, mgpu_event_t **done_p);
+/**
+ * How collectives are carried out: "nccl X.Y.Z" (NCCL, created on first use),
+ * or "host" (a build without NCCL, or emulated devices: each GPU's buffer is
+ * copied to host memory, combined there and copied back: correct, not fast).
+ */
+MGPU_API const char *mgpu_collectives_backend(const mgpu_runtime_t *rt);
+
+/** An array of n elements split in consecutive parts across the GPUs and the host. */
+typedef struct mgpu_array mgpu_array_t;
+
+/** One part of an array: elements [first, first + count), stored at data. */
+typedef struct {
+  int gpu;      /**< runtime GPU number, or -1 for the host part */
+  size_t first; /**< index of its first element in the array */
+  size_t count; /**< elements in it (may be 0) */
+  void *data;   /**< device pointer (GPU part) or host pointer; NULL when count is 0 */
+} mgpu_array_part_t;
+
+/**
+ * Create an array of n elements of elem_size bytes, split by shares: shares[g]
+ * for GPU g, and with nshares = ngpus + 1 a last share for the host (memory
+ * that the CPU workers process). Part g gets the elements from
+ * round(n * (s_0 + ... + s_{g-1}) / S) to round(n * (s_0 + ... + s_g) / S), S the
+ * sum, so every element is in exactly one part whatever n and the shares.
+ * shares NULL (nshares 0): MGPU_TENSOR_SPLIT, or failing that equal shares of
+ * the GPUs (all on the host when there is no GPU). Contents are undefined until
+ * written. Errors: MGPU_EINVAL (elem_size 0, n * elem_size overflowing, a
+ * negative or non-finite share, all shares 0, nshares not ngpus or ngpus + 1),
+ * MGPU_ENOMEM (host or device memory).
+ */
+MGPU_API mgpu_status_t mgpu_array_create(mgpu_runtime_t *rt, size_t n, size_t elem_size, int nshares,
+                                         const double *shares, mgpu_array_t **a_p);
+/** Free an array and its device memory. NULL is a no-op. */
+MGPU_API void mgpu_array_destroy(mgpu_array_t *a);
+/** Parts of an array: mgpu_num_gpus() + 1 (the host part last). */
+MGPU_API int mgpu_array_nparts(const mgpu_array_t *a);
+/** Part i (0 .. nparts - 1) of an array. */
+MGPU_API mgpu_status_t mgpu_array_part(const mgpu_array_t *a, int i, mgpu_array_part_t *out);
+/** Copy n * elem_size bytes from host into the array's parts (synchronous). */
+MGPU_API mgpu_status_t mgpu_array_scatter(mgpu_array_t *a, const void *host);
+/** Copy the array's parts into n * elem_size bytes at host (synchronous). */
+MGPU_API mgpu_status_t mgpu_array_gather(const mgpu_array_t *a, void *host);
+/**
+ * dst = src, part by part where the data lives (device-to-device copies on the
+ * GPUs). Both arrays must have the same n, element size and split. stats, if
+ * not NULL, gets per-worker figures: a GPU worker's busy_s is its device time.
+ */
+MGPU_API mgpu_status_t mgpu_array_copy(mgpu_array_t *dst, const mgpu_array_t *src, mgpu_stats_t *stats);
+
+/** A kernel run over split arrays: see mgpu_array_run. */
+typedef struct {
+  const mgpu_kernel_t *kernel;
+  const mgpu_array_t *in[MGPU_MAX_ARGS];
+  mgpu_array_t *out[MGPU_MAX_ARGS];
+  int nconsts;
+  mgpu_const_t *consts[MGPU_MAX_CONSTS];
+  const void *arg;
+  size_t arg_size;
+} mgpu_array_batch_t;
+
+/**
+ * Run a kernel where the data lives: items are the arrays' elements; each GPU
+ * runs the kernel's GPU function once on its part (device memory, no copies),
+ * and the CPU workers run its CPU function on the host part. No stealing: the
+ * split decides who computes what. Every array must have n elements of the
+ * kernel's item size (in_size / out_size) and the same split. chunk->first is
+ * the global index of the chunk's first element. Synchronous; stats as in
+ * mgpu_array_copy. Errors: MGPU_EINVAL (mismatched arrays), MGPU_ENOTSUP (a GPU
+ * part is not empty and the kernel has no GPU function), MGPU_EKERNEL,
+ * MGPU_EDEVICE. A failed GPU part is not recomputed elsewhere: its data lives
+ * on that GPU.
+ */
+MGPU_API mgpu_status_t mgpu_array_run(mgpu_runtime_t *rt, const mgpu_array_batch_t *batch, mgpu_stats_t *stats);
+
+/**
+ * Sum of an array of MGPU_FLOAT32 or MGPU_FLOAT64 elements, in double: each
+ * part is summed where it lives (pairwise on the host, a fixed-shape tree on a
+ * GPU), the GPUs' partial sums are combined by an all-reduce and the host's
+ * added. The result depends only on the data and the split, not on timing; its
+ * error is within about n * 2^-53 * sum |x_i| (pairwise: log2 n instead of n in
+ * practice).
+ */
+MGPU_API mgpu_status_t mgpu_array_sum(mgpu_array_t *a, mgpu_dtype_t dt, double *sum);
 
 /* ------------------------------------------------------------------------- */
 /* mgpu-run plugins                                                           */

@@ -63,6 +63,7 @@ enum {
   MGPU_SET_EMULATE_SPEED,
   MGPU_SET_EMULATE_MEM,
   MGPU_SET_FAULT_INJECT,
+  MGPU_SET_TENSOR_SPLIT,
   MGPU_SET_COUNT
 };
 
@@ -89,6 +90,9 @@ int mgpu__parse_double(const char *s, double lo, double hi, double *out);
 int mgpu__parse_bytes(const char *s, long long lo, long long hi, long long *out);
 int mgpu__parse_int_list(const char *s, int lo, int hi, int *out, int max, int *n_p, char *why, size_t whylen);
 size_t mgpu__edit_distance(const char *a, const char *b);
+/* Shares of a split: each finite and in 0..1e12, not all 0. */
+int mgpu__check_ratios(const double *r, int n, char *why, size_t whylen);
+int mgpu__parse_ratios(const char *s, double *out, int max, int *n_p, char *why, size_t whylen);
 
 /* ----------------------------------------------------------- topology.c */
 /* Usable CPU cores: affinity mask, capped by the cgroup CPU quota (v2 or v1).
@@ -136,6 +140,8 @@ typedef struct mgpu_dev_ops {
   void (*event_destroy)(void *ctx, void *ev);
   int (*event_record)(void *ctx, void *ev, void *s);
   int (*event_time)(void *ctx, void *ev, double *t);
+  int (*event_query)(void *ctx, void *ev);            /* 0 reached, 1 not yet, <0 the stream's error */
+  int (*copy_d2d)(void *ctx, void *dst, const void *src, size_t bytes, void *s); /* within the device */
 } mgpu_dev_ops_t;
 
 /* device_emul.c */
@@ -198,6 +204,8 @@ typedef struct {
 } mgpu__tev_t;
 
 /* ------------------------------------------------------------ runtime.c */
+struct mgpu__devcall;
+struct mgpu__task;
 typedef struct mgpu__batch mgpu__batch_t;
 typedef struct mgpu__worker mgpu__worker_t;
 typedef struct mgpu__gpu mgpu__gpu_t;
@@ -273,6 +281,11 @@ struct mgpu_runtime {
   struct { void *p; bool pinned; } *host_allocs;
   int nhost_allocs, host_allocs_cap;
 
+  pthread_mutex_t coll_lock;   /* guards comms */
+  pthread_mutex_t task_lock;   /* a task's phase is posted to all its GPUs at once */
+  struct mgpu_array *arrays;   /* live split arrays, under alloc_lock */
+  void *comms[MGPU_MAX_DEVICES]; /* NCCL communicators, created on first use */
+  int comms_ready;
   pthread_t team_thread;       /* runs the OpenMP team of CPU workers */
   int team_started;
   pthread_mutex_t team_lock;
@@ -326,6 +339,7 @@ struct mgpu__batch {
   _Atomic int has_requeue;
   mgpu__batch_t *next, *prev; /* rt active list */
   _Atomic bool active;     /* in the active list; written under rt->lock */
+  struct mgpu__task *task; /* a device task's event (task.c), NULL for a batch */
 };
 
 typedef struct {
@@ -349,6 +363,13 @@ void mgpu__batch_ref(mgpu__batch_t *b);
 void mgpu__batch_unref(mgpu__batch_t *b);
 double mgpu__worker_speed(const mgpu__batch_t *b, int w);
 void mgpu__split(const double *speed, int n, size_t items, size_t *share);
+/* batch.c: register b (fields set, refs not) behind its dependencies; frees b on failure. */
+mgpu_status_t mgpu__enqueue(mgpu_runtime_t *rt, mgpu__batch_t *b, size_t ndeps, mgpu_event_t *const *deps,
+                            mgpu_event_t **done_p);
+mgpu_status_t mgpu__check_deps(const char *fn, size_t ndeps, mgpu_event_t *const *deps);
+const char *mgpu__task_why(struct mgpu__task *t); /* task.c */
+/* Complete a batch or task: publish its status, release dependents. */
+void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b);
 
 /* --------------------------------------------------------------- model.c */
 mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k); /* rt->lock held */
@@ -368,6 +389,80 @@ double mgpu__gpu_estimate(mgpu_runtime_t *rt, int g); /* device-to-core ratio gu
 /* Device start/end times (s) of GPU g's last chunks, oldest first; returns the count. */
 #define MGPU_TIMELINE 256
 int mgpu__gpu_timeline(mgpu_runtime_t *rt, int g, double *start, double *end, int max);
+
+/* Device tasks (task.c) run on the GPUs' host threads, on a stream of their own. */
+void mgpu__gpu_post(mgpu_runtime_t *rt, int g, struct mgpu__task *t, int phase);
+/* GPU worker thread only: device copy of constant c (uploaded on first use). */
+int mgpu__gpu_const(const struct mgpu__devcall *dc, mgpu_const_t *c, const void **out);
+
+/* ------------------------------------------------------------- task.c */
+/* What a task's part gets: the GPU it runs on, from that GPU's host thread. */
+typedef struct mgpu__devcall {
+  mgpu_runtime_t *rt;
+  int g;                     /* runtime GPU number */
+  const mgpu_dev_ops_t *ops;
+  void *ctx;
+  void *stream;              /* the GPU's task stream */
+} mgpu__devcall_t;
+
+/*
+ * A device task: work that must run on given GPUs (collectives, split arrays,
+ * device memory), with an event like a batch's. It runs in phases: phase p
+ * calls part(t, dc, p) on every GPU of gpu[] from that GPU's host thread, which
+ * enqueues work on the task stream; when every GPU's stream has run it,
+ * between(t, p) runs on the host (in the thread that saw the phase end) and
+ * phase p + 1 starts. Tasks posted to one GPU run in posting order.
+ */
+typedef struct mgpu__task {
+  mgpu__batch_t *b;          /* the event */
+  int nphases;
+  int ngpus;
+  int gpu[MGPU_MAX_DEVICES]; /* runtime GPU numbers taking part */
+  int (*part)(struct mgpu__task *t, const mgpu__devcall_t *dc, int phase); /* 0 or MGPU_E* */
+  int (*between)(struct mgpu__task *t, int phase);                         /* may be NULL */
+  void (*free_arg)(void *arg);                                             /* may be NULL */
+  void *arg;
+  int phase;
+  _Atomic int left;          /* GPUs yet to finish this phase */
+  _Atomic int status;        /* first failure */
+  pthread_mutex_t lock;      /* guards why */
+  char why[256];             /* message of the first failure */
+  double dev_s[MGPU_MAX_DEVICES]; /* device seconds of each GPU's parts; slot g by GPU g only */
+  size_t items[MGPU_MAX_DEVICES]; /* items each GPU handled, for statistics */
+} mgpu__task_t;
+
+/* New task (zeroed, status OK) for the given GPUs; NULL when out of memory. */
+mgpu__task_t *mgpu__task_new(int ngpus, const int *gpu);
+/* Record a failure of a task (first one wins), with a message. */
+void mgpu__task_fail(mgpu__task_t *t, int st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Submit a task (ownership passes to the runtime, also on failure). done_p NULL:
+ * wait for it and return its status. */
+mgpu_status_t mgpu__task_submit(mgpu_runtime_t *rt, mgpu__task_t *t, const char *name, size_t ndeps,
+                                mgpu_event_t *const *deps, mgpu_event_t **done_p);
+/* Called by sched.c when a task's dependencies are met. */
+void mgpu__task_start(mgpu_runtime_t *rt, mgpu__batch_t *b);
+/* Called by the GPU thread when its part of phase `phase` ended with rc. */
+void mgpu__task_part_done(mgpu_runtime_t *rt, mgpu__task_t *t, int g, int phase, int rc, double dev_s);
+void mgpu__task_free(mgpu__task_t *t);
+
+/* ------------------------------------------------------------ array.c */
+void mgpu__arrays_free_all(mgpu_runtime_t *rt); /* at finalize, arrays the user left */
+
+/* ------------------------------------------------------------- coll.c */
+void mgpu__coll_destroy(mgpu_runtime_t *rt); /* at finalize, after the workers stopped */
+
+/* ------------------------------------------------------- coll_nccl.c */
+/* NCCL, when the build has it (mgpu__nccl is NULL otherwise). */
+typedef struct {
+  const char *(*version)(void);
+  /* Communicators over devices devs[0..n) of this process; why gets NCCL's message. */
+  int (*init)(int n, const int *devs, void **comms, char *why, size_t whylen);
+  void (*destroy)(int n, void **comms);
+  /* kind: 0 allreduce, 1 broadcast, 2 allgather, 3 reduce_scatter. */
+  int (*run)(void *comm, int kind, const void *send, void *recv, size_t count, mgpu_dtype_t dt, mgpu_redop_t op,
+             int root, void *stream, char *why, size_t whylen);
+} mgpu__nccl_t;
+extern const mgpu__nccl_t *const mgpu__nccl;
 
 /* ------------------------------------------------------------ trace.c */
 mgpu_status_t mgpu__trace_open(mgpu_runtime_t *rt);

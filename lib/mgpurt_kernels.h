@@ -10,8 +10,9 @@
  * functions still check the argument's ranges and fail the chunk (non-zero
  * return, MGPU_EKERNEL for the batch) when they are violated.
  *
- * The CPU and GPU functions of every kernel give bit-identical outputs, so a
- * batch's result does not depend on how the runtime split it. In a build without
+ * The CPU and GPU functions of every kernel but matvec give bit-identical
+ * outputs, so a batch's result does not depend on how the runtime split it
+ * (matvec's agree to a relative tolerance, see there). In a build without
  * CUDA every `gpu` pointer is NULL and the kernels run on CPU workers only.
  *
  * Finite field: several kernels compute modulo the Goldilocks prime
@@ -222,6 +223,36 @@ MGPU_API mgpu_status_t mgpu_kernel_pipeline_decompose(unsigned log_n, mgpu_kerne
 MGPU_API mgpu_status_t mgpu_kernel_pipeline_mul_intt(unsigned log_n, mgpu_kernel_t *k_p);
 
 /* ------------------------------------------------------------------------- */
+/* matvec: y = W x on floats, one row of W per item                           */
+/* ------------------------------------------------------------------------- */
+
+/**
+ * Argument of the matvec kernel.
+ * cols: the length of a row of W and of x, >= 1; must equal the kernel's.
+ */
+typedef struct {
+  uint64_t cols;
+} mgpu_matvec_arg_t;
+
+/**
+ * The matvec kernel y = W x for a row-major float matrix W of n rows (the
+ * batch's n items) and cols columns: item r = row r of W (cols floats,
+ * in_size[0] = cols * 4), output y[r] (one float, out_size[0] = 4); nin = 1,
+ * nout = 1. x, cols floats, is the batch's constant 0 (nconsts >= 1).
+ * y[r] = sum_i W[r][i] * x[i]: the products (exact) are summed in double and
+ * the sum is rounded once to float.
+ * This is the one built-in kernel whose CPU and GPU functions do NOT agree bit
+ * for bit: they add in different orders, so y[r] may differ between them by a
+ * unit in the last place of the float, and by more relative to |y[r]| under
+ * cancellation. Compare with a tolerance relative to sum_i |W[r][i] * x[i]|
+ * (1e-5 of it is ample). The GPU function is memory-bound; it reads rows with
+ * 16-byte loads when cols is a multiple of 4 and W and x are 16-byte aligned.
+ * Note the order of the parameters: k_p comes first here.
+ * Errors: MGPU_EINVAL for cols 0, cols * 4 above SIZE_MAX, or k_p NULL.
+ */
+MGPU_API mgpu_status_t mgpu_kernel_matvec(mgpu_kernel_t *k_p, size_t cols);
+
+/* ------------------------------------------------------------------------- */
 /* Registry                                                                   */
 /* ------------------------------------------------------------------------- */
 
@@ -229,7 +260,8 @@ MGPU_API mgpu_status_t mgpu_kernel_pipeline_mul_intt(unsigned log_n, mgpu_kernel
 MGPU_API int mgpu_builtin_count(void);
 /**
  * Name of built-in kernel i, 0 <= i < mgpu_builtin_count(): "ntt", "sha256",
- * "mandelbrot", "saxpy", "mulmod", "pipeline_decompose", "pipeline_mul_intt";
+ * "mandelbrot", "saxpy", "mulmod", "pipeline_decompose", "pipeline_mul_intt",
+ * "matvec";
  * the same string as the `name` its constructor sets. NULL when i is out of range.
  */
 MGPU_API const char *mgpu_builtin_name(int i);

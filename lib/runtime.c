@@ -43,6 +43,8 @@ static void free_runtime(mgpu_runtime_t *rt) {
   free(rt->host_allocs);
   pthread_mutex_destroy(&rt->lock);
   pthread_mutex_destroy(&rt->alloc_lock);
+  pthread_mutex_destroy(&rt->coll_lock);
+  pthread_mutex_destroy(&rt->task_lock);
   pthread_cond_destroy(&rt->work_cv);
   pthread_cond_destroy(&rt->idle_cv);
   free(rt);
@@ -79,6 +81,8 @@ MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p
   if (!rt) return mgpu__fail(MGPU_ENOMEM, "mgpu_init: out of memory");
   pthread_mutex_init(&rt->lock, NULL);
   pthread_mutex_init(&rt->alloc_lock, NULL);
+  pthread_mutex_init(&rt->coll_lock, NULL);
+  pthread_mutex_init(&rt->task_lock, NULL);
   pthread_cond_init(&rt->work_cv, NULL);
   pthread_cond_init(&rt->idle_cv, NULL);
   rt->t_init = mgpu__now();
@@ -168,11 +172,13 @@ MGPU_API void mgpu_finalize(mgpu_runtime_t *rt) {
 }
 
 static void finalize_now(mgpu_runtime_t *rt) {
+  mgpu__arrays_free_all(rt);
   pthread_mutex_lock(&rt->lock);
   rt->finalizing = 1;
   while (rt->live_batches > 0) pthread_cond_wait(&rt->idle_cv, &rt->lock);
   pthread_mutex_unlock(&rt->lock);
   stop_workers(rt);
+  mgpu__coll_destroy(rt);
   mgpu__trace_close(rt);
   if (rt->cfg.v.stats) {
     mgpu_worker_stats_t *ws = calloc((size_t)rt->nworkers, sizeof *ws);

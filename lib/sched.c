@@ -158,17 +158,20 @@ static void list_remove(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   b->next = b->prev = NULL;
 }
 
-static void finish(mgpu_runtime_t *rt, mgpu__batch_t *b);
 
 void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   b->t_start = mgpu__now();
   if (atomic_load(&b->dep_failed)) {
     atomic_store(&b->status, MGPU_EDEP);
-    finish(rt, b);
+    mgpu__finish(rt, b);
+    return;
+  }
+  if (b->task) {
+    mgpu__task_start(rt, b);
     return;
   }
   if (b->desc.n == 0) {
-    finish(rt, b);
+    mgpu__finish(rt, b);
     return;
   }
   pthread_mutex_lock(&rt->lock);
@@ -188,7 +191,7 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
     pthread_mutex_unlock(&rt->lock);
     atomic_store(&b->status, MGPU_EDEVICE);
     mgpu__fail_quiet(MGPU_EDEVICE, "batch of kernel '%s': no worker left that can run it", b->kernel.name);
-    finish(rt, b);
+    mgpu__finish(rt, b);
     return;
   }
   if (b->steal_ok) {
@@ -219,7 +222,7 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
 
 /* Completion of a batch: unlink, publish status and statistics, release
  * dependents. Called by the thread that completed its last item. */
-static void finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
+void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   pthread_mutex_lock(&rt->lock);
   if (atomic_load_explicit(&b->active, memory_order_relaxed)) {
     list_remove(rt, b);
@@ -497,7 +500,7 @@ void mgpu__complete(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, dou
   atomic_fetch_add_explicit(&w->busy_ns, (uint64_t)(busy_s * 1e9), memory_order_relaxed);
   atomic_fetch_sub_explicit(&b->ranges[w->id].pending, c->count, memory_order_relaxed);
   /* acq_rel: the thread that completes the last item sees every worker's stats. */
-  if (atomic_fetch_sub_explicit(&b->remaining, c->count, memory_order_acq_rel) == c->count) finish(rt, b);
+  if (atomic_fetch_sub_explicit(&b->remaining, c->count, memory_order_acq_rel) == c->count) mgpu__finish(rt, b);
   mgpu__batch_unref(b);
   c->b = NULL;
 }
@@ -573,7 +576,7 @@ void mgpu__retire(mgpu_runtime_t *rt, mgpu__worker_t *w, const char *why) {
     mgpu__log(MGPU_LOG_ERROR, "batch of kernel '%s' fails with MGPU_EDEVICE: no worker is left that can run it",
               orphan->kernel.name);
     if (dropped && atomic_fetch_sub(&orphan->remaining, dropped) == dropped) {
-      finish(rt, orphan);
+      mgpu__finish(rt, orphan);
     } else if (!dropped) {
       /* Nothing unclaimed: in-flight chunks finish it. Avoid spinning on it. */
       mgpu__batch_unref(orphan);

@@ -11,7 +11,7 @@ static mgpu_status_t parse_env(const char *name, const char *value, mgpu__config
   static const char *const all[] = {"MGPU_NUM_THREADS", "MGPU_NUM_GPUS", "MGPU_DEVICES", "MGPU_DEVICE_TO_CORE_RATIO",
                                     "MGPU_MAX_BATCH_SIZE", "MGPU_STREAMS_PER_GPU", "MGPU_SCHED", "MGPU_STATS",
                                     "MGPU_TRACE", "MGPU_DEBUG", "MGPU_EMULATE_GPUS", "MGPU_EMULATE_SPEED",
-                                    "MGPU_EMULATE_MEM", "MGPU_FAULT_INJECT"};
+                                    "MGPU_EMULATE_MEM", "MGPU_FAULT_INJECT", "MGPU_TENSOR_SPLIT"};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) unsetenv(all[i]);
   if (value) setenv(name, value, 1);
   mgpu__log_set_level(MGPU_LOG_NONE);
@@ -74,6 +74,12 @@ static const env_case_t env_cases[] = {
     {"MGPU_FAULT_INJECT", "launch:0", 0},    {"MGPU_FAULT_INJECT", "launch:x:1", 0},
     {"MGPU_FAULT_INJECT", "launch:0:-1", 0}, {"MGPU_FAULT_INJECT", "", 0},
     {"MGPU_FAULT_INJECT", "launch:0:1:2", 0},
+    {"MGPU_TENSOR_SPLIT", "0.6,0.4", 1},     {"MGPU_TENSOR_SPLIT", " 3, 1 ,0", 1},
+    {"MGPU_TENSOR_SPLIT", "1", 1},           {"MGPU_TENSOR_SPLIT", "0,0", 0},
+    {"MGPU_TENSOR_SPLIT", "0.6,-0.4", 0},    {"MGPU_TENSOR_SPLIT", "0.6,,0.4", 0},
+    {"MGPU_TENSOR_SPLIT", "", 0},            {"MGPU_TENSOR_SPLIT", "nan,1", 0},
+    {"MGPU_TENSOR_SPLIT", "1,inf", 0},       {"MGPU_TENSOR_SPLIT", "0.5,x", 0},
+    {"MGPU_TENSOR_SPLIT", "1e13", 0},
 };
 #define NCASES ((int)(sizeof env_cases / sizeof env_cases[0]))
 
@@ -108,7 +114,15 @@ START_TEST(test_env_values) {
   ck_assert_int_eq(c.v.sched, MGPU_SCHED_STATIC);
   ck_assert_int_eq(parse_env("MGPU_DEBUG", "info", &c), MGPU_OK);
   ck_assert_int_eq(c.v.debug, MGPU_LOG_INFO);
+  ck_assert_int_eq(parse_env("MGPU_TENSOR_SPLIT", "0.6, 0.4,1", &c), MGPU_OK);
+  ck_assert_int_eq(c.v.ntensor_split, 3);
+  ck_assert(c.v.tensor_split[0] == 0.6 && c.v.tensor_split[1] == 0.4 && c.v.tensor_split[2] == 1);
+  ck_assert_int_eq(parse_env("MGPU_TENSOR_SPLIT", "1,x", &c), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "MGPU_TENSOR_SPLIT='1,x' is invalid: entry 'x'"));
+  ck_assert_int_eq(parse_env("MGPU_TENSOR_SPLIT", "0,0", &c), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "every share is 0"));
   ck_assert_int_eq(parse_env("MGPU_NUM_THREADS", NULL, &c), MGPU_OK);
+  ck_assert_int_eq(c.v.ntensor_split, -1);
   ck_assert_int_eq(c.source[MGPU_SET_NUM_THREADS], MGPU_SRC_DEFAULT);
   ck_assert_int_eq(c.v.streams_per_gpu, 3);
   ck_assert_int_eq(c.v.sched, MGPU_SCHED_STEAL);
@@ -164,6 +178,20 @@ START_TEST(test_bad_args) {
   a.devices[0] = a.devices[1] = 1;
   ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "twice"));
+  mgpu_config_init(&a);
+  a.ignore_env = 1;
+  a.ntensor_split = 2;
+  a.tensor_split[0] = 1;
+  a.tensor_split[1] = -1;
+  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_config_t.tensor_split"));
+  a.ntensor_split = 0;
+  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  a.ntensor_split = 2;
+  a.tensor_split[1] = 3;
+  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_OK);
+  ck_assert_int_eq(c.v.ntensor_split, 2);
+  ck_assert_int_eq(c.source[MGPU_SET_TENSOR_SPLIT], MGPU_SRC_ARG);
 }
 END_TEST
 

@@ -509,6 +509,183 @@ START_TEST(test_pipeline_convolution) {
 }
 END_TEST
 
+/* -------------------------------------------------------------- matvec */
+
+/* A float in [-1, 1) from the generator. */
+static float rnd_float(uint64_t *s) { return (float)((double)(int64_t)rnd_next(s) / 9.223372036854775808e18); }
+
+/* |got - want| within 1e-5 of sum |w_i x_i|: CPU and GPU add in different orders. */
+static void matvec_check_row(const char *who, size_t row, float got, const float *w, const float *x, size_t cols) {
+  long double want = 0, mag = 0;
+  for (size_t i = 0; i < cols; i++) {
+    want += (long double)w[i] * x[i];
+    mag += fabsl((long double)w[i] * x[i]);
+  }
+  const double err = fabs((double)got - (double)want), tol = 1e-5 * (double)mag + 1e-30;
+  ck_assert_msg(err <= tol, "%s: row %zu of %zu columns: %.9g, want %.9Lg (error %g > %g)", who, row, cols, got, want,
+                err, tol);
+}
+
+static void matvec_cpu_run(size_t rows, size_t cols, const float *w, const float *x, float *y) {
+  mgpu_kernel_t k;
+  ck_assert_int_eq(mgpu_kernel_matvec(&k, cols), MGPU_OK);
+  const mgpu_matvec_arg_t arg = {cols};
+  const job_t j = {.k = &k, .arg = &arg, .in = {w}, .consts = {x}};
+  void *o[1] = {y};
+  ck_assert_int_eq(job_cpu(&j, o, 0, rows), 0);
+}
+
+START_TEST(test_matvec_ref) {
+  const size_t cols_list[] = {1, 3, 4, 5, 8, 9, 1000, 4097};
+  const size_t rows_list[] = {1, 2, 37, 100};
+  uint64_t s = 21;
+  for (size_t ci = 0; ci < sizeof cols_list / sizeof cols_list[0]; ci++)
+    for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++) {
+      const size_t cols = cols_list[ci], rows = rows_list[ri];
+      float *w = xmalloc(rows * cols * 4), *x = xmalloc(cols * 4), *y = xmalloc(rows * 4);
+      for (size_t i = 0; i < rows * cols; i++) w[i] = rnd_float(&s) * 100.0f;
+      for (size_t i = 0; i < cols; i++) x[i] = rnd_float(&s);
+      matvec_cpu_run(rows, cols, w, x, y);
+      for (size_t r = 0; r < rows; r++) matvec_check_row("matvec", r, y[r], w + r * cols, x, cols);
+      free(w);
+      free(x);
+      free(y);
+    }
+  /* Small integers: every product and sum is exact, so y is too. */
+  enum { R = 13, C = 4097 };
+  float *w = xmalloc(R * C * 4), *x = xmalloc(C * 4), *y = xmalloc(R * 4);
+  for (int i = 0; i < C; i++) x[i] = (float)(i % 7 - 3);
+  for (int r = 0; r < R; r++)
+    for (int i = 0; i < C; i++) w[r * C + i] = (float)((r + i) % 11 - 5);
+  matvec_cpu_run(R, C, w, x, y);
+  for (int r = 0; r < R; r++) {
+    long long want = 0;
+    for (int i = 0; i < C; i++) want += (long long)((r + i) % 11 - 5) * (i % 7 - 3);
+    ck_assert_float_eq(y[r], (float)want);
+  }
+  free(w);
+  free(x);
+  free(y);
+}
+END_TEST
+
+START_TEST(test_matvec_bad_arg) {
+  mgpu_kernel_t k;
+  ck_assert_int_eq(mgpu_kernel_matvec(&k, 4), MGPU_OK);
+  ck_assert_str_eq(k.name, "matvec");
+  ck_assert_int_eq(k.nin, 1);
+  ck_assert_int_eq(k.nout, 1);
+  ck_assert_uint_eq(k.in_size[0], 16);
+  ck_assert_uint_eq(k.out_size[0], 4);
+  ck_assert_ptr_eq(k.cpu, mgpu__matvec_cpu);
+#ifdef MGPU_HAVE_CUDA
+  ck_assert_ptr_nonnull(k.gpu);
+#else
+  ck_assert_ptr_null(k.gpu);
+#endif
+  float w[8] = {1, 2, 3, 4, 5, 6, 7, 8}, x[4] = {1, 1, 1, 1}, y[2] = {0, 0};
+  void *o[1] = {y};
+  const mgpu_matvec_arg_t good = {4}, zero = {0};
+  const job_t ok = {.k = &k, .arg = &good, .in = {w}, .consts = {x}};
+  ck_assert_int_eq(job_cpu(&ok, o, 0, 2), 0);
+  ck_assert_float_eq(y[0], 10.0f);
+  ck_assert_float_eq(y[1], 26.0f);
+  const job_t none = {.k = &k, .arg = NULL, .in = {w}, .consts = {x}};
+  ck_assert_int_ne(job_cpu(&none, o, 0, 2), 0);
+  const job_t jz = {.k = &k, .arg = &zero, .in = {w}, .consts = {x}};
+  ck_assert_int_ne(job_cpu(&jz, o, 0, 2), 0);
+  const job_t noconst = {.k = &k, .arg = &good, .in = {w}};
+  ck_assert_int_ne(job_cpu(&noconst, o, 0, 2), 0);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "constant"));
+}
+END_TEST
+
+/* ----------------------------------------------------------------- sum */
+
+/* The CPU sum of n elements (float, or double when is_double). */
+static double sum_cpu(const void *a, size_t n, int is_double) {
+  const mgpu__sum_arg_t arg = {is_double};
+  const void *in[1] = {a};
+  double out = NAN;
+  void *o[1] = {&out};
+  const mgpu_chunk_t c = {.in = in, .out = o, .arg = &arg, .count = n};
+  ck_assert_int_eq(mgpu__sum_kernel.cpu(&c), 0);
+  return out;
+}
+
+START_TEST(test_sum_cpu) {
+  ck_assert_str_eq(mgpu__sum_kernel.name, "sum");
+  ck_assert_ptr_eq(mgpu__sum_kernel.cpu, mgpu__sum_cpu);
+  ck_assert_int_eq(mgpu__sum_kernel.nin, 1);
+  ck_assert_int_eq(mgpu__sum_kernel.nout, 1);
+#ifdef MGPU_HAVE_CUDA
+  ck_assert_ptr_nonnull(mgpu__sum_kernel.gpu);
+#else
+  ck_assert_ptr_null(mgpu__sum_kernel.gpu);
+#endif
+  enum { NMAX = 10000000 };
+  float *f = xmalloc(NMAX * sizeof *f);
+  double *d = xmalloc(NMAX * sizeof *d);
+  /* 1..n: integers below 2^24 (exact in float), partial sums below 2^53, so
+   * every order gives n(n+1)/2 exactly. */
+  for (size_t i = 0; i < NMAX; i++) {
+    f[i] = (float)(i + 1);
+    d[i] = (double)(i + 1);
+  }
+  const size_t ns[] = {0, 1, 2, 3, 7, 8, 9, 127, 128, 129, 255, 256, 257, 1000, 1000003, NMAX};
+  for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++) {
+    const size_t n = ns[t];
+    const double want = (double)n * (double)(n + 1) / 2;
+    ck_assert_msg(sum_cpu(f, n, 0) == want, "float 1..%zu: %.17g, want %.17g", n, sum_cpu(f, n, 0), want);
+    ck_assert_msg(sum_cpu(d, n, 1) == want, "double 1..%zu: %.17g, want %.17g", n, sum_cpu(d, n, 1), want);
+  }
+  /* Alternating 1, -2, 3, -4, ...: -n/2 for even n, (n+1)/2 for odd n. */
+  for (size_t i = 0; i < NMAX; i++) {
+    f[i] = (float)(i % 2 ? -(double)(i + 1) : (double)(i + 1));
+    d[i] = f[i];
+  }
+  for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++) {
+    const size_t n = ns[t];
+    const double want = n % 2 ? (double)(n + 1) / 2 : -(double)n / 2;
+    ck_assert_msg(sum_cpu(f, n, 0) == want, "alternating float, n %zu: %.17g, want %.17g", n, sum_cpu(f, n, 0), want);
+    ck_assert_msg(sum_cpu(d, n, 1) == want, "alternating double, n %zu: %.17g", n, sum_cpu(d, n, 1));
+  }
+  /* 1 then a million 1e-16: a plain loop in double loses every 1e-16 (below half
+   * an ulp of 1); the pairwise sum keeps them. */
+  const size_t m = 1000001;
+  d[0] = 1.0;
+  for (size_t i = 1; i < m; i++) d[i] = 1e-16;
+  const double got = sum_cpu(d, m, 1), want = 1.0 + 1e-16 * (double)(m - 1);
+  ck_assert_msg(fabs(got - want) <= 1e-14, "1 + 1e6 * 1e-16: %.17g, want %.17g", got, want);
+  /* Random data: the same bits again, and close to a long double sum. */
+  uint64_t s = 33;
+  for (size_t i = 0; i < 1000003; i++) {
+    d[i] = (double)rnd_float(&s) * 1e3;
+    f[i] = rnd_float(&s);
+  }
+  long double ld = 0, lf = 0, md = 0, mf = 0;
+  for (size_t i = 0; i < 1000003; i++) {
+    ld += d[i];
+    md += fabsl((long double)d[i]);
+    lf += f[i];
+    mf += fabsl((long double)f[i]);
+  }
+  const double sd = sum_cpu(d, 1000003, 1), sf = sum_cpu(f, 1000003, 0);
+  ck_assert(sd == sum_cpu(d, 1000003, 1));
+  ck_assert(sf == sum_cpu(f, 1000003, 0));
+  ck_assert_msg(fabs(sd - (double)ld) <= 1e-14 * (double)md, "random doubles: %.17g, want %.17Lg", sd, ld);
+  ck_assert_msg(fabs(sf - (double)lf) <= 1e-14 * (double)mf, "random floats: %.17g, want %.17Lg", sf, lf);
+  /* No argument fails. */
+  const void *in[1] = {f};
+  double out = 0;
+  void *o[1] = {&out};
+  const mgpu_chunk_t bad = {.in = in, .out = o, .arg = NULL, .count = 3};
+  ck_assert_int_ne(mgpu__sum_kernel.cpu(&bad), 0);
+  free(f);
+  free(d);
+}
+END_TEST
+
 /* ------------------------------------------------------ chunk boundaries */
 
 START_TEST(test_chunking) {
@@ -580,6 +757,19 @@ START_TEST(test_chunking) {
     check_chunking(&j, n, 8);
     free(x);
   }
+  {
+    const size_t n = 50, cols = 77;
+    float *w = xmalloc(n * cols * 4), *x = xmalloc(cols * 4);
+    uint64_t s = 9;
+    for (size_t i = 0; i < n * cols; i++) w[i] = rnd_float(&s);
+    for (size_t i = 0; i < cols; i++) x[i] = rnd_float(&s);
+    ck_assert_int_eq(mgpu_kernel_matvec(&k, cols), MGPU_OK);
+    const mgpu_matvec_arg_t arg = {cols};
+    const job_t j = {.k = &k, .arg = &arg, .in = {w}, .consts = {x}};
+    check_chunking(&j, n, 9);
+    free(w);
+    free(x);
+  }
 }
 END_TEST
 
@@ -619,6 +809,13 @@ START_TEST(test_constructor_errors) {
   bad.y0 = NAN;
   ck_assert_int_eq(mgpu_kernel_mandelbrot(&bad, &k), MGPU_EINVAL);
   ck_assert_int_eq(mgpu_kernel_mandelbrot(NULL, &k), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu_kernel_matvec(&k, 0), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "cols"));
+  ck_assert_int_eq(mgpu_kernel_matvec(&k, SIZE_MAX / sizeof(float) + 1), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "cols"));
+  ck_assert_int_eq(mgpu_kernel_matvec(&k, SIZE_MAX), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu_kernel_matvec(NULL, 5), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "k_p"));
   ck_assert_msg(memcmp(&k, &before, sizeof k) == 0, "a failed constructor changed *k_p");
 
   /* The accepted ends of the ranges. */
@@ -637,19 +834,25 @@ START_TEST(test_constructor_errors) {
   ck_assert_int_eq(mgpu_kernel_sha256((size_t)MGPU_SHA256_MAX_LEN, &k), MGPU_OK);
   ck_assert_int_eq(mgpu_kernel_mulmod(1, &k), MGPU_OK);
   ck_assert_int_eq(mgpu_kernel_mulmod(MGPU_MULMOD_MAX_INTENSITY, &k), MGPU_OK);
+  ck_assert_int_eq(mgpu_kernel_matvec(&k, 1), MGPU_OK);
+  ck_assert_uint_eq(k.in_size[0], 4);
+  ck_assert_uint_eq(k.out_size[0], 4);
+  ck_assert_int_eq(mgpu_kernel_matvec(&k, SIZE_MAX / sizeof(float)), MGPU_OK);
+  ck_assert_uint_eq(k.in_size[0], SIZE_MAX / sizeof(float) * sizeof(float));
 }
 END_TEST
 
 START_TEST(test_registry) {
-  ck_assert_int_eq(mgpu_builtin_count(), 7);
-  const char *want[] = {"ntt", "sha256", "mandelbrot", "saxpy", "mulmod", "pipeline_decompose", "pipeline_mul_intt"};
+  ck_assert_int_eq(mgpu_builtin_count(), 8);
+  const char *want[] = {"ntt",    "sha256",      "mandelbrot", "saxpy", "mulmod", "pipeline_decompose",
+                        "pipeline_mul_intt", "matvec"};
   for (int i = 0; i < mgpu_builtin_count(); i++) {
     ck_assert_str_eq(mgpu_builtin_name(i), want[i]);
     ck_assert_ptr_nonnull(mgpu_builtin_doc(i));
   }
   ck_assert_ptr_null(mgpu_builtin_name(-1));
-  ck_assert_ptr_null(mgpu_builtin_name(7));
-  ck_assert_ptr_null(mgpu_builtin_doc(7));
+  ck_assert_ptr_null(mgpu_builtin_name(8));
+  ck_assert_ptr_null(mgpu_builtin_doc(8));
   /* The names the constructors set are the registry's. */
   mgpu_kernel_t k;
   const mgpu_mandelbrot_arg_t m = {.width = 8, .height = 8, .max_iter = 10, .x0 = -2, .y0 = -1, .x1 = 1, .y1 = 1};
@@ -667,6 +870,8 @@ START_TEST(test_registry) {
   ck_assert_str_eq(k.name, want[5]);
   ck_assert_int_eq(mgpu_kernel_pipeline_mul_intt(12, &k), MGPU_OK);
   ck_assert_str_eq(k.name, want[6]);
+  ck_assert_int_eq(mgpu_kernel_matvec(&k, 100), MGPU_OK);
+  ck_assert_str_eq(k.name, want[7]);
 }
 END_TEST
 
@@ -863,6 +1068,167 @@ START_TEST(test_gpu_mulmod) {
 }
 END_TEST
 
+/*
+ * matvec on the GPU against the CPU, within matvec_check_row's tolerance. shift
+ * floats in front of W and of x on the device move them off 16-byte alignment
+ * (shift 1), which must send even cols % 4 == 0 down the scalar path.
+ */
+static void gpu_matvec_compare(size_t rows, size_t cols, size_t shift, uint64_t seed) {
+  float *w = xmalloc(rows * cols * 4), *x = xmalloc(cols * 4), *yc = xmalloc(rows * 4), *yg = xmalloc(rows * 4);
+  for (size_t i = 0; i < rows * cols; i++) w[i] = rnd_float(&seed) * 10.0f;
+  for (size_t i = 0; i < cols; i++) x[i] = rnd_float(&seed);
+  matvec_cpu_run(rows, cols, w, x, yc);
+  mgpu_kernel_t k;
+  ck_assert_int_eq(mgpu_kernel_matvec(&k, cols), MGPU_OK);
+  ck_assert_ptr_nonnull(k.gpu);
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  float *dw, *dx, *dy;
+  CUDA_OK(cudaMalloc((void **)&dw, (rows * cols + shift) * 4));
+  CUDA_OK(cudaMalloc((void **)&dx, (cols + shift) * 4));
+  CUDA_OK(cudaMalloc((void **)&dy, rows * 4));
+  CUDA_OK(cudaMemcpyAsync(dw + shift, w, rows * cols * 4, cudaMemcpyHostToDevice, stream));
+  CUDA_OK(cudaMemcpyAsync(dx + shift, x, cols * 4, cudaMemcpyHostToDevice, stream));
+  CUDA_OK(cudaMemsetAsync(dy, 0xAB, rows * 4, stream));
+  const mgpu_matvec_arg_t arg = {cols};
+  const void *in[1] = {dw + shift}, *consts[1] = {dx + shift};
+  void *out[1] = {dy};
+  const mgpu_chunk_t c = {.in = in, .out = out, .consts = consts, .arg = &arg, .count = rows, .stream = stream};
+  const int rc = k.gpu(&c);
+  ck_assert_msg(rc == 0, "matvec: GPU function returned %d (%s)", rc, cudaGetErrorString((cudaError_t)rc));
+  CUDA_OK(cudaStreamSynchronize(stream));
+  CUDA_OK(cudaMemcpy(yg, dy, rows * 4, cudaMemcpyDeviceToHost));
+  char who[64];
+  snprintf(who, sizeof who, "matvec GPU (shift %zu)", shift);
+  for (size_t r = 0; r < rows; r++) {
+    double mag = 0;
+    for (size_t i = 0; i < cols; i++) mag += fabs((double)w[r * cols + i] * x[i]);
+    ck_assert_msg(fabs((double)yg[r] - (double)yc[r]) <= 1e-5 * mag + 1e-30,
+                  "%s: row %zu of %zu columns: GPU %.9g, CPU %.9g", who, r, cols, yg[r], yc[r]);
+    matvec_check_row(who, r, yg[r], w + r * cols, x, cols);
+  }
+  CUDA_OK(cudaStreamDestroy(stream));
+  cudaFree(dw);
+  cudaFree(dx);
+  cudaFree(dy);
+  free(w);
+  free(x);
+  free(yc);
+  free(yg);
+}
+
+START_TEST(test_gpu_matvec) {
+  if (!gpu_present()) return;
+  /* Both sides of the warp-per-row / block-per-row switch, odd and even cols. */
+  const size_t cols_list[] = {1, 3, 4, 5, 7, 8, 100, 1000, 1023, 2047, 2048, 2049, 4096, 4097, 30000, 70001};
+  const size_t rows_list[] = {1, 9, 100};
+  uint64_t seed = 1;
+  for (size_t ci = 0; ci < sizeof cols_list / sizeof cols_list[0]; ci++)
+    for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++)
+      for (size_t shift = 0; shift < 2; shift++)
+        gpu_matvec_compare(rows_list[ri], cols_list[ci], shift, seed++);
+  /* More rows than one launch has groups for: the grid-stride loops. */
+  gpu_matvec_compare(600000, 4, 0, 77);
+  gpu_matvec_compare(70000, 2048, 0, 78);
+  /* Bad arguments fail without launching. */
+  mgpu_kernel_t k;
+  ck_assert_int_eq(mgpu_kernel_matvec(&k, 4), MGPU_OK);
+  const mgpu_matvec_arg_t zero = {0};
+  const void *in[1] = {NULL}, *consts[1] = {NULL};
+  void *out[1] = {NULL};
+  const mgpu_chunk_t c0 = {.in = in, .out = out, .consts = consts, .arg = &zero, .count = 1};
+  ck_assert_int_ne(k.gpu(&c0), 0);
+  const mgpu_matvec_arg_t four = {4};
+  const mgpu_chunk_t c1 = {.in = in, .out = out, .consts = consts, .arg = &four, .count = 1};
+  ck_assert_int_ne(k.gpu(&c1), 0); /* no constant */
+}
+END_TEST
+
+/* The GPU sum of n elements at `shift` elements past a device allocation. */
+static double gpu_sum(const void *host, size_t n, int is_double, size_t shift, cudaStream_t stream) {
+  const size_t es = is_double ? 8 : 4;
+  char *d;
+  double *dout, *dscratch, out;
+  CUDA_OK(cudaMalloc((void **)&d, (n + shift) * es + 1));
+  CUDA_OK(cudaMalloc((void **)&dout, sizeof(double)));
+  CUDA_OK(cudaMalloc((void **)&dscratch, MGPU__SUM_SCRATCH_BYTES));
+  CUDA_OK(cudaMemcpyAsync(d + shift * es, host, n * es, cudaMemcpyHostToDevice, stream));
+  CUDA_OK(cudaMemsetAsync(dout, 0xFF, sizeof(double), stream)); /* a NaN */
+  CUDA_OK(cudaMemsetAsync(dscratch, 0xFF, MGPU__SUM_SCRATCH_BYTES, stream));
+  const mgpu__sum_arg_t arg = {is_double};
+  const void *in[1] = {d + shift * es};
+  void *o[1] = {dout};
+  const mgpu_chunk_t c = {.in = in, .out = o, .arg = &arg, .scratch = dscratch, .count = n, .stream = stream};
+  const int rc = mgpu__sum_kernel.gpu(&c);
+  ck_assert_msg(rc == 0, "sum: GPU function returned %d (%s)", rc, cudaGetErrorString((cudaError_t)rc));
+  CUDA_OK(cudaStreamSynchronize(stream));
+  CUDA_OK(cudaMemcpy(&out, dout, sizeof out, cudaMemcpyDeviceToHost));
+  cudaFree(d);
+  cudaFree(dout);
+  cudaFree(dscratch);
+  return out;
+}
+
+START_TEST(test_gpu_sum) {
+  if (!gpu_present()) return;
+  ck_assert_ptr_nonnull(mgpu__sum_kernel.gpu);
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const size_t nmax = ((size_t)1 << 24) + 3;
+  float *f = xmalloc(nmax * 4);
+  double *d = xmalloc(nmax * 8);
+  /* 1..n exactly, as on the CPU (10^7 < 2^24: exact in float). */
+  for (size_t i = 0; i < 10000000; i++) {
+    f[i] = (float)(i + 1);
+    d[i] = (double)(i + 1);
+  }
+  const size_t exact[] = {0, 1, 2, 127, 128, 129, 262143, 262144, 262145, 1048577, 10000000};
+  for (size_t t = 0; t < sizeof exact / sizeof exact[0]; t++) {
+    const size_t n = exact[t];
+    const double want = (double)n * (double)(n + 1) / 2;
+    const double gf = gpu_sum(f, n, 0, 0, stream), gd = gpu_sum(d, n, 1, 0, stream);
+    ck_assert_msg(gf == want, "GPU float 1..%zu: %.17g, want %.17g", n, gf, want);
+    ck_assert_msg(gd == want, "GPU double 1..%zu: %.17g, want %.17g", n, gd, want);
+  }
+  /* Random data of both signs: within 1e-12 of the sum of magnitudes of the
+   * CPU's sum, the same bits on a second run, at any alignment. */
+  uint64_t s = 44;
+  for (size_t i = 0; i < nmax; i++) {
+    f[i] = rnd_float(&s) * 1000.0f;
+    d[i] = (double)rnd_float(&s) * 1e6 + (double)rnd_float(&s);
+  }
+  const size_t ns[] = {0, 1, 2, 127, 128, 129, 1000, 262143, 262144, 262145, 1000003, nmax};
+  for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++) {
+    const size_t n = ns[t];
+    for (int isd = 0; isd < 2; isd++) {
+      const void *a = isd ? (const void *)d : (const void *)f;
+      double mag = 0;
+      for (size_t i = 0; i < n; i++) mag += isd ? fabs(d[i]) : fabs((double)f[i]);
+      const double c = sum_cpu(a, n, isd), g1 = gpu_sum(a, n, isd, 0, stream), g2 = gpu_sum(a, n, isd, 1, stream);
+      ck_assert_msg(fabs(g1 - c) <= 1e-12 * mag, "%s n %zu: GPU %.17g, CPU %.17g", isd ? "double" : "float", n, g1, c);
+      ck_assert_msg(memcmp(&g1, &g2, sizeof g1) == 0, "%s n %zu: two GPU runs gave %.17g and %.17g",
+                    isd ? "double" : "float", n, g1, g2);
+    }
+  }
+  /* Positive data: relative to the sum itself. */
+  for (size_t i = 0; i < nmax; i++) f[i] = fabsf(f[i]) + 1.0f;
+  const double c = sum_cpu(f, nmax, 0), g = gpu_sum(f, nmax, 0, 0, stream);
+  ck_assert_msg(fabs(g - c) <= 1e-12 * c, "positive floats: GPU %.17g, CPU %.17g", g, c);
+  /* No argument or no scratch fails without launching. */
+  const void *in[1] = {f};
+  double out;
+  void *o[1] = {&out};
+  const mgpu_chunk_t noarg = {.in = in, .out = o, .count = 1, .stream = stream};
+  ck_assert_int_ne(mgpu__sum_kernel.gpu(&noarg), 0);
+  const mgpu__sum_arg_t arg = {0};
+  const mgpu_chunk_t noscratch = {.in = in, .out = o, .arg = &arg, .count = 1, .stream = stream};
+  ck_assert_int_ne(mgpu__sum_kernel.gpu(&noscratch), 0);
+  CUDA_OK(cudaStreamDestroy(stream));
+  free(f);
+  free(d);
+}
+END_TEST
+
 /* Asks in a child, so that this process never initialises CUDA. */
 static int gpu_probe(void) {
   fflush(NULL);
@@ -898,6 +1264,9 @@ int main(void) {
   tcase_add_test(tc, test_pipeline_decompose);
   tcase_add_test(tc, test_pipeline_shift);
   tcase_add_test(tc, test_pipeline_convolution);
+  tcase_add_test(tc, test_matvec_ref);
+  tcase_add_test(tc, test_matvec_bad_arg);
+  tcase_add_test(tc, test_sum_cpu);
   tcase_add_test(tc, test_chunking);
   tcase_add_test(tc, test_constructor_errors);
   tcase_add_test(tc, test_registry);
@@ -913,6 +1282,8 @@ int main(void) {
     tcase_add_test(tg, test_gpu_mandelbrot);
     tcase_add_test(tg, test_gpu_saxpy);
     tcase_add_test(tg, test_gpu_mulmod);
+    tcase_add_test(tg, test_gpu_matvec);
+    tcase_add_test(tg, test_gpu_sum);
     suite_add_tcase(s, tg);
   } else {
     printf("no GPU: CUDA kernel comparisons skipped\n");

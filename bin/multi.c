@@ -1,0 +1,453 @@
+/*
+ * multi.c: mgpu-run's data-parallel workloads, on arrays split across the GPUs
+ * (and the host) and on collectives:
+ *   matvec          y = W x, W row-split; memory bandwidth per GPU against
+ *                   the GPU's device-to-device copy bandwidth
+ *   reduce          sum of a vector split across GPUs and host, combined by an
+ *                   all-reduce; reproducibility and error against long double
+ *   allreduce       bandwidth sweep of mgpu_allreduce against a raw NCCL loop
+ *   saxpy-resident  saxpy on device-resident arrays against the copy bandwidth
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mgpurt_kernels.h"
+#include "multi.h"
+
+static const char *const names[] = {"matvec", "reduce", "allreduce", "saxpy-resident", NULL};
+
+int multi_is_workload(const char *name) {
+  for (int i = 0; names[i]; i++)
+    if (!strcmp(name, names[i])) return 1;
+  return 0;
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int fail(const char *what) {
+  fprintf(stderr, "mgpu-run: %s: %s\n", what, mgpu_last_error());
+  return 1;
+}
+
+/* Deterministic value of element i, in [-0.5, 0.5). */
+static double value(unsigned long long seed, size_t i) {
+  unsigned long long x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed * 0xD1B54A32D192ED03ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  return (double)(x >> 11) * 0x1p-53 - 0.5;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Shares: --split, else MGPU_TENSOR_SPLIT (nshares 0 lets the library use it),
+ * else the workload's default. */
+static int shares_of(const multi_opts_t *o, mgpu_runtime_t *rt, double host_share, double *out) {
+  if (o->nshares) {
+    memcpy(out, o->shares, sizeof(double) * (size_t)o->nshares);
+    return o->nshares;
+  }
+  if (getenv("MGPU_TENSOR_SPLIT")) return 0;
+  int ng = mgpu_num_gpus(rt);
+  for (int g = 0; g < ng; g++) out[g] = 1;
+  out[ng] = ng == 0 ? 1 : host_share;
+  return ng + 1;
+}
+
+static void print_parts(const mgpu_array_t *a, const char *what) {
+  printf("%s split:", what);
+  for (int p = 0; p < mgpu_array_nparts(a); p++) {
+    mgpu_array_part_t part;
+    mgpu_array_part(a, p, &part);
+    if (part.gpu >= 0) printf(" gpu%d %zu", part.gpu, part.count);
+    else printf(", host %zu", part.count);
+  }
+  printf("\n");
+}
+
+/* Per-GPU device-to-device copy bandwidth (bytes read + written per second),
+ * with `bytes` per GPU; bw[g] set for every GPU. */
+static int copy_bandwidth(mgpu_runtime_t *rt, size_t bytes, int repeat, double *bw) {
+  int ng = mgpu_num_gpus(rt);
+  size_t n = bytes / 4 * (size_t)ng;
+  mgpu_array_t *a = NULL, *b = NULL;
+  double sh[MGPU_MAX_DEVICES + 1];
+  for (int g = 0; g < ng; g++) sh[g] = 1;
+  if (mgpu_array_create(rt, n, 4, ng, sh, &a) != MGPU_OK || mgpu_array_create(rt, n, 4, ng, sh, &b) != MGPU_OK) {
+    mgpu_array_destroy(a);
+    return fail("copy bandwidth arrays");
+  }
+  mgpu_worker_stats_t ws[MGPU_MAX_DEVICES + 4096];
+  int nw = mgpu_num_workers(rt), ncpu = mgpu_num_cpu_workers(rt);
+  mgpu_stats_t st = {.worker = ws, .worker_cap = nw};
+  double best[MGPU_MAX_DEVICES] = {0};
+  for (int r = 0; r <= repeat; r++) {
+    if (mgpu_array_copy(b, a, &st) != MGPU_OK) return fail("mgpu_array_copy");
+    for (int g = 0; g < ng && r > 0; g++) {
+      double t = ws[ncpu + g].busy_s;
+      double v = t > 0 ? 2.0 * (double)(n / (size_t)ng) * 4 / t : 0;
+      if (v > best[g]) best[g] = v;
+    }
+  }
+  memcpy(bw, best, sizeof(double) * (size_t)ng);
+  mgpu_array_destroy(a);
+  mgpu_array_destroy(b);
+  return 0;
+}
+
+/* ------------------------------------------------------------ matvec */
+
+static int run_matvec(mgpu_runtime_t *rt, const multi_opts_t *o) {
+  size_t rows = o->items > 0 ? (size_t)o->items : 10000, cols = o->size > 0 ? (size_t)o->size : 100000;
+  int ng = mgpu_num_gpus(rt), nw = mgpu_num_workers(rt), ncpu = mgpu_num_cpu_workers(rt);
+  mgpu_kernel_t k;
+  if (mgpu_kernel_matvec(&k, cols) != MGPU_OK) return fail("matvec kernel");
+  double sh[MGPU_MAX_DEVICES + 1];
+  int nsh = shares_of(o, rt, 0, sh);
+  float *w = malloc(sizeof(float) * rows * cols), *x = malloc(sizeof(float) * cols), *y = malloc(sizeof(float) * rows);
+  if (!w || !x || !y) {
+    fprintf(stderr, "mgpu-run: matvec: cannot allocate %zu x %zu floats\n", rows, cols);
+    return 1;
+  }
+#pragma omp parallel for schedule(static)
+  for (size_t r = 0; r < rows; r++)
+    for (size_t j = 0; j < cols; j++) w[r * cols + j] = (float)value(o->seed, r * cols + j);
+  for (size_t j = 0; j < cols; j++) x[j] = (float)value(o->seed + 1, j);
+  mgpu_array_t *aw, *ay;
+  if (mgpu_array_create(rt, rows, sizeof(float) * cols, nsh, nsh ? sh : NULL, &aw) != MGPU_OK) return fail("matvec W");
+  if (mgpu_array_create(rt, rows, sizeof(float), nsh, nsh ? sh : NULL, &ay) != MGPU_OK) return fail("matvec y");
+  double t0 = now();
+  if (mgpu_array_scatter(aw, w) != MGPU_OK) return fail("mgpu_array_scatter");
+  double t_scatter = now() - t0;
+  mgpu_const_t *cx;
+  if (mgpu_const_create(rt, x, sizeof(float) * cols, &cx) != MGPU_OK) return fail("mgpu_const_create");
+  mgpu_matvec_arg_t arg = {cols};
+  mgpu_array_batch_t b = {.kernel = &k, .in = {aw}, .out = {ay}, .nconsts = 1, .consts = {cx}, .arg = &arg,
+                          .arg_size = sizeof arg};
+  mgpu_worker_stats_t *ws = calloc((size_t)nw, sizeof *ws);
+  mgpu_stats_t st = {.worker = ws, .worker_cap = nw};
+  double *times = calloc((size_t)o->repeat, sizeof(double)), best_dev[MGPU_MAX_DEVICES] = {0};
+  for (int r = -1; r < o->repeat; r++) {
+    if (mgpu_array_run(rt, &b, &st) != MGPU_OK) return fail("mgpu_array_run");
+    if (r < 0) continue;
+    times[r] = st.wall_s;
+    for (int g = 0; g < ng; g++)
+      if (best_dev[g] == 0 || (ws[ncpu + g].busy_s > 0 && ws[ncpu + g].busy_s < best_dev[g]))
+        best_dev[g] = ws[ncpu + g].busy_s;
+  }
+  qsort(times, (size_t)o->repeat, sizeof *times, cmp_double);
+  double med = times[o->repeat / 2];
+  if (mgpu_array_gather(ay, y) != MGPU_OK) return fail("mgpu_array_gather");
+  long long bad = 0;
+  size_t checked = 0;
+  if (o->verify) {
+    size_t step = rows > 200 ? rows / 97 : 1;
+    for (size_t r = 0; r < rows; r += step, checked++) {
+      double ref = 0, mag = 0;
+      for (size_t j = 0; j < cols; j++) {
+        double p = (double)w[r * cols + j] * x[j];
+        ref += p;
+        mag += fabs(p);
+      }
+      if (fabs(y[r] - ref) > 1e-5 * mag + 1e-30) bad++;
+    }
+  }
+  /* The copy bandwidth, measured on as many bytes as the largest part of W
+   * (at most 1 GiB per GPU, so that it fits beside W). */
+  double cbw[MGPU_MAX_DEVICES] = {0};
+  size_t cbytes = 0;
+  for (int g = 0; g < ng; g++) {
+    mgpu_array_part_t p;
+    mgpu_array_part(aw, g, &p);
+    if (p.count * cols * 4 > cbytes) cbytes = p.count * cols * 4;
+  }
+  cbytes = cbytes > ((size_t)1 << 30) ? (size_t)1 << 30 : cbytes < ((size_t)1 << 22) ? (size_t)1 << 22 : cbytes;
+  if (ng > 0 && copy_bandwidth(rt, cbytes, 3, cbw) != 0) return 1;
+  double bytes = (double)rows * (double)cols * 4;
+  if (o->json) {
+    printf("{\"workload\": \"matvec\", \"rows\": %zu, \"cols\": %zu, \"wall_s\": %.6f, \"gflops\": %.3f, "
+           "\"scatter_gbs\": %.3f, \"gpus\": [",
+           rows, cols, med, 2 * (double)rows * (double)cols / med / 1e9, bytes / t_scatter / 1e9);
+    for (int g = 0; g < ng; g++) {
+      mgpu_array_part_t p;
+      mgpu_array_part(aw, g, &p);
+      double bw = best_dev[g] > 0 ? (double)p.count * (double)cols * 4 / best_dev[g] : 0;
+      printf("%s{\"gpu\": %d, \"rows\": %zu, \"device_s\": %.6f, \"gbs\": %.2f, \"copy_gbs\": %.2f, "
+             "\"fraction_of_copy\": %.4f}",
+             g ? ", " : "", g, p.count, best_dev[g], bw / 1e9, cbw[g] / 1e9, cbw[g] > 0 ? bw / cbw[g] : 0);
+    }
+    printf("], \"verification\": {\"enabled\": %s, \"checked\": %zu, \"failed\": %lld}}\n",
+           o->verify ? "true" : "false", checked, bad);
+  } else {
+    printf("matvec: y = W x, W %zu x %zu floats (%.2f GB), %d GPUs, %d CPU workers\n", rows, cols, bytes / 1e9, ng,
+           ncpu);
+    print_parts(aw, "rows");
+    printf("scatter of W: %.3f s (%.2f GB/s)\n", t_scatter, bytes / t_scatter / 1e9);
+    printf("matvec: %.6f s (median of %d), %.2f GFLOP/s, %.2f GB/s of W in all\n", med, o->repeat,
+           2 * (double)rows * (double)cols / med / 1e9, bytes / med / 1e9);
+    for (int g = 0; g < ng; g++) {
+      mgpu_array_part_t p;
+      mgpu_array_part(aw, g, &p);
+      double bw = best_dev[g] > 0 ? (double)p.count * (double)cols * 4 / best_dev[g] : 0;
+      printf("  gpu%d: %zu rows in %.6f s of device time: %.1f GB/s; device-to-device copy %.1f GB/s (read + "
+             "write): %.1f%%\n",
+             g, p.count, best_dev[g], bw / 1e9, cbw[g] / 1e9, cbw[g] > 0 ? 100 * bw / cbw[g] : 0);
+    }
+    if (o->verify) printf("verification: %s (%zu rows checked)\n", bad ? "FAILED" : "ok", checked);
+  }
+  mgpu_const_destroy(cx);
+  mgpu_array_destroy(aw);
+  mgpu_array_destroy(ay);
+  free(w), free(x), free(y), free(ws), free(times);
+  return bad ? 1 : 0;
+}
+
+/* ------------------------------------------------------------ reduce */
+
+static int run_reduce(mgpu_runtime_t *rt, const multi_opts_t *o) {
+  size_t n = o->items > 0 ? (size_t)o->items : 100000000;
+  size_t es = o->f64 ? 8 : 4;
+  mgpu_dtype_t dt = o->f64 ? MGPU_FLOAT64 : MGPU_FLOAT32;
+  int ng = mgpu_num_gpus(rt);
+  double sh[MGPU_MAX_DEVICES + 1];
+  int nsh = shares_of(o, rt, mgpu_num_cpu_workers(rt) > 0 ? 0.1 : 0, sh);
+  void *x = malloc(es * n);
+  if (!x) {
+    fprintf(stderr, "mgpu-run: reduce: cannot allocate %zu elements\n", n);
+    return 1;
+  }
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; i++) {
+    double v = value(o->seed, i) + 0.25;
+    if (o->f64) ((double *)x)[i] = v;
+    else ((float *)x)[i] = (float)v;
+  }
+  mgpu_array_t *a;
+  if (mgpu_array_create(rt, n, es, nsh, nsh ? sh : NULL, &a) != MGPU_OK) return fail("reduce array");
+  if (mgpu_array_scatter(a, x) != MGPU_OK) return fail("mgpu_array_scatter");
+  double first = 0, *times = calloc((size_t)o->repeat, sizeof(double));
+  int same = 1;
+  for (int r = -1; r < o->repeat; r++) {
+    double s, t0 = now();
+    if (mgpu_array_sum(a, dt, &s) != MGPU_OK) return fail("mgpu_array_sum");
+    if (r < 0) first = s;
+    else times[r] = now() - t0;
+    if (memcmp(&s, &first, sizeof s) != 0) same = 0;
+  }
+  qsort(times, (size_t)o->repeat, sizeof *times, cmp_double);
+  double med = times[o->repeat / 2];
+  long double ref = 0, mag = 0;
+  if (o->verify)
+    for (size_t i = 0; i < n; i++) {
+      long double v = o->f64 ? ((double *)x)[i] : ((float *)x)[i];
+      ref += v;
+      mag += fabsl(v);
+    }
+  double relerr = o->verify && mag > 0 ? (double)(fabsl((long double)first - ref) / mag) : 0;
+  /* The documented bound (mgpu_array_sum): well inside n * 2^-53 of sum |x|. */
+  int bad = o->verify && (relerr > 1e-12 || !same);
+  if (o->json) {
+    printf("{\"workload\": \"reduce\", \"elements\": %zu, \"dtype\": \"%s\", \"wall_s\": %.6f, \"gbs\": %.3f, "
+           "\"sum\": %.17g, \"reproducible\": %s, \"relative_error\": %.3g, \"gpus\": %d, "
+           "\"verification\": {\"enabled\": %s, \"failed\": %d}}\n",
+           n, mgpu_dtype_name(dt), med, (double)(n * es) / med / 1e9, first, same ? "true" : "false", relerr, ng,
+           o->verify ? "true" : "false", bad);
+  } else {
+    printf("reduce: sum of %zu %s elements (%.2f GB), %d GPUs, %d CPU workers, collectives: %s\n", n,
+           mgpu_dtype_name(dt), (double)(n * es) / 1e9, ng, mgpu_num_cpu_workers(rt), mgpu_collectives_backend(rt));
+    print_parts(a, "elements");
+    printf("sum = %.17g in %.6f s (median of %d): %.2f GB/s\n", first, med, o->repeat, (double)(n * es) / med / 1e9);
+    printf("reproducible over %d runs: %s\n", o->repeat + 1, same ? "yes (bit-identical)" : "NO");
+    if (o->verify)
+      printf("verification: %s (error %.3g of sum |x| against a long double sum; bound 1e-12)\n", bad ? "FAILED" : "ok",
+             relerr);
+  }
+  mgpu_array_destroy(a);
+  free(x), free(times);
+  return bad;
+}
+
+/* ------------------------------------------------------------ allreduce */
+
+static int run_allreduce(mgpu_runtime_t *rt, const multi_opts_t *o) {
+  int ng = mgpu_num_gpus(rt);
+  if (ng == 0) {
+    fprintf(stderr, "mgpu-run: allreduce needs at least one GPU\n");
+    return 1;
+  }
+  size_t lo = o->min_bytes ? o->min_bytes : 8, hi = o->max_bytes ? o->max_bytes : (size_t)1 << 30;
+  size_t sizes[64];
+  int ns = 0;
+  for (size_t b = lo; b <= hi && ns < 64; b *= 2) sizes[ns++] = b;
+  int warmup = 5, iters = o->repeat > 3 ? o->repeat : 20;
+  void *send[MGPU_MAX_DEVICES], *recv[MGPU_MAX_DEVICES];
+  int devs[MGPU_MAX_DEVICES];
+  for (int g = 0; g < ng; g++) {
+    mgpu_device_info_t d;
+    mgpu_device_info(rt, g, &d);
+    devs[g] = d.index;
+    if (mgpu_device_alloc(rt, g, hi, &send[g]) != MGPU_OK || mgpu_device_alloc(rt, g, hi, &recv[g]) != MGPU_OK)
+      return fail("allreduce buffers");
+  }
+  /* Correctness first: GPU g sends g + 1 everywhere; the sum is n(n+1)/2. */
+  size_t vcount = hi / 4 < ((size_t)1 << 20) ? hi / 4 : (size_t)1 << 20;
+  float *h = malloc(4 * vcount);
+  int bad = 0;
+  for (int g = 0; g < ng; g++) {
+    for (size_t i = 0; i < vcount; i++) h[i] = (float)(g + 1);
+    if (mgpu_memcpy_to_device(rt, g, send[g], h, 4 * vcount) != MGPU_OK) return fail("allreduce fill");
+  }
+  if (mgpu_allreduce(rt, (const void *const *)send, recv, vcount, MGPU_FLOAT32, MGPU_OP_SUM) != MGPU_OK)
+    return fail("mgpu_allreduce");
+  for (int g = 0; g < ng && o->verify; g++) {
+    if (mgpu_memcpy_from_device(rt, g, h, recv[g], 4 * vcount) != MGPU_OK) return fail("allreduce check");
+    for (size_t i = 0; i < vcount; i++) bad += h[i] != (float)(ng * (ng + 1) / 2);
+  }
+  free(h);
+  double rt_s[64], raw_s[64];
+  mgpu_event_t **ev = calloc((size_t)(warmup + iters), sizeof *ev);
+  for (int s = 0; s < ns; s++) {
+    size_t count = sizes[s] / 4;
+    double t0 = 0;
+    for (int it = -warmup; it < iters; it++) {
+      if (it == 0) {
+        mgpu_event_wait(ev[warmup - 1], NULL);
+        t0 = now();
+      }
+      if (mgpu_allreduce_async(rt, (const void *const *)send, recv, count, MGPU_FLOAT32, MGPU_OP_SUM, 0, NULL,
+                               &ev[it + warmup]) != MGPU_OK)
+        return fail("mgpu_allreduce_async");
+    }
+    /* One stream per GPU runs them in order: the last done means all done. */
+    if (mgpu_event_wait(ev[warmup + iters - 1], NULL) != MGPU_OK) return fail("mgpu_allreduce_async");
+    rt_s[s] = (now() - t0) / iters;
+    for (int i = 0; i < warmup + iters; i++) mgpu_event_release(ev[i]);
+  }
+  free(ev);
+  for (int g = 0; g < ng; g++) mgpu_device_free(rt, g, send[g]), mgpu_device_free(rt, g, recv[g]);
+  char why[256] = "";
+  int have_raw = raw_nccl_allreduce(ng, devs, sizes, ns, warmup, iters, raw_s, why, sizeof why) == 0;
+  double factor = ng > 1 ? 2.0 * (ng - 1) / ng : 0; /* bus bandwidth factor, as nccl-tests */
+  if (o->json) {
+    printf("{\"workload\": \"allreduce\", \"gpus\": %d, \"backend\": \"%s\", \"raw_nccl\": %s, \"iters\": %d, "
+           "\"verified\": %s, \"sizes\": [",
+           ng, mgpu_collectives_backend(rt), have_raw ? "true" : "false", iters, o->verify && !bad ? "true" : "false");
+    for (int s = 0; s < ns; s++) {
+      double alg = sizes[s] / rt_s[s] / 1e9;
+      printf("%s{\"bytes\": %zu, \"time_us\": %.2f, \"algbw\": %.3f, \"busbw\": %.3f", s ? ", " : "", sizes[s],
+             rt_s[s] * 1e6, alg, alg * factor);
+      if (have_raw)
+        printf(", \"raw_time_us\": %.2f, \"raw_busbw\": %.3f, \"ratio\": %.4f", raw_s[s] * 1e6,
+               sizes[s] / raw_s[s] / 1e9 * factor, raw_s[s] / rt_s[s]);
+      printf("}");
+    }
+    printf("]}\n");
+  } else {
+    printf("allreduce: float sum, out of place, %d GPUs, %d iterations after %d warm-up; runtime collectives: %s\n",
+           ng, iters, warmup, mgpu_collectives_backend(rt));
+    if (!have_raw) printf("raw NCCL loop not run: %s\n", why);
+    printf("%12s %12s | %10s %9s %9s | %10s %9s %9s | %7s\n", "bytes", "count", "rt us", "algbw", "busbw", "raw us",
+           "algbw", "busbw", "rt/raw");
+    for (int s = 0; s < ns; s++) {
+      double alg = sizes[s] / rt_s[s] / 1e9;
+      printf("%12zu %12zu | %10.2f %9.3f %9.3f |", sizes[s], sizes[s] / 4, rt_s[s] * 1e6, alg, alg * factor);
+      if (have_raw) {
+        double ralg = sizes[s] / raw_s[s] / 1e9;
+        printf(" %10.2f %9.3f %9.3f | %6.1f%%\n", raw_s[s] * 1e6, ralg, ralg * factor, 100 * raw_s[s] / rt_s[s]);
+      } else {
+        printf(" %10s %9s %9s | %7s\n", "-", "-", "-", "-");
+      }
+    }
+    printf("(GB/s; busbw = algbw * 2(n-1)/n as in nccl-tests; rt/raw = raw time / runtime time)\n");
+    if (o->verify) printf("verification: %s\n", bad ? "FAILED" : "ok");
+  }
+  return bad ? 1 : 0;
+}
+
+/* ------------------------------------------------------------ saxpy-resident */
+
+static int run_saxpy_resident(mgpu_runtime_t *rt, const multi_opts_t *o) {
+  int ng = mgpu_num_gpus(rt), nw = mgpu_num_workers(rt), ncpu = mgpu_num_cpu_workers(rt);
+  if (ng == 0) {
+    fprintf(stderr, "mgpu-run: saxpy-resident needs at least one GPU\n");
+    return 1;
+  }
+  size_t n = o->items > 0 ? (size_t)o->items : (size_t)ng << 28;
+  double sh[MGPU_MAX_DEVICES + 1];
+  for (int g = 0; g < ng; g++) sh[g] = 1;
+  mgpu_kernel_t k;
+  if (mgpu_kernel_saxpy(&k) != MGPU_OK) return fail("saxpy kernel");
+  mgpu_saxpy_arg_t arg = {1.5f};
+  float *hx = malloc(4 * n), *hy = malloc(4 * n), *hr = malloc(4 * n);
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; i++) hx[i] = (float)value(o->seed, i), hy[i] = (float)value(o->seed + 1, i);
+  mgpu_array_t *x, *y, *r;
+  if (mgpu_array_create(rt, n, 4, ng, sh, &x) || mgpu_array_create(rt, n, 4, ng, sh, &y) ||
+      mgpu_array_create(rt, n, 4, ng, sh, &r))
+    return fail("saxpy arrays");
+  if (mgpu_array_scatter(x, hx) || mgpu_array_scatter(y, hy)) return fail("mgpu_array_scatter");
+  mgpu_array_batch_t b = {.kernel = &k, .in = {x, y}, .out = {r}, .arg = &arg, .arg_size = sizeof arg};
+  mgpu_worker_stats_t *ws = calloc((size_t)nw, sizeof *ws);
+  mgpu_stats_t st = {.worker = ws, .worker_cap = nw};
+  double best[MGPU_MAX_DEVICES] = {0}, cbest[MGPU_MAX_DEVICES] = {0};
+  for (int rep = -1; rep < o->repeat; rep++) {
+    if (mgpu_array_run(rt, &b, &st) != MGPU_OK) return fail("mgpu_array_run");
+    for (int g = 0; g < ng && rep >= 0; g++)
+      if (ws[ncpu + g].busy_s > 0 && (best[g] == 0 || ws[ncpu + g].busy_s < best[g])) best[g] = ws[ncpu + g].busy_s;
+    /* The copy of the same array, in the same run. */
+    if (mgpu_array_copy(r, y, &st) != MGPU_OK) return fail("mgpu_array_copy");
+    for (int g = 0; g < ng && rep >= 0; g++)
+      if (ws[ncpu + g].busy_s > 0 && (cbest[g] == 0 || ws[ncpu + g].busy_s < cbest[g])) cbest[g] = ws[ncpu + g].busy_s;
+  }
+  if (mgpu_array_run(rt, &b, NULL) != MGPU_OK) return fail("mgpu_array_run");
+  long long bad = 0;
+  if (o->verify) {
+    if (mgpu_array_gather(r, hr) != MGPU_OK) return fail("mgpu_array_gather");
+    mgpu_chunk_t c = {.in = (const void *const[]){hx, hy}, .out = (void *const[]){hy}, .arg = &arg, .count = n};
+    k.cpu(&c); /* hy = a x + y, the reference */
+    bad = memcmp(hr, hy, 4 * n) != 0;
+  }
+  int low = 0;
+  if (o->json) printf("{\"workload\": \"saxpy-resident\", \"elements\": %zu, \"gpus\": [", n);
+  else printf("saxpy-resident: r = a x + y on %zu floats resident on %d GPUs (12 bytes moved per element)\n", n, ng);
+  for (int g = 0; g < ng; g++) {
+    mgpu_array_part_t p;
+    mgpu_array_part(x, g, &p);
+    double sbw = best[g] > 0 ? 12.0 * (double)p.count / best[g] : 0, cbw = cbest[g] > 0 ? 8.0 * (double)p.count / cbest[g] : 0;
+    double frac = cbw > 0 ? sbw / cbw : 0;
+    low |= frac < 0.85;
+    if (o->json)
+      printf("%s{\"gpu\": %d, \"elements\": %zu, \"saxpy_gbs\": %.2f, \"copy_gbs\": %.2f, \"fraction\": %.4f}",
+             g ? ", " : "", g, p.count, sbw / 1e9, cbw / 1e9, frac);
+    else
+      printf("  gpu%d: saxpy %.1f GB/s, device-to-device copy %.1f GB/s (read + write): %.1f%% (target 85%%)\n", g,
+             sbw / 1e9, cbw / 1e9, 100 * frac);
+  }
+  if (o->json)
+    printf("], \"verification\": {\"enabled\": %s, \"failed\": %lld}}\n", o->verify ? "true" : "false", bad);
+  else if (o->verify)
+    printf("verification: %s (every element against the CPU kernel)\n", bad ? "FAILED" : "ok");
+  (void)low;
+  mgpu_array_destroy(x), mgpu_array_destroy(y), mgpu_array_destroy(r);
+  free(hx), free(hy), free(hr), free(ws);
+  return bad ? 1 : 0;
+}
+
+int multi_run(mgpu_runtime_t *rt, const multi_opts_t *o) {
+  if (!strcmp(o->workload, "matvec")) return run_matvec(rt, o);
+  if (!strcmp(o->workload, "reduce")) return run_reduce(rt, o);
+  if (!strcmp(o->workload, "allreduce")) return run_allreduce(rt, o);
+  return run_saxpy_resident(rt, o);
+}

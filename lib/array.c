@@ -1,0 +1,596 @@
+/*
+ * array.c: device memory, and arrays split across the GPUs and the host by
+ * shares (mgpu_array_*). Every device operation is a task run by the GPU's own
+ * host thread (task.c); the host part is handled by the calling thread or the
+ * CPU workers at the same time.
+ */
+#include "mgpurt_int.h"
+
+#include "builtin.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct mgpu_array {
+  mgpu_runtime_t *rt;
+  size_t n, elem;
+  int ngpus;
+  size_t bound[MGPU_MAX_DEVICES + 2]; /* part p holds [bound[p], bound[p + 1]); p = ngpus is the host's */
+  void *dev[MGPU_MAX_DEVICES];
+  void *host;
+  struct mgpu_array *next;            /* rt->arrays, under rt->alloc_lock */
+};
+
+static size_t part_count(const mgpu_array_t *a, int p) { return a->bound[p + 1] - a->bound[p]; }
+
+/* ------------------------------------------------------------ tasks on GPUs */
+
+/* What the small per-GPU tasks of this file carry. */
+typedef struct {
+  mgpu_array_t *a;           /* the array, or NULL for raw device memory */
+  const mgpu_array_t *src;   /* copies between arrays */
+  void *dev[MGPU_MAX_DEVICES];
+  const void *cdev[MGPU_MAX_DEVICES];
+  char *host;                /* host side of a copy (whole array or raw buffer) */
+  size_t bytes;              /* raw copies and allocations */
+  int dir;                   /* 0 to the device, 1 from it */
+  /* mgpu_array_run */
+  const mgpu_array_batch_t *batch;
+  mgpu_kernel_t kernel;
+  void *scratch[MGPU_MAX_DEVICES];
+  /* mgpu_array_sum */
+  mgpu__sum_arg_t sum_arg;
+} op_t;
+
+static int gpus_with_parts(const mgpu_array_t *a, int *gpu) {
+  int n = 0;
+  for (int g = 0; g < a->ngpus; g++)
+    if (part_count(a, g) > 0) gpu[n++] = g;
+  return n;
+}
+
+/* Run part over GPUs gpu[0..n) and wait. */
+static mgpu_status_t on_gpus(mgpu_runtime_t *rt, const char *name, int n, const int *gpu, int nphases,
+                             int (*part)(mgpu__task_t *, const mgpu__devcall_t *, int), op_t *op, mgpu_event_t **ev) {
+  mgpu__task_t *t = mgpu__task_new(n, gpu);
+  if (!t) return mgpu__fail(MGPU_ENOMEM, "%s: out of memory", name);
+  t->nphases = nphases;
+  t->part = part;
+  t->arg = op;
+  return mgpu__task_submit(rt, t, name, 0, NULL, ev);
+}
+
+static int alloc_part(mgpu__task_t *t, const mgpu__devcall_t *dc, int phase) {
+  op_t *op = t->arg;
+  MGPU_UNUSED(phase);
+  size_t bytes = op->bytes ? op->bytes : part_count(op->a, dc->g) * op->a->elem;
+  int rc = dc->ops->mem_alloc(dc->ctx, bytes, &op->dev[dc->g]);
+  if (rc != 0) {
+    op->dev[dc->g] = NULL;
+    mgpu__task_fail(t, rc, "cannot allocate %zu bytes on GPU %d%s", bytes, dc->g,
+                    rc == MGPU_ENOMEM ? ": out of device memory" : "");
+  }
+  return rc;
+}
+
+static int free_part(mgpu__task_t *t, const mgpu__devcall_t *dc, int phase) {
+  op_t *op = t->arg;
+  MGPU_UNUSED(phase);
+  /* Work of the task stream that may still read it must end first. */
+  int rc = dc->ops->stream_sync(dc->ctx, dc->stream);
+  if (op->dev[dc->g]) dc->ops->mem_free(dc->ctx, op->dev[dc->g]);
+  return rc;
+}
+
+static int copy_part(mgpu__task_t *t, const mgpu__devcall_t *dc, int phase) {
+  op_t *op = t->arg;
+  int g = dc->g;
+  MGPU_UNUSED(phase);
+  if (op->src) { /* array to array, on the device */
+    size_t bytes = part_count(op->a, g) * op->a->elem;
+    t->items[g] = part_count(op->a, g);
+    return dc->ops->copy_d2d(dc->ctx, op->a->dev[g], op->src->dev[g], bytes, dc->stream);
+  }
+  size_t off = op->a ? op->a->bound[g] * op->a->elem : 0;
+  size_t bytes = op->a ? part_count(op->a, g) * op->a->elem : op->bytes;
+  void *d = op->a ? op->a->dev[g] : op->dev[g];
+  if (op->dir == 0) return dc->ops->copy_h2d(dc->ctx, d, op->host + off, bytes, dc->stream);
+  return dc->ops->copy_d2h(dc->ctx, op->host + off, d, bytes, dc->stream);
+}
+
+static mgpu_status_t check_gpu(mgpu_runtime_t *rt, const char *fn, int gpu) {
+  mgpu_status_t st = mgpu__check_rt(rt, fn);
+  if (st != MGPU_OK) return st;
+  if (gpu < 0 || gpu >= rt->ngpus) {
+    if (rt->ngpus == 0) return mgpu__fail(MGPU_ENODEV, "%s: the runtime has no GPU", fn);
+    return mgpu__fail(MGPU_EINVAL, "%s: gpu %d is not a GPU of the runtime: expected 0..%d", fn, gpu, rt->ngpus - 1);
+  }
+  return MGPU_OK;
+}
+
+/* ------------------------------------------------------------ raw device memory */
+
+MGPU_API mgpu_status_t mgpu_device_alloc(mgpu_runtime_t *rt, int gpu, size_t bytes, void **p_p) {
+  mgpu_status_t st = check_gpu(rt, "mgpu_device_alloc", gpu);
+  if (st != MGPU_OK) return st;
+  if (!p_p) return mgpu__fail(MGPU_EINVAL, "mgpu_device_alloc: p_p is NULL");
+  op_t op = {.bytes = bytes ? bytes : 1};
+  st = on_gpus(rt, "mgpu_device_alloc", 1, &gpu, 1, alloc_part, &op, NULL);
+  if (st == MGPU_OK) *p_p = op.dev[gpu];
+  return st;
+}
+
+MGPU_API mgpu_status_t mgpu_device_free(mgpu_runtime_t *rt, int gpu, void *p) {
+  mgpu_status_t st = check_gpu(rt, "mgpu_device_free", gpu);
+  if (st != MGPU_OK || !p) return st;
+  op_t op = {0};
+  op.dev[gpu] = p;
+  return on_gpus(rt, "mgpu_device_free", 1, &gpu, 1, free_part, &op, NULL);
+}
+
+static mgpu_status_t raw_copy(mgpu_runtime_t *rt, const char *fn, int gpu, void *dev, void *host, size_t bytes,
+                              int dir) {
+  mgpu_status_t st = check_gpu(rt, fn, gpu);
+  if (st != MGPU_OK) return st;
+  if (bytes == 0) return MGPU_OK;
+  if (!dev || !host) return mgpu__fail(MGPU_EINVAL, "%s: %s is NULL", fn, (dir == 0) == !dev ? "dst" : "src");
+  op_t op = {.host = host, .bytes = bytes, .dir = dir};
+  op.dev[gpu] = dev;
+  return on_gpus(rt, fn, 1, &gpu, 1, copy_part, &op, NULL);
+}
+
+MGPU_API mgpu_status_t mgpu_memcpy_to_device(mgpu_runtime_t *rt, int gpu, void *dst, const void *src, size_t bytes) {
+  return raw_copy(rt, "mgpu_memcpy_to_device", gpu, dst, (void *)src, bytes, 0);
+}
+
+MGPU_API mgpu_status_t mgpu_memcpy_from_device(mgpu_runtime_t *rt, int gpu, void *dst, const void *src, size_t bytes) {
+  return raw_copy(rt, "mgpu_memcpy_from_device", gpu, (void *)src, dst, bytes, 1);
+}
+
+/* ------------------------------------------------------------ arrays */
+
+/* Split n by shares[0..k) (k = ngpus, or ngpus + 1 with the host's last). */
+static void split(mgpu_array_t *a, const double *shares, int k) {
+  long double sum = 0, cum = 0;
+  for (int i = 0; i < k; i++) sum += shares[i];
+  a->bound[0] = 0;
+  for (int p = 0; p <= a->ngpus; p++) {
+    if (p < k) cum += shares[p];
+    size_t b = p + 1 >= k ? a->n : (size_t)llroundl((long double)a->n * cum / sum);
+    if (b > a->n) b = a->n;
+    if (b < a->bound[p]) b = a->bound[p];
+    a->bound[p + 1] = b;
+  }
+  a->bound[a->ngpus + 1] = a->n;
+}
+
+static void unlink_array(mgpu_array_t *a) {
+  mgpu_runtime_t *rt = a->rt;
+  pthread_mutex_lock(&rt->alloc_lock);
+  for (mgpu_array_t **pp = &rt->arrays; *pp; pp = &(*pp)->next)
+    if (*pp == a) {
+      *pp = a->next;
+      break;
+    }
+  pthread_mutex_unlock(&rt->alloc_lock);
+}
+
+static void free_array(mgpu_array_t *a) {
+  int gpu[MGPU_MAX_DEVICES], n = 0;
+  op_t op = {0};
+  for (int g = 0; g < a->ngpus; g++)
+    if (a->dev[g]) {
+      gpu[n++] = g;
+      op.dev[g] = a->dev[g];
+    }
+  if (n > 0 && on_gpus(a->rt, "mgpu_array_destroy", n, gpu, 1, free_part, &op, NULL) != MGPU_OK)
+    mgpu__log(MGPU_LOG_WARN, "mgpu_array_destroy: freeing device memory failed: %s", mgpu_last_error());
+  free(a->host);
+  free(a);
+}
+
+MGPU_API mgpu_status_t mgpu_array_create(mgpu_runtime_t *rt, size_t n, size_t elem_size, int nshares,
+                                         const double *shares, mgpu_array_t **a_p) {
+  const char *fn = "mgpu_array_create";
+  mgpu_status_t st = mgpu__check_rt(rt, fn);
+  if (st != MGPU_OK) return st;
+  if (!a_p) return mgpu__fail(MGPU_EINVAL, "%s: a_p is NULL", fn);
+  if (elem_size == 0) return mgpu__fail(MGPU_EINVAL, "%s: elem_size is 0", fn);
+  if (n > SIZE_MAX / elem_size)
+    return mgpu__fail(MGPU_EINVAL, "%s: %zu elements of %zu bytes overflow size_t", fn, n, elem_size);
+  char why[256];
+  double eq[MGPU_MAX_DEVICES + 1];
+  const double *sh = shares;
+  int k = nshares;
+  const char *what = "shares";
+  if (!shares || nshares == 0) {
+    if (shares || nshares) return mgpu__fail(MGPU_EINVAL, "%s: shares is NULL with nshares = %d", fn, nshares);
+    if (rt->cfg.v.ntensor_split > 0) {
+      sh = rt->cfg.v.tensor_split;
+      k = rt->cfg.v.ntensor_split;
+      what = "MGPU_TENSOR_SPLIT";
+    } else {
+      k = rt->ngpus > 0 ? rt->ngpus : 1;
+      for (int i = 0; i < k; i++) eq[i] = 1;
+      sh = eq;
+    }
+  }
+  bool ok_count = k == rt->ngpus + 1 || (k == rt->ngpus && k > 0);
+  if (!ok_count)
+    return mgpu__fail(MGPU_EINVAL, "%s: %s has %d entries but the runtime has %d GPUs: expected %d (GPUs) or %d "
+                                   "(GPUs, then the host)", fn, what, k, rt->ngpus, rt->ngpus, rt->ngpus + 1);
+  if (mgpu__check_ratios(sh, k, why, sizeof why) != 0) return mgpu__fail(MGPU_EINVAL, "%s: %s: %s", fn, what, why);
+
+  mgpu_array_t *a = calloc(1, sizeof *a);
+  if (!a) return mgpu__fail(MGPU_ENOMEM, "%s: out of memory", fn);
+  a->rt = rt;
+  a->n = n;
+  a->elem = elem_size;
+  a->ngpus = rt->ngpus;
+  split(a, sh, k);
+  size_t host_n = part_count(a, a->ngpus);
+  if (host_n > 0 && !(a->host = malloc(host_n * elem_size))) {
+    free(a);
+    return mgpu__fail(MGPU_ENOMEM, "%s: out of memory for the host part (%zu bytes)", fn, host_n * elem_size);
+  }
+  int gpu[MGPU_MAX_DEVICES];
+  int ng = gpus_with_parts(a, gpu);
+  op_t op = {.a = a};
+  if (ng > 0 && (st = on_gpus(rt, fn, ng, gpu, 1, alloc_part, &op, NULL)) != MGPU_OK) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", mgpu_last_error());
+    memcpy(a->dev, op.dev, sizeof a->dev);
+    free_array(a);
+    return mgpu__fail(st, "%s: %s", fn, msg);
+  }
+  memcpy(a->dev, op.dev, sizeof a->dev);
+  pthread_mutex_lock(&rt->alloc_lock);
+  a->next = rt->arrays;
+  rt->arrays = a;
+  pthread_mutex_unlock(&rt->alloc_lock);
+  *a_p = a;
+  return MGPU_OK;
+}
+
+MGPU_API void mgpu_array_destroy(mgpu_array_t *a) {
+  if (!a) return;
+  unlink_array(a);
+  free_array(a);
+}
+
+void mgpu__arrays_free_all(mgpu_runtime_t *rt) {
+  while (rt->arrays) {
+    mgpu_array_t *a = rt->arrays;
+    rt->arrays = a->next;
+    mgpu__log(MGPU_LOG_WARN, "mgpu_finalize: an array of %zu elements was not destroyed; freeing it", a->n);
+    free_array(a);
+  }
+}
+
+MGPU_API int mgpu_array_nparts(const mgpu_array_t *a) { return a ? a->ngpus + 1 : 0; }
+
+MGPU_API mgpu_status_t mgpu_array_part(const mgpu_array_t *a, int i, mgpu_array_part_t *out) {
+  if (!a || !out) return mgpu__fail(MGPU_EINVAL, "mgpu_array_part: %s is NULL", a ? "out" : "a");
+  if (i < 0 || i > a->ngpus)
+    return mgpu__fail(MGPU_EINVAL, "mgpu_array_part: part %d does not exist: expected 0..%d", i, a->ngpus);
+  out->gpu = i < a->ngpus ? i : -1;
+  out->first = a->bound[i];
+  out->count = part_count(a, i);
+  out->data = out->count == 0 ? NULL : i < a->ngpus ? a->dev[i] : a->host;
+  return MGPU_OK;
+}
+
+/* Copy between an array and the host, the host part at the same time. */
+static mgpu_status_t host_copy(mgpu_array_t *a, char *host, int dir, const char *fn) {
+  if (!a) return mgpu__fail(MGPU_EINVAL, "%s: a is NULL", fn);
+  if (!host && a->n > 0) return mgpu__fail(MGPU_EINVAL, "%s: host is NULL", fn);
+  int gpu[MGPU_MAX_DEVICES];
+  int ng = gpus_with_parts(a, gpu);
+  op_t op = {.a = a, .host = host, .dir = dir};
+  mgpu_event_t *ev = NULL;
+  mgpu_status_t st = ng > 0 ? on_gpus(a->rt, fn, ng, gpu, 1, copy_part, &op, &ev) : MGPU_OK;
+  size_t off = a->bound[a->ngpus] * a->elem, bytes = part_count(a, a->ngpus) * a->elem;
+  if (bytes) {
+    if (dir == 0) memcpy(a->host, host + off, bytes);
+    else memcpy(host + off, a->host, bytes);
+  }
+  if (ev) {
+    st = mgpu_event_wait(ev, NULL);
+    mgpu_event_release(ev);
+  }
+  return st;
+}
+
+MGPU_API mgpu_status_t mgpu_array_scatter(mgpu_array_t *a, const void *host) {
+  return host_copy(a, (char *)host, 0, "mgpu_array_scatter");
+}
+
+MGPU_API mgpu_status_t mgpu_array_gather(const mgpu_array_t *a, void *host) {
+  return host_copy((mgpu_array_t *)a, host, 1, "mgpu_array_gather");
+}
+
+static bool same_split(const mgpu_array_t *a, const mgpu_array_t *b) {
+  return a->rt == b->rt && a->n == b->n && a->ngpus == b->ngpus &&
+         memcmp(a->bound, b->bound, sizeof(size_t) * (size_t)(a->ngpus + 2)) == 0;
+}
+
+static void stats_from(mgpu_event_t *ev, mgpu_stats_t *stats) {
+  if (!stats) return;
+  if (ev) {
+    mgpu_event_wait(ev, stats);
+  } else {
+    mgpu_worker_stats_t *w = stats->worker;
+    int cap = stats->worker_cap;
+    memset(stats, 0, sizeof *stats);
+    stats->worker = w;
+    stats->worker_cap = cap;
+  }
+}
+
+MGPU_API mgpu_status_t mgpu_array_copy(mgpu_array_t *dst, const mgpu_array_t *src, mgpu_stats_t *stats) {
+  const char *fn = "mgpu_array_copy";
+  if (!dst || !src) return mgpu__fail(MGPU_EINVAL, "%s: %s is NULL", fn, dst ? "src" : "dst");
+  if (!same_split(dst, src) || dst->elem != src->elem)
+    return mgpu__fail(MGPU_EINVAL, "%s: the arrays differ in length, element size or split", fn);
+  double t0 = mgpu__now();
+  int gpu[MGPU_MAX_DEVICES];
+  int ng = gpus_with_parts(dst, gpu);
+  op_t op = {.a = dst, .src = src};
+  mgpu_event_t *ev = NULL;
+  mgpu_status_t st = ng > 0 ? on_gpus(dst->rt, fn, ng, gpu, 1, copy_part, &op, &ev) : MGPU_OK;
+  size_t bytes = part_count(dst, dst->ngpus) * dst->elem;
+  if (bytes) memcpy(dst->host, src->host, bytes);
+  if (ev) st = mgpu_event_wait(ev, NULL);
+  stats_from(ev, stats);
+  if (stats) stats->wall_s = mgpu__now() - t0;
+  mgpu_event_release(ev);
+  return st;
+}
+
+/* ------------------------------------------------------------ kernels over arrays */
+
+static int run_part(mgpu__task_t *t, const mgpu__devcall_t *dc, int phase) {
+  op_t *op = t->arg;
+  const mgpu_array_batch_t *ab = op->batch;
+  const mgpu_kernel_t *k = &op->kernel;
+  int g = dc->g;
+  if (phase == 1) { /* the kernel is done: give its scratch back */
+    if (op->scratch[g]) dc->ops->mem_free(dc->ctx, op->scratch[g]);
+    op->scratch[g] = NULL;
+    return 0;
+  }
+  const mgpu_array_t *any = k->nin ? ab->in[0] : ab->out[0];
+  size_t n = part_count(any, g);
+  const void *in[MGPU_MAX_ARGS], *consts[MGPU_MAX_CONSTS] = {0};
+  void *out[MGPU_MAX_ARGS];
+  for (int i = 0; i < k->nin; i++) in[i] = ab->in[i]->dev[g];
+  for (int i = 0; i < k->nout; i++) out[i] = ab->out[i]->dev[g];
+  int rc;
+  for (int i = 0; i < ab->nconsts; i++)
+    if ((rc = mgpu__gpu_const(dc, ab->consts[i], &consts[i])) != 0) return rc;
+  if (k->scratch_per_item && (rc = dc->ops->mem_alloc(dc->ctx, k->scratch_per_item * n, &op->scratch[g])) != 0)
+    return rc;
+  mgpu_chunk_t c = {.in = in, .out = out, .consts = consts, .arg = ab->arg, .scratch = op->scratch[g],
+                    .first = any->bound[g], .count = n, .stream = dc->stream, .worker = dc->rt->ncpu + g};
+  t->items[g] = n;
+  rc = dc->ops->launch(dc->ctx, k, &c, dc->stream);
+  if (rc != 0)
+    mgpu__task_fail(t, rc, "kernel '%s' failed on GPU %d (items %zu..%zu): %s", k->name ? k->name : "", g, c.first,
+                    c.first + n - 1, mgpu_strerror((mgpu_status_t)rc));
+  return rc;
+}
+
+/* The host part runs as a CPU-only batch whose chunks this wrapper shifts to
+ * the arrays' global indices. */
+typedef struct {
+  const mgpu_kernel_t *k;
+  const void *arg;
+  size_t offset;
+} host_wrap_t;
+
+static int host_wrap_cpu(const mgpu_chunk_t *c) {
+  const host_wrap_t *w = c->arg;
+  mgpu_chunk_t u = *c;
+  u.first += w->offset;
+  u.arg = w->arg;
+  return w->k->cpu(&u);
+}
+
+MGPU_API mgpu_status_t mgpu_array_run(mgpu_runtime_t *rt, const mgpu_array_batch_t *ab, mgpu_stats_t *stats) {
+  const char *fn = "mgpu_array_run";
+  mgpu_status_t st = mgpu__check_rt(rt, fn);
+  if (st != MGPU_OK) return st;
+  if (!ab || !ab->kernel) return mgpu__fail(MGPU_EINVAL, "%s: %s is NULL", fn, ab ? "batch->kernel" : "batch");
+  const mgpu_kernel_t *k = ab->kernel;
+  const char *name = k->name ? k->name : "(unnamed)";
+  if (!k->cpu) return mgpu__fail(MGPU_EINVAL, "%s: kernel '%s' has no cpu function (it is required)", fn, name);
+  if (k->nin < 0 || k->nin > MGPU_MAX_ARGS || k->nout < 0 || k->nout > MGPU_MAX_ARGS || k->nin + k->nout == 0)
+    return mgpu__fail(MGPU_EINVAL, "%s: kernel '%s' has nin = %d, nout = %d: expected 0..%d each, not both 0", fn, name,
+                      k->nin, k->nout, MGPU_MAX_ARGS);
+  if (ab->nconsts < 0 || ab->nconsts > MGPU_MAX_CONSTS)
+    return mgpu__fail(MGPU_EINVAL, "%s: batch->nconsts = %d: expected 0..%d", fn, ab->nconsts, MGPU_MAX_CONSTS);
+  for (int i = 0; i < ab->nconsts; i++)
+    if (!ab->consts[i] || !mgpu__handle_live(MGPU_H_CONST, ab->consts[i]) || ab->consts[i]->rt != rt)
+      return mgpu__fail(MGPU_EINVAL, "%s: batch->consts[%d] is not a live constant of this runtime", fn, i);
+  if (ab->arg_size > 0 && !ab->arg) return mgpu__fail(MGPU_EINVAL, "%s: batch->arg is NULL with arg_size > 0", fn);
+  const mgpu_array_t *first = k->nin ? ab->in[0] : ab->out[0];
+  for (int dir = 0; dir < 2; dir++)
+    for (int i = 0; i < (dir ? k->nout : k->nin); i++) {
+      const mgpu_array_t *x = dir ? ab->out[i] : ab->in[i];
+      size_t sz = dir ? k->out_size[i] : k->in_size[i];
+      const char *what = dir ? "out" : "in";
+      if (!x) return mgpu__fail(MGPU_EINVAL, "%s: batch->%s[%d] is NULL", fn, what, i);
+      if (x->rt != rt) return mgpu__fail(MGPU_EINVAL, "%s: batch->%s[%d] belongs to another runtime", fn, what, i);
+      if (x->elem != sz)
+        return mgpu__fail(MGPU_EINVAL, "%s: batch->%s[%d] has %zu-byte elements but kernel '%s' takes %zu-byte items",
+                          fn, what, i, x->elem, name, sz);
+      if (!same_split(x, first))
+        return mgpu__fail(MGPU_EINVAL, "%s: batch->%s[%d] differs from the first array in length or split", fn, what,
+                          i);
+    }
+  int gpu[MGPU_MAX_DEVICES];
+  int ng = gpus_with_parts(first, gpu);
+  if (ng > 0 && !k->gpu)
+    return mgpu__fail(MGPU_ENOTSUP, "%s: kernel '%s' has no GPU function but GPU %d holds a part of its arrays", fn,
+                      name, gpu[0]);
+
+  double t0 = mgpu__now();
+  op_t *op = calloc(1, sizeof *op);
+  if (!op) return mgpu__fail(MGPU_ENOMEM, "%s: out of memory", fn);
+  op->batch = ab;
+  op->kernel = *k;
+  mgpu_event_t *gev = NULL, *hev = NULL;
+  if (ng > 0) {
+    mgpu__task_t *t = mgpu__task_new(ng, gpu);
+    if (!t) {
+      free(op);
+      return mgpu__fail(MGPU_ENOMEM, "%s: out of memory", fn);
+    }
+    t->nphases = k->scratch_per_item ? 2 : 1;
+    t->part = run_part;
+    t->arg = op;
+    if ((st = mgpu__task_submit(rt, t, name, 0, NULL, &gev)) != MGPU_OK) {
+      free(op);
+      return st;
+    }
+  }
+  size_t hn = part_count(first, first->ngpus);
+  mgpu_status_t hst = MGPU_OK;
+  host_wrap_t hw = {k, ab->arg, first->bound[first->ngpus]};
+  mgpu_kernel_t hk = *k;
+  hk.gpu = NULL;
+  hk.cpu = host_wrap_cpu;
+  if (hn > 0) {
+    mgpu_batch_t hb = {.kernel = &hk, .n = hn, .nconsts = ab->nconsts, .arg = &hw, .arg_size = sizeof hw};
+    for (int i = 0; i < k->nin; i++) hb.in[i] = ab->in[i]->host;
+    for (int i = 0; i < k->nout; i++) hb.out[i] = ab->out[i]->host;
+    for (int i = 0; i < ab->nconsts; i++) hb.consts[i] = ab->consts[i];
+    hst = mgpu_submit(rt, &hb, 0, NULL, &hev);
+  }
+  if (gev) st = mgpu_event_wait(gev, stats);
+  else stats_from(NULL, stats);
+  if (hev) {
+    mgpu_stats_t hs;
+    mgpu_worker_stats_t *hw_stats = stats && stats->worker ? calloc((size_t)rt->nworkers, sizeof *hw_stats) : NULL;
+    hs.worker = hw_stats;
+    hs.worker_cap = hw_stats ? rt->nworkers : 0;
+    hst = mgpu_event_wait(hev, &hs);
+    if (stats) {
+      stats->items += hs.items;
+      stats->chunks += hs.chunks;
+      stats->nworkers = rt->nworkers;
+      for (int i = 0; hw_stats && i < rt->ncpu && i < stats->worker_cap; i++) stats->worker[i] = hw_stats[i];
+    }
+    free(hw_stats);
+    mgpu_event_release(hev);
+  }
+  if (stats) {
+    stats->wall_s = mgpu__now() - t0;
+    if (st == MGPU_OK) stats->status = hst;
+  }
+  mgpu_event_release(gev);
+  free(op);
+  return st != MGPU_OK ? st : hst;
+}
+
+/* ------------------------------------------------------------ sum */
+
+#define HOST_SEGMENT ((size_t)1 << 20)
+
+typedef struct {
+  const char *data;
+  size_t n, elem;
+  int is_double;
+  double *partial;
+} host_sum_t;
+
+static int host_sum_seg(void *arg, size_t first, size_t count) {
+  host_sum_t *h = arg;
+  mgpu__sum_arg_t sa = {h->is_double};
+  for (size_t s = first; s < first + count; s++) {
+    size_t lo = s * HOST_SEGMENT, len = MGPU_MIN(HOST_SEGMENT, h->n - lo);
+    const void *in[1] = {h->data + lo * h->elem};
+    void *out[1] = {&h->partial[s]};
+    mgpu_chunk_t c = {.in = in, .out = out, .arg = &sa, .count = len};
+    if (mgpu__sum_cpu(&c) != 0) return 1;
+  }
+  return 0;
+}
+
+/* Pairwise sum of v[0..n): the same tree whatever the thread count. */
+static double pairwise(const double *v, size_t n) {
+  if (n == 0) return 0;
+  if (n == 1) return v[0];
+  size_t h = n / 2;
+  return pairwise(v, h) + pairwise(v + h, n - h);
+}
+
+static int sum_part(mgpu__task_t *t, const mgpu__devcall_t *dc, int phase) {
+  op_t *op = t->arg;
+  int g = dc->g;
+  MGPU_UNUSED(phase);
+  size_t n = part_count(op->a, g);
+  const void *in[1] = {op->a->dev[g]};
+  void *out[1] = {op->dev[g]};
+  mgpu_chunk_t c = {.in = in, .out = out, .arg = &op->sum_arg, .scratch = (char *)op->dev[g] + 64, .first = 0,
+                    .count = n, .stream = dc->stream, .worker = dc->rt->ncpu + g};
+  t->items[g] = n;
+  return dc->ops->launch(dc->ctx, &mgpu__sum_kernel, &c, dc->stream);
+}
+
+MGPU_API mgpu_status_t mgpu_array_sum(mgpu_array_t *a, mgpu_dtype_t dt, double *sum) {
+  const char *fn = "mgpu_array_sum";
+  if (!a || !sum) return mgpu__fail(MGPU_EINVAL, "%s: %s is NULL", fn, a ? "sum" : "a");
+  if (dt != MGPU_FLOAT32 && dt != MGPU_FLOAT64)
+    return mgpu__fail(MGPU_EINVAL, "%s: dtype %s: expected MGPU_FLOAT32 or MGPU_FLOAT64", fn, mgpu_dtype_name(dt));
+  if (a->elem != mgpu_dtype_size(dt))
+    return mgpu__fail(MGPU_EINVAL, "%s: the array has %zu-byte elements, not %s", fn, a->elem, mgpu_dtype_name(dt));
+  mgpu_runtime_t *rt = a->rt;
+  if (a->ngpus > 0 && !mgpu__sum_kernel.gpu && !rt->dev->emulated)
+    return mgpu__fail(MGPU_ENOTSUP, "%s: this build has no GPU sum kernel", fn);
+  mgpu_status_t st = MGPU_OK;
+  op_t op = {.a = a, .bytes = 64 + MGPU__SUM_SCRATCH_BYTES, .sum_arg = {dt == MGPU_FLOAT64}};
+  int all[MGPU_MAX_DEVICES];
+  for (int g = 0; g < a->ngpus; g++) all[g] = g;
+  mgpu_event_t *ev = NULL;
+  /* Every GPU takes part in the all-reduce, so every GPU gets a partial (0 for
+   * an empty part). */
+  if (a->ngpus > 0) {
+    if ((st = on_gpus(rt, fn, a->ngpus, all, 1, alloc_part, &op, NULL)) != MGPU_OK) goto out;
+    if ((st = on_gpus(rt, fn, a->ngpus, all, 1, sum_part, &op, &ev)) != MGPU_OK) goto out;
+  }
+  /* The host part meanwhile, on the CPU workers (or this thread). */
+  size_t hn = part_count(a, a->ngpus);
+  double host = 0;
+  if (hn > 0) {
+    size_t nseg = (hn + HOST_SEGMENT - 1) / HOST_SEGMENT;
+    host_sum_t h = {a->host, hn, a->elem, dt == MGPU_FLOAT64, calloc(nseg, sizeof(double))};
+    if (!h.partial) st = mgpu__fail(MGPU_ENOMEM, "%s: out of memory", fn);
+    else if (rt->ncpu > 0) st = mgpu_parallel_for(rt, nseg, host_sum_seg, &h);
+    else st = host_sum_seg(&h, 0, nseg) ? MGPU_EKERNEL : MGPU_OK;
+    if (st == MGPU_OK) host = pairwise(h.partial, nseg);
+    free(h.partial);
+  }
+  if (ev) {
+    mgpu_status_t gst = mgpu_event_wait(ev, NULL);
+    mgpu_event_release(ev);
+    if (st == MGPU_OK) st = gst;
+  }
+  double gsum = 0;
+  if (st == MGPU_OK && a->ngpus > 0) {
+    void *buf[MGPU_MAX_DEVICES];
+    for (int g = 0; g < a->ngpus; g++) buf[g] = op.dev[g];
+    st = mgpu_allreduce(rt, (const void *const *)buf, buf, 1, MGPU_FLOAT64, MGPU_OP_SUM);
+    if (st == MGPU_OK) st = mgpu_memcpy_from_device(rt, 0, &gsum, op.dev[0], sizeof gsum);
+  }
+  if (st == MGPU_OK) *sum = gsum + host;
+out:
+  if (a->ngpus > 0) {
+    int n = 0, gpu[MGPU_MAX_DEVICES];
+    for (int g = 0; g < a->ngpus; g++)
+      if (op.dev[g]) gpu[n++] = g;
+    if (n) on_gpus(rt, fn, n, gpu, 1, free_part, &op, NULL);
+  }
+  return st;
+}
