@@ -2,7 +2,8 @@
 # gpu-check.sh: build, test and measure libmgpurt on a GPU machine in one call.
 # Run from the project root after ../shared/tools/gpu-pack, with .gpu carried:
 #   bash bench/gpu-check.sh [quick|verify|bench|full]
-# quick: build and make check; verify: also compute-sanitizer on the GPU test
+# quick: build and make check; multi: quick, then collectives, split arrays and
+# --gpus scaling; verify: also compute-sanitizer on the GPU test
 # programs and a few --compare runs; bench: quick, then transfer and every
 # --compare run; full: bench plus the GPU suites on one GPU and the sanitizer.
 # Writes logs to $OUT (or ./gpu-out) and prints a summary last.
@@ -26,6 +27,25 @@ run=$b/bin/mgpu-run
 $run --info > "$out/info.txt" 2>&1; cat "$out/info.txt" | tail -8
 grep -h -E "bandwidth|GB/s" $b/tests/test-cuda.log | head -8
 if [ "$mode" = quick ]; then exit 0; fi
+if [ "$mode" = multi ]; then
+  # Multi-GPU: collectives, split arrays, scaling with the GPU count.
+  ng=$(grep -c '^GPU' "$out/gpus.txt")
+  list=1; [ "$ng" -ge 2 ] && list=1,2; [ "$ng" -ge 4 ] && list=1,2,4; [ "$ng" -ge 8 ] && list=1,2,4,8
+  {
+    echo "== mgpu-run allreduce"; timeout 120 $run allreduce
+    echo "== mgpu-run matvec -n 10000 --size 300000"; timeout 120 $run matvec -n 10000 --size 300000
+    echo "== mgpu-run reduce -n 1000000000"; timeout 120 $run reduce -n 1000000000
+    echo "== mgpu-run reduce -n 300000000 --dtype f64"; timeout 120 $run reduce -n 300000000 --dtype f64
+    echo "== mgpu-run saxpy-resident"; timeout 60 $run saxpy-resident
+    for w in "ntt -n 131072" "mulmod -n 67108864 --intensity 1000" "sha256 -n 67108864" "mulmod -n 67108864 --intensity 1000 --pinned"; do
+      echo "== mgpu-run $w --gpus $list"; timeout 150 $run $w --gpus $list --repeat 3
+    done
+    echo "== mgpu-run mandelbrot -n 8192 --size 8192 --compare --repeat 5"
+    timeout 100 $run mandelbrot -n 8192 --size 8192 --compare --repeat 5
+  } > "$out/multi.txt" 2>&1
+  cat "$out/multi.txt"
+  exit 0
+fi
 if [ "$mode" = verify ]; then
   # memcheck and racecheck without the API errors the tests provoke on purpose.
   for t in test-kernels test-cuda test-gpu; do
