@@ -77,6 +77,67 @@ def sweep_svg(points, path):
         f.write("\n".join(out) + "\n")
 
 
+def multi_sections(out):
+    def get(name):
+        p = os.path.join(out, f"multi-{name}.json")
+        return load(p) if os.path.exists(p) else None
+
+    rows = []
+    for w in ("ntt", "mulmod", "sha256"):
+        for p in ("", "-pinned"):
+            d = get(f"scaling-{w}{p}")
+            if d:
+                rows.append((f"{w} ({d['items']} items{', pinned' if p else ''})", d["scaling"]))
+    if rows:
+        print("\n## Scaling with the GPU count\n")
+        print("`mgpu-run WORKLOAD --gpus LIST --json` (mode gpu, inputs in host memory; pinned: "
+              "`--pinned`, arrays from mgpu_host_alloc). Speedup over one GPU, and efficiency = "
+              "speedup / GPUs.\n")
+        print("| workload | GPUs | items/s | speedup | efficiency |")
+        print("| --- | --- | --- | --- | --- |")
+        for name, sc in rows:
+            for e in sc:
+                if e["ran"]:
+                    print(f"| {name} | {e['gpus']} | {e['items_per_s']:.4g} | {e['speedup']:.3f}x | "
+                          f"{100 * e['efficiency']:.1f}% |")
+    d = get("allreduce")
+    if d:
+        print(f"\n## All-reduce: runtime against raw NCCL ({d['gpus']} GPUs, {d['backend']})\n")
+        print("`mgpu-run allreduce --json`: float sum, out of place; the runtime's `mgpu_allreduce_async` "
+              "and a hand-written NCCL loop (one thread, group calls) in the same process, "
+              f"{d['iters']} iterations each. Bus bandwidth in GB/s as nccl-tests reports it.\n")
+        print("| bytes | runtime µs | runtime busbw | raw µs | raw busbw | runtime / raw |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for e in d["sizes"]:
+            if "raw_time_us" in e:
+                print(f"| {e['bytes']} | {e['time_us']:.1f} | {e['busbw']:.2f} | {e['raw_time_us']:.1f} | "
+                      f"{e['raw_busbw']:.2f} | {100 * e['ratio']:.1f}% |")
+            else:
+                print(f"| {e['bytes']} | {e['time_us']:.1f} | {e['busbw']:.2f} | — | — | — |")
+    d = get("matvec")
+    if d:
+        print(f"\n## matvec: y = W x, W {d['rows']} x {d['cols']} floats, rows split across the GPUs\n")
+        print("Bandwidth of each GPU reading its rows of W (device time), against that GPU's "
+              "device-to-device copy bandwidth (read + write) measured in the same run.\n")
+        print("| GPU | rows | GB/s | copy GB/s | fraction |")
+        print("| --- | --- | --- | --- | --- |")
+        for g in d["gpus"]:
+            print(f"| {g['gpu']} | {g['rows']} | {g['gbs']:.1f} | {g['copy_gbs']:.1f} | "
+                  f"{100 * g['fraction_of_copy']:.1f}% |")
+    d = get("saxpy-resident")
+    if d:
+        print(f"\n## saxpy on device-resident data ({d['elements']} floats)\n")
+        print("| GPU | saxpy GB/s | copy GB/s | fraction |")
+        print("| --- | --- | --- | --- |")
+        for g in d["gpus"]:
+            print(f"| {g['gpu']} | {g['saxpy_gbs']:.1f} | {g['copy_gbs']:.1f} | {100 * g['fraction']:.1f}% |")
+    d = get("reduce")
+    if d:
+        print(f"\n## reduce: sum of {d['elements']} {d['dtype']} over GPUs and host\n")
+        print(f"{d['gbs']:.1f} GB/s ({d['wall_s'] * 1e3:.2f} ms); reproducible: {d['reproducible']}; error "
+              f"{d['relative_error']:.3g} of the sum of magnitudes against a long double sum.\n")
+
+
 def main():
     out = sys.argv[1]
     machine = open(os.path.join(out, "machine.txt")).read().strip() if os.path.exists(
@@ -105,6 +166,7 @@ def main():
             print(compare_row(str(k), d).replace(f"| {k} (", f"| {k} (", 1))
         sweep_svg(sweep, os.path.join(out, "sweep.svg"))
         print("\n![throughput against intensity](sweep.svg)\n")
+    multi_sections(out)
     ov = os.path.join(out, "overhead.txt")
     if os.path.exists(ov):
         print("## Runtime overhead (`bench/mgpu-overhead 1`)\n\n```\n" + open(ov).read().strip() + "\n```")

@@ -48,7 +48,7 @@ void mgpu__cpu_worker_loop(mgpu_runtime_t *rt, mgpu__worker_t *w) {
     uint64_t gen = atomic_load(&rt->work_gen);
     mgpu__claim_t c;
     if (!mgpu__claim(rt, w, SIZE_MAX, 0.5e-3, &c)) {
-      mgpu__idle_wait(rt, gen);
+      mgpu__idle_wait(rt, gen, false);
       continue;
     }
     if (atomic_load(&c.b->failed)) {

@@ -33,8 +33,9 @@ int mgpu__fault_parse(const char *spec, mgpu__fault_plan_t *plan, char *why, siz
     if (strcmp(kind, "launch") == 0) fk = MGPU_FAULT_LAUNCH;
     else if (strcmp(kind, "alloc") == 0) fk = MGPU_FAULT_ALLOC;
     else if (strcmp(kind, "const") == 0) fk = MGPU_FAULT_CONST;
+    else if (strcmp(kind, "props") == 0) fk = MGPU_FAULT_PROPS;
     else {
-      snprintf(why, whylen, "unknown kind '%s' (launch, alloc or const)", kind);
+      snprintf(why, whylen, "unknown kind '%s' (launch, alloc, const or props)", kind);
       return -1;
     }
     long long g, kk;

@@ -588,7 +588,7 @@ report:
       sched_yield();
       continue;
     }
-    mgpu__idle_wait(rt, gen);
+    mgpu__idle_wait(rt, gen, true);
   }
   free_const_copies(gp);
   free_slots(gp);

@@ -156,10 +156,11 @@ extern const mgpu_dev_ops_t *const mgpu__dev_cuda; /* NULL when built without CU
  *   launch:D:all every chunk launched on GPU D fails (the device gets retired)
  *   alloc:D:K    the K-th device allocation on GPU D fails as out of memory
  *   const:D:K    the K-th constant upload on GPU D fails
+ *   props:D:0    reading GPU D's properties at mgpu_init fails
  * Items are separated by commas. D is the runtime's GPU number (0..), not the
  * driver's device index. */
 #define MGPU_FAULT_MAX 32
-typedef enum { MGPU_FAULT_LAUNCH, MGPU_FAULT_ALLOC, MGPU_FAULT_CONST } mgpu_fault_kind_t;
+typedef enum { MGPU_FAULT_LAUNCH, MGPU_FAULT_ALLOC, MGPU_FAULT_CONST, MGPU_FAULT_PROPS } mgpu_fault_kind_t;
 typedef struct {
   int n;
   struct { mgpu_fault_kind_t kind; int gpu; long long k; /* -1 = all */ } f[MGPU_FAULT_MAX];
@@ -258,7 +259,9 @@ struct mgpu_runtime {
    * model list, the constants list and the counters below. A worker never holds
    * rt->lock while holding a range lock. */
   pthread_mutex_t lock;
-  pthread_cond_t work_cv;      /* workers sleep here when idle */
+  pthread_cond_t work_cv;      /* CPU workers sleep here when idle */
+  pthread_cond_t gpu_cv;       /* GPU host threads sleep here when idle */
+  _Atomic int gpu_sleepers;
   pthread_cond_t idle_cv;      /* finalize waits here for live batches */
   _Atomic uint64_t work_gen;   /* bumped whenever new work may be claimable */
   _Atomic int sleepers;
@@ -356,7 +359,9 @@ void mgpu__giveback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c);
 /* Mark a GPU worker retired and wake the others to take its ranges. */
 void mgpu__retire(mgpu_runtime_t *rt, mgpu__worker_t *w, const char *why);
 /* Idle: spin briefly on work_gen, then sleep until it changes or stop. */
-void mgpu__idle_wait(mgpu_runtime_t *rt, uint64_t seen_gen);
+void mgpu__idle_wait(mgpu_runtime_t *rt, uint64_t seen_gen, bool gpu_thread);
+/* Wake only the GPU host threads (device tasks posted). */
+void mgpu__wake_gpus(mgpu_runtime_t *rt);
 void mgpu__wake_all(mgpu_runtime_t *rt);
 void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b);
 void mgpu__batch_ref(mgpu__batch_t *b);

@@ -25,7 +25,8 @@ static const mgpu_dev_ops_t *pick_backend(const mgpu__config_t *c, int *visible)
 
 static void free_runtime(mgpu_runtime_t *rt) {
   if (!rt) return;
-  for (int i = 0; i < rt->nworkers; i++)
+  /* Also after a failed mgpu_init, where the workers may not exist yet. */
+  for (int i = 0; rt->workers && i < rt->nworkers; i++)
     if (rt->workers[i].cur) mgpu__batch_unref(rt->workers[i].cur);
   mgpu__consts_free_all(rt);
   mgpu__models_free(rt);
@@ -34,7 +35,7 @@ static void free_runtime(mgpu_runtime_t *rt) {
     else free(rt->host_allocs[i].p);
   }
   if (rt->trace_fp) fclose(rt->trace_fp); /* init failed after opening it */
-  for (int i = 0; i < rt->nworkers; i++) {
+  for (int i = 0; rt->workers && i < rt->nworkers; i++) {
     free(rt->workers[i].scratch);
     mgpu__trace_free(&rt->workers[i]);
   }
@@ -46,6 +47,7 @@ static void free_runtime(mgpu_runtime_t *rt) {
   pthread_mutex_destroy(&rt->coll_lock);
   pthread_mutex_destroy(&rt->task_lock);
   pthread_cond_destroy(&rt->work_cv);
+  pthread_cond_destroy(&rt->gpu_cv);
   pthread_cond_destroy(&rt->idle_cv);
   free(rt);
 }
@@ -56,6 +58,7 @@ static void stop_workers(mgpu_runtime_t *rt) {
   atomic_store(&rt->stop, 1);
   pthread_mutex_lock(&rt->lock);
   pthread_cond_broadcast(&rt->work_cv);
+  pthread_cond_broadcast(&rt->gpu_cv);
   pthread_mutex_unlock(&rt->lock);
   mgpu__team_join(rt);
   for (int g = 0; g < rt->ngpus; g++) mgpu__gpu_join(rt, g);
@@ -84,6 +87,7 @@ MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p
   pthread_mutex_init(&rt->coll_lock, NULL);
   pthread_mutex_init(&rt->task_lock, NULL);
   pthread_cond_init(&rt->work_cv, NULL);
+  pthread_cond_init(&rt->gpu_cv, NULL);
   pthread_cond_init(&rt->idle_cv, NULL);
   rt->t_init = mgpu__now();
   rt->usable_cores = mgpu__usable_cores("/sys/fs/cgroup", "/proc/self/cgroup", rt->cores_how, sizeof rt->cores_how);
@@ -107,7 +111,8 @@ MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p
 
   for (int g = 0; g < rt->ngpus; g++) {
     rt->gpu_index[g] = rt->cfg.v.devices[g];
-    if (rt->dev->props(rt->gpu_index[g], &rt->gpu_info[g]) != 0) {
+    if (mgpu__fault_hit(&rt->faults, MGPU_FAULT_PROPS, g, 0) ||
+        rt->dev->props(rt->gpu_index[g], &rt->gpu_info[g]) != 0) {
       st = mgpu__fail(MGPU_EDEVICE, "cannot read the properties of device %d", rt->gpu_index[g]);
       goto fail_free;
     }
@@ -155,6 +160,9 @@ MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p
 
 fail_stop:
   atomic_store(&rt->stop, 1);
+  pthread_mutex_lock(&rt->lock);
+  pthread_cond_broadcast(&rt->gpu_cv);
+  pthread_mutex_unlock(&rt->lock);
   for (int g = 0; g < started; g++) mgpu__gpu_join(rt, g);
   rt->ngpus = started; /* nothing else was started */
 fail_free:

@@ -76,7 +76,7 @@ static void post_phase(mgpu_runtime_t *rt, mgpu__task_t *t) {
   pthread_mutex_lock(&rt->task_lock);
   for (int i = 0; i < t->ngpus; i++) mgpu__gpu_post(rt, t->gpu[i], t, t->phase);
   pthread_mutex_unlock(&rt->task_lock);
-  mgpu__wake_all(rt);
+  mgpu__wake_gpus(rt);
 }
 
 static void complete(mgpu_runtime_t *rt, mgpu__task_t *t) {

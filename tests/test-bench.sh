@@ -15,8 +15,12 @@ assert len(files) == 10, files            # 7 workloads and 3 sweep points
 for f in files:
     d = json.load(open(f))
     assert d["verification"]["failed"] == 0, f
+for f in glob.glob(out + "/multi-*.json"):
+    json.load(open(f))
+assert len(glob.glob(out + "/multi-*.json")) == 10
 md = open(out + "/benchmarks.md").read()
 assert "| ntt (64 items) |" in md and "## Ratio sweep" in md and "sweep.svg" in md
+assert "## Scaling with the GPU count" in md and "## All-reduce" in md and "## matvec" in md
 root = ET.parse(out + "/sweep.svg").getroot()
 assert len([p for p in root.iter("{http://www.w3.org/2000/svg}path") if "mode" in p.get("class", "")]) == 4
 PY

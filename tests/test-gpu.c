@@ -337,7 +337,9 @@ START_TEST(test_balance_real) {
   /* Balance on real devices: with 4 CPU workers and every GPU, stealing
    * reaches most of the sum of the CPU-only and GPU-only throughputs. */
   NEED_GPUS(1);
-  const size_t n = (size_t)1 << 22;
+  /* 2^22 items per GPU: long enough that the start of a batch (first chunks
+   * small while speeds are learned) does not dominate on many GPUs. */
+  const size_t n = ((size_t)1 << 22) * (size_t)gpus_present();
   uint64_t *x = malloc(8 * n), *y = malloc(8 * n);
   uint64_t rng = 11;
   for (size_t i = 0; i < n; i++) x[i] = mgpu_test_rand(&rng);

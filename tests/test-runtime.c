@@ -598,6 +598,19 @@ END_TEST
 START_TEST(test_fault_const) { run_with_faults("const:0:0", 1, 1, 0, MGPU_SCHED_GPU); }
 END_TEST
 
+START_TEST(test_init_props_failure) {
+  /* A device whose properties cannot be read fails mgpu_init cleanly (this
+   * once crashed while freeing the half-made runtime). */
+  mgpu_config_t c = mgpu_test_config(2, 2);
+  c.fault_inject = "props:1:0";
+  c.debug = 0;
+  mgpu_runtime_t *rt = NULL;
+  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_EDEVICE);
+  ck_assert_ptr_null(rt);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "cannot read the properties of device 1"));
+}
+END_TEST
+
 START_TEST(test_gpu_only_all_retired) {
   /* Every GPU fails and no CPU worker exists: the batch fails, nothing hangs. */
   mgpu_config_t cfg = mgpu_test_config(0, 1);
@@ -760,6 +773,7 @@ int main(void) {
   tcase_add_test(tc, test_fault_retire);
   tcase_add_test(tc, test_fault_alloc);
   tcase_add_test(tc, test_fault_const);
+  tcase_add_test(tc, test_init_props_failure);
   tcase_add_test(tc, test_gpu_only_all_retired);
   tcase_add_test(tc, test_oom_cap);
   tcase_add_test(tc, test_pinned_host_memory);
