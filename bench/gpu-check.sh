@@ -3,7 +3,7 @@
 # Run from the project root after ../shared/tools/gpu-pack, with .gpu carried:
 #   bash bench/gpu-check.sh [quick|verify|bench|full]
 # quick: build and make check; multi: quick, then collectives, split arrays and
-# --gpus scaling; verify: also compute-sanitizer on the GPU test
+# --gpus scaling; report: quick, then bench/run.sh (doc/benchmarks.md); verify: also compute-sanitizer on the GPU test
 # programs and a few --compare runs; bench: quick, then transfer and every
 # --compare run; full: bench plus the GPU suites on one GPU and the sanitizer.
 # Writes logs to $OUT (or ./gpu-out) and prints a summary last.
@@ -27,6 +27,16 @@ run=$b/bin/mgpu-run
 $run --info > "$out/info.txt" 2>&1; cat "$out/info.txt" | tail -8
 grep -h -E "bandwidth|GB/s" $b/tests/test-cuda.log | head -8
 if [ "$mode" = quick ]; then exit 0; fi
+if [ "$mode" = report ]; then
+  # bench/run.sh (doc/benchmarks.md), then the hard mandelbrot case.
+  (cd $b && time bash bench/run.sh "$out/bench") > "$out/bench.log" 2>&1; echo "bench/run.sh rc=$?"
+  tail -3 "$out/bench.log"
+  for w in "mandelbrot -n 8192 --size 8192" "ntt -n 65536 --pinned"; do
+    echo "== mgpu-run $w --compare --repeat 5"; timeout 100 $run $w --compare --repeat 5
+  done > "$out/compare-extra.txt" 2>&1
+  grep -E "^==|mode |efficiency|static:|verification" "$out/compare-extra.txt"
+  exit 0
+fi
 if [ "$mode" = multi ]; then
   # Multi-GPU: collectives, split arrays, scaling with the GPU count.
   ng=$(grep -c '^GPU' "$out/gpus.txt")
