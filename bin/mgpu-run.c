@@ -46,6 +46,7 @@ typedef struct {
   const char *trace;   /* MGPU_TRACE file of the (steal) run */
   const char *plot;    /* SVG of the (steal) run */
   bool overlay;
+  bool dtype_given;
   int ngpus_list;          /* --gpus: GPU counts to run in turn */
   int gpus_list[MGPU_MAX_DEVICES];
   multi_opts_t multi;      /* options of the split-array and collective workloads */
@@ -70,35 +71,72 @@ static void help(void) {
       "Run a batch of work on every CPU core and GPU with libmgpurt, check every\n"
       "answer, and report how the work was shared. With no WORKLOAD, runs ntt.\n"
       "\n"
-      "Workloads:\n"
+      "Batch workloads (the runtime splits the items between CPUs and GPUs):\n"
       "  ntt         forward NTT over the Goldilocks field, one polynomial per item\n"
       "  sha256      SHA-256 of one message per item\n"
       "  mandelbrot  one image row per item (irregular cost)\n"
       "  saxpy       r = a*x + y on floats (transfer-bound)\n"
-      "  mulmod      chained 64-bit modular multiplications (--intensity sets the cost)\n"
+      "  mulmod      chained 64-bit modular multiplications (--intensity: the cost)\n"
       "  pipeline    ntt -> CPU-only decomposition -> product and inverse ntt, as\n"
       "              dependent sub-batches\n"
       "\n"
+      "Multi-GPU workloads (data split across the GPUs by shares, collectives):\n"
+      "  matvec          y = W x on floats, W row-split across the GPUs (and the\n"
+      "                  host with --split): -n rows (default 10000), --size\n"
+      "                  columns (default 100000); per-GPU bandwidth against the\n"
+      "                  GPU's device-to-device copy bandwidth\n"
+      "  reduce          sum of -n elements (default 100000000) split across the\n"
+      "                  GPUs and the host (default shares: 1 per GPU, and 0.1 for\n"
+      "                  the host when there are CPU workers), of type --dtype;\n"
+      "                  reproducibility and error against a long double sum\n"
+      "  allreduce       bus bandwidth of mgpu_allreduce on sizes doubling from\n"
+      "                  --min-bytes to --max-bytes, against a raw NCCL loop in the\n"
+      "                  same run (needs a GPU)\n"
+      "  saxpy-resident  r = a*x + y on arrays resident on the GPUs (-n default\n"
+      "                  2^28 per GPU), against the device-to-device copy\n"
+      "                  bandwidth (needs a GPU)\n"
+      "\n"
       "Workload options:\n"
-      "  -n, --items N        items in the batch (defaults: ntt and pipeline 2^26 / 2^size\n"
-      "                       polynomials (512 MiB), sha256 8388608, mandelbrot 4096 rows,\n"
-      "                       saxpy 134217728, mulmod 16777216)\n"
+      "  -n, --items N        items in the batch (defaults: ntt and pipeline\n"
+      "                       2^26 / 2^size polynomials (512 MiB), sha256 8388608,\n"
+      "                       mandelbrot 4096 rows, saxpy 134217728, mulmod\n"
+      "                       16777216; multi-GPU workloads: above, 0 = default)\n"
       "      --size S         ntt/pipeline: log2 length 10..16 (default 12);\n"
-      "                       sha256: message bytes (default 64); mandelbrot: width (default 4096)\n"
-      "      --intensity K    mulmod: multiplications per item, 1..10000000 (default 1000)\n"
+      "                       sha256: message bytes (default 64); mandelbrot: width\n"
+      "                       (default 4096); matvec: columns (default 100000)\n"
+      "      --intensity K    mulmod: multiplications per item, 1..10000000\n"
+      "                       (default 1000)\n"
       "      --mode MODE      steal (default), static, cpu or gpu\n"
-      "      --compare        run cpu, gpu, static and steal on the same inputs and compare\n"
-      "      --repeat R       timed runs per mode, 1..1000 (default 3); the median is reported\n"
+      "      --compare        run cpu, gpu, static and steal on the same inputs and\n"
+      "                       compare them\n"
+      "      --gpus LIST      run with the first N GPUs for each N of LIST in turn\n"
+      "                       (distinct counts, e.g. 1,2,4), a runtime each: batch\n"
+      "                       workloads add a scaling table (mode gpu unless --mode\n"
+      "                       is given), multi-GPU workloads print a report per\n"
+      "                       count; not with --compare or --devices\n"
+      "      --split LIST     matvec, reduce: shares of the arrays, one per GPU,\n"
+      "                       then optionally one for the host, e.g. 0.6,0.4 or\n"
+      "                       1,1,0.5 (default: MGPU_TENSOR_SPLIT, else the\n"
+      "                       workload's)\n"
+      "      --dtype TYPE     reduce: element type, f32 (default) or f64\n"
+      "      --min-bytes N    allreduce: smallest size in bytes (default 8)\n"
+      "      --max-bytes N    allreduce: largest size in bytes (default 1G); sizes\n"
+      "                       are multiples of 4 in 4..16G, with K, M, G suffixes\n"
+      "      --repeat R       timed runs per mode, 1..1000 (default 3); the median\n"
+      "                       is reported\n"
       "      --seed S         seed of the random inputs (default 1)\n"
       "      --no-verify      do not check results against the CPU reference\n"
       "      --pinned         put the arrays in pinned host memory (mgpu_host_alloc)\n"
-      "  -o, --output FILE    mandelbrot: write the image (PNG when built with libpng, else PPM)\n"
-      "      --plot FILE.svg  draw the run (the steal run with --compare): a timeline with a\n"
-      "                       lane per worker and GPU stream, and items and busy time per worker\n"
-      "      --trace FILE     write a Chrome/Perfetto trace of the run (of the steal run with\n"
-      "                       --compare) to FILE, as MGPU_TRACE does\n"
-      "      --plugin FILE    load workloads from a shared library (entry point mgpu_plugin_init,\n"
-      "                       see mgpurt.h); name one as WORKLOAD, or the only one runs\n"
+      "  -o, --output FILE    mandelbrot: write the image (PNG when built with\n"
+      "                       libpng, else PPM)\n"
+      "      --plot FILE.svg  draw the run (the steal run with --compare): a\n"
+      "                       timeline with a lane per worker and GPU stream, and\n"
+      "                       items and busy time per worker\n"
+      "      --trace FILE     write a Chrome/Perfetto trace of the run (of the steal\n"
+      "                       run with --compare) to FILE, as MGPU_TRACE does\n"
+      "      --plugin FILE    load workloads from a shared library (entry point\n"
+      "                       mgpu_plugin_init, see mgpurt.h); name one as\n"
+      "                       WORKLOAD, or the only one runs\n"
       "      --overlay        mandelbrot: tint each row by the worker that computed it\n"
       "\n"
       "Runtime options (each overrides its environment variable):\n"
@@ -111,10 +149,11 @@ static void help(void) {
       "\n"
       "Output:\n"
       "      --json           print the report as JSON on stdout\n"
-      "  -q, --quiet          print only the result line (or the JSON); no progress bar\n"
-      "                       (shown on a terminal for batches that run over a second)\n"
-      "      --info           print every effective setting with its source, the usable\n"
-      "                       cores and the GPUs, then exit\n"
+      "  -q, --quiet          print only the result line (or the JSON); no progress\n"
+      "                       bar (shown on a terminal for batches that run over a\n"
+      "                       second)\n"
+      "      --info           print every effective setting with its source, the\n"
+      "                       usable cores and the GPUs, then exit\n"
       "      --list           list the workloads and built-in kernels, then exit\n"
       "  -h, --help           print this help and exit\n"
       "  -V, --version        print the version and exit\n"
@@ -294,6 +333,7 @@ static void parse_args(int argc, char **argv, opts_t *o) {
     case O_DTYPE:
       if (strcmp(optarg, "f32") && strcmp(optarg, "f64")) usage_error("--dtype '%s' is invalid: expected f32 or f64", optarg);
       o->multi.f64 = !strcmp(optarg, "f64");
+      o->dtype_given = true;
       break;
     case O_MINB: o->multi.min_bytes = parse_bytes_opt("--min-bytes", optarg); break;
     case O_MAXBYTES: o->multi.max_bytes = parse_bytes_opt("--max-bytes", optarg); break;
@@ -305,8 +345,12 @@ static void parse_args(int argc, char **argv, opts_t *o) {
   if (optind < argc) usage_error("unexpected argument '%s'", argv[optind]);
   if (o->compare && o->mode) usage_error("--compare runs every mode: do not give --mode too");
   if (o->compare && o->ngpus_list) usage_error("--gpus and --compare do not go together: run them separately");
-  if (o->multi.min_bytes && o->multi.max_bytes && o->multi.min_bytes > o->multi.max_bytes)
-    usage_error("--min-bytes is larger than --max-bytes");
+  if (o->multi.min_bytes > (o->multi.max_bytes ? o->multi.max_bytes : (size_t)1 << 30))
+    usage_error("--min-bytes is larger than --max-bytes (default 1G)");
+  if (o->workload && (!strcmp(o->workload, "matvec") || !strcmp(o->workload, "reduce") ||
+                      !strcmp(o->workload, "allreduce") || !strcmp(o->workload, "saxpy-resident")) &&
+      (o->plot || o->trace || o->compare || o->output))
+    usage_error("--plot, --trace, --compare and --output are for the batch workloads, not %s", o->workload);
   if (o->cfg.ndevices > 0 && o->ngpus_list)
     usage_error("--gpus picks the first N GPUs: do not give --devices too");
 }
@@ -1019,6 +1063,7 @@ int main(int argc, char **argv) {
       rc = multi_run(base, m);
     } else {
       if (o.json) printf("[\n");
+      int printed = 0;
       for (int i = 0; i < o.ngpus_list && !interrupted; i++) {
         if (o.gpus_list[i] > ngpu) {
           fprintf(stderr, "%s: --gpus %d skipped: the runtime sees %d GPUs\n", prog, o.gpus_list[i], ngpu);
@@ -1027,8 +1072,9 @@ int main(int argc, char **argv) {
         opts_t ok = o;
         ok.cfg.num_gpus = o.gpus_list[i];
         mgpu_runtime_t *rt = start_runtime(&ok, o.mode, 0, false);
-        if (o.json && i) printf(",\n");
-        else if (!o.json) printf("%s== %d GPUs ==\n", i ? "\n" : "", o.gpus_list[i]);
+        if (o.json && printed) printf(",\n");
+        else if (!o.json) printf("%s== %d GPUs ==\n", printed ? "\n" : "", o.gpus_list[i]);
+        printed++;
         fflush(stdout);
         rc |= multi_run(rt, m);
         fflush(stdout);
@@ -1039,7 +1085,7 @@ int main(int argc, char **argv) {
     mgpu_finalize(base);
     return interrupted ? 130 : rc;
   }
-  if (o.multi.nshares || o.multi.min_bytes || o.multi.max_bytes || o.multi.f64)
+  if (o.multi.nshares || o.multi.min_bytes || o.multi.max_bytes || o.dtype_given)
     usage_error("--split, --dtype, --min-bytes and --max-bytes are for the matvec, reduce, allreduce and "
                 "saxpy-resident workloads");
   /* A progress bar only for a person watching a terminal. */
@@ -1076,6 +1122,7 @@ int main(int argc, char **argv) {
       }
       mgpu_finalize(rt);
     }
+    if (nsres == 0) sres[nsres++].mode = mode_name(scale_mode); /* interrupted before the first */
     res[0] = sres[nsres - 1];
     nres = 1;
   } else if (!o.compare) {

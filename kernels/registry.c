@@ -130,7 +130,7 @@ mgpu_status_t mgpu_kernel_pipeline_mul_intt(unsigned log_n, mgpu_kernel_t *k_p) 
   return MGPU_OK;
 }
 
-mgpu_status_t mgpu_kernel_matvec(mgpu_kernel_t *k_p, size_t cols) {
+mgpu_status_t mgpu_kernel_matvec(size_t cols, mgpu_kernel_t *k_p) {
   if (!k_p) return mgpu__fail(MGPU_EINVAL, "mgpu_kernel_matvec: k_p is NULL");
   if (cols < 1 || cols > SIZE_MAX / sizeof(float))
     return mgpu__fail(MGPU_EINVAL, "mgpu_kernel_matvec: cols %zu is outside 1..%zu (a row of cols floats must fit "

@@ -435,6 +435,9 @@ MGPU_API mgpu_status_t mgpu_array_run(mgpu_runtime_t *rt, const mgpu_array_batch
     return mgpu__fail(MGPU_ENOTSUP, "%s: kernel '%s' has no GPU function but GPU %d holds a part of its arrays", fn,
                       name, gpu[0]);
 
+  if (part_count(first, first->ngpus) > 0 && rt->ncpu == 0)
+    return mgpu__fail(MGPU_ENOTSUP, "%s: the host part holds %zu elements but the runtime has no CPU workers "
+                                    "(MGPU_NUM_THREADS=0)", fn, part_count(first, first->ngpus));
   double t0 = mgpu__now();
   op_t *op = calloc(1, sizeof *op);
   if (!op) return mgpu__fail(MGPU_ENOMEM, "%s: out of memory", fn);

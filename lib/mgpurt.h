@@ -58,7 +58,7 @@ extern "C" {
 #define MGPU_STATUS_MAP(X)                                                        \
   X(MGPU_OK, 0, "success")                                                        \
   X(MGPU_EINVAL, -1, "invalid argument or setting")                              \
-  X(MGPU_ENOMEM, -2, "out of host memory")                                        \
+  X(MGPU_ENOMEM, -2, "out of memory (host, or device where the call says so)")   \
   X(MGPU_ENODEV, -3, "no such device, or GPUs were required and none is usable") \
   X(MGPU_EKERNEL, -4, "a kernel returned an error")                              \
   X(MGPU_EDEP, -5, "a dependency failed")                                         \
@@ -425,11 +425,12 @@ MGPU_API mgpu_status_t mgpu_memcpy_from_device(mgpu_runtime_t *rt, int gpu, void
  * The synchronous forms return when every GPU is done. The _async forms start
  * after deps like mgpu_submit and return an event (mgpu_event_wait, or a
  * dependency of later batches and collectives); the pointer arrays are copied,
- * the buffers must stay valid until the event completes. Collectives of one
- * runtime run in the order they were called, whichever thread calls them.
- * Errors: MGPU_EINVAL (bad type, op, root, NULL pointer), MGPU_ENODEV (the
- * runtime has no GPU), MGPU_EDEVICE (NCCL or CUDA failed; the message has
- * NCCL's words).
+ * the buffers must stay valid until the event completes. Collectives start in
+ * the order their dependencies are met (calls without dependencies: in call
+ * order), and every GPU sees them in that one order.
+ * Errors: MGPU_EINVAL (bad type, op, root, NULL pointer; or NCCL refusing the
+ * arguments), MGPU_ENODEV (the runtime has no GPU), MGPU_EDEVICE (NCCL or CUDA
+ * failed; the message has NCCL's words).
  */
 MGPU_API mgpu_status_t mgpu_allreduce(mgpu_runtime_t *rt, const void *const *send, void *const *recv, size_t count,
                                       mgpu_dtype_t dt, mgpu_redop_t op);

@@ -247,10 +247,9 @@ typedef struct {
  * cancellation. Compare with a tolerance relative to sum_i |W[r][i] * x[i]|
  * (1e-5 of it is ample). The GPU function is memory-bound; it reads rows with
  * 16-byte loads when cols is a multiple of 4 and W and x are 16-byte aligned.
- * Note the order of the parameters: k_p comes first here.
  * Errors: MGPU_EINVAL for cols 0, cols * 4 above SIZE_MAX, or k_p NULL.
  */
-MGPU_API mgpu_status_t mgpu_kernel_matvec(mgpu_kernel_t *k_p, size_t cols);
+MGPU_API mgpu_status_t mgpu_kernel_matvec(size_t cols, mgpu_kernel_t *k_p);
 
 /* ------------------------------------------------------------------------- */
 /* Registry                                                                   */

@@ -233,7 +233,7 @@ void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
 
   b->t_end = mgpu__now();
   if (b->t_start == 0) b->t_start = b->t_end;
-  atomic_fetch_add(&rt->batches_done, 1);
+  if (!b->task) atomic_fetch_add(&rt->batches_done, 1); /* batches, not device tasks */
   for (int i = 0; i < b->desc.nconsts; i++) mgpu__const_unref(b->desc.consts[i]);
   b->desc.nconsts = 0;
 

@@ -264,7 +264,7 @@ START_TEST(test_array_matvec) {
   if (!rt) return;
   size_t rows = 301, cols = 1027;
   mgpu_kernel_t k;
-  ck_assert_int_eq(mgpu_kernel_matvec(&k, cols), MGPU_OK);
+  ck_assert_int_eq(mgpu_kernel_matvec(cols, &k), MGPU_OK);
   float *w = malloc(sizeof(float) * rows * cols), *x = malloc(sizeof(float) * cols), *y = malloc(sizeof(float) * rows);
   uint64_t rng = 9;
   for (size_t i = 0; i < rows * cols; i++) w[i] = (float)((double)(mgpu_test_rand(&rng) >> 11) * 0x1p-53 - 0.5);

@@ -528,7 +528,7 @@ static void matvec_check_row(const char *who, size_t row, float got, const float
 
 static void matvec_cpu_run(size_t rows, size_t cols, const float *w, const float *x, float *y) {
   mgpu_kernel_t k;
-  ck_assert_int_eq(mgpu_kernel_matvec(&k, cols), MGPU_OK);
+  ck_assert_int_eq(mgpu_kernel_matvec(cols, &k), MGPU_OK);
   const mgpu_matvec_arg_t arg = {cols};
   const job_t j = {.k = &k, .arg = &arg, .in = {w}, .consts = {x}};
   void *o[1] = {y};
@@ -571,7 +571,7 @@ END_TEST
 
 START_TEST(test_matvec_bad_arg) {
   mgpu_kernel_t k;
-  ck_assert_int_eq(mgpu_kernel_matvec(&k, 4), MGPU_OK);
+  ck_assert_int_eq(mgpu_kernel_matvec(4, &k), MGPU_OK);
   ck_assert_str_eq(k.name, "matvec");
   ck_assert_int_eq(k.nin, 1);
   ck_assert_int_eq(k.nout, 1);
@@ -763,7 +763,7 @@ START_TEST(test_chunking) {
     uint64_t s = 9;
     for (size_t i = 0; i < n * cols; i++) w[i] = rnd_float(&s);
     for (size_t i = 0; i < cols; i++) x[i] = rnd_float(&s);
-    ck_assert_int_eq(mgpu_kernel_matvec(&k, cols), MGPU_OK);
+    ck_assert_int_eq(mgpu_kernel_matvec(cols, &k), MGPU_OK);
     const mgpu_matvec_arg_t arg = {cols};
     const job_t j = {.k = &k, .arg = &arg, .in = {w}, .consts = {x}};
     check_chunking(&j, n, 9);
@@ -809,12 +809,12 @@ START_TEST(test_constructor_errors) {
   bad.y0 = NAN;
   ck_assert_int_eq(mgpu_kernel_mandelbrot(&bad, &k), MGPU_EINVAL);
   ck_assert_int_eq(mgpu_kernel_mandelbrot(NULL, &k), MGPU_EINVAL);
-  ck_assert_int_eq(mgpu_kernel_matvec(&k, 0), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu_kernel_matvec(0, &k), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "cols"));
-  ck_assert_int_eq(mgpu_kernel_matvec(&k, SIZE_MAX / sizeof(float) + 1), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu_kernel_matvec(SIZE_MAX / sizeof(float) + 1, &k), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "cols"));
-  ck_assert_int_eq(mgpu_kernel_matvec(&k, SIZE_MAX), MGPU_EINVAL);
-  ck_assert_int_eq(mgpu_kernel_matvec(NULL, 5), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu_kernel_matvec(SIZE_MAX, &k), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu_kernel_matvec(5, NULL), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "k_p"));
   ck_assert_msg(memcmp(&k, &before, sizeof k) == 0, "a failed constructor changed *k_p");
 
@@ -834,10 +834,10 @@ START_TEST(test_constructor_errors) {
   ck_assert_int_eq(mgpu_kernel_sha256((size_t)MGPU_SHA256_MAX_LEN, &k), MGPU_OK);
   ck_assert_int_eq(mgpu_kernel_mulmod(1, &k), MGPU_OK);
   ck_assert_int_eq(mgpu_kernel_mulmod(MGPU_MULMOD_MAX_INTENSITY, &k), MGPU_OK);
-  ck_assert_int_eq(mgpu_kernel_matvec(&k, 1), MGPU_OK);
+  ck_assert_int_eq(mgpu_kernel_matvec(1, &k), MGPU_OK);
   ck_assert_uint_eq(k.in_size[0], 4);
   ck_assert_uint_eq(k.out_size[0], 4);
-  ck_assert_int_eq(mgpu_kernel_matvec(&k, SIZE_MAX / sizeof(float)), MGPU_OK);
+  ck_assert_int_eq(mgpu_kernel_matvec(SIZE_MAX / sizeof(float), &k), MGPU_OK);
   ck_assert_uint_eq(k.in_size[0], SIZE_MAX / sizeof(float) * sizeof(float));
 }
 END_TEST
@@ -870,7 +870,7 @@ START_TEST(test_registry) {
   ck_assert_str_eq(k.name, want[5]);
   ck_assert_int_eq(mgpu_kernel_pipeline_mul_intt(12, &k), MGPU_OK);
   ck_assert_str_eq(k.name, want[6]);
-  ck_assert_int_eq(mgpu_kernel_matvec(&k, 100), MGPU_OK);
+  ck_assert_int_eq(mgpu_kernel_matvec(100, &k), MGPU_OK);
   ck_assert_str_eq(k.name, want[7]);
 }
 END_TEST
@@ -1079,7 +1079,7 @@ static void gpu_matvec_compare(size_t rows, size_t cols, size_t shift, uint64_t 
   for (size_t i = 0; i < cols; i++) x[i] = rnd_float(&seed);
   matvec_cpu_run(rows, cols, w, x, yc);
   mgpu_kernel_t k;
-  ck_assert_int_eq(mgpu_kernel_matvec(&k, cols), MGPU_OK);
+  ck_assert_int_eq(mgpu_kernel_matvec(cols, &k), MGPU_OK);
   ck_assert_ptr_nonnull(k.gpu);
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -1132,7 +1132,7 @@ START_TEST(test_gpu_matvec) {
   gpu_matvec_compare(70000, 2048, 0, 78);
   /* Bad arguments fail without launching. */
   mgpu_kernel_t k;
-  ck_assert_int_eq(mgpu_kernel_matvec(&k, 4), MGPU_OK);
+  ck_assert_int_eq(mgpu_kernel_matvec(4, &k), MGPU_OK);
   const mgpu_matvec_arg_t zero = {0};
   const void *in[1] = {NULL}, *consts[1] = {NULL};
   void *out[1] = {NULL};

@@ -62,6 +62,35 @@ expect 0 "verification: ok" -- "$run" mulmod -n 5000 --intensity 10 --repeat 1 -
 expect 0 "heterogeneous efficiency" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --compare --repeat 1 --threads 1
 expect 0 "no GPU is in use" -- "$run" mulmod -n 2000 --intensity 10 --compare --repeat 1 --num-gpus 0
 expect 2 "" -- "$run" --compare --mode cpu
+# Multi-GPU workloads on two emulated devices (collectives through host memory).
+expect 0 "verification: ok" -- env MGPU_EMULATE_GPUS=2 "$run" matvec -n 200 --size 300
+expect 0 "gpu0 40000 gpu1 40000, host 20000" -- env MGPU_EMULATE_GPUS=2 "$run" reduce -n 100000 --split 1,1,0.5
+expect 0 "verification: ok" -- env MGPU_EMULATE_GPUS=2 "$run" reduce -n 100000 --split 1,1,0.5
+expect 0 "verification: ok" -- env MGPU_EMULATE_GPUS=2 "$run" allreduce --max-bytes 4K
+expect 0 "verification: ok" -- env MGPU_EMULATE_GPUS=2 "$run" saxpy-resident -n 100000
+expect 0 "== 2 GPUs ==" -- env MGPU_EMULATE_GPUS=2 "$run" reduce -n 10000 --gpus 1,2
+# Bad values of their options are usage errors that name the option.
+expect 2 "--split '1,,2'" -- "$run" reduce --split 1,,2
+expect 2 "--split '0,0'" -- "$run" reduce --split 0,0
+expect 2 "--split entry '-1'" -- "$run" reduce --split -1
+expect 2 "--gpus entry '0'" -- "$run" mulmod --gpus 0
+expect 2 "--gpus '1,1'" -- "$run" mulmod --gpus 1,1
+expect 2 "--dtype 'f16'" -- "$run" reduce --dtype f16
+expect 2 "--min-bytes '3'" -- "$run" allreduce --min-bytes 3
+expect 2 "--max-bytes '1X'" -- "$run" allreduce --max-bytes 1X
+expect 2 "--min-bytes is larger than --max-bytes" -- "$run" allreduce --min-bytes 1K --max-bytes 8
+expect 2 "--split, --dtype, --min-bytes and --max-bytes are for" -- "$run" --split 1,1 ntt
+expect 2 "--gpus and --compare" -- "$run" mulmod --gpus 1,2 --compare
+expect 2 "--split, --dtype, --min-bytes and --max-bytes are for" -- "$run" mulmod --dtype f32
+expect 2 "--min-bytes is larger than --max-bytes (default 1G)" -- "$run" allreduce --min-bytes 2G
+expect 2 "are for the batch workloads, not matvec" -- "$run" matvec --plot /tmp/x.svg
+expect 2 "are for the batch workloads, not reduce" -- "$run" reduce --compare
+# With a skipped first count, the JSON array still parses.
+if command -v python3 >/dev/null 2>&1; then
+  if MGPU_EMULATE_GPUS=2 "$run" reduce -n 1000 --gpus 3,1 --json 2>/dev/null | python3 -c '
+import json, sys
+assert len(json.load(sys.stdin)) == 1'; then ok; else bad "reduce --gpus 3,1 --json is not one JSON array"; fi
+fi
 # JSON parses and has what the schema promises.
 if command -v python3 >/dev/null 2>&1; then
   out=$(MGPU_EMULATE_GPUS=1 "$run" mulmod -n 3000 --intensity 20 --compare --repeat 1 --json --threads 1 2>/dev/null)
@@ -88,6 +117,59 @@ def keys(o, skip_names=False):
 missing = set(keys(d)) - documented
 assert not missing, missing
 '; then ok; else bad "--json output does not parse, lacks fields or has undocumented keys: $out"; fi
+fi
+# The multi-GPU workloads' JSON (an array of reports with --gpus), and the
+# "scaling" array that --gpus adds to a batch workload's JSON: they parse, say
+# what they ran, and every key is in the documented schema.
+if command -v python3 >/dev/null 2>&1; then
+  check_json='
+import json, os, re, sys
+want = sys.argv[1:]
+d = json.load(sys.stdin)
+doc = open(os.path.join(os.environ.get("top_srcdir", "."), "doc/json.md")).read()
+documented = set(re.findall(r"^\| `([a-z_]+)` \|", doc, re.M))
+def keys(o, skip_names=False):
+    if isinstance(o, dict):
+        for k, v in o.items():
+            if not skip_names: yield k
+            yield from keys(v, k == "config")
+    elif isinstance(o, list):
+        for v in o: yield from keys(v)
+missing = set(keys(d)) - documented
+assert not missing, missing
+if want[0] == "scaling":
+    s = d["scaling"]
+    assert [e["gpus"] for e in s] == [1, 2] and all(e["ran"] for e in s), s
+    assert s[0]["speedup"] == 1 and all(e["items_per_s"] > 0 for e in s), s
+    assert d["verification"]["failed"] == 0 and d["results"][0]["mode"] == "gpu", d
+    sys.exit(0)
+reports = d if isinstance(d, list) else [d]
+assert len(reports) == int(want[1]), len(reports)
+for r in reports:
+    assert r["workload"] == want[0], r
+    if "verification" in r: assert r["verification"]["enabled"] and r["verification"]["failed"] == 0, r
+if want[0] == "matvec": assert d["rows"] == 200 and d["cols"] == 300 and len(d["gpus"]) == 2, d
+if want[0] == "reduce" and len(reports) == 1: assert d["reproducible"] and d["elements"] == 100000 and d["gpus"] == 2, d
+if want[0] == "reduce" and len(reports) == 2: assert [r["gpus"] for r in reports] == [1, 2], d
+if want[0] == "allreduce":
+    assert d["verified"] and d["backend"] == "host" and d["gpus"] == 2, d
+    assert [z["bytes"] for z in d["sizes"]] == [8 << i for i in range(10)], d["sizes"]
+if want[0] == "saxpy-resident": assert d["elements"] == 100000 and sum(g["elements"] for g in d["gpus"]) == 100000, d
+'
+  json_case() { # json_case CHECK... -- mgpu-run arguments
+    args=""; while [ "$1" != "--" ]; do args="$args $1"; shift; done; shift
+    out=$(MGPU_EMULATE_GPUS=2 "$run" "$@" --json 2>/dev/null); rc=$?
+    if [ $rc != 0 ]; then bad "$* --json exited $rc: $out"; return; fi
+    # shellcheck disable=SC2086
+    if printf '%s' "$out" | python3 -c "$check_json" $args; then ok
+    else bad "$* --json: the JSON does not parse, lacks fields or has undocumented keys: $out"; fi
+  }
+  json_case matvec 1 -- matvec -n 200 --size 300
+  json_case reduce 1 -- reduce -n 100000 --split 1,1,0.5
+  json_case reduce 2 -- reduce -n 10000 --gpus 1,2
+  json_case allreduce 1 -- allreduce --max-bytes 4K
+  json_case saxpy-resident 1 -- saxpy-resident -n 100000
+  json_case scaling -- mulmod -n 20000 --gpus 1,2
 fi
 # Traces: Chrome trace-event JSON with every chunk of the run, one track per
 # worker and per GPU stream; a file that cannot be written is a usage error.
@@ -171,10 +253,10 @@ rm -f "$out"
 # The progress bar: on a terminal for a batch over a second; never in a pipe or
 # with --quiet. script(1) gives the run a terminal.
 if command -v script >/dev/null 2>&1; then
-  out=$(script -qec "$run mulmod -n 200000 --intensity 3000 --repeat 1 --num-gpus 0" /dev/null 2>&1)
+  out=$(script -qec "$run mulmod -n 200000 --intensity 3000 --repeat 1 --num-gpus 0 --threads 2" /dev/null 2>&1)
   if printf '%s' "$out" | grep -q "items/s .* s left" && printf '%s' "$out" | grep -q "verification: ok"; then ok
   else bad "no progress bar on a terminal: $out"; fi
-  out=$(script -qec "$run mulmod -n 200000 --intensity 3000 --repeat 1 --num-gpus 0 -q" /dev/null 2>&1)
+  out=$(script -qec "$run mulmod -n 200000 --intensity 3000 --repeat 1 --num-gpus 0 --threads 2 -q" /dev/null 2>&1)
   if printf '%s' "$out" | grep -q "s left"; then bad "progress bar with --quiet"; else ok; fi
 fi
 out=$("$run" mulmod -n 200000 --intensity 3000 --repeat 1 --num-gpus 0 2>&1)
