@@ -65,10 +65,11 @@ multi() { # multi NAME ARGS...
   echo "== $name: mgpu-run $* --json" >&2
   "$run" "$@" --json > "$out/multi-$name.json"
 }
-for p in "" --pinned; do
-  multi "scaling-ntt$p" ntt $scale_ntt --gpus $gl --repeat 3 $p
-  multi "scaling-mulmod$p" mulmod $scale_mul --gpus $gl --repeat 3 $p
-  multi "scaling-sha256$p" sha256 $scale_sha --gpus $gl --repeat 3 $p
+for p in "" --pinned; do  # file names: scaling-W and scaling-W-pinned
+  s=${p:+-pinned}
+  multi "scaling-ntt$s" ntt $scale_ntt --gpus $gl --repeat 3 $p
+  multi "scaling-mulmod$s" mulmod $scale_mul --gpus $gl --repeat 3 $p
+  multi "scaling-sha256$s" sha256 $scale_sha --gpus $gl --repeat 3 $p
 done
 multi allreduce allreduce $ar
 multi matvec matvec $mv
