@@ -591,23 +591,37 @@ void mgpu__retire(mgpu_runtime_t *rt, mgpu__worker_t *w, const char *why) {
 
 void mgpu__wake_all(mgpu_runtime_t *rt) {
   atomic_fetch_add(&rt->work_gen, 1);
-  if (atomic_load(&rt->sleepers) > 0) {
+  if (atomic_load(&rt->sleepers) > 0 || atomic_load(&rt->gpu_sleepers) > 0) {
     pthread_mutex_lock(&rt->lock);
     pthread_cond_broadcast(&rt->work_cv);
+    pthread_cond_broadcast(&rt->gpu_cv);
     pthread_mutex_unlock(&rt->lock);
   }
 }
 
-void mgpu__idle_wait(mgpu_runtime_t *rt, uint64_t seen) {
+void mgpu__wake_gpus(mgpu_runtime_t *rt) {
+  atomic_fetch_add(&rt->work_gen, 1);
+  if (atomic_load(&rt->gpu_sleepers) > 0) {
+    pthread_mutex_lock(&rt->lock);
+    pthread_cond_broadcast(&rt->gpu_cv);
+    pthread_mutex_unlock(&rt->lock);
+  }
+}
+
+void mgpu__idle_wait(mgpu_runtime_t *rt, uint64_t seen, bool gpu_thread) {
   /* Spin briefly: a batch that follows closely finds its workers awake. */
   double until = mgpu__now() + 50e-6;
   do {
     if (atomic_load(&rt->work_gen) != seen || atomic_load(&rt->stop)) return;
     sched_yield();
   } while (mgpu__now() < until);
+  /* GPU threads sleep apart, so that a device task wakes them without waking
+   * every CPU worker. */
+  pthread_cond_t *cv = gpu_thread ? &rt->gpu_cv : &rt->work_cv;
+  _Atomic int *count = gpu_thread ? &rt->gpu_sleepers : &rt->sleepers;
   pthread_mutex_lock(&rt->lock);
-  atomic_fetch_add(&rt->sleepers, 1);
-  while (atomic_load(&rt->work_gen) == seen && !atomic_load(&rt->stop)) pthread_cond_wait(&rt->work_cv, &rt->lock);
-  atomic_fetch_sub(&rt->sleepers, 1);
+  atomic_fetch_add(count, 1);
+  while (atomic_load(&rt->work_gen) == seen && !atomic_load(&rt->stop)) pthread_cond_wait(cv, &rt->lock);
+  atomic_fetch_sub(count, 1);
   pthread_mutex_unlock(&rt->lock);
 }
