@@ -240,13 +240,16 @@ START_TEST(test_array_run) {
     ck_assert_int_eq(mgpu_array_gather(ay, y), MGPU_OK);
     for (size_t i = 0; i < n; i++)
       if (y[i] != x[i] * 3 + i) ck_abort_msg("affine element %zu wrong", i);
-    /* No GPU function while GPUs hold parts. */
-    af.gpu = NULL;
-    ck_assert_int_eq(mgpu_array_run(rt, &b, NULL), MGPU_ENOTSUP);
-    af.gpu = affine_cpu;
     af.out_size[0] = 4;
     ck_assert_int_eq(mgpu_array_run(rt, &b, NULL), MGPU_EINVAL);
     ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "8-byte elements but kernel 'affine' takes 4-byte items"));
+  }
+  if (real_mode()) {
+    /* A real GPU needs the kernel's GPU function for its part. */
+    mgpu_kernel_t cpu_only = {.name = "affine", .cpu = affine_cpu, .nin = 1, .nout = 1, .in_size = {8}, .out_size = {8}};
+    b = (mgpu_array_batch_t){.kernel = &cpu_only, .in = {ax}, .out = {ay}};
+    ck_assert_int_eq(mgpu_array_run(rt, &b, NULL), MGPU_ENOTSUP);
+    ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "has no GPU function but GPU 0 holds a part"));
   }
   b = (mgpu_array_batch_t){.kernel = &k, .in = {ax}, .out = {NULL}, .arg = &ma, .arg_size = sizeof ma};
   ck_assert_int_eq(mgpu_array_run(rt, &b, NULL), MGPU_EINVAL);
