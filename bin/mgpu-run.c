@@ -228,19 +228,21 @@ static size_t parse_bytes_opt(const char *opt, const char *v) {
   return (size_t)(x << shift);
 }
 
-/* --gpus: distinct GPU counts, e.g. 1,2,4. */
-static int parse_gpus(const char *v, int *out) {
-  char buf[512];
+/* A comma-separated list of distinct integers in lo..hi (--devices, --gpus). */
+static int parse_list_opt(const char *opt, const char *v, long long lo, long long hi, const char *example,
+                          int *out) {
+  char buf[512], entry[64];
   snprintf(buf, sizeof buf, "%s", v);
+  snprintf(entry, sizeof entry, "%s entry", opt);
   int n = 0;
   char *save = NULL;
   if (!*v || v[strlen(v) - 1] == ',' || strstr(v, ",,"))
-    usage_error("--gpus '%s' is invalid: expected distinct GPU counts such as 1,2,4", v);
+    usage_error("%s '%s' is invalid: expected %s", opt, v, example);
   for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    if (n == MGPU_MAX_DEVICES) usage_error("--gpus: more than %d entries", MGPU_MAX_DEVICES);
-    int k = (int)parse_ll_opt("--gpus entry", t, 1, MGPU_MAX_DEVICES);
+    if (n == MGPU_MAX_DEVICES) usage_error("%s: more than %d entries", opt, MGPU_MAX_DEVICES);
+    int k = (int)parse_ll_opt(entry, t, lo, hi);
     for (int i = 0; i < n; i++)
-      if (out[i] == k) usage_error("--gpus '%s': %d is listed twice", v, k);
+      if (out[i] == k) usage_error("%s '%s': %d is listed twice", opt, v, k);
     out[n++] = k;
   }
   return n;
@@ -297,22 +299,10 @@ static void parse_args(int argc, char **argv, opts_t *o) {
     case 'V': printf("mgpu-run (libmgpurt) %s\n", mgpu_version()); exit(0);
     case 't': o->cfg.num_threads = (int)parse_ll_opt("--threads", optarg, 0, 4096); break;
     case O_NUMGPUS: o->cfg.num_gpus = (int)parse_ll_opt("--num-gpus", optarg, 0, MGPU_MAX_DEVICES); break;
-    case O_DEVICES: {
-      char buf[512];
-      snprintf(buf, sizeof buf, "%s", optarg);
-      int n = 0;
-      char *save = NULL;
-      if (!*optarg || optarg[strlen(optarg) - 1] == ',') usage_error("--devices '%s' is invalid: expected a list such as 0,2", optarg);
-      for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (n == MGPU_MAX_DEVICES) usage_error("--devices: more than %d entries", MGPU_MAX_DEVICES);
-        int d = (int)parse_ll_opt("--devices entry", t, 0, MGPU_MAX_DEVICES - 1);
-        for (int i = 0; i < n; i++)
-          if (o->cfg.devices[i] == d) usage_error("--devices '%s': device %d is listed twice", optarg, d);
-        o->cfg.devices[n++] = d;
-      }
-      o->cfg.ndevices = n;
+    case O_DEVICES:
+      o->cfg.ndevices = parse_list_opt("--devices", optarg, 0, MGPU_MAX_DEVICES - 1, "a list such as 0,2",
+                                       o->cfg.devices);
       break;
-    }
     case O_RATIO: o->cfg.device_to_core_ratio = parse_double_opt("--ratio", optarg, 0, 1e7); break;
     case O_MAXB: o->cfg.max_batch_size = parse_ll_opt("--max-batch", optarg, 1, 1LL << 40); break;
     case O_STREAMS: o->cfg.streams_per_gpu = (int)parse_ll_opt("--streams", optarg, 1, 32); break;
@@ -328,7 +318,10 @@ static void parse_args(int argc, char **argv, opts_t *o) {
       if (!*optarg) usage_error("--plot needs a file name");
       o->plot = optarg;
       break;
-    case O_GPUS: o->ngpus_list = parse_gpus(optarg, o->gpus_list); break;
+    case O_GPUS:
+      o->ngpus_list = parse_list_opt("--gpus", optarg, 1, MGPU_MAX_DEVICES, "distinct GPU counts such as 1,2,4",
+                                     o->gpus_list);
+      break;
     case O_SPLIT: o->multi.nshares = parse_split(optarg, o->multi.shares); break;
     case O_DTYPE:
       if (strcmp(optarg, "f32") && strcmp(optarg, "f64")) usage_error("--dtype '%s' is invalid: expected f32 or f64", optarg);
@@ -347,9 +340,7 @@ static void parse_args(int argc, char **argv, opts_t *o) {
   if (o->compare && o->ngpus_list) usage_error("--gpus and --compare do not go together: run them separately");
   if (o->multi.min_bytes > (o->multi.max_bytes ? o->multi.max_bytes : (size_t)1 << 30))
     usage_error("--min-bytes is larger than --max-bytes (default 1G)");
-  if (o->workload && (!strcmp(o->workload, "matvec") || !strcmp(o->workload, "reduce") ||
-                      !strcmp(o->workload, "allreduce") || !strcmp(o->workload, "saxpy-resident")) &&
-      (o->plot || o->trace || o->compare || o->output))
+  if (o->workload && multi_is_workload(o->workload) && (o->plot || o->trace || o->compare || o->output))
     usage_error("--plot, --trace, --compare and --output are for the batch workloads, not %s", o->workload);
   if (o->cfg.ndevices > 0 && o->ngpus_list)
     usage_error("--gpus picks the first N GPUs: do not give --devices too");
@@ -932,6 +923,16 @@ static int cmp_double(const void *a, const void *b) {
 
 static volatile sig_atomic_t interrupted;
 
+/* Finalize a runtime of one mode (or GPU count), with the constant made on it. */
+static void finish_runtime(work_t *w, mgpu_runtime_t *rt) {
+  if (w->kconst_rt == rt) {
+    mgpu_const_destroy(w->kconst);
+    w->kconst = NULL;
+    w->kconst_rt = NULL;
+  }
+  mgpu_finalize(rt);
+}
+
 static void plot_run(mgpu_runtime_t *rt, const opts_t *o, const result_t *r, const work_t *w) {
   char title[256];
   snprintf(title, sizeof title, "mgpu-run %s, %zu items, mode %s: %.4f s (libmgpurt %s)", w->name, w->n, r->mode,
@@ -1057,7 +1058,6 @@ int main(int argc, char **argv) {
     m->seed = o.seed;
     m->verify = o.verify;
     m->json = o.json;
-    m->quiet = o.quiet;
     int rc = 0;
     if (!o.ngpus_list) {
       rc = multi_run(base, m);
@@ -1115,12 +1115,7 @@ int main(int argc, char **argv) {
       ok.cfg.num_gpus = o.gpus_list[i];
       mgpu_runtime_t *rt = start_runtime(&ok, scale_mode, 0, false);
       measure(rt, &w, &o, r, r->mode);
-      if (w.kconst_rt == rt) {
-        mgpu_const_destroy(w.kconst);
-        w.kconst = NULL;
-        w.kconst_rt = NULL;
-      }
-      mgpu_finalize(rt);
+      finish_runtime(&w, rt);
     }
     if (nsres == 0) sres[nsres++].mode = mode_name(scale_mode); /* interrupted before the first */
     res[0] = sres[nsres - 1];
@@ -1152,12 +1147,7 @@ int main(int argc, char **argv) {
           start_runtime(&o, modes[m], modes[m] == MGPU_SCHED_STATIC ? ratio : 0, modes[m] == MGPU_SCHED_STEAL);
       measure(rt, &w, &o, r, r->mode);
       if (o.plot && modes[m] == MGPU_SCHED_STEAL) plot_run(rt, &o, r, &w);
-      if (w.kconst_rt == rt) {
-        mgpu_const_destroy(w.kconst);
-        w.kconst = NULL;
-        w.kconst_rt = NULL;
-      }
-      mgpu_finalize(rt);
+      finish_runtime(&w, rt);
       if (interrupted) break;
     }
   }

@@ -13,7 +13,7 @@ typedef struct {
   int size;              /* matvec: columns (-1: default) */
   int repeat;
   unsigned long long seed;
-  bool verify, json, quiet, f64;
+  bool verify, json, f64;
   int nshares;           /* --split, 0 when not given */
   double shares[MGPU_MAX_DEVICES + 1];
   size_t min_bytes, max_bytes; /* allreduce sweep */

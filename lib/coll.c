@@ -23,7 +23,6 @@ typedef struct {
   mgpu_dtype_t dt;
   mgpu_redop_t op;
   int root;
-  bool nccl;
   void **comms;
   char *host;      /* host path: ngpus input blocks, then the result */
   size_t in_elems; /* elements each GPU sends */
@@ -186,7 +185,6 @@ static mgpu_status_t collective(mgpu_runtime_t *rt, int kind, const void *const 
     return mgpu__fail(MGPU_EINVAL, "%s: root %d is not a GPU of the runtime: expected 0..%d", fn, root, rt->ngpus - 1);
   if (!send || !recv) return mgpu__fail(MGPU_EINVAL, "%s: %s is NULL", fn, send ? "recv" : "send");
   size_t in_elems = kind == COLL_REDUCE_SCATTER ? count * (size_t)rt->ngpus : count;
-  size_t out_elems = kind == COLL_ALLGATHER ? count * (size_t)rt->ngpus : count;
   if (count > SIZE_MAX / es / (size_t)rt->ngpus / 2)
     return mgpu__fail(MGPU_EINVAL, "%s: count %zu of %zu-byte elements overflows size_t", fn, count, es);
   for (int g = 0; g < rt->ngpus && count > 0; g++) {
@@ -194,7 +192,6 @@ static mgpu_status_t collective(mgpu_runtime_t *rt, int kind, const void *const 
     if (!send[g] && (kind != COLL_BROADCAST || g == root))
       return mgpu__fail(MGPU_EINVAL, "%s: send[%d] is NULL", fn, g);
   }
-  MGPU_UNUSED(out_elems);
   bool nccl = use_nccl(rt);
   if (nccl && (st = ensure_comms(rt, fn)) != MGPU_OK) return st;
 
@@ -216,7 +213,6 @@ static mgpu_status_t collective(mgpu_runtime_t *rt, int kind, const void *const 
   c->op = op;
   c->root = root;
   c->in_elems = in_elems;
-  c->nccl = nccl;
   c->comms = rt->comms;
   t->arg = c;
   t->free_arg = free_coll;

@@ -91,6 +91,22 @@ if command -v python3 >/dev/null 2>&1; then
 import json, sys
 assert len(json.load(sys.stdin)) == 1'; then ok; else bad "reduce --gpus 3,1 --json is not one JSON array"; fi
 fi
+# Every key of a JSON report on stdin is in the documented schema (doc/json.md).
+schema_keys='
+import json, os, re, sys
+d = json.load(sys.stdin)
+doc = open(os.path.join(os.environ.get("top_srcdir", "."), "doc/json.md")).read()
+documented = set(re.findall(r"^\| `([a-z_]+)` \|", doc, re.M))
+def keys(o, skip_names=False):
+    if isinstance(o, dict):
+        for k, v in o.items():
+            if not skip_names: yield k
+            yield from keys(v, k == "config")
+    elif isinstance(o, list):
+        for v in o: yield from keys(v)
+missing = set(keys(d)) - documented
+assert not missing, missing
+'
 # JSON parses and has what the schema promises.
 if command -v python3 >/dev/null 2>&1; then
   out=$(MGPU_EMULATE_GPUS=1 "$run" mulmod -n 3000 --intensity 20 --compare --repeat 1 --json --threads 1 2>/dev/null)
@@ -103,40 +119,16 @@ for r in d["results"]:
     assert r["ran"] and sum(w["items"] for w in r["workers"]) == 3000, r
 assert d["verification"]["failed"] == 0 and d["verification"]["checked"] > 0
 assert "MGPU_NUM_THREADS" in d["config"] and d["efficiency"] > 0
-# Every key printed is in the documented schema.
-import re, os
-doc = open(os.path.join(os.environ.get("top_srcdir", "."), "doc/json.md")).read()
-documented = set(re.findall(r"^\| `([a-z_]+)` \|", doc, re.M))
-def keys(o, skip_names=False):
-    if isinstance(o, dict):
-        for k, v in o.items():
-            if not skip_names: yield k
-            yield from keys(v, k == "config")
-    elif isinstance(o, list):
-        for v in o: yield from keys(v)
-missing = set(keys(d)) - documented
-assert not missing, missing
-'; then ok; else bad "--json output does not parse, lacks fields or has undocumented keys: $out"; fi
+' && printf '%s' "$out" | python3 -c "$schema_keys"; then ok; else bad "--json output does not parse, lacks fields or has undocumented keys: $out"; fi
 fi
 # The multi-GPU workloads' JSON (an array of reports with --gpus), and the
 # "scaling" array that --gpus adds to a batch workload's JSON: they parse, say
 # what they ran, and every key is in the documented schema.
 if command -v python3 >/dev/null 2>&1; then
   check_json='
-import json, os, re, sys
+import json, sys
 want = sys.argv[1:]
 d = json.load(sys.stdin)
-doc = open(os.path.join(os.environ.get("top_srcdir", "."), "doc/json.md")).read()
-documented = set(re.findall(r"^\| `([a-z_]+)` \|", doc, re.M))
-def keys(o, skip_names=False):
-    if isinstance(o, dict):
-        for k, v in o.items():
-            if not skip_names: yield k
-            yield from keys(v, k == "config")
-    elif isinstance(o, list):
-        for v in o: yield from keys(v)
-missing = set(keys(d)) - documented
-assert not missing, missing
 if want[0] == "scaling":
     s = d["scaling"]
     assert [e["gpus"] for e in s] == [1, 2] and all(e["ran"] for e in s), s
@@ -161,7 +153,7 @@ if want[0] == "saxpy-resident": assert d["elements"] == 100000 and sum(g["elemen
     out=$(MGPU_EMULATE_GPUS=2 "$run" "$@" --json 2>/dev/null); rc=$?
     if [ $rc != 0 ]; then bad "$* --json exited $rc: $out"; return; fi
     # shellcheck disable=SC2086
-    if printf '%s' "$out" | python3 -c "$check_json" $args; then ok
+    if printf '%s' "$out" | python3 -c "$check_json" $args && printf '%s' "$out" | python3 -c "$schema_keys"; then ok
     else bad "$* --json: the JSON does not parse, lacks fields or has undocumented keys: $out"; fi
   }
   json_case matvec 1 -- matvec -n 200 --size 300
