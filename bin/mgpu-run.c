@@ -968,17 +968,18 @@ static void print_workers(mgpu_runtime_t *rt, const result_t *r) {
   int nw = mgpu_num_workers(rt);
   uint64_t total = 0;
   for (int i = 0; i < nw; i++) total += r->ws[i].items;
-  printf("  %-7s %-6s %12s %7s %8s %7s %8s %6s\n", "worker", "kind", "items", "share", "chunks", "steals", "retries",
-         "busy");
+  printf("  %-7s %-6s %12s %7s %8s %7s %8s %6s %11s\n", "worker", "kind", "items", "share", "chunks", "steals",
+         "retries", "busy", "staged MiB");
   for (int i = 0; i < nw; i++) {
     const mgpu_worker_stats_t *s = &r->ws[i];
     char kind[16];
     if (s->kind == MGPU_WORKER_GPU) snprintf(kind, sizeof kind, "gpu%d", s->device);
     else snprintf(kind, sizeof kind, "cpu");
     double busy = r->st.wall_s > 0 ? 100 * s->busy_s / r->st.wall_s : 0;
-    printf("  %-7d %-6s %12llu %6.1f%% %8llu %7llu %8llu %5.0f%%\n", i, kind, (unsigned long long)s->items,
+    printf("  %-7d %-6s %12llu %6.1f%% %8llu %7llu %8llu %5.0f%% %11.1f\n", i, kind, (unsigned long long)s->items,
            total ? 100.0 * (double)s->items / (double)total : 0, (unsigned long long)s->chunks,
-           (unsigned long long)s->steals, (unsigned long long)s->retries, busy > 100 ? 100 : busy);
+           (unsigned long long)s->steals, (unsigned long long)s->retries, busy > 100 ? 100 : busy,
+           (double)s->staged_bytes / (1 << 20));
   }
 }
 
@@ -1004,10 +1005,10 @@ static void json_result(const result_t *r, int nw, bool last) {
   for (int i = 0; i < nw; i++) {
     const mgpu_worker_stats_t *s = &r->ws[i];
     printf("%s{\"kind\": \"%s\", \"device\": %d, \"items\": %llu, \"chunks\": %llu, \"steals\": %llu, \"retries\": %llu, "
-           "\"busy_s\": %.6f, \"batch_cap\": %zu}",
+           "\"busy_s\": %.6f, \"batch_cap\": %zu, \"staged_bytes\": %llu}",
            i ? ", " : "", s->kind == MGPU_WORKER_GPU ? "gpu" : "cpu", s->device, (unsigned long long)s->items,
            (unsigned long long)s->chunks, (unsigned long long)s->steals, (unsigned long long)s->retries, s->busy_s,
-           s->batch_cap);
+           s->batch_cap, (unsigned long long)s->staged_bytes);
   }
   printf("]}%s\n", last ? "" : ",");
 }

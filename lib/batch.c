@@ -325,6 +325,7 @@ MGPU_API mgpu_status_t mgpu_runtime_stats(const mgpu_runtime_t *rt, mgpu_stats_t
         .retries = atomic_load(&w->retries),
         .busy_s = 1e-9 * (double)atomic_load(&w->busy_ns),
         .batch_cap = w->gpu >= 0 ? mgpu__gpu_cap((mgpu_runtime_t *)rt, w->gpu) : 0,
+        .staged_bytes = atomic_load(&w->staged),
     };
     s->items += ws.items;
     s->chunks += ws.chunks;
@@ -339,8 +340,8 @@ MGPU_API mgpu_status_t mgpu_runtime_stats(const mgpu_runtime_t *rt, mgpu_stats_t
 MGPU_API void mgpu_stats_print(const mgpu_runtime_t *rt, const mgpu_stats_t *s, FILE *fp) {
   if (!s || !fp) return;
   uint64_t total = s->items ? s->items : 1;
-  fprintf(fp, "%-8s %-7s %12s %7s %9s %7s %8s %7s\n", "worker", "kind", "items", "share", "chunks", "steals",
-          "retries", "busy");
+  fprintf(fp, "%-8s %-7s %12s %7s %9s %7s %8s %7s %11s\n", "worker", "kind", "items", "share", "chunks", "steals",
+          "retries", "busy", "staged MiB");
   int n = s->worker ? MGPU_MIN(s->nworkers, s->worker_cap) : 0;
   for (int i = 0; i < n; i++) {
     const mgpu_worker_stats_t *w = &s->worker[i];
@@ -348,9 +349,9 @@ MGPU_API void mgpu_stats_print(const mgpu_runtime_t *rt, const mgpu_stats_t *s, 
     if (w->kind == MGPU_WORKER_GPU) snprintf(kind, sizeof kind, "gpu%d", w->device);
     else snprintf(kind, sizeof kind, "cpu");
     double busy = s->wall_s > 0 ? 100.0 * w->busy_s / s->wall_s : 0;
-    fprintf(fp, "%-8d %-7s %12llu %6.1f%% %9llu %7llu %8llu %6.1f%%\n", i, kind, (unsigned long long)w->items,
+    fprintf(fp, "%-8d %-7s %12llu %6.1f%% %9llu %7llu %8llu %6.1f%% %11.1f\n", i, kind, (unsigned long long)w->items,
             100.0 * (double)w->items / (double)total, (unsigned long long)w->chunks, (unsigned long long)w->steals,
-            (unsigned long long)w->retries, busy > 100 ? 100 : busy);
+            (unsigned long long)w->retries, busy > 100 ? 100 : busy, (double)w->staged_bytes / (1 << 20));
   }
   fprintf(fp, "total: %llu items, %llu chunks, %llu steals, %llu retries, %.6f s\n", (unsigned long long)s->items,
           (unsigned long long)s->chunks, (unsigned long long)s->steals, (unsigned long long)s->retries, s->wall_s);

@@ -16,7 +16,9 @@
 #define ALIGN_DEV 256
 #define FAILURES_TO_RETIRE 3
 #define GPU_TARGET_S 2e-3
-#define TASKS_IN_FLIGHT 64 /* task parts enqueued on the task stream at once */
+#define TASKS_IN_FLIGHT 64
+#define DBUF_MIN ((size_t)32 << 20) /* first device buffer of a slot, within its share */
+#define HBUF_MIN ((size_t)8 << 20)  /* first pinned staging buffer of a slot */ /* task parts enqueued on the task stream at once */
 
 /* A task part posted to this GPU, and one in flight on its task stream. */
 typedef struct {
@@ -143,7 +145,7 @@ static int ensure_dbuf(mgpu__gpu_t *gp, slot_t *s, size_t need) {
   if (s->dbuf_bytes >= need) return 0;
   /* Grow geometrically within the slot's share, so the growing chunks of a
    * batch's start reallocate a few times, not at every chunk. */
-  size_t want = MGPU_MAX(need, MGPU_MIN(atomic_load(&gp->slot_bytes), 2 * s->dbuf_bytes));
+  size_t want = MGPU_MAX(need, MGPU_MIN(atomic_load(&gp->slot_bytes), MGPU_MAX(2 * s->dbuf_bytes, DBUF_MIN)));
   if (s->dbuf) gp->ops->mem_free(gp->ctx, s->dbuf);
   s->dbuf = NULL;
   s->dbuf_bytes = 0;
@@ -158,8 +160,10 @@ static int ensure_hbuf(mgpu__gpu_t *gp, slot_t *s, size_t need) {
   if (s->hbuf) gp->ops->host_free(s->hbuf);
   s->hbuf = NULL;
   s->hbuf_bytes = 0;
-  /* Some headroom, so growing chunks do not reallocate every time. */
-  size_t want = need + need / 2;
+  /* Doubling, from a few MiB: pinning memory is slow (tens of ms for tens of
+   * MiB on some machines) and freeing it waits for the device, so a buffer
+   * grows a few times in a run, not with every larger chunk. */
+  size_t want = MGPU_MAX(need, MGPU_MAX(2 * s->hbuf_bytes, HBUF_MIN));
   if (gp->ops->host_alloc(want, &s->hbuf) != 0) {
     if (gp->ops->host_alloc(need, &s->hbuf) != 0) return MGPU_ENOMEM;
     want = need;
@@ -233,7 +237,7 @@ static int issue(mgpu__gpu_t *gp, slot_t *s) {
     s->in[i] = dp;
     if (bytes) {
       if (!pin_in[i]) {
-        memcpy(hp, src, bytes);
+        mgpu__copy(gp->rt, gp->w, b, hp, src, bytes);
         src = hp;
         hp += round_up(bytes);
       }
@@ -316,7 +320,8 @@ static void retire_oldest(mgpu__gpu_t *gp) {
   int rc = gp->ops->stream_sync(gp->ctx, s->stream);
   double now = mgpu__now();
   if (rc == 0) {
-    for (int i = 0; i < s->nstaged; i++) memcpy(s->staged_out[i].user, s->staged_out[i].staged, s->staged_out[i].bytes);
+    for (int i = 0; i < s->nstaged; i++)
+      mgpu__copy(gp->rt, gp->w, s->claim.b, s->staged_out[i].user, s->staged_out[i].staged, s->staged_out[i].bytes);
     /* The device's time for this chunk: from when it could start it (begun,
      * and the previous chunk ended) until it ended, by device timestamps. The
      * host only notices a completion when it gets round to it, so host times
@@ -604,6 +609,7 @@ mgpu_status_t mgpu__gpu_start(mgpu_runtime_t *rt, int g) {
   gp->g = g;
   gp->w = &rt->workers[rt->ncpu + g];
   gp->w->limit = limit_fn;
+  gp->w->pipeline = rt->cfg.v.streams_per_gpu;
   gp->ops = rt->dev;
   gp->nslots = rt->cfg.v.streams_per_gpu;
   gp->max_batch = rt->cfg.v.max_batch_size > 0 ? (size_t)rt->cfg.v.max_batch_size : 0;

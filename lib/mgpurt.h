@@ -257,6 +257,9 @@ typedef struct {
   uint64_t retries;  /**< failed chunks this worker gave back */
   double busy_s;     /**< seconds spent computing chunks */
   size_t batch_cap;  /**< GPU items-per-launch cap at the end (0 for CPUs) */
+  /** Bytes copied between pageable user arrays and GPU staging buffers: by a
+   *  GPU worker's host thread, or by a CPU worker helping a GPU with them. */
+  uint64_t staged_bytes;
 } mgpu_worker_stats_t;
 
 /**

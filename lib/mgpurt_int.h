@@ -229,15 +229,28 @@ struct mgpu__worker {
   _Atomic int retired;
   _Atomic uint64_t items, chunks, steals, retries; /* cumulative */
   _Atomic uint64_t busy_ns;
+  _Atomic uint64_t staged;  /* bytes copied through GPU staging buffers */
   mgpu__batch_t *cur;      /* batch this worker is taking chunks from (own ref) */
   /* Most items this worker takes from batch b in one chunk (NULL: no limit). */
   size_t (*limit)(struct mgpu__worker *w, const mgpu__batch_t *b);
+  int pipeline;            /* chunks it keeps in flight (GPU: its streams; CPU: 1) */
   void *scratch;           /* CPU: host scratch buffer */
   size_t scratch_bytes;
   mgpu__tev_t *trace;      /* MGPU_TRACE events; written by this worker only */
   size_t ntrace, trace_cap;
   uint64_t trace_dropped;
 } __attribute__((aligned(MGPU_CACHELINE)));
+
+/* stage.c: a GPU's staging copy, cut into pieces that CPU workers help copy. */
+typedef struct {
+  pthread_mutex_t lock;    /* guards the fields; they change only between jobs */
+  char *dst;
+  const char *src;
+  size_t bytes, piece, npieces, next;
+  mgpu__batch_t *b;        /* the chunk's batch, for statistics */
+  _Atomic bool open;       /* pieces are left to take */
+  _Atomic size_t done;     /* pieces copied */
+} mgpu__copyjob_t;
 
 struct mgpu_runtime {
   mgpu__config_t cfg;
@@ -265,6 +278,8 @@ struct mgpu_runtime {
   pthread_cond_t idle_cv;      /* finalize waits here for live batches */
   _Atomic uint64_t work_gen;   /* bumped whenever new work may be claimable */
   _Atomic int sleepers;
+  mgpu__copyjob_t copyjobs[MGPU_MAX_DEVICES]; /* one per GPU (stage.c) */
+  _Atomic int copy_open;       /* copy jobs with pieces left to take */
   mgpu__batch_t *active_head, *active_tail;
   _Atomic int n_active_cpu_only;
   int live_batches;            /* submitted, not completed */
@@ -363,6 +378,17 @@ void mgpu__idle_wait(mgpu_runtime_t *rt, uint64_t seen_gen, bool gpu_thread);
 /* Wake only the GPU host threads (device tasks posted). */
 void mgpu__wake_gpus(mgpu_runtime_t *rt);
 void mgpu__wake_all(mgpu_runtime_t *rt);
+/* Wake up to n sleeping CPU workers to help with a copy job. */
+void mgpu__wake_helpers(mgpu_runtime_t *rt, int n);
+
+/* --------------------------------------------------------------- stage.c */
+/* GPU worker w copies bytes from src to dst for a chunk of batch b, with CPU
+ * workers' help when the copy is large. */
+void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *dst, const void *src, size_t bytes);
+/* CPU worker w copies pieces of open copy jobs; true if it copied any. */
+bool mgpu__copy_help(mgpu_runtime_t *rt, mgpu__worker_t *w);
+void mgpu__copyjobs_init(mgpu_runtime_t *rt);
+void mgpu__copyjobs_destroy(mgpu_runtime_t *rt);
 void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b);
 void mgpu__batch_ref(mgpu__batch_t *b);
 void mgpu__batch_unref(mgpu__batch_t *b);

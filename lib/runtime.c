@@ -49,6 +49,7 @@ static void free_runtime(mgpu_runtime_t *rt) {
   pthread_cond_destroy(&rt->work_cv);
   pthread_cond_destroy(&rt->gpu_cv);
   pthread_cond_destroy(&rt->idle_cv);
+  mgpu__copyjobs_destroy(rt);
   free(rt);
 }
 
@@ -89,6 +90,7 @@ MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p
   pthread_cond_init(&rt->work_cv, NULL);
   pthread_cond_init(&rt->gpu_cv, NULL);
   pthread_cond_init(&rt->idle_cv, NULL);
+  mgpu__copyjobs_init(rt);
   rt->t_init = mgpu__now();
   rt->usable_cores = mgpu__usable_cores("/sys/fs/cgroup", "/proc/self/cgroup", rt->cores_how, sizeof rt->cores_how);
 

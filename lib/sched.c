@@ -23,6 +23,7 @@
 #define SLOW_SPLIT_RATIO 8.0 /* "far slower": under 1/8 of the fastest */
 #define SLOW_SPLIT_SHARE 0.1 /* ...and all of them together under 10% of the total */
 #define MIN_SHARE_ITEMS 4.0
+#define PIPELINE_FLOOR 0.125 /* smallest pipelined chunk, as a fraction of the target */
 #define range_begin(r) atomic_load_explicit(&(r)->begin, memory_order_relaxed)
 
 /* --------------------------------------------------------------- split */
@@ -266,7 +267,11 @@ void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
 /* --------------------------------------------------------------- claims */
 
 /* Chunk length for worker w: about target_s of work at its speed, growing at
- * most fourfold from its last chunk while the speed is still being learned. */
+ * most fourfold from its last chunk while the speed is still being learned.
+ * A worker with several chunks in flight takes at most 1/pipeline of what is
+ * left of its range (down to PIPELINE_FLOOR of the target): a short range then
+ * still fills its pipeline, so the first chunk's copy-in is not waited on
+ * alone, and the last chunks are small, so its range ends evenly. */
 static size_t chunk_len(mgpu__batch_t *b, mgpu__worker_t *w, size_t avail, size_t max_items, double target_s) {
   mgpu__range_t *r = &b->ranges[w->id];
   double s = atomic_load_explicit(&b->model->speed[w->id], memory_order_relaxed);
@@ -277,6 +282,11 @@ static size_t chunk_len(mgpu__batch_t *b, mgpu__worker_t *w, size_t avail, size_
     double want = s * target_s;
     n = want < 1 ? 1 : want > (double)SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)want;
     if (r->last && n > r->last * 4) n = r->last * 4;
+    if (w->pipeline > 1) {
+      size_t part = (avail + (size_t)w->pipeline - 1) / (size_t)w->pipeline;
+      size_t floor_n = (size_t)(want * PIPELINE_FLOOR) + 1;
+      if (n > part) n = MGPU_MAX(part, floor_n);
+    }
   }
   if (n > max_items) n = max_items;
   if (n > avail) n = avail;
@@ -608,11 +618,26 @@ void mgpu__wake_gpus(mgpu_runtime_t *rt) {
   }
 }
 
+void mgpu__wake_helpers(mgpu_runtime_t *rt, int n) {
+  /* copy_open was raised before this reads sleepers, and a sleeper counts
+   * itself before it reads copy_open: one of the two sees the other. */
+  if (n <= 0 || atomic_load(&rt->sleepers) == 0) return;
+  pthread_mutex_lock(&rt->lock);
+  for (int i = 0; i < n; i++) pthread_cond_signal(&rt->work_cv);
+  pthread_mutex_unlock(&rt->lock);
+}
+
+/* Whether the idle thread has something to do: new work, a copy to help with
+ * (CPU workers only), or the runtime stops. */
+static bool idle_over(mgpu_runtime_t *rt, uint64_t seen, bool gpu_thread) {
+  return atomic_load(&rt->work_gen) != seen || atomic_load(&rt->stop) || (!gpu_thread && atomic_load(&rt->copy_open) > 0);
+}
+
 void mgpu__idle_wait(mgpu_runtime_t *rt, uint64_t seen, bool gpu_thread) {
   /* Spin briefly: a batch that follows closely finds its workers awake. */
   double until = mgpu__now() + 50e-6;
   do {
-    if (atomic_load(&rt->work_gen) != seen || atomic_load(&rt->stop)) return;
+    if (idle_over(rt, seen, gpu_thread)) return;
     sched_yield();
   } while (mgpu__now() < until);
   /* GPU threads sleep apart, so that a device task wakes them without waking
@@ -621,7 +646,7 @@ void mgpu__idle_wait(mgpu_runtime_t *rt, uint64_t seen, bool gpu_thread) {
   _Atomic int *count = gpu_thread ? &rt->gpu_sleepers : &rt->sleepers;
   pthread_mutex_lock(&rt->lock);
   atomic_fetch_add(count, 1);
-  while (atomic_load(&rt->work_gen) == seen && !atomic_load(&rt->stop)) pthread_cond_wait(cv, &rt->lock);
+  while (!idle_over(rt, seen, gpu_thread)) pthread_cond_wait(cv, &rt->lock);
   atomic_fetch_sub(count, 1);
   pthread_mutex_unlock(&rt->lock);
 }

@@ -593,7 +593,10 @@ START_TEST(test_fault_launch) { run_with_faults("launch:0:1,launch:0:3", 1, 2, 0
 END_TEST
 START_TEST(test_fault_retire) { run_with_faults("launch:0:all", 2, 2, 1, MGPU_SCHED_GPU); }
 END_TEST
-START_TEST(test_fault_alloc) { run_with_faults("alloc:0:0", 1, 1, 0, MGPU_SCHED_GPU); }
+/* A slot's first device buffer is larger than its chunk needs, and a failed
+ * allocation is tried again at the exact size: fail both to reach the
+ * out-of-memory path. */
+START_TEST(test_fault_alloc) { run_with_faults("alloc:0:0,alloc:0:1", 1, 1, 0, MGPU_SCHED_GPU); }
 END_TEST
 START_TEST(test_fault_const) { run_with_faults("const:0:0", 1, 1, 0, MGPU_SCHED_GPU); }
 END_TEST
@@ -631,7 +634,8 @@ START_TEST(test_oom_cap) {
    * cap comes from memory, and an injected OOM halves it; results correct. */
   mgpu_config_t cfg = mgpu_test_config(1, 1);
   cfg.emulate_mem = 16LL << 20;
-  cfg.fault_inject = "alloc:0:1";
+  /* The second slot's allocation fails, and so does its retry at the exact size. */
+  cfg.fault_inject = "alloc:0:1,alloc:0:2";
   cfg.sched = MGPU_SCHED_GPU;
   cfg.debug = 0;
   mgpu_runtime_t *rt;
@@ -676,6 +680,59 @@ START_TEST(test_pinned_host_memory) {
   mgpu_host_free(rt, y);
   mgpu_host_free(rt, y); /* reported, ignored */
   mgpu_host_alloc(rt, 64); /* left for finalize to free */
+  mgpu_finalize(rt);
+}
+END_TEST
+
+/* A wide item: 64 KiB in and out, so a chunk's staging copies are large
+ * enough to be cut into pieces that the CPU workers help copy. */
+enum { WIDE = 1 << 16 };
+static int wide_cpu(const mgpu_chunk_t *c) {
+  const uint8_t *in = c->in[0];
+  uint8_t *out = c->out[0];
+  for (size_t i = 0; i < c->count * WIDE; i++) out[i] = (uint8_t)(in[i] * 3 + 1);
+  return 0;
+}
+static const mgpu_kernel_t wide = {
+    .name = "wide", .cpu = wide_cpu, .gpu = marker_gpu, .nin = 1, .nout = 1, .in_size = {WIDE}, .out_size = {WIDE}};
+
+START_TEST(test_staging_shared) {
+  /* GPU mode on pageable arrays with idle CPU workers: the CPU workers copy
+   * pieces of the GPU's staging copies. Every byte is staged exactly once in
+   * and once out, and every result is right. */
+  mgpu_config_t cfg = mgpu_test_config(2, 1);
+  cfg.sched = MGPU_SCHED_GPU;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  const size_t n = 256;
+  uint8_t *x = malloc(n * WIDE), *y = malloc(n * WIDE);
+  for (size_t i = 0; i < n * WIDE; i++) x[i] = (uint8_t)(i * 7 + i / 4093);
+  mgpu_batch_t b = {.kernel = &wide, .n = n, .in = {x}, .out = {y}};
+  uint64_t helped = 0;
+  int runs = 0;
+  /* Whether a woken CPU worker gets a piece before the GPU thread has taken
+   * them all is up to the OS; a few batches make it all but certain. */
+  for (; runs < 50 && helped == 0; runs++) {
+    memset(y, 0, n * WIDE);
+    mgpu_worker_stats_t ws[3];
+    mgpu_stats_t st = {.worker = ws, .worker_cap = 3};
+    ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
+    for (size_t i = 0; i < n * WIDE; i++)
+      if (y[i] != (uint8_t)(x[i] * 3 + 1)) ck_abort_msg("byte %zu wrong after run %d", i, runs);
+    ck_assert_uint_eq(ws[2].items, n);
+    ck_assert_uint_eq(ws[0].staged_bytes + ws[1].staged_bytes + ws[2].staged_bytes, 2 * n * WIDE);
+    helped = ws[0].staged_bytes + ws[1].staged_bytes;
+  }
+  printf("staging: CPU workers copied %llu of %zu bytes in run %d\n", (unsigned long long)helped, 2 * n * WIDE, runs);
+  ck_assert_msg(helped > 0, "the CPU workers never helped with a staging copy in %d runs", runs);
+  mgpu_stats_t total = {0};
+  mgpu_worker_stats_t tw[3];
+  total.worker = tw;
+  total.worker_cap = 3;
+  ck_assert_int_eq(mgpu_runtime_stats(rt, &total), MGPU_OK);
+  ck_assert_uint_eq(tw[0].staged_bytes + tw[1].staged_bytes + tw[2].staged_bytes, 2 * n * WIDE * (uint64_t)runs);
+  free(x);
+  free(y);
   mgpu_finalize(rt);
 }
 END_TEST
@@ -777,6 +834,7 @@ int main(void) {
   tcase_add_test(tc, test_gpu_only_all_retired);
   tcase_add_test(tc, test_oom_cap);
   tcase_add_test(tc, test_pinned_host_memory);
+  tcase_add_test(tc, test_staging_shared);
   tcase_add_test(tc, test_finalize_waits);
   tcase_add_test(tc, test_progress_and_trace_events);
   suite_add_tcase(s, tc);

@@ -1,0 +1,119 @@
+/*
+ * stage.c: the staging copies between the user's pageable arrays and a GPU's
+ * pinned buffers, shared out to the CPU workers.
+ *
+ * One thread copies pageable memory at about a tenth of what the machine's
+ * memory can do, so a GPU fed from pageable arrays by its host thread alone
+ * waits on that thread. A large copy is therefore cut into pieces and posted
+ * as the GPU's copy job: the GPU thread takes pieces itself, and CPU workers
+ * take them too, before their next chunk (ahead of their own work, since a
+ * piece feeds a device many times faster than a core) or woken from idle. The
+ * GPU thread returns once every piece is copied, so the job lives in the
+ * runtime (one per GPU) and is never freed under a helper.
+ *
+ * Ordering: a job's fields change only under its lock, and only once every
+ * piece of the job before is done, so a helper never copies with stale
+ * fields. A helper's copy happens before the owner's return through `done`.
+ */
+#include "mgpurt_int.h"
+
+#include <sched.h>
+#include <string.h>
+
+#define COPY_SPLIT_MIN ((size_t)1 << 20) /* smaller copies are made by the GPU thread alone */
+#define COPY_PIECE_MIN ((size_t)256 << 10)
+#define COPY_PIECES_MAX 32
+
+/* Take the next piece of job j, or return false. Copies its fields out. */
+static bool take_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, char **dst, const char **src, size_t *bytes,
+                       mgpu__batch_t **b) {
+  if (!atomic_load_explicit(&j->open, memory_order_acquire)) return false;
+  bool got = false;
+  pthread_mutex_lock(&j->lock);
+  if (j->next < j->npieces) {
+    size_t off = j->next * j->piece;
+    *dst = j->dst + off;
+    *src = j->src + off;
+    *bytes = MGPU_MIN(j->piece, j->bytes - off);
+    *b = j->b;
+    got = true;
+    if (++j->next == j->npieces) {
+      atomic_store_explicit(&j->open, false, memory_order_relaxed);
+      atomic_fetch_sub(&rt->copy_open, 1);
+    }
+  }
+  pthread_mutex_unlock(&j->lock);
+  return got;
+}
+
+/* Copy one piece as worker w. The batch outlives the piece: its owner holds
+ * its chunk until every piece is done. */
+static void copy_piece(mgpu__copyjob_t *j, mgpu__worker_t *w, mgpu__batch_t *b, char *dst, const char *src,
+                       size_t bytes) {
+  memcpy(dst, src, bytes);
+  b->wstats[w->id].staged_bytes += bytes;
+  atomic_fetch_add_explicit(&w->staged, bytes, memory_order_relaxed);
+  atomic_fetch_add_explicit(&j->done, 1, memory_order_release);
+}
+
+void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *dst, const void *src, size_t bytes) {
+  if (bytes < COPY_SPLIT_MIN || rt->ncpu == 0) {
+    memcpy(dst, src, bytes);
+    b->wstats[w->id].staged_bytes += bytes;
+    atomic_fetch_add_explicit(&w->staged, bytes, memory_order_relaxed);
+    return;
+  }
+  mgpu__copyjob_t *j = &rt->copyjobs[w->gpu];
+  size_t piece = MGPU_MAX(COPY_PIECE_MIN, (bytes / COPY_PIECES_MAX + 4095) & ~(size_t)4095);
+  size_t npieces = (bytes + piece - 1) / piece;
+  /* Counted before it opens, so that taking its last piece never takes the
+   * count below the jobs really open. */
+  atomic_fetch_add(&rt->copy_open, 1);
+  pthread_mutex_lock(&j->lock);
+  j->dst = dst;
+  j->src = src;
+  j->bytes = bytes;
+  j->piece = piece;
+  j->npieces = npieces;
+  j->next = 0;
+  j->b = b;
+  atomic_store_explicit(&j->done, 0, memory_order_relaxed);
+  atomic_store_explicit(&j->open, true, memory_order_release);
+  pthread_mutex_unlock(&j->lock);
+  mgpu__wake_helpers(rt, (int)MGPU_MIN(npieces - 1, (size_t)rt->ncpu));
+  char *d;
+  const char *s;
+  size_t n;
+  mgpu__batch_t *pb;
+  while (take_piece(rt, j, &d, &s, &n, &pb)) copy_piece(j, w, pb, d, s, n);
+  /* The rest is being copied by helpers, a piece each at most. */
+  while (atomic_load_explicit(&j->done, memory_order_acquire) < npieces) sched_yield();
+}
+
+bool mgpu__copy_help(mgpu_runtime_t *rt, mgpu__worker_t *w) {
+  bool any = false;
+  while (atomic_load_explicit(&rt->copy_open, memory_order_relaxed) > 0) {
+    bool got = false;
+    for (int g = 0; g < rt->ngpus; g++) {
+      mgpu__copyjob_t *j = &rt->copyjobs[g];
+      char *d;
+      const char *s;
+      size_t n;
+      mgpu__batch_t *b;
+      if (take_piece(rt, j, &d, &s, &n, &b)) {
+        copy_piece(j, w, b, d, s, n);
+        got = any = true;
+      }
+    }
+    if (!got) break; /* the open jobs' pieces were all taken meanwhile */
+  }
+  return any;
+}
+
+void mgpu__copyjobs_init(mgpu_runtime_t *rt) {
+  for (int g = 0; g < MGPU_MAX_DEVICES; g++) pthread_mutex_init(&rt->copyjobs[g].lock, NULL);
+}
+
+void mgpu__copyjobs_destroy(mgpu_runtime_t *rt) {
+  for (int g = 0; g < MGPU_MAX_DEVICES; g++) pthread_mutex_destroy(&rt->copyjobs[g].lock);
+}
