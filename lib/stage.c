@@ -20,9 +20,15 @@
 #include <sched.h>
 #include <string.h>
 
-#define COPY_SPLIT_MIN ((size_t)1 << 20) /* smaller copies are made by the GPU thread alone */
-#define COPY_PIECE_MIN ((size_t)256 << 10)
-#define COPY_PIECES_MAX 32
+#define COPY_SPLIT_MIN ((size_t)2 << 20) /* smaller copies are made by the GPU thread alone */
+#define COPY_PIECE_MIN ((size_t)1 << 20)
+#define COPY_PIECES_MAX 16
+/* Sleeping CPU workers woken per job. Four threads copy at about 3.5 times
+ * one thread's rate; more add little on one GPU's copy, and on many GPUs the
+ * machine's memory bandwidth is the limit, not the copying threads. Each wake
+ * is a system call on the GPU thread's path, and a woken helper that the OS
+ * then leaves waiting for a core holds up the copy it took a piece of. */
+#define COPY_WAKE_MAX 3
 
 /* Take the next piece of job j, or return false. Copies its fields out. */
 static bool take_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, char **dst, const char **src, size_t *bytes,
@@ -80,7 +86,7 @@ void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *d
   atomic_store_explicit(&j->done, 0, memory_order_relaxed);
   atomic_store_explicit(&j->open, true, memory_order_release);
   pthread_mutex_unlock(&j->lock);
-  mgpu__wake_helpers(rt, (int)MGPU_MIN(npieces - 1, (size_t)rt->ncpu));
+  mgpu__wake_helpers(rt, (int)MGPU_MIN(npieces - 1, (size_t)COPY_WAKE_MAX));
   char *d;
   const char *s;
   size_t n;
