@@ -47,7 +47,7 @@ void mgpu__cpu_worker_loop(mgpu_runtime_t *rt, mgpu__worker_t *w) {
   while (!atomic_load_explicit(&rt->stop, memory_order_relaxed)) {
     uint64_t gen = atomic_load(&rt->work_gen);
     /* Feeding a GPU comes first: its staging copy holds up a device. */
-    if (atomic_load_explicit(&rt->copy_open, memory_order_relaxed) > 0) mgpu__copy_help(rt, w);
+    if (mgpu__copy_wanted(rt)) mgpu__copy_help(rt, w);
     mgpu__claim_t c;
     if (!mgpu__claim(rt, w, SIZE_MAX, 0.5e-3, &c)) {
       mgpu__idle_wait(rt, gen, false);

@@ -609,7 +609,6 @@ mgpu_status_t mgpu__gpu_start(mgpu_runtime_t *rt, int g) {
   gp->g = g;
   gp->w = &rt->workers[rt->ncpu + g];
   gp->w->limit = limit_fn;
-  gp->w->pipeline = rt->cfg.v.streams_per_gpu;
   gp->ops = rt->dev;
   gp->nslots = rt->cfg.v.streams_per_gpu;
   gp->max_batch = rt->cfg.v.max_batch_size > 0 ? (size_t)rt->cfg.v.max_batch_size : 0;

@@ -233,7 +233,6 @@ struct mgpu__worker {
   mgpu__batch_t *cur;      /* batch this worker is taking chunks from (own ref) */
   /* Most items this worker takes from batch b in one chunk (NULL: no limit). */
   size_t (*limit)(struct mgpu__worker *w, const mgpu__batch_t *b);
-  int pipeline;            /* chunks it keeps in flight (GPU: its streams; CPU: 1) */
   void *scratch;           /* CPU: host scratch buffer */
   size_t scratch_bytes;
   mgpu__tev_t *trace;      /* MGPU_TRACE events; written by this worker only */
@@ -280,6 +279,7 @@ struct mgpu_runtime {
   _Atomic int sleepers;
   mgpu__copyjob_t copyjobs[MGPU_MAX_DEVICES]; /* one per GPU (stage.c) */
   _Atomic int copy_open;       /* copy jobs with pieces left to take */
+  _Atomic int copiers;         /* threads copying a piece now */
   mgpu__batch_t *active_head, *active_tail;
   _Atomic int n_active_cpu_only;
   int live_batches;            /* submitted, not completed */
@@ -387,6 +387,8 @@ void mgpu__wake_helpers(mgpu_runtime_t *rt, int n);
 void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *dst, const void *src, size_t bytes);
 /* CPU worker w copies pieces of open copy jobs; true if it copied any. */
 bool mgpu__copy_help(mgpu_runtime_t *rt, mgpu__worker_t *w);
+/* Whether a CPU worker could take a piece now (a job is open, few threads copy). */
+bool mgpu__copy_wanted(mgpu_runtime_t *rt);
 void mgpu__copyjobs_init(mgpu_runtime_t *rt);
 void mgpu__copyjobs_destroy(mgpu_runtime_t *rt);
 void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b);

@@ -23,7 +23,6 @@
 #define SLOW_SPLIT_RATIO 8.0 /* "far slower": under 1/8 of the fastest */
 #define SLOW_SPLIT_SHARE 0.1 /* ...and all of them together under 10% of the total */
 #define MIN_SHARE_ITEMS 4.0
-#define PIPELINE_FLOOR 0.125 /* smallest pipelined chunk, as a fraction of the target */
 #define range_begin(r) atomic_load_explicit(&(r)->begin, memory_order_relaxed)
 
 /* --------------------------------------------------------------- split */
@@ -268,10 +267,11 @@ void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
 
 /* Chunk length for worker w: about target_s of work at its speed, growing at
  * most fourfold from its last chunk while the speed is still being learned.
- * A worker with several chunks in flight takes at most 1/pipeline of what is
- * left of its range (down to PIPELINE_FLOOR of the target): a short range then
- * still fills its pipeline, so the first chunk's copy-in is not waited on
- * alone, and the last chunks are small, so its range ends evenly. */
+ * (Cutting a GPU's chunks to a fraction of what is left of its range, to fill
+ * its streams on short ranges, was tried: with many CPU thieves cutting GPU
+ * ranges short it made GPU chunks so small that their launch latency set the
+ * measured rate, which kept the chunks small; on 4 x H200 that took steal on
+ * mulmod 10000 from 0.89 to 0.27 of CPU + GPU.) */
 static size_t chunk_len(mgpu__batch_t *b, mgpu__worker_t *w, size_t avail, size_t max_items, double target_s) {
   mgpu__range_t *r = &b->ranges[w->id];
   double s = atomic_load_explicit(&b->model->speed[w->id], memory_order_relaxed);
@@ -282,11 +282,6 @@ static size_t chunk_len(mgpu__batch_t *b, mgpu__worker_t *w, size_t avail, size_
     double want = s * target_s;
     n = want < 1 ? 1 : want > (double)SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)want;
     if (r->last && n > r->last * 4) n = r->last * 4;
-    if (w->pipeline > 1) {
-      size_t part = (avail + (size_t)w->pipeline - 1) / (size_t)w->pipeline;
-      size_t floor_n = (size_t)(want * PIPELINE_FLOOR) + 1;
-      if (n > part) n = MGPU_MAX(part, floor_n);
-    }
   }
   if (n > max_items) n = max_items;
   if (n > avail) n = avail;
@@ -628,9 +623,10 @@ void mgpu__wake_helpers(mgpu_runtime_t *rt, int n) {
 }
 
 /* Whether the idle thread has something to do: new work, a copy to help with
- * (CPU workers only), or the runtime stops. */
+ * (CPU workers only; not while enough threads copy, or idle workers would
+ * spin on it), or the runtime stops. */
 static bool idle_over(mgpu_runtime_t *rt, uint64_t seen, bool gpu_thread) {
-  return atomic_load(&rt->work_gen) != seen || atomic_load(&rt->stop) || (!gpu_thread && atomic_load(&rt->copy_open) > 0);
+  return atomic_load(&rt->work_gen) != seen || atomic_load(&rt->stop) || (!gpu_thread && mgpu__copy_wanted(rt));
 }
 
 void mgpu__idle_wait(mgpu_runtime_t *rt, uint64_t seen, bool gpu_thread) {

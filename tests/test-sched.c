@@ -118,36 +118,6 @@ static double run_sleep(mgpu_runtime_t *rt, size_t n, double cpu_cost, mgpu_work
   return t;
 }
 
-START_TEST(test_gpu_pipeline_fill) {
-  /* A GPU keeps several chunks in flight: a range worth about one chunk at
-   * its speed is still cut into at least as many chunks as it has streams,
-   * so the first chunk's copy-in is never waited on alone. */
-  mgpu_config_t cfg = mgpu_test_config(1, 1);
-  cfg.emulate_speed = 1e6;
-  cfg.sched = MGPU_SCHED_GPU;
-  cfg.streams_per_gpu = 3;
-  mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
-  const size_t warm = 200000, n = 2000; /* n: 2 ms at 1e6 items/s, one chunk's target */
-  uint64_t *in = calloc(warm, 8), *out = malloc(8 * warm);
-  _Atomic uint32_t *cnt = calloc(warm, sizeof *cnt);
-  count_arg_t arg = {cnt};
-  mgpu_batch_t b = {.kernel = &count_kernel, .n = warm, .in = {in}, .out = {out}, .arg = &arg, .arg_size = sizeof arg};
-  ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK); /* the model learns the GPU's speed */
-  memset(cnt, 0, warm * sizeof *cnt);
-  b.n = n;
-  mgpu_worker_stats_t ws[2];
-  mgpu_stats_t st = {.worker = ws, .worker_cap = 2};
-  ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
-  for (size_t i = 0; i < n; i++)
-    if (atomic_load(&cnt[i]) != 1) ck_abort_msg("item %zu ran %u times", i, atomic_load(&cnt[i]));
-  printf("pipeline: %zu items in %llu GPU chunks\n", n, (unsigned long long)ws[1].chunks);
-  ck_assert_uint_ge(ws[1].chunks, 3);
-  free(in), free(out), free(cnt);
-  mgpu_finalize(rt);
-}
-END_TEST
-
 START_TEST(test_balance) {
   /* Two CPU workers at 20,000 items/s each, one emulated GPU 50x faster. */
   const double cpu_cost = 50e-6, gpu_speed = 1e6;
@@ -369,7 +339,6 @@ int main(void) {
   tcase_add_test(tc, test_balance_irregular_first_batch);
   tcase_add_test(tc, test_irregular_tail);
   tcase_add_test(tc, test_coarse_items);
-  tcase_add_test(tc, test_gpu_pipeline_fill);
   suite_add_tcase(s, tc);
   return mgpu_test_main(s);
 }
