@@ -29,11 +29,12 @@
  * is a system call on the GPU thread's path, and a woken helper that the OS
  * then leaves waiting for a core holds up the copy it took a piece of. */
 #define COPY_WAKE_MAX 3
-/* Threads copying pieces at once, GPU threads included: past about eight,
- * more copying threads add little memory bandwidth and take it from the
- * devices' own transfers (on 4 x H200, 60 helpers made GPU-only ntt on
- * pageable arrays 40% slower than the GPU threads copying alone). */
-#define COPY_THREADS_MAX 8
+/* Threads copying pieces at once, GPU threads included. More copying threads
+ * take memory bandwidth from the devices' own transfers: on 4 x H200, GPU-only
+ * ntt on pageable arrays ran at 3.0e5 items/s with the 4 GPU threads copying
+ * alone, 2.3e5 with up to 8 copying and 1.8e5 with 60; on one GPU, 4 copying
+ * threads gave 1.8e5 against 1.4e5 for the GPU thread alone. */
+#define COPY_THREADS_MAX 4
 
 /* Take the next piece of job j, or return false. Copies its fields out. A
  * helper takes one only while fewer than COPY_THREADS_MAX threads copy. */
