@@ -337,13 +337,15 @@ START_TEST(test_balance_real) {
   /* Balance on real devices: with 4 CPU workers and every GPU, stealing
    * reaches most of the sum of the CPU-only and GPU-only throughputs. */
   NEED_GPUS(1);
-  /* 2^22 items per GPU: long enough that the start of a batch (first chunks
-   * small while speeds are learned) does not dominate on many GPUs. */
-  const size_t n = ((size_t)1 << 22) * (size_t)gpus_present();
+  /* 2^24 items per GPU, about 60 ms on an H200: batches of 2^22 (15 ms on
+   * four GPUs) gave E from 0.5 to 1.4 on the same 4-GPU machine, too short for
+   * its timing noise. Every item costs the same, so the CPU workers' rate is
+   * measured on a 32nd of the batch, which they alone take seconds over. */
+  const size_t n = ((size_t)1 << 24) * (size_t)gpus_present();
   uint64_t *x = malloc(8 * n), *y = malloc(8 * n);
   uint64_t rng = 11;
   for (size_t i = 0; i < n; i++) x[i] = mgpu_test_rand(&rng);
-  double cpu = mulmod_throughput(MGPU_SCHED_CPU, x, y, n), gpu = mulmod_throughput(MGPU_SCHED_GPU, x, y, n),
+  double cpu = mulmod_throughput(MGPU_SCHED_CPU, x, y, n / 32), gpu = mulmod_throughput(MGPU_SCHED_GPU, x, y, n),
          steal = mulmod_throughput(MGPU_SCHED_STEAL, x, y, n);
   printf("balance on GPUs: cpu %.3g, gpu %.3g, steal %.3g items/s, E = %.3f\n", cpu, gpu, steal, steal / (cpu + gpu));
   ck_assert_msg(steal >= 0.8 * (cpu + gpu), "steal %.3g items/s is under 0.8 of cpu + gpu %.3g", steal, cpu + gpu);
