@@ -72,8 +72,9 @@ static void copy_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, mgpu__worker_t *w
   atomic_fetch_add_explicit(&j->done, 1, memory_order_release);
 }
 
-void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *dst, const void *src, size_t bytes) {
-  if (bytes < COPY_SPLIT_MIN || rt->ncpu == 0) {
+void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *dst, const void *src, size_t bytes,
+                bool help) {
+  if (!help || bytes < COPY_SPLIT_MIN || rt->ncpu == 0) {
     memcpy(dst, src, bytes);
     b->wstats[w->id].staged_bytes += bytes;
     atomic_fetch_add_explicit(&w->staged, bytes, memory_order_relaxed);
