@@ -208,8 +208,8 @@ static bool array_pinned(mgpu__gpu_t *gp, const void *p, size_t bytes) {
 /* Whether the device has run out of work while its host thread stages: no
  * chunk in flight, or the newest one in flight has ended. Only then does the
  * device wait for the host's copy, and CPU workers are asked to help with it;
- * while the device computes, the copy hides behind it (on 4 x H200, helping
- * anyway made a compute-bound kernel 28% slower on one GPU). */
+ * while the device computes, the copy hides behind it and helpers would only
+ * take memory bandwidth from the device's transfers. */
 static bool device_starved(mgpu__gpu_t *gp) {
   if (gp->inflight == 0 || !gp->timed || !gp->ops->event_query) return true;
   slot_t *newest = &gp->slots[(gp->oldest + gp->inflight - 1) % gp->nslots];
