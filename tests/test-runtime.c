@@ -711,8 +711,11 @@ START_TEST(test_staging_shared) {
   uint64_t helped = 0;
   int runs = 0;
   /* Whether a woken CPU worker gets a piece before the GPU thread has taken
-   * them all is up to the OS; a few batches make it all but certain. */
-  for (; runs < 50 && helped == 0; runs++) {
+   * them all is up to the OS; a few batches make it all but certain. Under
+   * valgrind, which runs one thread at a time, the GPU thread copies them all:
+   * there (MGPURT_NO_TIMING) only the results and the byte counts are checked. */
+  const int max_runs = mgpu_test_timing() ? 50 : 3;
+  for (; runs < max_runs && helped == 0; runs++) {
     memset(y, 0, n * WIDE);
     mgpu_worker_stats_t ws[3];
     mgpu_stats_t st = {.worker = ws, .worker_cap = 3};
@@ -724,7 +727,7 @@ START_TEST(test_staging_shared) {
     helped = ws[0].staged_bytes + ws[1].staged_bytes;
   }
   printf("staging: CPU workers copied %llu of %zu bytes in run %d\n", (unsigned long long)helped, 2 * n * WIDE, runs);
-  ck_assert_msg(helped > 0, "the CPU workers never helped with a staging copy in %d runs", runs);
+  if (mgpu_test_timing()) ck_assert_msg(helped > 0, "the CPU workers never helped with a staging copy in %d runs", runs);
   mgpu_stats_t total = {0};
   mgpu_worker_stats_t tw[3];
   total.worker = tw;
