@@ -30,6 +30,23 @@ static double now(void) {
     }                                                                                               \
   } while (0)
 
+/* Rounds of copies, the first a warm-up: each worker thread meets the timing
+ * thread at `bar` before and after its copies of every round. */
+#define ROUNDS 4
+
+/* The timing thread's side of the rounds: the shortest timed round, in s. */
+static double best_round(pthread_barrier_t *bar) {
+  double best = 1e30;
+  for (int rep = 0; rep < ROUNDS; rep++) {
+    pthread_barrier_wait(bar);
+    double t0 = now();
+    pthread_barrier_wait(bar);
+    double t = now() - t0;
+    if (rep > 0 && t < best) best = t;
+  }
+  return best;
+}
+
 enum { H2D, D2H, BOTH, NDIR };
 static const char *dir_name[NDIR] = {"h2d", "d2h", "both"};
 
@@ -46,7 +63,7 @@ typedef struct {
 static void *copy_main(void *p) {
   gpu_t *g = p;
   CK(cudaSetDevice(g->dev));
-  for (int rep = 0; rep < 4; rep++) { /* the first is a warm-up; all run in step */
+  for (int rep = 0; rep < ROUNDS; rep++) { /* in step with best_round */
     pthread_barrier_wait(g->bar);
     if (g->dir != D2H) CK(cudaMemcpyAsync(g->devbuf[0], g->host[0], g->bytes, cudaMemcpyHostToDevice, g->s[0]));
     if (g->dir != H2D) CK(cudaMemcpyAsync(g->host[1], g->devbuf[1], g->bytes, cudaMemcpyDeviceToHost, g->s[1]));
@@ -79,14 +96,7 @@ static double run_copies(gpu_t *gs, int k, int dir) {
     gs[i].bar = &bar;
     pthread_create(&th[i], NULL, copy_main, &gs[i]);
   }
-  double best = 1e30;
-  for (int rep = 0; rep < 4; rep++) {
-    pthread_barrier_wait(&bar);
-    double t0 = now();
-    pthread_barrier_wait(&bar);
-    double t = now() - t0;
-    if (rep > 0 && t < best) best = t;
-  }
+  double best = best_round(&bar);
   for (int i = 0; i < k; i++) pthread_join(th[i], NULL);
   pthread_barrier_destroy(&bar);
   double bytes = (double)gs[0].bytes * k * (dir == BOTH ? 2 : 1);
@@ -103,7 +113,7 @@ static void *memcpy_main(void *p) {
   mc_t *m = p;
   memset(m->src, 3, m->bytes);
   memset(m->dst, 4, m->bytes);
-  for (int rep = 0; rep < 4; rep++) {
+  for (int rep = 0; rep < ROUNDS; rep++) {
     pthread_barrier_wait(m->bar);
     memcpy(m->dst, m->src, m->bytes);
     pthread_barrier_wait(m->bar);
@@ -128,14 +138,7 @@ static double run_memcpy(int k, size_t bytes) {
     m[i].bar = &bar;
     pthread_create(&th[i], NULL, memcpy_main, &m[i]);
   }
-  double best = 1e30;
-  for (int rep = 0; rep < 4; rep++) {
-    pthread_barrier_wait(&bar);
-    double t0 = now();
-    pthread_barrier_wait(&bar);
-    double t = now() - t0;
-    if (rep > 0 && t < best) best = t;
-  }
+  double best = best_round(&bar);
   for (int i = 0; i < k; i++) {
     pthread_join(th[i], NULL);
     free(m[i].src);

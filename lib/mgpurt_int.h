@@ -386,8 +386,8 @@ void mgpu__wake_helpers(mgpu_runtime_t *rt, int n);
  * workers' help when `help` (its device waits for the copy) and it is large. */
 void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *dst, const void *src, size_t bytes,
                 bool help);
-/* CPU worker w copies pieces of open copy jobs; true if it copied any. */
-bool mgpu__copy_help(mgpu_runtime_t *rt, mgpu__worker_t *w);
+/* CPU worker w copies pieces of open copy jobs while it can take any. */
+void mgpu__copy_help(mgpu_runtime_t *rt, mgpu__worker_t *w);
 /* Whether a CPU worker could take a piece now (a job is open, few threads copy). */
 bool mgpu__copy_wanted(mgpu_runtime_t *rt);
 void mgpu__copyjobs_init(mgpu_runtime_t *rt);

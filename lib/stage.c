@@ -36,20 +36,24 @@
  * threads gave 1.8e5 against 1.4e5 for the GPU thread alone. */
 #define COPY_THREADS_MAX 4
 
-/* Take the next piece of job j, or return false. Copies its fields out. A
- * helper takes one only while fewer than COPY_THREADS_MAX threads copy. */
-static bool take_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, bool helper, char **dst, const char **src,
-                       size_t *bytes, mgpu__batch_t **b) {
+/* One piece of a job, copied out of it under its lock. */
+typedef struct {
+  char *dst;
+  const char *src;
+  size_t bytes;
+  mgpu__batch_t *b;
+} piece_t;
+
+/* Take the next piece of job j, or return false. A helper takes one only
+ * while fewer than COPY_THREADS_MAX threads copy. */
+static bool take_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, bool helper, piece_t *p) {
   if (!atomic_load_explicit(&j->open, memory_order_acquire)) return false;
   if (helper && atomic_load_explicit(&rt->copiers, memory_order_relaxed) >= COPY_THREADS_MAX) return false;
   bool got = false;
   pthread_mutex_lock(&j->lock);
   if (j->next < j->npieces) {
     size_t off = j->next * j->piece;
-    *dst = j->dst + off;
-    *src = j->src + off;
-    *bytes = MGPU_MIN(j->piece, j->bytes - off);
-    *b = j->b;
+    *p = (piece_t){j->dst + off, j->src + off, MGPU_MIN(j->piece, j->bytes - off), j->b};
     got = true;
     if (++j->next == j->npieces) {
       atomic_store_explicit(&j->open, false, memory_order_relaxed);
@@ -60,24 +64,26 @@ static bool take_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, bool helper, char
   return got;
 }
 
-/* Copy one piece as worker w. The batch outlives the piece: its owner holds
- * its chunk until every piece is done. */
-static void copy_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, mgpu__worker_t *w, mgpu__batch_t *b, char *dst,
-                       const char *src, size_t bytes) {
-  atomic_fetch_add_explicit(&rt->copiers, 1, memory_order_relaxed);
+/* memcpy, counted in worker w's statistics for batch b. */
+static void copy_counted(mgpu__worker_t *w, mgpu__batch_t *b, void *dst, const void *src, size_t bytes) {
   memcpy(dst, src, bytes);
-  atomic_fetch_sub_explicit(&rt->copiers, 1, memory_order_relaxed);
   b->wstats[w->id].staged_bytes += bytes;
   atomic_fetch_add_explicit(&w->staged, bytes, memory_order_relaxed);
+}
+
+/* Copy one piece of job j as worker w. The batch outlives the piece: its
+ * owner holds its chunk until every piece is done. */
+static void copy_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, mgpu__worker_t *w, const piece_t *p) {
+  atomic_fetch_add_explicit(&rt->copiers, 1, memory_order_relaxed);
+  copy_counted(w, p->b, p->dst, p->src, p->bytes);
+  atomic_fetch_sub_explicit(&rt->copiers, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&j->done, 1, memory_order_release);
 }
 
 void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *dst, const void *src, size_t bytes,
                 bool help) {
   if (!help || bytes < COPY_SPLIT_MIN || rt->ncpu == 0) {
-    memcpy(dst, src, bytes);
-    b->wstats[w->id].staged_bytes += bytes;
-    atomic_fetch_add_explicit(&w->staged, bytes, memory_order_relaxed);
+    copy_counted(w, b, dst, src, bytes);
     return;
   }
   mgpu__copyjob_t *j = &rt->copyjobs[w->gpu];
@@ -98,33 +104,23 @@ void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *d
   atomic_store_explicit(&j->open, true, memory_order_release);
   pthread_mutex_unlock(&j->lock);
   mgpu__wake_helpers(rt, (int)MGPU_MIN(npieces - 1, (size_t)COPY_WAKE_MAX));
-  char *d;
-  const char *s;
-  size_t n;
-  mgpu__batch_t *pb;
-  while (take_piece(rt, j, false, &d, &s, &n, &pb)) copy_piece(rt, j, w, pb, d, s, n);
+  piece_t p;
+  while (take_piece(rt, j, false, &p)) copy_piece(rt, j, w, &p);
   /* The rest is being copied by helpers, a piece each at most. */
   while (atomic_load_explicit(&j->done, memory_order_acquire) < npieces) sched_yield();
 }
 
-bool mgpu__copy_help(mgpu_runtime_t *rt, mgpu__worker_t *w) {
-  bool any = false;
-  while (atomic_load_explicit(&rt->copy_open, memory_order_relaxed) > 0) {
-    bool got = false;
+void mgpu__copy_help(mgpu_runtime_t *rt, mgpu__worker_t *w) {
+  for (bool got = true; got && atomic_load_explicit(&rt->copy_open, memory_order_relaxed) > 0;) {
+    got = false; /* stays false once the pieces left are taken, or enough threads copy */
     for (int g = 0; g < rt->ngpus; g++) {
-      mgpu__copyjob_t *j = &rt->copyjobs[g];
-      char *d;
-      const char *s;
-      size_t n;
-      mgpu__batch_t *b;
-      if (take_piece(rt, j, true, &d, &s, &n, &b)) {
-        copy_piece(rt, j, w, b, d, s, n);
-        got = any = true;
+      piece_t p;
+      if (take_piece(rt, &rt->copyjobs[g], true, &p)) {
+        copy_piece(rt, &rt->copyjobs[g], w, &p);
+        got = true;
       }
     }
-    if (!got) break; /* the pieces left are taken, or enough threads copy */
   }
-  return any;
 }
 
 void mgpu__copyjobs_init(mgpu_runtime_t *rt) {
