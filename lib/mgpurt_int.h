@@ -364,6 +364,7 @@ typedef struct {
   mgpu__batch_t *b;        /* referenced: release with mgpu__batch_unref */
   size_t first, count;
   bool stolen;
+  bool cut;                /* fewer items than the worker's chunk size: its range ran out */
 } mgpu__claim_t;
 
 /* Claim up to max_items for worker w from any batch it may work on; false if none. */
@@ -397,6 +398,16 @@ void mgpu__batch_ref(mgpu__batch_t *b);
 void mgpu__batch_unref(mgpu__batch_t *b);
 double mgpu__worker_speed(const mgpu__batch_t *b, int w);
 void mgpu__split(const double *speed, int n, size_t items, size_t *share);
+/* What a thief sees of one victim's range: speeds (items/s) and items pending
+ * of thief and owner, items left in the range, the slowest rate the thief has
+ * seen on the kernel and the longest one item took a worker of its kind
+ * (0: not known). */
+typedef struct {
+  double vt, pt, vo, po, left;
+  double slowest, worst_item_s;
+} mgpu__steal_view_t;
+/* Items the thief takes from the back of the range (0: the tail rule). */
+size_t mgpu__steal_share(const mgpu__steal_view_t *v);
 /* batch.c: register b (fields set, refs not) behind its dependencies; frees b on failure. */
 mgpu_status_t mgpu__enqueue(mgpu_runtime_t *rt, mgpu__batch_t *b, size_t ndeps, mgpu_event_t *const *deps,
                             mgpu_event_t **done_p);
@@ -407,7 +418,9 @@ void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b);
 
 /* --------------------------------------------------------------- model.c */
 mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k); /* rt->lock held */
-void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds);
+/* Learn from a chunk of worker w: `items` in `seconds`. With lower_bound (a
+ * device's chunk cut short by its range) only a faster rate is learnt. */
+void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, bool lower_bound);
 void mgpu__models_free(mgpu_runtime_t *rt);
 
 /* ------------------------------------------------------------ cpu_worker.c */

@@ -40,8 +40,17 @@ mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k) {
   return m;
 }
 
-void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds) {
+void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, bool lower_bound) {
   if (seconds <= 0 || items == 0) return;
+  /* A chunk cut short by the end of its range, on a device, shows only that
+   * the device is at least this fast: a launch's latency weighs more on fewer
+   * items (a kernel of long serial chains takes as long for a hundred items as
+   * for a hundred thousand). Learning a lower speed from it would size the next
+   * batch's chunks smaller and split it towards the CPUs, whose thieves then cut
+   * the device's ranges short again; on 4 x H200 that spiral made steal on
+   * mulmod 10000 half as fast as the GPUs alone. */
+  double known = atomic_load_explicit(&m->speed[w], memory_order_relaxed);
+  if (lower_bound && known > 0 && (double)items / seconds < known) return;
   /* Speed is the ratio of exponentially decayed sums of items and seconds, so
    * a chunk weighs by its size: the tiny probe chunks that start a batch, whose
    * time is mostly overhead, hardly move it, and old history fades. Only

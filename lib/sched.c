@@ -135,17 +135,37 @@ static void damp_slow(double *speed, int n) {
     if (speed[i] > 0 && speed[i] * SLOW_SPLIT_RATIO < fastest) speed[i] /= SLOW_THIEF_MARGIN;
 }
 
+/* The longest one item of this kernel is known to take a worker of the given
+ * kind: the inverse of the slowest chunk rate any of them has seen (a far
+ * slower worker's chunks hold an item or a few). 0 before any measurement. */
+static double worst_item_s(const mgpu__batch_t *b, mgpu_worker_kind_t kind) {
+  const mgpu_runtime_t *rt = b->rt;
+  double slowest = 0;
+  for (int i = 0; i < rt->nworkers; i++) {
+    if (rt->workers[i].kind != kind) continue;
+    double v = atomic_load_explicit(&b->model->slow[i], memory_order_relaxed);
+    if (v > 0 && (slowest == 0 || v < slowest)) slowest = v;
+  }
+  return slowest > 0 ? 1.0 / slowest : 0;
+}
+
 /* A worker that would finish fewer than MIN_SHARE_ITEMS items in the time the
- * whole batch is expected to take gets no first share: one item on it could
- * outlast everyone (an image row on a CPU core against a GPU that does the
- * whole image in less). It can still steal under the tail rule. */
-static void skip_coarse(double *speed, int n, size_t items) {
+ * whole batch is expected to take, or one of whose kind an item has taken
+ * longer than that time, gets no first share: one item on it could outlast
+ * everyone (an image row on a CPU core against a GPU that does the whole
+ * image in less). It can still steal under the tail rule. */
+static void skip_coarse(const mgpu__batch_t *b, double *speed, size_t items) {
+  const mgpu_runtime_t *rt = b->rt;
+  int n = rt->nworkers;
   double total = 0, fastest = 0;
   for (int i = 0; i < n; i++) total += speed[i], fastest = MGPU_MAX(fastest, speed[i]);
   if (total <= 0) return;
   double makespan = (double)items / total;
+  double worst[2] = {worst_item_s(b, MGPU_WORKER_CPU), worst_item_s(b, MGPU_WORKER_GPU)};
   for (int i = 0; i < n; i++)
-    if (speed[i] > 0 && speed[i] < fastest && speed[i] * makespan < MIN_SHARE_ITEMS) speed[i] = 0;
+    if (speed[i] > 0 && speed[i] < fastest &&
+        (speed[i] * makespan < MIN_SHARE_ITEMS || worst[rt->workers[i].kind] > makespan))
+      speed[i] = 0;
 }
 
 /* --------------------------------------------------------------- activation */
@@ -196,7 +216,7 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   }
   if (b->steal_ok) {
     damp_slow(speed, rt->nworkers);
-    skip_coarse(speed, rt->nworkers, b->desc.n);
+    skip_coarse(b, speed, b->desc.n);
   }
   mgpu__split(speed, rt->nworkers, b->desc.n, share);
   size_t at = 0;
@@ -272,7 +292,8 @@ void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
  * ranges short it made GPU chunks so small that their launch latency set the
  * measured rate, which kept the chunks small; on 4 x H200 that took steal on
  * mulmod 10000 from 0.89 to 0.27 of CPU + GPU.) */
-static size_t chunk_len(mgpu__batch_t *b, mgpu__worker_t *w, size_t avail, size_t max_items, double target_s) {
+static size_t chunk_len(mgpu__batch_t *b, mgpu__worker_t *w, size_t avail, size_t max_items, double target_s,
+                        bool *cut) {
   mgpu__range_t *r = &b->ranges[w->id];
   double s = atomic_load_explicit(&b->model->speed[w->id], memory_order_relaxed);
   size_t n;
@@ -284,6 +305,7 @@ static size_t chunk_len(mgpu__batch_t *b, mgpu__worker_t *w, size_t avail, size_
     if (r->last && n > r->last * 4) n = r->last * 4;
   }
   if (n > max_items) n = max_items;
+  *cut = n > avail;
   if (n > avail) n = avail;
   if (n < 1) n = 1;
   r->last = n;
@@ -301,7 +323,8 @@ static bool take_own(mgpu__batch_t *b, mgpu__worker_t *w, size_t max_items, doub
     return false;
   }
   if (w->limit) max_items = MGPU_MIN(max_items, w->limit(w, b));
-  size_t n = atomic_load(&b->failed) ? end - begin : chunk_len(b, w, end - begin, max_items, target_s);
+  bool cut = false;
+  size_t n = atomic_load(&b->failed) ? end - begin : chunk_len(b, w, end - begin, max_items, target_s, &cut);
   atomic_store_explicit(&r->begin, begin + n, memory_order_relaxed);
   atomic_fetch_add_explicit(&r->pending, n, memory_order_relaxed);
   pthread_mutex_unlock(&r->lock);
@@ -309,6 +332,7 @@ static bool take_own(mgpu__batch_t *b, mgpu__worker_t *w, size_t max_items, doub
   c->first = begin;
   c->count = n;
   c->stolen = false;
+  c->cut = cut;
   mgpu__batch_ref(b);
   return true;
 }
@@ -351,11 +375,35 @@ static bool take_requeue(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w
   return got;
 }
 
+size_t mgpu__steal_share(const mgpu__steal_view_t *v) {
+  if (v->vo <= 0) return (size_t)v->left; /* a retired owner: take it all */
+  /* Equal finish: (pt + s)/vt == (po + left - s)/vo. A thief far slower than
+   * the owner plans with its worst case, the slower of a quarter of its speed
+   * and the slowest rate it has seen on this kernel: items differ in cost (a
+   * row of the Mandelbrot set), and one expensive item on a slow worker would
+   * outlast the owner, so it takes only what it surely finishes first. */
+  double vt = v->vt;
+  if (vt * SLOW_SPLIT_RATIO < v->vo) {
+    /* Nor does it take anything once the owner has less left than the
+     * longest item any worker of its kind has taken: the item it would take
+     * may be such a one. (Only as a gate: planning the amount with that
+     * worst rate made the CPUs take too little of evenly costly work.) */
+    if (v->worst_item_s > 0 && (v->po + v->left) / v->vo < v->worst_item_s) return 0;
+    vt /= SLOW_THIEF_MARGIN;
+    if (v->slowest > 0 && v->slowest < vt) vt = v->slowest;
+  }
+  double s = (vt * (v->po + v->left) - v->vo * v->pt) / (v->vo + vt);
+  if (s > v->left) s = v->left;
+  return s >= 1 ? (size_t)floor(s) : 0;
+}
+
 /* Steal from the back of the range in b that would finish last. */
 static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
   double vt = mgpu__worker_speed(b, w->id);
   if (vt <= 0) return false;
   double pt = (double)atomic_load_explicit(&b->ranges[w->id].pending, memory_order_relaxed);
+  double slowest = atomic_load_explicit(&b->model->slow[w->id], memory_order_relaxed);
+  double item_s = worst_item_s(b, w->kind);
   for (int attempt = 0; attempt < 4; attempt++) {
     int victim = -1;
     double worst = 0;
@@ -382,26 +430,9 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
       continue;
     }
     double R = (double)(end - begin), po = (double)atomic_load_explicit(&r->pending, memory_order_relaxed);
-    double s;
-    if (vo <= 0) {
-      s = R;
-    } else {
-      /* Equal finish: (pt + s)/vt == (po + R - s)/vo. A thief far slower than
-       * the owner plans with its worst case, the slower of a quarter of its
-       * speed and the slowest rate it has seen on this kernel: items differ in
-       * cost (a row of the Mandelbrot set), and one expensive item on a slow
-       * worker would outlast the owner, so it takes only what it surely
-       * finishes first. */
-      double v = vt;
-      if (vt * SLOW_SPLIT_RATIO < vo) {
-        double slowest = atomic_load_explicit(&b->model->slow[w->id], memory_order_relaxed);
-        v = vt / SLOW_THIEF_MARGIN;
-        if (slowest > 0 && slowest < v) v = slowest;
-      }
-      s = (v * (po + R) - vo * pt) / (vo + v);
-      if (s > R) s = R;
-    }
-    size_t take = s >= 1 ? (size_t)floor(s) : 0;
+    mgpu__steal_view_t sv = {.vt = vt, .pt = pt, .vo = vo, .po = po, .left = R, .slowest = slowest,
+                             .worst_item_s = item_s};
+    size_t take = mgpu__steal_share(&sv);
     if (take == 0) {
       /* The tail rule: one more item would finish after the owner. */
       pthread_mutex_unlock(&r->lock);
@@ -495,7 +526,7 @@ void mgpu__complete(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, dou
       mgpu__log(MGPU_LOG_ERROR, "kernel '%s' failed (returned %d) on items %zu..%zu; the batch fails with MGPU_EKERNEL",
                 b->kernel.name, kernel_rc, c->first, c->first + c->count - 1);
   } else if (busy_s > 0 && !atomic_load(&b->failed)) {
-    mgpu__model_update(b->model, w->id, c->count, busy_s);
+    mgpu__model_update(b->model, w->id, c->count, busy_s, c->cut && w->kind == MGPU_WORKER_GPU);
   }
   ws->items += c->count;
   ws->chunks++;

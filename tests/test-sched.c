@@ -327,11 +327,79 @@ START_TEST(test_split) {
 }
 END_TEST
 
+/* How much a thief takes from a victim's range. */
+START_TEST(test_steal_share) {
+  /* Equal speeds, nothing pending: half each. */
+  mgpu__steal_view_t eq = {.vt = 100, .vo = 100, .left = 1000};
+  ck_assert_uint_eq(mgpu__steal_share(&eq), 500);
+  /* A retired owner (speed 0) gives up the whole range. */
+  mgpu__steal_view_t gone = {.vt = 100, .vo = 0, .left = 77};
+  ck_assert_uint_eq(mgpu__steal_share(&gone), 77);
+  /* A CPU core (1e3 items/s) against a GPU (1e6 items/s) with 0.1 s of work
+   * left: it plans with a quarter of its speed, so it takes what it finishes
+   * in well under the GPU's time. */
+  mgpu__steal_view_t far = {.vt = 1e3, .vo = 1e6, .left = 1e5};
+  size_t far_take = mgpu__steal_share(&far);
+  ck_assert(far_take >= 20 && far_take <= 30);
+  /* The slowest rate it has seen itself (an item of 50 ms) lowers that. */
+  far.slowest = 20;
+  ck_assert_uint_le(mgpu__steal_share(&far), 2);
+  /* Another core of its kind once took 0.2 s over one item, more than the
+   * owner has left: it takes nothing, though its own history says it could. */
+  far.slowest = 0;
+  far.worst_item_s = 0.2;
+  ck_assert_uint_eq(mgpu__steal_share(&far), 0);
+  /* With more left than that, the amount is as before: the worst item only
+   * gates, it does not shrink the share of evenly costly work. */
+  far.left = 1e6;
+  mgpu__steal_view_t ungated = {.vt = 1e3, .vo = 1e6, .left = 1e6};
+  ck_assert_uint_eq(mgpu__steal_share(&far), mgpu__steal_share(&ungated));
+  /* Workers of similar speed are not gated by the worst item. */
+  mgpu__steal_view_t near = {.vt = 100, .vo = 200, .left = 30, .worst_item_s = 10};
+  ck_assert_uint_eq(mgpu__steal_share(&near), 10);
+}
+END_TEST
+
+/* A device's chunk cut short by the end of its range shows only that the
+ * device is at least that fast: latency weighs more on fewer items. The model
+ * learns a faster rate from it, never a slower one. */
+START_TEST(test_model_cut_chunks) {
+  mgpu_config_t cfg = mgpu_test_config(1, 0);
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  pthread_mutex_lock(&rt->lock);
+  mgpu__model_t *m = mgpu__model_get(rt, &count_kernel);
+  pthread_mutex_unlock(&rt->lock);
+#define SPEED0() atomic_load(&m->speed[0])
+  /* No speed known yet: even a cut chunk gives the first estimate. */
+  mgpu__model_update(m, 0, 10, 1e-3, true);
+  ck_assert_double_eq_tol(SPEED0(), 1e4, 1);
+  mgpu__model_update(m, 0, 1000, 1e-3, false);
+  double full = SPEED0();
+  ck_assert(full > 1e4);
+  /* Ten slow cut chunks (a tail of a few items each) leave it alone... */
+  for (int i = 0; i < 10; i++) mgpu__model_update(m, 0, 10, 1e-3, true);
+  double after = SPEED0();
+  ck_assert_double_eq(after, full);
+  /* ...while a full chunk, however slow, is learnt. */
+  mgpu__model_update(m, 0, 10, 1e-3, false);
+  double slower = SPEED0();
+  ck_assert(slower < full);
+  /* A cut chunk faster than the model raises it. */
+  mgpu__model_update(m, 0, 100000, 1e-3, true);
+  ck_assert(SPEED0() > slower);
+#undef SPEED0
+  mgpu_finalize(rt);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("sched");
   TCase *tc = tcase_create("sched");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_split);
+  tcase_add_test(tc, test_model_cut_chunks);
+  tcase_add_test(tc, test_steal_share);
   tcase_add_loop_test(tc, test_exactly_once, 0, 4);
   tcase_add_test(tc, test_static_shares);
   tcase_add_test(tc, test_tail_rule);
