@@ -364,7 +364,7 @@ typedef struct {
   mgpu__batch_t *b;        /* referenced: release with mgpu__batch_unref */
   size_t first, count;
   bool stolen;
-  bool cut;                /* fewer items than the worker's chunk size: its range ran out */
+  size_t planned;          /* > count: the chunk size planned, cut short by the range's end */
 } mgpu__claim_t;
 
 /* Claim up to max_items for worker w from any batch it may work on; false if none. */
@@ -418,9 +418,11 @@ void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b);
 
 /* --------------------------------------------------------------- model.c */
 mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k); /* rt->lock held */
-/* Learn from a chunk of worker w: `items` in `seconds`. With lower_bound (a
- * device's chunk cut short by its range) only a faster rate is learnt. */
-void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, bool lower_bound);
+/* Learn from a chunk of worker w: `items` in `seconds`. `planned`: for a
+ * device's chunk cut short by its range, the items it would have had (else
+ * 0); a cut chunk that shows a lower rate in less than the planned chunk's
+ * time is not learnt. */
+void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, size_t planned);
 void mgpu__models_free(mgpu_runtime_t *rt);
 
 /* ------------------------------------------------------------ cpu_worker.c */

@@ -40,21 +40,21 @@ mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k) {
   return m;
 }
 
-void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, bool lower_bound) {
+void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, size_t planned) {
   if (seconds <= 0 || items == 0) return;
-  /* A chunk cut short by the end of its range, on a device, shows only that
-   * the device is at least this fast: a launch's latency weighs more on fewer
-   * items (a kernel of long serial chains takes as long for a hundred items as
-   * for a hundred thousand). Learning a lower speed from it would size the next
-   * batch's chunks smaller and split it towards the CPUs, whose thieves then cut
-   * the device's ranges short again; on 4 x H200 that spiral made steal on
-   * mulmod 10000 half as fast as the GPUs alone. */
+  /* A device's chunk cut short by the end of its range (planned > items) and
+   * done in less time than its planned size would take at the known speed
+   * says little about that speed: a launch's latency weighs more on fewer
+   * items (a kernel of long serial chains takes as long for a hundred items
+   * as for a hundred thousand). Learning a lower speed from it would size the
+   * next batch's chunks smaller and split it towards the CPUs, whose thieves
+   * then cut the device's ranges short again; on 4 x H200 that spiral made
+   * steal on mulmod 10000 half as fast as the GPUs alone. A cut chunk that
+   * took longer than a planned one would is learnt: the device is slower
+   * than the model says (without this, a device whose every chunk is cut,
+   * in short batches, could never be found slower). */
   double known = atomic_load_explicit(&m->speed[w], memory_order_relaxed);
-  if (lower_bound && known > 0 && (double)items / seconds < known) return;
-  /* Speed is the ratio of exponentially decayed sums of items and seconds, so
-   * a chunk weighs by its size: the tiny probe chunks that start a batch, whose
-   * time is mostly overhead, hardly move it, and old history fades. Only
-   * worker w writes slot w. */
+  if (planned > items && known > 0 && (double)items / seconds < known && seconds < (double)planned / known) return;
   atomic_fetch_add_explicit(&m->samples[w], 1, memory_order_relaxed);
   m->items_sum[w] = m->items_sum[w] * 0.8 + (double)items;
   m->time_sum[w] = m->time_sum[w] * 0.8 + seconds;

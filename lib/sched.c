@@ -293,7 +293,7 @@ void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
  * measured rate, which kept the chunks small; on 4 x H200 that took steal on
  * mulmod 10000 from 0.89 to 0.27 of CPU + GPU.) */
 static size_t chunk_len(mgpu__batch_t *b, mgpu__worker_t *w, size_t avail, size_t max_items, double target_s,
-                        bool *cut) {
+                        size_t *planned) {
   mgpu__range_t *r = &b->ranges[w->id];
   double s = atomic_load_explicit(&b->model->speed[w->id], memory_order_relaxed);
   size_t n;
@@ -305,7 +305,7 @@ static size_t chunk_len(mgpu__batch_t *b, mgpu__worker_t *w, size_t avail, size_
     if (r->last && n > r->last * 4) n = r->last * 4;
   }
   if (n > max_items) n = max_items;
-  *cut = n > avail;
+  *planned = n;
   if (n > avail) n = avail;
   if (n < 1) n = 1;
   r->last = n;
@@ -323,8 +323,8 @@ static bool take_own(mgpu__batch_t *b, mgpu__worker_t *w, size_t max_items, doub
     return false;
   }
   if (w->limit) max_items = MGPU_MIN(max_items, w->limit(w, b));
-  bool cut = false;
-  size_t n = atomic_load(&b->failed) ? end - begin : chunk_len(b, w, end - begin, max_items, target_s, &cut);
+  size_t planned = 0;
+  size_t n = atomic_load(&b->failed) ? end - begin : chunk_len(b, w, end - begin, max_items, target_s, &planned);
   atomic_store_explicit(&r->begin, begin + n, memory_order_relaxed);
   atomic_fetch_add_explicit(&r->pending, n, memory_order_relaxed);
   pthread_mutex_unlock(&r->lock);
@@ -332,7 +332,7 @@ static bool take_own(mgpu__batch_t *b, mgpu__worker_t *w, size_t max_items, doub
   c->first = begin;
   c->count = n;
   c->stolen = false;
-  c->cut = cut;
+  c->planned = planned;
   mgpu__batch_ref(b);
   return true;
 }
@@ -526,7 +526,7 @@ void mgpu__complete(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, dou
       mgpu__log(MGPU_LOG_ERROR, "kernel '%s' failed (returned %d) on items %zu..%zu; the batch fails with MGPU_EKERNEL",
                 b->kernel.name, kernel_rc, c->first, c->first + c->count - 1);
   } else if (busy_s > 0 && !atomic_load(&b->failed)) {
-    mgpu__model_update(b->model, w->id, c->count, busy_s, c->cut && w->kind == MGPU_WORKER_GPU);
+    mgpu__model_update(b->model, w->id, c->count, busy_s, w->kind == MGPU_WORKER_GPU ? c->planned : 0);
   }
   ws->items += c->count;
   ws->chunks++;

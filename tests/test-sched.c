@@ -360,9 +360,10 @@ START_TEST(test_steal_share) {
 }
 END_TEST
 
-/* A device's chunk cut short by the end of its range shows only that the
- * device is at least that fast: latency weighs more on fewer items. The model
- * learns a faster rate from it, never a slower one. */
+/* A device's chunk cut short by the end of its range, done in less time than
+ * its planned size would take, shows only that the device is at least that
+ * fast: latency weighs more on fewer items. The model learns a faster rate
+ * from it, never a slower one; a cut chunk slower than a whole one is learnt. */
 START_TEST(test_model_cut_chunks) {
   mgpu_config_t cfg = mgpu_test_config(1, 0);
   mgpu_runtime_t *rt;
@@ -372,22 +373,28 @@ START_TEST(test_model_cut_chunks) {
   pthread_mutex_unlock(&rt->lock);
 #define SPEED0() atomic_load(&m->speed[0])
   /* No speed known yet: even a cut chunk gives the first estimate. */
-  mgpu__model_update(m, 0, 10, 1e-3, true);
+  mgpu__model_update(m, 0, 10, 1e-3, 1000);
   ck_assert_double_eq_tol(SPEED0(), 1e4, 1);
-  mgpu__model_update(m, 0, 1000, 1e-3, false);
+  mgpu__model_update(m, 0, 1000, 1e-3, 0);
   double full = SPEED0();
   ck_assert(full > 1e4);
-  /* Ten slow cut chunks (a tail of a few items each) leave it alone... */
-  for (int i = 0; i < 10; i++) mgpu__model_update(m, 0, 10, 1e-3, true);
+  /* Ten cut chunks of a few items, each in 1 ms where a whole one of 1000
+   * items takes longer at this speed, leave it alone... */
+  ck_assert(1000 / full > 1e-3);
+  for (int i = 0; i < 10; i++) mgpu__model_update(m, 0, 10, 1e-3, 1000);
   double after = SPEED0();
   ck_assert_double_eq(after, full);
-  /* ...while a full chunk, however slow, is learnt. */
-  mgpu__model_update(m, 0, 10, 1e-3, false);
+  /* ...while a full chunk, however slow, is learnt... */
+  mgpu__model_update(m, 0, 10, 1e-3, 0);
   double slower = SPEED0();
   ck_assert(slower < full);
+  /* ...and so is a cut chunk that took longer than a whole one would. */
+  mgpu__model_update(m, 0, 10, 1.0, 1000);
+  double slowest = SPEED0();
+  ck_assert(slowest < slower);
   /* A cut chunk faster than the model raises it. */
-  mgpu__model_update(m, 0, 100000, 1e-3, true);
-  ck_assert(SPEED0() > slower);
+  mgpu__model_update(m, 0, 100000, 1e-3, 200000);
+  ck_assert(SPEED0() > slowest);
 #undef SPEED0
   mgpu_finalize(rt);
 }
