@@ -580,7 +580,7 @@ report:
           mgpu__complete(rt, w, &s->claim, 0, 0);
           continue;
         }
-        double t_claimed = s->t_issue = mgpu__now();
+        double t_claimed = mgpu__now(); /* issue() sets t_issue once the buffers are there */
         int rc = issue(gp, s);
         if (rt->trace_on) {
           mgpu__batch_t *b = s->claim.b;

@@ -55,6 +55,10 @@ void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, s
    * in short batches, could never be found slower). */
   double known = atomic_load_explicit(&m->speed[w], memory_order_relaxed);
   if (planned > items && known > 0 && (double)items / seconds < known && seconds < (double)planned / known) return;
+  /* Speed is the ratio of exponentially decayed sums of items and seconds, so
+   * a chunk weighs by its size: the tiny probe chunks that start a batch, whose
+   * time is mostly overhead, hardly move it, and old history fades. Only
+   * worker w writes slot w. */
   atomic_fetch_add_explicit(&m->samples[w], 1, memory_order_relaxed);
   m->items_sum[w] = m->items_sum[w] * 0.8 + (double)items;
   m->time_sum[w] = m->time_sum[w] * 0.8 + seconds;

@@ -135,14 +135,15 @@ static void damp_slow(double *speed, int n) {
     if (speed[i] > 0 && speed[i] * SLOW_SPLIT_RATIO < fastest) speed[i] /= SLOW_THIEF_MARGIN;
 }
 
-/* The longest one item of this kernel is known to take a worker of the given
- * kind: the inverse of the slowest chunk rate any of them has seen (a far
- * slower worker's chunks hold an item or a few). 0 before any measurement. */
-static double worst_item_s(const mgpu__batch_t *b, mgpu_worker_kind_t kind) {
+/* The longest one item of this kernel is known to take a CPU worker: the
+ * inverse of the slowest chunk rate any of them has seen (a CPU worker far
+ * slower than a GPU has chunks of an item or a few; a GPU's slowest chunk says
+ * nothing of one item). 0 before any measurement. */
+static double cpu_item_s(const mgpu__batch_t *b) {
   const mgpu_runtime_t *rt = b->rt;
   double slowest = 0;
   for (int i = 0; i < rt->nworkers; i++) {
-    if (rt->workers[i].kind != kind) continue;
+    if (rt->workers[i].kind != MGPU_WORKER_CPU) continue;
     double v = atomic_load_explicit(&b->model->slow[i], memory_order_relaxed);
     if (v > 0 && (slowest == 0 || v < slowest)) slowest = v;
   }
@@ -150,10 +151,10 @@ static double worst_item_s(const mgpu__batch_t *b, mgpu_worker_kind_t kind) {
 }
 
 /* A worker that would finish fewer than MIN_SHARE_ITEMS items in the time the
- * whole batch is expected to take, or one of whose kind an item has taken
- * longer than that time, gets no first share: one item on it could outlast
- * everyone (an image row on a CPU core against a GPU that does the whole
- * image in less). It can still steal under the tail rule. */
+ * whole batch is expected to take, or a far slower CPU worker when an item
+ * has taken a CPU worker longer than that time, gets no first share: one item on it could
+ * outlast everyone (an image row on a CPU core against a GPU that does the
+ * whole image in less). It can still steal under the tail rule. */
 static void skip_coarse(const mgpu__batch_t *b, double *speed, size_t items) {
   const mgpu_runtime_t *rt = b->rt;
   int n = rt->nworkers;
@@ -161,11 +162,15 @@ static void skip_coarse(const mgpu__batch_t *b, double *speed, size_t items) {
   for (int i = 0; i < n; i++) total += speed[i], fastest = MGPU_MAX(fastest, speed[i]);
   if (total <= 0) return;
   double makespan = (double)items / total;
-  double worst[2] = {worst_item_s(b, MGPU_WORKER_CPU), worst_item_s(b, MGPU_WORKER_GPU)};
-  for (int i = 0; i < n; i++)
+  /* Only far slower CPU workers are judged by the longest item, as thieves
+   * are in mgpu__steal_share. */
+  double item_s = cpu_item_s(b);
+  for (int i = 0; i < n; i++) {
+    bool far_slow_cpu = rt->workers[i].kind == MGPU_WORKER_CPU && speed[i] * SLOW_SPLIT_RATIO < fastest;
     if (speed[i] > 0 && speed[i] < fastest &&
-        (speed[i] * makespan < MIN_SHARE_ITEMS || worst[rt->workers[i].kind] > makespan))
+        (speed[i] * makespan < MIN_SHARE_ITEMS || (far_slow_cpu && item_s > makespan)))
       speed[i] = 0;
+  }
 }
 
 /* --------------------------------------------------------------- activation */
@@ -403,7 +408,7 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
   if (vt <= 0) return false;
   double pt = (double)atomic_load_explicit(&b->ranges[w->id].pending, memory_order_relaxed);
   double slowest = atomic_load_explicit(&b->model->slow[w->id], memory_order_relaxed);
-  double item_s = worst_item_s(b, w->kind);
+  double item_s = w->kind == MGPU_WORKER_CPU ? cpu_item_s(b) : 0;
   for (int attempt = 0; attempt < 4; attempt++) {
     int victim = -1;
     double worst = 0;
