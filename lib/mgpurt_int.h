@@ -364,7 +364,7 @@ typedef struct {
   mgpu__batch_t *b;        /* referenced: release with mgpu__batch_unref */
   size_t first, count;
   bool stolen;
-  size_t planned;          /* > count: the chunk size planned, cut short by the range's end */
+  size_t planned;          /* > count: the chunk size the model asked for, cut short */
 } mgpu__claim_t;
 
 /* Claim up to max_items for worker w from any batch it may work on; false if none. */
@@ -406,6 +406,12 @@ typedef struct {
   double vt, pt, vo, po, left;
   double slowest, worst_item_s;
 } mgpu__steal_view_t;
+/* Chunk size for a worker of `speed` items/s (0: not measured) whose last
+ * chunk in this range had `last` items (0: none): about target_s of work,
+ * growing at most fourfold from `last`, at most max_items and avail. Sets
+ * *planned to the size the model asks for before the growth limit and avail,
+ * so that a chunk cut short by either is known as such. */
+size_t mgpu__chunk_plan(double speed, size_t last, size_t avail, size_t max_items, double target_s, size_t *planned);
 /* Items the thief takes from the back of the range (0: the tail rule). */
 size_t mgpu__steal_share(const mgpu__steal_view_t *v);
 /* batch.c: register b (fields set, refs not) behind its dependencies; frees b on failure. */
@@ -419,7 +425,7 @@ void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b);
 /* --------------------------------------------------------------- model.c */
 mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k); /* rt->lock held */
 /* Learn from a chunk of worker w: `items` in `seconds`. `planned`: for a
- * device's chunk cut short by its range, the items it would have had (else
+ * device's chunk cut short, the items the model asked for (else
  * 0); a cut chunk that shows a lower rate in less than the planned chunk's
  * time is not learnt. */
 void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, size_t planned);

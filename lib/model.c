@@ -42,7 +42,8 @@ mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k) {
 
 void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, size_t planned) {
   if (seconds <= 0 || items == 0) return;
-  /* A device's chunk cut short by the end of its range (planned > items) and
+  /* A device's chunk cut short (planned > items: by the end of its range, or
+   * by the growth limit after a run of small stolen chunks) and
    * done in less time than its planned size would take at the known speed
    * says little about that speed: a launch's latency weighs more on fewer
    * items (a kernel of long serial chains takes as long for a hundred items

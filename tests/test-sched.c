@@ -400,12 +400,56 @@ START_TEST(test_model_cut_chunks) {
 }
 END_TEST
 
+/* The planned size of a chunk is what the model asks for, before the growth
+ * limit: a device's small chunks after a run of small stolen ones (a batch's
+ * tail) are cut short, and their launch latency is not learnt as a slow
+ * device. With the growth limit as the plan, the model of a 4e7 items/s device
+ * fell to 1e5 within one batch tail. */
+START_TEST(test_chunk_plan) {
+  size_t planned;
+  ck_assert_uint_eq(mgpu__chunk_plan(4e7, 0, 1000000, SIZE_MAX, 2e-3, &planned), 80000);
+  ck_assert_uint_eq(planned, 80000);
+  ck_assert_uint_eq(mgpu__chunk_plan(4e7, 100, 1000000, SIZE_MAX, 2e-3, &planned), 400);
+  ck_assert_uint_eq(planned, 80000);
+  ck_assert_uint_eq(mgpu__chunk_plan(4e7, 36, 5, SIZE_MAX, 2e-3, &planned), 5);
+  ck_assert_uint_eq(planned, 80000);
+  ck_assert_uint_eq(mgpu__chunk_plan(4e7, 0, 1000000, 1000, 2e-3, &planned), 1000);
+  ck_assert_uint_eq(planned, 1000);
+  /* Not measured: probes of 1, then fourfold. */
+  ck_assert_uint_eq(mgpu__chunk_plan(0, 0, 1000, SIZE_MAX, 2e-3, &planned), 1);
+  ck_assert_uint_eq(mgpu__chunk_plan(0, 10, 1000, SIZE_MAX, 2e-3, &planned), 40);
+  ck_assert_uint_eq(planned, 40);
+  ck_assert_uint_eq(mgpu__chunk_plan(1.0, 0, 0, SIZE_MAX, 2e-3, &planned), 1);
+
+  /* A batch tail as the device sees it: forty stolen pieces of a few items,
+   * each 0.1 ms of latency, leave the learnt speed where full chunks put it. */
+  mgpu_config_t cfg = mgpu_test_config(1, 0);
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  pthread_mutex_lock(&rt->lock);
+  mgpu__model_t *m = mgpu__model_get(rt, &count_kernel);
+  pthread_mutex_unlock(&rt->lock);
+  for (int i = 0; i < 20; i++) mgpu__model_update(m, 0, 80000, 2e-3, 0);
+  double full = atomic_load(&m->speed[0]);
+  ck_assert_double_eq_tol(full, 4e7, 1);
+  size_t last = 36;
+  for (int i = 0; i < 40; i++) {
+    size_t n = mgpu__chunk_plan(atomic_load(&m->speed[0]), last, 5, SIZE_MAX, 2e-3, &planned);
+    mgpu__model_update(m, 0, n, 1e-4, planned > n ? planned : 0);
+    last = n;
+  }
+  ck_assert_double_eq(atomic_load(&m->speed[0]), full);
+  mgpu_finalize(rt);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("sched");
   TCase *tc = tcase_create("sched");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_split);
   tcase_add_test(tc, test_model_cut_chunks);
+  tcase_add_test(tc, test_chunk_plan);
   tcase_add_test(tc, test_steal_share);
   tcase_add_loop_test(tc, test_exactly_once, 0, 4);
   tcase_add_test(tc, test_static_shares);
