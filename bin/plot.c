@@ -122,7 +122,7 @@ int mgpu_run_plot(const char *path, mgpu_runtime_t *rt, const mgpu_stats_t *st, 
     drawn++;
     const char *colour = palette[e->batch % NPAL];
     const char *opacity = !strcmp(e->kind, "h2d") ? "0.45" : !strcmp(e->kind, "d2h") ? "0.85" : "1";
-    const char *fill = !strcmp(e->kind, "issue") ? "#999" : colour;
+    const char *fill = !strcmp(e->kind, "issue") ? "#999" : !strcmp(e->kind, "alloc") || !strcmp(e->kind, "pin") ? "#c33" : colour;
     fprintf(f, "<rect class=\"%s\" x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\" fill-opacity=\"%s\"%s>"
                "<title>%s batch %llu items %zu..%zu, %.1f us</title></rect>\n",
             e->kind, x0, y + 2, w < 0.3 ? 0.3 : w, LANE_H - 4, fill, opacity,

@@ -17,6 +17,14 @@
 #define FAILURES_TO_RETIRE 3
 #define GPU_TARGET_S 2e-3
 #define TASKS_IN_FLIGHT 64 /* task parts enqueued on the task stream at once */
+/* Pinned staging of one slot, allocated once at this size, and the most
+ * pageable bytes a chunk may stage. Pinning is slow and unpredictable: on
+ * 4 x H200 each growth of a slot's buffer to a few tens of MiB took 10-40 ms,
+ * and since chunks grow as the model learns a device's speed, buffers sized
+ * to the need grew again batch after batch (GPU-only mulmod 1 on pageable
+ * arrays spent most of each 50 ms batch so). 32 MiB is 0.6 ms of a pinned
+ * copy and 2-3 ms of a pageable one, about a chunk's target time. */
+#define STAGE_SLOT_BYTES ((size_t)32 << 20)
 
 /* A task part posted to this GPU, and one in flight on its task stream. */
 typedef struct {
@@ -64,6 +72,8 @@ struct mgpu__gpu {
   _Atomic size_t slot_bytes;  /* device bytes one slot may use; halved on OOM */
   _Atomic size_t cap_items;   /* last computed cap, for statistics */
   size_t max_batch;
+  uint64_t stage_batch;       /* batch whose staging need per item is cached, + 1 */
+  size_t stage_per_item;      /* its pageable bytes per item (0: all pinned) */
   long long launches, allocs, const_uploads;
   int failures;               /* consecutive failed chunks */
   double last_done;           /* host time of the last completion (fallback) */
@@ -119,9 +129,38 @@ static size_t cap_for(mgpu__gpu_t *gp, const mgpu_kernel_t *k) {
   return cap;
 }
 
+static bool array_pinned(mgpu__gpu_t *gp, const void *p, size_t bytes) {
+  return gp->ops->host_is_pinned && gp->ops->host_is_pinned(p, bytes);
+}
+
+/* Bytes per item of batch b's arrays in pageable memory, which chunks stage
+ * through the slot's pinned buffer. Cached per batch: only this GPU's thread
+ * asks. */
+static size_t stage_per_item(mgpu__gpu_t *gp, const mgpu__batch_t *b) {
+  if (gp->stage_batch == b->id + 1) return gp->stage_per_item;
+  const mgpu_kernel_t *k = &b->kernel;
+  size_t per = 0;
+  for (int i = 0; i < k->nin; i++)
+    if (!array_pinned(gp, b->desc.in[i], b->desc.n * k->in_size[i])) per += k->in_size[i];
+  for (int i = 0; i < k->nout; i++)
+    if (!array_pinned(gp, b->desc.out[i], b->desc.n * k->out_size[i])) per += k->out_size[i];
+  gp->stage_batch = b->id + 1;
+  gp->stage_per_item = per;
+  return per;
+}
+
+/* Most items of b in one chunk: what a slot's device memory holds and, for
+ * pageable arrays, what its staging buffer holds (at least one item). */
 static size_t limit_fn(mgpu__worker_t *w, const mgpu__batch_t *b) {
   mgpu__gpu_t *gp = w->gpu >= 0 ? b->rt->gpus[w->gpu] : NULL;
-  return gp ? cap_for(gp, &b->kernel) : SIZE_MAX;
+  if (!gp) return SIZE_MAX;
+  size_t cap = cap_for(gp, &b->kernel), per = stage_per_item(gp, b);
+  /* Each staged array is rounded up to ALIGN_DEV in the buffer. */
+  if (per) {
+    cap = MGPU_MIN(cap, MGPU_MAX((size_t)1, (STAGE_SLOT_BYTES - 2 * MGPU_MAX_ARGS * ALIGN_DEV) / per));
+    atomic_store(&gp->cap_items, cap);
+  }
+  return cap;
 }
 
 size_t mgpu__gpu_cap(mgpu_runtime_t *rt, int g) {
@@ -158,11 +197,9 @@ static int ensure_hbuf(mgpu__gpu_t *gp, slot_t *s, size_t need) {
   if (s->hbuf) gp->ops->host_free(s->hbuf);
   s->hbuf = NULL;
   s->hbuf_bytes = 0;
-  /* Some headroom, so growing chunks do not reallocate every time. (Doubling
-   * from 8 MiB instead, with device buffers from 32 MiB, was measured on one
-   * H200: GPU-only mulmod 1000 on pageable arrays ran at 3.3e8 items/s against
-   * 4.4e8 with this rule, interleaved in one run.) */
-  size_t want = need + need / 2;
+  /* Once, at the size that chunks are limited to (more only for a single
+   * item that needs more). */
+  size_t want = MGPU_MAX(need, STAGE_SLOT_BYTES);
   if (gp->ops->host_alloc(want, &s->hbuf) != 0) {
     if (gp->ops->host_alloc(need, &s->hbuf) != 0) return MGPU_ENOMEM;
     want = need;
@@ -200,10 +237,6 @@ static int const_on_device(mgpu__gpu_t *gp, mgpu_const_t *c, void *stream, const
   return 0;
 }
 
-static bool array_pinned(mgpu__gpu_t *gp, const void *p, size_t bytes) {
-  return gp->ops->host_is_pinned && gp->ops->host_is_pinned(p, bytes);
-}
-
 /* Whether the device has run out of work while its host thread stages: no
  * chunk in flight, or the newest one in flight has ended. Only then does the
  * device wait for the host's copy, and CPU workers are asked to help with it;
@@ -221,7 +254,10 @@ static int issue(mgpu__gpu_t *gp, slot_t *s) {
   mgpu__batch_t *b = c->b;
   const mgpu_kernel_t *k = &b->kernel;
   size_t n = c->count;
+  double t_alloc = mgpu__now();
+  void *dbuf0 = s->dbuf, *hbuf0 = s->hbuf;
   int rc = ensure_dbuf(gp, s, dev_bytes(k, n));
+  double t_dbuf = mgpu__now();
   if (rc != 0) return rc;
   for (int i = 0; i < b->desc.nconsts; i++)
     if ((rc = const_on_device(gp, b->desc.consts[i], s->stream, &s->consts[i])) != 0) return rc;
@@ -237,7 +273,15 @@ static int issue(mgpu__gpu_t *gp, slot_t *s) {
     pin_out[i] = array_pinned(gp, b->desc.out[i], b->desc.n * k->out_size[i]);
     if (!pin_out[i]) stage += round_up(k->out_size[i] * n);
   }
+  double t_hbuf = mgpu__now();
   if (stage && (rc = ensure_hbuf(gp, s, stage)) != 0) return rc;
+  if (gp->rt->trace_on) {
+    mgpu__tev_t ev = {.t0 = t_alloc, .t1 = t_dbuf, .kind = MGPU_TEV_ALLOC, .stream = -1, .name = b->kernel.name,
+                      .batch = b->id, .first = c->first, .count = n, .bytes = s->dbuf_bytes};
+    if (s->dbuf != dbuf0) mgpu__trace_add(gp->rt, gp->w, &ev);
+    ev.kind = MGPU_TEV_PIN, ev.t0 = t_hbuf, ev.t1 = mgpu__now(), ev.bytes = s->hbuf_bytes;
+    if (s->hbuf != hbuf0) mgpu__trace_add(gp->rt, gp->w, &ev);
+  }
   /* The chunk's time starts here, once its buffers are there. Growing a
    * pinned buffer took 12-27 ms on 4 x H200; counted in the chunk, it made the
    * device look slow, so its chunks stayed small and grew batch after batch,

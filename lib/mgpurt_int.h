@@ -191,7 +191,9 @@ typedef enum {
   MGPU_TEV_D2H,       /* GPU stream: copies out */
   MGPU_TEV_ISSUE,     /* GPU host thread: staging and enqueueing a chunk */
   MGPU_TEV_STEAL,     /* instant: this worker stole `count` items from `other` */
-  MGPU_TEV_RETRY      /* instant: a failed chunk given back */
+  MGPU_TEV_RETRY,     /* instant: a failed chunk given back */
+  MGPU_TEV_ALLOC,     /* GPU host thread: growing a slot's device buffer */
+  MGPU_TEV_PIN        /* GPU host thread: allocating a slot's pinned staging buffer */
 } mgpu__tev_kind_t;
 
 typedef struct {

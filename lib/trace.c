@@ -58,7 +58,7 @@ static void meta(FILE *f, bool *first, int pid, int tid, const char *what, const
   *first = false;
 }
 
-static const char *const kind_name[] = {"chunk", "h2d", "kernel", "d2h", "issue", "steal", "retry"};
+static const char *const kind_name[] = {"chunk", "h2d", "kernel", "d2h", "issue", "steal", "retry", "alloc", "pin"};
 
 void mgpu__trace_close(mgpu_runtime_t *rt) {
   if (!rt->trace_fp) return;

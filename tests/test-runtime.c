@@ -736,6 +736,76 @@ START_TEST(test_staging_shared) {
 }
 END_TEST
 
+/* Pageable arrays stage through one pinned buffer per slot, allocated once at
+ * the staging limit however the chunks grow over batches (pinning is slow: on
+ * 4 x H200 buffers sized to each new need were pinned again batch after
+ * batch, at 10-40 ms each); the GPU's items-per-launch cap keeps a chunk's
+ * staging within that buffer, and does not apply to pinned arrays. */
+START_TEST(test_staging_pinned_once) {
+  char path[] = "/tmp/mgpu-trace-test-XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  mgpu_config_t c = mgpu_test_config(1, 1);
+  c.sched = MGPU_SCHED_GPU;
+  c.streams_per_gpu = 2;
+  c.trace = path;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  const size_t nmax = 1 << 22; /* 32 MiB in and 32 MiB out */
+  uint64_t *x = malloc(8 * nmax), *y = malloc(8 * nmax);
+  for (size_t i = 0; i < nmax; i++) x[i] = i;
+  axpk_arg_t a = {5, NULL};
+  mgpu_worker_stats_t ws[2];
+  for (size_t n = 1000; n <= nmax; n *= 4) {
+    mgpu_batch_t b = axpk_batch(&axpk, n, x, y, &a);
+    mgpu_stats_t st = {.worker = ws, .worker_cap = 2};
+    ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
+    for (size_t i = 0; i < n; i++)
+      if (y[i] != x[i] * 3 + 5) ck_abort_msg("item %zu of %zu wrong", i, n);
+    ck_assert_uint_eq(ws[1].items, n);
+  }
+  /* 16 bytes staged per item: the cap is what 32 MiB holds, less alignment. */
+  mgpu_device_info_t info;
+  ck_assert_int_eq(mgpu_device_info(rt, 0, &info), MGPU_OK);
+  size_t stage_cap = info.batch_cap;
+  ck_assert_uint_gt(stage_cap, (32u << 20) / 16 - 1024);
+  ck_assert_uint_le(stage_cap, (32u << 20) / 16);
+  size_t m = mgpu_trace_events(rt, NULL, 0);
+  mgpu_trace_event_t *e = calloc(m, sizeof *e);
+  ck_assert_uint_eq(mgpu_trace_events(rt, e, m), m);
+  int pins = 0;
+  for (size_t i = 0; i < m; i++) {
+    if (!strcmp(e[i].kind, "pin")) {
+      pins++;
+      ck_assert_uint_ge(e[i].bytes, 32u << 20);
+    }
+    if (!strcmp(e[i].kind, "issue")) ck_assert_uint_le(e[i].count, stage_cap);
+  }
+  ck_assert_int_ge(pins, 1);
+  ck_assert_int_le(pins, 2);
+  free(e);
+  /* Pinned arrays: no staging, and a cap set by device memory alone. */
+  uint64_t *px = mgpu_host_alloc(rt, 8 * nmax), *py = mgpu_host_alloc(rt, 8 * nmax);
+  ck_assert_ptr_nonnull(px);
+  ck_assert_ptr_nonnull(py);
+  memcpy(px, x, 8 * nmax);
+  mgpu_batch_t b = axpk_batch(&axpk, nmax, px, py, &a);
+  mgpu_stats_t st = {.worker = ws, .worker_cap = 2};
+  ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
+  for (size_t i = 0; i < nmax; i++)
+    if (py[i] != x[i] * 3 + 5) ck_abort_msg("pinned item %zu wrong", i);
+  ck_assert_uint_eq(ws[1].staged_bytes, 0);
+  ck_assert_int_eq(mgpu_device_info(rt, 0, &info), MGPU_OK);
+  ck_assert_uint_gt(info.batch_cap, stage_cap);
+  mgpu_host_free(rt, px);
+  mgpu_host_free(rt, py);
+  free(x), free(y);
+  mgpu_finalize(rt);
+  unlink(path);
+}
+END_TEST
+
 START_TEST(test_progress_and_trace_events) {
   char path[] = "/tmp/mgpu-trace-test-XXXXXX";
   int fd = mkstemp(path);
@@ -835,6 +905,7 @@ int main(void) {
   tcase_add_test(tc, test_pinned_host_memory);
   tcase_add_test(tc, test_staging_shared);
   tcase_add_test(tc, test_finalize_waits);
+  tcase_add_test(tc, test_staging_pinned_once);
   tcase_add_test(tc, test_progress_and_trace_events);
   suite_add_tcase(s, tc);
   return mgpu_test_main(s);
