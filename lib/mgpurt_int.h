@@ -273,7 +273,12 @@ struct mgpu_runtime {
    * model list, the constants list and the counters below. A worker never holds
    * rt->lock while holding a range lock. */
   pthread_mutex_t lock;
+  /* Idle workers sleep on their own locks, not rt->lock: a GPU host thread
+   * woken for a new batch must not queue for the lock behind every CPU worker
+   * scanning for work (on 4 x H200 one started its batch 3-7 ms late). */
+  pthread_mutex_t sleep_lock;  /* with work_cv */
   pthread_cond_t work_cv;      /* CPU workers sleep here when idle */
+  pthread_mutex_t gpu_sleep_lock; /* with gpu_cv */
   pthread_cond_t gpu_cv;       /* GPU host threads sleep here when idle */
   _Atomic int gpu_sleepers;
   pthread_cond_t idle_cv;      /* finalize waits here for live batches */

@@ -46,6 +46,8 @@ static void free_runtime(mgpu_runtime_t *rt) {
   pthread_mutex_destroy(&rt->alloc_lock);
   pthread_mutex_destroy(&rt->coll_lock);
   pthread_mutex_destroy(&rt->task_lock);
+  pthread_mutex_destroy(&rt->sleep_lock);
+  pthread_mutex_destroy(&rt->gpu_sleep_lock);
   pthread_cond_destroy(&rt->work_cv);
   pthread_cond_destroy(&rt->gpu_cv);
   pthread_cond_destroy(&rt->idle_cv);
@@ -57,10 +59,12 @@ static void finalize_now(mgpu_runtime_t *rt);
 
 static void stop_workers(mgpu_runtime_t *rt) {
   atomic_store(&rt->stop, 1);
-  pthread_mutex_lock(&rt->lock);
-  pthread_cond_broadcast(&rt->work_cv);
+  pthread_mutex_lock(&rt->gpu_sleep_lock);
   pthread_cond_broadcast(&rt->gpu_cv);
-  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_unlock(&rt->gpu_sleep_lock);
+  pthread_mutex_lock(&rt->sleep_lock);
+  pthread_cond_broadcast(&rt->work_cv);
+  pthread_mutex_unlock(&rt->sleep_lock);
   mgpu__team_join(rt);
   for (int g = 0; g < rt->ngpus; g++) mgpu__gpu_join(rt, g);
 }
@@ -87,6 +91,8 @@ MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p
   pthread_mutex_init(&rt->alloc_lock, NULL);
   pthread_mutex_init(&rt->coll_lock, NULL);
   pthread_mutex_init(&rt->task_lock, NULL);
+  pthread_mutex_init(&rt->sleep_lock, NULL);
+  pthread_mutex_init(&rt->gpu_sleep_lock, NULL);
   pthread_cond_init(&rt->work_cv, NULL);
   pthread_cond_init(&rt->gpu_cv, NULL);
   pthread_cond_init(&rt->idle_cv, NULL);
@@ -162,9 +168,9 @@ MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p
 
 fail_stop:
   atomic_store(&rt->stop, 1);
-  pthread_mutex_lock(&rt->lock);
+  pthread_mutex_lock(&rt->gpu_sleep_lock);
   pthread_cond_broadcast(&rt->gpu_cv);
-  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_unlock(&rt->gpu_sleep_lock);
   for (int g = 0; g < started; g++) mgpu__gpu_join(rt, g);
   rt->ngpus = started; /* nothing else was started */
 fail_free:

@@ -642,32 +642,37 @@ void mgpu__retire(mgpu_runtime_t *rt, mgpu__worker_t *w, const char *why) {
 
 /* --------------------------------------------------------------- idling */
 
+static void wake_gpu_threads(mgpu_runtime_t *rt) {
+  if (atomic_load(&rt->gpu_sleepers) > 0) {
+    pthread_mutex_lock(&rt->gpu_sleep_lock);
+    pthread_cond_broadcast(&rt->gpu_cv);
+    pthread_mutex_unlock(&rt->gpu_sleep_lock);
+  }
+}
+
 void mgpu__wake_all(mgpu_runtime_t *rt) {
   atomic_fetch_add(&rt->work_gen, 1);
-  if (atomic_load(&rt->sleepers) > 0 || atomic_load(&rt->gpu_sleepers) > 0) {
-    pthread_mutex_lock(&rt->lock);
+  /* The GPU host threads first: each feeds a device. */
+  wake_gpu_threads(rt);
+  if (atomic_load(&rt->sleepers) > 0) {
+    pthread_mutex_lock(&rt->sleep_lock);
     pthread_cond_broadcast(&rt->work_cv);
-    pthread_cond_broadcast(&rt->gpu_cv);
-    pthread_mutex_unlock(&rt->lock);
+    pthread_mutex_unlock(&rt->sleep_lock);
   }
 }
 
 void mgpu__wake_gpus(mgpu_runtime_t *rt) {
   atomic_fetch_add(&rt->work_gen, 1);
-  if (atomic_load(&rt->gpu_sleepers) > 0) {
-    pthread_mutex_lock(&rt->lock);
-    pthread_cond_broadcast(&rt->gpu_cv);
-    pthread_mutex_unlock(&rt->lock);
-  }
+  wake_gpu_threads(rt);
 }
 
 void mgpu__wake_helpers(mgpu_runtime_t *rt, int n) {
   /* copy_open was raised before this reads sleepers, and a sleeper counts
    * itself before it reads copy_open: one of the two sees the other. */
   if (n <= 0 || atomic_load(&rt->sleepers) == 0) return;
-  pthread_mutex_lock(&rt->lock);
+  pthread_mutex_lock(&rt->sleep_lock);
   for (int i = 0; i < n; i++) pthread_cond_signal(&rt->work_cv);
-  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_unlock(&rt->sleep_lock);
 }
 
 /* Whether the idle thread has something to do: new work, a copy to help with
@@ -687,10 +692,11 @@ void mgpu__idle_wait(mgpu_runtime_t *rt, uint64_t seen, bool gpu_thread) {
   /* GPU threads sleep apart, so that a device task wakes them without waking
    * every CPU worker. */
   pthread_cond_t *cv = gpu_thread ? &rt->gpu_cv : &rt->work_cv;
+  pthread_mutex_t *lock = gpu_thread ? &rt->gpu_sleep_lock : &rt->sleep_lock;
   _Atomic int *count = gpu_thread ? &rt->gpu_sleepers : &rt->sleepers;
-  pthread_mutex_lock(&rt->lock);
+  pthread_mutex_lock(lock);
   atomic_fetch_add(count, 1);
-  while (!idle_over(rt, seen, gpu_thread)) pthread_cond_wait(cv, &rt->lock);
+  while (!idle_over(rt, seen, gpu_thread)) pthread_cond_wait(cv, lock);
   atomic_fetch_sub(count, 1);
-  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_unlock(lock);
 }
