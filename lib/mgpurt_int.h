@@ -355,6 +355,7 @@ struct mgpu__batch {
   void *arg_copy;
   bool cpu_ok, gpu_ok;     /* which worker kinds may take items */
   bool steal_ok;           /* false in static mode */
+  bool cpu_out;            /* CPU workers sit this batch out (mgpu__activate) */
   mgpu__model_t *model;
   mgpu__range_t *ranges;   /* [nworkers] */
   _Atomic size_t remaining; /* items not yet completed */

@@ -194,6 +194,35 @@ START_TEST(test_tail_rule) {
 }
 END_TEST
 
+/* CPU workers that together are measured to add under 2% to the GPUs sit the
+ * batch out (on 4 x H200 their cost to the GPUs' host threads was more than
+ * they added); where they add more, they take part. */
+START_TEST(test_cpus_sit_out) {
+  const double cpu_cost = 100e-6; /* two CPU workers: 2e4 items/s */
+  const double gpu_speeds[] = {2e6, 2e5};
+  for (int k = 0; k < 2; k++) {
+    mgpu_config_t cfg = mgpu_test_config(2, 1);
+    cfg.emulate_speed = gpu_speeds[k];
+    mgpu_runtime_t *rt;
+    ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+    mgpu_worker_stats_t ws[3];
+    run_sleep(rt, 20000, cpu_cost, ws, 3, NULL); /* the model learns both kinds */
+    ck_assert_uint_gt(ws[0].items + ws[1].items, 0);
+    uint64_t cpu_items = 0;
+    const size_t n = (size_t)(gpu_speeds[k] * 0.05);
+    for (int rep = 0; rep < 3; rep++) {
+      run_sleep(rt, n, cpu_cost, ws, 3, NULL);
+      cpu_items += ws[0].items + ws[1].items;
+    }
+    printf("sit out: GPU %.0e items/s, CPU workers %.0e: CPU items %llu of %zu\n", gpu_speeds[k], 2 / cpu_cost,
+           (unsigned long long)cpu_items, 3 * n);
+    if (k == 0) ck_assert_uint_eq(cpu_items, 0);
+    else ck_assert_uint_gt(cpu_items, 0);
+    mgpu_finalize(rt);
+  }
+}
+END_TEST
+
 /* Items of irregular cost (a block of items 40x dearer on a CPU, like the
  * middle of the Mandelbrot set) and a GPU 20x faster than a CPU worker on
  * average: stealing must not let a CPU worker strand the batch on a dear item,
@@ -454,6 +483,7 @@ int main(void) {
   tcase_add_loop_test(tc, test_exactly_once, 0, 4);
   tcase_add_test(tc, test_static_shares);
   tcase_add_test(tc, test_tail_rule);
+  tcase_add_test(tc, test_cpus_sit_out);
   tcase_add_test(tc, test_balance);
   tcase_add_test(tc, test_balance_irregular_first_batch);
   tcase_add_test(tc, test_irregular_tail);
