@@ -180,7 +180,7 @@ static void skip_coarse(const mgpu__batch_t *b, double *speed, size_t items) {
  * GPUs: busy cores delay the GPU host threads' wake-ups and staging copies,
  * and their thieves cut GPU ranges short. On 4 x H200 with 60 CPU workers,
  * where those add 0.5% (mulmod 1000) or 0.15% (mulmod 10000), steal ran at
- * 0.54-0.94 of the GPUs alone, and 0.74 on pinned arrays. Idle, they still
+ * 0.54-0.96 of the GPUs alone, and 0.74 on pinned arrays. Idle, they still
  * help with the GPUs' staging copies. */
 static bool cpus_sit_out(const mgpu__batch_t *b, const double *speed) {
   const mgpu_runtime_t *rt = b->rt;
