@@ -72,7 +72,10 @@ struct mgpu__gpu {
   _Atomic size_t slot_bytes;  /* device bytes one slot may use; halved on OOM */
   _Atomic size_t cap_items;   /* last computed cap, for statistics */
   size_t max_batch;
-  uint64_t stage_batch;       /* batch whose staging need per item is cached, + 1 */
+  /* Which arrays of one batch are pinned, found once per batch (a driver
+   * query per array) for the chunk cap and every chunk's issue. */
+  uint64_t pin_batch;         /* that batch's id + 1 (0: none yet) */
+  bool pin_in[MGPU_MAX_ARGS], pin_out[MGPU_MAX_ARGS];
   size_t stage_per_item;      /* its pageable bytes per item (0: all pinned) */
   long long launches, allocs, const_uploads;
   int failures;               /* consecutive failed chunks */
@@ -133,20 +136,22 @@ static bool array_pinned(mgpu__gpu_t *gp, const void *p, size_t bytes) {
   return gp->ops->host_is_pinned && gp->ops->host_is_pinned(p, bytes);
 }
 
-/* Bytes per item of batch b's arrays in pageable memory, which chunks stage
- * through the slot's pinned buffer. Cached per batch: only this GPU's thread
- * asks. */
-static size_t stage_per_item(mgpu__gpu_t *gp, const mgpu__batch_t *b) {
-  if (gp->stage_batch == b->id + 1) return gp->stage_per_item;
+/* Find which arrays of batch b are pinned, and the bytes per item that chunks
+ * stage through the slot's pinned buffer. Only this GPU's thread asks. */
+static void pin_info(mgpu__gpu_t *gp, const mgpu__batch_t *b) {
+  if (gp->pin_batch == b->id + 1) return;
   const mgpu_kernel_t *k = &b->kernel;
   size_t per = 0;
-  for (int i = 0; i < k->nin; i++)
-    if (!array_pinned(gp, b->desc.in[i], b->desc.n * k->in_size[i])) per += k->in_size[i];
-  for (int i = 0; i < k->nout; i++)
-    if (!array_pinned(gp, b->desc.out[i], b->desc.n * k->out_size[i])) per += k->out_size[i];
-  gp->stage_batch = b->id + 1;
+  for (int i = 0; i < k->nin; i++) {
+    gp->pin_in[i] = array_pinned(gp, b->desc.in[i], b->desc.n * k->in_size[i]);
+    if (!gp->pin_in[i]) per += k->in_size[i];
+  }
+  for (int i = 0; i < k->nout; i++) {
+    gp->pin_out[i] = array_pinned(gp, b->desc.out[i], b->desc.n * k->out_size[i]);
+    if (!gp->pin_out[i]) per += k->out_size[i];
+  }
+  gp->pin_batch = b->id + 1;
   gp->stage_per_item = per;
-  return per;
 }
 
 /* Most items of b in one chunk: what a slot's device memory holds and, for
@@ -154,7 +159,8 @@ static size_t stage_per_item(mgpu__gpu_t *gp, const mgpu__batch_t *b) {
 static size_t limit_fn(mgpu__worker_t *w, const mgpu__batch_t *b) {
   mgpu__gpu_t *gp = w->gpu >= 0 ? b->rt->gpus[w->gpu] : NULL;
   if (!gp) return SIZE_MAX;
-  size_t cap = cap_for(gp, &b->kernel), per = stage_per_item(gp, b);
+  pin_info(gp, b);
+  size_t cap = cap_for(gp, &b->kernel), per = gp->stage_per_item;
   /* Each staged array is rounded up to ALIGN_DEV in the buffer. */
   if (per) {
     cap = MGPU_MIN(cap, MGPU_MAX((size_t)1, (STAGE_SLOT_BYTES - 2 * MGPU_MAX_ARGS * ALIGN_DEV) / per));
@@ -264,15 +270,12 @@ static int issue(mgpu__gpu_t *gp, slot_t *s) {
 
   /* Stage pageable arrays through pinned memory. */
   size_t stage = 0;
-  bool pin_in[MGPU_MAX_ARGS], pin_out[MGPU_MAX_ARGS];
-  for (int i = 0; i < k->nin; i++) {
-    pin_in[i] = array_pinned(gp, b->desc.in[i], b->desc.n * k->in_size[i]);
+  pin_info(gp, b);
+  const bool *pin_in = gp->pin_in, *pin_out = gp->pin_out;
+  for (int i = 0; i < k->nin; i++)
     if (!pin_in[i]) stage += round_up(k->in_size[i] * n);
-  }
-  for (int i = 0; i < k->nout; i++) {
-    pin_out[i] = array_pinned(gp, b->desc.out[i], b->desc.n * k->out_size[i]);
+  for (int i = 0; i < k->nout; i++)
     if (!pin_out[i]) stage += round_up(k->out_size[i] * n);
-  }
   double t_hbuf = mgpu__now();
   if (stage && (rc = ensure_hbuf(gp, s, stage)) != 0) return rc;
   if (gp->rt->trace_on) {

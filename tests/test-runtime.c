@@ -736,6 +736,13 @@ START_TEST(test_staging_shared) {
 }
 END_TEST
 
+/* Create a temporary file from the mkstemp template path (for trace files). */
+static void temp_file(char *path) {
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+}
+
 /* Pageable arrays stage through one pinned buffer per slot, allocated once at
  * the staging limit however the chunks grow over batches (pinning is slow: on
  * 4 x H200 buffers sized to each new need were pinned again batch after
@@ -743,9 +750,7 @@ END_TEST
  * staging within that buffer, and does not apply to pinned arrays. */
 START_TEST(test_staging_pinned_once) {
   char path[] = "/tmp/mgpu-trace-test-XXXXXX";
-  int fd = mkstemp(path);
-  ck_assert_int_ge(fd, 0);
-  close(fd);
+  temp_file(path);
   mgpu_config_t c = mgpu_test_config(1, 1);
   c.sched = MGPU_SCHED_GPU;
   c.streams_per_gpu = 2;
@@ -808,9 +813,7 @@ END_TEST
 
 START_TEST(test_progress_and_trace_events) {
   char path[] = "/tmp/mgpu-trace-test-XXXXXX";
-  int fd = mkstemp(path);
-  ck_assert_int_ge(fd, 0);
-  close(fd);
+  temp_file(path);
   mgpu_config_t c = mgpu_test_config(2, 1);
   c.trace = path;
   mgpu_runtime_t *rt;

@@ -389,17 +389,23 @@ START_TEST(test_steal_share) {
 }
 END_TEST
 
+/* A runtime of one CPU worker and the (empty) model of count_kernel in it. */
+static mgpu__model_t *count_model(mgpu_runtime_t **rt) {
+  mgpu_config_t cfg = mgpu_test_config(1, 0);
+  ck_assert_int_eq(mgpu_init(&cfg, rt), MGPU_OK);
+  pthread_mutex_lock(&(*rt)->lock);
+  mgpu__model_t *m = mgpu__model_get(*rt, &count_kernel);
+  pthread_mutex_unlock(&(*rt)->lock);
+  return m;
+}
+
 /* A device's chunk cut short by the end of its range, done in less time than
  * its planned size would take, shows only that the device is at least that
  * fast: latency weighs more on fewer items. The model learns a faster rate
  * from it, never a slower one; a cut chunk slower than a whole one is learnt. */
 START_TEST(test_model_cut_chunks) {
-  mgpu_config_t cfg = mgpu_test_config(1, 0);
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
-  pthread_mutex_lock(&rt->lock);
-  mgpu__model_t *m = mgpu__model_get(rt, &count_kernel);
-  pthread_mutex_unlock(&rt->lock);
+  mgpu__model_t *m = count_model(&rt);
 #define SPEED0() atomic_load(&m->speed[0])
   /* No speed known yet: even a cut chunk gives the first estimate. */
   mgpu__model_update(m, 0, 10, 1e-3, 1000);
@@ -452,12 +458,8 @@ START_TEST(test_chunk_plan) {
 
   /* A batch tail as the device sees it: forty stolen pieces of a few items,
    * each 0.1 ms of latency, leave the learnt speed where full chunks put it. */
-  mgpu_config_t cfg = mgpu_test_config(1, 0);
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
-  pthread_mutex_lock(&rt->lock);
-  mgpu__model_t *m = mgpu__model_get(rt, &count_kernel);
-  pthread_mutex_unlock(&rt->lock);
+  mgpu__model_t *m = count_model(&rt);
   for (int i = 0; i < 20; i++) mgpu__model_update(m, 0, 80000, 2e-3, 0);
   double full = atomic_load(&m->speed[0]);
   ck_assert_double_eq_tol(full, 4e7, 1);
