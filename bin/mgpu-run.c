@@ -913,6 +913,7 @@ typedef struct {
   mgpu_worker_stats_t *ws;
   int ran;
   int runs; /* timed runs made (fewer than --repeat after SIGINT) */
+  int nw, ncpu; /* workers and CPU workers of the mode's runtime (defaults differ between modes) */
   const char *skipped;
 } result_t;
 
@@ -946,6 +947,8 @@ static void plot_run(mgpu_runtime_t *rt, const opts_t *o, const result_t *r, con
 static void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const char *mode) {
   int nw = mgpu_num_workers(rt);
   r->mode = mode;
+  r->nw = nw;
+  r->ncpu = mgpu_num_cpu_workers(rt);
   r->ws = calloc((size_t)nw, sizeof *r->ws);
   double *times = calloc((size_t)o->repeat, sizeof *times);
   mgpu_stats_t st = {.worker = r->ws, .worker_cap = nw};
@@ -964,8 +967,8 @@ static void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r,
   free(times);
 }
 
-static void print_workers(mgpu_runtime_t *rt, const result_t *r) {
-  int nw = mgpu_num_workers(rt);
+static void print_workers(const result_t *r) {
+  int nw = r->nw;
   uint64_t total = 0;
   for (int i = 0; i < nw; i++) total += r->ws[i].items;
   printf("  %-7s %-6s %12s %7s %8s %7s %8s %6s %11s\n", "worker", "kind", "items", "share", "chunks", "steals",
@@ -992,15 +995,16 @@ static const char *mode_name(mgpu_sched_t m) {
   }
 }
 
-static void json_result(const result_t *r, int nw, bool last) {
+static void json_result(const result_t *r, bool last) {
+  int nw = r->nw;
   printf("    {\"mode\": \"%s\", \"ran\": %s", r->mode, r->ran ? "true" : "false");
   if (!r->ran) {
     printf(", \"skipped\": \"%s\"}%s\n", r->skipped ? r->skipped : "", last ? "" : ",");
     return;
   }
-  printf(", \"runs\": %d, \"wall_s\": %.6f, \"items_per_s\": %.3f, \"chunks\": %llu, \"steals\": %llu, "
-         "\"retries\": %llu, \"workers\": [",
-         r->runs, r->wall_s, r->throughput, (unsigned long long)r->st.chunks, (unsigned long long)r->st.steals,
+  printf(", \"runs\": %d, \"wall_s\": %.6f, \"items_per_s\": %.3f, \"cpu_workers\": %d, \"chunks\": %llu, "
+         "\"steals\": %llu, \"retries\": %llu, \"workers\": [",
+         r->runs, r->wall_s, r->throughput, r->ncpu, (unsigned long long)r->st.chunks, (unsigned long long)r->st.steals,
          (unsigned long long)r->st.retries);
   for (int i = 0; i < nw; i++) {
     const mgpu_worker_stats_t *s = &r->ws[i];
@@ -1143,7 +1147,7 @@ int main(int argc, char **argv) {
         continue;
       }
       if (modes[m] == MGPU_SCHED_STATIC && res[0].ran && res[1].ran && res[0].throughput > 0)
-        ratio = (res[1].throughput / ngpu) / (res[0].throughput / ncpu);
+        ratio = (res[1].throughput / ngpu) / (res[0].throughput / res[0].ncpu);
       mgpu_runtime_t *rt =
           start_runtime(&o, modes[m], modes[m] == MGPU_SCHED_STATIC ? ratio : 0, modes[m] == MGPU_SCHED_STEAL);
       measure(rt, &w, &o, r, r->mode);
@@ -1187,7 +1191,7 @@ int main(int argc, char **argv) {
              d.index, d.name, d.sm_count, d.total_mem, d.emulated ? "true" : "false");
     }
     printf("],\n  \"cpu_workers\": %d,\n  \"results\": [\n", ncpu);
-    for (int i = 0; i < nres; i++) json_result(&res[i], mgpu_num_workers(base), i == nres - 1);
+    for (int i = 0; i < nres; i++) json_result(&res[i], i == nres - 1);
     printf("  ],\n");
     if (o.compare) printf("  \"efficiency\": %.4f,\n  \"speedup_vs_static\": %.4f,\n", e, speedup);
     if (nsres) {
@@ -1225,9 +1229,11 @@ int main(int argc, char **argv) {
         printf("mode %-6s skipped (%s)\n", r->mode, r->skipped ? r->skipped : "interrupted");
         continue;
       }
-      printf("mode %-6s %.4f s (median of %d), %.4g items/s, %.3g GB/s moved\n", r->mode, r->wall_s, r->runs,
+      printf("mode %-6s %.4f s (median of %d), %.4g items/s, %.3g GB/s moved", r->mode, r->wall_s, r->runs,
              r->throughput, r->throughput * w.bytes_per_item / 1e9);
-      if (!o.compare || i == nres - 1) print_workers(base, r);
+      if (r->ncpu != ncpu) printf(", %d CPU workers", r->ncpu);
+      printf("\n");
+      if (!o.compare || i == nres - 1) print_workers(r);
     }
     if (nsres) {
       printf("scaling with the GPU count (mode %s, inputs in host memory):\n", mode_name(scale_mode));

@@ -79,6 +79,8 @@ typedef struct {
 mgpu_status_t mgpu__config_parse(const mgpu_config_t *arg, mgpu__config_t *out);
 /* Checks that need the machine (device indices) and fills derived defaults. */
 mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visible_gpus);
+/* Default MGPU_NUM_THREADS for usable_cores cores driving gpus GPUs under sched. */
+int mgpu__default_threads(int usable_cores, int gpus, mgpu_sched_t sched);
 /* Warn about MGPU_* variables that are not known, naming the nearest known one. */
 void mgpu__config_warn_unknown(char **envp);
 const char *mgpu__config_name(int id);

@@ -209,6 +209,21 @@ START_TEST(test_resolve) {
   parse_env("MGPU_NUM_THREADS", NULL, &c);
   ck_assert_int_eq(mgpu__config_resolve(&c, 8, 0), MGPU_OK);
   ck_assert_int_eq(c.v.num_threads, 8);
+  /* Four GPUs or more: a further quarter of the cores stays free, except for
+   * a run on CPU workers alone. */
+  parse_env("MGPU_NUM_THREADS", NULL, &c);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 64, 4), MGPU_OK);
+  ck_assert_int_eq(c.v.num_threads, 44);
+  parse_env("MGPU_NUM_THREADS", NULL, &c);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 64, 3), MGPU_OK);
+  ck_assert_int_eq(c.v.num_threads, 61);
+  parse_env("MGPU_SCHED", "cpu", &c);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 64, 4), MGPU_OK);
+  ck_assert_int_eq(c.v.num_threads, 60);
+  ck_assert_int_eq(mgpu__default_threads(128, 8, MGPU_SCHED_STEAL), 88);
+  ck_assert_int_eq(mgpu__default_threads(16, 1, MGPU_SCHED_UNSET), 15);
+  ck_assert_int_eq(mgpu__default_threads(8, 4, MGPU_SCHED_GPU), 2);
+  ck_assert_int_eq(mgpu__default_threads(4, 4, MGPU_SCHED_STEAL), 1);
   /* A device that does not exist. */
   parse_env("MGPU_DEVICES", "0,3", &c);
   ck_assert_int_eq(mgpu__config_resolve(&c, 8, 2), MGPU_EINVAL);

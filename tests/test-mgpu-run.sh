@@ -117,6 +117,7 @@ assert d["workload"] == "mulmod" and d["items"] == 3000
 assert {r["mode"] for r in d["results"]} == {"cpu", "gpu", "static", "steal"}
 for r in d["results"]:
     assert r["ran"] and sum(w["items"] for w in r["workers"]) == 3000, r
+    assert r["cpu_workers"] == sum(w["kind"] == "cpu" for w in r["workers"]) == 1, r
 assert d["verification"]["failed"] == 0 and d["verification"]["checked"] > 0
 assert "MGPU_NUM_THREADS" in d["config"] and d["efficiency"] > 0
 ' && printf '%s' "$out" | python3 -c "$schema_keys"; then ok; else bad "--json output does not parse, lacks fields or has undocumented keys: $out"; fi
