@@ -141,6 +141,9 @@ static void help(void) {
       "\n"
       "Runtime options (each overrides its environment variable):\n"
       "  -t, --threads N      CPU workers (MGPU_NUM_THREADS), 0..4096\n"
+      "      --reserve N      CPU workers kept out of batches that GPUs also run\n"
+      "                       (MGPU_RESERVE_THREADS), 0..4096, fewer than the CPU\n"
+      "                       workers\n"
       "      --num-gpus N     GPUs to use (MGPU_NUM_GPUS), 0..64\n"
       "      --devices LIST   GPU indices, e.g. 0,2 (MGPU_DEVICES)\n"
       "      --ratio R        device-to-core ratio (MGPU_DEVICE_TO_CORE_RATIO), > 0\n"
@@ -250,7 +253,7 @@ static int parse_list_opt(const char *opt, const char *v, long long lo, long lon
 
 static void parse_args(int argc, char **argv, opts_t *o) {
   enum { O_SIZE = 256, O_INT, O_MODE, O_COMPARE, O_REPEAT, O_SEED, O_NOVERIFY, O_JSON, O_INFO, O_LIST,
-         O_NUMGPUS, O_DEVICES, O_RATIO, O_MAXB, O_STREAMS, O_PINNED, O_OVERLAY, O_PLUGIN, O_TRACE, O_PLOT,
+         O_NUMGPUS, O_DEVICES, O_RATIO, O_MAXB, O_STREAMS, O_RESERVE, O_PINNED, O_OVERLAY, O_PLUGIN, O_TRACE, O_PLOT,
          O_GPUS, O_SPLIT, O_DTYPE, O_MINB, O_MAXBYTES };
   static const struct option longopts[] = {
       {"items", required_argument, 0, 'n'},   {"size", required_argument, 0, O_SIZE},
@@ -263,6 +266,7 @@ static void parse_args(int argc, char **argv, opts_t *o) {
       {"threads", required_argument, 0, 't'}, {"num-gpus", required_argument, 0, O_NUMGPUS},
       {"devices", required_argument, 0, O_DEVICES}, {"ratio", required_argument, 0, O_RATIO},
       {"max-batch", required_argument, 0, O_MAXB}, {"streams", required_argument, 0, O_STREAMS},
+      {"reserve", required_argument, 0, O_RESERVE},
       {"pinned", no_argument, 0, O_PINNED},   {"output", required_argument, 0, 'o'},
       {"overlay", no_argument, 0, O_OVERLAY}, {"plugin", required_argument, 0, O_PLUGIN},
       {"trace", required_argument, 0, O_TRACE},
@@ -306,6 +310,7 @@ static void parse_args(int argc, char **argv, opts_t *o) {
     case O_RATIO: o->cfg.device_to_core_ratio = parse_double_opt("--ratio", optarg, 0, 1e7); break;
     case O_MAXB: o->cfg.max_batch_size = parse_ll_opt("--max-batch", optarg, 1, 1LL << 40); break;
     case O_STREAMS: o->cfg.streams_per_gpu = (int)parse_ll_opt("--streams", optarg, 1, 32); break;
+    case O_RESERVE: o->cfg.reserve_threads = (int)parse_ll_opt("--reserve", optarg, 0, 4096); break;
     case O_PINNED: o->pinned = true; break;
     case 'o': o->output = optarg; break;
     case O_OVERLAY: o->overlay = true; break;
@@ -449,6 +454,15 @@ static mgpu_runtime_t *start_runtime(const opts_t *o, mgpu_sched_t mode, double 
   return rt;
 }
 
+/* MGPU_RESERVE_THREADS of runtime rt: its last CPU workers that take no item
+ * of a batch a GPU also runs. */
+static int reserve_workers(mgpu_runtime_t *rt) {
+  mgpu_setting_t s;
+  for (int i = 0; mgpu_info_setting(rt, i, &s) == MGPU_OK; i++)
+    if (!strcmp(s.name, "MGPU_RESERVE_THREADS")) return atoi(s.value);
+  return 0;
+}
+
 static void print_info(mgpu_runtime_t *rt) {
   printf("libmgpurt %s\n\nSettings (value, source):\n", mgpu_version());
   mgpu_setting_t s;
@@ -456,7 +470,10 @@ static void print_info(mgpu_runtime_t *rt) {
     printf("  %-26s %-24s %-11s %s\n", s.name, s.value, s.source, s.doc);
   const char *how;
   int cores = mgpu_usable_cores(rt, &how);
-  printf("\nCPU: %d usable cores (%s); %d CPU workers\n", cores, how, mgpu_num_cpu_workers(rt));
+  printf("\nCPU: %d usable cores (%s); %d CPU workers", cores, how, mgpu_num_cpu_workers(rt));
+  int reserve = reserve_workers(rt);
+  if (reserve) printf(", the last %d kept out of batches that GPUs also run", reserve);
+  printf("\n");
   int g = mgpu_num_gpus(rt);
   printf("GPUs: %d in use\n", g);
   for (int i = 0; i < g; i++) {
@@ -913,7 +930,8 @@ typedef struct {
   mgpu_worker_stats_t *ws;
   int ran;
   int runs; /* timed runs made (fewer than --repeat after SIGINT) */
-  int nw, ncpu; /* workers and CPU workers of the mode's runtime (defaults differ between modes) */
+  int nw, ncpu; /* workers and CPU workers of the mode's runtime (with --gpus, counts differ) */
+  int reserve;  /* of those, kept out of batches that GPUs also run */
   const char *skipped;
 } result_t;
 
@@ -949,6 +967,7 @@ static void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r,
   r->mode = mode;
   r->nw = nw;
   r->ncpu = mgpu_num_cpu_workers(rt);
+  r->reserve = reserve_workers(rt);
   r->ws = calloc((size_t)nw, sizeof *r->ws);
   double *times = calloc((size_t)o->repeat, sizeof *times);
   mgpu_stats_t st = {.worker = r->ws, .worker_cap = nw};
@@ -984,6 +1003,9 @@ static void print_workers(const result_t *r) {
            (unsigned long long)s->steals, (unsigned long long)s->retries, busy > 100 ? 100 : busy,
            (double)s->staged_bytes / (1 << 20));
   }
+  if (r->reserve > 0)
+    printf("  CPU workers %d..%d are kept out of batches that GPUs also run (MGPU_RESERVE_THREADS=%d)\n",
+           r->ncpu - r->reserve, r->ncpu - 1, r->reserve);
 }
 
 static const char *mode_name(mgpu_sched_t m) {
@@ -1002,9 +1024,9 @@ static void json_result(const result_t *r, bool last) {
     printf(", \"skipped\": \"%s\"}%s\n", r->skipped ? r->skipped : "", last ? "" : ",");
     return;
   }
-  printf(", \"runs\": %d, \"wall_s\": %.6f, \"items_per_s\": %.3f, \"cpu_workers\": %d, \"chunks\": %llu, "
-         "\"steals\": %llu, \"retries\": %llu, \"workers\": [",
-         r->runs, r->wall_s, r->throughput, r->ncpu, (unsigned long long)r->st.chunks, (unsigned long long)r->st.steals,
+  printf(", \"runs\": %d, \"wall_s\": %.6f, \"items_per_s\": %.3f, \"cpu_workers\": %d, \"reserve_workers\": %d, "
+         "\"chunks\": %llu, \"steals\": %llu, \"retries\": %llu, \"workers\": [",
+         r->runs, r->wall_s, r->throughput, r->ncpu, r->reserve, (unsigned long long)r->st.chunks, (unsigned long long)r->st.steals,
          (unsigned long long)r->st.retries);
   for (int i = 0; i < nw; i++) {
     const mgpu_worker_stats_t *s = &r->ws[i];

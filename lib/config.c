@@ -65,6 +65,10 @@ static const setting_t settings[MGPU_SET_COUNT] = {
                              "a comma-separated list of shares >= 0, one per GPU and optionally one more for the "
                              "host, not all 0, e.g. 0.6,0.4",
                              "default split of arrays across GPUs (and host) (default: equal shares of the GPUs)"},
+  [MGPU_SET_RESERVE_THREADS] = {"MGPU_RESERVE_THREADS", K_INT, 0, 4096, 0, 0, 0,
+                                "an integer in 0..4096, fewer than the CPU workers",
+                                "CPU workers kept out of batches that GPUs also run (default: a quarter of the "
+                                "cores with 4 GPUs or more and a default MGPU_NUM_THREADS, else 0)"},
 };
 
 const char *mgpu__config_name(int id) { return settings[id].name; }
@@ -78,6 +82,7 @@ MGPU_API void mgpu_config_init(mgpu_config_t *cfg) {
   if (!cfg) return;
   memset(cfg, 0, sizeof *cfg);
   cfg->num_threads = -1;
+  cfg->reserve_threads = -1;
   cfg->num_gpus = -1;
   cfg->ndevices = -1;
   cfg->device_to_core_ratio = 0;
@@ -322,6 +327,9 @@ static mgpu_status_t from_text(int id, const char *value, mgpu__config_t *c) {
   case MGPU_SET_NUM_THREADS:
     if ((rc = mgpu__parse_ll(value, s->lo, s->hi, &ll)) == 0) v->num_threads = (int)ll;
     break;
+  case MGPU_SET_RESERVE_THREADS:
+    if ((rc = mgpu__parse_ll(value, s->lo, s->hi, &ll)) == 0) v->reserve_threads = (int)ll;
+    break;
   case MGPU_SET_NUM_GPUS:
     if ((rc = mgpu__parse_ll(value, s->lo, s->hi, &ll)) == 0) v->num_gpus = (int)ll;
     break;
@@ -399,6 +407,7 @@ static mgpu_status_t from_arg(int id, const mgpu_config_t *a, mgpu__config_t *c,
   return MGPU_OK
   switch (id) {
   case MGPU_SET_NUM_THREADS: INT_FIELD(num_threads);
+  case MGPU_SET_RESERVE_THREADS: INT_FIELD(reserve_threads);
   case MGPU_SET_NUM_GPUS: INT_FIELD(num_gpus);
   case MGPU_SET_STREAMS: INT_FIELD(streams_per_gpu);
   case MGPU_SET_EMULATE_GPUS: INT_FIELD(emulate_gpus);
@@ -542,19 +551,19 @@ mgpu_status_t mgpu__config_parse(const mgpu_config_t *arg, mgpu__config_t *out) 
   return MGPU_OK;
 }
 
-/* CPU workers: undersubscribe by one core per GPU host thread, and with four
- * GPUs or more by a further quarter of the cores, which the GPUs' host-side
- * work needs: staging copies at host-memory speed for several devices at once,
- * and the driver's threads. On 4 x H200 (64 cores), 44 workers beat 60 in 8 of
- * 10 medians of steal against cpu + gpu over five workloads (one tie, one
- * loss), by 0.07 of E on average; on one H100 (16 cores), 13 or 11 workers
- * beat 15 only on one workload of five (doc/tuning.md). A run
- * on CPU workers alone (MGPU_SCHED=cpu) keeps one core per GPU only: its
- * GPUs have no work, and its throughput stays comparable with earlier runs. */
-int mgpu__default_threads(int usable_cores, int gpus, mgpu_sched_t sched) {
-  int n = usable_cores - gpus;
-  if (gpus >= 4 && sched != MGPU_SCHED_CPU) n -= usable_cores / 4;
-  return MGPU_MAX(1, n);
+/* CPU workers kept out of batches that GPUs also run. With four GPUs or more,
+ * the GPUs' host-side work needs more than the one core per GPU that the
+ * default MGPU_NUM_THREADS leaves: staging copies at host-memory speed for
+ * several devices at once, and the driver's threads. On 4 x H200 (64 cores),
+ * 44 workers in such batches beat 60 in 8 of 10 medians of steal against
+ * cpu + gpu over five workloads (one tie, one loss), by 0.07 of E on average;
+ * on one H100 (16 cores), 13 or 11 workers beat 15 on one workload of five
+ * (doc/tuning.md). Kept as workers rather than not started, they still run
+ * kernels without a GPU function (a pipeline's CPU stage, mgpu_parallel_for)
+ * on every core, and help with the staging copies. */
+int mgpu__default_reserve(int usable_cores, int gpus, int threads) {
+  if (gpus < 4) return 0;
+  return MGPU_MAX(0, MGPU_MIN(usable_cores / 4, threads - 1));
 }
 
 mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visible_gpus) {
@@ -593,15 +602,29 @@ mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visi
   }
   if (c->source[MGPU_SET_DEVICES] == MGPU_SRC_DEFAULT) c->source[MGPU_SET_DEVICES] = MGPU_SRC_DERIVED;
 
-  if (v->num_threads < 0) {
-    v->num_threads = mgpu__default_threads(usable_cores, v->num_gpus, v->sched);
+  /* CPU workers: undersubscribe by one core per GPU host thread. */
+  bool threads_derived = v->num_threads < 0;
+  if (threads_derived) {
+    v->num_threads = MGPU_MAX(1, usable_cores - v->num_gpus);
     c->source[MGPU_SET_NUM_THREADS] = MGPU_SRC_DERIVED;
   }
   if (v->num_threads == 0 && v->num_gpus == 0)
     return mgpu__fail(MGPU_EINVAL, "MGPU_NUM_THREADS=0 leaves no worker: it needs at least one GPU, and none is used");
+  /* A thread count of the user's own is taken as it is: no reserve unless asked. */
+  if (v->reserve_threads < 0) {
+    v->reserve_threads = threads_derived ? mgpu__default_reserve(usable_cores, v->num_gpus, v->num_threads) : 0;
+    c->source[MGPU_SET_RESERVE_THREADS] = MGPU_SRC_DERIVED;
+  } else if (v->reserve_threads > 0 && v->reserve_threads >= v->num_threads) {
+    char most[32] = "0";
+    if (v->num_threads > 1) snprintf(most, sizeof most, "0..%d", v->num_threads - 1);
+    return mgpu__fail(MGPU_EINVAL, "MGPU_RESERVE_THREADS=%d leaves no CPU worker for batches that GPUs also run: "
+                                   "expected %s with %d CPU workers (MGPU_NUM_THREADS)",
+                      v->reserve_threads, most, v->num_threads);
+  }
 
   /* Text of every effective value, for mgpu_info_setting. */
   snprintf(c->text[MGPU_SET_NUM_THREADS], sizeof c->text[0], "%d", v->num_threads);
+  snprintf(c->text[MGPU_SET_RESERVE_THREADS], sizeof c->text[0], "%d", v->reserve_threads);
   snprintf(c->text[MGPU_SET_NUM_GPUS], sizeof c->text[0], "%d", v->num_gpus);
   char *t = c->text[MGPU_SET_DEVICES];
   t[0] = '\0';

@@ -127,6 +127,10 @@ typedef struct mgpu_config {
   int ntensor_split;
   double tensor_split[MGPU_MAX_DEVICES + 1];
   int ignore_env;             /**< 1: ignore MGPU_* environment variables */
+  /** MGPU_RESERVE_THREADS: CPU workers kept out of batches that GPUs also run
+   *  (they run kernels without a GPU function, mgpu_parallel_for, and help with
+   *  staging copies), 0..4096 and fewer than num_threads; -1 = unset. */
+  int reserve_threads;
 } mgpu_config_t;
 
 /** Fill *cfg with "unset" in every field. */

@@ -64,6 +64,7 @@ enum {
   MGPU_SET_EMULATE_MEM,
   MGPU_SET_FAULT_INJECT,
   MGPU_SET_TENSOR_SPLIT,
+  MGPU_SET_RESERVE_THREADS,
   MGPU_SET_COUNT
 };
 
@@ -79,8 +80,9 @@ typedef struct {
 mgpu_status_t mgpu__config_parse(const mgpu_config_t *arg, mgpu__config_t *out);
 /* Checks that need the machine (device indices) and fills derived defaults. */
 mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visible_gpus);
-/* Default MGPU_NUM_THREADS for usable_cores cores driving gpus GPUs under sched. */
-int mgpu__default_threads(int usable_cores, int gpus, mgpu_sched_t sched);
+/* Default MGPU_RESERVE_THREADS for usable_cores cores driving gpus GPUs with
+ * threads CPU workers (a default count). */
+int mgpu__default_reserve(int usable_cores, int gpus, int threads);
 /* Warn about MGPU_* variables that are not known, naming the nearest known one. */
 void mgpu__config_warn_unknown(char **envp);
 const char *mgpu__config_name(int id);
@@ -230,6 +232,7 @@ struct mgpu__worker {
   int id;
   mgpu_worker_kind_t kind;
   int gpu;                 /* runtime GPU number, -1 for CPU */
+  bool reserve;            /* a CPU worker kept out of batches that a live GPU can run (MGPU_RESERVE_THREADS) */
   _Atomic int retired;
   _Atomic uint64_t items, chunks, steals, retries; /* cumulative */
   _Atomic uint64_t busy_ns;

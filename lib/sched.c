@@ -71,7 +71,9 @@ static bool any_live_gpu(const mgpu_runtime_t *rt) {
 
 static bool eligible(const mgpu_runtime_t *rt, const mgpu__batch_t *b, const mgpu__worker_t *w) {
   if (w->kind == MGPU_WORKER_GPU) return b->gpu_ok && worker_alive(w);
-  /* CPU workers also take GPU-only work once no GPU is left to do it. */
+  /* Reserve workers take a batch that GPUs also run only once no GPU is left
+   * to do it; so do all CPU workers with GPU-only work. */
+  if (w->reserve && b->gpu_ok && any_live_gpu(rt)) return false;
   return (b->cpu_ok && !b->cpu_out) || (b->gpu_ok && !any_live_gpu(rt));
 }
 

@@ -11,7 +11,8 @@ static mgpu_status_t parse_env(const char *name, const char *value, mgpu__config
   static const char *const all[] = {"MGPU_NUM_THREADS", "MGPU_NUM_GPUS", "MGPU_DEVICES", "MGPU_DEVICE_TO_CORE_RATIO",
                                     "MGPU_MAX_BATCH_SIZE", "MGPU_STREAMS_PER_GPU", "MGPU_SCHED", "MGPU_STATS",
                                     "MGPU_TRACE", "MGPU_DEBUG", "MGPU_EMULATE_GPUS", "MGPU_EMULATE_SPEED",
-                                    "MGPU_EMULATE_MEM", "MGPU_FAULT_INJECT", "MGPU_TENSOR_SPLIT"};
+                                    "MGPU_EMULATE_MEM", "MGPU_FAULT_INJECT", "MGPU_TENSOR_SPLIT",
+                                    "MGPU_RESERVE_THREADS"};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) unsetenv(all[i]);
   if (value) setenv(name, value, 1);
   mgpu__log_set_level(MGPU_LOG_NONE);
@@ -33,6 +34,9 @@ static const env_case_t env_cases[] = {
     {"MGPU_NUM_THREADS", "   ", 0},    {"MGPU_NUM_THREADS", "4x", 0},
     {"MGPU_NUM_THREADS", "4 4", 0},    {"MGPU_NUM_THREADS", "99999999999999999999999", 0},
     {"MGPU_NUM_THREADS", "0x10", 0},   {"MGPU_NUM_THREADS", "1.5", 0},
+    {"MGPU_RESERVE_THREADS", "0", 1},  {"MGPU_RESERVE_THREADS", "4096", 1},
+    {"MGPU_RESERVE_THREADS", "-1", 0}, {"MGPU_RESERVE_THREADS", "4097", 0},
+    {"MGPU_RESERVE_THREADS", "x", 0},  {"MGPU_RESERVE_THREADS", "", 0},
     {"MGPU_NUM_GPUS", "0", 1},         {"MGPU_NUM_GPUS", "64", 1},
     {"MGPU_NUM_GPUS", "65", 0},        {"MGPU_NUM_GPUS", "-2", 0},
     {"MGPU_NUM_GPUS", "two", 0},       {"MGPU_NUM_GPUS", "", 0},
@@ -209,21 +213,34 @@ START_TEST(test_resolve) {
   parse_env("MGPU_NUM_THREADS", NULL, &c);
   ck_assert_int_eq(mgpu__config_resolve(&c, 8, 0), MGPU_OK);
   ck_assert_int_eq(c.v.num_threads, 8);
-  /* Four GPUs or more: a further quarter of the cores stays free, except for
-   * a run on CPU workers alone. */
+  /* Four GPUs or more: a quarter of the cores is kept out of batches that
+   * GPUs also run, but only when the thread count is the default. */
   parse_env("MGPU_NUM_THREADS", NULL, &c);
   ck_assert_int_eq(mgpu__config_resolve(&c, 64, 4), MGPU_OK);
-  ck_assert_int_eq(c.v.num_threads, 44);
+  ck_assert_int_eq(c.v.num_threads, 60);
+  ck_assert_int_eq(c.v.reserve_threads, 16);
+  ck_assert_int_eq(c.source[MGPU_SET_RESERVE_THREADS], MGPU_SRC_DERIVED);
   parse_env("MGPU_NUM_THREADS", NULL, &c);
   ck_assert_int_eq(mgpu__config_resolve(&c, 64, 3), MGPU_OK);
   ck_assert_int_eq(c.v.num_threads, 61);
-  parse_env("MGPU_SCHED", "cpu", &c);
+  ck_assert_int_eq(c.v.reserve_threads, 0);
+  parse_env("MGPU_NUM_THREADS", "60", &c);
   ck_assert_int_eq(mgpu__config_resolve(&c, 64, 4), MGPU_OK);
-  ck_assert_int_eq(c.v.num_threads, 60);
-  ck_assert_int_eq(mgpu__default_threads(128, 8, MGPU_SCHED_STEAL), 88);
-  ck_assert_int_eq(mgpu__default_threads(16, 1, MGPU_SCHED_UNSET), 15);
-  ck_assert_int_eq(mgpu__default_threads(8, 4, MGPU_SCHED_GPU), 2);
-  ck_assert_int_eq(mgpu__default_threads(4, 4, MGPU_SCHED_STEAL), 1);
+  ck_assert_int_eq(c.v.reserve_threads, 0);
+  parse_env("MGPU_RESERVE_THREADS", "3", &c);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 16, 1), MGPU_OK);
+  ck_assert_int_eq(c.v.num_threads, 15);
+  ck_assert_int_eq(c.v.reserve_threads, 3);
+  ck_assert_int_eq(c.source[MGPU_SET_RESERVE_THREADS], MGPU_SRC_ENV);
+  /* At least one worker must stay for batches that GPUs also run. */
+  parse_env("MGPU_RESERVE_THREADS", "15", &c);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 16, 1), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "MGPU_RESERVE_THREADS=15"));
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "expected 0..14 with 15 CPU workers"));
+  ck_assert_int_eq(mgpu__default_reserve(128, 8, 120), 32);
+  ck_assert_int_eq(mgpu__default_reserve(16, 1, 15), 0);
+  ck_assert_int_eq(mgpu__default_reserve(8, 4, 4), 2);
+  ck_assert_int_eq(mgpu__default_reserve(4, 4, 1), 0);
   /* A device that does not exist. */
   parse_env("MGPU_DEVICES", "0,3", &c);
   ck_assert_int_eq(mgpu__config_resolve(&c, 8, 2), MGPU_EINVAL);

@@ -36,6 +36,12 @@ expect 2 "--threads '4097'" -- "$run" -t 4097 --info
 expect 2 "--num-gpus '65'" -- "$run" --num-gpus 65 --info
 expect 2 "--max-batch '0'" -- "$run" --max-batch 0 --info
 expect 2 "--streams '33'" -- "$run" --streams 33 --info
+expect 2 "--reserve '-1'" -- "$run" --reserve -1 --info
+expect 2 "MGPU_RESERVE_THREADS=3 leaves no CPU worker" -- "$run" --threads 3 --reserve 3 --info
+expect 2 "MGPU_RESERVE_THREADS='x'" -- env MGPU_RESERVE_THREADS=x "$run" --info
+# Reserve workers take nothing of a batch that a GPU also runs; the report says so.
+expect 0 "CPU workers 1..2 are kept out of batches that GPUs also run" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --repeat 1 --threads 3 --reserve 2
+expect 0 "the last 2 kept out" -- env MGPU_EMULATE_GPUS=1 "$run" --info --threads 3 --reserve 2
 expect 2 "--streams ''" -- "$run" --streams "" --info
 expect 2 "--ratio 'nan'" -- "$run" --ratio nan --info
 expect 2 "--devices" -- "$run" --devices 1, --info
@@ -118,6 +124,7 @@ assert {r["mode"] for r in d["results"]} == {"cpu", "gpu", "static", "steal"}
 for r in d["results"]:
     assert r["ran"] and sum(w["items"] for w in r["workers"]) == 3000, r
     assert r["cpu_workers"] == sum(w["kind"] == "cpu" for w in r["workers"]) == 1, r
+    assert r["reserve_workers"] == 0, r
 assert d["verification"]["failed"] == 0 and d["verification"]["checked"] > 0
 assert "MGPU_NUM_THREADS" in d["config"] and d["efficiency"] > 0
 ' && printf '%s' "$out" | python3 -c "$schema_keys"; then ok; else bad "--json output does not parse, lacks fields or has undocumented keys: $out"; fi

@@ -223,6 +223,42 @@ START_TEST(test_cpus_sit_out) {
 }
 END_TEST
 
+/* Reserve workers (MGPU_RESERVE_THREADS) take no item of a batch that a GPU
+ * also runs, and their share of a batch without a GPU function. */
+START_TEST(test_reserve_workers) {
+  mgpu_config_t cfg = mgpu_test_config(3, 1);
+  cfg.emulate_speed = 1e5;
+  cfg.reserve_threads = 2;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  mgpu_worker_stats_t ws[4];
+  for (int rep = 0; rep < 3; rep++) {
+    run_sleep(rt, 4000, 50e-6, ws, 4, NULL);
+    printf("reserve: GPU batch: items %llu %llu %llu, gpu %llu\n", (unsigned long long)ws[0].items,
+           (unsigned long long)ws[1].items, (unsigned long long)ws[2].items, (unsigned long long)ws[3].items);
+    ck_assert_uint_eq(ws[1].items + ws[2].items, 0);
+    ck_assert_uint_eq(ws[0].items + ws[3].items, 4000);
+  }
+  /* The same work without a GPU function: every CPU worker takes part. */
+  static const mgpu_kernel_t cpu_only = {.name = "sleep-cpu", .cpu = sleep_cpu, .nin = 0, .nout = 1, .out_size = {4}};
+  const size_t n = 3000;
+  uint32_t *out = malloc(4 * n);
+  sleep_arg_t a = {100e-6};
+  mgpu_batch_t b = {.kernel = &cpu_only, .n = n, .out = {out}, .arg = &a, .arg_size = sizeof a};
+  mgpu_stats_t st = {.worker = ws, .worker_cap = 4};
+  ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
+  for (size_t i = 0; i < n; i++)
+    if (out[i] != ((uint32_t)i ^ 0x5a5a5a5au)) ck_abort_msg("item %zu wrong", i);
+  printf("reserve: CPU-only batch: items %llu %llu %llu\n", (unsigned long long)ws[0].items,
+         (unsigned long long)ws[1].items, (unsigned long long)ws[2].items);
+  ck_assert_uint_gt(ws[1].items, 0);
+  ck_assert_uint_gt(ws[2].items, 0);
+  ck_assert_uint_eq(ws[0].items + ws[1].items + ws[2].items, n);
+  free(out);
+  mgpu_finalize(rt);
+}
+END_TEST
+
 /* Items of irregular cost (a block of items 40x dearer on a CPU, like the
  * middle of the Mandelbrot set) and a GPU 20x faster than a CPU worker on
  * average: stealing must not let a CPU worker strand the batch on a dear item,
@@ -486,6 +522,7 @@ int main(void) {
   tcase_add_test(tc, test_static_shares);
   tcase_add_test(tc, test_tail_rule);
   tcase_add_test(tc, test_cpus_sit_out);
+  tcase_add_test(tc, test_reserve_workers);
   tcase_add_test(tc, test_balance);
   tcase_add_test(tc, test_balance_irregular_first_batch);
   tcase_add_test(tc, test_irregular_tail);
