@@ -986,25 +986,11 @@ static void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r,
   free(times);
 }
 
+/* The per-worker table of the mode's last timed run: the library's own. */
 static void print_workers(const result_t *r) {
-  int nw = r->nw;
-  uint64_t total = 0;
-  for (int i = 0; i < nw; i++) total += r->ws[i].items;
-  printf("  %-7s %-6s %12s %7s %8s %7s %8s %6s %11s\n", "worker", "kind", "items", "share", "chunks", "steals",
-         "retries", "busy", "staged MiB");
-  for (int i = 0; i < nw; i++) {
-    const mgpu_worker_stats_t *s = &r->ws[i];
-    char kind[16];
-    if (s->kind == MGPU_WORKER_GPU) snprintf(kind, sizeof kind, "gpu%d", s->device);
-    else snprintf(kind, sizeof kind, "cpu");
-    double busy = r->st.wall_s > 0 ? 100 * s->busy_s / r->st.wall_s : 0;
-    printf("  %-7d %-6s %12llu %6.1f%% %8llu %7llu %8llu %5.0f%% %11.1f\n", i, kind, (unsigned long long)s->items,
-           total ? 100.0 * (double)s->items / (double)total : 0, (unsigned long long)s->chunks,
-           (unsigned long long)s->steals, (unsigned long long)s->retries, busy > 100 ? 100 : busy,
-           (double)s->staged_bytes / (1 << 20));
-  }
+  mgpu_stats_print(NULL, &r->st, stdout);
   if (r->reserve > 0)
-    printf("  CPU workers %d..%d are kept out of batches that GPUs also run (MGPU_RESERVE_THREADS=%d)\n",
+    printf("CPU workers %d..%d are kept out of batches that GPUs also run (MGPU_RESERVE_THREADS=%d)\n",
            r->ncpu - r->reserve, r->ncpu - 1, r->reserve);
 }
 
