@@ -141,9 +141,10 @@ static void help(void) {
       "\n"
       "Runtime options (each overrides its environment variable):\n"
       "  -t, --threads N      CPU workers (MGPU_NUM_THREADS), 0..4096\n"
-      "      --reserve N      CPU workers kept out of batches that GPUs also run\n"
+      "      --reserve N|auto CPU workers kept out of batches that GPUs also run\n"
       "                       (MGPU_RESERVE_THREADS), 0..4096, fewer than the CPU\n"
-      "                       workers\n"
+      "                       workers; auto: 0 or a quarter of them, whichever\n"
+      "                       each kernel's timed batches find faster\n"
       "      --num-gpus N     GPUs to use (MGPU_NUM_GPUS), 0..64\n"
       "      --devices LIST   GPU indices, e.g. 0,2 (MGPU_DEVICES)\n"
       "      --ratio R        device-to-core ratio (MGPU_DEVICE_TO_CORE_RATIO), > 0\n"
@@ -310,7 +311,10 @@ static void parse_args(int argc, char **argv, opts_t *o) {
     case O_RATIO: o->cfg.device_to_core_ratio = parse_double_opt("--ratio", optarg, 0, 1e7); break;
     case O_MAXB: o->cfg.max_batch_size = parse_ll_opt("--max-batch", optarg, 1, 1LL << 40); break;
     case O_STREAMS: o->cfg.streams_per_gpu = (int)parse_ll_opt("--streams", optarg, 1, 32); break;
-    case O_RESERVE: o->cfg.reserve_threads = (int)parse_ll_opt("--reserve", optarg, 0, 4096); break;
+    case O_RESERVE:
+      o->cfg.reserve_threads = strcmp(optarg, "auto") == 0 ? MGPU_RESERVE_AUTO
+                                                            : (int)parse_ll_opt("--reserve", optarg, 0, 4096);
+      break;
     case O_PINNED: o->pinned = true; break;
     case 'o': o->output = optarg; break;
     case O_OVERLAY: o->overlay = true; break;
@@ -454,13 +458,14 @@ static mgpu_runtime_t *start_runtime(const opts_t *o, mgpu_sched_t mode, double 
   return rt;
 }
 
-/* MGPU_RESERVE_THREADS of runtime rt: its last CPU workers that take no item
- * of a batch a GPU also runs. */
-static int reserve_workers(mgpu_runtime_t *rt) {
-  mgpu_setting_t s;
+/* MGPU_RESERVE_THREADS of runtime rt, as --info shows it: a count of its
+ * last CPU workers that take no item of a batch a GPU also runs, or "auto
+ * (0 or N per kernel)". */
+static const char *reserve_setting(mgpu_runtime_t *rt) {
+  static mgpu_setting_t s;
   for (int i = 0; mgpu_info_setting(rt, i, &s) == MGPU_OK; i++)
-    if (!strcmp(s.name, "MGPU_RESERVE_THREADS")) return atoi(s.value);
-  return 0;
+    if (!strcmp(s.name, "MGPU_RESERVE_THREADS")) return s.value;
+  return "0";
 }
 
 static void print_info(mgpu_runtime_t *rt) {
@@ -471,8 +476,13 @@ static void print_info(mgpu_runtime_t *rt) {
   const char *how;
   int cores = mgpu_usable_cores(rt, &how);
   printf("\nCPU: %d usable cores (%s); %d CPU workers", cores, how, mgpu_num_cpu_workers(rt));
-  int reserve = reserve_workers(rt);
-  if (reserve) printf(", the last %d kept out of batches that GPUs also run", reserve);
+  const char *reserve = reserve_setting(rt);
+  int most;
+  if (sscanf(reserve, "auto (0 or %d", &most) == 1)
+    printf(", the last %d kept out of a kernel's batches that GPUs also run where its timed batches find that "
+           "faster (MGPU_RESERVE_THREADS=auto)", most);
+  else if (atoi(reserve))
+    printf(", the last %d kept out of batches that GPUs also run", atoi(reserve));
   printf("\n");
   int g = mgpu_num_gpus(rt);
   printf("GPUs: %d in use\n", g);
@@ -931,7 +941,8 @@ typedef struct {
   int ran;
   int runs; /* timed runs made (fewer than --repeat after SIGINT) */
   int nw, ncpu; /* workers and CPU workers of the mode's runtime (with --gpus, counts differ) */
-  int reserve;  /* of those, kept out of batches that GPUs also run */
+  int reserve;  /* of those, kept out of the last timed run (a batch that GPUs also run) */
+  bool reserve_auto; /* MGPU_RESERVE_THREADS=auto */
   const char *skipped;
 } result_t;
 
@@ -967,7 +978,7 @@ static void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r,
   r->mode = mode;
   r->nw = nw;
   r->ncpu = mgpu_num_cpu_workers(rt);
-  r->reserve = reserve_workers(rt);
+  r->reserve_auto = !strncmp(reserve_setting(rt), "auto", 4);
   r->ws = calloc((size_t)nw, sizeof *r->ws);
   double *times = calloc((size_t)o->repeat, sizeof *times);
   mgpu_stats_t st = {.worker = r->ws, .worker_cap = nw};
@@ -982,6 +993,7 @@ static void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r,
   r->wall_s = times[done / 2];
   r->throughput = r->wall_s > 0 ? (double)w->n / r->wall_s : 0;
   r->st = st;
+  r->reserve = st.reserve_workers;
   r->ran = 1;
   free(times);
 }
@@ -989,7 +1001,10 @@ static void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r,
 /* The per-worker table of the mode's last timed run: the library's own. */
 static void print_workers(const result_t *r) {
   mgpu_stats_print(NULL, &r->st, stdout);
-  if (r->reserve > 0)
+  if (r->reserve > 0 && r->reserve_auto)
+    printf("CPU workers %d..%d were kept out of the last run: this kernel's timed batches were faster so "
+           "(MGPU_RESERVE_THREADS=auto)\n", r->ncpu - r->reserve, r->ncpu - 1);
+  else if (r->reserve > 0)
     printf("CPU workers %d..%d are kept out of batches that GPUs also run (MGPU_RESERVE_THREADS=%d)\n",
            r->ncpu - r->reserve, r->ncpu - 1, r->reserve);
 }
@@ -1011,8 +1026,8 @@ static void json_result(const result_t *r, bool last) {
     return;
   }
   printf(", \"runs\": %d, \"wall_s\": %.6f, \"items_per_s\": %.3f, \"cpu_workers\": %d, \"reserve_workers\": %d, "
-         "\"chunks\": %llu, \"steals\": %llu, \"retries\": %llu, \"workers\": [",
-         r->runs, r->wall_s, r->throughput, r->ncpu, r->reserve, (unsigned long long)r->st.chunks, (unsigned long long)r->st.steals,
+         "\"reserve_auto\": %s, \"chunks\": %llu, \"steals\": %llu, \"retries\": %llu, \"workers\": [",
+         r->runs, r->wall_s, r->throughput, r->ncpu, r->reserve, r->reserve_auto ? "true" : "false", (unsigned long long)r->st.chunks, (unsigned long long)r->st.steals,
          (unsigned long long)r->st.retries);
   for (int i = 0; i < nw; i++) {
     const mgpu_worker_stats_t *s = &r->ws[i];

@@ -97,6 +97,7 @@ MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *d, si
 
   mgpu__batch_t *b = calloc(1, sizeof *b);
   if (!b) return mgpu__fail(MGPU_ENOMEM, "mgpu_submit: out of memory");
+  b->reserve_level = -1; /* set when it starts (mgpu__activate) */
   b->nworkers = rt->nworkers;
   b->ranges = calloc((size_t)rt->nworkers, sizeof *b->ranges);
   b->wstats = calloc((size_t)rt->nworkers, sizeof *b->wstats);
@@ -198,6 +199,7 @@ static void fill_stats(const mgpu__batch_t *b, mgpu_stats_t *s) {
   s->failed_first = b->failed_first;
   s->failed_count = b->failed_count;
   s->nworkers = b->nworkers;
+  s->reserve_workers = b->nreserve;
   for (int i = 0; i < b->nworkers; i++) {
     const mgpu_worker_stats_t *w = &b->wstats[i];
     s->items += w->items;

@@ -66,9 +66,10 @@ static const setting_t settings[MGPU_SET_COUNT] = {
                              "host, not all 0, e.g. 0.6,0.4",
                              "default split of arrays across GPUs (and host) (default: equal shares of the GPUs)"},
   [MGPU_SET_RESERVE_THREADS] = {"MGPU_RESERVE_THREADS", K_INT, 0, 4096, 0, 0, 0,
-                                "an integer in 0..4096, fewer than the CPU workers",
-                                "CPU workers kept out of batches that GPUs also run (default: a quarter of the "
-                                "cores with 4 GPUs or more and a default MGPU_NUM_THREADS, else 0)"},
+                                "an integer in 0..4096, fewer than the CPU workers, or auto (MGPU_RESERVE_AUTO)",
+                                "CPU workers kept out of batches that GPUs also run; auto: learned per kernel, 0 or "
+                                "a quarter of the workers (default: auto with 4 GPUs or more and a default "
+                                "MGPU_NUM_THREADS, else 0)"},
 };
 
 const char *mgpu__config_name(int id) { return settings[id].name; }
@@ -328,7 +329,8 @@ static mgpu_status_t from_text(int id, const char *value, mgpu__config_t *c) {
     if ((rc = mgpu__parse_ll(value, s->lo, s->hi, &ll)) == 0) v->num_threads = (int)ll;
     break;
   case MGPU_SET_RESERVE_THREADS:
-    if ((rc = mgpu__parse_ll(value, s->lo, s->hi, &ll)) == 0) v->reserve_threads = (int)ll;
+    if (strcmp(value, "auto") == 0) v->reserve_threads = MGPU_RESERVE_AUTO, rc = 0;
+    else if ((rc = mgpu__parse_ll(value, s->lo, s->hi, &ll)) == 0) v->reserve_threads = (int)ll;
     break;
   case MGPU_SET_NUM_GPUS:
     if ((rc = mgpu__parse_ll(value, s->lo, s->hi, &ll)) == 0) v->num_gpus = (int)ll;
@@ -407,7 +409,13 @@ static mgpu_status_t from_arg(int id, const mgpu_config_t *a, mgpu__config_t *c,
   return MGPU_OK
   switch (id) {
   case MGPU_SET_NUM_THREADS: INT_FIELD(num_threads);
-  case MGPU_SET_RESERVE_THREADS: INT_FIELD(reserve_threads);
+  case MGPU_SET_RESERVE_THREADS:
+    if (a->reserve_threads == MGPU_RESERVE_AUTO) {
+      v->reserve_threads = MGPU_RESERVE_AUTO;
+      *set = true;
+      return MGPU_OK;
+    }
+    INT_FIELD(reserve_threads);
   case MGPU_SET_NUM_GPUS: INT_FIELD(num_gpus);
   case MGPU_SET_STREAMS: INT_FIELD(streams_per_gpu);
   case MGPU_SET_EMULATE_GPUS: INT_FIELD(emulate_gpus);
@@ -552,19 +560,25 @@ mgpu_status_t mgpu__config_parse(const mgpu_config_t *arg, mgpu__config_t *out) 
 }
 
 /* CPU workers kept out of batches that GPUs also run. With four GPUs or more,
- * the GPUs' host-side work needs more than the one core per GPU that the
+ * the GPUs' host-side work can need more than the one core per GPU that the
  * default MGPU_NUM_THREADS leaves: staging copies at host-memory speed for
  * several devices at once, and the driver's threads. On 4 x H200 (64 cores),
  * 44 workers in such batches beat 60 in 8 of 10 medians of steal against
- * cpu + gpu over five workloads (one tie, one loss), by 0.07 of E on average;
- * on one H100 (16 cores), 13 or 11 workers beat 15 on one workload of five
- * (doc/tuning.md). Kept as workers rather than not started, they still run
- * kernels without a GPU function (a pipeline's CPU stage, mgpu_parallel_for)
- * on every core, and help with the staging copies. */
-int mgpu__default_reserve(int usable_cores, int gpus, int threads) {
-  if (gpus < 4) return 0;
-  return MGPU_MAX(0, MGPU_MIN(usable_cores / 4, threads - 1));
+ * cpu + gpu over five workloads, by 0.07 of E on average; on a third machine
+ * of the same kind 60 beat 44-and-16-reserve by 2-15%; on one H100 (16 cores)
+ * 13 or 11 workers beat 15 on one workload of five and lost on two
+ * (doc/tuning.md). Neither count is right everywhere, so the default with
+ * four GPUs or more is auto: the runtime times each kernel's batches both ways
+ * and keeps the faster (sched.c). Kept as workers rather than not started,
+ * reserve workers still run kernels without a GPU function (a pipeline's CPU
+ * stage, mgpu_parallel_for) on every core, and help with the staging copies. */
+int mgpu__default_reserve(int gpus, bool threads_derived) {
+  return threads_derived && gpus >= 4 ? MGPU_RESERVE_AUTO : 0;
 }
+
+/* The reserve that auto tries against none: a quarter of the CPU workers,
+ * leaving at least one; 0 (nothing to try) with fewer than two workers. */
+int mgpu__auto_reserve(int threads) { return threads >= 2 ? MGPU_MAX(1, threads / 4) : 0; }
 
 mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visible_gpus) {
   mgpu_config_t *v = &c->v;
@@ -611,8 +625,8 @@ mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visi
   if (v->num_threads == 0 && v->num_gpus == 0)
     return mgpu__fail(MGPU_EINVAL, "MGPU_NUM_THREADS=0 leaves no worker: it needs at least one GPU, and none is used");
   /* A thread count of the user's own is taken as it is: no reserve unless asked. */
-  if (v->reserve_threads < 0) {
-    v->reserve_threads = threads_derived ? mgpu__default_reserve(usable_cores, v->num_gpus, v->num_threads) : 0;
+  if (v->reserve_threads == -1) {
+    v->reserve_threads = mgpu__default_reserve(v->num_gpus, threads_derived);
     c->source[MGPU_SET_RESERVE_THREADS] = MGPU_SRC_DERIVED;
   } else if (v->reserve_threads > 0 && v->reserve_threads >= v->num_threads) {
     char most[32] = "0";
@@ -622,9 +636,16 @@ mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visi
                       v->reserve_threads, most, v->num_threads);
   }
 
+  /* Fewer than two CPU workers: auto has nothing to try. */
+  if (v->reserve_threads == MGPU_RESERVE_AUTO && mgpu__auto_reserve(v->num_threads) == 0) v->reserve_threads = 0;
+
   /* Text of every effective value, for mgpu_info_setting. */
   snprintf(c->text[MGPU_SET_NUM_THREADS], sizeof c->text[0], "%d", v->num_threads);
-  snprintf(c->text[MGPU_SET_RESERVE_THREADS], sizeof c->text[0], "%d", v->reserve_threads);
+  if (v->reserve_threads == MGPU_RESERVE_AUTO)
+    snprintf(c->text[MGPU_SET_RESERVE_THREADS], sizeof c->text[0], "auto (0 or %d per kernel)",
+             mgpu__auto_reserve(v->num_threads));
+  else
+    snprintf(c->text[MGPU_SET_RESERVE_THREADS], sizeof c->text[0], "%d", v->reserve_threads);
   snprintf(c->text[MGPU_SET_NUM_GPUS], sizeof c->text[0], "%d", v->num_gpus);
   char *t = c->text[MGPU_SET_DEVICES];
   t[0] = '\0';

@@ -129,9 +129,15 @@ typedef struct mgpu_config {
   int ignore_env;             /**< 1: ignore MGPU_* environment variables */
   /** MGPU_RESERVE_THREADS: CPU workers kept out of batches that GPUs also run
    *  (they run kernels without a GPU function, mgpu_parallel_for, and help with
-   *  staging copies), 0..4096 and fewer than num_threads; -1 = unset. */
+   *  staging copies), 0..4096 and fewer than num_threads; MGPU_RESERVE_AUTO to
+   *  learn per kernel whether keeping a quarter of them out is faster; -1 = unset. */
   int reserve_threads;
 } mgpu_config_t;
+
+/** mgpu_config_t.reserve_threads (MGPU_RESERVE_THREADS=auto): for each
+ *  kernel, time its batches with and without the last quarter of the CPU
+ *  workers and keep the faster. */
+#define MGPU_RESERVE_AUTO (-2)
 
 /** Fill *cfg with "unset" in every field. */
 MGPU_API void mgpu_config_init(mgpu_config_t *cfg);
@@ -284,6 +290,9 @@ typedef struct {
   int nworkers;
   int worker_cap;
   mgpu_worker_stats_t *worker;
+  /** batch: CPU workers kept out of it because GPUs also run it (the last
+   *  ones; MGPU_RESERVE_THREADS); runtime stats: 0 */
+  int reserve_workers;
 } mgpu_stats_t;
 
 /* ------------------------------------------------------------------------- */

@@ -82,7 +82,8 @@ mgpu_status_t mgpu__config_parse(const mgpu_config_t *arg, mgpu__config_t *out);
 mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visible_gpus);
 /* Default MGPU_RESERVE_THREADS for usable_cores cores driving gpus GPUs with
  * threads CPU workers (a default count). */
-int mgpu__default_reserve(int usable_cores, int gpus, int threads);
+int mgpu__default_reserve(int gpus, bool threads_derived);
+int mgpu__auto_reserve(int threads);
 /* Warn about MGPU_* variables that are not known, naming the nearest known one. */
 void mgpu__config_warn_unknown(char **envp);
 const char *mgpu__config_name(int id);
@@ -184,6 +185,12 @@ typedef struct mgpu__model {
   _Atomic uint64_t *samples;
   double *items_sum, *time_sum; /* decayed sums; slot w written by worker w only */
   _Atomic double *slow;     /* slowest recent chunk rate per worker (items/s) */
+  /* MGPU_RESERVE_THREADS=auto, under rt->lock: batch throughput (items/s) of
+   * this kernel with all CPU workers in [0] and with the reserve out [1]. */
+  double reserve_rate[2];
+  int reserve_runs[2];          /* batches timed for each */
+  uint64_t reserve_batches;     /* GPU batches started under auto */
+  size_t reserve_n;             /* batch size the rates are for */
   struct mgpu__model *next;
 } mgpu__model_t;
 
@@ -232,7 +239,6 @@ struct mgpu__worker {
   int id;
   mgpu_worker_kind_t kind;
   int gpu;                 /* runtime GPU number, -1 for CPU */
-  bool reserve;            /* a CPU worker kept out of batches that a live GPU can run (MGPU_RESERVE_THREADS) */
   _Atomic int retired;
   _Atomic uint64_t items, chunks, steals, retries; /* cumulative */
   _Atomic uint64_t busy_ns;
@@ -361,6 +367,8 @@ struct mgpu__batch {
   bool cpu_ok, gpu_ok;     /* which worker kinds may take items */
   bool steal_ok;           /* false in static mode */
   bool cpu_out;            /* CPU workers sit this batch out (mgpu__activate) */
+  int nreserve;            /* the last CPU workers kept out while a GPU lives (MGPU_RESERVE_THREADS) */
+  int reserve_level;       /* auto: 0 none or 1 the reserve out, timed for the model; -1 not timed */
   mgpu__model_t *model;
   mgpu__range_t *ranges;   /* [nworkers] */
   _Atomic size_t remaining; /* items not yet completed */
@@ -441,6 +449,12 @@ mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k); /* r
  * device's chunk cut short, the items the model asked for (else
  * 0); a cut chunk that shows a lower rate in less than the planned chunk's
  * time is not learnt. */
+/* MGPU_RESERVE_THREADS=auto: whether a batch of n items keeps the reserve
+ * out (1) or not (0), and whether its time is to be learnt (*record);
+ * mgpu__reserve_learn takes the items/s of a recorded batch. Under rt->lock. */
+#define MGPU_RESERVE_REFRESH 16
+int mgpu__reserve_pick(mgpu__model_t *m, size_t n, bool *record);
+void mgpu__reserve_learn(mgpu__model_t *m, int level, double items_per_s);
 void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, size_t planned);
 void mgpu__models_free(mgpu_runtime_t *rt);
 

@@ -85,3 +85,39 @@ void mgpu__models_free(mgpu_runtime_t *rt) {
   }
   rt->models = NULL;
 }
+
+/* MGPU_RESERVE_THREADS=auto. A kernel's first GPU batch warms up (buffers,
+ * the speed model's probes) with the reserve out and is not timed; the next
+ * two are timed with the reserve out and with every worker in, and from then
+ * on the faster is kept, except that every MGPU_RESERVE_REFRESH-th batch
+ * times the other again, so a change (another load on the machine, the
+ * model's own split settling) is followed. The reserve must win by more than
+ * 1% to be kept: with every worker in, the cores also serve other batches.
+ * Throughput depends on batch size (launch and split overheads), so a batch
+ * more than twice as large or small as the timed ones starts the comparison
+ * again. */
+int mgpu__reserve_pick(mgpu__model_t *m, size_t n, bool *record) {
+  uint64_t k = m->reserve_batches++;
+  *record = true;
+  if (k == 0) {
+    *record = false;
+    m->reserve_n = n;
+    return 1;
+  }
+  if (n > 2 * m->reserve_n || 2 * n < m->reserve_n) {
+    m->reserve_runs[0] = m->reserve_runs[1] = 0;
+    m->reserve_rate[0] = m->reserve_rate[1] = 0;
+    m->reserve_n = n;
+  }
+  if (m->reserve_runs[1] == 0) return 1;
+  if (m->reserve_runs[0] == 0) return 0;
+  int best = m->reserve_rate[1] > 1.01 * m->reserve_rate[0];
+  return k % MGPU_RESERVE_REFRESH == 0 ? !best : best;
+}
+
+/* The latest time weighs half: one noisy batch cannot pin a choice for long. */
+void mgpu__reserve_learn(mgpu__model_t *m, int level, double items_per_s) {
+  if (level < 0 || level > 1 || !(items_per_s > 0)) return;
+  double *r = &m->reserve_rate[level];
+  *r = m->reserve_runs[level]++ ? 0.5 * (*r + items_per_s) : items_per_s;
+}

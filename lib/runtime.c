@@ -138,7 +138,6 @@ MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p
     mgpu__worker_t *w = &rt->workers[i];
     w->id = i;
     w->kind = i < rt->ncpu ? MGPU_WORKER_CPU : MGPU_WORKER_GPU;
-    w->reserve = i < rt->ncpu && i >= rt->ncpu - rt->cfg.v.reserve_threads;
     w->gpu = i < rt->ncpu ? -1 : i - rt->ncpu;
   }
 

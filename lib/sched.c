@@ -73,7 +73,7 @@ static bool eligible(const mgpu_runtime_t *rt, const mgpu__batch_t *b, const mgp
   if (w->kind == MGPU_WORKER_GPU) return b->gpu_ok && worker_alive(w);
   /* Reserve workers take a batch that GPUs also run only once no GPU is left
    * to do it; so do all CPU workers with GPU-only work. */
-  if (w->reserve && b->gpu_ok && any_live_gpu(rt)) return false;
+  if (b->nreserve > 0 && w->id >= rt->ncpu - b->nreserve && b->gpu_ok && any_live_gpu(rt)) return false;
   return (b->cpu_ok && !b->cpu_out) || (b->gpu_ok && !any_live_gpu(rt));
 }
 
@@ -208,6 +208,27 @@ static void list_remove(mgpu_runtime_t *rt, mgpu__batch_t *b) {
 }
 
 
+/* How many of the last CPU workers sit out batch b (MGPU_RESERVE_THREADS):
+ * a fixed count, or under auto the one that the kernel's timed batches found
+ * faster (mgpu__reserve_pick). Only batches that a GPU runs, and that CPU
+ * workers could otherwise take, have a reserve. Under rt->lock. */
+static void choose_reserve(mgpu_runtime_t *rt, mgpu__batch_t *b) {
+  b->nreserve = 0;
+  b->reserve_level = -1;
+  if (!b->gpu_ok || !b->cpu_ok || !any_live_gpu(rt)) return;
+  int r = rt->cfg.v.reserve_threads;
+  if (r != MGPU_RESERVE_AUTO) {
+    b->nreserve = r;
+    return;
+  }
+  int cand = mgpu__auto_reserve(rt->ncpu);
+  if (cand <= 0) return;
+  bool record;
+  int level = mgpu__reserve_pick(b->model, b->desc.n, &record);
+  b->nreserve = level ? cand : 0;
+  if (record) b->reserve_level = level;
+}
+
 void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   b->t_start = mgpu__now();
   if (atomic_load(&b->dep_failed)) {
@@ -225,6 +246,7 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   }
   pthread_mutex_lock(&rt->lock);
   b->model = mgpu__model_get(rt, &b->kernel);
+  choose_reserve(rt, b);
   double *speed = calloc((size_t)rt->nworkers, sizeof(double));
   size_t *share = calloc((size_t)rt->nworkers, sizeof(size_t));
   if (!speed || !share) MGPU_PANIC("out of memory splitting a batch");
@@ -245,6 +267,7 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   }
   if (cpus_sit_out(b, speed)) {
     b->cpu_out = true;
+    b->reserve_level = -1; /* the reserve makes no difference: not timed */
     for (int i = 0; i < rt->ncpu; i++) speed[i] = 0;
   }
   if (b->steal_ok) {
@@ -276,16 +299,22 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
 /* Completion of a batch: unlink, publish status and statistics, release
  * dependents. Called by the thread that completed its last item. */
 void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
+  b->t_end = mgpu__now();
+  if (b->t_start == 0) b->t_start = b->t_end;
   pthread_mutex_lock(&rt->lock);
   if (atomic_load_explicit(&b->active, memory_order_relaxed)) {
     list_remove(rt, b);
     atomic_store_explicit(&b->active, false, memory_order_relaxed);
     if (!b->gpu_ok) atomic_fetch_sub(&rt->n_active_cpu_only, 1);
   }
+  if (b->reserve_level >= 0 && b->model && atomic_load(&b->status) == MGPU_OK && b->t_end > b->t_start) {
+    double rate = (double)b->desc.n / (b->t_end - b->t_start);
+    mgpu__reserve_learn(b->model, b->reserve_level, rate);
+    mgpu__log(MGPU_LOG_DEBUG, "kernel '%s', %zu items: %.4g items/s with %d CPU workers kept out (auto reserve)",
+              b->kernel.name ? b->kernel.name : "(unnamed)", b->desc.n, rate, b->nreserve);
+  }
   pthread_mutex_unlock(&rt->lock);
 
-  b->t_end = mgpu__now();
-  if (b->t_start == 0) b->t_start = b->t_end;
   if (!b->task) atomic_fetch_add(&rt->batches_done, 1); /* batches, not device tasks */
   for (int i = 0; i < b->desc.nconsts; i++) mgpu__const_unref(b->desc.consts[i]);
   b->desc.nconsts = 0;

@@ -37,6 +37,8 @@ static const env_case_t env_cases[] = {
     {"MGPU_RESERVE_THREADS", "0", 1},  {"MGPU_RESERVE_THREADS", "4096", 1},
     {"MGPU_RESERVE_THREADS", "-1", 0}, {"MGPU_RESERVE_THREADS", "4097", 0},
     {"MGPU_RESERVE_THREADS", "x", 0},  {"MGPU_RESERVE_THREADS", "", 0},
+    {"MGPU_RESERVE_THREADS", "auto", 1}, {"MGPU_RESERVE_THREADS", "AUTO", 0},
+    {"MGPU_RESERVE_THREADS", "auto1", 0}, {"MGPU_RESERVE_THREADS", "-2", 0},
     {"MGPU_NUM_GPUS", "0", 1},         {"MGPU_NUM_GPUS", "64", 1},
     {"MGPU_NUM_GPUS", "65", 0},        {"MGPU_NUM_GPUS", "-2", 0},
     {"MGPU_NUM_GPUS", "two", 0},       {"MGPU_NUM_GPUS", "", 0},
@@ -158,7 +160,8 @@ START_TEST(test_bad_args) {
   mgpu__config_t c;
   mgpu__log_set_level(MGPU_LOG_NONE);
   mgpu_config_t a;
-  struct { int field; long long value; } cases[] = {{0, -5}, {0, 5000}, {1, 65}, {2, 0}, {2, 33}, {3, 0}, {4, -2}};
+  struct { int field; long long value; } cases[] = {{0, -5}, {0, 5000}, {1, 65}, {2, 0}, {2, 33}, {3, 0}, {4, -2},
+                                                    {5, -3}, {5, 4097}};
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     mgpu_config_init(&a);
     a.ignore_env = 1;
@@ -168,10 +171,17 @@ START_TEST(test_bad_args) {
     case 2: a.streams_per_gpu = (int)cases[i].value; break;
     case 3: a.sched = (mgpu_sched_t)99; break;
     case 4: a.max_batch_size = cases[i].value; break;
+    case 5: a.reserve_threads = (int)cases[i].value; break;
     }
     ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
     ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_config_t."));
   }
+  mgpu_config_init(&a);
+  a.ignore_env = 1;
+  a.reserve_threads = MGPU_RESERVE_AUTO;
+  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_OK);
+  ck_assert_int_eq(c.v.reserve_threads, MGPU_RESERVE_AUTO);
+  ck_assert_int_eq(c.source[MGPU_SET_RESERVE_THREADS], MGPU_SRC_ARG);
   mgpu_config_init(&a);
   a.ignore_env = 1;
   a.device_to_core_ratio = -1;
@@ -213,13 +223,27 @@ START_TEST(test_resolve) {
   parse_env("MGPU_NUM_THREADS", NULL, &c);
   ck_assert_int_eq(mgpu__config_resolve(&c, 8, 0), MGPU_OK);
   ck_assert_int_eq(c.v.num_threads, 8);
-  /* Four GPUs or more: a quarter of the cores is kept out of batches that
-   * GPUs also run, but only when the thread count is the default. */
+  /* Four GPUs or more: the reserve is learnt per kernel (auto), between none
+   * and a quarter of the workers, but only when the thread count is the
+   * default. */
   parse_env("MGPU_NUM_THREADS", NULL, &c);
   ck_assert_int_eq(mgpu__config_resolve(&c, 64, 4), MGPU_OK);
   ck_assert_int_eq(c.v.num_threads, 60);
-  ck_assert_int_eq(c.v.reserve_threads, 16);
+  ck_assert_int_eq(c.v.reserve_threads, MGPU_RESERVE_AUTO);
+  ck_assert_str_eq(c.text[MGPU_SET_RESERVE_THREADS], "auto (0 or 15 per kernel)");
   ck_assert_int_eq(c.source[MGPU_SET_RESERVE_THREADS], MGPU_SRC_DERIVED);
+  /* auto asked for with one GPU and a thread count of the user's. */
+  parse_env("MGPU_RESERVE_THREADS", "auto", &c);
+  c.v.num_threads = 8;
+  ck_assert_int_eq(mgpu__config_resolve(&c, 16, 1), MGPU_OK);
+  ck_assert_int_eq(c.v.reserve_threads, MGPU_RESERVE_AUTO);
+  ck_assert_str_eq(c.text[MGPU_SET_RESERVE_THREADS], "auto (0 or 2 per kernel)");
+  ck_assert_int_eq(c.source[MGPU_SET_RESERVE_THREADS], MGPU_SRC_ENV);
+  /* With one CPU worker auto has nothing to try. */
+  parse_env("MGPU_RESERVE_THREADS", "auto", &c);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 2, 1), MGPU_OK);
+  ck_assert_int_eq(c.v.num_threads, 1);
+  ck_assert_int_eq(c.v.reserve_threads, 0);
   parse_env("MGPU_NUM_THREADS", NULL, &c);
   ck_assert_int_eq(mgpu__config_resolve(&c, 64, 3), MGPU_OK);
   ck_assert_int_eq(c.v.num_threads, 61);
@@ -237,10 +261,14 @@ START_TEST(test_resolve) {
   ck_assert_int_eq(mgpu__config_resolve(&c, 16, 1), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "MGPU_RESERVE_THREADS=15"));
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "expected 0..14 with 15 CPU workers"));
-  ck_assert_int_eq(mgpu__default_reserve(128, 8, 120), 32);
-  ck_assert_int_eq(mgpu__default_reserve(16, 1, 15), 0);
-  ck_assert_int_eq(mgpu__default_reserve(8, 4, 4), 2);
-  ck_assert_int_eq(mgpu__default_reserve(4, 4, 1), 0);
+  ck_assert_int_eq(mgpu__default_reserve(8, true), MGPU_RESERVE_AUTO);
+  ck_assert_int_eq(mgpu__default_reserve(8, false), 0);
+  ck_assert_int_eq(mgpu__default_reserve(3, true), 0);
+  ck_assert_int_eq(mgpu__auto_reserve(120), 30);
+  ck_assert_int_eq(mgpu__auto_reserve(3), 1);
+  ck_assert_int_eq(mgpu__auto_reserve(2), 1);
+  ck_assert_int_eq(mgpu__auto_reserve(1), 0);
+  ck_assert_int_eq(mgpu__auto_reserve(0), 0);
   /* A device that does not exist. */
   parse_env("MGPU_DEVICES", "0,3", &c);
   ck_assert_int_eq(mgpu__config_resolve(&c, 8, 2), MGPU_EINVAL);

@@ -42,6 +42,10 @@ expect 2 "MGPU_RESERVE_THREADS='x'" -- env MGPU_RESERVE_THREADS=x "$run" --info
 # Reserve workers take nothing of a batch that a GPU also runs; the report says so.
 expect 0 "CPU workers 1..2 are kept out of batches that GPUs also run" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --repeat 1 --threads 3 --reserve 2
 expect 0 "the last 2 kept out" -- env MGPU_EMULATE_GPUS=1 "$run" --info --threads 3 --reserve 2
+expect 2 "--reserve 'automatic'" -- "$run" --reserve automatic --info
+expect 2 "MGPU_RESERVE_THREADS='Auto'" -- env MGPU_RESERVE_THREADS=Auto "$run" --info
+expect 0 "the last 2 kept out of a kernel's batches that GPUs also run where its timed batches find that faster" -- env MGPU_EMULATE_GPUS=1 "$run" --info --threads 8 --reserve auto
+expect 0 "auto (0 or 2 per kernel)" -- env MGPU_EMULATE_GPUS=1 MGPU_RESERVE_THREADS=auto "$run" --info --threads 8
 expect 2 "--streams ''" -- "$run" --streams "" --info
 expect 2 "--ratio 'nan'" -- "$run" --ratio nan --info
 expect 2 "--devices" -- "$run" --devices 1, --info
@@ -124,10 +128,23 @@ assert {r["mode"] for r in d["results"]} == {"cpu", "gpu", "static", "steal"}
 for r in d["results"]:
     assert r["ran"] and sum(w["items"] for w in r["workers"]) == 3000, r
     assert r["cpu_workers"] == sum(w["kind"] == "cpu" for w in r["workers"]) == 1, r
-    assert r["reserve_workers"] == 0, r
+    assert r["reserve_workers"] == 0 and r["reserve_auto"] is False, r
 assert d["verification"]["failed"] == 0 and d["verification"]["checked"] > 0
 assert "MGPU_NUM_THREADS" in d["config"] and d["efficiency"] > 0
 ' && printf '%s' "$out" | python3 -c "$schema_keys"; then ok; else bad "--json output does not parse, lacks fields or has undocumented keys: $out"; fi
+fi
+# --reserve auto: the JSON says so, and the last run kept 0 or a quarter of the
+# 4 CPU workers out of the batch.
+if command -v python3 >/dev/null 2>&1; then
+  out=$(MGPU_EMULATE_GPUS=1 "$run" mulmod -n 3000 --mode steal --repeat 3 --json --threads 4 --reserve auto 2>/dev/null)
+  if printf '%s' "$out" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+(r,) = d["results"]
+assert r["reserve_auto"] is True and r["reserve_workers"] in (0, 1), r
+assert sum(w["items"] for w in r["workers"]) == 3000, r
+assert r["reserve_workers"] == 0 or r["workers"][3]["items"] == 0, r
+' && printf '%s' "$out" | python3 -c "$schema_keys"; then ok; else bad "--reserve auto JSON: $out"; fi
 fi
 # The multi-GPU workloads' JSON (an array of reports with --gpus), and the
 # "scaling" array that --gpus adds to a batch workload's JSON: they parse, say

@@ -259,6 +259,117 @@ START_TEST(test_reserve_workers) {
 }
 END_TEST
 
+/* MGPU_RESERVE_THREADS=auto, the choice alone: warm-up with the reserve out
+ * (not timed), one timed batch each way, then the faster, with the other
+ * timed again every MGPU_RESERVE_REFRESH-th batch; a batch size more than
+ * twice off starts again. */
+START_TEST(test_reserve_pick) {
+  mgpu__model_t m;
+  memset(&m, 0, sizeof m);
+  bool rec;
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, &rec), 1);
+  ck_assert(!rec);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, &rec), 1);
+  ck_assert(rec);
+  mgpu__reserve_learn(&m, 1, 100);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, &rec), 0);
+  ck_assert(rec);
+  mgpu__reserve_learn(&m, 0, 120);
+  for (int k = 3; k < MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1500, &rec), 0);
+  /* The refresh times the reserve again; 200 makes its average 150. */
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, &rec), 1);
+  mgpu__reserve_learn(&m, 1, 200);
+  ck_assert_int_eq(m.reserve_rate[1], 150);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, &rec), 1);
+  /* Within 1% the reserve does not win: every worker stays in. */
+  m.reserve_rate[1] = 121;
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, &rec), 0);
+  m.reserve_rate[1] = 122;
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, &rec), 1);
+  /* Five times larger: both ways are timed again. */
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 5000, &rec), 1);
+  ck_assert(rec);
+  ck_assert_int_eq(m.reserve_runs[0] + m.reserve_runs[1], 0);
+  mgpu__reserve_learn(&m, 1, 10);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 5000, &rec), 0);
+  mgpu__reserve_learn(&m, 0, 0); /* no time: not learnt */
+  ck_assert_int_eq(m.reserve_runs[0], 0);
+}
+END_TEST
+
+/* MGPU_RESERVE_THREADS=auto through the runtime, under a known-cost model of
+ * an emulated GPU that slows down `slow` times while all four CPU workers
+ * are busy (its host thread finds no core). With slow 8, one CPU worker kept
+ * out gives 3 x 20,000 + 80,000 items/s against 4 x 20,000 + 10,000: the
+ * runtime must keep it out once it has timed both. With a GPU as fast as all
+ * CPU workers together and no slowdown (80,000 + 20,000 against 60,000 +
+ * 20,000), it must keep every worker in. */
+typedef struct {
+  double cpu_cost, gpu_cost, slow;
+} contend_arg_t;
+
+static _Atomic int contend_busy; /* CPU workers inside a chunk */
+
+static int contend_cpu(const mgpu_chunk_t *c) {
+  const contend_arg_t *a = c->arg;
+  if (!c->stream) {
+    atomic_fetch_add(&contend_busy, 1);
+    mgpu_test_sleep(a->cpu_cost * (double)c->count);
+    atomic_fetch_sub(&contend_busy, 1);
+  } else {
+    /* The GPU's work, in slices of 0.5 ms at the speed of the moment. */
+    double left = a->gpu_cost * (double)c->count; /* seconds at full speed */
+    while (left > 0) {
+      double f = atomic_load(&contend_busy) >= 4 ? a->slow : 1;
+      double slice = MGPU_MIN(0.5e-3, left * f);
+      mgpu_test_sleep(slice);
+      left -= slice / f;
+    }
+  }
+  uint32_t *out = c->out[0];
+  for (size_t j = 0; j < c->count; j++) out[j] = (uint32_t)(c->first + j) * 7u + 1u;
+  return 0;
+}
+static const mgpu_kernel_t contend_kernel = {
+    .name = "contend", .cpu = contend_cpu, .gpu = never_gpu, .nin = 0, .nout = 1, .out_size = {4}};
+
+static void run_contend(double gpu_cost, double slow, int expect) {
+  mgpu_config_t cfg = mgpu_test_config(4, 1);
+  cfg.reserve_threads = MGPU_RESERVE_AUTO;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  const size_t n = 16000;
+  uint32_t *out = malloc(4 * n);
+  contend_arg_t a = {50e-6, gpu_cost, slow};
+  mgpu_batch_t b = {.kernel = &contend_kernel, .n = n, .out = {out}, .arg = &a, .arg_size = sizeof a};
+  mgpu_worker_stats_t ws[5];
+  /* Warm-up and the first timed batch keep one worker out, the next keeps
+   * none, then the faster. */
+  const int want[] = {1, 1, 0, expect, expect, expect};
+  for (int k = 0; k < 6; k++) {
+    memset(out, 0, 4 * n);
+    mgpu_stats_t st = {.worker = ws, .worker_cap = 5};
+    ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
+    for (size_t i = 0; i < n; i++)
+      if (out[i] != (uint32_t)i * 7u + 1u) ck_abort_msg("batch %d: item %zu wrong", k, i);
+    printf("reserve auto (gpu_cost %g, slow %g): batch %d: %.3f s, %d kept out, items %llu %llu %llu %llu gpu %llu\n",
+           gpu_cost, slow, k, st.wall_s, st.reserve_workers, (unsigned long long)ws[0].items,
+           (unsigned long long)ws[1].items, (unsigned long long)ws[2].items, (unsigned long long)ws[3].items,
+           (unsigned long long)ws[4].items);
+    ck_assert_int_eq(st.reserve_workers, want[k]);
+    if (want[k]) ck_assert_uint_eq(ws[3].items, 0);
+    else ck_assert_uint_gt(ws[3].items, 0);
+  }
+  free(out);
+  mgpu_finalize(rt);
+}
+
+START_TEST(test_reserve_auto) {
+  run_contend(12.5e-6, 8, 1);
+  run_contend(50e-6, 1, 0);
+}
+END_TEST
+
 /* Items of irregular cost (a block of items 40x dearer on a CPU, like the
  * middle of the Mandelbrot set) and a GPU 20x faster than a CPU worker on
  * average: stealing must not let a CPU worker strand the batch on a dear item,
@@ -523,6 +634,8 @@ int main(void) {
   tcase_add_test(tc, test_tail_rule);
   tcase_add_test(tc, test_cpus_sit_out);
   tcase_add_test(tc, test_reserve_workers);
+  tcase_add_test(tc, test_reserve_pick);
+  tcase_add_test(tc, test_reserve_auto);
   tcase_add_test(tc, test_balance);
   tcase_add_test(tc, test_balance_irregular_first_batch);
   tcase_add_test(tc, test_irregular_tail);
