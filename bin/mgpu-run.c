@@ -122,7 +122,8 @@ static void help(void) {
       "      --min-bytes N    allreduce: smallest size in bytes (default 8)\n"
       "      --max-bytes N    allreduce: largest size in bytes (default 1G); sizes\n"
       "                       are multiples of 4 in 4..16G, with K, M, G suffixes\n"
-      "      --repeat R       timed runs per mode, 1..1000 (default 3); the median\n"
+      "      --repeat R       timed runs per mode, 1..1000 (default 3), after one\n"
+      "                       warm-up run (five with --reserve auto); the median\n"
       "                       is reported\n"
       "      --seed S         seed of the random inputs (default 1)\n"
       "      --no-verify      do not check results against the CPU reference\n"
@@ -982,7 +983,11 @@ static void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r,
   r->ws = calloc((size_t)nw, sizeof *r->ws);
   double *times = calloc((size_t)o->repeat, sizeof *times);
   mgpu_stats_t st = {.worker = r->ws, .worker_cap = nw};
-  run_once(rt, w, o, NULL); /* warm-up: the speed model learns, buffers are made */
+  /* Warm-up: the speed model learns, buffers are made; under
+   * MGPU_RESERVE_THREADS=auto, the trials of the reserve as well. */
+  bool mixed = (!strcmp(mode, "steal") || !strcmp(mode, "static")) && mgpu_num_gpus(rt) > 0 && r->ncpu > 0;
+  int warm = r->reserve_auto && mixed ? MGPU_RESERVE_TRIALS : 1;
+  for (int i = 0; i < warm && !interrupted; i++) run_once(rt, w, o, NULL);
   /* SIGINT stops between runs (a batch in flight always completes): the
    * report then covers the runs made. */
   int done = 0;

@@ -136,8 +136,12 @@ typedef struct mgpu_config {
 
 /** mgpu_config_t.reserve_threads (MGPU_RESERVE_THREADS=auto): for each
  *  kernel, time its batches with and without the last quarter of the CPU
- *  workers and keep the faster. */
+ *  workers kept out and keep the faster (checked again every 16th batch). */
 #define MGPU_RESERVE_AUTO (-2)
+/** Under MGPU_RESERVE_AUTO, a kernel's first batches that GPUs run are
+ *  trials: one warm-up, then two timed each way by turns. A benchmark that
+ *  wants the steady state runs this many first. */
+#define MGPU_RESERVE_TRIALS 5
 
 /** Fill *cfg with "unset" in every field. */
 MGPU_API void mgpu_config_init(mgpu_config_t *cfg);

@@ -186,9 +186,10 @@ typedef struct mgpu__model {
   double *items_sum, *time_sum; /* decayed sums; slot w written by worker w only */
   _Atomic double *slow;     /* slowest recent chunk rate per worker (items/s) */
   /* MGPU_RESERVE_THREADS=auto, under rt->lock: batch throughput (items/s) of
-   * this kernel with all CPU workers in [0] and with the reserve out [1]. */
-  double reserve_rate[2];
-  int reserve_runs[2];          /* batches timed for each */
+   * this kernel's last two timed batches with all CPU workers in [0] and
+   * with the reserve out [1]. */
+  double reserve_rate[2][2];
+  int reserve_runs[2];          /* batches timed for each; the next goes in slot runs % 2 */
   uint64_t reserve_batches;     /* GPU batches started under auto */
   size_t reserve_n;             /* batch size the rates are for */
   struct mgpu__model *next;

@@ -88,14 +88,24 @@ void mgpu__models_free(mgpu_runtime_t *rt) {
 
 /* MGPU_RESERVE_THREADS=auto. A kernel's first GPU batch warms up (buffers,
  * the speed model's probes) with the reserve out and is not timed; the next
- * two are timed with the reserve out and with every worker in, and from then
- * on the faster is kept, except that every MGPU_RESERVE_REFRESH-th batch
- * times the other again, so a change (another load on the machine, the
- * model's own split settling) is followed. The reserve must win by more than
- * 1% to be kept: with every worker in, the cores also serve other batches.
+ * four are timed with the reserve out and with every worker in, by turns
+ * (MGPU_RESERVE_TRIALS counts all five); from then on the faster is kept,
+ * except that every MGPU_RESERVE_REFRESH-th batch times the other again, so a
+ * change (another load on the machine, the split settling) is followed.
+ *
+ * A way's speed is the better of its last two timed batches: on 4 x H200
+ * single batches of one kernel and one way vary by up to a fifth, nearly
+ * always slower (other threads, the OS, the driver taking a core), so the
+ * faster of two is the steadier figure. The reserve must win by more than 1%
+ * to be kept: with every worker in, the cores also serve other batches.
  * Throughput depends on batch size (launch and split overheads), so a batch
- * more than twice as large or small as the timed ones starts the comparison
+ * more than twice as large or small as the timed ones starts the trials
  * again. */
+static double reserve_score(const mgpu__model_t *m, int level) {
+  const double *r = m->reserve_rate[level];
+  return m->reserve_runs[level] > 1 ? MGPU_MAX(r[0], r[1]) : r[0];
+}
+
 int mgpu__reserve_pick(mgpu__model_t *m, size_t n, bool *record) {
   uint64_t k = m->reserve_batches++;
   *record = true;
@@ -105,19 +115,17 @@ int mgpu__reserve_pick(mgpu__model_t *m, size_t n, bool *record) {
     return 1;
   }
   if (n > 2 * m->reserve_n || 2 * n < m->reserve_n) {
+    memset(m->reserve_rate, 0, sizeof m->reserve_rate);
     m->reserve_runs[0] = m->reserve_runs[1] = 0;
-    m->reserve_rate[0] = m->reserve_rate[1] = 0;
     m->reserve_n = n;
   }
-  if (m->reserve_runs[1] == 0) return 1;
-  if (m->reserve_runs[0] == 0) return 0;
-  int best = m->reserve_rate[1] > 1.01 * m->reserve_rate[0];
+  if (m->reserve_runs[0] < 2 || m->reserve_runs[1] < 2) return m->reserve_runs[1] <= m->reserve_runs[0];
+  int best = reserve_score(m, 1) > 1.01 * reserve_score(m, 0);
   return k % MGPU_RESERVE_REFRESH == 0 ? !best : best;
 }
 
-/* The latest time weighs half: one noisy batch cannot pin a choice for long. */
+/* A new time replaces the older of the way's two. */
 void mgpu__reserve_learn(mgpu__model_t *m, int level, double items_per_s) {
   if (level < 0 || level > 1 || !(items_per_s > 0)) return;
-  double *r = &m->reserve_rate[level];
-  *r = m->reserve_runs[level]++ ? 0.5 * (*r + items_per_s) : items_per_s;
+  m->reserve_rate[level][m->reserve_runs[level]++ % 2] = items_per_s;
 }

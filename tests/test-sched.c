@@ -260,33 +260,36 @@ START_TEST(test_reserve_workers) {
 END_TEST
 
 /* MGPU_RESERVE_THREADS=auto, the choice alone: warm-up with the reserve out
- * (not timed), one timed batch each way, then the faster, with the other
- * timed again every MGPU_RESERVE_REFRESH-th batch; a batch size more than
- * twice off starts again. */
+ * (not timed), two timed batches each way by turns, then the faster by the
+ * better of each way's last two, with the other timed again every
+ * MGPU_RESERVE_REFRESH-th batch; a batch size more than twice off starts
+ * again. */
 START_TEST(test_reserve_pick) {
   mgpu__model_t m;
   memset(&m, 0, sizeof m);
   bool rec;
   ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, &rec), 1);
   ck_assert(!rec);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, &rec), 1);
-  ck_assert(rec);
-  mgpu__reserve_learn(&m, 1, 100);
+  const int trial[4] = {1, 0, 1, 0};
+  const double rate[4] = {100, 120, 130, 90}; /* reserve best 130, none best 120 */
+  for (int i = 0; i < 4; i++) {
+    ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, &rec), trial[i]);
+    ck_assert(rec);
+    mgpu__reserve_learn(&m, trial[i], rate[i]);
+  }
+  ck_assert_int_eq(1 + 4, MGPU_RESERVE_TRIALS);
+  for (int k = MGPU_RESERVE_TRIALS; k < MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1500, &rec), 1);
+  /* The refresh times no reserve again: 140 replaces its older time (120),
+   * and beats the reserve's better one. */
   ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, &rec), 0);
-  ck_assert(rec);
-  mgpu__reserve_learn(&m, 0, 120);
-  for (int k = 3; k < MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1500, &rec), 0);
-  /* The refresh times the reserve again; 200 makes its average 150. */
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, &rec), 1);
-  mgpu__reserve_learn(&m, 1, 200);
-  ck_assert_int_eq(m.reserve_rate[1], 150);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, &rec), 1);
+  mgpu__reserve_learn(&m, 0, 140);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, &rec), 0);
   /* Within 1% the reserve does not win: every worker stays in. */
-  m.reserve_rate[1] = 121;
+  mgpu__reserve_learn(&m, 1, 141); /* replaces 100: the reserve's best is 141 */
   ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, &rec), 0);
-  m.reserve_rate[1] = 122;
+  mgpu__reserve_learn(&m, 1, 142); /* replaces 130 */
   ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, &rec), 1);
-  /* Five times larger: both ways are timed again. */
+  /* Five times larger: both ways are tried again. */
   ck_assert_int_eq(mgpu__reserve_pick(&m, 5000, &rec), 1);
   ck_assert(rec);
   ck_assert_int_eq(m.reserve_runs[0] + m.reserve_runs[1], 0);
@@ -343,10 +346,9 @@ static void run_contend(double gpu_cost, double slow, int expect) {
   contend_arg_t a = {50e-6, gpu_cost, slow};
   mgpu_batch_t b = {.kernel = &contend_kernel, .n = n, .out = {out}, .arg = &a, .arg_size = sizeof a};
   mgpu_worker_stats_t ws[5];
-  /* Warm-up and the first timed batch keep one worker out, the next keeps
-   * none, then the faster. */
-  const int want[] = {1, 1, 0, expect, expect, expect};
-  for (int k = 0; k < 6; k++) {
+  /* Warm-up with one worker out, trials out, in, out, in, then the faster. */
+  const int want[] = {1, 1, 0, 1, 0, expect, expect, expect};
+  for (int k = 0; k < 8; k++) {
     memset(out, 0, 4 * n);
     mgpu_stats_t st = {.worker = ws, .worker_cap = 5};
     ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
