@@ -1007,7 +1007,7 @@ static void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r,
 static void print_workers(const result_t *r) {
   mgpu_stats_print(NULL, &r->st, stdout);
   if (r->reserve > 0 && r->reserve_auto)
-    printf("CPU workers %d..%d were kept out of the last run: this kernel's timed batches were faster so "
+    printf("CPU workers %d..%d were kept out of the last run, which this kernel's trials found faster "
            "(MGPU_RESERVE_THREADS=auto)\n", r->ncpu - r->reserve, r->ncpu - 1);
   else if (r->reserve > 0)
     printf("CPU workers %d..%d are kept out of batches that GPUs also run (MGPU_RESERVE_THREADS=%d)\n",
