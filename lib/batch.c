@@ -97,7 +97,6 @@ MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *d, si
 
   mgpu__batch_t *b = calloc(1, sizeof *b);
   if (!b) return mgpu__fail(MGPU_ENOMEM, "mgpu_submit: out of memory");
-  b->reserve_level = -1; /* set when it starts (mgpu__activate) */
   b->nworkers = rt->nworkers;
   b->ranges = calloc((size_t)rt->nworkers, sizeof *b->ranges);
   b->wstats = calloc((size_t)rt->nworkers, sizeof *b->wstats);

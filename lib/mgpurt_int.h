@@ -80,9 +80,10 @@ typedef struct {
 mgpu_status_t mgpu__config_parse(const mgpu_config_t *arg, mgpu__config_t *out);
 /* Checks that need the machine (device indices) and fills derived defaults. */
 mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visible_gpus);
-/* Default MGPU_RESERVE_THREADS for usable_cores cores driving gpus GPUs with
- * threads CPU workers (a default count). */
+/* Default MGPU_RESERVE_THREADS with gpus GPUs, when MGPU_NUM_THREADS is
+ * derived or not: MGPU_RESERVE_AUTO or 0. */
 int mgpu__default_reserve(int gpus, bool threads_derived);
+/* The reserve that auto tries against none with threads CPU workers. */
 int mgpu__auto_reserve(int threads);
 /* Warn about MGPU_* variables that are not known, naming the nearest known one. */
 void mgpu__config_warn_unknown(char **envp);
@@ -369,7 +370,7 @@ struct mgpu__batch {
   bool steal_ok;           /* false in static mode */
   bool cpu_out;            /* CPU workers sit this batch out (mgpu__activate) */
   int nreserve;            /* the last CPU workers kept out while a GPU lives (MGPU_RESERVE_THREADS) */
-  int reserve_level;       /* auto: 0 none or 1 the reserve out, timed for the model; -1 not timed */
+  bool reserve_timed;      /* auto: its time teaches the model about the way nreserve > 0 says */
   mgpu__model_t *model;
   mgpu__range_t *ranges;   /* [nworkers] */
   _Atomic size_t remaining; /* items not yet completed */
@@ -450,13 +451,13 @@ mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k); /* r
  * device's chunk cut short, the items the model asked for (else
  * 0); a cut chunk that shows a lower rate in less than the planned chunk's
  * time is not learnt. */
+void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, size_t planned);
 /* MGPU_RESERVE_THREADS=auto: whether a batch of n items keeps the reserve
  * out (1) or not (0), and whether its time is to be learnt (*record);
  * mgpu__reserve_learn takes the items/s of a recorded batch. Under rt->lock. */
 #define MGPU_RESERVE_REFRESH 16
 int mgpu__reserve_pick(mgpu__model_t *m, size_t n, bool *record);
 void mgpu__reserve_learn(mgpu__model_t *m, int level, double items_per_s);
-void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, size_t planned);
 void mgpu__models_free(mgpu_runtime_t *rt);
 
 /* ------------------------------------------------------------ cpu_worker.c */

@@ -214,7 +214,7 @@ static void list_remove(mgpu_runtime_t *rt, mgpu__batch_t *b) {
  * workers could otherwise take, have a reserve. Under rt->lock. */
 static void choose_reserve(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   b->nreserve = 0;
-  b->reserve_level = -1;
+  b->reserve_timed = false;
   if (!b->gpu_ok || !b->cpu_ok || !any_live_gpu(rt)) return;
   int r = rt->cfg.v.reserve_threads;
   if (r != MGPU_RESERVE_AUTO) {
@@ -224,9 +224,8 @@ static void choose_reserve(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   int cand = mgpu__auto_reserve(rt->ncpu);
   if (cand <= 0) return;
   bool record;
-  int level = mgpu__reserve_pick(b->model, b->desc.n, &record);
-  b->nreserve = level ? cand : 0;
-  if (record) b->reserve_level = level;
+  b->nreserve = mgpu__reserve_pick(b->model, b->desc.n, &record) ? cand : 0;
+  b->reserve_timed = record;
 }
 
 void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
@@ -267,7 +266,7 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   }
   if (cpus_sit_out(b, speed)) {
     b->cpu_out = true;
-    b->reserve_level = -1; /* the reserve makes no difference: not timed */
+    b->reserve_timed = false; /* the reserve makes no difference */
     for (int i = 0; i < rt->ncpu; i++) speed[i] = 0;
   }
   if (b->steal_ok) {
@@ -307,9 +306,9 @@ void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
     atomic_store_explicit(&b->active, false, memory_order_relaxed);
     if (!b->gpu_ok) atomic_fetch_sub(&rt->n_active_cpu_only, 1);
   }
-  if (b->reserve_level >= 0 && b->model && atomic_load(&b->status) == MGPU_OK && b->t_end > b->t_start) {
+  if (b->reserve_timed && atomic_load(&b->status) == MGPU_OK && b->t_end > b->t_start) {
     double rate = (double)b->desc.n / (b->t_end - b->t_start);
-    mgpu__reserve_learn(b->model, b->reserve_level, rate);
+    mgpu__reserve_learn(b->model, b->nreserve > 0, rate);
     mgpu__log(MGPU_LOG_DEBUG, "kernel '%s', %zu items: %.4g items/s with %d CPU workers kept out (auto reserve)",
               b->kernel.name ? b->kernel.name : "(unnamed)", b->desc.n, rate, b->nreserve);
   }

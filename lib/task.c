@@ -42,7 +42,7 @@ void mgpu__task_fail(mgpu__task_t *t, int st, const char *fmt, ...) {
 mgpu_status_t mgpu__task_submit(mgpu_runtime_t *rt, mgpu__task_t *t, const char *name, size_t ndeps,
                                 mgpu_event_t *const *deps, mgpu_event_t **done_p) {
   mgpu__batch_t *b = calloc(1, sizeof *b);
-  if (b) b->reserve_level = -1, b->wstats = calloc((size_t)rt->nworkers, sizeof *b->wstats);
+  if (b) b->wstats = calloc((size_t)rt->nworkers, sizeof *b->wstats);
   if (!b || !b->wstats) {
     if (b) free(b);
     mgpu__task_free(t);
