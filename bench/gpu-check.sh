@@ -31,7 +31,7 @@ if [ "$mode" = report ]; then
   # bench/run.sh (doc/benchmarks.md), then the hard mandelbrot case.
   (cd $b && time bash bench/run.sh "$out/bench") > "$out/bench.log" 2>&1; echo "bench/run.sh rc=$?"
   tail -3 "$out/bench.log"
-  for w in "mandelbrot -n 8192 --size 8192" "ntt -n 65536 --pinned"; do
+  for w in "mandelbrot -n 8192 --size 8192 --intensity 2000" "ntt -n 65536 --pinned"; do
     echo "== mgpu-run $w --compare --repeat 5"; timeout 100 $run $w --compare --repeat 5
   done > "$out/compare-extra.txt" 2>&1
   grep -E "^==|mode |efficiency|static:|verification" "$out/compare-extra.txt"
@@ -50,8 +50,8 @@ if [ "$mode" = multi ]; then
     for w in "ntt -n 131072" "mulmod -n 67108864 --intensity 1000" "sha256 -n 67108864" "mulmod -n 67108864 --intensity 1000 --pinned"; do
       echo "== mgpu-run $w --gpus $list"; timeout 150 $run $w --gpus $list --repeat 3
     done
-    echo "== mgpu-run mandelbrot -n 8192 --size 8192 --compare --repeat 5"
-    timeout 100 $run mandelbrot -n 8192 --size 8192 --compare --repeat 5
+    echo "== mgpu-run mandelbrot -n 8192 --size 8192 --intensity 2000 --compare --repeat 5"
+    timeout 100 $run mandelbrot -n 8192 --size 8192 --intensity 2000 --compare --repeat 5
   } > "$out/multi.txt" 2>&1
   cat "$out/multi.txt"
   exit 0
@@ -65,7 +65,7 @@ if [ "$mode" = verify ]; then
   done
   (cd $b && CK_FORK=no timeout 120 compute-sanitizer --tool racecheck --print-limit 20 ./tests/test-kernels > "$out/racecheck.txt" 2>&1)
   echo "racecheck test-kernels: $(grep -E 'RACECHECK SUMMARY' "$out/racecheck.txt" | tail -1)"
-  for w in "mandelbrot -n 8192 --size 8192" "mandelbrot" "mulmod -n 16777216 --intensity 3000" "ntt -n 65536"; do
+  for w in "mandelbrot -n 8192 --size 8192 --intensity 2000" "mandelbrot" "mulmod -n 16777216 --intensity 3000" "ntt -n 65536"; do
     echo "== mgpu-run $w --compare --repeat 5"
     timeout 100 $run $w --compare --repeat 5
   done > "$out/compare-verify.txt" 2>&1
@@ -95,7 +95,7 @@ fi # full
 } > "$out/transfer.txt" 2>&1
 grep -E "^==|mode " "$out/transfer.txt"
 {
-  for w in "ntt -n 65536" "ntt -n 65536 --pinned" "sha256 -n 33554432" "mandelbrot -n 8192 --size 8192" \
+  for w in "ntt -n 65536" "ntt -n 65536 --pinned" "sha256 -n 33554432" "mandelbrot -n 8192 --size 8192 --intensity 2000" \
            "saxpy -n 536870912" "saxpy -n 536870912 --pinned" "mulmod -n 67108864 --intensity 30" \
            "mulmod -n 33554432 --intensity 300" "mulmod -n 16777216 --intensity 3000" "pipeline -n 32768"; do
     echo "== mgpu-run $w --compare --repeat 5"

@@ -26,6 +26,10 @@ expect 2 "--mode 'fast'" -- "$run" --mode fast
 expect 2 "--ratio" -- "$run" --ratio 0
 expect 2 "--size" -- "$run" ntt --size 9 -n 4
 expect 2 "--intensity" -- "$run" mulmod --intensity 0
+expect 2 "--intensity is for the mulmod and mandelbrot workloads" -- "$run" ntt --intensity 5 -n 4
+# --intensity is mandelbrot's iteration limit; the report's first line names it.
+expect 0 "mandelbrot, 32 items, intensity 10000;" -- "$run" mandelbrot -n 32 --size 32 --repeat 1 --threads 2
+expect 0 "mandelbrot, 32 items, intensity 3;" -- "$run" mandelbrot -n 32 --size 32 --repeat 1 --threads 2 --intensity 3
 expect 2 "--devices" -- "$run" --devices 0,0 --info
 expect 2 "unexpected argument" -- "$run" ntt extra
 expect 2 "--repeat '0'" -- "$run" --repeat 0
@@ -197,6 +201,20 @@ if want[0] == "saxpy-resident": assert d["elements"] == 100000 and sum(g["elemen
   json_case allreduce 1 -- allreduce --max-bytes 4K
   json_case saxpy-resident 1 -- saxpy-resident -n 100000
   json_case scaling -- mulmod -n 20000 --gpus 1,2
+  # "intensity": what the workload ran at, only for the two that have one.
+  for c in "mandelbrot 3|mandelbrot -n 16 --size 16 --intensity 3" "mandelbrot 10000|mandelbrot -n 16 --size 16" \
+           "mulmod 1000|mulmod -n 100" "mulmod 7|mulmod -n 100 --intensity 7" "ntt none|ntt -n 4 --size 10"; do
+    want=${c%%|*}
+    # shellcheck disable=SC2086
+    out=$("$run" ${c#*|} --repeat 1 --threads 2 --json 2>/dev/null)
+    if printf '%s' "$out" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+w, k = sys.argv[1:]
+assert d["workload"] == w and d["verification"]["failed"] == 0, d
+assert d.get("intensity", "none") == (k if k == "none" else int(k)), d.get("intensity")
+' $want; then ok; else bad "JSON intensity of '${c#*|}', expected $want: $out"; fi
+  done
 fi
 # Traces: Chrome trace-event JSON with every chunk of the run, one track per
 # worker and per GPU stream; a file that cannot be written is a usage error.
