@@ -68,7 +68,7 @@ static const setting_t settings[MGPU_SET_COUNT] = {
   [MGPU_SET_RESERVE_THREADS] = {"MGPU_RESERVE_THREADS", K_INT, 0, 4096, 0, 0, 0,
                                 "an integer in 0..4096, fewer than the CPU workers, or auto (MGPU_RESERVE_AUTO)",
                                 "CPU workers kept out of batches that GPUs also run; auto: learned per kernel, 0 or "
-                                "a quarter of the workers (default: auto with 4 GPUs or more and a default "
+                                "a quarter of the workers (default: auto with a GPU and a default "
                                 "MGPU_NUM_THREADS, else 0)"},
 };
 
@@ -559,21 +559,22 @@ mgpu_status_t mgpu__config_parse(const mgpu_config_t *arg, mgpu__config_t *out) 
   return MGPU_OK;
 }
 
-/* CPU workers kept out of batches that GPUs also run. With four GPUs or more,
- * the GPUs' host-side work can need more than the one core per GPU that the
- * default MGPU_NUM_THREADS leaves: staging copies at host-memory speed for
- * several devices at once, and the driver's threads. On 4 x H200 (64 cores),
- * 44 workers in such batches beat 60 in 8 of 10 medians of steal against
- * cpu + gpu over five workloads, by 0.07 of E on average; on a third machine
- * of the same kind 60 beat 44-and-16-reserve by 2-15%; on one H100 (16 cores)
- * 13 or 11 workers beat 15 on one workload of five and lost on two
- * (doc/tuning.md). Neither count is right everywhere, so the default with
- * four GPUs or more is auto: the runtime times each kernel's batches both ways
+/* CPU workers kept out of batches that GPUs also run. The GPUs' host-side
+ * work can need more than the one core per GPU that the default
+ * MGPU_NUM_THREADS leaves: staging copies at host-memory speed, for several
+ * devices at once with several GPUs, and the driver's threads. On 4 x H200
+ * (64 cores), 44 workers in such batches beat 60 in 8 of 10 medians of steal
+ * against cpu + gpu over five workloads, by 0.07 of E on average; on a third
+ * machine of the same kind 60 beat 44-and-16-reserve by 2-15%; on one H100
+ * (16 cores) fixed counts won on one workload of five and lost on two, while
+ * auto beat none on mulmod 100 in all five rounds of two sessions and tied
+ * elsewhere (doc/tuning.md). No fixed count is right everywhere, so with a
+ * GPU the default is auto: the runtime times each kernel's batches both ways
  * and keeps the faster (sched.c). Kept as workers rather than not started,
  * reserve workers still run kernels without a GPU function (a pipeline's CPU
  * stage, mgpu_parallel_for) on every core, and help with the staging copies. */
 int mgpu__default_reserve(int gpus, bool threads_derived) {
-  return threads_derived && gpus >= 4 ? MGPU_RESERVE_AUTO : 0;
+  return threads_derived && gpus >= 1 ? MGPU_RESERVE_AUTO : 0;
 }
 
 /* The reserve that auto tries against none: a quarter of the CPU workers,

@@ -223,9 +223,8 @@ START_TEST(test_resolve) {
   parse_env("MGPU_NUM_THREADS", NULL, &c);
   ck_assert_int_eq(mgpu__config_resolve(&c, 8, 0), MGPU_OK);
   ck_assert_int_eq(c.v.num_threads, 8);
-  /* Four GPUs or more: the reserve is learnt per kernel (auto), between none
-   * and a quarter of the workers, but only when the thread count is the
-   * default. */
+  /* With a GPU, the reserve is learnt per kernel (auto), between none and a
+   * quarter of the workers, but only when the thread count is the default. */
   parse_env("MGPU_NUM_THREADS", NULL, &c);
   ck_assert_int_eq(mgpu__config_resolve(&c, 64, 4), MGPU_OK);
   ck_assert_int_eq(c.v.num_threads, 60);
@@ -245,8 +244,14 @@ START_TEST(test_resolve) {
   ck_assert_int_eq(c.v.num_threads, 1);
   ck_assert_int_eq(c.v.reserve_threads, 0);
   parse_env("MGPU_NUM_THREADS", NULL, &c);
-  ck_assert_int_eq(mgpu__config_resolve(&c, 64, 3), MGPU_OK);
-  ck_assert_int_eq(c.v.num_threads, 61);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 16, 1), MGPU_OK);
+  ck_assert_int_eq(c.v.num_threads, 15);
+  ck_assert_int_eq(c.v.reserve_threads, MGPU_RESERVE_AUTO);
+  ck_assert_str_eq(c.text[MGPU_SET_RESERVE_THREADS], "auto (0 or 3 per kernel)");
+  /* Without a GPU there is nothing to keep workers out of. */
+  parse_env("MGPU_NUM_THREADS", NULL, &c);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 16, 0), MGPU_OK);
+  ck_assert_int_eq(c.v.num_threads, 16);
   ck_assert_int_eq(c.v.reserve_threads, 0);
   parse_env("MGPU_NUM_THREADS", "60", &c);
   ck_assert_int_eq(mgpu__config_resolve(&c, 64, 4), MGPU_OK);
@@ -263,7 +268,8 @@ START_TEST(test_resolve) {
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "expected 0..14 with 15 CPU workers"));
   ck_assert_int_eq(mgpu__default_reserve(8, true), MGPU_RESERVE_AUTO);
   ck_assert_int_eq(mgpu__default_reserve(8, false), 0);
-  ck_assert_int_eq(mgpu__default_reserve(3, true), 0);
+  ck_assert_int_eq(mgpu__default_reserve(1, true), MGPU_RESERVE_AUTO);
+  ck_assert_int_eq(mgpu__default_reserve(0, true), 0);
   ck_assert_int_eq(mgpu__auto_reserve(120), 30);
   ck_assert_int_eq(mgpu__auto_reserve(3), 1);
   ck_assert_int_eq(mgpu__auto_reserve(2), 1);
