@@ -128,7 +128,7 @@ static void help(void) {
       "      --max-bytes N    allreduce: largest size in bytes (default 1G); sizes\n"
       "                       are multiples of 4 in 4..16G, with K, M, G suffixes\n"
       "      --repeat R       timed runs per mode, 1..1000 (default 3), after one\n"
-      "                       warm-up run (five with --reserve auto); the median\n"
+      "                       warm-up run (seven with --reserve auto); the median\n"
       "                       is reported\n"
       "      --seed S         seed of the random inputs (default 1)\n"
       "      --no-verify      do not check results against the CPU reference\n"
@@ -149,8 +149,9 @@ static void help(void) {
       "  -t, --threads N      CPU workers (MGPU_NUM_THREADS), 0..4096\n"
       "      --reserve N|auto CPU workers kept out of batches that GPUs also run\n"
       "                       (MGPU_RESERVE_THREADS), 0..4096, fewer than the CPU\n"
-      "                       workers; auto: 0 or a quarter of them, whichever\n"
-      "                       each kernel's timed batches find faster\n"
+      "                       workers; auto: 0, a quarter or (where they add\n"
+      "                       under a fifth) all of them, whichever each\n"
+      "                       kernel's timed batches find faster\n"
       "      --num-gpus N     GPUs to use (MGPU_NUM_GPUS), 0..64\n"
       "      --devices LIST   GPU indices, e.g. 0,2 (MGPU_DEVICES)\n"
       "      --ratio R        device-to-core ratio (MGPU_DEVICE_TO_CORE_RATIO), > 0\n"
@@ -474,7 +475,7 @@ static mgpu_runtime_t *start_runtime(const opts_t *o, mgpu_sched_t mode, double 
 
 /* MGPU_RESERVE_THREADS of runtime rt, as --info shows it: a count of its
  * last CPU workers that take no item of a batch a GPU also runs, or "auto
- * (0 or N per kernel)". */
+ * (0, N or ALL per kernel)". */
 static const char *reserve_setting(mgpu_runtime_t *rt) {
   static mgpu_setting_t s;
   for (int i = 0; mgpu_info_setting(rt, i, &s) == MGPU_OK; i++)
@@ -491,10 +492,10 @@ static void print_info(mgpu_runtime_t *rt) {
   int cores = mgpu_usable_cores(rt, &how);
   printf("\nCPU: %d usable cores (%s); %d CPU workers", cores, how, mgpu_num_cpu_workers(rt));
   const char *reserve = reserve_setting(rt);
-  int most;
-  if (sscanf(reserve, "auto (0 or %d", &most) == 1)
-    printf(", the last %d kept out of a kernel's batches that GPUs also run where its timed batches find that "
-           "faster (MGPU_RESERVE_THREADS=auto)", most);
+  int quarter, all;
+  if (sscanf(reserve, "auto (0, %d or %d", &quarter, &all) == 2)
+    printf(", the last %d (or all %d, where they add under a fifth) kept out of a kernel's batches that GPUs also "
+           "run where its timed batches find that faster (MGPU_RESERVE_THREADS=auto)", quarter, all);
   else if (atoi(reserve))
     printf(", the last %d kept out of batches that GPUs also run", atoi(reserve));
   printf("\n");
@@ -1047,7 +1048,10 @@ static void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r,
 /* The per-worker table of the mode's last timed run: the library's own. */
 static void print_workers(const result_t *r) {
   mgpu_stats_print(NULL, &r->st, stdout);
-  if (r->reserve > 0 && r->reserve_auto)
+  if (r->reserve >= r->ncpu && r->reserve_auto)
+    printf("Every CPU worker was kept out of the last run, which this kernel's trials found faster "
+           "(MGPU_RESERVE_THREADS=auto)\n");
+  else if (r->reserve > 0 && r->reserve_auto)
     printf("CPU workers %d..%d were kept out of the last run, which this kernel's trials found faster "
            "(MGPU_RESERVE_THREADS=auto)\n", r->ncpu - r->reserve, r->ncpu - 1);
   else if (r->reserve > 0)

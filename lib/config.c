@@ -67,8 +67,8 @@ static const setting_t settings[MGPU_SET_COUNT] = {
                              "default split of arrays across GPUs (and host) (default: equal shares of the GPUs)"},
   [MGPU_SET_RESERVE_THREADS] = {"MGPU_RESERVE_THREADS", K_INT, 0, 4096, 0, 0, 0,
                                 "an integer in 0..4096, fewer than the CPU workers, or auto (MGPU_RESERVE_AUTO)",
-                                "CPU workers kept out of batches that GPUs also run; auto: learned per kernel, 0 or "
-                                "a quarter of the workers (default: auto with a GPU and a default "
+                                "CPU workers kept out of batches that GPUs also run; auto: learned per kernel, 0, "
+                                "a quarter or all of the workers (default: auto with a GPU and a default "
                                 "MGPU_NUM_THREADS, else 0)"},
 };
 
@@ -643,8 +643,8 @@ mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visi
   /* Text of every effective value, for mgpu_info_setting. */
   snprintf(c->text[MGPU_SET_NUM_THREADS], sizeof c->text[0], "%d", v->num_threads);
   if (v->reserve_threads == MGPU_RESERVE_AUTO)
-    snprintf(c->text[MGPU_SET_RESERVE_THREADS], sizeof c->text[0], "auto (0 or %d per kernel)",
-             mgpu__auto_reserve(v->num_threads));
+    snprintf(c->text[MGPU_SET_RESERVE_THREADS], sizeof c->text[0], "auto (0, %d or %d per kernel)",
+             mgpu__auto_reserve(v->num_threads), v->num_threads);
   else
     snprintf(c->text[MGPU_SET_RESERVE_THREADS], sizeof c->text[0], "%d", v->reserve_threads);
   snprintf(c->text[MGPU_SET_NUM_GPUS], sizeof c->text[0], "%d", v->num_gpus);

@@ -130,18 +130,21 @@ typedef struct mgpu_config {
   /** MGPU_RESERVE_THREADS: CPU workers kept out of batches that GPUs also run
    *  (they run kernels without a GPU function, mgpu_parallel_for, and help with
    *  staging copies), 0..4096 and fewer than num_threads; MGPU_RESERVE_AUTO to
-   *  learn per kernel whether keeping a quarter of them out is faster; -1 = unset. */
+   *  learn per kernel how many to keep out; -1 = unset. */
   int reserve_threads;
 } mgpu_config_t;
 
 /** mgpu_config_t.reserve_threads (MGPU_RESERVE_THREADS=auto): for each
- *  kernel, time its batches with and without the last quarter of the CPU
- *  workers kept out and keep the faster (checked again every 16th batch). */
+ *  kernel, time its batches with every CPU worker in, with the last quarter
+ *  kept out and, where the CPU workers add under a fifth of the kernel's
+ *  throughput, with all of them kept out, and keep the fastest (checked
+ *  again every 16th batch). */
 #define MGPU_RESERVE_AUTO (-2)
 /** Under MGPU_RESERVE_AUTO, a kernel's first batches that GPUs run are
- *  trials: one warm-up, then two timed each way by turns. A benchmark that
- *  wants the steady state runs this many first. */
-#define MGPU_RESERVE_TRIALS 5
+ *  trials: one warm-up, then two timed each way by turns (5 batches with two
+ *  ways, 7 with three). A benchmark that wants the steady state runs this
+ *  many first. */
+#define MGPU_RESERVE_TRIALS 7
 
 /** Fill *cfg with "unset" in every field. */
 MGPU_API void mgpu_config_init(mgpu_config_t *cfg);

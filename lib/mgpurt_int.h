@@ -179,6 +179,8 @@ bool mgpu__fault_hit(const mgpu__fault_plan_t *plan, mgpu_fault_kind_t kind, int
  * Per-kernel throughput model: items/s of each worker, updated online from
  * finished chunks (exponential average) and kept for the runtime's life.
  */
+/* MGPU_RESERVE_THREADS=auto's ways: every CPU worker in, a quarter out, all out. */
+#define MGPU_RESERVE_LEVELS 3
 typedef struct mgpu__model {
   mgpu_kernel_t key;        /* copy of the kernel it describes */
   int nworkers;
@@ -187,10 +189,10 @@ typedef struct mgpu__model {
   double *items_sum, *time_sum; /* decayed sums; slot w written by worker w only */
   _Atomic double *slow;     /* slowest recent chunk rate per worker (items/s) */
   /* MGPU_RESERVE_THREADS=auto, under rt->lock: batch throughput (items/s) of
-   * this kernel's last two timed batches with all CPU workers in [0] and
-   * with the reserve out [1]. */
-  double reserve_rate[2][2];
-  int reserve_runs[2];          /* batches timed for each; the next goes in slot runs % 2 */
+   * this kernel's last two timed batches with all CPU workers in [0], with a
+   * quarter of them out [1] and with all of them out [2]. */
+  double reserve_rate[MGPU_RESERVE_LEVELS][2];
+  int reserve_runs[MGPU_RESERVE_LEVELS]; /* batches timed for each; the next goes in slot runs % 2 */
   uint64_t reserve_batches;     /* GPU batches started under auto */
   size_t reserve_n;             /* batch size the rates are for */
   struct mgpu__model *next;
@@ -452,11 +454,12 @@ mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k); /* r
  * 0); a cut chunk that shows a lower rate in less than the planned chunk's
  * time is not learnt. */
 void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, size_t planned);
-/* MGPU_RESERVE_THREADS=auto: whether a batch of n items keeps the reserve
- * out (1) or not (0), and whether its time is to be learnt (*record);
- * mgpu__reserve_learn takes the items/s of a recorded batch. Under rt->lock. */
+/* MGPU_RESERVE_THREADS=auto: which way a batch of n items runs, of the first
+ * nlevels (2 or 3): every CPU worker in (0), a quarter out (1), all out (2);
+ * and whether its time is to be learnt (*record). mgpu__reserve_learn takes
+ * the items/s of a recorded batch. Under rt->lock. */
 #define MGPU_RESERVE_REFRESH 16
-int mgpu__reserve_pick(mgpu__model_t *m, size_t n, bool *record);
+int mgpu__reserve_pick(mgpu__model_t *m, size_t n, int nlevels, bool *record);
 void mgpu__reserve_learn(mgpu__model_t *m, int level, double items_per_s);
 void mgpu__models_free(mgpu_runtime_t *rt);
 

@@ -86,18 +86,23 @@ void mgpu__models_free(mgpu_runtime_t *rt) {
   rt->models = NULL;
 }
 
-/* MGPU_RESERVE_THREADS=auto. A kernel's first GPU batch warms up (buffers,
- * the speed model's probes) with the reserve out and is not timed; the next
- * four are timed with the reserve out and with every worker in, by turns
- * (MGPU_RESERVE_TRIALS counts all five); from then on the faster is kept,
- * except that every MGPU_RESERVE_REFRESH-th batch times the other again, so a
- * change (another load on the machine, the split settling) is followed.
+/* MGPU_RESERVE_THREADS=auto. The ways (levels) are every CPU worker in (0),
+ * a quarter of them out (1) and, where the caller offers it, all of them out
+ * (2). A kernel's first GPU batch warms up (buffers, the speed model's probes)
+ * with a quarter out and is not timed; the next ones are timed two per way,
+ * by turns (1, 0, 2, 1, 0, 2; MGPU_RESERVE_TRIALS counts them all with the
+ * warm-up); from then on the fastest is kept, except that every
+ * MGPU_RESERVE_REFRESH-th batch times another way again, in rotation, so a
+ * change (another load on the machine, the split settling) is followed. A way
+ * offered later (the third, once the CPU workers' share is measured small) is
+ * timed twice before the choice is made again.
  *
  * A way's speed is the better of its last two timed batches: on 4 x H200
  * single batches of one kernel and one way vary by up to a fifth, nearly
  * always slower (other threads, the OS, the driver taking a core), so the
- * faster of two is the steadier figure. The reserve must win by more than 1%
- * to be kept: with every worker in, the cores also serve other batches.
+ * faster of two is the steadier figure. A way must beat the fewer workers out
+ * by more than 1% to be kept: with workers in, the cores also serve other
+ * batches.
  * Throughput depends on batch size (launch and split overheads), so a batch
  * more than twice as large or small as the timed ones starts the trials
  * again. */
@@ -106,7 +111,9 @@ static double reserve_score(const mgpu__model_t *m, int level) {
   return m->reserve_runs[level] > 1 ? MGPU_MAX(r[0], r[1]) : r[0];
 }
 
-int mgpu__reserve_pick(mgpu__model_t *m, size_t n, bool *record) {
+int mgpu__reserve_pick(mgpu__model_t *m, size_t n, int nlevels, bool *record) {
+  static const int order[MGPU_RESERVE_LEVELS] = {1, 0, 2}; /* trial order among equals */
+  nlevels = MGPU_MAX(2, MGPU_MIN(nlevels, MGPU_RESERVE_LEVELS));
   uint64_t k = m->reserve_batches++;
   *record = true;
   if (k == 0) {
@@ -116,16 +123,27 @@ int mgpu__reserve_pick(mgpu__model_t *m, size_t n, bool *record) {
   }
   if (n > 2 * m->reserve_n || 2 * n < m->reserve_n) {
     memset(m->reserve_rate, 0, sizeof m->reserve_rate);
-    m->reserve_runs[0] = m->reserve_runs[1] = 0;
+    memset(m->reserve_runs, 0, sizeof m->reserve_runs);
     m->reserve_n = n;
   }
-  if (m->reserve_runs[0] < 2 || m->reserve_runs[1] < 2) return m->reserve_runs[1] <= m->reserve_runs[0];
-  int best = reserve_score(m, 1) > 1.01 * reserve_score(m, 0);
-  return k % MGPU_RESERVE_REFRESH == 0 ? !best : best;
+  /* Trials: the way timed least, while one has fewer than two. */
+  int least = -1;
+  for (int i = 0; i < MGPU_RESERVE_LEVELS; i++) {
+    int l = order[i];
+    if (l < nlevels && m->reserve_runs[l] < 2 && (least < 0 || m->reserve_runs[l] < m->reserve_runs[least])) least = l;
+  }
+  if (least >= 0) return least;
+  int best = 0;
+  for (int l = 1; l < nlevels; l++)
+    if (reserve_score(m, l) > 1.01 * reserve_score(m, best)) best = l;
+  if (k % MGPU_RESERVE_REFRESH) return best;
+  /* The refresh: the other ways in rotation. */
+  int other = (int)((k / MGPU_RESERVE_REFRESH) % (uint64_t)(nlevels - 1));
+  return other < best ? other : other + 1;
 }
 
 /* A new time replaces the older of the way's two. */
 void mgpu__reserve_learn(mgpu__model_t *m, int level, double items_per_s) {
-  if (level < 0 || level > 1 || !(items_per_s > 0)) return;
+  if (level < 0 || level >= MGPU_RESERVE_LEVELS || !(items_per_s > 0)) return;
   m->reserve_rate[level][m->reserve_runs[level]++ % 2] = items_per_s;
 }

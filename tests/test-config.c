@@ -229,14 +229,14 @@ START_TEST(test_resolve) {
   ck_assert_int_eq(mgpu__config_resolve(&c, 64, 4), MGPU_OK);
   ck_assert_int_eq(c.v.num_threads, 60);
   ck_assert_int_eq(c.v.reserve_threads, MGPU_RESERVE_AUTO);
-  ck_assert_str_eq(c.text[MGPU_SET_RESERVE_THREADS], "auto (0 or 15 per kernel)");
+  ck_assert_str_eq(c.text[MGPU_SET_RESERVE_THREADS], "auto (0, 15 or 60 per kernel)");
   ck_assert_int_eq(c.source[MGPU_SET_RESERVE_THREADS], MGPU_SRC_DERIVED);
   /* auto asked for with one GPU and a thread count of the user's. */
   parse_env("MGPU_RESERVE_THREADS", "auto", &c);
   c.v.num_threads = 8;
   ck_assert_int_eq(mgpu__config_resolve(&c, 16, 1), MGPU_OK);
   ck_assert_int_eq(c.v.reserve_threads, MGPU_RESERVE_AUTO);
-  ck_assert_str_eq(c.text[MGPU_SET_RESERVE_THREADS], "auto (0 or 2 per kernel)");
+  ck_assert_str_eq(c.text[MGPU_SET_RESERVE_THREADS], "auto (0, 2 or 8 per kernel)");
   ck_assert_int_eq(c.source[MGPU_SET_RESERVE_THREADS], MGPU_SRC_ENV);
   /* With one CPU worker auto has nothing to try. */
   parse_env("MGPU_RESERVE_THREADS", "auto", &c);
@@ -247,7 +247,7 @@ START_TEST(test_resolve) {
   ck_assert_int_eq(mgpu__config_resolve(&c, 16, 1), MGPU_OK);
   ck_assert_int_eq(c.v.num_threads, 15);
   ck_assert_int_eq(c.v.reserve_threads, MGPU_RESERVE_AUTO);
-  ck_assert_str_eq(c.text[MGPU_SET_RESERVE_THREADS], "auto (0 or 3 per kernel)");
+  ck_assert_str_eq(c.text[MGPU_SET_RESERVE_THREADS], "auto (0, 3 or 15 per kernel)");
   /* Without a GPU there is nothing to keep workers out of. */
   parse_env("MGPU_NUM_THREADS", NULL, &c);
   ck_assert_int_eq(mgpu__config_resolve(&c, 16, 0), MGPU_OK);

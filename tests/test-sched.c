@@ -268,47 +268,92 @@ START_TEST(test_reserve_pick) {
   mgpu__model_t m;
   memset(&m, 0, sizeof m);
   bool rec;
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, &rec), 1);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 2, &rec), 1);
   ck_assert(!rec);
   const int trial[4] = {1, 0, 1, 0};
   const double rate[4] = {100, 120, 130, 90}; /* reserve best 130, none best 120 */
   for (int i = 0; i < 4; i++) {
-    ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, &rec), trial[i]);
+    ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 2, &rec), trial[i]);
     ck_assert(rec);
     mgpu__reserve_learn(&m, trial[i], rate[i]);
   }
-  ck_assert_int_eq(1 + 4, MGPU_RESERVE_TRIALS);
-  for (int k = MGPU_RESERVE_TRIALS; k < MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1500, &rec), 1);
+  for (int k = 1 + 4; k < MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1500, 2, &rec), 1);
   /* The refresh times no reserve again: 140 replaces its older time (120),
    * and beats the reserve's better one. */
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, &rec), 0);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 2, &rec), 0);
   mgpu__reserve_learn(&m, 0, 140);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, &rec), 0);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 2, &rec), 0);
   /* Within 1% the reserve does not win: every worker stays in. */
   mgpu__reserve_learn(&m, 1, 141); /* replaces 100: the reserve's best is 141 */
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, &rec), 0);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 2, &rec), 0);
   mgpu__reserve_learn(&m, 1, 142); /* replaces 130 */
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, &rec), 1);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 2, &rec), 1);
   /* Five times larger: both ways are tried again. */
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 5000, &rec), 1);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 5000, 2, &rec), 1);
   ck_assert(rec);
   ck_assert_int_eq(m.reserve_runs[0] + m.reserve_runs[1], 0);
   mgpu__reserve_learn(&m, 1, 10);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 5000, &rec), 0);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 5000, 2, &rec), 0);
   mgpu__reserve_learn(&m, 0, 0); /* no time: not learnt */
   ck_assert_int_eq(m.reserve_runs[0], 0);
+  mgpu__reserve_learn(&m, 3, 10); /* no such way */
+  ck_assert_int_eq(m.reserve_runs[0] + m.reserve_runs[1] + m.reserve_runs[2], 1);
+}
+END_TEST
+
+/* Three ways (all CPU workers out too): warm-up, then two trials each by
+ * turns, the fastest kept, and the refresh batches take the others in turn. */
+START_TEST(test_reserve_pick3) {
+  mgpu__model_t m;
+  memset(&m, 0, sizeof m);
+  bool rec;
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 3, &rec), 1);
+  ck_assert(!rec);
+  const int trial[6] = {1, 0, 2, 1, 0, 2};
+  const double rate[6] = {100, 110, 150, 105, 120, 140}; /* best: all out, 150 */
+  for (int i = 0; i < 6; i++) {
+    ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 3, &rec), trial[i]);
+    ck_assert(rec);
+    mgpu__reserve_learn(&m, trial[i], rate[i]);
+  }
+  ck_assert_int_eq(1 + 6, MGPU_RESERVE_TRIALS);
+  for (int k = MGPU_RESERVE_TRIALS; k < MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 3, &rec), 2);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 3, &rec), 1); /* refresh 1: the first other way */
+  for (int k = MGPU_RESERVE_REFRESH + 1; k < 2 * MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 3, &rec), 2);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 3, &rec), 0); /* refresh 2: the second */
+  /* Offered only two ways now, it keeps the better of those (none, 120). */
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 2, &rec), 0);
+  /* Within 1% of a way with fewer workers out, more out does not win. */
+  memset(&m, 0, sizeof m);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 3, &rec), 1);
+  const double close[6] = {100, 100, 100.5, 100, 100, 100.5};
+  for (int i = 0; i < 6; i++) mgpu__reserve_learn(&m, mgpu__reserve_pick(&m, 1000, 3, &rec), close[i]);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 3, &rec), 0);
+  /* A third way offered late is timed twice before the choice. */
+  memset(&m, 0, sizeof m);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 2, &rec), 1);
+  for (int i = 0; i < 4; i++) mgpu__reserve_learn(&m, mgpu__reserve_pick(&m, 1000, 2, &rec), 100 + i);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 3, &rec), 2);
+  mgpu__reserve_learn(&m, 2, 50);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 3, &rec), 2);
+  mgpu__reserve_learn(&m, 2, 60);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 3, &rec), 0); /* none (103) beats a quarter (102) and all (60) */
 }
 END_TEST
 
 /* MGPU_RESERVE_THREADS=auto through the runtime, under a known-cost model of
- * an emulated GPU that slows down `slow` times while all four CPU workers
- * are busy (its host thread finds no core). With slow 8, one CPU worker kept
- * out gives 3 x 20,000 + 80,000 items/s against 4 x 20,000 + 10,000: the
- * runtime must keep it out once it has timed both. With a GPU as fast as all
- * CPU workers together and no slowdown (80,000 + 20,000 against 60,000 +
- * 20,000), it must keep every worker in. */
+ * an emulated GPU that slows down `slow` times while `busy_at` or more of the
+ * four CPU workers are busy (its host thread finds no core). With slow 8 at
+ * 4 busy, one CPU worker kept out gives 3 x 20,000 + 80,000 items/s against
+ * 4 x 20,000 + 10,000: the runtime must keep it out once it has timed both.
+ * With a GPU as fast as all CPU workers together and no slowdown (80,000 +
+ * 20,000 against 60,000 + 20,000), it must keep every worker in. With a GPU
+ * at 2,000,000 items/s, halved while any CPU worker is busy, the CPU workers
+ * add under a fifth, so all of them out is tried too, and must be kept:
+ * 2,000,000 against 80,000 + 1,000,000. */
 typedef struct {
   double cpu_cost, gpu_cost, slow;
+  int busy_at;
 } contend_arg_t;
 
 static _Atomic int contend_busy; /* CPU workers inside a chunk */
@@ -323,7 +368,7 @@ static int contend_cpu(const mgpu_chunk_t *c) {
     /* The GPU's work, in slices of 0.5 ms at the speed of the moment. */
     double left = a->gpu_cost * (double)c->count; /* seconds at full speed */
     while (left > 0) {
-      double f = atomic_load(&contend_busy) >= 4 ? a->slow : 1;
+      double f = atomic_load(&contend_busy) >= a->busy_at ? a->slow : 1;
       double slice = MGPU_MIN(0.5e-3, left * f);
       mgpu_test_sleep(slice);
       left -= slice / f;
@@ -336,19 +381,18 @@ static int contend_cpu(const mgpu_chunk_t *c) {
 static const mgpu_kernel_t contend_kernel = {
     .name = "contend", .cpu = contend_cpu, .gpu = never_gpu, .nin = 0, .nout = 1, .out_size = {4}};
 
-static void run_contend(double gpu_cost, double slow, int expect) {
+/* want[k]: the CPU workers batch k must keep out, k < 9. */
+static void run_contend(double gpu_cost, double slow, int busy_at, const int *want) {
   mgpu_config_t cfg = mgpu_test_config(4, 1);
   cfg.reserve_threads = MGPU_RESERVE_AUTO;
   mgpu_runtime_t *rt;
   ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
   const size_t n = 16000;
   uint32_t *out = malloc(4 * n);
-  contend_arg_t a = {50e-6, gpu_cost, slow};
+  contend_arg_t a = {50e-6, gpu_cost, slow, busy_at};
   mgpu_batch_t b = {.kernel = &contend_kernel, .n = n, .out = {out}, .arg = &a, .arg_size = sizeof a};
   mgpu_worker_stats_t ws[5];
-  /* Warm-up with one worker out, trials out, in, out, in, then the faster. */
-  const int want[] = {1, 1, 0, 1, 0, expect, expect, expect};
-  for (int k = 0; k < 8; k++) {
+  for (int k = 0; k < 9; k++) {
     memset(out, 0, 4 * n);
     mgpu_stats_t st = {.worker = ws, .worker_cap = 5};
     ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
@@ -359,16 +403,21 @@ static void run_contend(double gpu_cost, double slow, int expect) {
            (unsigned long long)ws[1].items, (unsigned long long)ws[2].items, (unsigned long long)ws[3].items,
            (unsigned long long)ws[4].items);
     ck_assert_int_eq(st.reserve_workers, want[k]);
-    if (want[k]) ck_assert_uint_eq(ws[3].items, 0);
-    else ck_assert_uint_gt(ws[3].items, 0);
+    for (int w = 0; w < 4; w++)
+      if (w >= 4 - want[k]) ck_assert_uint_eq(ws[w].items, 0);
+    if (want[k] < 4) ck_assert_uint_gt(ws[0].items, 0);
+    if (want[k] == 0) ck_assert_uint_gt(ws[3].items, 0);
   }
   free(out);
   mgpu_finalize(rt);
 }
 
 START_TEST(test_reserve_auto) {
-  run_contend(12.5e-6, 8, 1);
-  run_contend(50e-6, 1, 0);
+  /* Warm-up with one worker out, trials out, in, out, in, then the faster. */
+  run_contend(12.5e-6, 8, 4, (const int[]){1, 1, 0, 1, 0, 1, 1, 1, 1});
+  run_contend(50e-6, 1, 4, (const int[]){1, 1, 0, 1, 0, 0, 0, 0, 0});
+  /* Three ways: one out, none, all four, twice each, then all four. */
+  run_contend(0.5e-6, 2, 1, (const int[]){1, 1, 0, 4, 1, 0, 4, 4, 4});
 }
 END_TEST
 
@@ -637,6 +686,7 @@ int main(void) {
   tcase_add_test(tc, test_cpus_sit_out);
   tcase_add_test(tc, test_reserve_workers);
   tcase_add_test(tc, test_reserve_pick);
+  tcase_add_test(tc, test_reserve_pick3);
   tcase_add_test(tc, test_reserve_auto);
   tcase_add_test(tc, test_balance);
   tcase_add_test(tc, test_balance_irregular_first_batch);
