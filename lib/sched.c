@@ -224,9 +224,11 @@ static void choose_reserve(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   }
   int cand = mgpu__auto_reserve(rt->ncpu);
   if (cand <= 0) return;
-  /* All CPU workers out is a third way where they add little: on one H100
-   * (16 cores), mulmod 100's 15 CPU workers added 2.4% and cost the GPU 13%
-   * (steal 0.87 of GPU alone), while on another H100 they paid. */
+  /* All CPU workers out is a third way where they add little, since what
+   * they cost the GPUs' host side can be more: on two H100s (16 cores),
+   * mulmod 100's 15 CPU workers added 2.4% and steal ran at 0.87 of the GPU
+   * alone, while on a third they paid. The trials tell whether keeping them
+   * out is what helps. */
   double cpu = 0, gpu = 0;
   bool cpu_measured = false, gpu_measured = false;
   for (int i = 0; i < rt->nworkers; i++) {
@@ -285,7 +287,8 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   }
   if (cpus_sit_out(b, speed)) {
     b->cpu_out = true;
-    b->reserve_timed = false; /* the reserve makes no difference */
+    b->nreserve = 0; /* the reserve plays no part: every CPU worker is out */
+    b->reserve_timed = false;
     for (int i = 0; i < rt->ncpu; i++) speed[i] = 0;
   }
   if (b->steal_ok) {

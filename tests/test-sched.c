@@ -196,13 +196,16 @@ END_TEST
 
 /* CPU workers that together are measured to add under 2% to the GPUs sit the
  * batch out (on 4 x H200 their cost to the GPUs' host threads was more than
- * they added); where they add more, they take part. */
+ * they added); where they add more, they take part. Under the auto reserve
+ * (on the first case), a batch they all sit out reports no reserve: it played
+ * no part. */
 START_TEST(test_cpus_sit_out) {
   const double cpu_cost = 100e-6; /* two CPU workers: 2e4 items/s */
   const double gpu_speeds[] = {2e6, 2e5};
   for (int k = 0; k < 2; k++) {
     mgpu_config_t cfg = mgpu_test_config(2, 1);
     cfg.emulate_speed = gpu_speeds[k];
+    if (k == 0) cfg.reserve_threads = MGPU_RESERVE_AUTO;
     mgpu_runtime_t *rt;
     ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
     mgpu_worker_stats_t ws[3];
@@ -211,8 +214,10 @@ START_TEST(test_cpus_sit_out) {
     uint64_t cpu_items = 0;
     const size_t n = (size_t)(gpu_speeds[k] * 0.05);
     for (int rep = 0; rep < 3; rep++) {
-      run_sleep(rt, n, cpu_cost, ws, 3, NULL);
+      mgpu_stats_t st;
+      run_sleep(rt, n, cpu_cost, ws, 3, &st);
       cpu_items += ws[0].items + ws[1].items;
+      if (k == 0) ck_assert_int_eq(st.reserve_workers, 0);
     }
     printf("sit out: GPU %.0e items/s, CPU workers %.0e: CPU items %llu of %zu\n", gpu_speeds[k], 2 / cpu_cost,
            (unsigned long long)cpu_items, 3 * n);
