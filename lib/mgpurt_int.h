@@ -83,7 +83,7 @@ mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visi
 /* Default MGPU_RESERVE_THREADS with gpus GPUs, when MGPU_NUM_THREADS is
  * derived or not: MGPU_RESERVE_AUTO or 0. */
 int mgpu__default_reserve(int gpus, bool threads_derived);
-/* The reserve that auto tries against none with threads CPU workers. */
+/* Auto's middle way with threads CPU workers: the count kept out (a quarter). */
 int mgpu__auto_reserve(int threads);
 /* Warn about MGPU_* variables that are not known, naming the nearest known one. */
 void mgpu__config_warn_unknown(char **envp);
@@ -372,7 +372,7 @@ struct mgpu__batch {
   bool steal_ok;           /* false in static mode */
   bool cpu_out;            /* CPU workers sit this batch out (mgpu__activate) */
   int nreserve;            /* the last CPU workers kept out while a GPU lives (MGPU_RESERVE_THREADS) */
-  bool reserve_timed;      /* auto: its time teaches the model about the way nreserve > 0 says */
+  bool reserve_timed;      /* auto: its time teaches the model about its way (sched.c's reserve_level) */
   mgpu__model_t *model;
   mgpu__range_t *ranges;   /* [nworkers] */
   _Atomic size_t remaining; /* items not yet completed */

@@ -59,12 +59,7 @@ static void finalize_now(mgpu_runtime_t *rt);
 
 static void stop_workers(mgpu_runtime_t *rt) {
   atomic_store(&rt->stop, 1);
-  pthread_mutex_lock(&rt->gpu_sleep_lock);
-  pthread_cond_broadcast(&rt->gpu_cv);
-  pthread_mutex_unlock(&rt->gpu_sleep_lock);
-  pthread_mutex_lock(&rt->sleep_lock);
-  pthread_cond_broadcast(&rt->work_cv);
-  pthread_mutex_unlock(&rt->sleep_lock);
+  mgpu__wake_all(rt); /* a sleeper counts itself before it checks stop */
   mgpu__team_join(rt);
   for (int g = 0; g < rt->ngpus; g++) mgpu__gpu_join(rt, g);
 }
@@ -168,9 +163,7 @@ MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p
 
 fail_stop:
   atomic_store(&rt->stop, 1);
-  pthread_mutex_lock(&rt->gpu_sleep_lock);
-  pthread_cond_broadcast(&rt->gpu_cv);
-  pthread_mutex_unlock(&rt->gpu_sleep_lock);
+  mgpu__wake_all(rt);
   for (int g = 0; g < started; g++) mgpu__gpu_join(rt, g);
   rt->ngpus = started; /* nothing else was started */
 fail_free:
