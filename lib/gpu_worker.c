@@ -80,6 +80,7 @@ struct mgpu__gpu {
   long long launches, allocs, const_uploads;
   int failures;               /* consecutive failed chunks */
   double last_done;           /* host time of the last completion (fallback) */
+  int share_ahead;            /* chunks whose copies are shared from their start (mgpu__share_ahead) */
   double last_end_dev;        /* device time when the last chunk ended */
   double epoch_host;          /* host clock at the device's time 0 (open) */
   bool timed;                 /* the back end has timing events */
@@ -244,14 +245,23 @@ static int const_on_device(mgpu__gpu_t *gp, mgpu_const_t *c, void *stream, const
 }
 
 /* Whether the device has run out of work while its host thread stages: no
- * chunk in flight, or the newest one in flight has ended. Only then does the
- * device wait for the host's copy, and CPU workers are asked to help with it;
+ * chunk in flight, or the newest one in flight has ended. Then the device
+ * waits for the host's copy, and CPU workers are asked to help with it;
  * while the device computes, the copy hides behind it and helpers would only
- * take memory bandwidth from the device's transfers. */
+ * take memory bandwidth from the device's transfers (helping anyway cost
+ * mulmod 1000 28% on one H200). */
 static bool device_starved(mgpu__gpu_t *gp) {
   if (gp->inflight == 0 || !gp->timed || !gp->ops->event_query) return true;
   slot_t *newest = &gp->slots[(gp->oldest + gp->inflight - 1) % gp->nslots];
   return gp->ops->event_query(gp->ctx, newest->ev_end) == 0;
+}
+
+/* mgpu__copy's question: share what is left of a staging copy now? Yes when
+ * the device waits, or while its host side is known to be the bottleneck:
+ * the device ran dry before one of its last chunks was issued. */
+static bool copy_share(void *arg) {
+  mgpu__gpu_t *gp = arg;
+  return gp->share_ahead > 0 || device_starved(gp);
 }
 
 /* Put one claimed chunk in flight on slot s. Returns 0 or an MGPU_E* code. */
@@ -291,6 +301,9 @@ static int issue(mgpu__gpu_t *gp, slot_t *s) {
    * each growth pinning again (GPU-only mulmod 30 on pageable arrays spent
    * 4/5 of its time so). */
   s->t_issue = mgpu__now();
+  /* A device that ran dry with chunks in flight waited for this one: its
+   * host side, not the device, sets the pace. */
+  if (stage) gp->share_ahead = mgpu__share_ahead(gp->share_ahead, gp->inflight > 0 && device_starved(gp));
   if (gp->timed && gp->ops->event_record(gp->ctx, s->ev_start, s->stream) != 0) gp->timed = false;
   char *dp = s->dbuf;
   char *hp = s->hbuf;
@@ -300,7 +313,7 @@ static int issue(mgpu__gpu_t *gp, slot_t *s) {
     s->in[i] = dp;
     if (bytes) {
       if (!pin_in[i]) {
-        mgpu__copy(gp->rt, gp->w, b, hp, src, bytes, device_starved(gp));
+        mgpu__copy(gp->rt, gp->w, b, hp, src, bytes, copy_share, gp);
         src = hp;
         hp += round_up(bytes);
       }
@@ -385,7 +398,7 @@ static void retire_oldest(mgpu__gpu_t *gp) {
   if (rc == 0) {
     for (int i = 0; i < s->nstaged; i++)
       mgpu__copy(gp->rt, gp->w, s->claim.b, s->staged_out[i].user, s->staged_out[i].staged, s->staged_out[i].bytes,
-                 device_starved(gp));
+                 copy_share, gp);
     /* The device's time for this chunk: from when it could start it (begun,
      * and the previous chunk ended) until it ended, by device timestamps. The
      * host only notices a completion when it gets round to it, so host times

@@ -736,6 +736,73 @@ START_TEST(test_staging_shared) {
 }
 END_TEST
 
+/* Devices for the test below: one that runs dry at the third time it is
+ * asked, and one that never does. */
+static int starved_asked;
+static bool starved_third(void *arg) {
+  MGPU_UNUSED(arg);
+  return ++starved_asked >= 3;
+}
+static bool starved_never(void *arg) {
+  MGPU_UNUSED(arg);
+  starved_asked++;
+  return false;
+}
+
+START_TEST(test_staging_starved_midway) {
+  /* A GPU thread's large copy asks after every piece whether its device
+   * waits; from then on, the pieces left are posted for the CPU workers. A
+   * device that keeps computing gets the whole copy from its own thread. The
+   * test thread copies as GPU 0's worker, whose own thread is idle. */
+  mgpu_config_t cfg = mgpu_test_config(2, 1);
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  const size_t bytes = (size_t)8 << 20; /* 8 pieces of 1 MiB */
+  uint8_t *src = malloc(bytes), *dst = malloc(bytes);
+  for (size_t i = 0; i < bytes; i++) src[i] = (uint8_t)(i * 13 + i / 4091);
+  mgpu__worker_t *w = &rt->workers[rt->ncpu];
+  mgpu_worker_stats_t ws[3];
+  memset(ws, 0, sizeof ws);
+  mgpu__batch_t fake;
+  memset(&fake, 0, sizeof fake);
+  fake.wstats = ws;
+
+  starved_asked = 0;
+  memset(dst, 0, bytes);
+  mgpu__copy(rt, w, &fake, dst, src, bytes, starved_third, NULL);
+  ck_assert_msg(memcmp(dst, src, bytes) == 0, "the copy is wrong");
+  ck_assert_int_eq(starved_asked, 3);
+  /* Two pieces copied alone, the six left posted as a job. */
+  ck_assert_uint_eq(rt->copyjobs[0].npieces, 6);
+  ck_assert_uint_eq(rt->copyjobs[0].bytes, bytes - ((size_t)2 << 20));
+  ck_assert_uint_eq(ws[0].staged_bytes + ws[1].staged_bytes + ws[2].staged_bytes, bytes);
+  ck_assert_uint_ge(ws[2].staged_bytes, (size_t)2 << 20);
+
+  starved_asked = 0;
+  memset(dst, 0, bytes);
+  memset(ws, 0, sizeof ws);
+  mgpu__copy(rt, w, &fake, dst, src, bytes, starved_never, NULL);
+  ck_assert_msg(memcmp(dst, src, bytes) == 0, "the copy is wrong");
+  ck_assert_int_eq(starved_asked, 8);
+  ck_assert_uint_eq(ws[2].staged_bytes, bytes);
+  ck_assert_uint_eq(rt->copyjobs[0].npieces, 6); /* no job posted */
+
+  /* Once its device has run dry, a GPU shares its copies from their start
+   * for a number of chunks, counted down by every chunk issued while the
+   * device still computes, and set again whenever it runs dry. */
+  int full = mgpu__share_ahead(0, true);
+  ck_assert_int_gt(full, 1);
+  ck_assert_int_eq(mgpu__share_ahead(1, true), full);
+  int left = full, chunks = 0;
+  while (left > 0) left = mgpu__share_ahead(left, false), chunks++;
+  ck_assert_int_eq(chunks, full);
+  ck_assert_int_eq(mgpu__share_ahead(0, false), 0);
+  free(src);
+  free(dst);
+  mgpu_finalize(rt);
+}
+END_TEST
+
 /* Create a temporary file from the mkstemp template path (for trace files). */
 static void temp_file(char *path) {
   int fd = mkstemp(path);
@@ -907,6 +974,7 @@ int main(void) {
   tcase_add_test(tc, test_oom_cap);
   tcase_add_test(tc, test_pinned_host_memory);
   tcase_add_test(tc, test_staging_shared);
+  tcase_add_test(tc, test_staging_starved_midway);
   tcase_add_test(tc, test_finalize_waits);
   tcase_add_test(tc, test_staging_pinned_once);
   tcase_add_test(tc, test_progress_and_trace_events);
