@@ -303,7 +303,7 @@ static int issue(mgpu__gpu_t *gp, slot_t *s) {
   s->t_issue = mgpu__now();
   /* A device that ran dry with chunks in flight waited for this one: its
    * host side, not the device, sets the pace. */
-  if (stage) gp->share_ahead = mgpu__share_ahead(gp->share_ahead, gp->inflight > 0 && device_starved(gp));
+  if (stage) gp->share_ahead = mgpu__share_ahead(gp->rt, gp->share_ahead, gp->inflight > 0 && device_starved(gp));
   if (gp->timed && gp->ops->event_record(gp->ctx, s->ev_start, s->stream) != 0) gp->timed = false;
   char *dp = s->dbuf;
   char *hp = s->hbuf;

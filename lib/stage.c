@@ -86,6 +86,16 @@ static void copy_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, mgpu__worker_t *w
   atomic_fetch_add_explicit(&j->done, 1, memory_order_release);
 }
 
+/* Whether copies are shared early (from the moment the device waits, asked
+ * after every piece, and ahead once it ran dry): with up to two GPUs, whose
+ * host threads leave copying threads to spare under COPY_THREADS_MAX. With
+ * more, their host threads are already the copying threads and the machine's
+ * memory bandwidth is the limit: on 4 x H200, sharing early took GPU-only
+ * pageable ntt, sha256 and mulmod 10 from 3.9-4.6e5, 3.0-3.4e8 and
+ * 1.6-1.8e9 items/s to 3.2-3.7e5, 2.4-2.8e8 and 1.3-1.5e9, so a copy there
+ * is shared only when its device waits as it starts. */
+static bool shares_early(const mgpu_runtime_t *rt) { return rt->ngpus * 2 <= COPY_THREADS_MAX; }
+
 void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *dst, const void *src, size_t bytes,
                 mgpu__starved_fn starved, void *arg) {
   if (!starved || bytes < COPY_SPLIT_MIN || rt->ncpu == 0) {
@@ -98,15 +108,23 @@ void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *d
    * work in flight. On one H100, GPU-only mulmod 100 (13 MB chunks, 0.85 ms
    * of device time each) copied every chunk's results out alone, 1.3 ms at
    * one thread's rate, starting while the newest chunk still ran: the device
-   * sat idle for most of each copy. So the device is asked again after each
-   * piece, and the rest is shared from the moment it waits. */
+   * sat idle for most of each copy. So where copies are shared early, the
+   * device is asked again after each piece, and the rest is shared from the
+   * moment it waits; elsewhere it is asked once, as the copy starts. */
   size_t off = 0;
-  while (off < bytes && !starved(arg)) {
-    size_t len = MGPU_MIN(piece, bytes - off);
-    copy_counted(w, b, (char *)dst + off, (const char *)src + off, len);
-    off += len;
+  if (!shares_early(rt)) {
+    if (!starved(arg)) {
+      copy_counted(w, b, dst, src, bytes);
+      return;
+    }
+  } else {
+    while (off < bytes && !starved(arg)) {
+      size_t len = MGPU_MIN(piece, bytes - off);
+      copy_counted(w, b, (char *)dst + off, (const char *)src + off, len);
+      off += len;
+    }
+    if (off == bytes) return;
   }
-  if (off == bytes) return;
   mgpu__copyjob_t *j = &rt->copyjobs[w->gpu];
   size_t left = bytes - off, npieces = (left + piece - 1) / piece;
   /* Counted before it opens, so that taking its last piece never takes the
@@ -130,7 +148,8 @@ void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *d
   while (atomic_load_explicit(&j->done, memory_order_acquire) < npieces) sched_yield();
 }
 
-int mgpu__share_ahead(int left, bool dry) {
+int mgpu__share_ahead(const mgpu_runtime_t *rt, int left, bool dry) {
+  if (!shares_early(rt)) return 0;
   if (dry) return SHARE_AHEAD;
   return left > 0 ? left - 1 : 0;
 }

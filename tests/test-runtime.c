@@ -790,13 +790,30 @@ START_TEST(test_staging_starved_midway) {
   /* Once its device has run dry, a GPU shares its copies from their start
    * for a number of chunks, counted down by every chunk issued while the
    * device still computes, and set again whenever it runs dry. */
-  int full = mgpu__share_ahead(0, true);
+  int full = mgpu__share_ahead(rt, 0, true);
   ck_assert_int_gt(full, 1);
-  ck_assert_int_eq(mgpu__share_ahead(1, true), full);
+  ck_assert_int_eq(mgpu__share_ahead(rt, 1, true), full);
   int left = full, chunks = 0;
-  while (left > 0) left = mgpu__share_ahead(left, false), chunks++;
+  while (left > 0) left = mgpu__share_ahead(rt, left, false), chunks++;
   ck_assert_int_eq(chunks, full);
-  ck_assert_int_eq(mgpu__share_ahead(0, false), 0);
+  ck_assert_int_eq(mgpu__share_ahead(rt, 0, false), 0);
+  mgpu_finalize(rt);
+
+  /* With four GPUs, whose host threads are already the copying threads, a
+   * copy is shared only when its device waits as it starts. */
+  cfg = mgpu_test_config(1, 4);
+  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  w = &rt->workers[rt->ncpu];
+  mgpu_worker_stats_t ws4[5];
+  memset(ws4, 0, sizeof ws4);
+  fake.wstats = ws4;
+  starved_asked = 0;
+  memset(dst, 0, bytes);
+  mgpu__copy(rt, w, &fake, dst, src, bytes, starved_third, NULL);
+  ck_assert_msg(memcmp(dst, src, bytes) == 0, "the copy is wrong");
+  ck_assert_int_eq(starved_asked, 1);
+  ck_assert_uint_eq(ws4[w->id].staged_bytes, bytes);
+  ck_assert_int_eq(mgpu__share_ahead(rt, 0, true), 0);
   free(src);
   free(dst);
   mgpu_finalize(rt);
