@@ -43,6 +43,7 @@ typedef struct {
   mgpu_sched_t mode;
   bool compare, verify, json, quiet, info, list, pinned;
   int repeat;
+  int rounds;          /* --compare: the four modes run this many times in turn */
   unsigned long long seed;
   const char *output;  /* mandelbrot image */
   const char *plugin;  /* shared library adding workloads */
@@ -114,6 +115,11 @@ static void help(void) {
       "      --mode MODE      steal (default), static, cpu or gpu\n"
       "      --compare        run cpu, gpu, static and steal on the same inputs and\n"
       "                       compare them\n"
+      "      --rounds N       with --compare: run the four modes N times in turn,\n"
+      "                       1..100 (default 1), a runtime each time; each mode's\n"
+      "                       figure is the median of all its timed runs, and E is\n"
+      "                       also given round by round; --trace and --plot show\n"
+      "                       the last round's steal run\n"
       "      --gpus LIST      run with the first N GPUs for each N of LIST in turn\n"
       "                       (distinct counts, e.g. 1,2,4), a runtime each: batch\n"
       "                       workloads add a scaling table (mode gpu unless --mode\n"
@@ -263,11 +269,12 @@ static int parse_list_opt(const char *opt, const char *v, long long lo, long lon
 static void parse_args(int argc, char **argv, opts_t *o) {
   enum { O_SIZE = 256, O_INT, O_MODE, O_COMPARE, O_REPEAT, O_SEED, O_NOVERIFY, O_JSON, O_INFO, O_LIST,
          O_NUMGPUS, O_DEVICES, O_RATIO, O_MAXB, O_STREAMS, O_RESERVE, O_PINNED, O_OVERLAY, O_PLUGIN, O_TRACE, O_PLOT,
-         O_GPUS, O_SPLIT, O_DTYPE, O_MINB, O_MAXBYTES };
+         O_GPUS, O_SPLIT, O_DTYPE, O_MINB, O_MAXBYTES, O_ROUNDS };
   static const struct option longopts[] = {
       {"items", required_argument, 0, 'n'},   {"size", required_argument, 0, O_SIZE},
       {"intensity", required_argument, 0, O_INT}, {"mode", required_argument, 0, O_MODE},
       {"compare", no_argument, 0, O_COMPARE}, {"repeat", required_argument, 0, O_REPEAT},
+      {"rounds", required_argument, 0, O_ROUNDS},
       {"seed", required_argument, 0, O_SEED}, {"no-verify", no_argument, 0, O_NOVERIFY},
       {"json", no_argument, 0, O_JSON},       {"quiet", no_argument, 0, 'q'},
       {"info", no_argument, 0, O_INFO},       {"list", no_argument, 0, O_LIST},
@@ -289,6 +296,7 @@ static void parse_args(int argc, char **argv, opts_t *o) {
   o->size = -1;
   o->verify = true;
   o->repeat = 3;
+  o->rounds = 1;
   o->seed = 1;
   mgpu_config_init(&o->cfg);
   opterr = 0;
@@ -301,6 +309,7 @@ static void parse_args(int argc, char **argv, opts_t *o) {
     case O_MODE: o->mode = parse_mode(optarg); break;
     case O_COMPARE: o->compare = true; break;
     case O_REPEAT: o->repeat = (int)parse_ll_opt("--repeat", optarg, 1, 1000); break;
+    case O_ROUNDS: o->rounds = (int)parse_ll_opt("--rounds", optarg, 1, 100); break;
     case O_SEED: o->seed = (unsigned long long)parse_ll_opt("--seed", optarg, 0, LLONG_MAX); break;
     case O_NOVERIFY: o->verify = false; break;
     case O_JSON: o->json = true; break;
@@ -353,6 +362,7 @@ static void parse_args(int argc, char **argv, opts_t *o) {
   if (optind < argc) o->workload = argv[optind++];
   if (optind < argc) usage_error("unexpected argument '%s'", argv[optind]);
   if (o->compare && o->mode) usage_error("--compare runs every mode: do not give --mode too");
+  if (o->rounds > 1 && !o->compare) usage_error("--rounds is for --compare");
   if (o->compare && o->ngpus_list) usage_error("--gpus and --compare do not go together: run them separately");
   if (o->multi.min_bytes > (o->multi.max_bytes ? o->multi.max_bytes : (size_t)1 << 30))
     usage_error("--min-bytes is larger than --max-bytes (default 1G)");
@@ -983,7 +993,10 @@ typedef struct {
   mgpu_stats_t st;
   mgpu_worker_stats_t *ws;
   int ran;
-  int runs; /* timed runs made (fewer than --repeat after SIGINT) */
+  int runs; /* timed runs made (fewer than --repeat times --rounds after SIGINT) */
+  double *times; /* their wall times, every round's */
+  int nround;   /* rounds it ran in */
+  double round_tp[100]; /* throughput of each round (median of that round's runs) */
   int nw, ncpu; /* workers and CPU workers of the mode's runtime (with --gpus, counts differ) */
   int reserve;  /* of those, kept out of the last timed run (a batch that GPUs also run) */
   bool reserve_auto; /* MGPU_RESERVE_THREADS=auto */
@@ -1017,14 +1030,24 @@ static void plot_run(mgpu_runtime_t *rt, const opts_t *o, const result_t *r, con
   }
 }
 
+/* Time o->repeat runs of the workload on rt, after its warm-up, and add them to
+ * r: with --rounds, r gathers every round's runs, and its figures are the
+ * median of all of them (each round's own median is kept for E by round). */
 static void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const char *mode) {
   int nw = mgpu_num_workers(rt);
   r->mode = mode;
+  if (r->ws && r->nw != nw) free(r->ws), r->ws = NULL;
+  if (!r->ws) r->ws = calloc((size_t)nw, sizeof *r->ws);
   r->nw = nw;
   r->ncpu = mgpu_num_cpu_workers(rt);
   r->reserve_auto = !strncmp(reserve_setting(rt), "auto", 4);
-  r->ws = calloc((size_t)nw, sizeof *r->ws);
-  double *times = calloc((size_t)o->repeat, sizeof *times);
+  double *all = realloc(r->times, sizeof *all * (size_t)(r->runs + o->repeat + 1));
+  if (!all || !r->ws) {
+    fprintf(stderr, "%s: out of memory\n", prog);
+    exit(EXIT_FAIL);
+  }
+  r->times = all;
+  double *times = all + r->runs;
   mgpu_stats_t st = {.worker = r->ws, .worker_cap = nw};
   /* Warm-up: the speed model learns, buffers are made; under
    * MGPU_RESERVE_THREADS=auto, the trials of the reserve as well. */
@@ -1036,14 +1059,16 @@ static void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r,
   int done = 0;
   for (int i = 0; i < o->repeat && !interrupted; i++) times[done++] = run_once(rt, w, o, &st);
   if (done == 0) times[done++] = run_once(rt, w, o, &st);
-  r->runs = done;
   qsort(times, (size_t)done, sizeof *times, cmp_double);
-  r->wall_s = times[done / 2];
+  if (r->nround < (int)(sizeof r->round_tp / sizeof r->round_tp[0]))
+    r->round_tp[r->nround++] = times[done / 2] > 0 ? (double)w->n / times[done / 2] : 0;
+  r->runs += done;
+  qsort(all, (size_t)r->runs, sizeof *all, cmp_double);
+  r->wall_s = all[r->runs / 2];
   r->throughput = r->wall_s > 0 ? (double)w->n / r->wall_s : 0;
   r->st = st;
   r->reserve = st.reserve_workers;
   r->ran = 1;
-  free(times);
 }
 
 /* The per-worker table of the mode's last timed run: the library's own. */
@@ -1208,26 +1233,31 @@ int main(int argc, char **argv) {
      * cpu and gpu runs: the best a fixed split can do. */
     mgpu_sched_t modes[4] = {MGPU_SCHED_CPU, MGPU_SCHED_GPU, MGPU_SCHED_STATIC, MGPU_SCHED_STEAL};
     double ratio = 0;
-    for (int m = 0; m < 4; m++) {
-      result_t *r = &res[nres++];
-      r->mode = mode_name(modes[m]);
-      if ((modes[m] == MGPU_SCHED_GPU || modes[m] == MGPU_SCHED_STATIC) && ngpu == 0) {
-        r->skipped = "no GPU";
-        note = "no GPU is in use: only the CPU modes were compared";
-        continue;
+    nres = 4;
+    for (int m = 0; m < 4; m++) res[m].mode = mode_name(modes[m]);
+    /* With --rounds the four modes run in turn again, so that a machine whose
+     * speed drifts during the comparison affects every mode alike. */
+    for (int round = 0; round < o.rounds && !interrupted; round++) {
+      bool last = round == o.rounds - 1;
+      for (int m = 0; m < 4 && !interrupted; m++) {
+        result_t *r = &res[m];
+        if ((modes[m] == MGPU_SCHED_GPU || modes[m] == MGPU_SCHED_STATIC) && ngpu == 0) {
+          r->skipped = "no GPU";
+          note = "no GPU is in use: only the CPU modes were compared";
+          continue;
+        }
+        if (modes[m] == MGPU_SCHED_CPU && ncpu == 0) {
+          r->skipped = "no CPU worker";
+          continue;
+        }
+        if (modes[m] == MGPU_SCHED_STATIC && res[0].ran && res[1].ran && res[0].throughput > 0)
+          ratio = (res[1].throughput / ngpu) / (res[0].throughput / res[0].ncpu);
+        mgpu_runtime_t *rt = start_runtime(&o, modes[m], modes[m] == MGPU_SCHED_STATIC ? ratio : 0,
+                                           modes[m] == MGPU_SCHED_STEAL && last);
+        measure(rt, &w, &o, r, r->mode);
+        if (o.plot && modes[m] == MGPU_SCHED_STEAL && last) plot_run(rt, &o, r, &w);
+        finish_runtime(&w, rt);
       }
-      if (modes[m] == MGPU_SCHED_CPU && ncpu == 0) {
-        r->skipped = "no CPU worker";
-        continue;
-      }
-      if (modes[m] == MGPU_SCHED_STATIC && res[0].ran && res[1].ran && res[0].throughput > 0)
-        ratio = (res[1].throughput / ngpu) / (res[0].throughput / res[0].ncpu);
-      mgpu_runtime_t *rt =
-          start_runtime(&o, modes[m], modes[m] == MGPU_SCHED_STATIC ? ratio : 0, modes[m] == MGPU_SCHED_STEAL);
-      measure(rt, &w, &o, r, r->mode);
-      if (o.plot && modes[m] == MGPU_SCHED_STEAL) plot_run(rt, &o, r, &w);
-      finish_runtime(&w, rt);
-      if (interrupted) break;
     }
   }
 
@@ -1249,10 +1279,26 @@ int main(int argc, char **argv) {
   double e = 0, speedup = 0;
   if (o.compare && res[0].ran && res[1].ran && res[3].ran) e = res[3].throughput / (res[0].throughput + res[1].throughput);
   if (o.compare && res[2].ran && res[3].ran) speedup = res[3].throughput / res[2].throughput;
+  /* E and the speedup of each round, from that round's medians. */
+  double e_round[100], sp_round[100];
+  int ne = 0, nsp = 0;
+  if (o.compare && res[0].ran && res[1].ran && res[3].ran) {
+    ne = res[0].nround < res[1].nround ? res[0].nround : res[1].nround;
+    if (res[3].nround < ne) ne = res[3].nround;
+    for (int k = 0; k < ne; k++) {
+      double d = res[0].round_tp[k] + res[1].round_tp[k];
+      e_round[k] = d > 0 ? res[3].round_tp[k] / d : 0;
+    }
+  }
+  if (o.compare && res[2].ran && res[3].ran) {
+    nsp = res[2].nround < res[3].nround ? res[2].nround : res[3].nround;
+    for (int k = 0; k < nsp; k++) sp_round[k] = res[2].round_tp[k] > 0 ? res[3].round_tp[k] / res[2].round_tp[k] : 0;
+  }
 
   if (o.json) {
     printf("{\n  \"version\": \"%s\",\n  \"workload\": \"%s\",\n  \"items\": %zu,\n  \"repeat\": %d,\n", mgpu_version(),
            w.name, w.n, o.repeat);
+    if (o.compare) printf("  \"rounds\": %d,\n", o.rounds);
     if (work_intensity(&w)) printf("  \"intensity\": %llu,\n", work_intensity(&w));
     printf("  \"config\": {");
     mgpu_setting_t s;
@@ -1268,7 +1314,13 @@ int main(int argc, char **argv) {
     printf("],\n  \"cpu_workers\": %d,\n  \"results\": [\n", ncpu);
     for (int i = 0; i < nres; i++) json_result(&res[i], i == nres - 1);
     printf("  ],\n");
-    if (o.compare) printf("  \"efficiency\": %.4f,\n  \"speedup_vs_static\": %.4f,\n", e, speedup);
+    if (o.compare) {
+      printf("  \"efficiency\": %.4f,\n  \"speedup_vs_static\": %.4f,\n  \"efficiency_by_round\": [", e, speedup);
+      for (int k = 0; k < ne; k++) printf("%s%.4f", k ? ", " : "", e_round[k]);
+      printf("],\n  \"speedup_vs_static_by_round\": [");
+      for (int k = 0; k < nsp; k++) printf("%s%.4f", k ? ", " : "", sp_round[k]);
+      printf("],\n");
+    }
     if (nsres) {
       printf("  \"scaling\": [");
       const result_t *r0 = NULL;
@@ -1306,8 +1358,9 @@ int main(int argc, char **argv) {
         printf("mode %-6s skipped (%s)\n", r->mode, r->skipped ? r->skipped : "interrupted");
         continue;
       }
-      printf("mode %-6s %.4f s (median of %d), %.4g items/s, %.3g GB/s moved", r->mode, r->wall_s, r->runs,
-             r->throughput, r->throughput * w.bytes_per_item / 1e9);
+      printf("mode %-6s %.4f s (median of %d", r->mode, r->wall_s, r->runs);
+      if (r->nround > 1) printf(" in %d rounds", r->nround);
+      printf("), %.4g items/s, %.3g GB/s moved", r->throughput, r->throughput * w.bytes_per_item / 1e9);
       if (r->ncpu != ncpu) printf(", %d CPU workers", r->ncpu);
       printf("\n");
       if (!o.compare || i == nres - 1) print_workers(r);
@@ -1330,8 +1383,16 @@ int main(int argc, char **argv) {
       }
     }
     if (o.compare) {
-      if (e > 0) printf("heterogeneous efficiency E = steal / (cpu + gpu) = %.3f\n", e);
-      if (speedup > 0) printf("steal vs static: %.3fx\n", speedup);
+      if (e > 0) {
+        printf("heterogeneous efficiency E = steal / (cpu + gpu) = %.3f", e);
+        for (int k = 0; k < ne && ne > 1; k++) printf("%s%.3f", k ? ", " : " (by round: ", e_round[k]);
+        printf("%s\n", ne > 1 ? ")" : "");
+      }
+      if (speedup > 0) {
+        printf("steal vs static: %.3fx", speedup);
+        for (int k = 0; k < nsp && nsp > 1; k++) printf("%s%.3fx", k ? ", " : " (by round: ", sp_round[k]);
+        printf("%s\n", nsp > 1 ? ")" : "");
+      }
       if (note) printf("note: %s\n", note);
     }
     if (o.verify) printf("verification: %s (%zu items checked%s)\n", bad ? "FAILED" : "ok", checked,
@@ -1339,11 +1400,11 @@ int main(int argc, char **argv) {
     else printf("verification: off\n");
   }
   if (nsres) {
-    for (int i = 0; i < nsres; i++) free(sres[i].ws);
+    for (int i = 0; i < nsres; i++) free(sres[i].ws), free(sres[i].times);
     nres = 0; /* res[0] is a copy of the last of them */
   }
   free(sres);
-  for (int i = 0; i < nres; i++) free(res[i].ws);
+  for (int i = 0; i < nres; i++) free(res[i].ws), free(res[i].times);
   if (w.kconst) mgpu_const_destroy(w.kconst);
   for (int i = 0; i < MGPU_MAX_ARGS; i++) {
     if (w.in[i]) free_array(base, &o, w.in[i]);

@@ -86,6 +86,12 @@ expect 0 "verification: ok" -- "$run" mulmod -n 5000 --intensity 10 --repeat 1 -
 expect 0 "heterogeneous efficiency" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --compare --repeat 1 --threads 1
 expect 0 "no GPU is in use" -- "$run" mulmod -n 2000 --intensity 10 --compare --repeat 1 --num-gpus 0
 expect 2 "" -- "$run" --compare --mode cpu
+# --rounds: the four modes in turn, each figure the median of every round's runs.
+expect 0 "median of 2 in 2 rounds" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --compare --rounds 2 --repeat 1 --threads 1
+expect 0 "(by round: " -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --compare --rounds 2 --repeat 1 --threads 1
+expect 2 "--rounds is for --compare" -- "$run" mulmod --rounds 2
+expect 2 "--rounds '0' is invalid: expected an integer in 1..100" -- "$run" --compare --rounds 0
+expect 2 "--rounds 'x'" -- "$run" --compare --rounds x
 # Multi-GPU workloads on two emulated devices (collectives through host memory).
 expect 0 "verification: ok" -- env MGPU_EMULATE_GPUS=2 "$run" matvec -n 200 --size 300
 expect 0 "gpu0 40000 gpu1 40000, host 20000" -- env MGPU_EMULATE_GPUS=2 "$run" reduce -n 100000 --split 1,1,0.5
@@ -146,6 +152,19 @@ for r in d["results"]:
 assert d["verification"]["failed"] == 0 and d["verification"]["checked"] > 0
 assert "MGPU_NUM_THREADS" in d["config"] and d["efficiency"] > 0
 ' && printf '%s' "$out" | python3 -c "$schema_keys"; then ok; else bad "--json output does not parse, lacks fields or has undocumented keys: $out"; fi
+fi
+# --rounds 3 in JSON: every mode timed three times, E given round by round.
+if command -v python3 >/dev/null 2>&1; then
+  out=$(MGPU_EMULATE_GPUS=1 "$run" mulmod -n 3000 --intensity 20 --compare --rounds 3 --repeat 1 --json --threads 1 2>/dev/null)
+  if printf '%s' "$out" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["rounds"] == 3 and d["repeat"] == 1, d
+assert [r["runs"] for r in d["results"]] == [3, 3, 3, 3], d["results"]
+assert len(d["efficiency_by_round"]) == 3 and all(e > 0 for e in d["efficiency_by_round"]), d
+assert len(d["speedup_vs_static_by_round"]) == 3 and all(x > 0 for x in d["speedup_vs_static_by_round"]), d
+assert d["verification"]["failed"] == 0
+' && printf '%s' "$out" | python3 -c "$schema_keys"; then ok; else bad "--rounds JSON: $out"; fi
 fi
 # --reserve auto: the JSON says so, and the last run kept 0 or a quarter of the
 # 4 CPU workers out of the batch.
