@@ -1275,7 +1275,10 @@ int main(int argc, char **argv) {
   }
   if (o.output) write_image(&w, &o, mgpu_num_workers(base), ncpu);
 
+  /* The mode the quiet line reports: the last that ran (steal with --compare,
+   * unless SIGINT came first). */
   const result_t *main_r = &res[nres - 1];
+  for (int i = nres - 1; i > 0 && !main_r->ran; i--) main_r = &res[i - 1];
   double e = 0, speedup = 0;
   if (o.compare && res[0].ran && res[1].ran && res[3].ran) e = res[3].throughput / (res[0].throughput + res[1].throughput);
   if (o.compare && res[2].ran && res[3].ran) speedup = res[3].throughput / res[2].throughput;

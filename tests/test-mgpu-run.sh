@@ -314,6 +314,17 @@ wait $pid; rc=$?
 if [ $rc = 130 ] && grep -q "interrupted" "$out" && grep -q "mode steal" "$out" && grep -q "verification: ok" "$out"; then ok
 else bad "SIGINT: exit $rc, output: $(cat "$out")"; fi
 rm -f "$out"
+# SIGINT during the first mode of --compare --rounds: the quiet line reports
+# the mode that ran, not the steal mode that never did.
+out=$(mktemp /tmp/mgpu-int-XXXXXX)
+"$run" mulmod -n 300000 --intensity 100 --compare --rounds 50 --repeat 1000 --num-gpus 0 -q > "$out" 2>&1 &
+pid=$!
+sleep 1.5
+kill -INT $pid
+wait $pid; rc=$?
+if [ $rc = 130 ] && grep -q "^mulmod: 300000 items" "$out" && ! grep -q " 0 items/s" "$out"; then ok
+else bad "SIGINT in --compare --rounds -q: exit $rc, output: $(cat "$out")"; fi
+rm -f "$out"
 # The progress bar: on a terminal for a batch over a second; never in a pipe or
 # with --quiet. script(1) gives the run a terminal.
 if command -v script >/dev/null 2>&1; then
