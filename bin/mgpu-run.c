@@ -33,6 +33,7 @@
 #endif
 
 #define EXIT_USAGE 2
+#define MAX_ROUNDS 100 /* --rounds */
 #define EXIT_FAIL 1
 
 typedef struct {
@@ -309,7 +310,7 @@ static void parse_args(int argc, char **argv, opts_t *o) {
     case O_MODE: o->mode = parse_mode(optarg); break;
     case O_COMPARE: o->compare = true; break;
     case O_REPEAT: o->repeat = (int)parse_ll_opt("--repeat", optarg, 1, 1000); break;
-    case O_ROUNDS: o->rounds = (int)parse_ll_opt("--rounds", optarg, 1, 100); break;
+    case O_ROUNDS: o->rounds = (int)parse_ll_opt("--rounds", optarg, 1, MAX_ROUNDS); break;
     case O_SEED: o->seed = (unsigned long long)parse_ll_opt("--seed", optarg, 0, LLONG_MAX); break;
     case O_NOVERIFY: o->verify = false; break;
     case O_JSON: o->json = true; break;
@@ -996,7 +997,7 @@ typedef struct {
   int runs; /* timed runs made (fewer than --repeat times --rounds after SIGINT) */
   double *times; /* their wall times, every round's */
   int nround;   /* rounds it ran in */
-  double round_tp[100]; /* throughput of each round (median of that round's runs) */
+  double round_tp[MAX_ROUNDS]; /* throughput of each round (median of that round's runs) */
   int nw, ncpu; /* workers and CPU workers of the mode's runtime (with --gpus, counts differ) */
   int reserve;  /* of those, kept out of the last timed run (a batch that GPUs also run) */
   bool reserve_auto; /* MGPU_RESERVE_THREADS=auto */
@@ -1060,8 +1061,7 @@ static void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r,
   for (int i = 0; i < o->repeat && !interrupted; i++) times[done++] = run_once(rt, w, o, &st);
   if (done == 0) times[done++] = run_once(rt, w, o, &st);
   qsort(times, (size_t)done, sizeof *times, cmp_double);
-  if (r->nround < (int)(sizeof r->round_tp / sizeof r->round_tp[0]))
-    r->round_tp[r->nround++] = times[done / 2] > 0 ? (double)w->n / times[done / 2] : 0;
+  if (r->nround < MAX_ROUNDS) r->round_tp[r->nround++] = times[done / 2] > 0 ? (double)w->n / times[done / 2] : 0;
   r->runs += done;
   qsort(all, (size_t)r->runs, sizeof *all, cmp_double);
   r->wall_s = all[r->runs / 2];
@@ -1283,7 +1283,7 @@ int main(int argc, char **argv) {
   if (o.compare && res[0].ran && res[1].ran && res[3].ran) e = res[3].throughput / (res[0].throughput + res[1].throughput);
   if (o.compare && res[2].ran && res[3].ran) speedup = res[3].throughput / res[2].throughput;
   /* E and the speedup of each round, from that round's medians. */
-  double e_round[100], sp_round[100];
+  double e_round[MAX_ROUNDS], sp_round[MAX_ROUNDS];
   int ne = 0, nsp = 0;
   if (o.compare && res[0].ran && res[1].ran && res[3].ran) {
     ne = res[0].nround < res[1].nround ? res[0].nround : res[1].nround;

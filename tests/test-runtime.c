@@ -749,6 +749,17 @@ static bool starved_never(void *arg) {
   return false;
 }
 
+/* Copy src to dst as worker w with a device that answers as `starved` does;
+ * check the copy and return how often the device was asked. */
+static int copy_asking(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, uint8_t *dst, const uint8_t *src,
+                       size_t bytes, mgpu__starved_fn starved) {
+  starved_asked = 0;
+  memset(dst, 0, bytes);
+  mgpu__copy(rt, w, b, dst, src, bytes, starved, NULL);
+  ck_assert_msg(memcmp(dst, src, bytes) == 0, "the copy is wrong");
+  return starved_asked;
+}
+
 START_TEST(test_staging_starved_midway) {
   /* A GPU thread's large copy asks after every piece whether its device
    * waits; from then on, the pieces left are posted for the CPU workers. A
@@ -767,23 +778,15 @@ START_TEST(test_staging_starved_midway) {
   memset(&fake, 0, sizeof fake);
   fake.wstats = ws;
 
-  starved_asked = 0;
-  memset(dst, 0, bytes);
-  mgpu__copy(rt, w, &fake, dst, src, bytes, starved_third, NULL);
-  ck_assert_msg(memcmp(dst, src, bytes) == 0, "the copy is wrong");
-  ck_assert_int_eq(starved_asked, 3);
+  ck_assert_int_eq(copy_asking(rt, w, &fake, dst, src, bytes, starved_third), 3);
   /* Two pieces copied alone, the six left posted as a job. */
   ck_assert_uint_eq(rt->copyjobs[0].npieces, 6);
   ck_assert_uint_eq(rt->copyjobs[0].bytes, bytes - ((size_t)2 << 20));
   ck_assert_uint_eq(ws[0].staged_bytes + ws[1].staged_bytes + ws[2].staged_bytes, bytes);
   ck_assert_uint_ge(ws[2].staged_bytes, (size_t)2 << 20);
 
-  starved_asked = 0;
-  memset(dst, 0, bytes);
   memset(ws, 0, sizeof ws);
-  mgpu__copy(rt, w, &fake, dst, src, bytes, starved_never, NULL);
-  ck_assert_msg(memcmp(dst, src, bytes) == 0, "the copy is wrong");
-  ck_assert_int_eq(starved_asked, 8);
+  ck_assert_int_eq(copy_asking(rt, w, &fake, dst, src, bytes, starved_never), 8);
   ck_assert_uint_eq(ws[2].staged_bytes, bytes);
   ck_assert_uint_eq(rt->copyjobs[0].npieces, 6); /* no job posted */
 
@@ -807,11 +810,7 @@ START_TEST(test_staging_starved_midway) {
   mgpu_worker_stats_t ws4[5];
   memset(ws4, 0, sizeof ws4);
   fake.wstats = ws4;
-  starved_asked = 0;
-  memset(dst, 0, bytes);
-  mgpu__copy(rt, w, &fake, dst, src, bytes, starved_third, NULL);
-  ck_assert_msg(memcmp(dst, src, bytes) == 0, "the copy is wrong");
-  ck_assert_int_eq(starved_asked, 1);
+  ck_assert_int_eq(copy_asking(rt, w, &fake, dst, src, bytes, starved_third), 1);
   ck_assert_uint_eq(ws4[w->id].staged_bytes, bytes);
   ck_assert_int_eq(mgpu__share_ahead(rt, 0, true), 0);
   free(src);
