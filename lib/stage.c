@@ -110,21 +110,15 @@ void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *d
    * one thread's rate, starting while the newest chunk still ran: the device
    * sat idle for most of each copy. So where copies are shared early, the
    * device is asked again after each piece, and the rest is shared from the
-   * moment it waits; elsewhere it is asked once, as the copy starts. */
-  size_t off = 0;
-  if (!shares_early(rt)) {
-    if (!starved(arg)) {
-      copy_counted(w, b, dst, src, bytes);
-      return;
-    }
-  } else {
-    while (off < bytes && !starved(arg)) {
-      size_t len = MGPU_MIN(piece, bytes - off);
-      copy_counted(w, b, (char *)dst + off, (const char *)src + off, len);
-      off += len;
-    }
-    if (off == bytes) return;
+   * moment it waits; elsewhere it is asked once, as the copy starts (the
+   * piece is then the whole copy). */
+  size_t off = 0, step = shares_early(rt) ? piece : bytes;
+  while (off < bytes && !starved(arg)) {
+    size_t len = MGPU_MIN(step, bytes - off);
+    copy_counted(w, b, (char *)dst + off, (const char *)src + off, len);
+    off += len;
   }
+  if (off == bytes) return;
   mgpu__copyjob_t *j = &rt->copyjobs[w->gpu];
   size_t left = bytes - off, npieces = (left + piece - 1) / piece;
   /* Counted before it opens, so that taking its last piece never takes the
