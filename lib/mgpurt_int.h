@@ -433,6 +433,12 @@ void mgpu__batch_ref(mgpu__batch_t *b);
 void mgpu__batch_unref(mgpu__batch_t *b);
 double mgpu__worker_speed(const mgpu__batch_t *b, int w);
 void mgpu__split(const double *speed, int n, size_t items, size_t *share);
+/* Workers of one group (group[i] >= 0; -1: none) whose speeds lie within tol
+ * of the group's median take the mean of those speeds; the others keep theirs. */
+void mgpu__pool_alike(double *speed, const int *group, int n, double tol);
+/* group[i] for every worker: for a GPU, the index of the first GPU worker of
+ * its kind (same model, multiprocessors and clock); -1 for a CPU worker. */
+void mgpu__gpu_groups(const mgpu_runtime_t *rt, int *group);
 /* What a thief sees of one victim's range: speeds (items/s) and items pending
  * of thief and owner, items left in the range, the slowest rate the thief has
  * seen on the kernel and the longest one item took a worker of its kind

@@ -5,6 +5,7 @@
  */
 #include "testutil.h"
 
+#include <math.h>
 #include <stdio.h>
 
 /* ------------------------------------------------------------ exactly once */
@@ -559,6 +560,68 @@ START_TEST(test_split) {
 }
 END_TEST
 
+/* GPUs of one kind measured within the tolerance of their mean split as
+ * equals; an outlier, other groups and CPU workers keep their speeds. */
+START_TEST(test_pool_alike) {
+  /* Workers: 2 CPUs (no group), 4 GPUs of group 2 (one at half speed, one
+   * retired), 2 GPUs of group 6. */
+  int group[8] = {-1, -1, 2, 2, 2, 2, 6, 6};
+  double sp[8] = {10, 30, 1.00e6, 1.06e6, 0.5e6, 0, 2e6, 2.2e6};
+  mgpu__pool_alike(sp, group, 8, 0.2);
+  ck_assert(sp[0] == 10 && sp[1] == 30);
+  /* Group 2's median is 1.00e6: 1.00e6 and 1.06e6 lie within 20% of it and
+   * take their mean; 0.5e6 is half of it and keeps its own. */
+  ck_assert(fabs(sp[2] - 1.03e6) < 1 && fabs(sp[3] - 1.03e6) < 1);
+  ck_assert(sp[4] == 0.5e6 && sp[5] == 0);
+  ck_assert(fabs(sp[6] - 2.1e6) < 1 && fabs(sp[7] - 2.1e6) < 1);
+  /* Alone in its group, or nobody within the tolerance: unchanged. */
+  int two[2] = {0, 1};
+  double apart[2] = {1e6, 1.1e6};
+  mgpu__pool_alike(apart, two, 2, 0.2);
+  ck_assert(apart[0] == 1e6 && apart[1] == 1.1e6);
+  int one[2] = {0, 0};
+  double far[2] = {1e6, 3e6};
+  mgpu__pool_alike(far, one, 2, 0.2);
+  ck_assert(far[0] == 1e6 && far[1] == 3e6);
+  /* Four GPUs measured 249k-274k items/s (4 x H200, mulmod 10000): one speed. */
+  int four[4] = {0, 0, 0, 0};
+  double h200[4] = {2.60e5, 2.70e5, 2.74e5, 2.49e5};
+  mgpu__pool_alike(h200, four, 4, 0.2);
+  for (int i = 0; i < 4; i++) ck_assert(fabs(h200[i] - 2.6325e5) < 1e-3);
+}
+END_TEST
+
+/* Which GPUs are of one kind: emulated devices all are; a device with other
+ * multiprocessors or another clock is not. */
+START_TEST(test_gpu_groups) {
+  mgpu_config_t cfg = mgpu_test_config(2, 3);
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  int group[5];
+  mgpu__gpu_groups(rt, group);
+  ck_assert_int_eq(group[0], -1);
+  ck_assert_int_eq(group[1], -1);
+  for (int i = 2; i < 5; i++) ck_assert_int_eq(group[i], 2);
+  rt->gpu_info[1].sm_count += 1;
+  rt->gpu_info[2].clock_khz += 1;
+  mgpu__gpu_groups(rt, group);
+  ck_assert_int_eq(group[2], 2);
+  ck_assert_int_eq(group[3], 3);
+  ck_assert_int_eq(group[4], 4);
+  /* Real devices must also share a model name. */
+  rt->gpu_info[1] = rt->gpu_info[0];
+  for (int g = 0; g < 2; g++) rt->gpu_info[g].emulated = 0;
+  snprintf(rt->gpu_info[1].name, sizeof rt->gpu_info[1].name, "another model");
+  mgpu__gpu_groups(rt, group);
+  ck_assert_int_eq(group[3], 3);
+  snprintf(rt->gpu_info[1].name, sizeof rt->gpu_info[1].name, "%s", rt->gpu_info[0].name);
+  mgpu__gpu_groups(rt, group);
+  ck_assert_int_eq(group[3], 2);
+  rt->gpu_info[0].emulated = rt->gpu_info[1].emulated = 1;
+  mgpu_finalize(rt);
+}
+END_TEST
+
 /* How much a thief takes from a victim's range. */
 START_TEST(test_steal_share) {
   /* Equal speeds, nothing pending: half each. */
@@ -682,6 +745,8 @@ int main(void) {
   TCase *tc = tcase_create("sched");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_split);
+  tcase_add_test(tc, test_pool_alike);
+  tcase_add_test(tc, test_gpu_groups);
   tcase_add_test(tc, test_model_cut_chunks);
   tcase_add_test(tc, test_chunk_plan);
   tcase_add_test(tc, test_steal_share);
