@@ -15,7 +15,6 @@
 
 #define ALIGN_DEV 256
 #define FAILURES_TO_RETIRE 3
-#define GPU_TARGET_S 2e-3
 #define TASKS_IN_FLIGHT 64 /* task parts enqueued on the task stream at once */
 /* Pinned staging of one slot, allocated once at this size, and the most
  * pageable bytes a chunk may stage. Pinning is slow and unpredictable: on
@@ -635,7 +634,7 @@ report:
     if (gp->tf_n > 0 && task_poll(gp)) continue;
     if (gp->inflight < gp->nslots && !atomic_load(&w->retired) && !atomic_load(&rt->stop)) {
       slot_t *s = &gp->slots[(gp->oldest + gp->inflight) % gp->nslots];
-      if (mgpu__claim(rt, w, SIZE_MAX, GPU_TARGET_S, &s->claim)) {
+      if (mgpu__claim(rt, w, SIZE_MAX, MGPU_GPU_TARGET_S, &s->claim)) {
         if (atomic_load(&s->claim.b->failed)) {
           mgpu__complete(rt, w, &s->claim, 0, 0);
           continue;

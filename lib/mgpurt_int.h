@@ -439,6 +439,13 @@ void mgpu__pool_alike(double *speed, const int *group, int n, double tol);
 /* group[i] for every worker: for a GPU, the index of the first GPU worker of
  * its kind (same model, multiprocessors and clock); -1 for a CPU worker. */
 void mgpu__gpu_groups(const mgpu_runtime_t *rt, int *group);
+/* Seconds of device work a GPU's chunk is sized to. */
+#define MGPU_GPU_TARGET_S 2e-3
+/* Whether a batch of `items` split by `speed` (n workers) ends within the
+ * chunks each GPU claims before its first one completes (streams + 1 chunks
+ * of MGPU_GPU_TARGET_S): its whole range is then in flight at once and
+ * nothing of it is left to steal. */
+bool mgpu__ranges_in_flight(const double *speed, int n, size_t items, int streams);
 /* What a thief sees of one victim's range: speeds (items/s) and items pending
  * of thief and owner, items left in the range, the slowest rate the thief has
  * seen on the kernel and the longest one item took a worker of its kind

@@ -160,20 +160,6 @@ static bool same_kind(const mgpu_device_info_t *a, const mgpu_device_info_t *b) 
   return a->emulated || strcmp(a->name, b->name) == 0;
 }
 
-/* GPUs of one kind start a batch with equal shares unless their measured
- * speeds differ by more than ALIKE_TOL. Each GPU's learned speed carries its
- * own bias, stable from batch to batch (when its chunks start and end
- * against the others', the host thread's timing), and once a GPU has claimed
- * its whole range (chunks in flight on every stream) nothing is left to
- * steal, so a share too large stays too large. On 4 x H200, GPU-only mulmod
- * 10000 (4 chunks a GPU, the whole range in flight) gave the four GPUs
- * 249 000 to 274 000 of the 1 048 576 items, batch after batch, where equal
- * shares ended within 0.1 ms of each other; past about 270 000 items a GPU
- * needs another wave of its multiprocessors, and steal took 7.0-7.2 ms
- * against static's 6.3. (StarPU likewise shares one performance model among
- * identical CUDA devices by default.) A GPU really slower, by more than the
- * tolerance, keeps its own speed, and stealing corrects smaller differences
- * wherever ranges outlast the chunks in flight. */
 void mgpu__gpu_groups(const mgpu_runtime_t *rt, int *group) {
   for (int i = 0; i < rt->nworkers; i++) {
     group[i] = -1;
@@ -187,6 +173,27 @@ void mgpu__gpu_groups(const mgpu_runtime_t *rt, int *group) {
   }
 }
 
+bool mgpu__ranges_in_flight(const double *speed, int n, size_t items, int streams) {
+  double total = 0;
+  for (int i = 0; i < n; i++) total += speed[i];
+  return total > 0 && (double)items / total < (streams + 1) * MGPU_GPU_TARGET_S;
+}
+
+/* GPUs of one kind start a short batch with equal shares unless their
+ * measured speeds differ by more than ALIKE_TOL. Each GPU's learned speed
+ * carries its own bias, stable from batch to batch (when its chunks start
+ * and end against the others', the host thread's timing), and where a GPU's
+ * whole range goes in flight at once (mgpu__ranges_in_flight) nothing is
+ * left to steal, so a share too large stays too large. On 4 x H200, GPU-only
+ * mulmod 10000 (4 chunks a GPU) gave the four GPUs 249 000 to 274 000 of the
+ * 1 048 576 items, batch after batch, where equal shares ended within 0.1 ms
+ * of each other; past about 270 000 items a GPU needs another wave of its
+ * multiprocessors, and steal took 7.0-7.2 ms against static's 6.3 (0.955x;
+ * 1.005x pooled). Longer batches keep each GPU's own speed: stealing
+ * corrects their split, and on pageable arrays the GPUs' speeds really
+ * differ (their host threads' share of the copying): pooled there, mulmod 10
+ * and sha256 ran 2-5% slower on 4 x H200. A GPU slower than the tolerance
+ * keeps its own speed in any batch. */
 static void pool_alike_gpus(const mgpu_runtime_t *rt, double *speed) {
   if (rt->ngpus < 2) return;
   int *group = calloc((size_t)rt->nworkers, sizeof *group);
@@ -366,7 +373,7 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
     for (int i = 0; i < rt->ncpu; i++) speed[i] = 0;
   }
   if (b->steal_ok) {
-    pool_alike_gpus(rt, speed);
+    if (mgpu__ranges_in_flight(speed, rt->nworkers, b->desc.n, rt->cfg.v.streams_per_gpu)) pool_alike_gpus(rt, speed);
     damp_slow(speed, rt->nworkers);
     skip_coarse(b, speed, b->desc.n);
   }

@@ -591,6 +591,24 @@ START_TEST(test_pool_alike) {
 }
 END_TEST
 
+/* Which batches are short enough that each GPU's range goes in flight at
+ * once (their GPUs split as equals). */
+START_TEST(test_ranges_in_flight) {
+  /* 4 x H200 mulmod 10000: 4 GPUs at 4e7 items/s, 1 048 576 items: 6.6 ms,
+   * under (3 + 1) chunks of 2 ms. */
+  double h200[5] = {6e5, 4e7, 4e7, 4e7, 4e7};
+  ck_assert(mgpu__ranges_in_flight(h200, 5, 1048576, 3));
+  /* With one stream a GPU, 4 ms: not. */
+  ck_assert(!mgpu__ranges_in_flight(h200, 5, 1048576, 1));
+  /* mulmod 10: 67 108 864 items at 2e9 items/s in all, 34 ms: not. */
+  double mm10[2] = {5e8, 1.5e9};
+  ck_assert(!mgpu__ranges_in_flight(mm10, 2, 67108864, 3));
+  /* Nothing measured or able: not. */
+  double none[2] = {0, 0};
+  ck_assert(!mgpu__ranges_in_flight(none, 2, 100, 3));
+}
+END_TEST
+
 /* Which GPUs are of one kind: emulated devices all are; a device with other
  * multiprocessors or another clock is not. */
 START_TEST(test_gpu_groups) {
@@ -747,6 +765,7 @@ int main(void) {
   tcase_add_test(tc, test_split);
   tcase_add_test(tc, test_pool_alike);
   tcase_add_test(tc, test_gpu_groups);
+  tcase_add_test(tc, test_ranges_in_flight);
   tcase_add_test(tc, test_model_cut_chunks);
   tcase_add_test(tc, test_chunk_plan);
   tcase_add_test(tc, test_steal_share);
