@@ -282,6 +282,7 @@ struct mgpu_runtime {
   int ncpu;                    /* CPU workers */
   int nworkers;                /* ncpu + ngpus */
   mgpu__worker_t *workers;     /* [nworkers] */
+  int *gpu_group;              /* [nworkers]: mgpu__gpu_groups, found at init */
   mgpu__gpu_t **gpus;          /* [ngpus] */
 
   /* Scheduling state. rt->lock guards the active list, batch activation, the
@@ -433,8 +434,9 @@ void mgpu__batch_ref(mgpu__batch_t *b);
 void mgpu__batch_unref(mgpu__batch_t *b);
 double mgpu__worker_speed(const mgpu__batch_t *b, int w);
 void mgpu__split(const double *speed, int n, size_t items, size_t *share);
-/* Workers of one group (group[i] >= 0; -1: none) whose speeds lie within tol
- * of the group's median take the mean of those speeds; the others keep theirs. */
+/* Workers of one group (group[i]: the index of the group's first member;
+ * -1: none) whose speeds lie within tol of the group's median take the mean
+ * of those speeds; the others keep theirs. */
 void mgpu__pool_alike(double *speed, const int *group, int n, double tol);
 /* group[i] for every worker: for a GPU, the index of the first GPU worker of
  * its kind (same model, multiprocessors and clock); -1 for a CPU worker. */

@@ -40,6 +40,7 @@ static void free_runtime(mgpu_runtime_t *rt) {
     mgpu__trace_free(&rt->workers[i]);
   }
   free(rt->workers);
+  free(rt->gpu_group);
   free(rt->gpus);
   free(rt->host_allocs);
   pthread_mutex_destroy(&rt->lock);
@@ -124,7 +125,8 @@ MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p
 
   rt->workers = aligned_alloc(MGPU_CACHELINE, sizeof(mgpu__worker_t) * (size_t)rt->nworkers);
   rt->gpus = calloc((size_t)MGPU_MAX(rt->ngpus, 1), sizeof *rt->gpus);
-  if (!rt->workers || !rt->gpus) {
+  rt->gpu_group = calloc((size_t)MGPU_MAX(rt->nworkers, 1), sizeof *rt->gpu_group);
+  if (!rt->workers || !rt->gpus || !rt->gpu_group) {
     st = mgpu__fail(MGPU_ENOMEM, "mgpu_init: out of memory");
     goto fail_free;
   }
@@ -135,6 +137,7 @@ MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p
     w->kind = i < rt->ncpu ? MGPU_WORKER_CPU : MGPU_WORKER_GPU;
     w->gpu = i < rt->ncpu ? -1 : i - rt->ncpu;
   }
+  mgpu__gpu_groups(rt, rt->gpu_group);
 
   st = mgpu__trace_open(rt);
   if (st != MGPU_OK) goto fail_free;

@@ -25,7 +25,7 @@
 #define MIN_SHARE_ITEMS 4.0
 #define CPU_NEGLIGIBLE 0.02 /* CPU workers together under 2% of the machine: they sit out */
 #define CPU_OUT_TRY 0.2     /* ...under 20%: auto also tries them all out */
-#define ALIKE_TOL 0.2       /* GPUs of one kind measured within 20% of their mean: split as equals */
+#define ALIKE_TOL 0.2       /* GPUs of one kind measured within 20% of their median: split as equals */
 #define range_begin(r) atomic_load_explicit(&(r)->begin, memory_order_relaxed)
 
 /* --------------------------------------------------------------- split */
@@ -132,6 +132,7 @@ void mgpu__pool_alike(double *speed, const int *group, int n, double tol) {
   double *v = malloc(sizeof *v * (size_t)(n > 0 ? n : 1));
   if (!v) MGPU_PANIC("out of memory splitting a batch");
   for (int g = 0; g < n; g++) {
+    if (group[g] != g) continue; /* each group once, at its first member */
     int k = 0;
     for (int i = 0; i < n; i++)
       if (group[i] == g && speed[i] > 0) v[k++] = speed[i];
@@ -195,12 +196,7 @@ bool mgpu__ranges_in_flight(const double *speed, int n, size_t items, int stream
  * and sha256 ran 2-5% slower on 4 x H200. A GPU slower than the tolerance
  * keeps its own speed in any batch. */
 static void pool_alike_gpus(const mgpu_runtime_t *rt, double *speed) {
-  if (rt->ngpus < 2) return;
-  int *group = calloc((size_t)rt->nworkers, sizeof *group);
-  if (!group) MGPU_PANIC("out of memory splitting a batch");
-  mgpu__gpu_groups(rt, group);
-  mgpu__pool_alike(speed, group, rt->nworkers, ALIKE_TOL);
-  free(group);
+  if (rt->ngpus >= 2) mgpu__pool_alike(speed, rt->gpu_group, rt->nworkers, ALIKE_TOL);
 }
 
 /* When the far slower workers add little in all, each starts with the share

@@ -560,7 +560,7 @@ START_TEST(test_split) {
 }
 END_TEST
 
-/* GPUs of one kind measured within the tolerance of their mean split as
+/* GPUs of one kind measured within the tolerance of their median split as
  * equals; an outlier, other groups and CPU workers keep their speeds. */
 START_TEST(test_pool_alike) {
   /* Workers: 2 CPUs (no group), 4 GPUs of group 2 (one at half speed, one
@@ -617,6 +617,8 @@ START_TEST(test_gpu_groups) {
   ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
   int group[5];
   mgpu__gpu_groups(rt, group);
+  /* The runtime found the same groups at init. */
+  for (int i = 0; i < 5; i++) ck_assert_int_eq(rt->gpu_group[i], group[i]);
   ck_assert_int_eq(group[0], -1);
   ck_assert_int_eq(group[1], -1);
   for (int i = 2; i < 5; i++) ck_assert_int_eq(group[i], 2);
