@@ -312,7 +312,7 @@ static int issue(mgpu__gpu_t *gp, slot_t *s) {
     s->in[i] = dp;
     if (bytes) {
       if (!pin_in[i]) {
-        mgpu__copy(gp->rt, gp->w, b, hp, src, bytes, copy_share, gp);
+        mgpu__copy(gp->rt, gp->w, b, hp, src, bytes, false, copy_share, gp);
         src = hp;
         hp += round_up(bytes);
       }
@@ -397,7 +397,7 @@ static void retire_oldest(mgpu__gpu_t *gp) {
   if (rc == 0) {
     for (int i = 0; i < s->nstaged; i++)
       mgpu__copy(gp->rt, gp->w, s->claim.b, s->staged_out[i].user, s->staged_out[i].staged, s->staged_out[i].bytes,
-                 copy_share, gp);
+                 true, copy_share, gp);
     /* The device's time for this chunk: from when it could start it (begun,
      * and the previous chunk ended) until it ended, by device timestamps. The
      * host only notices a completion when it gets round to it, so host times

@@ -264,6 +264,7 @@ typedef struct {
   const char *src;
   size_t bytes, piece, npieces, next;
   mgpu__batch_t *b;        /* the chunk's batch, for statistics */
+  bool to_user;            /* copies results out of staging into a user array */
   _Atomic bool open;       /* pieces are left to take */
   _Atomic size_t done;     /* pieces copied */
 } mgpu__copyjob_t;
@@ -411,12 +412,15 @@ void mgpu__wake_helpers(mgpu_runtime_t *rt, int n);
 /* --------------------------------------------------------------- stage.c */
 /* Whether a GPU's device has run out of work (stage.c asks while copying). */
 typedef bool (*mgpu__starved_fn)(void *arg);
-/* GPU worker w copies bytes from src to dst for a chunk of batch b. A large
+/* Copies out of staging at least this long bypass the caches (stage.c). */
+#define MGPU_STREAM_MIN ((size_t)256 << 10)
+/* GPU worker w copies bytes from src to dst for a chunk of batch b: into its
+ * staging buffer, or (to_user) out of it into the user's array. A large
  * copy is shared with CPU workers when starved(arg) says its device waits: as
  * it starts, or with up to two GPUs from the moment it does (asked after every
  * piece). starved NULL: w copies it all alone. */
 void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *dst, const void *src, size_t bytes,
-                mgpu__starved_fn starved, void *arg);
+                bool to_user, mgpu__starved_fn starved, void *arg);
 /* A GPU's count of chunks whose staging copies are shared from their start,
  * after issuing one more: the full count when its device ran dry (`dry`: it
  * had chunks in flight and all had ended), one less otherwise; always 0 with

@@ -19,7 +19,11 @@
 #include "mgpurt_int.h"
 
 #include <sched.h>
+#include <stdint.h>
 #include <string.h>
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #define COPY_SPLIT_MIN ((size_t)2 << 20) /* smaller copies are made by the GPU thread alone */
 #define COPY_PIECE_MIN ((size_t)1 << 20)
@@ -48,6 +52,7 @@ typedef struct {
   const char *src;
   size_t bytes;
   mgpu__batch_t *b;
+  bool to_user;
 } piece_t;
 
 /* Take the next piece of job j, or return false. A helper takes one only
@@ -59,7 +64,7 @@ static bool take_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, bool helper, piec
   pthread_mutex_lock(&j->lock);
   if (j->next < j->npieces) {
     size_t off = j->next * j->piece;
-    *p = (piece_t){j->dst + off, j->src + off, MGPU_MIN(j->piece, j->bytes - off), j->b};
+    *p = (piece_t){j->dst + off, j->src + off, MGPU_MIN(j->piece, j->bytes - off), j->b, j->to_user};
     got = true;
     if (++j->next == j->npieces) {
       atomic_store_explicit(&j->open, false, memory_order_relaxed);
@@ -70,9 +75,47 @@ static bool take_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, bool helper, piec
   return got;
 }
 
-/* memcpy, counted in worker w's statistics for batch b. */
-static void copy_counted(mgpu__worker_t *w, mgpu__batch_t *b, void *dst, const void *src, size_t bytes) {
+/* Copy results out of a staging buffer into a user array with stores that
+ * bypass the caches. A plain store first reads the line it writes (read for
+ * ownership), and a user array written once per batch is not in cache, so
+ * memcpy there moves three bytes through memory for every two copied. On
+ * 4 x H200 one thread copied 8 MiB pieces from pinned into pageable memory at
+ * 7.8 GB/s with memcpy and 16.3 GB/s so, and GPU-only pageable mulmod 10 ran
+ * 10-13% faster, sha256 3-12%. Copies into a staging buffer keep memcpy: the buffer
+ * is reused chunk after chunk and stays in cache, where streaming it out to
+ * memory only slowed the copy (9.1 against 6.9 GB/s a thread).
+ * memcpy copies the unaligned head, the tail, and copies below
+ * MGPU_STREAM_MIN. */
+static void stream_copy(void *dst, const void *src, size_t bytes) {
+#if defined(__x86_64__) && defined(__SSE2__)
+  if (bytes >= MGPU_STREAM_MIN) {
+    char *d = dst;
+    const char *s = src;
+    size_t head = (size_t)(-(uintptr_t)d & 63);
+    memcpy(d, s, head);
+    d += head, s += head, bytes -= head;
+    for (; bytes >= 64; d += 64, s += 64, bytes -= 64) {
+      __m128i a = _mm_loadu_si128((const __m128i *)s), b = _mm_loadu_si128((const __m128i *)(s + 16)),
+              c = _mm_loadu_si128((const __m128i *)(s + 32)), e = _mm_loadu_si128((const __m128i *)(s + 48));
+      _mm_stream_si128((__m128i *)d, a);
+      _mm_stream_si128((__m128i *)(d + 16), b);
+      _mm_stream_si128((__m128i *)(d + 32), c);
+      _mm_stream_si128((__m128i *)(d + 48), e);
+    }
+    /* Streamed stores are weakly ordered: fence them before the copy is
+     * reported done to the thread that hands the buffer on. */
+    _mm_sfence();
+    dst = d, src = s;
+  }
+#endif
   memcpy(dst, src, bytes);
+}
+
+/* A staging copy, into the staging buffer or out of it (to_user), counted
+ * in worker w's statistics for batch b. */
+static void copy_counted(mgpu__worker_t *w, mgpu__batch_t *b, void *dst, const void *src, size_t bytes, bool to_user) {
+  if (to_user) stream_copy(dst, src, bytes);
+  else memcpy(dst, src, bytes);
   b->wstats[w->id].staged_bytes += bytes;
   atomic_fetch_add_explicit(&w->staged, bytes, memory_order_relaxed);
 }
@@ -81,7 +124,7 @@ static void copy_counted(mgpu__worker_t *w, mgpu__batch_t *b, void *dst, const v
  * owner holds its chunk until every piece is done. */
 static void copy_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, mgpu__worker_t *w, const piece_t *p) {
   atomic_fetch_add_explicit(&rt->copiers, 1, memory_order_relaxed);
-  copy_counted(w, p->b, p->dst, p->src, p->bytes);
+  copy_counted(w, p->b, p->dst, p->src, p->bytes, p->to_user);
   atomic_fetch_sub_explicit(&rt->copiers, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&j->done, 1, memory_order_release);
 }
@@ -97,9 +140,9 @@ static void copy_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, mgpu__worker_t *w
 static bool shares_early(const mgpu_runtime_t *rt) { return rt->ngpus * 2 <= COPY_THREADS_MAX; }
 
 void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *dst, const void *src, size_t bytes,
-                mgpu__starved_fn starved, void *arg) {
+                bool to_user, mgpu__starved_fn starved, void *arg) {
   if (!starved || bytes < COPY_SPLIT_MIN || rt->ncpu == 0) {
-    copy_counted(w, b, dst, src, bytes);
+    copy_counted(w, b, dst, src, bytes, to_user);
     return;
   }
   size_t piece = MGPU_MAX(COPY_PIECE_MIN, (bytes / COPY_PIECES_MAX + 4095) & ~(size_t)4095);
@@ -115,7 +158,7 @@ void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *d
   size_t off = 0, step = shares_early(rt) ? piece : bytes;
   while (off < bytes && !starved(arg)) {
     size_t len = MGPU_MIN(step, bytes - off);
-    copy_counted(w, b, (char *)dst + off, (const char *)src + off, len);
+    copy_counted(w, b, (char *)dst + off, (const char *)src + off, len, to_user);
     off += len;
   }
   if (off == bytes) return;
@@ -132,6 +175,7 @@ void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *d
   j->npieces = npieces;
   j->next = 0;
   j->b = b;
+  j->to_user = to_user;
   atomic_store_explicit(&j->done, 0, memory_order_relaxed);
   atomic_store_explicit(&j->open, true, memory_order_release);
   pthread_mutex_unlock(&j->lock);

@@ -755,7 +755,7 @@ static int copy_asking(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, 
                        size_t bytes, mgpu__starved_fn starved) {
   starved_asked = 0;
   memset(dst, 0, bytes);
-  mgpu__copy(rt, w, b, dst, src, bytes, starved, NULL);
+  mgpu__copy(rt, w, b, dst, src, bytes, true, starved, NULL);
   ck_assert_msg(memcmp(dst, src, bytes) == 0, "the copy is wrong");
   return starved_asked;
 }
@@ -815,6 +815,52 @@ START_TEST(test_staging_starved_midway) {
   ck_assert_int_eq(mgpu__share_ahead(rt, 0, true), 0);
   free(src);
   free(dst);
+  mgpu_finalize(rt);
+}
+END_TEST
+
+START_TEST(test_staging_out_edges) {
+  /* Copies out of staging into user arrays use streamed stores from a
+   * 64-byte boundary of the destination on: every alignment of source and
+   * destination, lengths around MGPU_STREAM_MIN and lengths that are not
+   * whole lines copy exactly their bytes, alone and in pieces shared with a
+   * CPU worker, and nothing beside the destination changes. */
+  mgpu_config_t cfg = mgpu_test_config(2, 1);
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  mgpu__worker_t *w = &rt->workers[rt->ncpu];
+  mgpu_worker_stats_t ws[3];
+  mgpu__batch_t fake;
+  memset(&fake, 0, sizeof fake);
+  fake.wstats = ws;
+  const size_t max = ((size_t)3 << 20) + 4096, guard = 128;
+  const size_t all = max + 64 + 2 * guard;
+  uint8_t *src = malloc(max + 64), *dst = malloc(all), *pat = malloc(all);
+  memset(pat, 0xA5, all);
+  for (size_t i = 0; i < max + 64; i++) src[i] = (uint8_t)(i * 7 + i / 251 + 1);
+  const size_t lens[] = {MGPU_STREAM_MIN - 1, MGPU_STREAM_MIN, MGPU_STREAM_MIN + 1, MGPU_STREAM_MIN + 63,
+                         ((size_t)3 << 20) + 37};
+  const size_t offs[] = {0, 1, 17, 63};
+  for (size_t l = 0; l < sizeof lens / sizeof *lens; l++)
+    for (size_t so = 0; so < sizeof offs / sizeof *offs; so++)
+      for (size_t dof = 0; dof < sizeof offs / sizeof *offs; dof++)
+        for (int shared = 0; shared < 2; shared++) {
+          size_t n = lens[l];
+          uint8_t *d = dst + guard + offs[dof];
+          const uint8_t *s = src + offs[so];
+          memcpy(dst, pat, all);
+          memset(ws, 0, sizeof ws);
+          starved_asked = 0;
+          mgpu__copy(rt, w, &fake, d, s, n, true, shared ? starved_third : NULL, NULL);
+          ck_assert_msg(memcmp(d, s, n) == 0, "length %zu, source +%zu, destination +%zu, shared %d: copy wrong", n,
+                        offs[so], offs[dof], shared);
+          ck_assert_msg(memcmp(dst, pat, (size_t)(d - dst)) == 0, "a byte before the destination changed");
+          ck_assert_msg(memcmp(d + n, pat, all - (size_t)(d + n - dst)) == 0, "a byte after the destination changed");
+          ck_assert_uint_eq(ws[0].staged_bytes + ws[1].staged_bytes + ws[2].staged_bytes, n);
+        }
+  free(src);
+  free(dst);
+  free(pat);
   mgpu_finalize(rt);
 }
 END_TEST
@@ -991,6 +1037,7 @@ int main(void) {
   tcase_add_test(tc, test_pinned_host_memory);
   tcase_add_test(tc, test_staging_shared);
   tcase_add_test(tc, test_staging_starved_midway);
+  tcase_add_test(tc, test_staging_out_edges);
   tcase_add_test(tc, test_finalize_waits);
   tcase_add_test(tc, test_staging_pinned_once);
   tcase_add_test(tc, test_progress_and_trace_events);
