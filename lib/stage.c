@@ -34,12 +34,16 @@
  * is a system call on the GPU thread's path, and a woken helper that the OS
  * then leaves waiting for a core holds up the copy it took a piece of. */
 #define COPY_WAKE_MAX 3
-/* Threads copying pieces at once, GPU threads included. More copying threads
- * take memory bandwidth from the devices' own transfers: on 4 x H200, GPU-only
- * ntt on pageable arrays ran at 3.0e5 items/s with the 4 GPU threads copying
- * alone, 2.3e5 with up to 8 copying and 1.8e5 with 60; on one GPU, 4 copying
+/* Threads copying pieces at once, GPU threads included: two per GPU, and at
+ * least four. More copying threads take memory bandwidth from the devices'
+ * own transfers: on 4 x H200, with memcpy both ways, GPU-only ntt on pageable
+ * arrays ran at 3.0e5 items/s with the 4 GPU threads copying alone, 2.3e5
+ * with up to 8 copying and 1.8e5 with 60. Once copies out of staging stopped
+ * reading the lines they write, 8 copying threads made steal faster than 4
+ * there on sha256 (13-22%, four runs) and ntt (9-16%, two runs); mulmod 10
+ * went from 11% slower to 12% faster (four runs). On one GPU, 4 copying
  * threads gave 1.8e5 against 1.4e5 for the GPU thread alone. */
-#define COPY_THREADS_MAX 4
+static int copy_threads_max(const mgpu_runtime_t *rt) { return MGPU_MAX(4, 2 * rt->ngpus); }
 /* Chunks whose copies are shared from their start once a device has run dry
  * waiting for its host thread. Sharing keeps such a device fed, which hides
  * the need for it; so after this many chunks without the device running dry,
@@ -56,10 +60,10 @@ typedef struct {
 } piece_t;
 
 /* Take the next piece of job j, or return false. A helper takes one only
- * while fewer than COPY_THREADS_MAX threads copy. */
+ * while fewer than copy_threads_max threads copy. */
 static bool take_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, bool helper, piece_t *p) {
   if (!atomic_load_explicit(&j->open, memory_order_acquire)) return false;
-  if (helper && atomic_load_explicit(&rt->copiers, memory_order_relaxed) >= COPY_THREADS_MAX) return false;
+  if (helper && atomic_load_explicit(&rt->copiers, memory_order_relaxed) >= copy_threads_max(rt)) return false;
   bool got = false;
   pthread_mutex_lock(&j->lock);
   if (j->next < j->npieces) {
@@ -130,14 +134,13 @@ static void copy_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, mgpu__worker_t *w
 }
 
 /* Whether copies are shared early (from the moment the device waits, asked
- * after every piece, and ahead once it ran dry): with up to two GPUs, whose
- * host threads leave copying threads to spare under COPY_THREADS_MAX. With
+ * after every piece, and ahead once it ran dry): with up to two GPUs. With
  * more, their host threads are already the copying threads and the machine's
  * memory bandwidth is the limit: on 4 x H200, sharing early took GPU-only
  * pageable ntt, sha256 and mulmod 10 from 3.9-4.6e5, 3.0-3.4e8 and
  * 1.6-1.8e9 items/s to 3.2-3.7e5, 2.4-2.8e8 and 1.3-1.5e9, so a copy there
  * is shared only when its device waits as it starts. */
-static bool shares_early(const mgpu_runtime_t *rt) { return rt->ngpus * 2 <= COPY_THREADS_MAX; }
+static bool shares_early(const mgpu_runtime_t *rt) { return rt->ngpus <= 2; }
 
 void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *dst, const void *src, size_t bytes,
                 bool to_user, mgpu__starved_fn starved, void *arg) {
@@ -215,5 +218,5 @@ void mgpu__copyjobs_destroy(mgpu_runtime_t *rt) {
 
 bool mgpu__copy_wanted(mgpu_runtime_t *rt) {
   return atomic_load_explicit(&rt->copy_open, memory_order_relaxed) > 0 &&
-         atomic_load_explicit(&rt->copiers, memory_order_relaxed) < COPY_THREADS_MAX;
+         atomic_load_explicit(&rt->copiers, memory_order_relaxed) < copy_threads_max(rt);
 }

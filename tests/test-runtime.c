@@ -800,6 +800,15 @@ START_TEST(test_staging_starved_midway) {
   while (left > 0) left = mgpu__share_ahead(rt, left, false), chunks++;
   ck_assert_int_eq(chunks, full);
   ck_assert_int_eq(mgpu__share_ahead(rt, 0, false), 0);
+  /* With one GPU, CPU workers join an open copy while fewer than four
+   * threads copy. */
+  atomic_store(&rt->copy_open, 1);
+  atomic_store(&rt->copiers, 3);
+  ck_assert(mgpu__copy_wanted(rt));
+  atomic_store(&rt->copiers, 4);
+  ck_assert(!mgpu__copy_wanted(rt));
+  atomic_store(&rt->copy_open, 0);
+  atomic_store(&rt->copiers, 0);
   mgpu_finalize(rt);
 
   /* With four GPUs, whose host threads are already the copying threads, a
@@ -813,6 +822,15 @@ START_TEST(test_staging_starved_midway) {
   ck_assert_int_eq(copy_asking(rt, w, &fake, dst, src, bytes, starved_third), 1);
   ck_assert_uint_eq(ws4[w->id].staged_bytes, bytes);
   ck_assert_int_eq(mgpu__share_ahead(rt, 0, true), 0);
+  /* Four GPU threads may copy with up to four CPU workers beside them: two
+   * copying threads per GPU. */
+  atomic_store(&rt->copy_open, 1);
+  atomic_store(&rt->copiers, 7);
+  ck_assert(mgpu__copy_wanted(rt));
+  atomic_store(&rt->copiers, 8);
+  ck_assert(!mgpu__copy_wanted(rt));
+  atomic_store(&rt->copy_open, 0);
+  atomic_store(&rt->copiers, 0);
   free(src);
   free(dst);
   mgpu_finalize(rt);
