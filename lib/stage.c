@@ -83,11 +83,11 @@ static bool take_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, bool helper, piec
  * bypass the caches. A plain store first reads the line it writes (read for
  * ownership), and a user array written once per batch is not in cache, so
  * memcpy there moves three bytes through memory for every two copied. On
- * 4 x H200 one thread copied 8 MiB pieces from pinned into pageable memory at
- * 7.8 GB/s with memcpy and 16.3 GB/s so, and GPU-only pageable mulmod 10 ran
- * 10-13% faster, sha256 3-12%. Copies into a staging buffer keep memcpy: the buffer
- * is reused chunk after chunk and stays in cache, where streaming it out to
- * memory only slowed the copy (9.1 against 6.9 GB/s a thread).
+ * 4 x H200 one thread copied 8 MiB pieces from pinned into pageable memory
+ * at 7.8 GB/s with memcpy and 16.3 GB/s so, and GPU-only pageable mulmod 10
+ * ran 10-20% faster (sha256: -5% to +12%). Copies into staging keep memcpy:
+ * the buffer is reused chunk after chunk and stays in cache, where streaming
+ * it out to memory only slowed the copy (9.1 against 6.9 GB/s a thread).
  * memcpy copies the unaligned head, the tail, and copies below
  * MGPU_STREAM_MIN. */
 static void stream_copy(void *dst, const void *src, size_t bytes) {
