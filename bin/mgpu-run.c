@@ -1071,6 +1071,25 @@ static void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r,
   r->ran = 1;
 }
 
+/* Round by round, num's throughput over den's (plus den2's unless NULL), into
+ * out; returns the rounds that all of them ran. */
+static int ratio_by_round(const result_t *num, const result_t *den, const result_t *den2, double *out) {
+  int n = num->nround < den->nround ? num->nround : den->nround;
+  if (den2 && den2->nround < n) n = den2->nround;
+  for (int k = 0; k < n; k++) {
+    double d = den->round_tp[k] + (den2 ? den2->round_tp[k] : 0);
+    out[k] = d > 0 ? num->round_tp[k] / d : 0;
+  }
+  return n;
+}
+
+/* "LABEL V" and, over more than one round, " (by round: V1, V2, ...)". */
+static void print_ratio(const char *label, double v, const double *by, int n, const char *unit) {
+  printf("%s%.3f%s", label, v, unit);
+  for (int k = 0; k < n && n > 1; k++) printf("%s%.3f%s", k ? ", " : " (by round: ", by[k], unit);
+  printf("%s\n", n > 1 ? ")" : "");
+}
+
 /* The per-worker table of the mode's last timed run: the library's own. */
 static void print_workers(const result_t *r) {
   mgpu_stats_print(NULL, &r->st, stdout);
@@ -1285,18 +1304,8 @@ int main(int argc, char **argv) {
   /* E and the speedup of each round, from that round's medians. */
   double e_round[MAX_ROUNDS], sp_round[MAX_ROUNDS];
   int ne = 0, nsp = 0;
-  if (o.compare && res[0].ran && res[1].ran && res[3].ran) {
-    ne = res[0].nround < res[1].nround ? res[0].nround : res[1].nround;
-    if (res[3].nround < ne) ne = res[3].nround;
-    for (int k = 0; k < ne; k++) {
-      double d = res[0].round_tp[k] + res[1].round_tp[k];
-      e_round[k] = d > 0 ? res[3].round_tp[k] / d : 0;
-    }
-  }
-  if (o.compare && res[2].ran && res[3].ran) {
-    nsp = res[2].nround < res[3].nround ? res[2].nround : res[3].nround;
-    for (int k = 0; k < nsp; k++) sp_round[k] = res[2].round_tp[k] > 0 ? res[3].round_tp[k] / res[2].round_tp[k] : 0;
-  }
+  if (o.compare && res[0].ran && res[1].ran && res[3].ran) ne = ratio_by_round(&res[3], &res[0], &res[1], e_round);
+  if (o.compare && res[2].ran && res[3].ran) nsp = ratio_by_round(&res[3], &res[2], NULL, sp_round);
 
   if (o.json) {
     printf("{\n  \"version\": \"%s\",\n  \"workload\": \"%s\",\n  \"items\": %zu,\n  \"repeat\": %d,\n", mgpu_version(),
@@ -1386,16 +1395,8 @@ int main(int argc, char **argv) {
       }
     }
     if (o.compare) {
-      if (e > 0) {
-        printf("heterogeneous efficiency E = steal / (cpu + gpu) = %.3f", e);
-        for (int k = 0; k < ne && ne > 1; k++) printf("%s%.3f", k ? ", " : " (by round: ", e_round[k]);
-        printf("%s\n", ne > 1 ? ")" : "");
-      }
-      if (speedup > 0) {
-        printf("steal vs static: %.3fx", speedup);
-        for (int k = 0; k < nsp && nsp > 1; k++) printf("%s%.3fx", k ? ", " : " (by round: ", sp_round[k]);
-        printf("%s\n", nsp > 1 ? ")" : "");
-      }
+      if (e > 0) print_ratio("heterogeneous efficiency E = steal / (cpu + gpu) = ", e, e_round, ne, "");
+      if (speedup > 0) print_ratio("steal vs static: ", speedup, sp_round, nsp, "x");
       if (note) printf("note: %s\n", note);
     }
     if (o.verify) printf("verification: %s (%zu items checked%s)\n", bad ? "FAILED" : "ok", checked,
