@@ -135,7 +135,7 @@ static void help(void) {
       "      --max-bytes N    allreduce: largest size in bytes (default 1G); sizes\n"
       "                       are multiples of 4 in 4..16G, with K, M, G suffixes\n"
       "      --repeat R       timed runs per mode, 1..1000 (default 3), after one\n"
-      "                       warm-up run (seven in steal and static mode under\n"
+      "                       warm-up run (nine in steal and static mode under\n"
       "                       the auto reserve, the default with a GPU); the\n"
       "                       median is reported\n"
       "      --seed S         seed of the random inputs (default 1)\n"
@@ -157,8 +157,8 @@ static void help(void) {
       "  -t, --threads N      CPU workers (MGPU_NUM_THREADS), 0..4096\n"
       "      --reserve N|auto CPU workers kept out of batches that GPUs also run\n"
       "                       (MGPU_RESERVE_THREADS), 0..4096, fewer than the CPU\n"
-      "                       workers; auto: 0, a quarter or (where they add\n"
-      "                       under a fifth) all of them, whichever each\n"
+      "                       workers; auto: 0, a quarter, half or (where they\n"
+      "                       add under a fifth) all of them, whichever each\n"
       "                       kernel's timed batches find faster\n"
       "      --num-gpus N     GPUs to use (MGPU_NUM_GPUS), 0..64\n"
       "      --devices LIST   GPU indices, e.g. 0,2 (MGPU_DEVICES)\n"
@@ -504,8 +504,11 @@ static void print_info(mgpu_runtime_t *rt) {
   int cores = mgpu_usable_cores(rt, &how);
   printf("\nCPU: %d usable cores (%s); %d CPU workers", cores, how, mgpu_num_cpu_workers(rt));
   const char *reserve = reserve_setting(rt);
-  int quarter, all;
-  if (sscanf(reserve, "auto (0, %d or %d", &quarter, &all) == 2)
+  int quarter, half, all;
+  if (sscanf(reserve, "auto (0, %d, %d or %d", &quarter, &half, &all) == 3)
+    printf(", the last %d or %d (or all %d, where they add under a fifth) kept out of a kernel's batches that GPUs "
+           "also run where its timed batches find that faster (MGPU_RESERVE_THREADS=auto)", quarter, half, all);
+  else if (sscanf(reserve, "auto (0, %d or %d", &quarter, &all) == 2)
     printf(", the last %d (or all %d, where they add under a fifth) kept out of a kernel's batches that GPUs also "
            "run where its timed batches find that faster (MGPU_RESERVE_THREADS=auto)", quarter, all);
   else if (atoi(reserve))

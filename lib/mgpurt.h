@@ -136,15 +136,15 @@ typedef struct mgpu_config {
 
 /** mgpu_config_t.reserve_threads (MGPU_RESERVE_THREADS=auto): for each
  *  kernel, time its batches with every CPU worker in, with the last quarter
- *  kept out and, where the CPU workers add under a fifth of the kernel's
- *  throughput, with all of them kept out, and keep the fastest (checked
- *  again every 16th batch). */
+ *  and the last half kept out and, where the CPU workers add under a fifth
+ *  of the kernel's throughput, with all of them kept out, and keep the
+ *  fastest (checked again every 16th batch). */
 #define MGPU_RESERVE_AUTO (-2)
 /** Under MGPU_RESERVE_AUTO, a kernel's first batches that GPUs run are
  *  trials: one warm-up, then two timed each way by turns (5 batches with two
- *  ways, 7 with three). A benchmark that wants the steady state runs this
- *  many first. */
-#define MGPU_RESERVE_TRIALS 7
+ *  ways, 7 with three, 9 with four). A benchmark that wants the steady state
+ *  runs this many first. */
+#define MGPU_RESERVE_TRIALS 9
 
 /** Fill *cfg with "unset" in every field. */
 MGPU_API void mgpu_config_init(mgpu_config_t *cfg);

@@ -83,8 +83,11 @@ mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visi
 /* Default MGPU_RESERVE_THREADS with gpus GPUs, when MGPU_NUM_THREADS is
  * derived or not: MGPU_RESERVE_AUTO or 0. */
 int mgpu__default_reserve(int gpus, bool threads_derived);
-/* Auto's middle way with threads CPU workers: the count kept out (a quarter). */
+/* Auto's ways with threads CPU workers: the count kept out by a quarter (0:
+ * auto has no reserve to try), and by half (0: no way between a quarter and
+ * all). */
 int mgpu__auto_reserve(int threads);
+int mgpu__auto_reserve_half(int threads);
 /* Warn about MGPU_* variables that are not known, naming the nearest known one. */
 void mgpu__config_warn_unknown(char **envp);
 const char *mgpu__config_name(int id);
@@ -179,8 +182,9 @@ bool mgpu__fault_hit(const mgpu__fault_plan_t *plan, mgpu_fault_kind_t kind, int
  * Per-kernel throughput model: items/s of each worker, updated online from
  * finished chunks (exponential average) and kept for the runtime's life.
  */
-/* MGPU_RESERVE_THREADS=auto's ways: every CPU worker in, a quarter out, all out. */
-#define MGPU_RESERVE_LEVELS 3
+/* MGPU_RESERVE_THREADS=auto's ways, fewer workers out first: every CPU
+ * worker in, a quarter out, half out, all out. */
+#define MGPU_RESERVE_LEVELS 4
 typedef struct mgpu__model {
   mgpu_kernel_t key;        /* copy of the kernel it describes */
   int nworkers;
@@ -190,7 +194,7 @@ typedef struct mgpu__model {
   _Atomic double *slow;     /* slowest recent chunk rate per worker (items/s) */
   /* MGPU_RESERVE_THREADS=auto, under rt->lock: batch throughput (items/s) of
    * this kernel's last two timed batches with all CPU workers in [0], with a
-   * quarter of them out [1] and with all of them out [2]. */
+   * quarter of them out [1], with half [2] and with all of them out [3]. */
   double reserve_rate[MGPU_RESERVE_LEVELS][2];
   int reserve_runs[MGPU_RESERVE_LEVELS]; /* batches timed for each; the next goes in slot runs % 2 */
   uint64_t reserve_batches;     /* GPU batches started under auto */
@@ -374,7 +378,8 @@ struct mgpu__batch {
   bool steal_ok;           /* false in static mode */
   bool cpu_out;            /* CPU workers sit this batch out (mgpu__activate) */
   int nreserve;            /* the last CPU workers kept out while a GPU lives (MGPU_RESERVE_THREADS) */
-  bool reserve_timed;      /* auto: its time teaches the model about its way (sched.c's reserve_level) */
+  int reserve_level;       /* auto: the way it runs (mgpu__reserve_pick's level) */
+  bool reserve_timed;      /* auto: its time teaches the model about that way */
   mgpu__model_t *model;
   mgpu__range_t *ranges;   /* [nworkers] */
   _Atomic size_t remaining; /* items not yet completed */
@@ -483,12 +488,13 @@ mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k); /* r
  * 0); a cut chunk that shows a lower rate in less than the planned chunk's
  * time is not learnt. */
 void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, size_t planned);
-/* MGPU_RESERVE_THREADS=auto: which way a batch of n items runs, of the first
- * nlevels (2 or 3): every CPU worker in (0), a quarter out (1), all out (2);
- * and whether its time is to be learnt (*record). mgpu__reserve_learn takes
+/* MGPU_RESERVE_THREADS=auto: which way a batch of n items runs, of those in
+ * the bit mask `offered` (bit l for level l; 0 and 1 always): every CPU
+ * worker in (0), a quarter out (1), half out (2), all out (3); and whether
+ * its time is to be learnt (*record). mgpu__reserve_learn takes
  * the items/s of a recorded batch. Under rt->lock. */
 #define MGPU_RESERVE_REFRESH 16
-int mgpu__reserve_pick(mgpu__model_t *m, size_t n, int nlevels, bool *record);
+int mgpu__reserve_pick(mgpu__model_t *m, size_t n, unsigned offered, bool *record);
 void mgpu__reserve_learn(mgpu__model_t *m, int level, double items_per_s);
 void mgpu__models_free(mgpu_runtime_t *rt);
 

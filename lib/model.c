@@ -87,15 +87,16 @@ void mgpu__models_free(mgpu_runtime_t *rt) {
 }
 
 /* MGPU_RESERVE_THREADS=auto. The ways (levels) are every CPU worker in (0),
- * a quarter of them out (1) and, where the caller offers it, all of them out
- * (2). A kernel's first GPU batch warms up (buffers, the speed model's probes)
- * with a quarter out and is not timed; the next ones are timed two per way,
- * by turns (1, 0, 2, 1, 0, 2; MGPU_RESERVE_TRIALS counts them all with the
- * warm-up); from then on the fastest is kept, except that every
- * MGPU_RESERVE_REFRESH-th batch times another way again, in rotation, so a
- * change (another load on the machine, the split settling) is followed. A way
- * offered later (the third, once the CPU workers' share is measured small) is
- * timed twice before the choice is made again.
+ * a quarter of them out (1) and, where the caller offers them, half of them
+ * out (2) and all of them out (3). A kernel's first GPU batch warms up
+ * (buffers, the speed model's probes) with a quarter out and is not timed;
+ * the next ones are timed two per way, by turns (1, 0, 2, 3, 1, 0, 2, 3 with
+ * all four; MGPU_RESERVE_TRIALS counts them all with the warm-up); from then
+ * on the fastest is kept, except that every MGPU_RESERVE_REFRESH-th batch
+ * times another way again, in rotation, so a change (another load on the
+ * machine, the split settling) is followed. A way offered later (all out,
+ * once the CPU workers' share is measured small) is timed twice before the
+ * choice is made again.
  *
  * A way's speed is the better of its last two timed batches: on 4 x H200
  * single batches of one kernel and one way vary by up to a fifth, nearly
@@ -111,9 +112,9 @@ static double reserve_score(const mgpu__model_t *m, int level) {
   return m->reserve_runs[level] > 1 ? MGPU_MAX(r[0], r[1]) : r[0];
 }
 
-int mgpu__reserve_pick(mgpu__model_t *m, size_t n, int nlevels, bool *record) {
-  static const int order[MGPU_RESERVE_LEVELS] = {1, 0, 2}; /* trial order among equals */
-  nlevels = MGPU_MAX(2, MGPU_MIN(nlevels, MGPU_RESERVE_LEVELS));
+int mgpu__reserve_pick(mgpu__model_t *m, size_t n, unsigned offered, bool *record) {
+  static const int order[MGPU_RESERVE_LEVELS] = {1, 0, 2, 3}; /* trial order among equals */
+  offered = (offered | 3u) & ((1u << MGPU_RESERVE_LEVELS) - 1);
   uint64_t k = m->reserve_batches++;
   *record = true;
   if (k == 0) {
@@ -130,16 +131,18 @@ int mgpu__reserve_pick(mgpu__model_t *m, size_t n, int nlevels, bool *record) {
   int least = -1;
   for (int i = 0; i < MGPU_RESERVE_LEVELS; i++) {
     int l = order[i];
-    if (l < nlevels && m->reserve_runs[l] < 2 && (least < 0 || m->reserve_runs[l] < m->reserve_runs[least])) least = l;
+    if ((offered >> l & 1u) && m->reserve_runs[l] < 2 && (least < 0 || m->reserve_runs[l] < m->reserve_runs[least]))
+      least = l;
   }
   if (least >= 0) return least;
-  int best = 0;
-  for (int l = 1; l < nlevels; l++)
-    if (reserve_score(m, l) > 1.01 * reserve_score(m, best)) best = l;
+  int best = 0, nother = 0, other[MGPU_RESERVE_LEVELS];
+  for (int l = 1; l < MGPU_RESERVE_LEVELS; l++)
+    if ((offered >> l & 1u) && reserve_score(m, l) > 1.01 * reserve_score(m, best)) best = l;
   if (k % MGPU_RESERVE_REFRESH) return best;
-  /* The refresh: the other ways in rotation. */
-  int other = (int)((k / MGPU_RESERVE_REFRESH) % (uint64_t)(nlevels - 1));
-  return other < best ? other : other + 1;
+  /* The refresh: the other ways in rotation, fewer workers out first. */
+  for (int l = 0; l < MGPU_RESERVE_LEVELS; l++)
+    if ((offered >> l & 1u) && l != best) other[nother++] = l;
+  return other[(k / MGPU_RESERVE_REFRESH) % (uint64_t)nother];
 }
 
 /* A new time replaces the older of the way's two. */

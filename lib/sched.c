@@ -301,7 +301,7 @@ static void choose_reserve(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   }
   int cand = mgpu__auto_reserve(rt->ncpu);
   if (cand <= 0) return;
-  /* All CPU workers out is a third way where they add little, since what
+  /* All CPU workers out is a fourth way where they add little, since what
    * they cost the GPUs' host side can be more: on two H100s (16 cores),
    * mulmod 100's 15 CPU workers added 2.4% and steal ran at 0.87 of the GPU
    * alone, while on a third they paid. The trials tell whether keeping them
@@ -314,16 +314,17 @@ static void choose_reserve(mgpu_runtime_t *rt, mgpu__batch_t *b) {
     if (rt->workers[i].kind == MGPU_WORKER_CPU) cpu += s, cpu_measured |= measured;
     else gpu += s, gpu_measured |= measured;
   }
-  int nlevels = cpu_measured && gpu_measured && cpu < CPU_OUT_TRY * (cpu + gpu) ? 3 : 2;
+  /* Half out is a way of its own: where busy cores are taken from the
+   * process (a virtual machine's vCPUs taken by its host), stalls grow
+   * with every worker that computes (mgpu__auto_reserve_half). */
+  int half = mgpu__auto_reserve_half(rt->ncpu);
+  unsigned offered = 3u | (half > 0 ? 4u : 0u) |
+                     (cpu_measured && gpu_measured && cpu < CPU_OUT_TRY * (cpu + gpu) ? 8u : 0u);
   bool record;
-  int level = mgpu__reserve_pick(b->model, b->desc.n, nlevels, &record);
-  b->nreserve = level == 2 ? rt->ncpu : level == 1 ? cand : 0;
+  int level = mgpu__reserve_pick(b->model, b->desc.n, offered, &record);
+  b->nreserve = level == 3 ? rt->ncpu : level == 2 ? half : level == 1 ? cand : 0;
+  b->reserve_level = level;
   b->reserve_timed = record;
-}
-
-/* The auto way a batch ran (mgpu__reserve_pick's level). */
-static int reserve_level(const mgpu_runtime_t *rt, const mgpu__batch_t *b) {
-  return b->nreserve >= rt->ncpu ? 2 : b->nreserve > 0 ? 1 : 0;
 }
 
 void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
@@ -408,7 +409,7 @@ void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   }
   if (b->reserve_timed && atomic_load(&b->status) == MGPU_OK && b->t_end > b->t_start) {
     double rate = (double)b->desc.n / (b->t_end - b->t_start);
-    mgpu__reserve_learn(b->model, reserve_level(rt, b), rate);
+    mgpu__reserve_learn(b->model, b->reserve_level, rate);
     mgpu__log(MGPU_LOG_DEBUG, "kernel '%s', %zu items: %.4g items/s with %d CPU workers kept out (auto reserve)",
               b->kernel.name ? b->kernel.name : "(unnamed)", b->desc.n, rate, b->nreserve);
   }

@@ -224,19 +224,20 @@ START_TEST(test_resolve) {
   ck_assert_int_eq(mgpu__config_resolve(&c, 8, 0), MGPU_OK);
   ck_assert_int_eq(c.v.num_threads, 8);
   /* With a GPU, the reserve is learnt per kernel (auto), between none and a
-   * quarter of the workers, but only when the thread count is the default. */
+   * quarter, half and all of the workers, but only when the thread count is
+   * the default. */
   parse_env("MGPU_NUM_THREADS", NULL, &c);
   ck_assert_int_eq(mgpu__config_resolve(&c, 64, 4), MGPU_OK);
   ck_assert_int_eq(c.v.num_threads, 60);
   ck_assert_int_eq(c.v.reserve_threads, MGPU_RESERVE_AUTO);
-  ck_assert_str_eq(c.text[MGPU_SET_RESERVE_THREADS], "auto (0, 15 or 60 per kernel)");
+  ck_assert_str_eq(c.text[MGPU_SET_RESERVE_THREADS], "auto (0, 15, 30 or 60 per kernel)");
   ck_assert_int_eq(c.source[MGPU_SET_RESERVE_THREADS], MGPU_SRC_DERIVED);
   /* auto asked for with one GPU and a thread count of the user's. */
   parse_env("MGPU_RESERVE_THREADS", "auto", &c);
   c.v.num_threads = 8;
   ck_assert_int_eq(mgpu__config_resolve(&c, 16, 1), MGPU_OK);
   ck_assert_int_eq(c.v.reserve_threads, MGPU_RESERVE_AUTO);
-  ck_assert_str_eq(c.text[MGPU_SET_RESERVE_THREADS], "auto (0, 2 or 8 per kernel)");
+  ck_assert_str_eq(c.text[MGPU_SET_RESERVE_THREADS], "auto (0, 2, 4 or 8 per kernel)");
   ck_assert_int_eq(c.source[MGPU_SET_RESERVE_THREADS], MGPU_SRC_ENV);
   /* With one CPU worker auto has nothing to try. */
   parse_env("MGPU_RESERVE_THREADS", "auto", &c);
@@ -247,7 +248,7 @@ START_TEST(test_resolve) {
   ck_assert_int_eq(mgpu__config_resolve(&c, 16, 1), MGPU_OK);
   ck_assert_int_eq(c.v.num_threads, 15);
   ck_assert_int_eq(c.v.reserve_threads, MGPU_RESERVE_AUTO);
-  ck_assert_str_eq(c.text[MGPU_SET_RESERVE_THREADS], "auto (0, 3 or 15 per kernel)");
+  ck_assert_str_eq(c.text[MGPU_SET_RESERVE_THREADS], "auto (0, 3, 7 or 15 per kernel)");
   /* Without a GPU there is nothing to keep workers out of. */
   parse_env("MGPU_NUM_THREADS", NULL, &c);
   ck_assert_int_eq(mgpu__config_resolve(&c, 16, 0), MGPU_OK);
@@ -275,6 +276,20 @@ START_TEST(test_resolve) {
   ck_assert_int_eq(mgpu__auto_reserve(2), 1);
   ck_assert_int_eq(mgpu__auto_reserve(1), 0);
   ck_assert_int_eq(mgpu__auto_reserve(0), 0);
+  /* Half: between a quarter and all, or 0 where no count lies between. */
+  ck_assert_int_eq(mgpu__auto_reserve_half(60), 30);
+  ck_assert_int_eq(mgpu__auto_reserve_half(15), 7);
+  ck_assert_int_eq(mgpu__auto_reserve_half(4), 2);
+  ck_assert_int_eq(mgpu__auto_reserve_half(3), 2);
+  ck_assert_int_eq(mgpu__auto_reserve_half(2), 0);
+  ck_assert_int_eq(mgpu__auto_reserve_half(1), 0);
+  /* Two workers: auto tries none and one out, and all where they add little. */
+  parse_env("MGPU_RESERVE_THREADS", "auto", &c);
+  c.v.num_threads = 2;
+  ck_assert_int_eq(mgpu__config_resolve(&c, 16, 1), MGPU_OK);
+  ck_assert_str_eq(c.text[MGPU_SET_RESERVE_THREADS], "auto (0, 1 or 2 per kernel)");
+  parse_env("MGPU_RESERVE_THREADS", NULL, &c);
+  c.v.num_threads = -1;
   /* A device that does not exist. */
   parse_env("MGPU_DEVICES", "0,3", &c);
   ck_assert_int_eq(mgpu__config_resolve(&c, 8, 2), MGPU_EINVAL);

@@ -269,81 +269,101 @@ END_TEST
  * (not timed), two timed batches each way by turns, then the faster by the
  * better of each way's last two, with the other timed again every
  * MGPU_RESERVE_REFRESH-th batch; a batch size more than twice off starts
- * again. */
+ * again. Offered none and a quarter only (0x3). */
 START_TEST(test_reserve_pick) {
   mgpu__model_t m;
   memset(&m, 0, sizeof m);
   bool rec;
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 2, &rec), 1);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 1);
   ck_assert(!rec);
   const int trial[4] = {1, 0, 1, 0};
   const double rate[4] = {100, 120, 130, 90}; /* reserve best 130, none best 120 */
   for (int i = 0; i < 4; i++) {
-    ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 2, &rec), trial[i]);
+    ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), trial[i]);
     ck_assert(rec);
     mgpu__reserve_learn(&m, trial[i], rate[i]);
   }
-  for (int k = 1 + 4; k < MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1500, 2, &rec), 1);
+  for (int k = 1 + 4; k < MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1500, 0x3, &rec), 1);
   /* The refresh times no reserve again: 140 replaces its older time (120),
    * and beats the reserve's better one. */
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 2, &rec), 0);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 0);
   mgpu__reserve_learn(&m, 0, 140);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 2, &rec), 0);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 0);
   /* Within 1% the reserve does not win: every worker stays in. */
   mgpu__reserve_learn(&m, 1, 141); /* replaces 100: the reserve's best is 141 */
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 2, &rec), 0);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 0);
   mgpu__reserve_learn(&m, 1, 142); /* replaces 130 */
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 2, &rec), 1);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 1);
   /* Five times larger: both ways are tried again. */
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 5000, 2, &rec), 1);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 5000, 0x3, &rec), 1);
   ck_assert(rec);
   ck_assert_int_eq(m.reserve_runs[0] + m.reserve_runs[1], 0);
   mgpu__reserve_learn(&m, 1, 10);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 5000, 2, &rec), 0);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 5000, 0x3, &rec), 0);
   mgpu__reserve_learn(&m, 0, 0); /* no time: not learnt */
   ck_assert_int_eq(m.reserve_runs[0], 0);
-  mgpu__reserve_learn(&m, 3, 10); /* no such way */
-  ck_assert_int_eq(m.reserve_runs[0] + m.reserve_runs[1] + m.reserve_runs[2], 1);
+  mgpu__reserve_learn(&m, MGPU_RESERVE_LEVELS, 10); /* no such way */
+  ck_assert_int_eq(m.reserve_runs[0] + m.reserve_runs[1] + m.reserve_runs[2] + m.reserve_runs[3], 1);
+  /* None and a quarter are always offered. */
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 5000, 0x0, &rec), 0);
 }
 END_TEST
 
-/* Three ways (all CPU workers out too): warm-up, then two trials each by
- * turns, the fastest kept, and the refresh batches take the others in turn. */
+/* More ways: none, a quarter and all out (0xb), or all four (0xf): warm-up,
+ * then two trials each by turns, the fastest kept, and the refresh batches
+ * take the others in turn, fewer workers out first. */
 START_TEST(test_reserve_pick3) {
   mgpu__model_t m;
   memset(&m, 0, sizeof m);
   bool rec;
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 3, &rec), 1);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xb, &rec), 1);
   ck_assert(!rec);
-  const int trial[6] = {1, 0, 2, 1, 0, 2};
+  const int trial[6] = {1, 0, 3, 1, 0, 3};
   const double rate[6] = {100, 110, 150, 105, 120, 140}; /* best: all out, 150 */
   for (int i = 0; i < 6; i++) {
-    ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 3, &rec), trial[i]);
+    ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xb, &rec), trial[i]);
     ck_assert(rec);
     mgpu__reserve_learn(&m, trial[i], rate[i]);
   }
-  ck_assert_int_eq(1 + 6, MGPU_RESERVE_TRIALS);
-  for (int k = MGPU_RESERVE_TRIALS; k < MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 3, &rec), 2);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 3, &rec), 1); /* refresh 1: the first other way */
-  for (int k = MGPU_RESERVE_REFRESH + 1; k < 2 * MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 3, &rec), 2);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 3, &rec), 0); /* refresh 2: the second */
+  for (int k = 1 + 6; k < MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xb, &rec), 3);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xb, &rec), 1); /* refresh 1: the first other way */
+  for (int k = MGPU_RESERVE_REFRESH + 1; k < 2 * MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xb, &rec), 3);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xb, &rec), 0); /* refresh 2: the second */
   /* Offered only two ways now, it keeps the better of those (none, 120). */
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 2, &rec), 0);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 0);
   /* Within 1% of a way with fewer workers out, more out does not win. */
   memset(&m, 0, sizeof m);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 3, &rec), 1);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xb, &rec), 1);
   const double close[6] = {100, 100, 100.5, 100, 100, 100.5};
-  for (int i = 0; i < 6; i++) mgpu__reserve_learn(&m, mgpu__reserve_pick(&m, 1000, 3, &rec), close[i]);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 3, &rec), 0);
-  /* A third way offered late is timed twice before the choice. */
+  for (int i = 0; i < 6; i++) mgpu__reserve_learn(&m, mgpu__reserve_pick(&m, 1000, 0xb, &rec), close[i]);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xb, &rec), 0);
+  /* A way offered late (all out) is timed twice before the choice. */
   memset(&m, 0, sizeof m);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 2, &rec), 1);
-  for (int i = 0; i < 4; i++) mgpu__reserve_learn(&m, mgpu__reserve_pick(&m, 1000, 2, &rec), 100 + i);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 3, &rec), 2);
-  mgpu__reserve_learn(&m, 2, 50);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 3, &rec), 2);
-  mgpu__reserve_learn(&m, 2, 60);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 3, &rec), 0); /* none (103) beats a quarter (102) and all (60) */
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x7, &rec), 1);
+  for (int i = 0; i < 6; i++) mgpu__reserve_learn(&m, mgpu__reserve_pick(&m, 1000, 0x7, &rec), 100 + i);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), 3);
+  mgpu__reserve_learn(&m, 3, 50);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), 3);
+  mgpu__reserve_learn(&m, 3, 60);
+  /* none 104, a quarter 103, half 105 (not 1% over 104), all 60 */
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), 0);
+  /* All four: trials 1, 0, 2, 3 by turns; half out the fastest is kept, and
+   * the refresh batches take none, a quarter and all in turn. */
+  memset(&m, 0, sizeof m);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), 1);
+  const int trial4[8] = {1, 0, 2, 3, 1, 0, 2, 3};
+  const double rate4[8] = {100, 90, 130, 110, 105, 95, 125, 100};
+  for (int i = 0; i < 8; i++) {
+    ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), trial4[i]);
+    mgpu__reserve_learn(&m, trial4[i], rate4[i]);
+  }
+  ck_assert_int_eq(1 + 8, MGPU_RESERVE_TRIALS);
+  for (int k = MGPU_RESERVE_TRIALS; k < MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), 2);
+  const int refresh[4] = {1, 3, 0, 1}; /* k = 16, 32, 48, 64: others {0, 1, 3} at (k / 16) % 3 */
+  for (int r = 0; r < 4; r++) {
+    ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), refresh[r]);
+    for (int k = 1; k < MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), 2);
+  }
 }
 END_TEST
 
@@ -351,9 +371,10 @@ END_TEST
  * an emulated GPU that slows down `slow` times while `busy_at` or more of the
  * four CPU workers are busy (its host thread finds no core). With slow 8 at
  * 4 busy, one CPU worker kept out gives 3 x 20,000 + 80,000 items/s against
- * 4 x 20,000 + 10,000: the runtime must keep it out once it has timed both.
- * With a GPU as fast as all CPU workers together and no slowdown (80,000 +
- * 20,000 against 60,000 + 20,000), it must keep every worker in. With a GPU
+ * 4 x 20,000 + 10,000 and, with two out (half), 2 x 20,000 + 80,000: the
+ * runtime must keep one out once it has timed all three. With a GPU as fast
+ * as one CPU worker and no slowdown (80,000 + 20,000 against 60,000 + 20,000
+ * and 40,000 + 20,000), it must keep every worker in. With a GPU
  * at 2,000,000 items/s, halved while any CPU worker is busy, the CPU workers
  * add under a fifth, so all of them out is tried too, and must be kept:
  * 2,000,000 against 80,000 + 1,000,000. */
@@ -387,7 +408,7 @@ static int contend_cpu(const mgpu_chunk_t *c) {
 static const mgpu_kernel_t contend_kernel = {
     .name = "contend", .cpu = contend_cpu, .gpu = never_gpu, .nin = 0, .nout = 1, .out_size = {4}};
 
-/* want[k]: the CPU workers batch k must keep out, k < 9. */
+/* want[k]: the CPU workers batch k must keep out, k < 11. */
 static void run_contend(double gpu_cost, double slow, int busy_at, const int *want) {
   mgpu_config_t cfg = mgpu_test_config(4, 1);
   cfg.reserve_threads = MGPU_RESERVE_AUTO;
@@ -398,7 +419,7 @@ static void run_contend(double gpu_cost, double slow, int busy_at, const int *wa
   contend_arg_t a = {50e-6, gpu_cost, slow, busy_at};
   mgpu_batch_t b = {.kernel = &contend_kernel, .n = n, .out = {out}, .arg = &a, .arg_size = sizeof a};
   mgpu_worker_stats_t ws[5];
-  for (int k = 0; k < 9; k++) {
+  for (int k = 0; k < 11; k++) {
     memset(out, 0, 4 * n);
     mgpu_stats_t st = {.worker = ws, .worker_cap = 5};
     ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
@@ -419,11 +440,12 @@ static void run_contend(double gpu_cost, double slow, int busy_at, const int *wa
 }
 
 START_TEST(test_reserve_auto) {
-  /* Warm-up with one worker out, trials out, in, out, in, then the faster. */
-  run_contend(12.5e-6, 8, 4, (const int[]){1, 1, 0, 1, 0, 1, 1, 1, 1});
-  run_contend(50e-6, 1, 4, (const int[]){1, 1, 0, 1, 0, 0, 0, 0, 0});
-  /* Three ways: one out, none, all four, twice each, then all four. */
-  run_contend(0.5e-6, 2, 1, (const int[]){1, 1, 0, 4, 1, 0, 4, 4, 4});
+  /* Warm-up with one worker out, trials one, none and two out, twice, then
+   * the fastest. */
+  run_contend(12.5e-6, 8, 4, (const int[]){1, 1, 0, 2, 1, 0, 2, 1, 1, 1, 1});
+  run_contend(50e-6, 1, 4, (const int[]){1, 1, 0, 2, 1, 0, 2, 0, 0, 0, 0});
+  /* Four ways: one out, none, two, all four, twice each, then all four. */
+  run_contend(0.5e-6, 2, 1, (const int[]){1, 1, 0, 2, 4, 1, 0, 2, 4, 4, 4});
 }
 END_TEST
 
