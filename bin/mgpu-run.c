@@ -504,13 +504,14 @@ static void print_info(mgpu_runtime_t *rt) {
   int cores = mgpu_usable_cores(rt, &how);
   printf("\nCPU: %d usable cores (%s); %d CPU workers", cores, how, mgpu_num_cpu_workers(rt));
   const char *reserve = reserve_setting(rt);
-  int quarter, half, all;
-  if (sscanf(reserve, "auto (0, %d, %d or %d", &quarter, &half, &all) == 3)
-    printf(", the last %d or %d (or all %d, where they add under a fifth) kept out of a kernel's batches that GPUs "
-           "also run where its timed batches find that faster (MGPU_RESERVE_THREADS=auto)", quarter, half, all);
-  else if (sscanf(reserve, "auto (0, %d or %d", &quarter, &all) == 2)
-    printf(", the last %d (or all %d, where they add under a fifth) kept out of a kernel's batches that GPUs also "
-           "run where its timed batches find that faster (MGPU_RESERVE_THREADS=auto)", quarter, all);
+  int quarter, half = 0, all;
+  if (sscanf(reserve, "auto (0, %d, %d or %d", &quarter, &half, &all) == 3 ||
+      sscanf(reserve, "auto (0, %d or %d", &quarter, &all) == 2) {
+    char ways[32];
+    snprintf(ways, sizeof ways, half ? "%d or %d" : "%d", quarter, half);
+    printf(", the last %s (or all %d, where they add under a fifth) kept out of a kernel's batches that GPUs also "
+           "run where its timed batches find that faster (MGPU_RESERVE_THREADS=auto)", ways, all);
+  }
   else if (atoi(reserve))
     printf(", the last %d kept out of batches that GPUs also run", atoi(reserve));
   printf("\n");

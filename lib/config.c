@@ -652,13 +652,13 @@ mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visi
 
   /* Text of every effective value, for mgpu_info_setting. */
   snprintf(c->text[MGPU_SET_NUM_THREADS], sizeof c->text[0], "%d", v->num_threads);
-  if (v->reserve_threads == MGPU_RESERVE_AUTO && mgpu__auto_reserve_half(v->num_threads) > 0)
-    snprintf(c->text[MGPU_SET_RESERVE_THREADS], sizeof c->text[0], "auto (0, %d, %d or %d per kernel)",
-             mgpu__auto_reserve(v->num_threads), mgpu__auto_reserve_half(v->num_threads), v->num_threads);
-  else if (v->reserve_threads == MGPU_RESERVE_AUTO)
-    snprintf(c->text[MGPU_SET_RESERVE_THREADS], sizeof c->text[0], "auto (0, %d or %d per kernel)",
-             mgpu__auto_reserve(v->num_threads), v->num_threads);
-  else
+  if (v->reserve_threads == MGPU_RESERVE_AUTO) {
+    char ways[32];
+    int half = mgpu__auto_reserve_half(v->num_threads);
+    snprintf(ways, sizeof ways, half ? "%d, %d" : "%d", mgpu__auto_reserve(v->num_threads), half);
+    snprintf(c->text[MGPU_SET_RESERVE_THREADS], sizeof c->text[0], "auto (0, %s or %d per kernel)", ways,
+             v->num_threads);
+  } else
     snprintf(c->text[MGPU_SET_RESERVE_THREADS], sizeof c->text[0], "%d", v->reserve_threads);
   snprintf(c->text[MGPU_SET_NUM_GPUS], sizeof c->text[0], "%d", v->num_gpus);
   char *t = c->text[MGPU_SET_DEVICES];

@@ -317,12 +317,12 @@ static void choose_reserve(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   /* Half out is a way of its own: where busy cores are taken from the
    * process (a virtual machine's vCPUs taken by its host), stalls grow
    * with every worker that computes (mgpu__auto_reserve_half). */
-  int half = mgpu__auto_reserve_half(rt->ncpu);
-  unsigned offered = 3u | (half > 0 ? 4u : 0u) |
+  const int out[MGPU_RESERVE_LEVELS] = {0, cand, mgpu__auto_reserve_half(rt->ncpu), rt->ncpu};
+  unsigned offered = 3u | (out[2] > 0 ? 4u : 0u) |
                      (cpu_measured && gpu_measured && cpu < CPU_OUT_TRY * (cpu + gpu) ? 8u : 0u);
   bool record;
   int level = mgpu__reserve_pick(b->model, b->desc.n, offered, &record);
-  b->nreserve = level == 3 ? rt->ncpu : level == 2 ? half : level == 1 ? cand : 0;
+  b->nreserve = out[level];
   b->reserve_level = level;
   b->reserve_timed = record;
 }
