@@ -25,6 +25,7 @@
 
 #include "mgpurt.h"
 #include "mgpurt_kernels.h"
+#include "hostcpu.h"
 #include "multi.h"
 #include "plot.h"
 
@@ -805,18 +806,54 @@ static void progress_end(void) {
 }
 
 /* Run the workload once on rt; returns wall seconds and fills stats. */
-static double run_once(mgpu_runtime_t *rt, work_t *w, const opts_t *o, mgpu_stats_t *st) {
+/* Steal time over a mode's timed runs: /proc/stat read just before and just
+ * after each run's timed span. */
+typedef struct {
+  unsigned long long busy, steal;
+  bool failed; /* a read failed: no figure */
+  hostcpu_t at; /* the reading at the span's start */
+} stealacc_t;
+
+static void steal_mark(stealacc_t *a, bool end) {
+  if (!a || a->failed) return;
+  hostcpu_t now;
+  if (hostcpu_read("/proc/stat", &now) != 0) {
+    a->failed = true;
+    return;
+  }
+  if (!end) {
+    a->at = now;
+    return;
+  }
+  a->busy += now.busy - a->at.busy;
+  a->steal += now.steal - a->at.steal;
+}
+
+/* The share of busy CPU time that the host took, or -1 when unknown. */
+/* Steal above which a report says that the host, not only the runtime, was
+ * measured. The lent 4 x H200 virtual machines lost 10-19% with 60 of 64
+ * vCPUs busy and 0.5% with 34, and CPU chunks stalled for 3-8 ms at the
+ * higher rates. */
+#define STEAL_NOTE 0.05
+
+static double steal_share(const stealacc_t *a) {
+  return a->failed || a->busy == 0 ? -1 : (double)a->steal / (double)a->busy;
+}
+
+static double run_once(mgpu_runtime_t *rt, work_t *w, const opts_t *o, mgpu_stats_t *st, stealacc_t *sa) {
   /* Poison the outputs: every item must be written again. */
   for (int i = 0; i < MGPU_MAX_ARGS; i++)
     if (w->outs[i]) memset(w->outs[i], 0xA5, w->outs_bytes[i]);
   if (strcmp(w->name, "pipeline") != 0) {
     struct timespec t0, t1;
     mgpu_event_t *ev;
+    steal_mark(sa, false);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     check_status(mgpu_submit(rt, &w->b, 0, NULL, &ev), "submitting the batch");
     progress_begin(ev);
     mgpu_status_t s = mgpu_event_wait(ev, st);
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    steal_mark(sa, true);
     progress_end();
     mgpu_event_release(ev);
     check_status(s, "the batch");
@@ -840,6 +877,7 @@ static double run_once(mgpu_runtime_t *rt, work_t *w, const opts_t *o, mgpu_stat
     w->kconst_rt = rt;
   }
   struct timespec t0, t1;
+  steal_mark(sa, false);
   clock_gettime(CLOCK_MONOTONIC, &t0);
   for (size_t s = 0; s < nsub; s++) {
     size_t first = s * sub, cnt = first + sub > w->n ? w->n - first : sub;
@@ -855,6 +893,7 @@ static double run_once(mgpu_runtime_t *rt, work_t *w, const opts_t *o, mgpu_stat
   }
   for (size_t s = 0; s < 3 * nsub; s++) check_status(mgpu_event_wait(ev[s], NULL), "a pipeline stage");
   clock_gettime(CLOCK_MONOTONIC, &t1);
+  steal_mark(sa, true);
   for (size_t s = 0; s < 3 * nsub; s++) mgpu_event_release(ev[s]);
   free(ev);
   /* Per-worker figures of the whole pipeline come from the runtime's totals. */
@@ -1005,6 +1044,7 @@ typedef struct {
   int nw, ncpu; /* workers and CPU workers of the mode's runtime (with --gpus, counts differ) */
   int reserve;  /* of those, kept out of the last timed run (a batch that GPUs also run) */
   bool reserve_auto; /* MGPU_RESERVE_THREADS=auto */
+  stealacc_t steal; /* host steal time over the timed runs */
   const char *skipped;
 } result_t;
 
@@ -1058,12 +1098,12 @@ static void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r,
    * MGPU_RESERVE_THREADS=auto, the trials of the reserve as well. */
   bool mixed = (!strcmp(mode, "steal") || !strcmp(mode, "static")) && mgpu_num_gpus(rt) > 0 && r->ncpu > 0;
   int warm = r->reserve_auto && mixed ? MGPU_RESERVE_TRIALS : 1;
-  for (int i = 0; i < warm && !interrupted; i++) run_once(rt, w, o, NULL);
+  for (int i = 0; i < warm && !interrupted; i++) run_once(rt, w, o, NULL, NULL);
   /* SIGINT stops between runs (a batch in flight always completes): the
    * report then covers the runs made. */
   int done = 0;
-  for (int i = 0; i < o->repeat && !interrupted; i++) times[done++] = run_once(rt, w, o, &st);
-  if (done == 0) times[done++] = run_once(rt, w, o, &st);
+  for (int i = 0; i < o->repeat && !interrupted; i++) times[done++] = run_once(rt, w, o, &st, &r->steal);
+  if (done == 0) times[done++] = run_once(rt, w, o, &st, &r->steal);
   qsort(times, (size_t)done, sizeof *times, cmp_double);
   if (r->nround < MAX_ROUNDS) r->round_tp[r->nround++] = times[done / 2] > 0 ? (double)w->n / times[done / 2] : 0;
   r->runs += done;
@@ -1125,9 +1165,12 @@ static void json_result(const result_t *r, bool last) {
     return;
   }
   printf(", \"runs\": %d, \"wall_s\": %.6f, \"items_per_s\": %.3f, \"cpu_workers\": %d, \"reserve_workers\": %d, "
-         "\"reserve_auto\": %s, \"chunks\": %llu, \"steals\": %llu, \"retries\": %llu, \"workers\": [",
+         "\"reserve_auto\": %s, \"chunks\": %llu, \"steals\": %llu, \"retries\": %llu, \"host_steal\": ",
          r->runs, r->wall_s, r->throughput, r->ncpu, r->reserve, r->reserve_auto ? "true" : "false", (unsigned long long)r->st.chunks, (unsigned long long)r->st.steals,
          (unsigned long long)r->st.retries);
+  double sh = steal_share(&r->steal);
+  if (sh >= 0) printf("%.4f, \"workers\": [", sh);
+  else printf("null, \"workers\": [");
   for (int i = 0; i < nw; i++) {
     const mgpu_worker_stats_t *s = &r->ws[i];
     printf("%s{\"kind\": \"%s\", \"device\": %d, \"items\": %llu, \"chunks\": %llu, \"steals\": %llu, \"retries\": %llu, "
@@ -1368,6 +1411,7 @@ int main(int argc, char **argv) {
       if (g == ngpu - 1) printf(")");
     }
     printf("\n");
+    double worst_steal = -1;
     for (int i = 0; i < nres; i++) {
       const result_t *r = &res[i];
       if (!r->ran) {
@@ -1378,6 +1422,9 @@ int main(int argc, char **argv) {
       if (r->nround > 1) printf(" in %d rounds", r->nround);
       printf("), %.4g items/s, %.3g GB/s moved", r->throughput, r->throughput * w.bytes_per_item / 1e9);
       if (r->ncpu != ncpu) printf(", %d CPU workers", r->ncpu);
+      double sh = steal_share(&r->steal);
+      if (sh >= 0.005) printf(", host steal %.0f%%", 100 * sh);
+      if (sh > worst_steal) worst_steal = sh;
       printf("\n");
       if (!o.compare || i == nres - 1) print_workers(r);
     }
@@ -1403,6 +1450,12 @@ int main(int argc, char **argv) {
       if (speedup > 0) print_ratio("steal vs static: ", speedup, sp_round, nsp, "x");
       if (note) printf("note: %s\n", note);
     }
+    if (worst_steal >= STEAL_NOTE)
+      printf("note: the host took up to %.0f%% of the busy CPU time (steal time in /proc/stat): this "
+             "machine's CPUs are shared by its hypervisor, CPU chunks stall while it runs something else, and "
+             "figures vary between runs (doc/tuning.md, \"Shared virtual CPUs\")\n",
+             100 * worst_steal);
+
     if (o.verify) printf("verification: %s (%zu items checked%s)\n", bad ? "FAILED" : "ok", checked,
                          !strcmp(w.name, "ntt") ? ", plus an inverse round trip" : "");
     else printf("verification: off\n");

@@ -246,8 +246,10 @@ MGPU_API mgpu_status_t mgpu_device_info(const mgpu_runtime_t *rt, int gpu, mgpu_
   mgpu_status_t st = mgpu__check_rt(rt, "mgpu_device_info");
   if (st != MGPU_OK) return st;
   if (!out) return mgpu__fail(MGPU_EINVAL, "mgpu_device_info: out is NULL");
-  if (gpu < 0 || gpu >= rt->ngpus)
+  if (gpu < 0 || gpu >= rt->ngpus) {
+    if (rt->ngpus == 0) return mgpu__fail(MGPU_EINVAL, "mgpu_device_info: gpu %d: the runtime has no GPU", gpu);
     return mgpu__fail(MGPU_EINVAL, "mgpu_device_info: gpu %d: expected 0..%d", gpu, rt->ngpus - 1);
+  }
   *out = rt->gpu_info[gpu];
   out->retired = atomic_load(&rt->workers[rt->ncpu + gpu].retired);
   out->batch_cap = mgpu__gpu_cap((mgpu_runtime_t *)rt, gpu);

@@ -149,9 +149,22 @@ for r in d["results"]:
     assert r["ran"] and sum(w["items"] for w in r["workers"]) == 3000, r
     assert r["cpu_workers"] == sum(w["kind"] == "cpu" for w in r["workers"]) == 1, r
     assert r["reserve_workers"] == 0 and r["reserve_auto"] is False, r
+    # Steal time over the timed runs: a share, or null (these runs are
+    # shorter than one of its ticks).
+    assert r["host_steal"] is None or 0 <= r["host_steal"] <= 1, r
 assert d["verification"]["failed"] == 0 and d["verification"]["checked"] > 0
 assert "MGPU_NUM_THREADS" in d["config"] and d["efficiency"] > 0
 ' && printf '%s' "$out" | python3 -c "$schema_keys"; then ok; else bad "--json output does not parse, lacks fields or has undocumented keys: $out"; fi
+fi
+# Steal time: a share of the busy CPU time over runs long enough for the
+# ticks of /proc/stat, where it has a steal column (Linux since 2.6.11).
+if command -v python3 >/dev/null 2>&1 && [ "$(head -1 /proc/stat 2>/dev/null | wc -w)" -ge 9 ]; then
+  out=$("$run" mulmod -n 20000 --intensity 2000 --mode cpu --repeat 3 --json 2>/dev/null)
+  if printf '%s' "$out" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)["results"][0]
+assert r["host_steal"] is not None and 0 <= r["host_steal"] <= 1, r
+'; then ok; else bad "host_steal is not a share of the busy CPU time: $out"; fi
 fi
 # --rounds 3 in JSON: every mode timed three times, E given round by round.
 if command -v python3 >/dev/null 2>&1; then

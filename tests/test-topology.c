@@ -1,5 +1,7 @@
-/* test-topology.c: usable cores from the affinity mask and the cgroup quota. */
+/* test-topology.c: usable cores from the affinity mask and the cgroup quota;
+ * steal time from /proc/stat (mgpu-run's hostcpu.c). */
 #include "testutil.h"
+#include "hostcpu.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -79,6 +81,38 @@ START_TEST(test_missing_files) {
 }
 END_TEST
 
+START_TEST(test_hostcpu) {
+  make_root();
+  char path[512];
+  snprintf(path, sizeof path, "%s/stat", root);
+  hostcpu_t h = {7, 7};
+  /* user nice system idle iowait irq softirq steal guest guest_nice */
+  write_file("stat", "cpu  100 2 30 5000 40 3 4 50 9 1\ncpu0 50 1 15 2500 20 1 2 25 4 0\nintr 1 2 3\n");
+  ck_assert_int_eq(hostcpu_read(path, &h), 0);
+  ck_assert_uint_eq(h.busy, 100 + 2 + 30 + 3 + 4 + 50); /* idle, iowait and guest (in user) left out */
+  ck_assert_uint_eq(h.steal, 50);
+  /* Without the guest columns (kernels 2.6.11 to 2.6.23). */
+  write_file("stat", "cpu 1 0 0 9 0 0 0 3\n");
+  ck_assert_int_eq(hostcpu_read(path, &h), 0);
+  ck_assert_uint_eq(h.busy, 4);
+  ck_assert_uint_eq(h.steal, 3);
+  /* No steal column, a per-CPU line first, junk, an empty file: no figure,
+   * and *out untouched. */
+  h = (hostcpu_t){7, 7};
+  const char *bad[] = {"cpu 1 2 3 4 5 6 7\n", "cpu0 1 2 3 4 5 6 7 8\n", "cpu 1 2 x 4 5 6 7 8\n", ""};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    write_file("stat", bad[i]);
+    ck_assert_int_eq(hostcpu_read(path, &h), -1);
+    ck_assert_uint_eq(h.busy, 7);
+    ck_assert_uint_eq(h.steal, 7);
+  }
+  snprintf(path, sizeof path, "%s/none", root);
+  ck_assert_int_eq(hostcpu_read(path, &h), -1);
+  /* This machine's own, where it has one: steal never exceeds busy. */
+  if (hostcpu_read("/proc/stat", &h) == 0) ck_assert_uint_le(h.steal, h.busy);
+}
+END_TEST
+
 /* In a child with a one-CPU affinity mask, the runtime sees one core and
  * starts one CPU worker by default. */
 START_TEST(test_affinity_child) {
@@ -118,6 +152,7 @@ START_TEST(test_cpu_only_runtime) {
   ck_assert_int_eq(mgpu_num_cpu_workers(rt), 2);
   mgpu_device_info_t info;
   ck_assert_int_eq(mgpu_device_info(rt, 0, &info), MGPU_EINVAL);
+  ck_assert_str_eq(mgpu_last_error(), "mgpu_device_info: gpu 0: the runtime has no GPU");
   mgpu_finalize(rt);
 }
 END_TEST
@@ -129,6 +164,7 @@ int main(void) {
   tcase_add_test(tc, test_cgroup_v2);
   tcase_add_test(tc, test_cgroup_v1);
   tcase_add_test(tc, test_missing_files);
+  tcase_add_test(tc, test_hostcpu);
   tcase_add_test(tc, test_affinity_child);
   tcase_add_test(tc, test_cpu_only_runtime);
   suite_add_tcase(s, tc);
