@@ -807,13 +807,12 @@ static void progress_end(void) {
   pthread_mutex_unlock(&progress_lock);
 }
 
-/* Run the workload once on rt; returns wall seconds and fills stats. */
 /* Steal time over a mode's timed runs: /proc/stat read just before and just
- * after each run's timed span. */
+ * after each run's timed span, the differences summed. */
 typedef struct {
-  unsigned long long busy, steal;
-  bool failed; /* a read failed: no figure */
-  hostcpu_t at; /* the reading at the span's start */
+  hostcpu_t sum; /* over the timed spans */
+  hostcpu_t at;  /* the reading at the current span's start */
+  bool failed;   /* a read failed: no figure */
 } stealacc_t;
 
 static void steal_mark(stealacc_t *a, bool end) {
@@ -827,21 +826,25 @@ static void steal_mark(stealacc_t *a, bool end) {
     a->at = now;
     return;
   }
-  a->busy += now.busy - a->at.busy;
-  a->steal += now.steal - a->at.steal;
+  a->sum.busy += now.busy - a->at.busy;
+  a->sum.steal += now.steal - a->at.steal;
 }
 
-/* The share of busy CPU time that the host took, or -1 when unknown. */
-/* Steal above which a report says that the host, not only the runtime, was
- * measured. The lent 4 x H200 virtual machines lost 10-19% with 60 of 64
- * vCPUs busy and 0.5% with 34, and CPU chunks stalled for 3-8 ms at the
- * higher rates. */
+/* Steal shown on a mode's line from STEAL_SHOW, and above STEAL_NOTE a note
+ * that the host, not only the runtime, was measured. The lent 4 x H200
+ * virtual machines lost 13-19% of their busy time with 60 of 64 vCPUs busy
+ * and 2% with 34,
+ * and CPU chunks stalled for 3-8 ms at the higher rates. */
+#define STEAL_SHOW 0.005
 #define STEAL_NOTE 0.05
 
+/* The share of busy CPU time that the host took, or -1 when unknown. */
 static double steal_share(const stealacc_t *a) {
-  return a->failed || a->busy == 0 ? -1 : (double)a->steal / (double)a->busy;
+  return a->failed || a->sum.busy == 0 ? -1 : (double)a->sum.steal / (double)a->sum.busy;
 }
 
+/* Run the workload once on rt; returns wall seconds and fills stats (and,
+ * unless NULL, the steal time sa). */
 static double run_once(mgpu_runtime_t *rt, work_t *w, const opts_t *o, mgpu_stats_t *st, stealacc_t *sa) {
   /* Poison the outputs: every item must be written again. */
   for (int i = 0; i < MGPU_MAX_ARGS; i++)
@@ -1425,7 +1428,7 @@ int main(int argc, char **argv) {
       printf("), %.4g items/s, %.3g GB/s moved", r->throughput, r->throughput * w.bytes_per_item / 1e9);
       if (r->ncpu != ncpu) printf(", %d CPU workers", r->ncpu);
       double sh = steal_share(&r->steal);
-      if (sh >= 0.005) printf(", host steal %.0f%%", 100 * sh);
+      if (sh >= STEAL_SHOW) printf(", host steal %.0f%%", 100 * sh);
       if (sh > worst_steal) worst_steal = sh;
       printf("\n");
       if (!o.compare || i == nres - 1) print_workers(r);
@@ -1457,7 +1460,6 @@ int main(int argc, char **argv) {
              "machine's CPUs are shared by its hypervisor, CPU chunks stall while it runs something else, and "
              "figures vary between runs (doc/tuning.md, \"Shared virtual CPUs\")\n",
              100 * worst_steal);
-
     if (o.verify) printf("verification: %s (%zu items checked%s)\n", bad ? "FAILED" : "ok", checked,
                          !strcmp(w.name, "ntt") ? ", plus an inverse round trip" : "");
     else printf("verification: off\n");
