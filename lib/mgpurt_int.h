@@ -192,6 +192,12 @@ typedef struct mgpu__model {
   _Atomic uint64_t *samples;
   double *items_sum, *time_sum; /* decayed sums; slot w written by worker w only */
   _Atomic double *slow;     /* slowest recent chunk rate per worker (items/s) */
+  /* Cost profile, under rt->lock: a GPU's seconds per item in each of
+   * MGPU_PROF_BINS equal parts of the index space of batches of prof_n items
+   * (0: not learnt), averaged over batches; learnt and used only where every
+   * GPU is of one kind (mgpu__prof_learn, mgpu__prof_cuts). */
+  double *prof;
+  size_t prof_n;
   /* MGPU_RESERVE_THREADS=auto, under rt->lock: batch throughput (items/s) of
    * this kernel's last two timed batches with all CPU workers in [0], with a
    * quarter of them out [1], with half [2] and with all of them out [3]. */
@@ -381,6 +387,10 @@ struct mgpu__batch {
   int reserve_level;       /* auto: the way it runs (mgpu__reserve_pick's level) */
   bool reserve_timed;      /* auto: its time teaches the model about that way */
   mgpu__model_t *model;
+  /* Cost profile sums of this batch (mgpu__prof_add), a row of seconds and
+   * items per bin for each GPU worker, written by that worker only; NULL where
+   * no profile is kept. */
+  double *prof_sums;
   mgpu__range_t *ranges;   /* [nworkers] */
   _Atomic size_t remaining; /* items not yet completed */
   _Atomic int failed;      /* a CPU kernel failed: drain without computing */
@@ -497,6 +507,28 @@ void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, s
 int mgpu__reserve_pick(mgpu__model_t *m, size_t n, unsigned offered, bool *record);
 void mgpu__reserve_learn(mgpu__model_t *m, int level, double items_per_s);
 void mgpu__models_free(mgpu_runtime_t *rt);
+/* Item cost by position. Items of some kernels differ in cost by where they
+ * lie (the rows of a Mandelbrot image), and a GPU's whole range of a short
+ * batch goes in flight in a few launches, so a split of alike GPUs by items
+ * per second, learnt on whichever items each did last, stays wrong: on
+ * 2 x H200 it swung mandelbrot between 2:1 and 1:2 batch after batch.
+ * Bins: MGPU_PROF_BINS equal parts of [0, n); bin j starts at
+ * mgpu__prof_lo(n, j). */
+#define MGPU_PROF_BINS 128
+size_t mgpu__prof_lo(size_t n, int j);
+/* Add a chunk's `secs` of device time over its items [first, first+count) to
+ * per-bin sums of seconds t[] and items it[]. */
+void mgpu__prof_add(double *t, double *it, size_t n, size_t first, size_t count, double secs);
+/* Fold one batch of n items into m->prof: rows sums (t, it pairs of
+ * MGPU_PROF_BINS each, one row per GPU). Under rt->lock. */
+void mgpu__prof_learn(mgpu__model_t *m, size_t n, const double *sums, int rows);
+/* Cut [a, n) into k consecutive parts of equal cost by prof (learnt for n):
+ * counts in cut[0..k-1]. False, and cut untouched, where some bin of [a, n)
+ * is not learnt or its bins do not show items that differ in cost by
+ * position (then speeds split them as well): see prof_irregular. */
+#define MGPU_PROF_SPREAD 6.0
+#define MGPU_PROF_SMOOTH 4.0
+bool mgpu__prof_cuts(const double *prof, size_t n, size_t a, int k, size_t *cut);
 
 /* ------------------------------------------------------------ cpu_worker.c */
 void mgpu__cpu_worker_loop(mgpu_runtime_t *rt, mgpu__worker_t *w);

@@ -5,6 +5,7 @@
  */
 #include "mgpurt_int.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,7 +34,8 @@ mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k) {
   m->items_sum = calloc((size_t)rt->nworkers, sizeof *m->items_sum);
   m->time_sum = calloc((size_t)rt->nworkers, sizeof *m->time_sum);
   m->slow = calloc((size_t)rt->nworkers, sizeof *m->slow);
-  if (!m->speed || !m->samples || !m->items_sum || !m->time_sum || !m->slow)
+  m->prof = calloc(MGPU_PROF_BINS, sizeof *m->prof);
+  if (!m->speed || !m->samples || !m->items_sum || !m->time_sum || !m->slow || !m->prof)
     MGPU_PANIC("out of memory for a kernel model");
   m->next = rt->models;
   rt->models = m;
@@ -80,10 +82,125 @@ void mgpu__models_free(mgpu_runtime_t *rt) {
     free(m->items_sum);
     free(m->time_sum);
     free((void *)m->slow);
+    free(m->prof);
     free(m);
     m = next;
   }
   rt->models = NULL;
+}
+
+size_t mgpu__prof_lo(size_t n, int j) {
+  /* j * n / BINS without overflow */
+  return n / MGPU_PROF_BINS * (size_t)j + n % MGPU_PROF_BINS * (size_t)j / MGPU_PROF_BINS;
+}
+
+static int prof_bin(size_t n, size_t i) {
+  /* The bin of item i: the last j with lo(j) <= i. */
+  int j = (int)((double)i / (double)n * MGPU_PROF_BINS);
+  if (j >= MGPU_PROF_BINS) j = MGPU_PROF_BINS - 1;
+  while (j > 0 && mgpu__prof_lo(n, j) > i) j--;
+  while (j + 1 < MGPU_PROF_BINS && mgpu__prof_lo(n, j + 1) <= i) j++;
+  return j;
+}
+
+void mgpu__prof_add(double *t, double *it, size_t n, size_t first, size_t count, double secs) {
+  if (count == 0 || secs <= 0 || first >= n) return;
+  if (count > n - first) count = n - first;
+  size_t end = first + count;
+  for (int j = prof_bin(n, first); j < MGPU_PROF_BINS && mgpu__prof_lo(n, j) < end; j++) {
+    size_t lo = MGPU_MAX(mgpu__prof_lo(n, j), first);
+    size_t hi = j + 1 < MGPU_PROF_BINS ? MGPU_MIN(mgpu__prof_lo(n, j + 1), end) : end;
+    if (hi <= lo) continue;
+    t[j] += secs * (double)(hi - lo) / (double)count;
+    it[j] += (double)(hi - lo);
+  }
+}
+
+void mgpu__prof_learn(mgpu__model_t *m, size_t n, const double *sums, int rows) {
+  if (m->prof_n != n) {
+    memset(m->prof, 0, MGPU_PROF_BINS * sizeof *m->prof);
+    m->prof_n = n;
+  }
+  for (int j = 0; j < MGPU_PROF_BINS; j++) {
+    double t = 0, it = 0;
+    for (int r = 0; r < rows; r++) {
+      t += sums[(size_t)r * 2 * MGPU_PROF_BINS + (size_t)j];
+      it += sums[(size_t)r * 2 * MGPU_PROF_BINS + MGPU_PROF_BINS + (size_t)j];
+    }
+    if (it <= 0 || t <= 0) continue;
+    /* Half old, half new: a chunk's share of its device's time is a rough
+     * measure of its own (chunks in flight together are charged alike per
+     * item), and its error moves with the split. */
+    double est = t / it;
+    m->prof[j] = m->prof[j] > 0 ? 0.5 * m->prof[j] + 0.5 * est : est;
+  }
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Whether bins j0.. of prof (all learnt) show items that differ in cost by
+ * position. Two tests on the logarithms of their costs: the middle 80% of the
+ * bins span a factor of MGPU_PROF_SPREAD or more, and the bins vary far more
+ * from the mean than from their neighbours (MGPU_PROF_SMOOTH: the ratio of
+ * their variance to half the mean square step from bin to bin; a cost that
+ * changes with position changes smoothly, where noise and the odd slow chunk
+ * give about 1, or the width of a chunk in bins where one spans several). */
+static bool prof_irregular(const double *prof, int j0) {
+  double x[MGPU_PROF_BINS];
+  int n = 0;
+  double mean = 0, var = 0, step = 0;
+  for (int j = j0; j < MGPU_PROF_BINS; j++) x[n] = log(prof[j]), mean += x[n++];
+  if (n < 8) return false;
+  mean /= n;
+  for (int i = 0; i < n; i++) var += (x[i] - mean) * (x[i] - mean);
+  for (int i = 1; i < n; i++) step += (x[i] - x[i - 1]) * (x[i] - x[i - 1]);
+  var /= n;
+  step /= n - 1;
+  bool smooth = var >= MGPU_PROF_SMOOTH * 0.5 * step;
+  qsort(x, (size_t)n, sizeof *x, cmp_double);
+  bool spread = x[n * 9 / 10] - x[n / 10] >= log(MGPU_PROF_SPREAD);
+  mgpu__log(MGPU_LOG_DEBUG, "cost profile: middle 80%% of %d bins span %.3gx, variance %.3g of half the step's %.3g", n,
+            exp(x[n * 9 / 10] - x[n / 10]), var, 0.5 * step);
+  return smooth && spread;
+}
+
+bool mgpu__prof_cuts(const double *prof, size_t n, size_t a, int k, size_t *cut) {
+  if (k < 1 || a >= n) return false;
+  int j0 = prof_bin(n, a);
+  double total = 0;
+  for (int j = j0; j < MGPU_PROF_BINS; j++) {
+    if (prof[j] <= 0) return false;
+    size_t b0 = MGPU_MAX(mgpu__prof_lo(n, j), a);
+    size_t b1 = j + 1 < MGPU_PROF_BINS ? mgpu__prof_lo(n, j + 1) : n;
+    if (b1 > b0) total += prof[j] * (double)(b1 - b0);
+  }
+  if (!prof_irregular(prof, j0)) return false;
+  /* Walk the bins; part p ends where the cost so far reaches (p+1)/k of the
+   * total, inside a bin in proportion to its items. */
+  size_t at = a;
+  double sofar = 0;
+  int p = 0;
+  for (int j = j0; j < MGPU_PROF_BINS && p < k - 1; j++) {
+    size_t b0 = MGPU_MAX(mgpu__prof_lo(n, j), a);
+    size_t b1 = j + 1 < MGPU_PROF_BINS ? mgpu__prof_lo(n, j + 1) : n;
+    if (b1 <= b0) continue;
+    double c = prof[j] * (double)(b1 - b0);
+    while (p < k - 1 && sofar + c >= total * (p + 1) / k) {
+      double want = total * (p + 1) / k - sofar;
+      size_t x = b0 + (size_t)llround(want / prof[j]);
+      if (x > b1) x = b1;
+      if (x < at) x = at;
+      cut[p++] = x - at;
+      at = x;
+    }
+    sofar += c;
+  }
+  while (p < k - 1) cut[p++] = 0;
+  cut[k - 1] = n - at;
+  return true;
 }
 
 /* MGPU_RESERVE_THREADS=auto. The ways (levels) are every CPU worker in (0),

@@ -216,6 +216,41 @@ static void damp_slow(double *speed, int n) {
     if (speed[i] > 0 && speed[i] * SLOW_SPLIT_RATIO < fastest) speed[i] /= SLOW_THIEF_MARGIN;
 }
 
+/* Whether there are two GPU workers or more, all of one kind (every GPU
+ * worker follows the CPU workers). */
+static bool gpus_of_one_kind(const mgpu_runtime_t *rt) {
+  if (rt->nworkers - rt->ncpu < 2) return false;
+  for (int i = rt->ncpu; i < rt->nworkers; i++)
+    if (rt->gpu_group[i] != rt->ncpu) return false;
+  return true;
+}
+
+/* Where the kernel's items differ in cost by position (mgpu__prof_cuts), the
+ * GPUs that have a share divide the GPUs' part of the batch, [a, n) after the
+ * CPU workers' ranges, into parts of equal cost instead of equal items per
+ * learnt speed. They are of one kind, so equal cost is equal time; a GPU that
+ * is slower all the same (its host thread's copying) shows as dearer items
+ * where it worked, and gets fewer. */
+static void split_gpus_by_cost(const mgpu_runtime_t *rt, const mgpu__batch_t *b, size_t *share) {
+  const mgpu__model_t *m = b->model;
+  if (m->prof_n != b->desc.n) return;
+  size_t a = 0;
+  int k = 0;
+  for (int i = 0; i < rt->ncpu; i++) a += share[i];
+  for (int i = rt->ncpu; i < rt->nworkers; i++) k += share[i] > 0;
+  if (k < 2) return;
+  size_t *cut = malloc((size_t)k * sizeof *cut);
+  if (!cut) MGPU_PANIC("out of memory splitting a batch");
+  if (mgpu__prof_cuts(m->prof, b->desc.n, a, k, cut)) {
+    mgpu__log(MGPU_LOG_DEBUG, "kernel '%s', %zu items: %d GPUs split items %zu..%zu by the cost profile",
+              b->kernel.name ? b->kernel.name : "(unnamed)", b->desc.n, k, a, b->desc.n - 1);
+    int p = 0;
+    for (int i = rt->ncpu; i < rt->nworkers; i++)
+      if (share[i] > 0) share[i] = cut[p++];
+  }
+  free(cut);
+}
+
 /* The longest one item of this kernel is known to take a CPU worker: the
  * inverse of the slowest chunk rate any of them has seen (a CPU worker far
  * slower than a GPU has chunks of an item or a few; a GPU's slowest chunk says
@@ -375,6 +410,11 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
     skip_coarse(b, speed, b->desc.n);
   }
   mgpu__split(speed, rt->nworkers, b->desc.n, share);
+  if (b->steal_ok && gpus_of_one_kind(rt)) {
+    b->prof_sums = calloc((size_t)rt->ngpus * 2 * MGPU_PROF_BINS, sizeof *b->prof_sums);
+    if (!b->prof_sums) MGPU_PANIC("out of memory for a batch's cost profile");
+    split_gpus_by_cost(rt, b, share);
+  }
   size_t at = 0;
   for (int i = 0; i < rt->nworkers; i++) {
     atomic_store_explicit(&b->ranges[i].begin, at, memory_order_relaxed);
@@ -406,6 +446,11 @@ void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
     list_remove(rt, b);
     atomic_store_explicit(&b->active, false, memory_order_relaxed);
     if (!b->gpu_ok) atomic_fetch_sub(&rt->n_active_cpu_only, 1);
+  }
+  if (b->prof_sums) {
+    if (atomic_load(&b->status) == MGPU_OK) mgpu__prof_learn(b->model, b->desc.n, b->prof_sums, rt->ngpus);
+    free(b->prof_sums);
+    b->prof_sums = NULL;
   }
   if (b->reserve_timed && atomic_load(&b->status) == MGPU_OK && b->t_end > b->t_start) {
     double rate = (double)b->desc.n / (b->t_end - b->t_start);
@@ -701,6 +746,10 @@ void mgpu__complete(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, dou
                 b->kernel.name, kernel_rc, c->first, c->first + c->count - 1);
   } else if (busy_s > 0 && !atomic_load(&b->failed)) {
     mgpu__model_update(b->model, w->id, c->count, busy_s, w->kind == MGPU_WORKER_GPU ? c->planned : 0);
+    if (b->prof_sums && w->kind == MGPU_WORKER_GPU) {
+      double *row = b->prof_sums + (size_t)(w->id - rt->ncpu) * 2 * MGPU_PROF_BINS;
+      mgpu__prof_add(row, row + MGPU_PROF_BINS, b->desc.n, c->first, c->count, busy_s);
+    }
   }
   ws->items += c->count;
   ws->chunks++;

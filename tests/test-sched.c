@@ -167,6 +167,192 @@ START_TEST(test_balance_irregular_first_batch) {
 }
 END_TEST
 
+/* ------------------------------------------------------------ cost profile */
+
+START_TEST(test_prof_bins) {
+  /* Bins cover [0, n) in order, for small n, n not a multiple of the bin
+   * count, and n near the top of size_t (no overflow). */
+  const size_t ns[] = {1, 5, 127, 128, 4096, 1000003, SIZE_MAX - 3};
+  for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
+    size_t n = ns[k];
+    ck_assert_uint_eq(mgpu__prof_lo(n, 0), 0);
+    for (int j = 1; j < MGPU_PROF_BINS; j++) ck_assert(mgpu__prof_lo(n, j) >= mgpu__prof_lo(n, j - 1));
+    ck_assert(mgpu__prof_lo(n, MGPU_PROF_BINS - 1) < n);
+    if (n >= MGPU_PROF_BINS) ck_assert(mgpu__prof_lo(n, 1) > 0);
+  }
+  ck_assert_uint_eq(mgpu__prof_lo(SIZE_MAX - 3, 64), (SIZE_MAX - 3) / 2);
+  /* A chunk's seconds and items land in the bins it covers, in proportion. */
+  double t[MGPU_PROF_BINS] = {0}, it[MGPU_PROF_BINS] = {0};
+  mgpu__prof_add(t, it, 4096, 30, 100, 1.0); /* bins of 32: items 30..129 */
+  double st = 0, si = 0;
+  for (int j = 0; j < MGPU_PROF_BINS; j++) st += t[j], si += it[j];
+  ck_assert_double_eq_tol(st, 1.0, 1e-12);
+  ck_assert_double_eq_tol(si, 100, 1e-12);
+  ck_assert_double_eq_tol(it[0], 2, 1e-12);
+  ck_assert_double_eq_tol(it[1], 32, 1e-12);
+  ck_assert_double_eq_tol(it[4], 2, 1e-12);
+  ck_assert_double_eq_tol(t[1], 0.32, 1e-12);
+  ck_assert_double_eq(it[5], 0);
+  mgpu__prof_add(t, it, 4096, 4090, 50, 1.0); /* clipped at n */
+  ck_assert_double_eq_tol(it[MGPU_PROF_BINS - 1], 6, 1e-12);
+}
+END_TEST
+
+/* A profile of n = 4096 items whose cost is c(j) in bin j. */
+static void prof_fill(double *prof, int peak) {
+  for (int j = 0; j < MGPU_PROF_BINS; j++) {
+    double x = (j + 0.5 - MGPU_PROF_BINS / 2.0) / (0.15 * MGPU_PROF_BINS);
+    prof[j] = 1e-6 * (1 + (peak - 1) * exp(-x * x));
+  }
+}
+
+START_TEST(test_prof_cuts) {
+  double prof[MGPU_PROF_BINS];
+  size_t cut[4] = {7, 7, 7, 7};
+  /* Alike items, or noise: no cut (the speeds split them). */
+  for (int j = 0; j < MGPU_PROF_BINS; j++) prof[j] = 1e-6;
+  ck_assert(!mgpu__prof_cuts(prof, 4096, 0, 2, cut));
+  uint64_t rs = 7;
+  for (int j = 0; j < MGPU_PROF_BINS; j++) prof[j] = 1e-6 * (1 + (double)(mgpu_test_rand(&rs) % 1000) / 1000);
+  ck_assert(!mgpu__prof_cuts(prof, 4096, 0, 2, cut));
+  /* A few dear bins, as the odd slow chunk leaves: no cut either. */
+  for (int j = 0; j < MGPU_PROF_BINS; j++) prof[j] = j % 40 == 3 ? 2e-5 : 1e-6;
+  ck_assert(!mgpu__prof_cuts(prof, 4096, 0, 2, cut));
+  ck_assert_uint_eq(cut[0], 7);
+  /* Smooth but mild (2x): no cut. */
+  prof_fill(prof, 2);
+  ck_assert(!mgpu__prof_cuts(prof, 4096, 0, 2, cut));
+  /* A 30x peak in the middle: two parts meet in the middle, and four parts
+   * have equal cost, each within one item's cost. */
+  prof_fill(prof, 30);
+  ck_assert(mgpu__prof_cuts(prof, 4096, 0, 2, cut));
+  ck_assert_uint_eq(cut[0] + cut[1], 4096);
+  ck_assert_uint_le(cut[0] > 2048 ? cut[0] - 2048 : 2048 - cut[0], 1);
+  ck_assert(mgpu__prof_cuts(prof, 4096, 100, 4, cut));
+  size_t at = 100;
+  double total = 0, part[4];
+  for (int p = 0; p < 4; p++) {
+    part[p] = 0;
+    for (size_t i = at; i < at + cut[p]; i++) part[p] += prof[i / 32];
+    total += part[p];
+    at += cut[p];
+  }
+  ck_assert_uint_eq(at, 4096);
+  for (int p = 0; p < 4; p++) ck_assert_double_eq_tol(part[p], total / 4, 30e-6);
+  /* The outer parts, over cheap items, have more of them. */
+  ck_assert_uint_gt(cut[0], 2 * cut[1]);
+  /* A bin not learnt: no cut. */
+  prof[100] = 0;
+  ck_assert(!mgpu__prof_cuts(prof, 4096, 0, 2, cut));
+  /* ...unless it lies before the part to cut. */
+  prof_fill(prof, 30);
+  prof[2] = 0;
+  ck_assert(mgpu__prof_cuts(prof, 4096, 32 * 3, 2, cut));
+  ck_assert(!mgpu__prof_cuts(prof, 4096, 32 * 3 - 1, 2, cut));
+}
+END_TEST
+
+START_TEST(test_prof_learn) {
+  mgpu__model_t m = {0};
+  double prof[MGPU_PROF_BINS] = {0};
+  m.prof = prof;
+  double sums[2 * 2 * MGPU_PROF_BINS] = {0};
+  /* Two GPUs' rows: the first did bins 0..63 at 1 us an item, the second
+   * bins 32..127 at 3 us an item. */
+  mgpu__prof_add(sums, sums + MGPU_PROF_BINS, 4096, 0, 2048, 2048 * 1e-6);
+  mgpu__prof_add(sums + 2 * MGPU_PROF_BINS, sums + 3 * MGPU_PROF_BINS, 4096, 1024, 3072, 3072 * 3e-6);
+  mgpu__prof_learn(&m, 4096, sums, 2);
+  ck_assert_uint_eq(m.prof_n, 4096);
+  ck_assert_double_eq_tol(prof[0], 1e-6, 1e-15);
+  ck_assert_double_eq_tol(prof[40], 2e-6, 1e-15); /* both: the mean per item */
+  ck_assert_double_eq_tol(prof[100], 3e-6, 1e-15);
+  /* The next batch moves each bin halfway to what it measured. */
+  memset(sums, 0, sizeof sums);
+  mgpu__prof_add(sums, sums + MGPU_PROF_BINS, 4096, 0, 4096, 4096 * 5e-6);
+  mgpu__prof_learn(&m, 4096, sums, 2);
+  ck_assert_double_eq_tol(prof[0], 3e-6, 1e-15);
+  ck_assert_double_eq_tol(prof[100], 4e-6, 1e-15);
+  /* Another batch size starts over. */
+  memset(sums, 0, sizeof sums);
+  mgpu__prof_add(sums, sums + MGPU_PROF_BINS, 1000, 0, 10, 1e-3);
+  mgpu__prof_learn(&m, 1000, sums, 2);
+  ck_assert_uint_eq(m.prof_n, 1000);
+  ck_assert_double_eq_tol(prof[0], 1e-4, 1e-15);
+  ck_assert_double_eq(prof[100], 0);
+}
+END_TEST
+
+/* Items whose cost peaks thirtyfold in the middle of the batch, as the rows of
+ * a Mandelbrot image do; on an emulated device a chunk sleeps its items' cost,
+ * and the kernel notes each GPU's first chunk of the batch (where its range
+ * began). */
+typedef struct {
+  size_t n;
+} peak_arg_t;
+static _Atomic size_t peak_begin[6];
+
+
+static double peak_cost(size_t i, size_t n) {
+  double x = ((double)i / (double)n - 0.5) / 0.15;
+  return 1e-5 * (1 + 29 * exp(-x * x));
+}
+
+static int peak_fn(const mgpu_chunk_t *c) {
+  const peak_arg_t *a = c->arg;
+  double t = 0;
+  for (size_t j = 0; j < c->count; j++) t += peak_cost(c->first + j, a->n);
+  mgpu_test_sleep(c->stream ? t : 50 * t);
+  if (c->stream && c->worker >= 1 && c->worker <= 5) {
+    size_t none = SIZE_MAX;
+    atomic_compare_exchange_strong(&peak_begin[c->worker], &none, c->first);
+  }
+  return 0;
+}
+
+START_TEST(test_cost_profile_split) {
+  /* Four alike GPUs, GPU-only. Split by items per second, learnt on
+   * whichever rows each did last, the split moved from batch to batch; split
+   * by the cost profile, each GPU's range begins where its share of the cost
+   * does. Judged in cost: how far from its ideal start each range begins, as a
+   * share of one GPU's ideal cost. */
+  enum { GPUS = 4, BATCHES = 16, LAST = 8 };
+  mgpu_config_t cfg = mgpu_test_config(1, GPUS);
+  cfg.sched = MGPU_SCHED_GPU;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  mgpu_kernel_t k = {.name = "peak", .cpu = peak_fn, .gpu = never_gpu};
+  const size_t n = 4096;
+  double *cum = malloc((n + 1) * sizeof *cum);
+  cum[0] = 0;
+  for (size_t i = 0; i < n; i++) cum[i + 1] = cum[i] + peak_cost(i, n);
+  double part = cum[n] / GPUS, worst[LAST];
+  for (int bi = 0; bi < BATCHES; bi++) {
+    peak_arg_t a = {.n = n};
+    for (int w = 0; w <= GPUS; w++) atomic_store(&peak_begin[w], SIZE_MAX);
+    mgpu_batch_t b = {.kernel = &k, .n = n, .arg = &a, .arg_size = sizeof a};
+    ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
+    if (bi < BATCHES - LAST) continue;
+    double off = 0;
+    printf("cost profile split: batch %d, GPU ranges begin at", bi);
+    for (int g = 1; g < GPUS; g++) {
+      size_t at = atomic_load(&peak_begin[1 + g]);
+      ck_assert_uint_lt(at, n);
+      off = fmax(off, fabs(cum[at] - g * part) / part);
+      printf(" %zu", at);
+    }
+    printf(": %.0f%% of a share off\n", 100 * off);
+    worst[bi - (BATCHES - LAST)] = off;
+  }
+  mgpu_finalize(rt);
+  free(cum);
+  /* In half the batches or more, every range begins within a quarter of a
+   * share of its place (split by speeds: in none, most of a share off). */
+  int near = 0;
+  for (int i = 0; i < LAST; i++) near += worst[i] <= 0.25;
+  if (mgpu_test_timing()) ck_assert_msg(near >= LAST / 2, "only %d of the last %d batches split within 25%%", near, LAST);
+}
+END_TEST
+
 START_TEST(test_tail_rule) {
   /* A GPU 5000x faster than a CPU worker: no CPU item may delay the batch. */
   const double gpu_speed = 1e5, cpu_cost = 5000 / gpu_speed; /* 50 ms per CPU item */
@@ -805,6 +991,10 @@ int main(void) {
   tcase_add_test(tc, test_balance_irregular_first_batch);
   tcase_add_test(tc, test_irregular_tail);
   tcase_add_test(tc, test_coarse_items);
+  tcase_add_test(tc, test_prof_bins);
+  tcase_add_test(tc, test_prof_cuts);
+  tcase_add_test(tc, test_prof_learn);
+  tcase_add_test(tc, test_cost_profile_split);
   suite_add_tcase(s, tc);
   return mgpu_test_main(s);
 }
