@@ -117,6 +117,11 @@ void mgpu__prof_add(double *t, double *it, size_t n, size_t first, size_t count,
 }
 
 void mgpu__prof_learn(mgpu__model_t *m, size_t n, const double *sums, int rows) {
+  /* A batch no GPU worked on says nothing, and must not wipe the profile. */
+  bool any = false;
+  for (int r = 0; r < rows && !any; r++)
+    for (int j = 0; j < MGPU_PROF_BINS && !any; j++) any = sums[(size_t)r * 2 * MGPU_PROF_BINS + MGPU_PROF_BINS + (size_t)j] > 0;
+  if (!any) return;
   if (m->prof_n != n) {
     memset(m->prof, 0, MGPU_PROF_BINS * sizeof *m->prof);
     m->prof_n = n;

@@ -410,7 +410,8 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
     skip_coarse(b, speed, b->desc.n);
   }
   mgpu__split(speed, rt->nworkers, b->desc.n, share);
-  if (b->steal_ok && gpus_of_one_kind(rt)) {
+  /* (Under MGPU_PROF_BINS items some bins stay empty: never a profile.) */
+  if (b->steal_ok && b->gpu_ok && b->desc.n >= MGPU_PROF_BINS && gpus_of_one_kind(rt)) {
     b->prof_sums = calloc((size_t)rt->ngpus * 2 * MGPU_PROF_BINS, sizeof *b->prof_sums);
     if (!b->prof_sums) MGPU_PANIC("out of memory for a batch's cost profile");
     split_gpus_by_cost(rt, b, share);

@@ -272,6 +272,12 @@ START_TEST(test_prof_learn) {
   mgpu__prof_learn(&m, 4096, sums, 2);
   ck_assert_double_eq_tol(prof[0], 3e-6, 1e-15);
   ck_assert_double_eq_tol(prof[100], 4e-6, 1e-15);
+  /* A batch no GPU worked on (all zero sums) changes nothing, even of
+   * another size. */
+  memset(sums, 0, sizeof sums);
+  mgpu__prof_learn(&m, 1000, sums, 2);
+  ck_assert_uint_eq(m.prof_n, 4096);
+  ck_assert_double_eq_tol(prof[0], 3e-6, 1e-15);
   /* Another batch size starts over. */
   memset(sums, 0, sizeof sums);
   mgpu__prof_add(sums, sums + MGPU_PROF_BINS, 1000, 0, 10, 1e-3);
