@@ -90,7 +90,7 @@ void mgpu__models_free(mgpu_runtime_t *rt) {
 }
 
 size_t mgpu__prof_lo(size_t n, int j) {
-  /* j * n / BINS without overflow */
+  /* j * n / BINS without overflow; n for j == BINS, the end of the last bin */
   return n / MGPU_PROF_BINS * (size_t)j + n % MGPU_PROF_BINS * (size_t)j / MGPU_PROF_BINS;
 }
 
@@ -108,8 +108,7 @@ void mgpu__prof_add(double *t, double *it, size_t n, size_t first, size_t count,
   if (count > n - first) count = n - first;
   size_t end = first + count;
   for (int j = prof_bin(n, first); j < MGPU_PROF_BINS && mgpu__prof_lo(n, j) < end; j++) {
-    size_t lo = MGPU_MAX(mgpu__prof_lo(n, j), first);
-    size_t hi = j + 1 < MGPU_PROF_BINS ? MGPU_MIN(mgpu__prof_lo(n, j + 1), end) : end;
+    size_t lo = MGPU_MAX(mgpu__prof_lo(n, j), first), hi = MGPU_MIN(mgpu__prof_lo(n, j + 1), end);
     if (hi <= lo) continue;
     t[j] += secs * (double)(hi - lo) / (double)count;
     it[j] += (double)(hi - lo);
@@ -117,15 +116,6 @@ void mgpu__prof_add(double *t, double *it, size_t n, size_t first, size_t count,
 }
 
 void mgpu__prof_learn(mgpu__model_t *m, size_t n, const double *sums, int rows) {
-  /* A batch no GPU worked on says nothing, and must not wipe the profile. */
-  bool any = false;
-  for (int r = 0; r < rows && !any; r++)
-    for (int j = 0; j < MGPU_PROF_BINS && !any; j++) any = sums[(size_t)r * 2 * MGPU_PROF_BINS + MGPU_PROF_BINS + (size_t)j] > 0;
-  if (!any) return;
-  if (m->prof_n != n) {
-    memset(m->prof, 0, MGPU_PROF_BINS * sizeof *m->prof);
-    m->prof_n = n;
-  }
   for (int j = 0; j < MGPU_PROF_BINS; j++) {
     double t = 0, it = 0;
     for (int r = 0; r < rows; r++) {
@@ -133,6 +123,12 @@ void mgpu__prof_learn(mgpu__model_t *m, size_t n, const double *sums, int rows) 
       it += sums[(size_t)r * 2 * MGPU_PROF_BINS + MGPU_PROF_BINS + (size_t)j];
     }
     if (it <= 0 || t <= 0) continue;
+    /* Another batch size starts over, on the first bin a GPU worked on: a
+     * batch no GPU worked on says nothing and leaves the profile alone. */
+    if (m->prof_n != n) {
+      memset(m->prof, 0, MGPU_PROF_BINS * sizeof *m->prof);
+      m->prof_n = n;
+    }
     /* Half old, half new: a chunk's share of its device's time is a rough
      * measure of its own (chunks in flight together are charged alike per
      * item), and its error moves with the split. */
@@ -178,8 +174,7 @@ bool mgpu__prof_cuts(const double *prof, size_t n, size_t a, int k, size_t *cut)
   double total = 0;
   for (int j = j0; j < MGPU_PROF_BINS; j++) {
     if (prof[j] <= 0) return false;
-    size_t b0 = MGPU_MAX(mgpu__prof_lo(n, j), a);
-    size_t b1 = j + 1 < MGPU_PROF_BINS ? mgpu__prof_lo(n, j + 1) : n;
+    size_t b0 = MGPU_MAX(mgpu__prof_lo(n, j), a), b1 = mgpu__prof_lo(n, j + 1);
     if (b1 > b0) total += prof[j] * (double)(b1 - b0);
   }
   if (!prof_irregular(prof, j0)) return false;
@@ -189,8 +184,7 @@ bool mgpu__prof_cuts(const double *prof, size_t n, size_t a, int k, size_t *cut)
   double sofar = 0;
   int p = 0;
   for (int j = j0; j < MGPU_PROF_BINS && p < k - 1; j++) {
-    size_t b0 = MGPU_MAX(mgpu__prof_lo(n, j), a);
-    size_t b1 = j + 1 < MGPU_PROF_BINS ? mgpu__prof_lo(n, j + 1) : n;
+    size_t b0 = MGPU_MAX(mgpu__prof_lo(n, j), a), b1 = mgpu__prof_lo(n, j + 1);
     if (b1 <= b0) continue;
     double c = prof[j] * (double)(b1 - b0);
     while (p < k - 1 && sofar + c >= total * (p + 1) / k) {

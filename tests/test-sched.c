@@ -178,6 +178,7 @@ START_TEST(test_prof_bins) {
     ck_assert_uint_eq(mgpu__prof_lo(n, 0), 0);
     for (int j = 1; j < MGPU_PROF_BINS; j++) ck_assert(mgpu__prof_lo(n, j) >= mgpu__prof_lo(n, j - 1));
     ck_assert(mgpu__prof_lo(n, MGPU_PROF_BINS - 1) < n);
+    ck_assert_uint_eq(mgpu__prof_lo(n, MGPU_PROF_BINS), n); /* the end of the last bin */
     if (n >= MGPU_PROF_BINS) ck_assert(mgpu__prof_lo(n, 1) > 0);
   }
   ck_assert_uint_eq(mgpu__prof_lo(SIZE_MAX - 3, 64), (SIZE_MAX - 3) / 2);
