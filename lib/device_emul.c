@@ -5,7 +5,10 @@
  * staged buffers, one kernel at a time per device (one compute engine), while
  * copies of other streams overlap. With MGPU_EMULATE_SPEED a kernel lasts at
  * least count / speed seconds. A kernel's CPU function can tell it runs on an
- * emulated device by chunk->stream != NULL.
+ * emulated device by chunk->stream != NULL. As CUDA's cudaMalloc and cudaFree,
+ * mem_alloc and mem_free first wait for the operations queued on the device's
+ * streams; the stream-ordered mem_alloc_on and mem_free_on wait for nothing
+ * else.
  */
 #include "mgpurt_int.h"
 
@@ -39,8 +42,10 @@ typedef struct emul_dev {
   double epoch;
   double speed;
   size_t mem_limit;
-  pthread_mutex_t lock;    /* guards mem_used */
+  pthread_mutex_t lock;    /* guards mem_used, streams */
   size_t mem_used;
+  struct emul_stream **streams; /* the device's streams, for mem_alloc's wait */
+  int nstreams, streams_cap;
   pthread_mutex_t compute; /* one kernel at a time; guards busy_until */
   double busy_until;       /* virtual end of the last kernel */
 } emul_dev_t;
@@ -51,6 +56,7 @@ typedef struct emul_stream {
   pthread_mutex_t lock;    /* guards the queue, running, error, stop */
   pthread_cond_t cv;
   op_t *head, *tail;
+  uint64_t queued, done;   /* operations enqueued and finished so far */
   int running;
   int error;
   int stop;
@@ -126,6 +132,7 @@ static void *stream_main(void *arg) {
     pthread_mutex_lock(&s->lock);
     if (rc != 0 && s->error == 0) s->error = MGPU_EKERNEL;
     s->running = 0;
+    s->done++;
     pthread_cond_broadcast(&s->cv);
   }
   pthread_mutex_unlock(&s->lock);
@@ -149,12 +156,33 @@ static void emul_close(void *ctx) {
   emul_dev_t *d = ctx;
   pthread_mutex_destroy(&d->lock);
   pthread_mutex_destroy(&d->compute);
+  free(d->streams);
   free(d);
 }
 
+/* Wait until every operation queued on the device's streams so far has run. */
+static void drain_device(emul_dev_t *d) {
+  pthread_mutex_lock(&d->lock);
+  int n = d->nstreams;
+  emul_stream_t **ss = n ? malloc(sizeof *ss * (size_t)n) : NULL;
+  if (n && !ss) MGPU_PANIC("out of memory draining an emulated device");
+  if (n) memcpy(ss, d->streams, sizeof *ss * (size_t)n);
+  /* Streams are destroyed only by the device's own thread, which is the caller. */
+  pthread_mutex_unlock(&d->lock);
+  for (int i = 0; i < n; i++) {
+    emul_stream_t *s = ss[i];
+    pthread_mutex_lock(&s->lock);
+    uint64_t upto = s->queued;
+    while (s->done < upto) pthread_cond_wait(&s->cv, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+  }
+  free(ss);
+}
+
 /* Each allocation carries its size in a header so free can account for it. */
-static int emul_mem_alloc(void *ctx, size_t bytes, void **p) {
+static int emul_mem_alloc_on(void *ctx, size_t bytes, void *s, void **p) {
   emul_dev_t *d = ctx;
+  MGPU_UNUSED(s);
   pthread_mutex_lock(&d->lock);
   if (bytes > d->mem_limit - d->mem_used) {
     pthread_mutex_unlock(&d->lock);
@@ -174,8 +202,7 @@ static int emul_mem_alloc(void *ctx, size_t bytes, void **p) {
   return 0;
 }
 
-static void emul_mem_free(void *ctx, void *p) {
-  emul_dev_t *d = ctx;
+static void release(emul_dev_t *d, void *p) {
   if (!p) return;
   size_t *h = (size_t *)((char *)p - 64);
   pthread_mutex_lock(&d->lock);
@@ -183,6 +210,29 @@ static void emul_mem_free(void *ctx, void *p) {
   pthread_mutex_unlock(&d->lock);
   free(h);
 }
+
+static int emul_mem_alloc(void *ctx, size_t bytes, void **p) {
+  drain_device(ctx);
+  return emul_mem_alloc_on(ctx, bytes, NULL, p);
+}
+
+static void emul_mem_free(void *ctx, void *p) {
+  drain_device(ctx);
+  release(ctx, p);
+}
+
+/* In stream order: released once s has run what was queued on it before (an
+ * error of s stays for its next sync). */
+static void emul_mem_free_on(void *ctx, void *p, void *sp) {
+  emul_stream_t *s = sp;
+  pthread_mutex_lock(&s->lock);
+  uint64_t upto = s->queued;
+  while (s->done < upto) pthread_cond_wait(&s->cv, &s->lock);
+  pthread_mutex_unlock(&s->lock);
+  release(ctx, p);
+}
+
+static void emul_mem_trim(void *ctx) { MGPU_UNUSED(ctx); }
 
 static int emul_mem_info(void *ctx, size_t *free_b, size_t *total_b) {
   emul_dev_t *d = ctx;
@@ -247,22 +297,45 @@ static int emul_host_is_pinned(const void *p, size_t bytes) {
 static int emul_stream_create(void *ctx, void **out) {
   emul_stream_t *s = calloc(1, sizeof *s);
   if (!s) return MGPU_ENOMEM;
-  s->dev = ctx;
+  emul_dev_t *d = ctx;
+  s->dev = d;
+  pthread_mutex_lock(&d->lock);
+  if (d->nstreams == d->streams_cap) {
+    int cap = d->streams_cap ? 2 * d->streams_cap : 8;
+    emul_stream_t **ss = realloc(d->streams, sizeof *ss * (size_t)cap);
+    if (!ss) {
+      pthread_mutex_unlock(&d->lock);
+      free(s);
+      return MGPU_ENOMEM;
+    }
+    d->streams = ss;
+    d->streams_cap = cap;
+  }
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->cv, NULL);
   if (pthread_create(&s->thread, NULL, stream_main, s) != 0) {
+    pthread_mutex_unlock(&d->lock);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->cv);
     free(s);
     return MGPU_ESYSTEM;
   }
+  d->streams[d->nstreams++] = s;
+  pthread_mutex_unlock(&d->lock);
   *out = s;
   return 0;
 }
 
 static void emul_stream_destroy(void *ctx, void *sp) {
   emul_stream_t *s = sp;
-  MGPU_UNUSED(ctx);
+  emul_dev_t *d = ctx;
+  pthread_mutex_lock(&d->lock);
+  for (int i = 0; i < d->nstreams; i++)
+    if (d->streams[i] == s) {
+      d->streams[i] = d->streams[--d->nstreams];
+      break;
+    }
+  pthread_mutex_unlock(&d->lock);
   pthread_mutex_lock(&s->lock);
   s->stop = 1;
   pthread_cond_broadcast(&s->cv);
@@ -279,6 +352,7 @@ static int enqueue(emul_stream_t *s, op_t *op) {
   if (s->tail) s->tail->next = op;
   else s->head = op;
   s->tail = op;
+  s->queued++;
   pthread_cond_broadcast(&s->cv);
   pthread_mutex_unlock(&s->lock);
   return 0;
@@ -383,6 +457,9 @@ const mgpu_dev_ops_t mgpu__dev_emul = {
     .close = emul_close,
     .mem_alloc = emul_mem_alloc,
     .mem_free = emul_mem_free,
+    .mem_alloc_on = emul_mem_alloc_on,
+    .mem_free_on = emul_mem_free_on,
+    .mem_trim = emul_mem_trim,
     .mem_info = emul_mem_info,
     .host_alloc = emul_host_alloc,
     .host_free = emul_host_free,

@@ -175,12 +175,26 @@ size_t mgpu__gpu_cap(mgpu_runtime_t *rt, int g) {
 
 double mgpu__gpu_estimate(mgpu_runtime_t *rt, int g) { return rt->gpus[g] ? rt->gpus[g]->estimate : 1.0; }
 
+static bool alloc_fault(mgpu__gpu_t *gp) {
+  if (!mgpu__fault_hit(&gp->rt->faults, MGPU_FAULT_ALLOC, gp->g, gp->allocs++)) return false;
+  mgpu__log(MGPU_LOG_INFO, "GPU %d: injected allocation failure", gp->g);
+  return true;
+}
+
 static int dev_alloc(mgpu__gpu_t *gp, size_t bytes, void **p) {
-  if (mgpu__fault_hit(&gp->rt->faults, MGPU_FAULT_ALLOC, gp->g, gp->allocs++)) {
-    mgpu__log(MGPU_LOG_INFO, "GPU %d: injected allocation failure", gp->g);
-    return MGPU_ENOMEM;
-  }
-  return gp->ops->mem_alloc(gp->ctx, bytes, p);
+  return alloc_fault(gp) ? MGPU_ENOMEM : gp->ops->mem_alloc(gp->ctx, bytes, p);
+}
+
+/* A slot's buffer, in its stream's order: growing it waits for nothing that
+ * the other slots run. */
+static int slot_alloc(mgpu__gpu_t *gp, slot_t *s, size_t bytes) {
+  return alloc_fault(gp) ? MGPU_ENOMEM : gp->ops->mem_alloc_on(gp->ctx, bytes, s->stream, &s->dbuf);
+}
+
+static void drop_dbuf(mgpu__gpu_t *gp, slot_t *s) {
+  if (s->dbuf) gp->ops->mem_free_on(gp->ctx, s->dbuf, s->stream);
+  s->dbuf = NULL;
+  s->dbuf_bytes = 0;
 }
 
 /* Grow a slot's device buffer to hold `need` bytes (never shrinks). */
@@ -189,11 +203,13 @@ static int ensure_dbuf(mgpu__gpu_t *gp, slot_t *s, size_t need) {
   /* Grow geometrically within the slot's share, so the growing chunks of a
    * batch's start reallocate a few times, not at every chunk. */
   size_t want = MGPU_MAX(need, MGPU_MIN(atomic_load(&gp->slot_bytes), 2 * s->dbuf_bytes));
-  if (s->dbuf) gp->ops->mem_free(gp->ctx, s->dbuf);
-  s->dbuf = NULL;
-  s->dbuf_bytes = 0;
-  int rc = dev_alloc(gp, want, &s->dbuf);
-  if (rc == MGPU_ENOMEM && want > need) rc = dev_alloc(gp, want = need, &s->dbuf);
+  drop_dbuf(gp, s);
+  int rc = slot_alloc(gp, s, want);
+  if (rc == MGPU_ENOMEM && want > need) {
+    /* What the slots let go of may be what is missing. */
+    gp->ops->mem_trim(gp->ctx);
+    rc = slot_alloc(gp, s, want = need);
+  }
   if (rc == 0) s->dbuf_bytes = want;
   return rc;
 }
@@ -368,11 +384,8 @@ static void on_failure(mgpu__gpu_t *gp, slot_t *s, int rc, const char *when) {
     atomic_store(&gp->slot_bytes, now);
     /* Memory held by idle slots may be what is missing: let them reallocate. */
     for (int i = 0; i < gp->nslots; i++)
-      if (!gp->slots[i].busy && gp->slots[i].dbuf) {
-        gp->ops->mem_free(gp->ctx, gp->slots[i].dbuf);
-        gp->slots[i].dbuf = NULL;
-        gp->slots[i].dbuf_bytes = 0;
-      }
+      if (!gp->slots[i].busy) drop_dbuf(gp, &gp->slots[i]);
+    gp->ops->mem_trim(gp->ctx);
     mgpu__log(MGPU_LOG_WARN, "GPU %d: out of device memory %s a chunk of %zu items of '%s'; the device's cap is halved "
                              "to %zu items and the chunk is retried",
               gp->g, when, s->claim.count, b->kernel.name ? b->kernel.name : "", cap_for(gp, &b->kernel));
@@ -538,7 +551,7 @@ static bool task_poll(mgpu__gpu_t *gp) {
 static void free_slots(mgpu__gpu_t *gp) {
   for (int i = 0; i < gp->nslots; i++) {
     slot_t *s = &gp->slots[i];
-    if (s->dbuf) gp->ops->mem_free(gp->ctx, s->dbuf);
+    if (s->stream) drop_dbuf(gp, s);
     if (s->hbuf) gp->ops->host_free(s->hbuf);
     if (s->ev_start) gp->ops->event_destroy(gp->ctx, s->ev_start);
     if (s->ev_end) gp->ops->event_destroy(gp->ctx, s->ev_end);

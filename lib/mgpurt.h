@@ -359,7 +359,7 @@ MGPU_API void mgpu_stats_print(const mgpu_runtime_t *rt, const mgpu_stats_t *sta
 typedef struct {
   int worker;          /**< worker index (CPU workers first, then GPUs) */
   int stream;          /**< GPU stream slot for h2d/kernel/d2h, -1 otherwise */
-  const char *kind;    /**< "chunk", "h2d", "kernel", "d2h", "issue", "steal" or "retry" */
+  const char *kind;    /**< "chunk", "h2d", "kernel", "d2h", "issue", "steal", "retry", "alloc" or "pin" */
   const char *kernel;  /**< the kernel's name (valid while the kernel struct is) */
   uint64_t batch;      /**< submission number of the batch, from 0 */
   size_t first, count; /**< items */

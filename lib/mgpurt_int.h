@@ -129,6 +129,14 @@ typedef struct mgpu_dev_ops {
   void (*close)(void *ctx);
   int (*mem_alloc)(void *ctx, size_t bytes, void **p);
   void (*mem_free)(void *ctx, void *p);
+  /* Stream-ordered device memory for a buffer that only stream s uses: neither
+   * call waits for work on other streams, as mem_alloc and mem_free may (CUDA's
+   * cudaMalloc and cudaFree wait for the whole device). The memory is free once
+   * s reaches the free; mem_trim then gives it back to the device, for other
+   * allocations. */
+  int (*mem_alloc_on)(void *ctx, size_t bytes, void *s, void **p);
+  void (*mem_free_on)(void *ctx, void *p, void *s);
+  void (*mem_trim)(void *ctx);
   int (*mem_info)(void *ctx, size_t *free_b, size_t *total_b);
   int (*host_alloc)(size_t bytes, void **p);          /* pinned host memory, any thread */
   void (*host_free)(void *p);
