@@ -23,6 +23,7 @@ void mgpu__batch_unref(mgpu__batch_t *b) {
   free(b->wstats);
   free(b->requeue);
   free(b->prof_sums);
+  free(b->cost);
   free(b->dependents);
   free(b->arg_copy);
   free(b);

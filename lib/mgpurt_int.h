@@ -354,10 +354,19 @@ struct mgpu_runtime {
 };
 
 /* --------------------------------------------------------------- sched.c */
+#define MGPU_PROF_BINS 128 /* see mgpu__prof_lo */
+/* A batch's cost by position (mgpu__cost_init, below). */
+typedef struct {
+  size_t n;
+  double per[MGPU_PROF_BINS];     /* seconds per item in bin j */
+  double cum[MGPU_PROF_BINS + 1]; /* seconds of the items before bin j */
+} mgpu__cost_t;
+
 typedef struct {
   pthread_mutex_t lock;
   _Atomic size_t begin, end; /* unclaimed items owned by this worker */
   _Atomic size_t pending;    /* claimed by the owner, not yet finished */
+  _Atomic uint64_t pending_ns; /* their cost in ns, in a batch with a cost (mgpu__cost_t) */
   size_t last;               /* owner's last chunk length (owner only) */
 } __attribute__((aligned(MGPU_CACHELINE))) mgpu__range_t;
 
@@ -399,6 +408,7 @@ struct mgpu__batch {
    * items per bin for each GPU worker, written by that worker only; NULL where
    * no profile is kept. */
   double *prof_sums;
+  mgpu__cost_t *cost;      /* set where its GPUs split it by cost (split_gpus_by_cost) */
   mgpu__range_t *ranges;   /* [nworkers] */
   _Atomic size_t remaining; /* items not yet completed */
   _Atomic int failed;      /* a CPU kernel failed: drain without computing */
@@ -415,6 +425,7 @@ typedef struct {
   size_t first, count;
   bool stolen;
   size_t planned;          /* > count: the chunk size the model asked for, cut short */
+  uint64_t cost_ns;        /* its cost, in a batch with a cost */
 } mgpu__claim_t;
 
 /* Claim up to max_items for worker w from any batch it may work on; false if none. */
@@ -522,7 +533,6 @@ void mgpu__models_free(mgpu_runtime_t *rt);
  * 2 x H200 it swung mandelbrot between 2:1 and 1:2 batch after batch.
  * Bins: MGPU_PROF_BINS equal parts of [0, n); bin j starts at
  * mgpu__prof_lo(n, j). */
-#define MGPU_PROF_BINS 128
 size_t mgpu__prof_lo(size_t n, int j);
 /* Add a chunk's `secs` of device time over its items [first, first+count) to
  * per-bin sums of seconds t[] and items it[]. */
@@ -537,6 +547,31 @@ void mgpu__prof_learn(mgpu__model_t *m, size_t n, const double *sums, int rows);
 #define MGPU_PROF_SPREAD 6.0
 #define MGPU_PROF_SMOOTH 4.0
 bool mgpu__prof_cuts(const double *prof, size_t n, size_t a, int k, size_t *cut);
+
+/* A batch's cost by position, from the profile its GPUs were split by
+ * (mgpu__prof_cuts): seconds per item in each bin, and in all before it. The
+ * batch's GPUs then also size their chunks and steal from one another by it:
+ * by items, a chunk of the costly middle of a Mandelbrot image took four
+ * times the planned time, and a GPU that had claimed its own range took
+ * half of the other's remaining items, then ran the batch's last 8 ms. */
+/* Each bin costs the most of the profile's bins within MGPU_COST_REACH of it:
+ * a chunk across a rise in cost spreads its time evenly over its items, so
+ * on the slopes of a peak the profile learns some bins at a third of their
+ * cost, and a chunk sized by them took many times its planned time. */
+#define MGPU_COST_REACH 2
+void mgpu__cost_init(mgpu__cost_t *c, const double *prof, size_t n);
+/* The cost of items [0, x); x >= n: of all. */
+double mgpu__cost_at(const mgpu__cost_t *c, size_t x);
+/* The least x with mgpu__cost_at(c, x) >= cost, within 1e-12 of the total
+ * cost (0 for cost <= 0, n past the total). */
+size_t mgpu__cost_find(const mgpu__cost_t *c, double cost);
+/* Items from `first` that cost what n items cost on average (at least 1). */
+size_t mgpu__cost_chunk(const mgpu__cost_t *c, size_t first, size_t n);
+/* Items a GPU thief with cost pt in flight takes from the back of an alike
+ * GPU's range [begin, end) with po in flight, so that both end together: the
+ * cost s = (po + cost(begin, end) - pt) / 2, without the item that would
+ * take it past s. 0 when s <= 0 (the tail rule). */
+size_t mgpu__cost_steal(const mgpu__cost_t *c, size_t begin, size_t end, double pt, double po);
 
 /* ------------------------------------------------------------ cpu_worker.c */
 void mgpu__cpu_worker_loop(mgpu_runtime_t *rt, mgpu__worker_t *w);

@@ -202,6 +202,64 @@ bool mgpu__prof_cuts(const double *prof, size_t n, size_t a, int k, size_t *cut)
   return true;
 }
 
+void mgpu__cost_init(mgpu__cost_t *c, const double *prof, size_t n) {
+  c->n = n;
+  c->cum[0] = 0;
+  for (int j = 0; j < MGPU_PROF_BINS; j++) {
+    c->per[j] = 0;
+    for (int i = MGPU_MAX(0, j - MGPU_COST_REACH); i <= MGPU_MIN(MGPU_PROF_BINS - 1, j + MGPU_COST_REACH); i++)
+      c->per[j] = MGPU_MAX(c->per[j], prof[i]);
+    c->cum[j + 1] = c->cum[j] + c->per[j] * (double)(mgpu__prof_lo(n, j + 1) - mgpu__prof_lo(n, j));
+  }
+}
+
+double mgpu__cost_at(const mgpu__cost_t *c, size_t x) {
+  if (x >= c->n) return c->cum[MGPU_PROF_BINS];
+  int j = prof_bin(c->n, x);
+  return c->cum[j] + c->per[j] * (double)(x - mgpu__prof_lo(c->n, j));
+}
+
+size_t mgpu__cost_find(const mgpu__cost_t *c, double cost) {
+  /* Within rounding of the total, a cost is reached: a sum of costs need not
+   * equal the running cost at the item it ends at. */
+  cost -= 1e-12 * c->cum[MGPU_PROF_BINS];
+  if (cost <= 0) return 0;
+  if (cost >= c->cum[MGPU_PROF_BINS]) return c->n;
+  /* The bin where the running cost reaches `cost`, then the item within it. */
+  int lo = 0, hi = MGPU_PROF_BINS - 1;
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (c->cum[mid + 1] >= cost) hi = mid;
+    else lo = mid + 1;
+  }
+  size_t b0 = mgpu__prof_lo(c->n, lo), b1 = mgpu__prof_lo(c->n, lo + 1);
+  double k = c->per[lo] > 0 ? ceil((cost - c->cum[lo]) / c->per[lo]) : 0;
+  size_t x = b0 + (k <= 0 ? 0 : (size_t)k);
+  if (x > b1) x = b1;
+  /* The division rounds: step back to the least such x, as cost_at reckons. */
+  while (x > b0 && c->cum[lo] + c->per[lo] * (double)(x - 1 - b0) >= cost) x--;
+  return x;
+}
+
+size_t mgpu__cost_chunk(const mgpu__cost_t *c, size_t first, size_t n) {
+  if (first >= c->n || c->cum[MGPU_PROF_BINS] <= 0) return n;
+  double avg = c->cum[MGPU_PROF_BINS] / (double)c->n;
+  size_t x = mgpu__cost_find(c, mgpu__cost_at(c, first) + (double)n * avg);
+  return x > first ? x - first : 1;
+}
+
+size_t mgpu__cost_steal(const mgpu__cost_t *c, size_t begin, size_t end, double pt, double po) {
+  if (end <= begin) return 0;
+  double at_end = mgpu__cost_at(c, end), left = at_end - mgpu__cost_at(c, begin);
+  double s = 0.5 * (po + left - pt);
+  if (s <= 0) return 0;
+  /* [x, end) costs at most s; rounding may put x past end where s is tiny. */
+  size_t x = mgpu__cost_find(c, at_end - s);
+  if (x >= end) return 0;
+  if (x < begin) x = begin;
+  return end - x;
+}
+
 /* MGPU_RESERVE_THREADS=auto. The ways (levels) are every CPU worker in (0),
  * a quarter of them out (1) and, where the caller offers them, half of them
  * out (2) and all of them out (3). A kernel's first GPU batch warms up

@@ -231,7 +231,7 @@ static bool gpus_of_one_kind(const mgpu_runtime_t *rt) {
  * learnt speed. They are of one kind, so equal cost is equal time; a GPU that
  * is slower all the same (its host thread's copying) shows as dearer items
  * where it worked, and gets fewer. */
-static void split_gpus_by_cost(const mgpu_runtime_t *rt, const mgpu__batch_t *b, size_t *share) {
+static void split_gpus_by_cost(const mgpu_runtime_t *rt, mgpu__batch_t *b, size_t *share) {
   const mgpu__model_t *m = b->model;
   if (m->prof_n != b->desc.n) return;
   size_t a = 0;
@@ -247,6 +247,9 @@ static void split_gpus_by_cost(const mgpu_runtime_t *rt, const mgpu__batch_t *b,
     int p = 0;
     for (int i = rt->ncpu; i < rt->nworkers; i++)
       if (share[i] > 0) share[i] = cut[p++];
+    b->cost = malloc(sizeof *b->cost);
+    if (!b->cost) MGPU_PANIC("out of memory splitting a batch");
+    mgpu__cost_init(b->cost, m->prof, b->desc.n);
   }
   free(cut);
 }
@@ -523,13 +526,28 @@ size_t mgpu__chunk_plan(double speed, size_t last, size_t avail, size_t max_item
  * ranges short it made GPU chunks so small that their launch latency set the
  * measured rate, which kept the chunks small; on 4 x H200 that took steal on
  * mulmod 10000 from 0.89 to 0.27 of CPU + GPU.) */
-static size_t chunk_len(mgpu__batch_t *b, mgpu__worker_t *w, size_t avail, size_t max_items, double target_s,
-                        size_t *planned) {
+static size_t chunk_len(mgpu__batch_t *b, mgpu__worker_t *w, size_t first, size_t avail, size_t max_items,
+                        double target_s, size_t *planned) {
   mgpu__range_t *r = &b->ranges[w->id];
   double s = atomic_load_explicit(&b->model->speed[w->id], memory_order_relaxed);
-  size_t n = mgpu__chunk_plan(s, r->last, avail, max_items, target_s, planned);
+  size_t n;
+  if (b->cost && w->kind == MGPU_WORKER_GPU) {
+    /* The plan in items of average cost, then the items from `first` that
+     * cost as much. */
+    size_t avg = mgpu__chunk_plan(s, r->last, SIZE_MAX, SIZE_MAX, target_s, planned);
+    *planned = MGPU_MIN(mgpu__cost_chunk(b->cost, first, *planned), max_items);
+    n = MGPU_MIN(mgpu__cost_chunk(b->cost, first, avg), MGPU_MIN(avail, max_items));
+  } else {
+    n = mgpu__chunk_plan(s, r->last, avail, max_items, target_s, planned);
+  }
   r->last = n;
   return n;
+}
+
+static uint64_t cost_ns(const mgpu__batch_t *b, size_t first, size_t count) {
+  if (!b->cost) return 0;
+  double c = mgpu__cost_at(b->cost, first + count) - mgpu__cost_at(b->cost, first);
+  return c > 0 ? (uint64_t)llround(c * 1e9) : 0;
 }
 
 static bool take_own(mgpu__batch_t *b, mgpu__worker_t *w, size_t max_items, double target_s, mgpu__claim_t *c) {
@@ -544,9 +562,12 @@ static bool take_own(mgpu__batch_t *b, mgpu__worker_t *w, size_t max_items, doub
   }
   if (w->limit) max_items = MGPU_MIN(max_items, w->limit(w, b));
   size_t planned = 0;
-  size_t n = atomic_load(&b->failed) ? end - begin : chunk_len(b, w, end - begin, max_items, target_s, &planned);
+  size_t n =
+      atomic_load(&b->failed) ? end - begin : chunk_len(b, w, begin, end - begin, max_items, target_s, &planned);
   atomic_store_explicit(&r->begin, begin + n, memory_order_relaxed);
   atomic_fetch_add_explicit(&r->pending, n, memory_order_relaxed);
+  c->cost_ns = cost_ns(b, begin, n);
+  atomic_fetch_add_explicit(&r->pending_ns, c->cost_ns, memory_order_relaxed);
   pthread_mutex_unlock(&r->lock);
   c->b = b;
   c->first = begin;
@@ -617,10 +638,18 @@ size_t mgpu__steal_share(const mgpu__steal_view_t *v) {
   return s >= 1 ? (size_t)floor(s) : 0;
 }
 
-/* Steal from the back of the range in b that would finish last. */
+/* Seconds of GPU work in flight from range r of a batch with a cost. */
+static double pending_s(const mgpu__range_t *r) {
+  return 1e-9 * (double)atomic_load_explicit(&r->pending_ns, memory_order_relaxed);
+}
+
+/* Steal from the back of the range in b that would finish last. In a batch
+ * its GPUs split by cost, a GPU judges another GPU's range by cost, and
+ * takes by cost (mgpu__cost_steal). */
 static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
   double vt = mgpu__worker_speed(b, w->id);
   if (vt <= 0) return false;
+  const mgpu__cost_t *cost = w->kind == MGPU_WORKER_GPU ? b->cost : NULL;
   double pt = (double)atomic_load_explicit(&b->ranges[w->id].pending, memory_order_relaxed);
   double slowest = atomic_load_explicit(&b->model->slow[w->id], memory_order_relaxed);
   double item_s = w->kind == MGPU_WORKER_CPU ? cpu_item_s(b) : 0;
@@ -637,6 +666,8 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
       if (!b->steal_ok && vo > 0) continue;
       double left = (double)(end - begin) + (double)atomic_load_explicit(&r->pending, memory_order_relaxed);
       double t = vo > 0 ? left / vo : INFINITY;
+      if (cost && vo > 0 && rt->workers[i].kind == MGPU_WORKER_GPU)
+        t = pending_s(r) + mgpu__cost_at(cost, end) - mgpu__cost_at(cost, begin);
       if (victim < 0 || t > worst) victim = i, worst = t;
     }
     if (victim < 0) return false;
@@ -652,7 +683,9 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
     double R = (double)(end - begin), po = (double)atomic_load_explicit(&r->pending, memory_order_relaxed);
     mgpu__steal_view_t sv = {.vt = vt, .pt = pt, .vo = vo, .po = po, .left = R, .slowest = slowest,
                              .worst_item_s = item_s};
-    size_t take = mgpu__steal_share(&sv);
+    size_t take = cost && vo > 0 && rt->workers[victim].kind == MGPU_WORKER_GPU
+                      ? mgpu__cost_steal(cost, begin, end, pending_s(&b->ranges[w->id]), pending_s(r))
+                      : mgpu__steal_share(&sv);
     if (take == 0) {
       /* The tail rule: one more item would finish after the owner. */
       pthread_mutex_unlock(&r->lock);
@@ -759,6 +792,7 @@ void mgpu__complete(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, dou
   atomic_fetch_add_explicit(&w->chunks, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&w->busy_ns, (uint64_t)(busy_s * 1e9), memory_order_relaxed);
   atomic_fetch_sub_explicit(&b->ranges[w->id].pending, c->count, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&b->ranges[w->id].pending_ns, c->cost_ns, memory_order_relaxed);
   /* acq_rel: the thread that completes the last item sees every worker's stats. */
   if (atomic_fetch_sub_explicit(&b->remaining, c->count, memory_order_acq_rel) == c->count) mgpu__finish(rt, b);
   mgpu__batch_unref(b);
@@ -792,6 +826,7 @@ void mgpu__giveback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
   b->wstats[w->id].retries++;
   atomic_fetch_add_explicit(&w->retries, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&b->ranges[w->id].pending, c->count, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&b->ranges[w->id].pending_ns, c->cost_ns, memory_order_relaxed);
   mgpu__batch_unref(b);
   c->b = NULL;
   mgpu__wake_all(rt);

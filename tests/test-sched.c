@@ -295,6 +295,7 @@ END_TEST
  * began). */
 typedef struct {
   size_t n;
+  _Atomic uint32_t *done; /* per item: times computed */
 } peak_arg_t;
 static _Atomic size_t peak_begin[6];
 
@@ -308,6 +309,7 @@ static int peak_fn(const mgpu_chunk_t *c) {
   const peak_arg_t *a = c->arg;
   double t = 0;
   for (size_t j = 0; j < c->count; j++) t += peak_cost(c->first + j, a->n);
+  for (size_t j = 0; j < c->count && a->done; j++) atomic_fetch_add(&a->done[c->first + j], 1);
   mgpu_test_sleep(c->stream ? t : 50 * t);
   if (c->stream && c->worker >= 1 && c->worker <= 5) {
     size_t none = SIZE_MAX;
@@ -315,6 +317,63 @@ static int peak_fn(const mgpu_chunk_t *c) {
   }
   return 0;
 }
+
+/* A batch's cost by position: its running cost and inverse, chunks of equal
+ * cost and the share a GPU steals by cost, and the window that keeps a bin
+ * learnt too cheap from sizing chunks. */
+START_TEST(test_cost_model) {
+  static mgpu__cost_t c;
+  double prof[MGPU_PROF_BINS];
+  const size_t n = 1280; /* bins of 10 items */
+  for (int j = 0; j < MGPU_PROF_BINS; j++) prof[j] = 1e-6;
+  mgpu__cost_init(&c, prof, n);
+  for (size_t x = 0; x <= n; x++) {
+    ck_assert_double_eq_tol(mgpu__cost_at(&c, x), 1e-6 * (double)x, 1e-15);
+    ck_assert_uint_eq(mgpu__cost_find(&c, mgpu__cost_at(&c, x)), x);
+  }
+  ck_assert_uint_eq(mgpu__cost_chunk(&c, 100, 37), 37); /* flat: items are items */
+  /* Even: each ends at (100 + 300) / 2 of the owner's 300 left and 100 in flight. */
+  ck_assert_uint_eq(mgpu__cost_steal(&c, 500, 800, 100e-6, 100e-6), 150);
+  ck_assert_uint_eq(mgpu__cost_steal(&c, 500, 800, 400e-6, 100e-6), 0); /* the tail rule */
+  /* Cheap first half, ten times dearer second half: the window of
+   * MGPU_COST_REACH bins each way makes the last cheap bins dear too. */
+  for (int j = 0; j < MGPU_PROF_BINS; j++) prof[j] = j < 64 ? 1e-6 : 1e-5;
+  mgpu__cost_init(&c, prof, n);
+  ck_assert_double_eq_tol(c.per[64 - MGPU_COST_REACH - 1], 1e-6, 1e-18);
+  ck_assert_double_eq_tol(c.per[64 - MGPU_COST_REACH], 1e-5, 1e-18);
+  size_t edge = 10 * (64 - MGPU_COST_REACH);
+  double avg = mgpu__cost_at(&c, n) / (double)n;
+  /* A chunk of 100 average items from 0: the fewest cheap items that cost 100 * avg. */
+  ck_assert_uint_eq(mgpu__cost_chunk(&c, 0, 100), (size_t)ceil(100 * avg / 1e-6 - 1e-9));
+  /* From the edge on, a tenth as many items as cheap ones. */
+  ck_assert_uint_eq(mgpu__cost_chunk(&c, edge, 100), (size_t)ceil(100 * avg / 1e-5 - 1e-9));
+  ck_assert_uint_eq(mgpu__cost_chunk(&c, n - 1, 100), 1); /* at least one */
+  /* Stealing from [0, n) with nothing in flight: half the cost, from the back. */
+  size_t take = mgpu__cost_steal(&c, 0, n, 0, 0);
+  double half = mgpu__cost_at(&c, n) / 2;
+  ck_assert_double_le(mgpu__cost_at(&c, n) - mgpu__cost_at(&c, n - take), half + 1e-12);
+  ck_assert_double_gt(mgpu__cost_at(&c, n) - mgpu__cost_at(&c, n - take - 1), half);
+  /* Never past the range, whatever the rounding: tiny and huge costs, shares
+   * of an item or less (a steal past the owner's end computed items twice). */
+  uint64_t rng = 7;
+  for (int trial = 0; trial < 20000; trial++) {
+    size_t m = 128 + mgpu_test_rand(&rng) % 100000;
+    for (int j = 0; j < MGPU_PROF_BINS; j++)
+      prof[j] = (mgpu_test_rand(&rng) % 4 == 0 ? 1e-12 : 1e-6) * (1 + (double)(mgpu_test_rand(&rng) % 1000));
+    mgpu__cost_init(&c, prof, m);
+    size_t b0 = mgpu_test_rand(&rng) % m, b1 = b0 + 1 + mgpu_test_rand(&rng) % (m - b0);
+    double left = mgpu__cost_at(&c, b1) - mgpu__cost_at(&c, b0);
+    double po = left * (double)(mgpu_test_rand(&rng) % 3), pt = po + left * (1 - 1e-12 * (double)(mgpu_test_rand(&rng) % 8));
+    size_t tk = mgpu__cost_steal(&c, b0, b1, pt, po);
+    if (tk > b1 - b0) ck_abort_msg("took %zu of [%zu, %zu) of %zu", tk, b0, b1, m);
+    size_t ch = mgpu__cost_chunk(&c, b0, 1 + mgpu_test_rand(&rng) % 1000);
+    ck_assert_uint_ge(ch, 1);
+    ck_assert_uint_le(ch, m - b0 > 0 ? MGPU_MAX(m - b0, (size_t)1) : 1);
+    size_t x = mgpu_test_rand(&rng) % (m + 1);
+    ck_assert_uint_le(mgpu__cost_find(&c, mgpu__cost_at(&c, x)), x);
+  }
+}
+END_TEST
 
 START_TEST(test_cost_profile_split) {
   /* Four alike GPUs, GPU-only. Split by items per second, learnt on
@@ -333,11 +392,16 @@ START_TEST(test_cost_profile_split) {
   cum[0] = 0;
   for (size_t i = 0; i < n; i++) cum[i + 1] = cum[i] + peak_cost(i, n);
   double part = cum[n] / GPUS, worst[LAST];
+  _Atomic uint32_t *done = calloc(n, sizeof *done);
   for (int bi = 0; bi < BATCHES; bi++) {
-    peak_arg_t a = {.n = n};
+    peak_arg_t a = {.n = n, .done = done};
     for (int w = 0; w <= GPUS; w++) atomic_store(&peak_begin[w], SIZE_MAX);
+    for (size_t i = 0; i < n; i++) atomic_store(&done[i], 0);
     mgpu_batch_t b = {.kernel = &k, .n = n, .arg = &a, .arg_size = sizeof a};
     ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
+    /* From the third batch on, GPUs size chunks and steal by cost: each item once all the same. */
+    for (size_t i = 0; i < n; i++)
+      if (atomic_load(&done[i]) != 1) ck_abort_msg("batch %d: item %zu computed %u times", bi, i, atomic_load(&done[i]));
     if (bi < BATCHES - LAST) continue;
     double off = 0;
     printf("cost profile split: batch %d, GPU ranges begin at", bi);
@@ -352,6 +416,7 @@ START_TEST(test_cost_profile_split) {
   }
   mgpu_finalize(rt);
   free(cum);
+  free(done);
   /* In half the batches or more, every range begins within a quarter of a
    * share of its place (split by speeds: in none, most of a share off). */
   int near = 0;
@@ -1001,6 +1066,7 @@ int main(void) {
   tcase_add_test(tc, test_prof_bins);
   tcase_add_test(tc, test_prof_cuts);
   tcase_add_test(tc, test_prof_learn);
+  tcase_add_test(tc, test_cost_model);
   tcase_add_test(tc, test_cost_profile_split);
   suite_add_tcase(s, tc);
   return mgpu_test_main(s);
