@@ -553,8 +553,8 @@ bool mgpu__prof_cuts(const double *prof, size_t n, size_t a, int k, size_t *cut)
  * batch's GPUs then also size their chunks and steal from one another by it:
  * by items, a chunk of the costly middle of a Mandelbrot image took four
  * times the planned time, and a GPU that had claimed its own range took
- * half of the other's remaining items, then ran the batch's last 8 ms. */
-/* Each bin costs the most of the profile's bins within MGPU_COST_REACH of it:
+ * half of the other's remaining items, then ran the batch's last 8 ms.
+ * Each bin costs the most of the profile's bins within MGPU_COST_REACH of it:
  * a chunk across a rise in cost spreads its time evenly over its items, so
  * on the slopes of a peak the profile learns some bins at a third of their
  * cost, and a chunk sized by them took many times its planned time. */
