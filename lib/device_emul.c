@@ -42,9 +42,11 @@ typedef struct emul_dev {
   double epoch;
   double speed;
   size_t mem_limit;
-  pthread_mutex_t lock;    /* guards mem_used, streams */
+  pthread_mutex_t lock;    /* guards mem_used */
   size_t mem_used;
-  struct emul_stream **streams; /* the device's streams, for mem_alloc's wait */
+  /* The device's streams, for mem_alloc's wait; only the device's thread
+   * creates, destroys and waits for them, so they need no lock. */
+  struct emul_stream **streams;
   int nstreams, streams_cap;
   pthread_mutex_t compute; /* one kernel at a time; guards busy_until */
   double busy_until;       /* virtual end of the last kernel */
@@ -160,23 +162,17 @@ static void emul_close(void *ctx) {
   free(d);
 }
 
+/* Wait until s has run what was queued on it so far. */
+static void drain_stream(emul_stream_t *s) {
+  pthread_mutex_lock(&s->lock);
+  uint64_t upto = s->queued;
+  while (s->done < upto) pthread_cond_wait(&s->cv, &s->lock);
+  pthread_mutex_unlock(&s->lock);
+}
+
 /* Wait until every operation queued on the device's streams so far has run. */
 static void drain_device(emul_dev_t *d) {
-  pthread_mutex_lock(&d->lock);
-  int n = d->nstreams;
-  emul_stream_t **ss = n ? malloc(sizeof *ss * (size_t)n) : NULL;
-  if (n && !ss) MGPU_PANIC("out of memory draining an emulated device");
-  if (n) memcpy(ss, d->streams, sizeof *ss * (size_t)n);
-  /* Streams are destroyed only by the device's own thread, which is the caller. */
-  pthread_mutex_unlock(&d->lock);
-  for (int i = 0; i < n; i++) {
-    emul_stream_t *s = ss[i];
-    pthread_mutex_lock(&s->lock);
-    uint64_t upto = s->queued;
-    while (s->done < upto) pthread_cond_wait(&s->cv, &s->lock);
-    pthread_mutex_unlock(&s->lock);
-  }
-  free(ss);
+  for (int i = 0; i < d->nstreams; i++) drain_stream(d->streams[i]);
 }
 
 /* Each allocation carries its size in a header so free can account for it. */
@@ -224,11 +220,7 @@ static void emul_mem_free(void *ctx, void *p) {
 /* In stream order: released once s has run what was queued on it before (an
  * error of s stays for its next sync). */
 static void emul_mem_free_on(void *ctx, void *p, void *sp) {
-  emul_stream_t *s = sp;
-  pthread_mutex_lock(&s->lock);
-  uint64_t upto = s->queued;
-  while (s->done < upto) pthread_cond_wait(&s->cv, &s->lock);
-  pthread_mutex_unlock(&s->lock);
+  drain_stream(sp);
   release(ctx, p);
 }
 
@@ -299,12 +291,10 @@ static int emul_stream_create(void *ctx, void **out) {
   if (!s) return MGPU_ENOMEM;
   emul_dev_t *d = ctx;
   s->dev = d;
-  pthread_mutex_lock(&d->lock);
   if (d->nstreams == d->streams_cap) {
     int cap = d->streams_cap ? 2 * d->streams_cap : 8;
     emul_stream_t **ss = realloc(d->streams, sizeof *ss * (size_t)cap);
     if (!ss) {
-      pthread_mutex_unlock(&d->lock);
       free(s);
       return MGPU_ENOMEM;
     }
@@ -314,14 +304,12 @@ static int emul_stream_create(void *ctx, void **out) {
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->cv, NULL);
   if (pthread_create(&s->thread, NULL, stream_main, s) != 0) {
-    pthread_mutex_unlock(&d->lock);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->cv);
     free(s);
     return MGPU_ESYSTEM;
   }
   d->streams[d->nstreams++] = s;
-  pthread_mutex_unlock(&d->lock);
   *out = s;
   return 0;
 }
@@ -329,13 +317,11 @@ static int emul_stream_create(void *ctx, void **out) {
 static void emul_stream_destroy(void *ctx, void *sp) {
   emul_stream_t *s = sp;
   emul_dev_t *d = ctx;
-  pthread_mutex_lock(&d->lock);
   for (int i = 0; i < d->nstreams; i++)
     if (d->streams[i] == s) {
       d->streams[i] = d->streams[--d->nstreams];
       break;
     }
-  pthread_mutex_unlock(&d->lock);
   pthread_mutex_lock(&s->lock);
   s->stop = 1;
   pthread_cond_broadcast(&s->cv);

@@ -253,10 +253,8 @@ size_t mgpu__cost_steal(const mgpu__cost_t *c, size_t begin, size_t end, double 
   double at_end = mgpu__cost_at(c, end), left = at_end - mgpu__cost_at(c, begin);
   double s = 0.5 * (po + left - pt);
   if (s <= 0) return 0;
-  /* [x, end) costs at most s; rounding may put x past end where s is tiny. */
-  size_t x = mgpu__cost_find(c, at_end - s);
-  if (x >= end) return 0;
-  if (x < begin) x = begin;
+  /* [x, end) costs at most s: all of the range where s exceeds it. */
+  size_t x = MGPU_MIN(MGPU_MAX(mgpu__cost_find(c, at_end - s), begin), end);
   return end - x;
 }
 

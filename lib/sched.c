@@ -643,6 +643,12 @@ static double pending_s(const mgpu__range_t *r) {
   return 1e-9 * (double)atomic_load_explicit(&r->pending_ns, memory_order_relaxed);
 }
 
+/* Whether a thief that judges by `cost` (a GPU's, or NULL) judges victim i so:
+ * another GPU that is not retired (vo > 0). */
+static bool by_cost(const mgpu_runtime_t *rt, const mgpu__cost_t *cost, int i, double vo) {
+  return cost && vo > 0 && rt->workers[i].kind == MGPU_WORKER_GPU;
+}
+
 /* Steal from the back of the range in b that would finish last. In a batch
  * its GPUs split by cost, a GPU judges another GPU's range by cost, and
  * takes by cost (mgpu__cost_steal). */
@@ -666,8 +672,7 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
       if (!b->steal_ok && vo > 0) continue;
       double left = (double)(end - begin) + (double)atomic_load_explicit(&r->pending, memory_order_relaxed);
       double t = vo > 0 ? left / vo : INFINITY;
-      if (cost && vo > 0 && rt->workers[i].kind == MGPU_WORKER_GPU)
-        t = pending_s(r) + mgpu__cost_at(cost, end) - mgpu__cost_at(cost, begin);
+      if (by_cost(rt, cost, i, vo)) t = pending_s(r) + mgpu__cost_at(cost, end) - mgpu__cost_at(cost, begin);
       if (victim < 0 || t > worst) victim = i, worst = t;
     }
     if (victim < 0) return false;
@@ -683,7 +688,7 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
     double R = (double)(end - begin), po = (double)atomic_load_explicit(&r->pending, memory_order_relaxed);
     mgpu__steal_view_t sv = {.vt = vt, .pt = pt, .vo = vo, .po = po, .left = R, .slowest = slowest,
                              .worst_item_s = item_s};
-    size_t take = cost && vo > 0 && rt->workers[victim].kind == MGPU_WORKER_GPU
+    size_t take = by_cost(rt, cost, victim, vo)
                       ? mgpu__cost_steal(cost, begin, end, pending_s(&b->ranges[w->id]), pending_s(r))
                       : mgpu__steal_share(&sv);
     if (take == 0) {

@@ -895,6 +895,27 @@ static void temp_file(char *path) {
   close(fd);
 }
 
+/* One emulated GPU alone with `streams` streams, tracing into a new file at path
+ * (a mkstemp template). */
+static mgpu_runtime_t *start_traced_gpu(char *path, int streams) {
+  temp_file(path);
+  mgpu_config_t c = mgpu_test_config(1, 1);
+  c.sched = MGPU_SCHED_GPU;
+  c.streams_per_gpu = streams;
+  c.trace = path;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  return rt;
+}
+
+/* The events recorded so far, in a new array (free it); *m: how many. */
+static mgpu_trace_event_t *trace_copy(mgpu_runtime_t *rt, size_t *m) {
+  *m = mgpu_trace_events(rt, NULL, 0);
+  mgpu_trace_event_t *e = calloc(*m, sizeof *e);
+  ck_assert_uint_eq(mgpu_trace_events(rt, e, *m), *m);
+  return e;
+}
+
 /* Pageable arrays stage through one pinned buffer per slot, allocated once at
  * the staging limit however the chunks grow over batches (pinning is slow: on
  * 4 x H200 buffers sized to each new need were pinned again batch after
@@ -902,13 +923,7 @@ static void temp_file(char *path) {
  * staging within that buffer, and does not apply to pinned arrays. */
 START_TEST(test_staging_pinned_once) {
   char path[] = "/tmp/mgpu-trace-test-XXXXXX";
-  temp_file(path);
-  mgpu_config_t c = mgpu_test_config(1, 1);
-  c.sched = MGPU_SCHED_GPU;
-  c.streams_per_gpu = 2;
-  c.trace = path;
-  mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  mgpu_runtime_t *rt = start_traced_gpu(path, 2);
   const size_t nmax = 1 << 22; /* 32 MiB in and 32 MiB out */
   uint64_t *x = malloc(8 * nmax), *y = malloc(8 * nmax);
   for (size_t i = 0; i < nmax; i++) x[i] = i;
@@ -928,9 +943,8 @@ START_TEST(test_staging_pinned_once) {
   size_t stage_cap = info.batch_cap;
   ck_assert_uint_gt(stage_cap, (32u << 20) / 16 - 1024);
   ck_assert_uint_le(stage_cap, (32u << 20) / 16);
-  size_t m = mgpu_trace_events(rt, NULL, 0);
-  mgpu_trace_event_t *e = calloc(m, sizeof *e);
-  ck_assert_uint_eq(mgpu_trace_events(rt, e, m), m);
+  size_t m;
+  mgpu_trace_event_t *e = trace_copy(rt, &m);
   int pins = 0;
   for (size_t i = 0; i < m; i++) {
     if (!strcmp(e[i].kind, "pin")) {
@@ -982,13 +996,7 @@ static const mgpu_kernel_t rows = {
  * H200s). */
 START_TEST(test_buffer_growth_waits_for_no_other_stream) {
   char path[] = "/tmp/mgpu-trace-test-XXXXXX";
-  temp_file(path);
-  mgpu_config_t c = mgpu_test_config(1, 1);
-  c.sched = MGPU_SCHED_GPU;
-  c.streams_per_gpu = 3;
-  c.trace = path;
-  mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  mgpu_runtime_t *rt = start_traced_gpu(path, 3);
   const size_t n = 2000;
   uint8_t *y = malloc(n * ROW_BYTES);
   mgpu_batch_t b = {.kernel = &rows, .n = n, .out = {y}};
@@ -996,9 +1004,8 @@ START_TEST(test_buffer_growth_waits_for_no_other_stream) {
   for (size_t i = 0; i < n; i++)
     for (size_t j = 0; j < ROW_BYTES; j++)
       if (y[i * ROW_BYTES + j] != i % 251) ck_abort_msg("row %zu wrong", i);
-  size_t m = mgpu_trace_events(rt, NULL, 0);
-  mgpu_trace_event_t *e = calloc(m, sizeof *e);
-  ck_assert_uint_eq(mgpu_trace_events(rt, e, m), m);
+  size_t m;
+  mgpu_trace_event_t *e = trace_copy(rt, &m);
   double slow_end = -1;
   for (size_t i = 0; i < m; i++)
     if (!strcmp(e[i].kind, "kernel") && e[i].first == 1) slow_end = e[i].t1;
@@ -1048,10 +1055,9 @@ START_TEST(test_progress_and_trace_events) {
   ck_assert_int_eq(mgpu_event_progress(ev, &done, &total), MGPU_EINVAL);
   mgpu_event_release(eb);
   /* The recorded events cover every item of the batch once. */
-  size_t m = mgpu_trace_events(rt, NULL, 0);
+  size_t m;
+  mgpu_trace_event_t *e = trace_copy(rt, &m);
   ck_assert_uint_gt(m, 0);
-  mgpu_trace_event_t *e = calloc(m, sizeof *e);
-  ck_assert_uint_eq(mgpu_trace_events(rt, e, m), m);
   size_t items = 0;
   uint64_t batch = UINT64_MAX;
   for (size_t i = 0; i < m; i++)
