@@ -567,6 +567,14 @@ double mgpu__cost_at(const mgpu__cost_t *c, size_t x);
 size_t mgpu__cost_find(const mgpu__cost_t *c, double cost);
 /* Items from `first` that cost what n items cost on average (at least 1). */
 size_t mgpu__cost_chunk(const mgpu__cost_t *c, size_t first, size_t n);
+/* How many items of average cost [first, first+count) is worth (at least 1). */
+size_t mgpu__cost_items(const mgpu__cost_t *c, size_t first, size_t count);
+/* A GPU's chunk from `first` in a batch with a cost c: mgpu__chunk_plan's
+ * plan in items of average cost (growth limited by *last, which it updates in
+ * the same units), then the items that cost as much, at most avail and
+ * max_items. */
+size_t mgpu__cost_plan(const mgpu__cost_t *c, double speed, size_t *last, size_t first, size_t avail,
+                       size_t max_items, double target_s, size_t *planned);
 /* Items a GPU thief with cost pt in flight takes from the back of an alike
  * GPU's range [begin, end) with po in flight, so that both end together: the
  * cost s = (po + cost(begin, end) - pt) / 2, without the item that would

@@ -248,6 +248,13 @@ size_t mgpu__cost_chunk(const mgpu__cost_t *c, size_t first, size_t n) {
   return x > first ? x - first : 1;
 }
 
+size_t mgpu__cost_items(const mgpu__cost_t *c, size_t first, size_t count) {
+  double total = c->cum[MGPU_PROF_BINS];
+  if (total <= 0) return count;
+  double k = (mgpu__cost_at(c, first + count) - mgpu__cost_at(c, first)) / (total / (double)c->n);
+  return k < 1 ? 1 : (size_t)llround(k);
+}
+
 size_t mgpu__cost_steal(const mgpu__cost_t *c, size_t begin, size_t end, double pt, double po) {
   if (end <= begin) return 0;
   double at_end = mgpu__cost_at(c, end), left = at_end - mgpu__cost_at(c, begin);

@@ -349,6 +349,24 @@ START_TEST(test_cost_model) {
   /* From the edge on, a tenth as many items as cheap ones. */
   ck_assert_uint_eq(mgpu__cost_chunk(&c, edge, 100), (size_t)ceil(100 * avg / 1e-5 - 1e-9));
   ck_assert_uint_eq(mgpu__cost_chunk(&c, n - 1, 100), 1); /* at least one */
+  /* Chunk after chunk through a stretch 14 times dearer than the average, a
+   * plan of 100 average items stays 100 average items: the growth limit
+   * counts in those too (counted in items, it fell fourfold a chunk to one
+   * item). */
+  {
+    static mgpu__cost_t d;
+    double p2[MGPU_PROF_BINS];
+    for (int j = 0; j < MGPU_PROF_BINS; j++) p2[j] = j < 120 ? 1e-6 : 1e-4;
+    mgpu__cost_init(&d, p2, n);
+    double davg = mgpu__cost_at(&d, n) / (double)n;
+    size_t last = 100, at = 1200, planned = 0, want = (size_t)ceil(100 * davg / 1e-4 - 1e-9);
+    for (int k = 0; k < 5; k++) {
+      size_t got = mgpu__cost_plan(&d, 100, &last, at, n - at, SIZE_MAX, 1.0, &planned);
+      ck_assert_uint_ge(got, want - 1);
+      ck_assert_uint_le(got, want + 1);
+      at += got;
+    }
+  }
   /* Stealing from [0, n) with nothing in flight: half the cost, from the back. */
   size_t take = mgpu__cost_steal(&c, 0, n, 0, 0);
   double half = mgpu__cost_at(&c, n) / 2;
