@@ -102,6 +102,7 @@ int mgpu_run_plot(const char *path, mgpu_runtime_t *rt, const mgpu_stats_t *st, 
   fprintf(f, "<g class=\"events\">\n");
   for (size_t i = 0; i < n; i++) {
     const mgpu_trace_event_t *e = &ev[i];
+    if (e->worker < 0) continue; /* a whole batch: its chunks show it */
     int lane;
     if (e->worker < ncpu) lane = e->worker;
     else {

@@ -408,9 +408,18 @@ static void retire_oldest(mgpu__gpu_t *gp) {
   int rc = gp->ops->stream_sync(gp->ctx, s->stream);
   double now = mgpu__now();
   if (rc == 0) {
-    for (int i = 0; i < s->nstaged; i++)
+    size_t unstaged = 0;
+    for (int i = 0; i < s->nstaged; i++) {
       mgpu__copy(gp->rt, gp->w, s->claim.b, s->staged_out[i].user, s->staged_out[i].staged, s->staged_out[i].bytes,
                  true, copy_share, gp);
+      unstaged += s->staged_out[i].bytes;
+    }
+    if (unstaged && gp->rt->trace_on) {
+      mgpu__batch_t *b = s->claim.b;
+      mgpu__tev_t ev = {.t0 = now, .t1 = mgpu__now(), .kind = MGPU_TEV_UNSTAGE, .stream = -1, .name = b->kernel.name,
+                        .batch = b->id, .first = s->claim.first, .count = s->claim.count, .bytes = unstaged};
+      mgpu__trace_add(gp->rt, gp->w, &ev);
+    }
     /* The device's time for this chunk: from when it could start it (begun,
      * and the previous chunk ended) until it ended, by device timestamps. The
      * host only notices a completion when it gets round to it, so host times

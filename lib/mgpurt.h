@@ -357,9 +357,12 @@ MGPU_API void mgpu_stats_print(const mgpu_runtime_t *rt, const mgpu_stats_t *sta
 
 /** One recorded event (MGPU_TRACE set, or mgpu_config_t.trace). */
 typedef struct {
-  int worker;          /**< worker index (CPU workers first, then GPUs) */
+  int worker;          /**< worker index (CPU workers first, then GPUs); -1 for "batch" */
   int stream;          /**< GPU stream slot for h2d/kernel/d2h, -1 otherwise */
-  const char *kind;    /**< "chunk", "h2d", "kernel", "d2h", "issue", "steal", "retry", "alloc" or "pin" */
+  const char *kind;    /**< "chunk", "h2d", "kernel", "d2h", "issue", "steal", "retry", "alloc", "pin",
+                            "unstage" (a GPU host thread copying a chunk's results out of staging into the
+                            user's arrays) or "batch" (a whole batch, from when it could start to its
+                            completion; first 0, count its items) */
   const char *kernel;  /**< the kernel's name (valid while the kernel struct is) */
   uint64_t batch;      /**< submission number of the batch, from 0 */
   size_t first, count; /**< items */

@@ -226,7 +226,9 @@ typedef enum {
   MGPU_TEV_STEAL,     /* instant: this worker stole `count` items from `other` */
   MGPU_TEV_RETRY,     /* instant: a failed chunk given back */
   MGPU_TEV_ALLOC,     /* GPU host thread: growing a slot's device buffer */
-  MGPU_TEV_PIN        /* GPU host thread: allocating a slot's pinned staging buffer */
+  MGPU_TEV_PIN,       /* GPU host thread: allocating a slot's pinned staging buffer */
+  MGPU_TEV_UNSTAGE,   /* GPU host thread: copying a chunk's results out of staging */
+  MGPU_TEV_BATCH      /* a batch, from its activation to its completion (rt->btrace) */
 } mgpu__tev_kind_t;
 
 typedef struct {
@@ -336,6 +338,9 @@ struct mgpu_runtime {
   double t_init;
   int trace_on;                /* MGPU_TRACE is set */
   FILE *trace_fp;
+  mgpu__tev_t *btrace;         /* MGPU_TEV_BATCH events, under lock */
+  size_t nbtrace, btrace_cap;
+  uint64_t btrace_dropped;
   _Atomic uint64_t next_batch_id;
   pthread_mutex_t alloc_lock;  /* guards host_allocs */
   struct { void *p; bool pinned; } *host_allocs;
@@ -672,6 +677,7 @@ extern const mgpu__nccl_t *const mgpu__nccl;
 /* ------------------------------------------------------------ trace.c */
 mgpu_status_t mgpu__trace_open(mgpu_runtime_t *rt);
 void mgpu__trace_add(mgpu_runtime_t *rt, mgpu__worker_t *w, const mgpu__tev_t *ev);
+void mgpu__trace_batch(mgpu_runtime_t *rt, const mgpu__batch_t *b); /* under rt->lock */
 void mgpu__trace_close(mgpu_runtime_t *rt); /* after the workers stopped */
 void mgpu__trace_free(mgpu__worker_t *w);
 

@@ -35,6 +35,7 @@ static void free_runtime(mgpu_runtime_t *rt) {
     else free(rt->host_allocs[i].p);
   }
   if (rt->trace_fp) fclose(rt->trace_fp); /* init failed after opening it */
+  free(rt->btrace);
   for (int i = 0; rt->workers && i < rt->nworkers; i++) {
     free(rt->workers[i].scratch);
     mgpu__trace_free(&rt->workers[i]);

@@ -451,6 +451,7 @@ void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
     atomic_store_explicit(&b->active, false, memory_order_relaxed);
     if (!b->gpu_ok) atomic_fetch_sub(&rt->n_active_cpu_only, 1);
   }
+  mgpu__trace_batch(rt, b);
   if (b->prof_sums) {
     if (atomic_load(&b->status) == MGPU_OK) mgpu__prof_learn(b->model, b->desc.n, b->prof_sums, rt->ngpus);
     free(b->prof_sums);

@@ -12,20 +12,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-void mgpu__trace_add(mgpu_runtime_t *rt, mgpu__worker_t *w, const mgpu__tev_t *ev) {
-  if (!rt->trace_on) return;
-  if (w->ntrace == w->trace_cap) {
-    size_t cap = w->trace_cap ? 2 * w->trace_cap : 1024;
-    mgpu__tev_t *p = realloc(w->trace, cap * sizeof *p);
-    if (!p) {
-      /* Tracing must not break the run: further events are dropped, counted. */
-      w->trace_dropped++;
-      return;
-    }
-    w->trace = p;
-    w->trace_cap = cap;
+/* Append ev to a growing buffer; false (and the event dropped) out of memory:
+ * tracing must not break the run. */
+static bool tev_push(mgpu__tev_t **buf, size_t *n, size_t *cap, const mgpu__tev_t *ev) {
+  if (*n == *cap) {
+    size_t c = *cap ? 2 * *cap : 1024;
+    mgpu__tev_t *p = realloc(*buf, c * sizeof *p);
+    if (!p) return false;
+    *buf = p;
+    *cap = c;
   }
-  w->trace[w->ntrace++] = *ev;
+  (*buf)[(*n)++] = *ev;
+  return true;
+}
+
+void mgpu__trace_add(mgpu_runtime_t *rt, mgpu__worker_t *w, const mgpu__tev_t *ev) {
+  if (rt->trace_on && !tev_push(&w->trace, &w->ntrace, &w->trace_cap, ev)) w->trace_dropped++;
+}
+
+void mgpu__trace_batch(mgpu_runtime_t *rt, const mgpu__batch_t *b) {
+  if (!rt->trace_on || b->task) return;
+  mgpu__tev_t ev = {.t0 = b->t_start, .t1 = b->t_end, .kind = MGPU_TEV_BATCH, .stream = -1, .other = -1,
+                    .name = b->kernel.name, .batch = b->id, .first = 0, .count = b->desc.n};
+  if (!tev_push(&rt->btrace, &rt->nbtrace, &rt->btrace_cap, &ev)) rt->btrace_dropped++;
 }
 
 mgpu_status_t mgpu__trace_open(mgpu_runtime_t *rt) {
@@ -58,13 +67,68 @@ static void meta(FILE *f, bool *first, int pid, int tid, const char *what, const
   *first = false;
 }
 
-static const char *const kind_name[] = {"chunk", "h2d", "kernel", "d2h", "issue", "steal", "retry", "alloc", "pin"};
+static const char *const kind_name[] = {"chunk", "h2d",   "kernel", "d2h",     "issue", "steal",
+                                        "retry", "alloc", "pin",    "unstage", "batch"};
+
+static void write_event(FILE *f, const mgpu_runtime_t *rt, const mgpu__tev_t *ev, int pid, int tid) {
+  double ts = 1e6 * (ev->t0 - rt->t_init), dur = 1e6 * (ev->t1 - ev->t0);
+  bool instant = ev->kind == MGPU_TEV_STEAL || ev->kind == MGPU_TEV_RETRY;
+  fprintf(f, ",\n{\"name\":");
+  if (ev->kind == MGPU_TEV_CHUNK || ev->kind == MGPU_TEV_KERNEL || ev->kind == MGPU_TEV_ISSUE ||
+      ev->kind == MGPU_TEV_BATCH) {
+    json_string(f, ev->name ? ev->name : "kernel");
+  } else {
+    json_string(f, kind_name[ev->kind]);
+  }
+  fprintf(f, ",\"cat\":\"%s\",\"ph\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f", kind_name[ev->kind],
+          instant ? "i" : "X", pid, tid, ts);
+  if (instant) fputs(",\"s\":\"t\"", f);
+  else fprintf(f, ",\"dur\":%.3f", dur > 0 ? dur : 0);
+  fprintf(f, ",\"args\":{\"batch\":%llu,\"first\":%zu,\"items\":%zu", (unsigned long long)ev->batch, ev->first,
+          ev->count);
+  if (ev->bytes) {
+    fprintf(f, ",\"bytes\":%zu", ev->bytes);
+    if (dur > 0) fprintf(f, ",\"GB/s\":%.3f", (double)ev->bytes / (dur * 1e-6) / 1e9);
+  }
+  if (ev->kind == MGPU_TEV_STEAL) fprintf(f, ",\"victim\":%d", ev->other);
+  fputs("}}", f);
+}
+
+static int cmp_t0(const void *a, const void *b) {
+  double x = ((const mgpu__tev_t *)a)->t0, y = ((const mgpu__tev_t *)b)->t0;
+  return (x > y) - (x < y);
+}
+
+/* Batches on their own tracks, one lane per batch in flight at once: a viewer
+ * draws the slices of one track nested or apart, never overlapping. */
+static void write_batches(FILE *f, bool *first, mgpu_runtime_t *rt) {
+  if (rt->nbtrace == 0) return;
+  qsort(rt->btrace, rt->nbtrace, sizeof *rt->btrace, cmp_t0);
+  enum { LANES = 64 };
+  double lane_end[LANES];
+  int nlanes = 0;
+  meta(f, first, 0, 0, "process_name", "Batches");
+  for (size_t e = 0; e < rt->nbtrace; e++) {
+    const mgpu__tev_t *ev = &rt->btrace[e];
+    int l = 0;
+    while (l < nlanes && lane_end[l] > ev->t0) l++;
+    if (l == LANES) l = LANES - 1; /* more at once than lanes: the last one overlaps */
+    if (l == nlanes) {
+      char name[32];
+      snprintf(name, sizeof name, "batches %d", l);
+      meta(f, first, 0, l, "thread_name", name);
+      nlanes++;
+    }
+    lane_end[l] = ev->t1;
+    write_event(f, rt, ev, 0, l);
+  }
+}
 
 void mgpu__trace_close(mgpu_runtime_t *rt) {
   if (!rt->trace_fp) return;
   FILE *f = rt->trace_fp;
   bool first = true;
-  uint64_t dropped = 0;
+  uint64_t dropped = rt->btrace_dropped;
   fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", f);
   meta(f, &first, 1, 0, "process_name", "CPU workers");
   meta(f, &first, 2, 0, "process_name", "GPU host threads");
@@ -85,35 +149,15 @@ void mgpu__trace_close(mgpu_runtime_t *rt) {
       }
     }
   }
+  write_batches(f, &first, rt);
   for (int i = 0; i < rt->nworkers; i++) {
     mgpu__worker_t *w = &rt->workers[i];
     dropped += w->trace_dropped;
     for (size_t e = 0; e < w->ntrace; e++) {
       const mgpu__tev_t *ev = &w->trace[e];
-      int pid, tid;
-      if (w->kind == MGPU_WORKER_CPU) pid = 1, tid = i;
-      else if (ev->stream >= 0) pid = 3 + w->gpu, tid = ev->stream;
-      else pid = 2, tid = w->gpu;
-      double ts = 1e6 * (ev->t0 - rt->t_init), dur = 1e6 * (ev->t1 - ev->t0);
-      bool instant = ev->kind == MGPU_TEV_STEAL || ev->kind == MGPU_TEV_RETRY;
-      fprintf(f, ",\n{\"name\":");
-      if (ev->kind == MGPU_TEV_CHUNK || ev->kind == MGPU_TEV_KERNEL || ev->kind == MGPU_TEV_ISSUE) {
-        json_string(f, ev->name ? ev->name : "kernel");
-      } else {
-        json_string(f, kind_name[ev->kind]);
-      }
-      fprintf(f, ",\"cat\":\"%s\",\"ph\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f", kind_name[ev->kind],
-              instant ? "i" : "X", pid, tid, ts);
-      if (instant) fputs(",\"s\":\"t\"", f);
-      else fprintf(f, ",\"dur\":%.3f", dur > 0 ? dur : 0);
-      fprintf(f, ",\"args\":{\"batch\":%llu,\"first\":%zu,\"items\":%zu", (unsigned long long)ev->batch, ev->first,
-              ev->count);
-      if (ev->bytes) {
-        fprintf(f, ",\"bytes\":%zu", ev->bytes);
-        if (dur > 0) fprintf(f, ",\"GB/s\":%.3f", (double)ev->bytes / (dur * 1e-6) / 1e9);
-      }
-      if (ev->kind == MGPU_TEV_STEAL) fprintf(f, ",\"victim\":%d", ev->other);
-      fputs("}}", f);
+      if (w->kind == MGPU_WORKER_CPU) write_event(f, rt, ev, 1, i);
+      else if (ev->stream >= 0) write_event(f, rt, ev, 3 + w->gpu, ev->stream);
+      else write_event(f, rt, ev, 2, w->gpu);
     }
   }
   fputs("\n]}\n", f);
@@ -125,6 +169,13 @@ void mgpu__trace_close(mgpu_runtime_t *rt) {
   rt->trace_fp = NULL;
 }
 
+static mgpu_trace_event_t public_event(const mgpu_runtime_t *rt, const mgpu__tev_t *ev, int worker) {
+  return (mgpu_trace_event_t){.worker = worker, .stream = ev->stream, .kind = kind_name[ev->kind],
+                              .kernel = ev->name ? ev->name : "", .batch = ev->batch, .first = ev->first,
+                              .count = ev->count, .bytes = ev->bytes, .t0 = ev->t0 - rt->t_init,
+                              .t1 = ev->t1 - rt->t_init};
+}
+
 MGPU_API size_t mgpu_trace_events(const mgpu_runtime_t *rt, mgpu_trace_event_t *out, size_t max) {
   if (mgpu__check_rt(rt, "mgpu_trace_events") != MGPU_OK || !rt->trace_on) return 0;
   size_t n = 0;
@@ -133,12 +184,11 @@ MGPU_API size_t mgpu_trace_events(const mgpu_runtime_t *rt, mgpu_trace_event_t *
     for (size_t e = 0; e < w->ntrace; e++, n++) {
       if (!out || n >= max) continue;
       const mgpu__tev_t *ev = &w->trace[e];
-      out[n] = (mgpu_trace_event_t){.worker = i, .stream = ev->stream, .kind = kind_name[ev->kind],
-                                    .kernel = ev->name ? ev->name : "", .batch = ev->batch, .first = ev->first,
-                                    .count = ev->count, .bytes = ev->bytes, .t0 = ev->t0 - rt->t_init,
-                                    .t1 = ev->t1 - rt->t_init};
+      out[n] = public_event(rt, ev, i);
     }
   }
+  for (size_t e = 0; e < rt->nbtrace; e++, n++)
+    if (out && n < max) out[n] = public_event(rt, &rt->btrace[e], -1);
   return n;
 }
 

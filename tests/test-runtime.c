@@ -916,6 +916,34 @@ static mgpu_trace_event_t *trace_copy(mgpu_runtime_t *rt, size_t *m) {
   return e;
 }
 
+/* Each batch in the trace has one "batch" event (worker -1) with its items,
+ * which holds every other event of the batch (device times, moved onto the
+ * host clock, within 1 ms); returns how many batches. */
+static int check_batch_events(const mgpu_trace_event_t *e, size_t m) {
+  int batches = 0;
+  for (size_t i = 0; i < m; i++) {
+    if (strcmp(e[i].kind, "batch")) {
+      ck_assert_int_ge(e[i].worker, 0);
+      continue;
+    }
+    batches++;
+    ck_assert_int_eq(e[i].worker, -1);
+    ck_assert_uint_eq(e[i].first, 0);
+    ck_assert(e[i].t1 >= e[i].t0);
+    size_t items = 0;
+    for (size_t j = 0; j < m; j++) {
+      if (j == i || e[j].batch != e[i].batch) continue;
+      ck_assert_msg(strcmp(e[j].kind, "batch"), "batch %llu has two batch events", (unsigned long long)e[i].batch);
+      if (!strcmp(e[j].kind, "chunk") || !strcmp(e[j].kind, "kernel")) items += e[j].count;
+      ck_assert_msg(e[j].t0 > e[i].t0 - 1e-3 && e[j].t1 < e[i].t1 + 1e-3,
+                    "a %s event of batch %llu, %.6f..%.6f s, outside the batch, %.6f..%.6f s", e[j].kind,
+                    (unsigned long long)e[i].batch, e[j].t0, e[j].t1, e[i].t0, e[i].t1);
+    }
+    ck_assert_uint_eq(items, e[i].count);
+  }
+  return batches;
+}
+
 /* Pageable arrays stage through one pinned buffer per slot, allocated once at
  * the staging limit however the chunks grow over batches (pinning is slow: on
  * 4 x H200 buffers sized to each new need were pinned again batch after
@@ -955,6 +983,24 @@ START_TEST(test_staging_pinned_once) {
   }
   ck_assert_int_ge(pins, 1);
   ck_assert_int_le(pins, 2);
+  /* Results copied out of staging: one unstage event per kernel, with its
+   * items and their 8 bytes each, after the copy from the device ended. */
+  int kernels = 0;
+  for (size_t i = 0; i < m; i++) {
+    if (strcmp(e[i].kind, "kernel")) continue;
+    kernels++;
+    int found = 0;
+    for (size_t j = 0; j < m; j++) {
+      if (strcmp(e[j].kind, "unstage") || e[j].batch != e[i].batch || e[j].first != e[i].first) continue;
+      found++;
+      ck_assert_uint_eq(e[j].count, e[i].count);
+      ck_assert_uint_eq(e[j].bytes, 8 * e[i].count);
+      ck_assert(e[j].t1 >= e[j].t0);
+    }
+    ck_assert_int_eq(found, 1);
+  }
+  ck_assert_int_gt(kernels, 0);
+  ck_assert_int_eq(check_batch_events(e, m), 7); /* n = 1000, 4000, ..., 4096000 */
   free(e);
   /* Pinned arrays: no staging, and a cap set by device memory alone. */
   uint64_t *px = mgpu_host_alloc(rt, 8 * nmax), *py = mgpu_host_alloc(rt, 8 * nmax);
@@ -967,6 +1013,11 @@ START_TEST(test_staging_pinned_once) {
   for (size_t i = 0; i < nmax; i++)
     if (py[i] != x[i] * 3 + 5) ck_abort_msg("pinned item %zu wrong", i);
   ck_assert_uint_eq(ws[1].staged_bytes, 0);
+  e = trace_copy(rt, &m);
+  for (size_t i = 0; i < m; i++) /* nothing staged, nothing to copy out */
+    if (!strcmp(e[i].kind, "unstage")) ck_assert_uint_ne(e[i].batch, 7);
+  ck_assert_int_eq(check_batch_events(e, m), 8);
+  free(e);
   ck_assert_int_eq(mgpu_device_info(rt, 0, &info), MGPU_OK);
   ck_assert_uint_gt(info.batch_cap, stage_cap);
   mgpu_host_free(rt, px);
@@ -1068,6 +1119,7 @@ START_TEST(test_progress_and_trace_events) {
     }
   ck_assert_uint_eq(items, n);
   ck_assert_uint_eq(batch, 1); /* the second batch submitted */
+  ck_assert_int_eq(check_batch_events(e, m), 2);
   free(e), free(x), free(y);
   mgpu_finalize(rt);
   FILE *f = fopen(path, "r");
