@@ -180,6 +180,13 @@ bool mgpu__ranges_in_flight(const double *speed, int n, size_t items, int stream
   return total > 0 && (double)items / total < (streams + 1) * MGPU_GPU_TARGET_S;
 }
 
+bool mgpu__all_claimed(const mgpu_runtime_t *rt, const mgpu__batch_t *b) {
+  if (atomic_load_explicit(&b->has_requeue, memory_order_acquire)) return false;
+  for (int i = 0; i < rt->nworkers; i++)
+    if (range_begin(&b->ranges[i]) < atomic_load_explicit(&b->ranges[i].end, memory_order_relaxed)) return false;
+  return true;
+}
+
 /* GPUs of one kind start a short batch with equal shares unless their
  * measured speeds differ by more than ALIKE_TOL. Each GPU's learned speed
  * carries its own bias, stable from batch to batch (when its chunks start
