@@ -427,6 +427,7 @@ static void retire_oldest(mgpu__gpu_t *gp) {
                  true, copy_out_share, gp);
       unstaged += s->staged_out[i].bytes;
     }
+    gp->unstaging = NULL;
     if (unstaged && gp->rt->trace_on) {
       mgpu__batch_t *b = s->claim.b;
       mgpu__tev_t ev = {.t0 = now, .t1 = mgpu__now(), .kind = MGPU_TEV_UNSTAGE, .stream = -1, .name = b->kernel.name,

@@ -366,7 +366,7 @@ typedef struct {
   const char *kernel;  /**< the kernel's name (valid while the kernel struct is) */
   uint64_t batch;      /**< submission number of the batch, from 0 */
   size_t first, count; /**< items */
-  size_t bytes;        /**< bytes copied (h2d, d2h) */
+  size_t bytes;        /**< bytes copied (h2d, d2h, unstage) or allocated (alloc, pin) */
   double t0, t1;       /**< seconds from mgpu_init, one clock for CPUs and GPUs */
 } mgpu_trace_event_t;
 
@@ -374,8 +374,9 @@ typedef struct {
  * Copy up to max recorded events into out (out may be NULL to count them) and
  * return how many were recorded in all; 0 when tracing is off. Call it while no
  * batch is in flight (between mgpu_event_wait and the next submit): the
- * workers append to their buffers as they run. Events are grouped by worker,
- * in time order within a worker.
+ * workers append to their buffers as they run. Events are grouped by worker
+ * (a GPU's device events follow its host events, as chunks retire), then the
+ * "batch" events, in the order the batches completed.
  */
 MGPU_API size_t mgpu_trace_events(const mgpu_runtime_t *rt, mgpu_trace_event_t *out, size_t max);
 

@@ -100,14 +100,18 @@ static int cmp_t0(const void *a, const void *b) {
 }
 
 /* Batches on their own tracks, one lane per batch in flight at once: a viewer
- * draws the slices of one track nested or apart, never overlapping. */
+ * draws the slices of one track nested or apart, never overlapping. Their
+ * process comes after the GPUs' (pid 0 is the kernel's idle task to Perfetto)
+ * and is sorted first. */
 static void write_batches(FILE *f, bool *first, mgpu_runtime_t *rt) {
   if (rt->nbtrace == 0) return;
   qsort(rt->btrace, rt->nbtrace, sizeof *rt->btrace, cmp_t0);
   enum { LANES = 64 };
   double lane_end[LANES];
   int nlanes = 0;
-  meta(f, first, 0, 0, "process_name", "Batches");
+  const int pid = 3 + rt->ngpus;
+  meta(f, first, pid, 0, "process_name", "Batches");
+  fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"process_sort_index\",\"args\":{\"sort_index\":-1}}", pid);
   for (size_t e = 0; e < rt->nbtrace; e++) {
     const mgpu__tev_t *ev = &rt->btrace[e];
     int l = 0;
@@ -116,11 +120,11 @@ static void write_batches(FILE *f, bool *first, mgpu_runtime_t *rt) {
     if (l == nlanes) {
       char name[32];
       snprintf(name, sizeof name, "batches %d", l);
-      meta(f, first, 0, l, "thread_name", name);
+      meta(f, first, pid, l, "thread_name", name);
       nlanes++;
     }
     lane_end[l] = ev->t1;
-    write_event(f, rt, ev, 0, l);
+    write_event(f, rt, ev, pid, l);
   }
 }
 

@@ -272,10 +272,13 @@ for batch in {e["args"]["batch"] for e in done}:
         at = b
     assert at == 30000
 assert all(e["dur"] >= 0 for e in ev if e["ph"] == "X")
-# One batch slice each, holding its items, on the batches' own track.
+# One batch slice each, holding its items, on the batches' own track: a
+# process after the two GPUs' (pid 0 means the idle task to Perfetto).
+batch_pid = [e["pid"] for e in ev if e["ph"] == "M" and e["name"] == "process_name" and e["args"]["name"] == "Batches"]
+assert batch_pid == [5], batch_pid
 batches = [e for e in ev if e.get("cat") == "batch"]
 assert sorted(e["args"]["batch"] for e in batches) == sorted({e["args"]["batch"] for e in done}), batches
-assert all(e["args"]["items"] == 30000 and e["pid"] == 0 and e["ph"] == "X" for e in batches), batches
+assert all(e["args"]["items"] == 30000 and e["pid"] == 5 and e["ph"] == "X" for e in batches), batches
 # Builds without CUDA have no GPU functions: the built-in kernels stay on CPUs.
 if any(e.get("cat") == "kernel" for e in ev):
     assert any(e.get("cat") == "h2d" and e["args"]["bytes"] > 0 for e in ev)
