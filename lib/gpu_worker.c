@@ -80,7 +80,6 @@ struct mgpu__gpu {
   int failures;               /* consecutive failed chunks */
   double last_done;           /* host time of the last completion (fallback) */
   int share_ahead;            /* chunks whose copies are shared from their start (mgpu__share_ahead) */
-  const mgpu__batch_t *unstaging; /* the batch of the chunk whose results are being copied out */
   double last_end_dev;        /* device time when the last chunk ended */
   double epoch_host;          /* host clock at the device's time 0 (open) */
   bool timed;                 /* the back end has timing events */
@@ -280,15 +279,15 @@ static bool copy_share(void *arg) {
   return gp->share_ahead > 0 || device_starved(gp);
 }
 
-/* The same question for copying a finished chunk's results out of staging,
- * asked with the chunk's batch in gp->unstaging: yes also once every item of
- * the batch is claimed. The batch then ends when its last chunks' results are
+/* The same question for copying the results of the oldest chunk in flight
+ * (the one retiring) out of staging: yes also once every item of its batch is
+ * claimed. The batch then ends when its last chunks' results are
  * copied out, and the GPU thread alone copied a chunk while a newer one still
  * ran: on 4 x H200, the last 23 MB of a mandelbrot batch (1405 rows) took
  * 2.3 ms at 10 GB/s after the device's last kernel, a fifth of the batch. */
 static bool copy_out_share(void *arg) {
   mgpu__gpu_t *gp = arg;
-  return copy_share(gp) || mgpu__all_claimed(gp->rt, gp->unstaging);
+  return copy_share(gp) || mgpu__all_claimed(gp->rt, gp->slots[gp->oldest].claim.b);
 }
 
 /* Put one claimed chunk in flight on slot s. Returns 0 or an MGPU_E* code. */
@@ -421,13 +420,11 @@ static void retire_oldest(mgpu__gpu_t *gp) {
   double now = mgpu__now();
   if (rc == 0) {
     size_t unstaged = 0;
-    gp->unstaging = s->claim.b;
     for (int i = 0; i < s->nstaged; i++) {
       mgpu__copy(gp->rt, gp->w, s->claim.b, s->staged_out[i].user, s->staged_out[i].staged, s->staged_out[i].bytes,
                  true, copy_out_share, gp);
       unstaged += s->staged_out[i].bytes;
     }
-    gp->unstaging = NULL;
     if (unstaged && gp->rt->trace_on) {
       mgpu__batch_t *b = s->claim.b;
       mgpu__tev_t ev = {.t0 = now, .t1 = mgpu__now(), .kind = MGPU_TEV_UNSTAGE, .stream = -1, .name = b->kernel.name,
