@@ -315,7 +315,9 @@ START_TEST(test_transfer_bandwidth) {
 }
 END_TEST
 
-static double mulmod_throughput(mgpu_sched_t mode, uint64_t *x, uint64_t *y, size_t n) {
+/* Best items/s of `reps` timed mulmod batches of runtime mode `mode`, after
+ * one that the model learns from. */
+static double mulmod_throughput(mgpu_sched_t mode, uint64_t *x, uint64_t *y, size_t n, int reps) {
   mgpu_runtime_t *rt = start_gpu(4, gpus_present(), mode, NULL);
   mgpu_kernel_t k;
   mgpu_kernel_mulmod(300, &k);
@@ -323,7 +325,7 @@ static double mulmod_throughput(mgpu_sched_t mode, uint64_t *x, uint64_t *y, siz
   mgpu_batch_t b = {.kernel = &k, .n = n, .in = {x}, .out = {y}, .arg = &a, .arg_size = sizeof a};
   ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK); /* the model learns */
   double best = 1e30;
-  for (int rep = 0; rep < 3; rep++) {
+  for (int rep = 0; rep < reps; rep++) {
     double t0 = mgpu__now();
     ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
     double t = mgpu__now() - t0;
@@ -340,13 +342,23 @@ START_TEST(test_balance_real) {
   /* 2^24 items per GPU, about 60 ms on an H200: batches of 2^22 (15 ms on
    * four GPUs) gave E from 0.5 to 1.4 on the same 4-GPU machine, too short for
    * its timing noise. Every item costs the same, so the CPU workers' rate is
-   * measured on a 32nd of the batch, which they alone take seconds over. */
+   * measured on a 32nd of the batch, which they alone take seconds over.
+   * The arrays are pageable, so a GPU's rate is the host's copy rate, which
+   * drifts: measured as the best of one phase of GPU-only batches and then
+   * one of stealing, one H200 gave E 0.77 in one of three runs (GPU-only
+   * 1.04e9 items/s, above all its other phases, steal 8.0e8) and 0.96 in the
+   * others. The two modes alternate in rounds, so drift meets both. */
   const size_t n = ((size_t)1 << 24) * (size_t)gpus_present();
   uint64_t *x = malloc(8 * n), *y = malloc(8 * n);
   uint64_t rng = 11;
   for (size_t i = 0; i < n; i++) x[i] = mgpu_test_rand(&rng);
-  double cpu = mulmod_throughput(MGPU_SCHED_CPU, x, y, n / 32), gpu = mulmod_throughput(MGPU_SCHED_GPU, x, y, n),
-         steal = mulmod_throughput(MGPU_SCHED_STEAL, x, y, n);
+  double cpu = mulmod_throughput(MGPU_SCHED_CPU, x, y, n / 32, 3), gpu = 0, steal = 0;
+  for (int round = 0; round < 3; round++) {
+    double g = mulmod_throughput(MGPU_SCHED_GPU, x, y, n, 2), s = mulmod_throughput(MGPU_SCHED_STEAL, x, y, n, 2);
+    printf("balance round %d: gpu %.3g, steal %.3g items/s\n", round, g, s);
+    gpu = MGPU_MAX(gpu, g);
+    steal = MGPU_MAX(steal, s);
+  }
   printf("balance on GPUs: cpu %.3g, gpu %.3g, steal %.3g items/s, E = %.3f\n", cpu, gpu, steal, steal / (cpu + gpu));
   ck_assert_msg(steal >= 0.8 * (cpu + gpu), "steal %.3g items/s is under 0.8 of cpu + gpu %.3g", steal, cpu + gpu);
   free(x), free(y);
