@@ -98,7 +98,7 @@ mgpu_status_t mgpu__team_start(mgpu_runtime_t *rt) {
   pthread_mutex_init(&rt->team_lock, NULL);
   pthread_cond_init(&rt->team_cv, NULL);
   rt->team_ready = rt->team_got = rt->team_go = rt->team_done = 0;
-  int rc = pthread_create(&rt->team_thread, NULL, team_main, rt);
+  int rc = mgpu__thread_create(&rt->cpus, &rt->team_thread, team_main, rt);
   if (rc != 0) return mgpu__fail(MGPU_ESYSTEM, "cannot start the CPU worker team: pthread_create returned %d", rc);
   rt->team_started = 1;
   pthread_mutex_lock(&rt->team_lock);

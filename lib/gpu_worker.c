@@ -726,7 +726,7 @@ mgpu_status_t mgpu__gpu_start(mgpu_runtime_t *rt, int g) {
   pthread_mutex_init(&gp->tq_lock, NULL);
   pthread_cond_init(&gp->cv, NULL);
   rt->gpus[g] = gp;
-  int rc = pthread_create(&gp->thread, NULL, gpu_main, gp);
+  int rc = mgpu__thread_create(&rt->cpus, &gp->thread, gpu_main, gp);
   if (rc != 0) {
     rt->gpus[g] = NULL;
     pthread_mutex_destroy(&gp->lock);

@@ -206,7 +206,9 @@ typedef struct {
 MGPU_API mgpu_status_t mgpu_device_info(const mgpu_runtime_t *rt, int gpu, mgpu_device_info_t *out);
 /** 1 when GPU a can access GPU b's memory directly (peer access), else 0. */
 MGPU_API int mgpu_device_peer(const mgpu_runtime_t *rt, int a, int b);
-/** Usable CPU cores and a sentence on how they were found. */
+/** Usable CPU cores and a sentence on how they were found: the calling
+ * thread's affinity mask at mgpu_init (all of OpenMP's places where OpenMP
+ * bound it to one of them), capped by the cgroup CPU quota. */
 MGPU_API int mgpu_usable_cores(const mgpu_runtime_t *rt, const char **how);
 
 /* ------------------------------------------------------------------------- */

@@ -104,12 +104,29 @@ int mgpu__check_ratios(const double *r, int n, char *why, size_t whylen);
 int mgpu__parse_ratios(const char *s, double *out, int max, int *n_p, char *why, size_t whylen);
 
 /* ----------------------------------------------------------- topology.c */
-/* Usable CPU cores: affinity mask, capped by the cgroup CPU quota (v2 or v1).
- * cgroup_root is normally "/sys/fs/cgroup"; proc_cgroup normally "/proc/self/cgroup". */
-int mgpu__usable_cores(const char *cgroup_root, const char *proc_cgroup, char *how, size_t howlen);
+/* CPUs for the runtime's threads where they differ from the creating
+ * thread's mask (set NULL: the threads inherit it). */
+typedef struct {
+  void *set; /* a cpu_set_t of `size` bytes (CPU_ALLOC) */
+  size_t size;
+} mgpu__cpus_t;
+/* Usable CPU cores: the runtime's CPUs (mgpu__runtime_cpus), capped by the
+ * cgroup CPU quota (v2 or v1). cgroup_root is normally "/sys/fs/cgroup";
+ * proc_cgroup normally "/proc/self/cgroup". *wide_p (may be NULL) receives
+ * the runtime's CPUs; free it with mgpu__cpus_free. */
+int mgpu__usable_cores(const char *cgroup_root, const char *proc_cgroup, mgpu__cpus_t *wide_p, char *how,
+                       size_t howlen);
 /* CPU limit of the cgroup hierarchy (smallest quota/period on the path), or -1. */
 double mgpu__cgroup_cpu_limit(const char *cgroup_root, const char *proc_cgroup);
+/* How many CPUs the runtime's threads may run on: the calling thread's mask,
+ * or all of OpenMP's places where OpenMP bound the calling thread to one of
+ * them; then *wide holds those CPUs and *bound_p the calling thread's count. */
+int mgpu__runtime_cpus(mgpu__cpus_t *wide, int *bound_p);
 int mgpu__affinity_cores(void);
+void mgpu__cpus_free(mgpu__cpus_t *c);
+/* pthread_create on the runtime's CPUs (cpus NULL or its set NULL: inherited);
+ * returns pthread_create's code. */
+int mgpu__thread_create(const mgpu__cpus_t *cpus, pthread_t *t, void *(*fn)(void *), void *arg);
 
 /* ------------------------------------------------------ device interface */
 /*
@@ -293,6 +310,7 @@ struct mgpu_runtime {
   mgpu__config_t cfg;
   int usable_cores;
   char cores_how[256];
+  mgpu__cpus_t cpus;           /* where its threads run, if not where mgpu_init's caller does */
   const mgpu_dev_ops_t *dev;   /* back end of the GPU workers, NULL when none */
   int ngpus;
   double prior_ratio;          /* device-to-core ratio before measurements */

@@ -44,6 +44,7 @@ static void free_runtime(mgpu_runtime_t *rt) {
   free(rt->gpu_group);
   free(rt->gpus);
   free(rt->host_allocs);
+  mgpu__cpus_free(&rt->cpus);
   pthread_mutex_destroy(&rt->lock);
   pthread_mutex_destroy(&rt->alloc_lock);
   pthread_mutex_destroy(&rt->coll_lock);
@@ -95,7 +96,8 @@ MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p
   pthread_cond_init(&rt->idle_cv, NULL);
   mgpu__copyjobs_init(rt);
   rt->t_init = mgpu__now();
-  rt->usable_cores = mgpu__usable_cores("/sys/fs/cgroup", "/proc/self/cgroup", rt->cores_how, sizeof rt->cores_how);
+  rt->usable_cores =
+      mgpu__usable_cores("/sys/fs/cgroup", "/proc/self/cgroup", &rt->cpus, rt->cores_how, sizeof rt->cores_how);
 
   int visible;
   const mgpu_dev_ops_t *dev = pick_backend(&c, &visible);

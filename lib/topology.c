@@ -1,37 +1,127 @@
 /*
- * topology.c: how many CPU cores this process may really use: the affinity mask,
- * capped by the cgroup CPU quota (v2 cpu.max or v1 cfs quota) of its cgroup and
- * every ancestor, as containers set them.
+ * topology.c: how many CPU cores this process may really use, and where the
+ * runtime's threads may run: the affinity mask (widened to OpenMP's places
+ * where OpenMP bound the calling thread to one of them), capped by the cgroup
+ * CPU quota (v2 cpu.max or v1 cfs quota) of its cgroup and every ancestor, as
+ * containers set them.
  */
 #include "mgpurt_int.h"
 
 #include <errno.h>
 #include <math.h>
+#include <omp.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-int mgpu__affinity_cores(void) {
 #ifdef HAVE_SCHED_GETAFFINITY
-  /* Grow the set until the kernel accepts it, for machines with > 1024 CPUs. */
+/* The calling thread's affinity mask, in a set grown until the kernel
+ * accepts it (machines with over 1024 CPUs); NULL where it cannot be read. */
+static cpu_set_t *thread_mask(size_t *ncpu_p) {
   for (size_t ncpu = 1024; ncpu <= (1u << 20); ncpu *= 2) {
     cpu_set_t *set = CPU_ALLOC(ncpu);
-    if (!set) break;
+    if (!set) return NULL;
     size_t size = CPU_ALLOC_SIZE(ncpu);
     CPU_ZERO_S(size, set);
     if (sched_getaffinity(0, size, set) == 0) {
-      int n = CPU_COUNT_S(size, set);
-      CPU_FREE(set);
-      return n > 0 ? n : 1;
+      *ncpu_p = ncpu;
+      return set;
     }
     CPU_FREE(set);
     if (errno != EINVAL) break;
   }
+  return NULL;
+}
+
+/* Adds the CPUs of OpenMP place p to `set` (of ncpu CPUs). */
+static void add_place(cpu_set_t *set, size_t ncpu, int p) {
+  int k = omp_get_place_num_procs(p);
+  int *ids = k > 0 ? malloc(sizeof(int) * (size_t)k) : NULL;
+  if (!ids) return;
+  omp_get_place_proc_ids(p, ids);
+  for (int i = 0; i < k; i++)
+    if (ids[i] >= 0 && (size_t)ids[i] < ncpu) CPU_SET_S((size_t)ids[i], CPU_ALLOC_SIZE(ncpu), set);
+  free(ids);
+}
+#endif
+
+/* OpenMP binds the initial thread to its first place when OMP_PROC_BIND or
+ * OMP_PLACES is set (as the OpenMP specification asks), so under a cluster's
+ * usual OMP_PROC_BIND=true the calling thread's mask is one CPU, and every
+ * thread it creates inherits that CPU. Counting that mask gave one CPU
+ * worker, and every GPU host thread shared that one CPU with it. Where the
+ * calling thread's mask is exactly the CPUs of the place OpenMP bound it to,
+ * the runtime counts the CPUs of all the places (built by OpenMP from the
+ * process's mask at start) and starts its threads there; a mask narrowed
+ * any other way is the caller's choice and kept. */
+int mgpu__runtime_cpus(mgpu__cpus_t *wide, int *bound_p) {
+  wide->set = NULL;
+  wide->size = 0;
+  *bound_p = 0;
+#ifdef HAVE_SCHED_GETAFFINITY
+  size_t ncpu;
+  cpu_set_t *mine = thread_mask(&ncpu);
+  if (mine) {
+    size_t size = CPU_ALLOC_SIZE(ncpu);
+    int n = CPU_COUNT_S(size, mine);
+    int place = omp_get_place_num(), nplaces = omp_get_num_places();
+    if (place >= 0 && nplaces > 1) {
+      cpu_set_t *own = CPU_ALLOC(ncpu), *all = CPU_ALLOC(ncpu);
+      if (own && all) {
+        CPU_ZERO_S(size, own);
+        CPU_ZERO_S(size, all);
+        add_place(own, ncpu, place);
+        for (int p = 0; p < nplaces; p++) add_place(all, ncpu, p);
+        int m = CPU_COUNT_S(size, all);
+        if (CPU_EQUAL_S(size, own, mine) && m > n) {
+          wide->set = all, wide->size = size, all = NULL;
+          *bound_p = n;
+          n = m;
+        }
+      }
+      if (own) CPU_FREE(own);
+      if (all) CPU_FREE(all);
+    }
+    CPU_FREE(mine);
+    return n > 0 ? n : 1;
+  }
 #endif
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? (int)n : 1;
+}
+
+void mgpu__cpus_free(mgpu__cpus_t *c) {
+#ifdef HAVE_SCHED_GETAFFINITY
+  if (c->set) CPU_FREE((cpu_set_t *)c->set);
+#endif
+  c->set = NULL;
+}
+
+int mgpu__thread_create(const mgpu__cpus_t *cpus, pthread_t *t, void *(*fn)(void *), void *arg) {
+  pthread_attr_t attr;
+  int rc = pthread_attr_init(&attr);
+  if (rc != 0) return rc;
+#ifdef HAVE_PTHREAD_ATTR_SETAFFINITY_NP
+  if (cpus && cpus->set && (rc = pthread_attr_setaffinity_np(&attr, cpus->size, cpus->set)) != 0) {
+    pthread_attr_destroy(&attr);
+    return rc;
+  }
+#else
+  (void)cpus;
+#endif
+  rc = pthread_create(t, &attr, fn, arg);
+  pthread_attr_destroy(&attr);
+  return rc;
+}
+
+int mgpu__affinity_cores(void) {
+  mgpu__cpus_t wide;
+  int bound;
+  int n = mgpu__runtime_cpus(&wide, &bound);
+  mgpu__cpus_free(&wide);
+  return n;
 }
 
 static int read_line(const char *path, char *buf, size_t len) {
@@ -117,20 +207,29 @@ double mgpu__cgroup_cpu_limit(const char *root, const char *proc_cgroup) {
   return best;
 }
 
-int mgpu__usable_cores(const char *cgroup_root, const char *proc_cgroup, char *how, size_t howlen) {
-  int aff = mgpu__affinity_cores();
+int mgpu__usable_cores(const char *cgroup_root, const char *proc_cgroup, mgpu__cpus_t *wide_p, char *how,
+                       size_t howlen) {
+  mgpu__cpus_t wide;
+  int bound;
+  int aff = mgpu__runtime_cpus(&wide, &bound);
+  if (wide_p) *wide_p = wide;
+  else mgpu__cpus_free(&wide);
   long online = sysconf(_SC_NPROCESSORS_ONLN);
   double quota = mgpu__cgroup_cpu_limit(cgroup_root, proc_cgroup);
+  char mask[160], limit[64] = "no cgroup CPU quota";
+  if (bound)
+    snprintf(mask, sizeof mask, "%d of %ld online CPUs in the OpenMP places (OpenMP binds the calling thread to %d)", aff,
+             online, bound);
+  else
+    snprintf(mask, sizeof mask, "%d of %ld online CPUs in the affinity mask", aff, online);
   int n = aff;
   if (quota > 0) {
     /* A quota of 2.5 CPUs allows 3 busy threads part of the time; round up. */
     int q = (int)ceil(quota - 1e-9);
     if (q < 1) q = 1;
     if (q < n) n = q;
-    snprintf(how, howlen, "%d of %ld online CPUs in the affinity mask; cgroup CPU quota %.2f CPUs", aff, online,
-             quota);
-  } else {
-    snprintf(how, howlen, "%d of %ld online CPUs in the affinity mask; no cgroup CPU quota", aff, online);
+    snprintf(limit, sizeof limit, "cgroup CPU quota %.2f CPUs", quota);
   }
+  snprintf(how, howlen, "%s; %s", mask, limit);
   return n;
 }

@@ -1,5 +1,6 @@
-/* test-topology.c: usable cores from the affinity mask and the cgroup quota;
- * steal time from /proc/stat (mgpu-run's hostcpu.c). */
+/* test-topology.c: usable cores from the affinity mask (widened where OpenMP
+ * bound the caller to one place) and the cgroup quota; steal time from
+ * /proc/stat (mgpu-run's hostcpu.c). */
 #include "testutil.h"
 #include "hostcpu.h"
 
@@ -45,7 +46,7 @@ START_TEST(test_cgroup_v2) {
   write_file("sys/a/b/cpu.max", "150000 100000\n");
   ck_assert_double_eq_tol(mgpu__cgroup_cpu_limit(sys, proc), 1.5, 1e-9);
   char how[256];
-  int n = mgpu__usable_cores(sys, proc, how, sizeof how);
+  int n = mgpu__usable_cores(sys, proc, NULL, how, sizeof how);
   ck_assert_int_le(n, 2);
   ck_assert_ptr_nonnull(strstr(how, "quota 1.50"));
   /* No limit anywhere. */
@@ -68,7 +69,7 @@ START_TEST(test_cgroup_v1) {
   snprintf(proc, sizeof proc, "%s/proc", root);
   ck_assert_double_eq_tol(mgpu__cgroup_cpu_limit(sys, proc), 0.5, 1e-9);
   char how[256];
-  ck_assert_int_eq(mgpu__usable_cores(sys, proc, how, sizeof how), 1);
+  ck_assert_int_eq(mgpu__usable_cores(sys, proc, NULL, how, sizeof how), 1);
   write_file("sys/cpu,cpuacct/job/cpu.cfs_quota_us", "-1\n");
   ck_assert(mgpu__cgroup_cpu_limit(sys, proc) < 0);
 }
@@ -77,7 +78,7 @@ END_TEST
 START_TEST(test_missing_files) {
   ck_assert(mgpu__cgroup_cpu_limit("/nonexistent", "/nonexistent/cgroup") < 0);
   char how[256];
-  ck_assert_int_ge(mgpu__usable_cores("/nonexistent", "/nonexistent/cgroup", how, sizeof how), 1);
+  ck_assert_int_ge(mgpu__usable_cores("/nonexistent", "/nonexistent/cgroup", NULL, how, sizeof how), 1);
 }
 END_TEST
 
@@ -142,6 +143,100 @@ START_TEST(test_affinity_child) {
 }
 END_TEST
 
+/* Fewest CPUs in the affinity mask of a thread that ran an emulated GPU's
+ * chunk (the emulator's stream threads, started by the GPU host thread). */
+static _Atomic int gpu_thread_cpus = 1 << 30;
+
+static int mask_cpus(void) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : -1;
+}
+
+static int note_cpus(const mgpu_chunk_t *c) {
+  int n = mask_cpus();
+  for (int old = atomic_load(&gpu_thread_cpus); n < old && !atomic_compare_exchange_weak(&gpu_thread_cpus, &old, n);) {
+  }
+  uint64_t *y = c->out[0];
+  for (size_t i = 0; i < c->count; i++) y[i] = c->first + i;
+  return 0;
+}
+
+/* The child of test_openmp_bound_caller, started with OMP_PROC_BIND=true:
+ * OpenMP has bound this (initial) thread to the first of `places` places.
+ * Exit 0 when the runtime counts and uses every CPU of the places, 77 when
+ * this OpenMP did not bind the thread, another code naming what failed. */
+static int bound_child(int places) {
+  if (mask_cpus() != 1) return 77;
+  mgpu_runtime_t *rt;
+  mgpu_config_t c = mgpu_test_config(0, 1);
+  c.num_threads = -1; /* the default: usable cores less the GPUs */
+  c.sched = MGPU_SCHED_GPU;
+  if (mgpu_init(&c, &rt) != MGPU_OK) return 10;
+  const char *how;
+  int cores = mgpu_usable_cores(rt, &how);
+  if (!strstr(how, "in the OpenMP places (OpenMP binds the calling thread to 1)")) return 11;
+  if (cores < 2) return 12; /* a cgroup quota may allow fewer than the places */
+  if (mgpu_num_cpu_workers(rt) != MGPU_MAX(1, cores - 1)) return 13;
+  static uint64_t y[4096];
+  mgpu_kernel_t k = {.name = "note_cpus", .cpu = note_cpus, .gpu = note_cpus, .nout = 1, .out_size = {8}};
+  mgpu_batch_t b = {.kernel = &k, .n = 4096, .out = {y}};
+  if (mgpu_run(rt, &b, NULL) != MGPU_OK) return 14;
+  for (size_t i = 0; i < 4096; i++)
+    if (y[i] != i) return 15;
+  mgpu_finalize(rt);
+  /* The GPU host thread's threads ran on every place, not on this one's CPU. */
+  if (atomic_load(&gpu_thread_cpus) != places) return 16;
+  /* A mask narrowed by the caller to something other than its place is kept. */
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  sched_getaffinity(0, sizeof set, &set);
+  int mine = -1, other = -1;
+  for (int i = 0; i < CPU_SETSIZE && (mine < 0 || other < 0); i++)
+    if (CPU_ISSET(i, &set)) mine = i;
+    else if (other < 0) other = i;
+  CPU_ZERO(&set);
+  CPU_SET(other, &set);
+  if (other < 0 || sched_setaffinity(0, sizeof set, &set) != 0) return 17;
+  if (mgpu__affinity_cores() != 1) return 18;
+  return 0;
+}
+
+static char self_path[4096];
+
+/* Under OMP_PROC_BIND (or OMP_PLACES), OpenMP binds the initial thread to
+ * its first place before main, and the threads it creates inherit that one
+ * CPU: the runtime counted one usable core and ran its GPU host threads on
+ * it. In a new process with OMP_PROC_BIND=true (OpenMP reads it at start),
+ * the runtime counts every CPU of the places and runs its threads there. */
+START_TEST(test_openmp_bound_caller) {
+  int cpus = mgpu__affinity_cores();
+  if (cpus < 2) {
+    printf("test_openmp_bound_caller: needs 2 CPUs, skipped\n");
+    return;
+  }
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    char arg[32];
+    snprintf(arg, sizeof arg, "%d", cpus);
+    setenv("OMP_PROC_BIND", "true", 1);
+    unsetenv("OMP_PLACES");
+    execl(self_path, self_path, "--bound-child", arg, (char *)NULL);
+    _exit(126);
+  }
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) {
+    printf("test_openmp_bound_caller: OpenMP did not bind the initial thread, skipped\n");
+    return;
+  }
+  ck_assert_msg(WEXITSTATUS(status) == 0, "the OMP_PROC_BIND=true child failed check %d (see bound_child)",
+                WEXITSTATUS(status));
+}
+END_TEST
+
 START_TEST(test_cpu_only_runtime) {
   /* Without GPUs (none here, or a CPU-only build) the runtime is CPU only. */
   mgpu_config_t c = mgpu_test_config(2, 0);
@@ -157,7 +252,10 @@ START_TEST(test_cpu_only_runtime) {
 }
 END_TEST
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "--bound-child") == 0) return bound_child(atoi(argv[2]));
+  ssize_t len = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
+  if (len > 0) self_path[len] = '\0';
   Suite *s = suite_create("topology");
   TCase *tc = tcase_create("topology");
   tcase_set_timeout(tc, 30);
@@ -166,6 +264,7 @@ int main(void) {
   tcase_add_test(tc, test_missing_files);
   tcase_add_test(tc, test_hostcpu);
   tcase_add_test(tc, test_affinity_child);
+  tcase_add_test(tc, test_openmp_bound_caller);
   tcase_add_test(tc, test_cpu_only_runtime);
   suite_add_tcase(s, tc);
   return mgpu_test_main(s);
