@@ -63,32 +63,44 @@ void mgpu__cpu_worker_loop(mgpu_runtime_t *rt, mgpu__worker_t *w) {
   }
 }
 
+/* One member of the team, from check-in to check-out. */
+static void team_member(mgpu_runtime_t *rt) {
+  int id = omp_get_thread_num();
+  /* A kernel's own "omp parallel" inside a worker gets one thread: the
+   * workers already fill the cores, so nesting would oversubscribe them. This
+   * changes only these threads' settings, not the user's OMP_NUM_THREADS. */
+  omp_set_num_threads(1);
+  omp_set_max_active_levels(1);
+  pthread_mutex_lock(&rt->team_lock);
+  if (id == 0) rt->team_got = omp_get_num_threads();
+  rt->team_ready++;
+  pthread_cond_broadcast(&rt->team_cv);
+  while (rt->team_go == 0) pthread_cond_wait(&rt->team_cv, &rt->team_lock);
+  int go = rt->team_go > 0;
+  pthread_mutex_unlock(&rt->team_lock);
+  if (go) mgpu__cpu_worker_loop(rt, &rt->workers[id]);
+  /* Check out under the team lock: mgpu__team_join waits for every member,
+   * so what a worker wrote is ordered before finalize frees it by a pthread
+   * mutex as well as by OpenMP's barrier (which race detectors cannot see). */
+  pthread_mutex_lock(&rt->team_lock);
+  rt->team_done++;
+  pthread_cond_broadcast(&rt->team_cv);
+  pthread_mutex_unlock(&rt->team_lock);
+}
+
 static void *team_main(void *arg) {
   mgpu_runtime_t *rt = arg;
   omp_set_dynamic(0);
+  /* OMP_PROC_BIND=master (primary) binds a team to its first thread's
+   * place: every CPU worker on one CPU. The workers are bound close instead,
+   * each to a place of its own while there are enough; other policies, and
+   * no binding, are as the user set them. */
+  if (omp_get_proc_bind() == omp_proc_bind_master) {
+#pragma omp parallel num_threads(rt->ncpu) proc_bind(close)
+    team_member(rt);
+  } else {
 #pragma omp parallel num_threads(rt->ncpu)
-  {
-    int id = omp_get_thread_num();
-    /* A kernel's own "omp parallel" inside a worker gets one thread: the
-     * workers already fill the cores, so nesting would oversubscribe them. This
-     * changes only these threads' settings, not the user's OMP_NUM_THREADS. */
-    omp_set_num_threads(1);
-    omp_set_max_active_levels(1);
-    pthread_mutex_lock(&rt->team_lock);
-    if (id == 0) rt->team_got = omp_get_num_threads();
-    rt->team_ready++;
-    pthread_cond_broadcast(&rt->team_cv);
-    while (rt->team_go == 0) pthread_cond_wait(&rt->team_cv, &rt->team_lock);
-    int go = rt->team_go > 0;
-    pthread_mutex_unlock(&rt->team_lock);
-    if (go) mgpu__cpu_worker_loop(rt, &rt->workers[id]);
-    /* Check out under the team lock: mgpu__team_join waits for every member,
-     * so what a worker wrote is ordered before finalize frees it by a pthread
-     * mutex as well as by OpenMP's barrier (which race detectors cannot see). */
-    pthread_mutex_lock(&rt->team_lock);
-    rt->team_done++;
-    pthread_cond_broadcast(&rt->team_cv);
-    pthread_mutex_unlock(&rt->team_lock);
+    team_member(rt);
   }
   return NULL;
 }
@@ -98,7 +110,7 @@ mgpu_status_t mgpu__team_start(mgpu_runtime_t *rt) {
   pthread_mutex_init(&rt->team_lock, NULL);
   pthread_cond_init(&rt->team_cv, NULL);
   rt->team_ready = rt->team_got = rt->team_go = rt->team_done = 0;
-  int rc = mgpu__thread_create(&rt->cpus, &rt->team_thread, team_main, rt);
+  int rc = pthread_create(&rt->team_thread, NULL, team_main, rt);
   if (rc != 0) return mgpu__fail(MGPU_ESYSTEM, "cannot start the CPU worker team: pthread_create returned %d", rc);
   rt->team_started = 1;
   pthread_mutex_lock(&rt->team_lock);

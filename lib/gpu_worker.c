@@ -606,6 +606,8 @@ static void *gpu_main(void *arg) {
   int dev = rt->gpu_index[gp->g];
   mgpu_status_t st = MGPU_OK;
 
+  /* Before the device opens: the driver's threads inherit this mask. */
+  mgpu__cpus_apply(&rt->cpus);
   if (gp->ops->open(dev, &rt->cfg, &gp->ctx) != 0) {
     st = mgpu__fail(MGPU_EDEVICE, "cannot open device %d", dev);
     goto report;
@@ -726,7 +728,7 @@ mgpu_status_t mgpu__gpu_start(mgpu_runtime_t *rt, int g) {
   pthread_mutex_init(&gp->tq_lock, NULL);
   pthread_cond_init(&gp->cv, NULL);
   rt->gpus[g] = gp;
-  int rc = mgpu__thread_create(&rt->cpus, &gp->thread, gpu_main, gp);
+  int rc = pthread_create(&gp->thread, NULL, gpu_main, gp);
   if (rc != 0) {
     rt->gpus[g] = NULL;
     pthread_mutex_destroy(&gp->lock);

@@ -124,9 +124,8 @@ double mgpu__cgroup_cpu_limit(const char *cgroup_root, const char *proc_cgroup);
 int mgpu__runtime_cpus(mgpu__cpus_t *wide, int *bound_p);
 int mgpu__affinity_cores(void);
 void mgpu__cpus_free(mgpu__cpus_t *c);
-/* pthread_create on the runtime's CPUs (cpus NULL or its set NULL: inherited);
- * returns pthread_create's code. */
-int mgpu__thread_create(const mgpu__cpus_t *cpus, pthread_t *t, void *(*fn)(void *), void *arg);
+/* Moves the calling thread onto c's CPUs (none: it keeps its mask). */
+void mgpu__cpus_apply(const mgpu__cpus_t *c);
 
 /* ------------------------------------------------------ device interface */
 /*

@@ -48,25 +48,29 @@ static void add_place(cpu_set_t *set, size_t ncpu, int p) {
 #endif
 
 /* OpenMP binds the initial thread to its first place when OMP_PROC_BIND or
- * OMP_PLACES is set (as the OpenMP specification asks), so under a cluster's
- * usual OMP_PROC_BIND=true the calling thread's mask is one CPU, and every
- * thread it creates inherits that CPU. Counting that mask gave one CPU
- * worker, and every GPU host thread shared that one CPU with it. Where the
- * calling thread's mask is exactly the CPUs of the place OpenMP bound it to,
- * the runtime counts the CPUs of all the places (built by OpenMP from the
- * process's mask at start) and starts its threads there; a mask narrowed
- * any other way is the caller's choice and kept. */
+ * OMP_PLACES is set (as the OpenMP specification asks; libgomp before main,
+ * libomp at the first OpenMP call), so under a cluster's usual
+ * OMP_PROC_BIND=true the calling thread's mask is one CPU, and every thread
+ * it creates inherits that CPU. Counting that mask gave one CPU worker, and
+ * every GPU host thread shared that one CPU with it. Where the calling
+ * thread's mask is exactly the CPUs of the place OpenMP bound it to, the
+ * runtime counts the CPUs of all the places (built by OpenMP from the
+ * process's mask at start) and its GPU host threads move there
+ * (mgpu__cpus_apply); a mask narrowed any other way is the caller's choice
+ * and kept. The CPU workers need nothing: OpenMP binds them to places
+ * whatever the mask of the thread that starts the team. */
 int mgpu__runtime_cpus(mgpu__cpus_t *wide, int *bound_p) {
   wide->set = NULL;
   wide->size = 0;
   *bound_p = 0;
 #ifdef HAVE_SCHED_GETAFFINITY
+  /* Asked first: LLVM's libomp binds a thread at its first OpenMP call. */
+  int place = omp_get_place_num(), nplaces = omp_get_num_places();
   size_t ncpu;
   cpu_set_t *mine = thread_mask(&ncpu);
   if (mine) {
     size_t size = CPU_ALLOC_SIZE(ncpu);
     int n = CPU_COUNT_S(size, mine);
-    int place = omp_get_place_num(), nplaces = omp_get_num_places();
     if (place >= 0 && nplaces > 1) {
       cpu_set_t *own = CPU_ALLOC(ncpu), *all = CPU_ALLOC(ncpu);
       if (own && all) {
@@ -99,21 +103,13 @@ void mgpu__cpus_free(mgpu__cpus_t *c) {
   c->set = NULL;
 }
 
-int mgpu__thread_create(const mgpu__cpus_t *cpus, pthread_t *t, void *(*fn)(void *), void *arg) {
-  pthread_attr_t attr;
-  int rc = pthread_attr_init(&attr);
-  if (rc != 0) return rc;
-#ifdef HAVE_PTHREAD_ATTR_SETAFFINITY_NP
-  if (cpus && cpus->set && (rc = pthread_attr_setaffinity_np(&attr, cpus->size, cpus->set)) != 0) {
-    pthread_attr_destroy(&attr);
-    return rc;
-  }
+void mgpu__cpus_apply(const mgpu__cpus_t *c) {
+#ifdef HAVE_SCHED_GETAFFINITY
+  if (c->set && sched_setaffinity(0, c->size, c->set) != 0)
+    mgpu__log(MGPU_LOG_WARN, "cannot move a runtime thread onto the CPUs of the OpenMP places: %s", strerror(errno));
 #else
-  (void)cpus;
+  (void)c;
 #endif
-  rc = pthread_create(t, &attr, fn, arg);
-  pthread_attr_destroy(&attr);
-  return rc;
 }
 
 int mgpu__affinity_cores(void) {

@@ -4,6 +4,7 @@
 #include "testutil.h"
 #include "hostcpu.h"
 
+#include <omp.h>
 #include <sched.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -114,44 +115,74 @@ START_TEST(test_hostcpu) {
 }
 END_TEST
 
-/* In a child with a one-CPU affinity mask, the runtime sees one core and
- * starts one CPU worker by default. */
-START_TEST(test_affinity_child) {
-  pid_t pid = fork();
-  ck_assert_int_ge(pid, 0);
-  if (pid == 0) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(0, &set);
-    if (sched_setaffinity(0, sizeof set, &set) != 0) _exit(3);
-    if (mgpu__affinity_cores() != 1) _exit(4);
-    mgpu_config_t c;
-    mgpu_config_init(&c);
-    c.ignore_env = 1;
-    c.debug = 0;
-    mgpu_runtime_t *rt;
-    if (mgpu_init(&c, &rt) != MGPU_OK) _exit(5);
-    const char *how;
-    int ok = mgpu_usable_cores(rt, &how) == 1 && mgpu_num_cpu_workers(rt) == 1 && strstr(how, "1 of") != NULL;
-    mgpu_finalize(rt);
-    _exit(ok ? 0 : 6);
-  }
-  int status;
-  waitpid(pid, &status, 0);
-  ck_assert(WIFEXITED(status));
-  ck_assert_int_eq(WEXITSTATUS(status), 0);
-}
-END_TEST
-
-/* Fewest CPUs in the affinity mask of a thread that ran an emulated GPU's
- * chunk (the emulator's stream threads, started by the GPU host thread). */
-static _Atomic int gpu_thread_cpus = 1 << 30;
+/* The affinity tests run in a new process of this program (a mode of
+ * main), started by run_child with OpenMP's binding as they need it: OpenMP
+ * reads OMP_PROC_BIND and OMP_PLACES when the process starts. */
+static char self_path[4096];
 
 static int mask_cpus(void) {
   cpu_set_t set;
   CPU_ZERO(&set);
   return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : -1;
 }
+
+/* Runs this program as `self_path mode` with OMP_PROC_BIND set to `bind`
+ * (NULL: unset) and OMP_PLACES unset, from every CPU this process may use
+ * (under an OMP_PROC_BIND of make's, OpenMP bound this one to one CPU);
+ * returns its exit status, 77 where it skipped (and says why). */
+static int run_child(const char *mode, const char *bind) {
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    mgpu__cpus_t all;
+    int bound;
+    mgpu__runtime_cpus(&all, &bound);
+    mgpu__cpus_apply(&all);
+    if (bind) setenv("OMP_PROC_BIND", bind, 1);
+    else unsetenv("OMP_PROC_BIND");
+    unsetenv("OMP_PLACES");
+    execl(self_path, self_path, mode, (char *)NULL);
+    _exit(126);
+  }
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) printf("%s: skipped\n", mode);
+  return WEXITSTATUS(status);
+}
+
+/* --mask-child: with a one-CPU affinity mask of its own (no OpenMP binding),
+ * the runtime sees one core and starts one CPU worker by default. */
+static int mask_child(void) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 3;
+  int first = 0;
+  while (first < CPU_SETSIZE && !CPU_ISSET(first, &set)) first++;
+  CPU_ZERO(&set);
+  CPU_SET(first, &set);
+  if (sched_setaffinity(0, sizeof set, &set) != 0) return 3;
+  if (mgpu__affinity_cores() != 1) return 4;
+  mgpu_config_t c;
+  mgpu_config_init(&c);
+  c.ignore_env = 1;
+  c.debug = 0;
+  mgpu_runtime_t *rt;
+  if (mgpu_init(&c, &rt) != MGPU_OK) return 5;
+  const char *how;
+  int ok = mgpu_usable_cores(rt, &how) == 1 && mgpu_num_cpu_workers(rt) == 1 && strstr(how, "1 of") != NULL;
+  mgpu_finalize(rt);
+  return ok ? 0 : 6;
+}
+
+START_TEST(test_affinity_child) {
+  ck_assert_int_eq(run_child("--mask-child", NULL), 0);
+}
+END_TEST
+
+/* Fewest CPUs in the affinity mask of a thread that ran an emulated GPU's
+ * chunk (the emulator's stream threads, started by the GPU host thread). */
+static _Atomic int gpu_thread_cpus = 1 << 30;
 
 static int note_cpus(const mgpu_chunk_t *c) {
   int n = mask_cpus();
@@ -162,12 +193,22 @@ static int note_cpus(const mgpu_chunk_t *c) {
   return 0;
 }
 
-/* The child of test_openmp_bound_caller, started with OMP_PROC_BIND=true:
- * OpenMP has bound this (initial) thread to the first of `places` places.
- * Exit 0 when the runtime counts and uses every CPU of the places, 77 when
- * this OpenMP did not bind the thread, another code naming what failed. */
-static int bound_child(int places) {
-  if (mask_cpus() != 1) return 77;
+/* --bound-child, started with OMP_PROC_BIND=true: OpenMP has bound this
+ * (initial) thread to its first place, before main (libgomp) or at this
+ * program's first OpenMP call (libomp). Exit 0 when the runtime counts every
+ * CPU of the places and runs its GPU host thread on them, 77 where this
+ * cannot be tried, another code naming the check that failed. */
+static int bound_child(void) {
+  int nplaces = omp_get_num_places(), place = omp_get_place_num();
+  if (nplaces < 2 || place < 0 || mask_cpus() != 1) return 77;
+  int places = 0, other = -1; /* CPUs of all the places; one of another place */
+  for (int p = 0; p < nplaces; p++) {
+    int ids[64], k = omp_get_place_num_procs(p);
+    if (k < 1 || k > 64) return 77;
+    omp_get_place_proc_ids(p, ids);
+    places += k;
+    if (p != place && other < 0) other = ids[0];
+  }
   mgpu_runtime_t *rt;
   mgpu_config_t c = mgpu_test_config(0, 1);
   c.num_threads = -1; /* the default: usable cores less the GPUs */
@@ -176,7 +217,10 @@ static int bound_child(int places) {
   const char *how;
   int cores = mgpu_usable_cores(rt, &how);
   if (!strstr(how, "in the OpenMP places (OpenMP binds the calling thread to 1)")) return 11;
-  if (cores < 2) return 12; /* a cgroup quota may allow fewer than the places */
+  if (cores < 2) { /* a cgroup CPU quota allows fewer than the places */
+    mgpu_finalize(rt);
+    return 77;
+  }
   if (mgpu_num_cpu_workers(rt) != MGPU_MAX(1, cores - 1)) return 13;
   static uint64_t y[4096];
   mgpu_kernel_t k = {.name = "note_cpus", .cpu = note_cpus, .gpu = note_cpus, .nout = 1, .out_size = {8}};
@@ -190,50 +234,72 @@ static int bound_child(int places) {
   /* A mask narrowed by the caller to something other than its place is kept. */
   cpu_set_t set;
   CPU_ZERO(&set);
-  sched_getaffinity(0, sizeof set, &set);
-  int mine = -1, other = -1;
-  for (int i = 0; i < CPU_SETSIZE && (mine < 0 || other < 0); i++)
-    if (CPU_ISSET(i, &set)) mine = i;
-    else if (other < 0) other = i;
-  CPU_ZERO(&set);
   CPU_SET(other, &set);
-  if (other < 0 || sched_setaffinity(0, sizeof set, &set) != 0) return 17;
+  if (sched_setaffinity(0, sizeof set, &set) != 0) return 17;
   if (mgpu__affinity_cores() != 1) return 18;
   return 0;
 }
 
-static char self_path[4096];
-
 /* Under OMP_PROC_BIND (or OMP_PLACES), OpenMP binds the initial thread to
- * its first place before main, and the threads it creates inherit that one
- * CPU: the runtime counted one usable core and ran its GPU host threads on
- * it. In a new process with OMP_PROC_BIND=true (OpenMP reads it at start),
- * the runtime counts every CPU of the places and runs its threads there. */
+ * its first place, and the threads it creates inherit that one CPU: the
+ * runtime counted one usable core and ran its GPU host threads on it. */
 START_TEST(test_openmp_bound_caller) {
-  int cpus = mgpu__affinity_cores();
-  if (cpus < 2) {
+  if (mgpu__affinity_cores() < 2) {
     printf("test_openmp_bound_caller: needs 2 CPUs, skipped\n");
     return;
   }
-  pid_t pid = fork();
-  ck_assert_int_ge(pid, 0);
-  if (pid == 0) {
-    char arg[32];
-    snprintf(arg, sizeof arg, "%d", cpus);
-    setenv("OMP_PROC_BIND", "true", 1);
-    unsetenv("OMP_PLACES");
-    execl(self_path, self_path, "--bound-child", arg, (char *)NULL);
-    _exit(126);
-  }
-  int status;
-  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-  ck_assert(WIFEXITED(status));
-  if (WEXITSTATUS(status) == 77) {
-    printf("test_openmp_bound_caller: OpenMP did not bind the initial thread, skipped\n");
+  int rc = run_child("--bound-child", "true");
+  ck_assert_msg(rc == 0 || rc == 77, "the OMP_PROC_BIND=true child failed check %d (see bound_child)", rc);
+}
+END_TEST
+
+/* CPUs (as bits, CPUs 0..63) of the affinity mask of each CPU worker that ran a chunk. */
+static _Atomic uint64_t worker_cpus[2];
+
+static int note_worker(const mgpu_chunk_t *c) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  sched_getaffinity(0, sizeof set, &set);
+  uint64_t bits = 0;
+  for (int i = 0; i < 64; i++)
+    if (CPU_ISSET(i, &set)) bits |= (uint64_t)1 << i;
+  if (c->worker >= 0 && c->worker < 2) atomic_store(&worker_cpus[c->worker], bits);
+  mgpu_test_sleep(0.5e-3 * (double)c->count);
+  uint64_t *y = c->out[0];
+  for (size_t i = 0; i < c->count; i++) y[i] = c->first + i;
+  return 0;
+}
+
+/* --master-child, started with OMP_PROC_BIND=master: two CPU workers, each
+ * of which must run on a place of its own (0), not share one (16). */
+static int master_child(void) {
+  if (omp_get_num_places() < 2 || omp_get_place_num_procs(0) != 1 || omp_get_place_num_procs(1) != 1) return 77;
+  mgpu_runtime_t *rt;
+  mgpu_config_t c = mgpu_test_config(2, 0);
+  c.sched = MGPU_SCHED_CPU;
+  if (mgpu_init(&c, &rt) != MGPU_OK) return 10;
+  static uint64_t y[64];
+  mgpu_kernel_t k = {.name = "note_worker", .cpu = note_worker, .nout = 1, .out_size = {8}};
+  mgpu_batch_t b = {.kernel = &k, .n = 64, .out = {y}};
+  mgpu_stats_t st;
+  if (mgpu_run(rt, &b, &st) != MGPU_OK) return 14;
+  mgpu_finalize(rt);
+  for (size_t i = 0; i < 64; i++)
+    if (y[i] != i) return 15;
+  uint64_t a = atomic_load(&worker_cpus[0]), z = atomic_load(&worker_cpus[1]);
+  if (!a || !z) return 77; /* one worker took every chunk: nothing to compare */
+  return __builtin_popcountll(a | z) >= 2 ? 0 : 16;
+}
+
+/* Under OMP_PROC_BIND=master (primary) OpenMP binds a team to its first
+ * thread's place: the runtime's CPU workers all ran on one CPU. */
+START_TEST(test_openmp_master_binding) {
+  if (mgpu__affinity_cores() < 2) {
+    printf("test_openmp_master_binding: needs 2 CPUs, skipped\n");
     return;
   }
-  ck_assert_msg(WEXITSTATUS(status) == 0, "the OMP_PROC_BIND=true child failed check %d (see bound_child)",
-                WEXITSTATUS(status));
+  int rc = run_child("--master-child", "master");
+  ck_assert_msg(rc == 0 || rc == 77, "the OMP_PROC_BIND=master child failed check %d (see master_child)", rc);
 }
 END_TEST
 
@@ -253,7 +319,9 @@ START_TEST(test_cpu_only_runtime) {
 END_TEST
 
 int main(int argc, char **argv) {
-  if (argc == 3 && strcmp(argv[1], "--bound-child") == 0) return bound_child(atoi(argv[2]));
+  if (argc == 2 && strcmp(argv[1], "--mask-child") == 0) return mask_child();
+  if (argc == 2 && strcmp(argv[1], "--bound-child") == 0) return bound_child();
+  if (argc == 2 && strcmp(argv[1], "--master-child") == 0) return master_child();
   ssize_t len = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
   if (len > 0) self_path[len] = '\0';
   Suite *s = suite_create("topology");
@@ -265,6 +333,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, test_hostcpu);
   tcase_add_test(tc, test_affinity_child);
   tcase_add_test(tc, test_openmp_bound_caller);
+  tcase_add_test(tc, test_openmp_master_binding);
   tcase_add_test(tc, test_cpu_only_runtime);
   suite_add_tcase(s, tc);
   return mgpu_test_main(s);
