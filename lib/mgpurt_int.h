@@ -104,8 +104,8 @@ int mgpu__check_ratios(const double *r, int n, char *why, size_t whylen);
 int mgpu__parse_ratios(const char *s, double *out, int max, int *n_p, char *why, size_t whylen);
 
 /* ----------------------------------------------------------- topology.c */
-/* CPUs for the runtime's threads where they differ from the creating
- * thread's mask (set NULL: the threads inherit it). */
+/* CPUs for the runtime's GPU host threads where they differ from the mask
+ * of mgpu_init's caller (set NULL: they inherit it). */
 typedef struct {
   void *set; /* a cpu_set_t of `size` bytes (CPU_ALLOC) */
   size_t size;
@@ -309,7 +309,7 @@ struct mgpu_runtime {
   mgpu__config_t cfg;
   int usable_cores;
   char cores_how[256];
-  mgpu__cpus_t cpus;           /* where its threads run, if not where mgpu_init's caller does */
+  mgpu__cpus_t cpus;           /* where its GPU host threads run, if not where mgpu_init's caller does */
   const mgpu_dev_ops_t *dev;   /* back end of the GPU workers, NULL when none */
   int ngpus;
   double prior_ratio;          /* device-to-core ratio before measurements */

@@ -1,6 +1,6 @@
 /*
  * topology.c: how many CPU cores this process may really use, and where the
- * runtime's threads may run: the affinity mask (widened to OpenMP's places
+ * runtime's GPU host threads run: the affinity mask (widened to OpenMP's places
  * where OpenMP bound the calling thread to one of them), capped by the cgroup
  * CPU quota (v2 cpu.max or v1 cfs quota) of its cgroup and every ancestor, as
  * containers set them.
@@ -106,7 +106,7 @@ void mgpu__cpus_free(mgpu__cpus_t *c) {
 void mgpu__cpus_apply(const mgpu__cpus_t *c) {
 #ifdef HAVE_SCHED_GETAFFINITY
   if (c->set && sched_setaffinity(0, c->size, c->set) != 0)
-    mgpu__log(MGPU_LOG_WARN, "cannot move a runtime thread onto the CPUs of the OpenMP places: %s", strerror(errno));
+    mgpu__log(MGPU_LOG_WARN, "cannot move a GPU host thread onto the CPUs of the OpenMP places: %s", strerror(errno));
 #else
   (void)c;
 #endif
