@@ -291,6 +291,8 @@ struct mgpu__worker {
   mgpu__tev_t *trace;      /* MGPU_TRACE events; written by this worker only */
   size_t ntrace, trace_cap;
   uint64_t trace_dropped;
+  mgpu__batch_t **cand;    /* the batches a claim looks at (sched.c); this worker's thread only */
+  int cand_cap;
 } __attribute__((aligned(MGPU_CACHELINE)));
 
 /* stage.c: a GPU's staging copy, cut into pieces that CPU workers help copy. */

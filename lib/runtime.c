@@ -38,6 +38,7 @@ static void free_runtime(mgpu_runtime_t *rt) {
   free(rt->btrace);
   for (int i = 0; rt->workers && i < rt->nworkers; i++) {
     free(rt->workers[i].scratch);
+    free(rt->workers[i].cand);
     mgpu__trace_free(&rt->workers[i]);
   }
   free(rt->workers);

@@ -727,18 +727,28 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
   return false;
 }
 
-/* Collect the batches worker w may work on, in the order it prefers them. */
-static int candidates(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t **out, int max) {
+/* Collect every batch worker w may work on into w->cand, in the order it
+ * prefers them; returns how many. Every active batch is looked at: a worker
+ * that skipped some would sleep while they still hold items (the tail rule
+ * keeps the other workers from taking its share). */
+static int candidates(mgpu_runtime_t *rt, mgpu__worker_t *w) {
   int n = 0;
   pthread_mutex_lock(&rt->lock);
   /* CPU workers first look at work only CPUs can do. */
   for (int pass = (w->kind == MGPU_WORKER_CPU ? 0 : 1); pass < 2; pass++) {
-    for (mgpu__batch_t *b = rt->active_head; b && n < max; b = b->next) {
+    for (mgpu__batch_t *b = rt->active_head; b; b = b->next) {
       bool cpu_only = !b->gpu_ok;
       if (w->kind == MGPU_WORKER_CPU && (pass == 0) != cpu_only) continue;
       if (!eligible(rt, b, w)) continue;
+      if (n == w->cand_cap) {
+        int cap = w->cand_cap ? 2 * w->cand_cap : 64;
+        mgpu__batch_t **p = realloc(w->cand, sizeof *p * (size_t)cap);
+        if (!p) MGPU_PANIC("out of memory listing the active batches");
+        w->cand = p;
+        w->cand_cap = cap;
+      }
       mgpu__batch_ref(b);
-      out[n++] = b;
+      w->cand[n++] = b;
     }
   }
   pthread_mutex_unlock(&rt->lock);
@@ -761,9 +771,8 @@ bool mgpu__claim(mgpu_runtime_t *rt, mgpu__worker_t *w, size_t max_items, double
       !(w->kind == MGPU_WORKER_CPU && b->gpu_ok && atomic_load_explicit(&rt->n_active_cpu_only, memory_order_relaxed))) {
     if (take_own(b, w, max_items, target_s, c)) return true;
   }
-  enum { MAXC = 64 };
-  mgpu__batch_t *cand[MAXC];
-  int n = candidates(rt, w, cand, MAXC);
+  int n = candidates(rt, w);
+  mgpu__batch_t **cand = w->cand;
   bool got = false;
   for (int phase = 0; phase < 3 && !got; phase++) {
     for (int i = 0; i < n && !got; i++) {

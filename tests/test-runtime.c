@@ -386,7 +386,7 @@ static void *watchdog(void *arg) {
   double deadline = mgpu__now() + *(double *)arg;
   while (!atomic_load(&stress_done)) {
     if (mgpu__now() > deadline) {
-      fprintf(stderr, "watchdog: the stress test did not finish in time (deadlock?)\n");
+      fprintf(stderr, "watchdog: the test did not finish in time (deadlock?)\n");
       _exit(1);
     }
     mgpu_test_sleep(0.05);
@@ -416,6 +416,77 @@ START_TEST(test_stress_16_threads) {
   ck_assert_uint_eq(st.batches, T * 60);
   mgpu_finalize(rt);
 }
+END_TEST
+
+/* More batches in flight than any fixed window: T threads each submit their
+ * share of NB small batches without waiting, then wait on all of them. Every
+ * batch must complete with every item computed exactly once, in bounded time
+ * (the watchdog), on CPU workers alone and with emulated GPUs. */
+typedef struct {
+  mgpu_runtime_t *rt;
+  int first, count;
+  uint64_t *x, *y;
+  _Atomic uint32_t *hits;
+  axpk_arg_t *args;
+  int failures;
+} inflight_t;
+
+enum { INFLIGHT_ITEMS = 37 };
+
+static void *inflight_submitter(void *arg) {
+  inflight_t *s = arg;
+  mgpu_event_t **ev = calloc((size_t)s->count, sizeof *ev);
+  for (int i = 0; i < s->count; i++) {
+    size_t off = (size_t)(s->first + i) * INFLIGHT_ITEMS;
+    axpk_arg_t *a = &s->args[s->first + i];
+    *a = (axpk_arg_t){.k = (uint64_t)(s->first + i), .count = s->hits + off};
+    mgpu_batch_t b = axpk_batch(i % 3 ? &axpk_cpu_only : &axpk, INFLIGHT_ITEMS, s->x + off, s->y + off, a);
+    if (mgpu_submit(s->rt, &b, 0, NULL, &ev[i]) != MGPU_OK) s->failures++, ev[i] = NULL;
+  }
+  for (int i = 0; i < s->count; i++)
+    if (ev[i] && mgpu_event_wait(ev[i], NULL) != MGPU_OK) s->failures++;
+  for (int i = 0; i < s->count; i++)
+    if (ev[i]) mgpu_event_release(ev[i]);
+  free(ev);
+  return NULL;
+}
+
+static void run_inflight(int cpus, int emu) {
+  enum { NB = 1000, T = 4 };
+  mgpu_config_t c = mgpu_test_config(cpus, emu);
+  c.debug = 0;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  size_t n = (size_t)NB * INFLIGHT_ITEMS;
+  uint64_t *x = malloc(n * sizeof *x), *y = calloc(n, sizeof *y);
+  _Atomic uint32_t *hits = calloc(n, sizeof *hits);
+  axpk_arg_t *args = calloc(NB, sizeof *args);
+  for (size_t i = 0; i < n; i++) x[i] = i * 7 + 1;
+  double bound = mgpu_test_timing() ? 60 : 900;
+  pthread_t wd, th[T];
+  inflight_t s[T];
+  atomic_store(&stress_done, 0);
+  pthread_create(&wd, NULL, watchdog, &bound);
+  for (int t = 0; t < T; t++) {
+    s[t] = (inflight_t){rt, t * (NB / T), NB / T, x, y, hits, args, 0};
+    pthread_create(&th[t], NULL, inflight_submitter, &s[t]);
+  }
+  int failures = 0;
+  for (int t = 0; t < T; t++) pthread_join(th[t], NULL), failures += s[t].failures;
+  atomic_store(&stress_done, 1);
+  pthread_join(wd, NULL);
+  ck_assert_int_eq(failures, 0);
+  for (size_t i = 0; i < n; i++) {
+    ck_assert_uint_eq(atomic_load(&hits[i]), 1);
+    ck_assert_uint_eq(y[i], x[i] * 3 + i / INFLIGHT_ITEMS);
+  }
+  mgpu_finalize(rt);
+  free(x), free(y), free(hits), free(args);
+}
+
+START_TEST(test_many_batches_in_flight_cpu) { run_inflight(2, 0); }
+END_TEST
+START_TEST(test_many_batches_in_flight_gpu) { run_inflight(1, 2); }
 END_TEST
 
 START_TEST(test_overlap_cpu_and_gpu_batches) {
@@ -1249,5 +1320,10 @@ int main(void) {
   tcase_add_test(tc, test_buffer_growth_waits_for_no_other_stream);
   tcase_add_test(tc, test_tail_copy_out_shared);
   suite_add_tcase(s, tc);
+  TCase *inflight = tcase_create("inflight");
+  tcase_set_timeout(inflight, 120);
+  tcase_add_test(inflight, test_many_batches_in_flight_cpu);
+  tcase_add_test(inflight, test_many_batches_in_flight_gpu);
+  suite_add_tcase(s, inflight);
   return mgpu_test_main(s);
 }
