@@ -79,7 +79,7 @@ MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *d, si
   if (rst != MGPU_OK) return rst;
   if (!d) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch is NULL");
   if (!done_p) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: done_p is NULL");
-  mgpu_status_t st = mgpu__check_deps("mgpu_submit", ndeps, deps);
+  mgpu_status_t st = mgpu__check_deps(rt, "mgpu_submit", ndeps, deps);
   if (st != MGPU_OK) return st;
   st = check_batch(rt, d);
   if (st != MGPU_OK) return st;
@@ -130,12 +130,16 @@ MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *d, si
   return mgpu__enqueue(rt, b, ndeps, deps, done_p);
 }
 
-mgpu_status_t mgpu__check_deps(const char *fn, size_t ndeps, mgpu_event_t *const *deps) {
+mgpu_status_t mgpu__check_deps(const mgpu_runtime_t *rt, const char *fn, size_t ndeps, mgpu_event_t *const *deps) {
   if (ndeps > 0 && !deps) return mgpu__fail(MGPU_EINVAL, "%s: deps is NULL with ndeps = %zu", fn, ndeps);
   for (size_t i = 0; i < ndeps; i++) {
     if (!deps[i]) return mgpu__fail(MGPU_EINVAL, "%s: deps[%zu] is NULL", fn, i);
     if (!mgpu__handle_live(MGPU_H_EVENT, deps[i]))
       return mgpu__fail(MGPU_EINVAL, "%s: deps[%zu] is not a live event (released already?)", fn, i);
+    /* A completing batch starts its dependents on its own runtime's workers. */
+    if (((const mgpu__batch_t *)deps[i])->rt != rt)
+      return mgpu__fail(MGPU_EINVAL, "%s: deps[%zu] is an event of another runtime; a dependency must come from "
+                                     "the runtime the batch is submitted to (wait on the other event first)", fn, i);
   }
   return MGPU_OK;
 }

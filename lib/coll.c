@@ -173,7 +173,7 @@ static mgpu_status_t collective(mgpu_runtime_t *rt, int kind, const void *const 
   mgpu_status_t st = mgpu__check_rt(rt, fn);
   if (st != MGPU_OK) return st;
   if (async && !done_p) return mgpu__fail(MGPU_EINVAL, "%s: done_p is NULL", fn);
-  if ((st = mgpu__check_deps(fn, ndeps, deps)) != MGPU_OK) return st;
+  if ((st = mgpu__check_deps(rt, fn, ndeps, deps)) != MGPU_OK) return st;
   if (rt->ngpus == 0) return mgpu__fail(MGPU_ENODEV, "%s: the runtime has no GPU", fn);
   size_t es = mgpu_dtype_size(dt);
   if (es == 0) return mgpu__fail(MGPU_EINVAL, "%s: dtype %d is not one of MGPU_INT32, MGPU_INT64, MGPU_UINT64, "

@@ -54,7 +54,7 @@ void mgpu__cpu_worker_loop(mgpu_runtime_t *rt, mgpu__worker_t *w) {
       continue;
     }
     if (atomic_load(&c.b->failed)) {
-      mgpu__complete(rt, w, &c, 0, 0); /* the batch failed: drop, do not compute */
+      mgpu__drop(rt, w, &c); /* the batch failed: drop, do not compute */
       continue;
     }
     double busy = 0;

@@ -671,7 +671,7 @@ report:
       slot_t *s = &gp->slots[(gp->oldest + gp->inflight) % gp->nslots];
       if (mgpu__claim(rt, w, SIZE_MAX, MGPU_GPU_TARGET_S, &s->claim)) {
         if (atomic_load(&s->claim.b->failed)) {
-          mgpu__complete(rt, w, &s->claim, 0, 0);
+          mgpu__drop(rt, w, &s->claim);
           continue;
         }
         double t_claimed = mgpu__now(); /* issue() sets t_issue once the buffers are there */

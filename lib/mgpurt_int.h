@@ -456,6 +456,8 @@ typedef struct {
 bool mgpu__claim(mgpu_runtime_t *rt, mgpu__worker_t *w, size_t max_items, double target_s, mgpu__claim_t *c);
 /* Report a finished claim (ok) or give it back for recomputation (failed GPU chunk). */
 void mgpu__complete(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, double busy_s, int kernel_rc);
+/* Close a claim of a failed batch without computing it. */
+void mgpu__drop(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c);
 void mgpu__giveback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c);
 /* Mark a GPU worker retired and wake the others to take its ranges. */
 void mgpu__retire(mgpu_runtime_t *rt, mgpu__worker_t *w, const char *why);
@@ -532,7 +534,7 @@ size_t mgpu__steal_share(const mgpu__steal_view_t *v);
 /* batch.c: register b (fields set, refs not) behind its dependencies; frees b on failure. */
 mgpu_status_t mgpu__enqueue(mgpu_runtime_t *rt, mgpu__batch_t *b, size_t ndeps, mgpu_event_t *const *deps,
                             mgpu_event_t **done_p);
-mgpu_status_t mgpu__check_deps(const char *fn, size_t ndeps, mgpu_event_t *const *deps);
+mgpu_status_t mgpu__check_deps(const mgpu_runtime_t *rt, const char *fn, size_t ndeps, mgpu_event_t *const *deps);
 const char *mgpu__task_why(struct mgpu__task *t); /* task.c */
 /* Complete a batch or task: publish its status, release dependents. */
 void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b);

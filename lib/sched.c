@@ -793,7 +793,10 @@ bool mgpu__claim(mgpu_runtime_t *rt, mgpu__worker_t *w, size_t max_items, double
 
 /* --------------------------------------------------------------- completion */
 
-void mgpu__complete(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, double busy_s, int kernel_rc) {
+/* Close claim c: computed (its kernel ran, kernel_rc its result) or dropped
+ * (its batch had failed). Statistics count the items a kernel computed. */
+static void close_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, double busy_s, int kernel_rc,
+                        bool computed) {
   mgpu__batch_t *b = c->b;
   mgpu_worker_stats_t *ws = &b->wstats[w->id];
   if (kernel_rc != 0) {
@@ -814,11 +817,14 @@ void mgpu__complete(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, dou
       mgpu__prof_add(row, row + MGPU_PROF_BINS, b->desc.n, c->first, c->count, busy_s);
     }
   }
-  ws->items += c->count;
-  ws->chunks++;
+  if (computed) {
+    size_t items = kernel_rc == 0 ? c->count : 0;
+    ws->items += items;
+    ws->chunks++;
+    atomic_fetch_add_explicit(&w->items, items, memory_order_relaxed);
+    atomic_fetch_add_explicit(&w->chunks, 1, memory_order_relaxed);
+  }
   ws->busy_s += busy_s;
-  atomic_fetch_add_explicit(&w->items, c->count, memory_order_relaxed);
-  atomic_fetch_add_explicit(&w->chunks, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&w->busy_ns, (uint64_t)(busy_s * 1e9), memory_order_relaxed);
   atomic_fetch_sub_explicit(&b->ranges[w->id].pending, c->count, memory_order_relaxed);
   atomic_fetch_sub_explicit(&b->ranges[w->id].pending_ns, c->cost_ns, memory_order_relaxed);
@@ -828,11 +834,17 @@ void mgpu__complete(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, dou
   c->b = NULL;
 }
 
+void mgpu__complete(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, double busy_s, int kernel_rc) {
+  close_claim(rt, w, c, busy_s, kernel_rc, true);
+}
+
+void mgpu__drop(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) { close_claim(rt, w, c, 0, 0, false); }
+
 void mgpu__giveback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
   mgpu__batch_t *b = c->b;
   if (atomic_load(&b->failed)) {
     /* The batch has failed already: the items are dropped, not recomputed. */
-    mgpu__complete(rt, w, c, 0, 0);
+    mgpu__drop(rt, w, c);
     return;
   }
   pthread_mutex_lock(&b->lock);

@@ -121,6 +121,8 @@ START_TEST(test_kernel_failure) {
   ck_assert_int_eq(mgpu_event_wait(ef, &st), MGPU_EKERNEL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "failing"));
   ck_assert(st.failed_first <= bad && bad < st.failed_first + st.failed_count);
+  /* Statistics count what a kernel computed: not the failed chunk's items. */
+  ck_assert_uint_le(st.items + st.failed_count, n);
   /* The other batch is unaffected; the dependent one fails with EDEP. */
   ck_assert_int_eq(mgpu_event_wait(eo, NULL), MGPU_OK);
   for (size_t i = 0; i < n; i++)
@@ -133,6 +135,29 @@ START_TEST(test_kernel_failure) {
   mgpu_event_release(edep);
   free(y), free(x), free(z);
   mgpu_finalize(rt);
+}
+END_TEST
+
+/* An event of another runtime is refused as a dependency: the runtimes share
+ * no workers, so the dependent batch could not be started on its own. */
+START_TEST(test_dependency_on_other_runtime) {
+  mgpu_runtime_t *r1 = start(1, 0), *r2 = start(1, 0);
+  cost_arg_t ca = {1e-3};
+  mgpu_batch_t slow = {.kernel = &cpu_sleep, .n = 50, .arg = &ca, .arg_size = sizeof ca};
+  mgpu_event_t *e1, *e2 = NULL;
+  ck_assert_int_eq(mgpu_submit(r1, &slow, 0, NULL, &e1), MGPU_OK);
+  uint64_t x[16] = {0}, y[16];
+  axpk_arg_t a = {1, NULL};
+  mgpu_batch_t b = axpk_batch(&axpk_cpu_only, 16, x, y, &a);
+  ck_assert_int_eq(mgpu_submit(r2, &b, 1, &e1, &e2), MGPU_EINVAL);
+  ck_assert_ptr_null(e2);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "another runtime"));
+  ck_assert_int_eq(mgpu_event_wait(e1, NULL), MGPU_OK);
+  /* Finished makes no difference: the rule does not depend on timing. */
+  ck_assert_int_eq(mgpu_submit(r2, &b, 1, &e1, &e2), MGPU_EINVAL);
+  mgpu_event_release(e1);
+  mgpu_finalize(r2);
+  mgpu_finalize(r1);
 }
 END_TEST
 
@@ -1295,6 +1320,7 @@ int main(void) {
   tcase_add_test(tc, test_dependency_chain);
   tcase_add_test(tc, test_kernel_failure);
   tcase_add_test(tc, test_bad_arguments);
+  tcase_add_test(tc, test_dependency_on_other_runtime);
   tcase_add_test(tc, test_no_worker_for_kernel);
   tcase_add_test(tc, test_stale_handles);
   tcase_add_test(tc, test_many_submitters);
