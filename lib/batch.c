@@ -70,6 +70,9 @@ static mgpu_status_t check_batch(const mgpu_runtime_t *rt, const mgpu_batch_t *d
   if (per_item && d->n > SIZE_MAX / per_item)
     return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch->n = %zu items of %zu bytes in all overflows size_t", d->n,
                       per_item);
+  if (d->n > MGPU_MAX_ITEMS)
+    return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch->n = %zu items: expected at most MGPU_MAX_ITEMS (%zu)", d->n,
+                      MGPU_MAX_ITEMS);
   return MGPU_OK;
 }
 

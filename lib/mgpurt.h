@@ -45,6 +45,9 @@ extern "C" {
 
 /** Most inputs or outputs a kernel may have. */
 #define MGPU_MAX_ARGS 8
+/** Most items one batch may have (2^53): the scheduler's model counts items
+ * in doubles, which hold every count up to this one exactly. */
+#define MGPU_MAX_ITEMS ((size_t)1 << 53)
 /** Most replicated constants one batch may use. */
 #define MGPU_MAX_CONSTS 8
 /** Most GPUs one runtime drives. */

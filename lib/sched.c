@@ -35,16 +35,16 @@ void mgpu__split(const double *speed, int n, size_t items, size_t *share) {
   for (int i = 0; i < n; i++) total += speed[i] > 0 ? speed[i] : 0;
   for (int i = 0; i < n; i++) share[i] = 0;
   if (total <= 0 || items == 0) return;
+  /* Each share is capped by what is left, so the total never passes items
+   * nor wraps, however large items is (a double rounds SIZE_MAX up to 2^64). */
   size_t given = 0;
   for (int i = 0; i < n; i++) {
     if (speed[i] <= 0) continue;
-    double exact = (double)items * speed[i] / total;
-    share[i] = exact >= (double)items ? items : (size_t)floor(exact);
+    double exact = floor((double)items * (speed[i] / total));
+    size_t left = items - given;
+    share[i] = exact >= (double)left ? left : (size_t)exact;
     given += share[i];
   }
-  while (given > items) /* floating-point excess, a few items at most */
-    for (int i = n - 1; i >= 0 && given > items; i--)
-      if (share[i] > 0) share[i]--, given--;
   /* Each leftover item goes to the worker that would finish it first, so no
    * worker receives the whole remainder and a slow worker gets none it would
    * finish after everyone else (the tail rule, applied to the split). */

@@ -188,6 +188,16 @@ START_TEST(test_bad_arguments) {
   huge.n = SIZE_MAX / 4;
   ck_assert_int_eq(mgpu_submit(rt, &huge, 0, NULL, &ev), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "overflows"));
+  /* Items of no bytes: counts past MGPU_MAX_ITEMS are refused, at once. */
+  static const mgpu_kernel_t nobytes = {.name = "nobytes", .cpu = sleep_item};
+  cost_arg_t zero = {0};
+  mgpu_batch_t many_items = {.kernel = &nobytes, .arg = &zero, .arg_size = sizeof zero};
+  size_t counts[] = {SIZE_MAX, SIZE_MAX - 1, MGPU_MAX_ITEMS + 1};
+  for (int i = 0; i < 3; i++) {
+    many_items.n = counts[i];
+    ck_assert_int_eq(mgpu_submit(rt, &many_items, 0, NULL, &ev), MGPU_EINVAL);
+    ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "MGPU_MAX_ITEMS"));
+  }
   mgpu_kernel_t many = axpk;
   many.nin = MGPU_MAX_ARGS + 1;
   mgpu_batch_t toomany = b;

@@ -861,6 +861,18 @@ START_TEST(test_split) {
   size_t s7[7];
   mgpu__split(eq, 7, 20, s7);
   for (int i = 0; i < 7; i++) ck_assert(s7[i] == 2 || s7[i] == 3);
+  /* Counts near SIZE_MAX: the shares add up exactly, with no wrap (the test's
+   * timeout catches a remainder loop of 2^64 steps). */
+  size_t huge[] = {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX / 3 * 2, (size_t)1 << 63};
+  double sp3[3] = {1, 3, 7};
+  for (size_t h = 0; h < sizeof huge / sizeof huge[0]; h++) {
+    mgpu__split(sp3, 3, huge[h], share);
+    ck_assert_uint_ge(share[2], share[1]);
+    ck_assert_uint_ge(share[1], share[0]);
+    ck_assert_uint_eq(share[0] + share[1], huge[h] - share[2]);
+    mgpu__split(sp, 4, huge[h], share);
+    ck_assert_uint_eq(share[0] + share[1] + share[2], huge[h] - share[3]);
+  }
 }
 END_TEST
 
