@@ -292,7 +292,7 @@ typedef struct {
 typedef struct {
   mgpu_status_t status;
   double wall_s;          /**< batch: from start (dependencies met) to completion */
-  uint64_t items;
+  uint64_t items;         /**< items a kernel computed (a failed batch: fewer than n) */
   uint64_t chunks;
   uint64_t steals;
   uint64_t retries;
@@ -320,8 +320,10 @@ typedef struct mgpu_event mgpu_event_t;
  * mgpu_event_release). The batch descriptor may be reused at once; the arrays it
  * names may not, until the event completes.
  * Errors: MGPU_EINVAL (NULL kernel or cpu function, NULL array with n > 0, n times
- * an item size overflowing size_t, nin/nout outside 0..MGPU_MAX_ARGS, a destroyed
- * constant, a NULL dependency), MGPU_ESTATE (runtime finalizing), MGPU_ENOMEM.
+ * an item size overflowing size_t, n over MGPU_MAX_ITEMS, nin/nout outside
+ * 0..MGPU_MAX_ARGS, a destroyed constant, a NULL dependency or an event of
+ * another runtime: wait on such an event first), MGPU_ESTATE (runtime
+ * finalizing), MGPU_ENOMEM.
  */
 MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *batch, size_t ndeps,
                                    mgpu_event_t *const *deps, mgpu_event_t **done_p);
