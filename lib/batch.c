@@ -317,6 +317,11 @@ MGPU_API mgpu_status_t mgpu_runtime_stats(const mgpu_runtime_t *rt, mgpu_stats_t
   mgpu_status_t st = mgpu__check_rt(rt, "mgpu_runtime_stats");
   if (st != MGPU_OK) return st;
   if (!s) return mgpu__fail(MGPU_EINVAL, "mgpu_runtime_stats: stats is NULL");
+  mgpu__runtime_stats(rt, s);
+  return MGPU_OK;
+}
+
+void mgpu__runtime_stats(const mgpu_runtime_t *rt, mgpu_stats_t *s) {
   mgpu_worker_stats_t *user = s->worker;
   int cap = s->worker_cap;
   memset(s, 0, sizeof *s);
@@ -344,7 +349,6 @@ MGPU_API mgpu_status_t mgpu_runtime_stats(const mgpu_runtime_t *rt, mgpu_stats_t
     if (user && i < cap) user[i] = ws;
   }
   s->wall_s = mgpu__now() - rt->t_init;
-  return MGPU_OK;
 }
 
 MGPU_API void mgpu_stats_print(const mgpu_runtime_t *rt, const mgpu_stats_t *s, FILE *fp) {

@@ -534,6 +534,8 @@ size_t mgpu__steal_share(const mgpu__steal_view_t *v);
 /* batch.c: register b (fields set, refs not) behind its dependencies; frees b on failure. */
 mgpu_status_t mgpu__enqueue(mgpu_runtime_t *rt, mgpu__batch_t *b, size_t ndeps, mgpu_event_t *const *deps,
                             mgpu_event_t **done_p);
+/* mgpu_runtime_stats without the handle check, for finalize. */
+void mgpu__runtime_stats(const mgpu_runtime_t *rt, mgpu_stats_t *s);
 mgpu_status_t mgpu__check_deps(const mgpu_runtime_t *rt, const char *fn, size_t ndeps, mgpu_event_t *const *deps);
 const char *mgpu__task_why(struct mgpu__task *t); /* task.c */
 /* Complete a batch or task: publish its status, release dependents. */

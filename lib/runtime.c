@@ -199,7 +199,7 @@ static void finalize_now(mgpu_runtime_t *rt) {
   if (rt->cfg.v.stats) {
     mgpu_worker_stats_t *ws = calloc((size_t)rt->nworkers, sizeof *ws);
     mgpu_stats_t s = {.worker = ws, .worker_cap = ws ? rt->nworkers : 0};
-    mgpu_runtime_stats(rt, &s);
+    mgpu__runtime_stats(rt, &s); /* the handle is gone already: no mgpu_runtime_stats */
     fprintf(stderr, "libmgpurt statistics: %llu batches, %d CPU workers, %d GPUs\n", (unsigned long long)s.batches,
             rt->ncpu, rt->ngpus);
     mgpu_stats_print(rt, &s, stderr);

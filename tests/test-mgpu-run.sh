@@ -356,7 +356,13 @@ if command -v script >/dev/null 2>&1; then
 fi
 out=$("$run" mulmod -n 200000 --intensity 3000 --repeat 1 --num-gpus 0 2>&1)
 if printf '%s' "$out" | grep -q "s left"; then bad "progress bar without a terminal"; else ok; fi
-# MGPU_STATS=1 prints the per-worker table at finalize.
-expect 0 "libmgpurt statistics" -- env MGPU_STATS=1 "$run" mulmod -n 1000 --intensity 3 --repeat 1 -q
+# MGPU_STATS=1 prints the per-worker table at finalize, with the run's numbers:
+# a warm-up and a timed batch of 1000 items, on two CPU workers.
+out=$(env MGPU_STATS=1 "$run" mulmod -n 1000 --intensity 3 --repeat 1 --threads 2 --num-gpus 0 -q 2>&1)
+case $out in
+*"not a live runtime"*) bad "MGPU_STATS: $out" ;;
+*"libmgpurt statistics: 2 batches, 2 CPU workers"*"total: 2000 items"*) ok ;;
+*) bad "MGPU_STATS: no table with 2 batches and 2000 items: $out" ;;
+esac
 echo "mgpu-run: $passes passed, $fails failed"
 [ "$fails" = 0 ]
