@@ -91,9 +91,13 @@ double mgpu__worker_speed(const mgpu__batch_t *b, int wi) {
   if (!worker_alive(w)) return 0;
   const mgpu__model_t *m = b->model;
   double s = atomic_load_explicit(&m->speed[wi], memory_order_relaxed);
-  if (s > 0) return s;
-  /* Not measured: borrow from measured workers of the same kind, else convert
-   * through the device-to-core ratio, else unit speeds. */
+  /* The CPU workers are alike cores of one team: they share the team's mean
+   * rate. A worker's own items/s reflects which items it happened to take
+   * (items differ in cost), and judged by it a core that once took dear items
+   * would look slow, get a small share and never steal back. */
+  if (s > 0 && w->kind == MGPU_WORKER_GPU) return s;
+  /* A CPU worker, or not measured: the mean of measured workers of the same
+   * kind, else convert through the device-to-core ratio, else unit speeds. */
   double cpu = 0, gpu = 0;
   int ncpu = 0, ngpu = 0;
   for (int i = 0; i < rt->nworkers; i++) {

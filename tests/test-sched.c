@@ -787,6 +787,36 @@ START_TEST(test_irregular_tail) {
 }
 END_TEST
 
+/* CPU workers alone, cost by position: the last eighth of the items is 40
+ * times dearer, so the worker that steals them measures a low items/s. Both
+ * cores are alike: in every batch each must do a fair part of the work (by
+ * busy time), neither sits idle because it once looked slow. */
+START_TEST(test_cpu_cost_by_position) {
+  mgpu_config_t cfg = mgpu_test_config(2, 0);
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  const size_t n = 256;
+  uint32_t *out = malloc(4 * n);
+  irregular_arg_t a = {0.1e-3, 96, 32};
+  mgpu_batch_t b = {.kernel = &irregular_kernel, .n = n, .out = {out}, .arg = &a, .arg_size = sizeof a};
+  for (int rep = 0; rep < 5; rep++) {
+    mgpu_worker_stats_t ws[2];
+    mgpu_stats_t st = {.worker = ws, .worker_cap = 2};
+    ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
+    for (size_t i = 0; i < n; i++)
+      if (out[i] != i) ck_abort_msg("item %zu wrong", i);
+    double lo = MGPU_MIN(ws[0].busy_s, ws[1].busy_s), sum = ws[0].busy_s + ws[1].busy_s;
+    printf("cost by position, batch %d: items %llu + %llu, busy %.1f + %.1f ms, steals %llu\n", rep,
+           (unsigned long long)ws[0].items, (unsigned long long)ws[1].items, 1e3 * ws[0].busy_s, 1e3 * ws[1].busy_s,
+           (unsigned long long)st.steals);
+    /* An even split is 50%; a worker judged by its own items/s does 27% or less. */
+    ck_assert_msg(lo >= 0.4 * sum, "batch %d: one CPU worker was busy %.1f ms of %.1f ms", rep, 1e3 * lo, 1e3 * sum);
+  }
+  free(out);
+  mgpu_finalize(rt);
+}
+END_TEST
+
 /* Coarse items: a CPU worker would finish only a few items in the time the GPU
  * does the whole batch, and the first items (a CPU's first share) are ten
  * times dearer. Such a worker must get no first share: the batch then takes
@@ -1105,5 +1135,9 @@ int main(void) {
   tcase_add_test(tc, test_cost_model);
   tcase_add_test(tc, test_cost_profile_split);
   suite_add_tcase(s, tc);
+  TCase *position = tcase_create("position");
+  tcase_set_timeout(position, 120);
+  tcase_add_test(position, test_cpu_cost_by_position);
+  suite_add_tcase(s, position);
   return mgpu_test_main(s);
 }
