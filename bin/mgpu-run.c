@@ -332,7 +332,7 @@ static void parse_args(int argc, char **argv, opts_t *o) {
     case O_MAXB: o->cfg.max_batch_size = parse_ll_opt("--max-batch", optarg, 1, 1LL << 40); break;
     case O_STREAMS: o->cfg.streams_per_gpu = (int)parse_ll_opt("--streams", optarg, 1, 32); break;
     case O_RESERVE:
-      o->cfg.reserve_threads = strcmp(optarg, "auto") == 0 ? MGPU_RESERVE_AUTO
+      o->cfg.reserve_threads = strcasecmp(optarg, "auto") == 0 ? MGPU_RESERVE_AUTO
                                                             : (int)parse_ll_opt("--reserve", optarg, 0, 4096);
       break;
     case O_PINNED: o->pinned = true; break;

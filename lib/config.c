@@ -129,17 +129,44 @@ int mgpu__parse_ll(const char *s, long long lo, long long hi, long long *out) {
   return 0;
 }
 
+/* A decimal number: [+-]digits[.digits][e[+-]digits], with a digit before or
+ * after the point. strtod also reads hexadecimal floats, inf and nan, which no
+ * setting means to accept. */
+static bool is_decimal(const char *p) {
+  int digits = 0;
+  if (*p == '+' || *p == '-') p++;
+  for (; isdigit((unsigned char)*p); p++) digits++;
+  if (*p == '.')
+    for (p++; isdigit((unsigned char)*p); p++) digits++;
+  if (digits == 0) return false;
+  if (*p == 'e' || *p == 'E') {
+    p++;
+    if (*p == '+' || *p == '-') p++;
+    if (!isdigit((unsigned char)*p)) return false;
+    while (isdigit((unsigned char)*p)) p++;
+  }
+  return *p == '\0';
+}
+
 int mgpu__parse_double(const char *s, double lo, double hi, double *out) {
   char buf[128], *end;
   if (!s) return -1;
   const char *t = trim(s, buf, sizeof buf);
-  if (*t == '\0' || strlen(s) >= sizeof buf) return -1;
+  if (*t == '\0' || strlen(s) >= sizeof buf || !is_decimal(t)) return -1;
   errno = 0;
   double v = strtod(t, &end);
   if (errno == ERANGE || end == t || *end != '\0' || !isfinite(v)) return -1;
-  if (v < lo || v > hi) return -1;
+  /* -0 compares equal to 0: where negatives are refused, so is it. */
+  if (v < lo || v > hi || (lo >= 0 && signbit(v))) return -1;
   *out = v;
   return 0;
+}
+
+/* A keyword, ignoring case and the blanks around it, as every keyword is read. */
+bool mgpu__parse_keyword(const char *s, const char *word) {
+  char buf[64];
+  if (!s || strlen(s) >= sizeof buf) return false;
+  return strcasecmp(trim(s, buf, sizeof buf), word) == 0;
 }
 
 int mgpu__parse_bytes(const char *s, long long lo, long long hi, long long *out) {
@@ -172,7 +199,7 @@ int mgpu__parse_bytes(const char *s, long long lo, long long hi, long long *out)
 int mgpu__check_ratios(const double *r, int n, char *why, size_t whylen) {
   double sum = 0;
   for (int i = 0; i < n; i++) {
-    if (!isfinite(r[i]) || r[i] < 0 || r[i] > 1e12) {
+    if (!isfinite(r[i]) || r[i] < 0 || signbit(r[i]) || r[i] > 1e12) {
       snprintf(why, whylen, "share %d is %g: expected a number in 0..1e12", i, r[i]);
       return -1;
     }
@@ -329,7 +356,7 @@ static mgpu_status_t from_text(int id, const char *value, mgpu__config_t *c) {
     if ((rc = mgpu__parse_ll(value, s->lo, s->hi, &ll)) == 0) v->num_threads = (int)ll;
     break;
   case MGPU_SET_RESERVE_THREADS:
-    if (strcmp(value, "auto") == 0) v->reserve_threads = MGPU_RESERVE_AUTO, rc = 0;
+    if (mgpu__parse_keyword(value, "auto")) v->reserve_threads = MGPU_RESERVE_AUTO, rc = 0;
     else if ((rc = mgpu__parse_ll(value, s->lo, s->hi, &ll)) == 0) v->reserve_threads = (int)ll;
     break;
   case MGPU_SET_NUM_GPUS:
@@ -353,13 +380,17 @@ static mgpu_status_t from_text(int id, const char *value, mgpu__config_t *c) {
   case MGPU_SET_STATS: rc = parse_bool(value, &v->stats); break;
   case MGPU_SET_TRACE: {
     char buf[sizeof c->trace_path];
-    const char *t = strlen(value) < sizeof buf ? trim(value, buf, sizeof buf) : "";
+    if (strlen(value) >= sizeof buf) {
+      snprintf(why, sizeof why, "the path is too long (at most %zu characters)", sizeof buf - 1);
+      break;
+    }
+    const char *t = trim(value, buf, sizeof buf);
     if (*t) {
       snprintf(c->trace_path, sizeof c->trace_path, "%s", t);
       v->trace = c->trace_path;
       rc = 0;
     } else {
-      snprintf(why, sizeof why, "%s", *value ? "the path is too long" : "the path is empty");
+      snprintf(why, sizeof why, "the path is empty");
     }
     break;
   }
@@ -478,7 +509,7 @@ static mgpu_status_t from_arg(int id, const mgpu_config_t *a, mgpu__config_t *c,
     return MGPU_OK;
   case MGPU_SET_EMULATE_SPEED:
     if (a->emulate_speed == -1) return MGPU_OK;
-    if (!(a->emulate_speed >= 0 && a->emulate_speed <= s->dhi)) {
+    if (!(a->emulate_speed >= 0 && !signbit(a->emulate_speed) && a->emulate_speed <= s->dhi)) {
       snprintf(num, sizeof num, "%g", a->emulate_speed);
       return bad_arg(id, "emulate_speed", num);
     }

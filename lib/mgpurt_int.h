@@ -96,6 +96,7 @@ const char *mgpu__config_source_name(int src);
 /* Strict parsers, shared with mgpu-run's option parsing through the tests. */
 int mgpu__parse_ll(const char *s, long long lo, long long hi, long long *out);
 int mgpu__parse_double(const char *s, double lo, double hi, double *out);
+bool mgpu__parse_keyword(const char *s, const char *word);
 int mgpu__parse_bytes(const char *s, long long lo, long long hi, long long *out);
 int mgpu__parse_int_list(const char *s, int lo, int hi, int *out, int max, int *n_p, char *why, size_t whylen);
 size_t mgpu__edit_distance(const char *a, const char *b);

@@ -37,7 +37,9 @@ static const env_case_t env_cases[] = {
     {"MGPU_RESERVE_THREADS", "0", 1},  {"MGPU_RESERVE_THREADS", "4096", 1},
     {"MGPU_RESERVE_THREADS", "-1", 0}, {"MGPU_RESERVE_THREADS", "4097", 0},
     {"MGPU_RESERVE_THREADS", "x", 0},  {"MGPU_RESERVE_THREADS", "", 0},
-    {"MGPU_RESERVE_THREADS", "auto", 1}, {"MGPU_RESERVE_THREADS", "AUTO", 0},
+    {"MGPU_RESERVE_THREADS", "auto", 1}, {"MGPU_RESERVE_THREADS", "AUTO", 1},
+    {"MGPU_RESERVE_THREADS", " auto ", 1}, {"MGPU_RESERVE_THREADS", "Auto", 1},
+    {"MGPU_RESERVE_THREADS", "au to", 0},
     {"MGPU_RESERVE_THREADS", "auto1", 0}, {"MGPU_RESERVE_THREADS", "-2", 0},
     {"MGPU_NUM_GPUS", "0", 1},         {"MGPU_NUM_GPUS", "64", 1},
     {"MGPU_NUM_GPUS", "65", 0},        {"MGPU_NUM_GPUS", "-2", 0},
@@ -86,6 +88,25 @@ static const env_case_t env_cases[] = {
     {"MGPU_TENSOR_SPLIT", "", 0},            {"MGPU_TENSOR_SPLIT", "nan,1", 0},
     {"MGPU_TENSOR_SPLIT", "1,inf", 0},       {"MGPU_TENSOR_SPLIT", "0.5,x", 0},
     {"MGPU_TENSOR_SPLIT", "1e13", 0},
+    /* Numbers are decimal only: strtod's hexadecimal floats, inf and nan are
+     * refused, and so is a negative zero wherever negatives are. */
+    {"MGPU_DEVICE_TO_CORE_RATIO", "0x10", 0}, {"MGPU_DEVICE_TO_CORE_RATIO", "0x1p3", 0},
+    {"MGPU_DEVICE_TO_CORE_RATIO", "infinity", 0}, {"MGPU_DEVICE_TO_CORE_RATIO", " .5 ", 1},
+    {"MGPU_DEVICE_TO_CORE_RATIO", "2.", 1},  {"MGPU_DEVICE_TO_CORE_RATIO", "+1.5E2", 1},
+    {"MGPU_DEVICE_TO_CORE_RATIO", ".", 0},   {"MGPU_DEVICE_TO_CORE_RATIO", "1e", 0},
+    {"MGPU_EMULATE_SPEED", "0x10", 0},       {"MGPU_EMULATE_SPEED", "0x1p3", 0},
+    {"MGPU_EMULATE_SPEED", "inf", 0},        {"MGPU_EMULATE_SPEED", "nan", 0},
+    {"MGPU_EMULATE_SPEED", "-0.0e0", 0},     {"MGPU_EMULATE_SPEED", "-0", 0},
+    {"MGPU_EMULATE_SPEED", "0.0", 1},        {"MGPU_EMULATE_SPEED", "2.5e3", 1},
+    {"MGPU_TENSOR_SPLIT", "0x10,1", 0},      {"MGPU_TENSOR_SPLIT", "1,0x1p3", 0},
+    {"MGPU_TENSOR_SPLIT", "1,-0", 0},        {"MGPU_TENSOR_SPLIT", "1,-0.0e0", 0},
+    /* Lists refuse empty entries, as MGPU_DEVICES does. */
+    {"MGPU_FAULT_INJECT", "launch:0:1,", 0}, {"MGPU_FAULT_INJECT", ",launch:0:1", 0},
+    {"MGPU_FAULT_INJECT", "launch:0:1,,launch:1:2", 0}, {"MGPU_FAULT_INJECT", "launch:0:1, ,alloc:0:1", 0},
+    {"MGPU_FAULT_INJECT", "   ", 0},        {"MGPU_FAULT_INJECT", ",", 0},
+    {"MGPU_FAULT_INJECT", " launch:0:1 , alloc:1:2 ", 1}, {"MGPU_FAULT_INJECT", "Launch:0:ALL", 1},
+    {"MGPU_FAULT_INJECT", "launch::1", 0},  {"MGPU_FAULT_INJECT", "launch:0:", 0},
+    {"MGPU_DEVICES", "1,,2", 0},             {"MGPU_DEVICES", ",1", 0},
 };
 #define NCASES ((int)(sizeof env_cases / sizeof env_cases[0]))
 
@@ -127,6 +148,18 @@ START_TEST(test_env_values) {
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "MGPU_TENSOR_SPLIT='1,x' is invalid: entry 'x'"));
   ck_assert_int_eq(parse_env("MGPU_TENSOR_SPLIT", "0,0", &c), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "every share is 0"));
+  /* A blank value is refused as empty, whatever its length. */
+  ck_assert_int_eq(parse_env("MGPU_TRACE", "   ", &c), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "the path is empty"));
+  ck_assert_ptr_null(strstr(mgpu_last_error(), "too long"));
+  ck_assert_int_eq(parse_env("MGPU_TRACE", " /tmp/t.json ", &c), MGPU_OK);
+  ck_assert_str_eq(c.v.trace, "/tmp/t.json");
+  ck_assert_int_eq(parse_env("MGPU_RESERVE_THREADS", " Auto ", &c), MGPU_OK);
+  ck_assert_int_eq(c.v.reserve_threads, MGPU_RESERVE_AUTO);
+  ck_assert_int_eq(parse_env("MGPU_FAULT_INJECT", "launch:0:1,,alloc:0:1", &c), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "entry 2 is empty"));
+  ck_assert_int_eq(parse_env("MGPU_EMULATE_SPEED", "-0.0e0", &c), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "MGPU_EMULATE_SPEED='-0.0e0' is invalid"));
   ck_assert_int_eq(parse_env("MGPU_NUM_THREADS", NULL, &c), MGPU_OK);
   ck_assert_int_eq(c.v.ntensor_split, -1);
   ck_assert_int_eq(c.source[MGPU_SET_NUM_THREADS], MGPU_SRC_DEFAULT);
@@ -182,6 +215,18 @@ START_TEST(test_bad_args) {
   ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_OK);
   ck_assert_int_eq(c.v.reserve_threads, MGPU_RESERVE_AUTO);
   ck_assert_int_eq(c.source[MGPU_SET_RESERVE_THREADS], MGPU_SRC_ARG);
+  /* A negative zero is a negative, from a field as from the environment. */
+  mgpu_config_init(&a);
+  a.ignore_env = 1;
+  a.emulate_speed = -0.0;
+  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_config_t.emulate_speed"));
+  mgpu_config_init(&a);
+  a.ignore_env = 1;
+  a.ntensor_split = 2;
+  a.tensor_split[0] = 1;
+  a.tensor_split[1] = -0.0;
+  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
   mgpu_config_init(&a);
   a.ignore_env = 1;
   a.device_to_core_ratio = -1;
@@ -368,6 +413,12 @@ START_TEST(test_parsers) {
   ck_assert_int_eq(mgpu__parse_bytes("3GiB", 0, 1LL << 40, &v), 0);
   ck_assert_int_eq(v, 3LL << 30);
   ck_assert_int_eq(mgpu__parse_bytes("1KB x", 0, 1LL << 40, &v), -1);
+  double d;
+  ck_assert_int_eq(mgpu__parse_double("0x10", 0, 1e12, &d), -1);
+  ck_assert_int_eq(mgpu__parse_double("-0.0", 0, 1e12, &d), -1);
+  ck_assert_int_eq(mgpu__parse_double("-0.0", -1, 1, &d), 0);
+  ck_assert_int_eq(mgpu__parse_double("1.25e1", 0, 1e12, &d), 0);
+  ck_assert(d == 12.5);
   ck_assert_uint_eq(mgpu__edit_distance("MGPU_SCHEd", "MGPU_SCHED"), 0);
   ck_assert_uint_eq(mgpu__edit_distance("MGPU_STREAMS", "MGPU_STREAMS_PER_GPU"), 8);
   ck_assert_str_eq(mgpu_strerror(MGPU_EINVAL), "invalid argument or setting");

@@ -57,7 +57,7 @@ else
 fi
 expect 0 "the last 2 kept out" -- env MGPU_EMULATE_GPUS=1 "$run" --info --threads 3 --reserve 2
 expect 2 "--reserve 'automatic'" -- "$run" --reserve automatic --info
-expect 2 "MGPU_RESERVE_THREADS='Auto'" -- env MGPU_RESERVE_THREADS=Auto "$run" --info
+expect 0 "auto (0, 1 or 2 per kernel)" -- env MGPU_RESERVE_THREADS=" Auto " MGPU_EMULATE_GPUS=1 "$run" --info --threads 2
 expect 0 "the last 2 or 4 (or all 8, where they add under a fifth) kept out of a kernel's batches that GPUs also run where its timed batches find that faster" -- env MGPU_EMULATE_GPUS=1 "$run" --info --threads 8 --reserve auto
 expect 0 "auto (0, 2, 4 or 8 per kernel)" -- env MGPU_EMULATE_GPUS=1 MGPU_RESERVE_THREADS=auto "$run" --info --threads 8
 expect 2 "--streams ''" -- "$run" --streams "" --info
