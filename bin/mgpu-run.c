@@ -1477,7 +1477,8 @@ int main(int argc, char **argv) {
   if (w.mid1) free_array(base, &o, w.mid1), free_array(base, &o, w.mid2);
   free(w.row_worker);
   free(w.K);
-  mgpu_finalize(base);
+  /* The trace is written here: a run whose trace is lost fails (the library logs why). */
+  if (mgpu_finalize_checked(base) != MGPU_OK) bad = bad ? bad : 1;
   if (plot_trace[0]) unlink(plot_trace);
   if (interrupted) {
     fprintf(stderr, "%s: interrupted: the report covers the runs made before SIGINT\n", prog);

@@ -699,7 +699,7 @@ extern const mgpu__nccl_t *const mgpu__nccl;
 mgpu_status_t mgpu__trace_open(mgpu_runtime_t *rt);
 void mgpu__trace_add(mgpu_runtime_t *rt, mgpu__worker_t *w, const mgpu__tev_t *ev);
 void mgpu__trace_batch(mgpu_runtime_t *rt, const mgpu__batch_t *b); /* under rt->lock */
-void mgpu__trace_close(mgpu_runtime_t *rt); /* after the workers stopped */
+mgpu_status_t mgpu__trace_close(mgpu_runtime_t *rt); /* after the workers stopped */
 void mgpu__trace_free(mgpu__worker_t *w);
 
 /* ------------------------------------------------------------ handle.c */

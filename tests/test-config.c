@@ -378,6 +378,27 @@ START_TEST(test_init_rejects_env) {
 }
 END_TEST
 
+START_TEST(test_trace_write_fails) {
+  /* mgpu_finalize_checked reports a trace that could not be written. */
+  if (access("/dev/full", W_OK) != 0) return;
+  mgpu_config_t a;
+  mgpu_config_init(&a);
+  a.ignore_env = 1;
+  a.num_threads = 1;
+  a.num_gpus = 0;
+  a.trace = "/dev/full";
+  a.debug = MGPU_LOG_NONE;
+  mgpu_runtime_t *rt = NULL;
+  ck_assert_int_eq(mgpu_init(&a, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_finalize_checked(rt), MGPU_ESYSTEM);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "MGPU_TRACE='/dev/full': writing the trace failed"));
+  a.trace = NULL;
+  ck_assert_int_eq(mgpu_init(&a, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_finalize_checked(rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_finalize_checked(NULL), MGPU_OK);
+}
+END_TEST
+
 START_TEST(test_unknown_warning) {
   /* The warning names the nearest known variable; capture stderr in a file. */
   char path[] = "/tmp/mgpu-test-XXXXXX";
@@ -438,6 +459,7 @@ int main(void) {
   tcase_add_test(tc, test_resolve);
   tcase_add_test(tc, test_init_rejects_env);
   tcase_add_test(tc, test_unknown_warning);
+  tcase_add_test(tc, test_trace_write_fails);
   tcase_add_test(tc, test_parsers);
   suite_add_tcase(s, tc);
   printf("config: %d bad-input and valid environment cases in the table\n", NCASES);

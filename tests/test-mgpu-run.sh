@@ -358,5 +358,10 @@ out=$("$run" mulmod -n 200000 --intensity 3000 --repeat 1 --num-gpus 0 2>&1)
 if printf '%s' "$out" | grep -q "s left"; then bad "progress bar without a terminal"; else ok; fi
 # MGPU_STATS=1 prints the per-worker table at finalize.
 expect 0 "libmgpurt statistics" -- env MGPU_STATS=1 "$run" mulmod -n 1000 --intensity 3 --repeat 1 -q
+# A trace that cannot be written (a full disk) fails the run.
+if [ -w /dev/full ]; then
+  expect 1 "MGPU_TRACE='/dev/full': writing the trace failed" -- \
+    env MGPU_TRACE=/dev/full "$run" mulmod -n 100 --intensity 3 --repeat 1 --threads 1 -q
+fi
 echo "mgpu-run: $passes passed, $fails failed"
 [ "$fails" = 0 ]
