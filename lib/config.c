@@ -658,6 +658,16 @@ mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visi
   }
   if (c->source[MGPU_SET_DEVICES] == MGPU_SRC_DEFAULT) c->source[MGPU_SET_DEVICES] = MGPU_SRC_DERIVED;
 
+  /* A fault plan names the runtime's GPU numbers: one past them would never fire
+   * and the test that set it would pass without testing anything. */
+  if (v->fault_inject) {
+    mgpu__fault_plan_t plan;
+    char why[256];
+    if (mgpu__fault_parse(v->fault_inject, &plan, why, sizeof why) != 0 ||
+        mgpu__fault_check_gpus(&plan, v->num_gpus, why, sizeof why) != 0)
+      return mgpu__fail(MGPU_EINVAL, "MGPU_FAULT_INJECT='%s' is invalid: %s", v->fault_inject, why);
+  }
+
   /* CPU workers: undersubscribe by one core per GPU host thread. */
   bool threads_derived = v->num_threads < 0;
   if (threads_derived) {

@@ -85,6 +85,25 @@ int mgpu__fault_parse(const char *spec, mgpu__fault_plan_t *plan, char *why, siz
   return 0;
 }
 
+int mgpu__fault_check_gpus(const mgpu__fault_plan_t *plan, int ngpus, char *why, size_t whylen) {
+  static const char *const kinds[] = {"launch", "alloc", "const", "props"};
+  for (int i = 0; i < plan->n; i++) {
+    if (plan->f[i].gpu < ngpus) continue;
+    char k[32] = "all";
+    if (plan->f[i].k >= 0) snprintf(k, sizeof k, "%lld", plan->f[i].k);
+    char range[32] = "";
+    if (ngpus > 0) snprintf(range, sizeof range, ": expected GPU numbers in 0..%d", ngpus - 1);
+    if (ngpus > 0)
+      snprintf(why, whylen, "entry '%s:%d:%s' names GPU %d, but the runtime uses %d GPU%s%s", kinds[plan->f[i].kind],
+               plan->f[i].gpu, k, plan->f[i].gpu, ngpus, ngpus == 1 ? "" : "s", range);
+    else
+      snprintf(why, whylen, "entry '%s:%d:%s' names GPU %d, but the runtime uses no GPU", kinds[plan->f[i].kind],
+               plan->f[i].gpu, k, plan->f[i].gpu);
+    return -1;
+  }
+  return 0;
+}
+
 bool mgpu__fault_hit(const mgpu__fault_plan_t *plan, mgpu_fault_kind_t kind, int gpu, long long k) {
   for (int i = 0; i < plan->n; i++)
     if (plan->f[i].kind == kind && plan->f[i].gpu == gpu && (plan->f[i].k == -1 || plan->f[i].k == k)) return true;

@@ -200,6 +200,8 @@ typedef struct {
   struct { mgpu_fault_kind_t kind; int gpu; long long k; /* -1 = all */ } f[MGPU_FAULT_MAX];
 } mgpu__fault_plan_t;
 int mgpu__fault_parse(const char *spec, mgpu__fault_plan_t *plan, char *why, size_t whylen);
+/* -1 with a message when an entry names a GPU at or past ngpus. */
+int mgpu__fault_check_gpus(const mgpu__fault_plan_t *plan, int ngpus, char *why, size_t whylen);
 bool mgpu__fault_hit(const mgpu__fault_plan_t *plan, mgpu_fault_kind_t kind, int gpu, long long k);
 
 /* -------------------------------------------------------------- model.c */

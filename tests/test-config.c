@@ -378,6 +378,36 @@ START_TEST(test_init_rejects_env) {
 }
 END_TEST
 
+START_TEST(test_fault_gpu_range) {
+  /* A fault plan naming a GPU the runtime does not use is refused. */
+  mgpu__config_t c;
+  parse_env("MGPU_FAULT_INJECT", "launch:0:1,launch:5:all", &c);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 8, 2), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "MGPU_FAULT_INJECT"));
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "entry 'launch:5:all'"));
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "2 GPUs"));
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "0..1"));
+  parse_env("MGPU_FAULT_INJECT", "alloc:1:0", &c);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 8, 2), MGPU_OK);
+  parse_env("MGPU_FAULT_INJECT", "alloc:0:0", &c);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 8, 0), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "no GPU"));
+  /* Through mgpu_init, from the config argument, on emulated GPUs. */
+  mgpu_config_t a;
+  mgpu_config_init(&a);
+  a.ignore_env = 1;
+  a.num_threads = 1;
+  a.emulate_gpus = 2;
+  a.fault_inject = "launch:5:1";
+  a.debug = MGPU_LOG_NONE;
+  mgpu_runtime_t *rt = (mgpu_runtime_t *)0x1;
+  ck_assert_int_eq(mgpu_init(&a, &rt), MGPU_EINVAL);
+  ck_assert_ptr_eq(rt, (mgpu_runtime_t *)0x1);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "entry 'launch:5:1'"));
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "2 GPUs"));
+}
+END_TEST
+
 START_TEST(test_trace_write_fails) {
   /* mgpu_finalize_checked reports a trace that could not be written. */
   if (access("/dev/full", W_OK) != 0) return;
@@ -460,6 +490,7 @@ int main(void) {
   tcase_add_test(tc, test_init_rejects_env);
   tcase_add_test(tc, test_unknown_warning);
   tcase_add_test(tc, test_trace_write_fails);
+  tcase_add_test(tc, test_fault_gpu_range);
   tcase_add_test(tc, test_parsers);
   suite_add_tcase(s, tc);
   printf("config: %d bad-input and valid environment cases in the table\n", NCASES);
