@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,7 @@ typedef struct {
 static const setting_t settings[MGPU_SET_COUNT] = {
   [MGPU_SET_NUM_THREADS] = {"MGPU_NUM_THREADS", K_INT, 0, 4096, 0, 0, 0,
                             "an integer in 0..4096",
-                            "CPU workers (default: usable cores minus GPUs used, at least 1; 0 = GPUs only)"},
+                            "CPU workers (default: usable cores minus GPUs used, at least 1, at most OMP_THREAD_LIMIT; 0 = GPUs only)"},
   [MGPU_SET_NUM_GPUS] = {"MGPU_NUM_GPUS", K_INT, 0, MGPU_MAX_DEVICES, 0, 0, 0, "an integer in 0..64",
                          "GPUs to use (default: all visible; 0 = CPU only)"},
   [MGPU_SET_DEVICES] = {"MGPU_DEVICES", K_LIST, 0, MGPU_MAX_DEVICES - 1, 0, 0, 0,
@@ -571,6 +572,7 @@ mgpu_status_t mgpu__config_parse(const mgpu_config_t *arg, mgpu__config_t *out) 
   out->v.emulate_speed = 0;
   out->v.emulate_mem = 1LL << 30;
   out->v.ignore_env = arg->ignore_env;
+  out->thread_limit = omp_get_thread_limit();
 
   for (int id = 0; id < MGPU_SET_COUNT; id++) {
     bool set;
@@ -668,12 +670,22 @@ mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visi
       return mgpu__fail(MGPU_EINVAL, "MGPU_FAULT_INJECT='%s' is invalid: %s", v->fault_inject, why);
   }
 
-  /* CPU workers: undersubscribe by one core per GPU host thread. */
+  /* CPU workers: undersubscribe by one core per GPU host thread. They are one
+   * OpenMP team, which OMP_THREAD_LIMIT caps (the team's first thread included). */
+  int limit = c->thread_limit > 0 ? c->thread_limit : INT_MAX;
   bool threads_derived = v->num_threads < 0;
   if (threads_derived) {
-    v->num_threads = MGPU_MAX(1, usable_cores - v->num_gpus);
+    v->num_threads = MGPU_MAX(1, MGPU_MIN(usable_cores - v->num_gpus, limit));
     c->source[MGPU_SET_NUM_THREADS] = MGPU_SRC_DERIVED;
+  } else if (v->num_threads > limit) {
+    return mgpu__fail(MGPU_EINVAL, "MGPU_NUM_THREADS=%d is more than OMP_THREAD_LIMIT=%d allows (the CPU workers are "
+                                   "one OpenMP team): expected 0..%d, or raise OMP_THREAD_LIMIT",
+                      v->num_threads, limit, limit);
   }
+  if (limit < INT_MAX)
+    snprintf(c->thread_limit_text, sizeof c->thread_limit_text, "%d", limit);
+  else
+    snprintf(c->thread_limit_text, sizeof c->thread_limit_text, "(unset)");
   if (v->num_threads == 0 && v->num_gpus == 0)
     return mgpu__fail(MGPU_EINVAL, "MGPU_NUM_THREADS=0 leaves no worker: it needs at least one GPU, and none is used");
   /* A thread count of the user's own is taken as it is: no reserve unless asked. */

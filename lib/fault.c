@@ -91,7 +91,7 @@ int mgpu__fault_check_gpus(const mgpu__fault_plan_t *plan, int ngpus, char *why,
     if (plan->f[i].gpu < ngpus) continue;
     char k[32] = "all";
     if (plan->f[i].k >= 0) snprintf(k, sizeof k, "%lld", plan->f[i].k);
-    char range[32] = "";
+    char range[64] = "";
     if (ngpus > 0) snprintf(range, sizeof range, ": expected GPU numbers in 0..%d", ngpus - 1);
     if (ngpus > 0)
       snprintf(why, whylen, "entry '%s:%d:%s' names GPU %d, but the runtime uses %d GPU%s%s", kinds[plan->f[i].kind],

@@ -74,6 +74,8 @@ typedef struct {
   char text[MGPU_SET_COUNT][160]; /* effective value as text, for --info */
   char trace_path[1024];
   char fault_spec[512];
+  int thread_limit;            /* omp_get_thread_limit() at parse: the most CPU workers */
+  char thread_limit_text[32];  /* OMP_THREAD_LIMIT as mgpu_info_setting shows it */
 } mgpu__config_t;
 
 /* Syntax and range of every setting: cfg fields, then the environment. */

@@ -243,6 +243,13 @@ MGPU_API mgpu_status_t mgpu_info_setting(const mgpu_runtime_t *rt, int i, mgpu_s
     out->doc = "the user's own OpenMP regions outside the runtime; the runtime never changes it";
     return MGPU_OK;
   }
+  if (i == MGPU_SET_COUNT + 1) {
+    out->name = "OMP_THREAD_LIMIT";
+    out->value = rt->cfg.thread_limit_text;
+    out->source = getenv("OMP_THREAD_LIMIT") ? "environment" : "default";
+    out->doc = "the most CPU workers (one OpenMP team): caps MGPU_NUM_THREADS's default; a larger one is refused";
+    return MGPU_OK;
+  }
   return mgpu__fail_quiet(MGPU_EINVAL, "mgpu_info_setting: no setting number %d", i);
 }
 

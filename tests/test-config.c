@@ -408,6 +408,31 @@ START_TEST(test_fault_gpu_range) {
 }
 END_TEST
 
+START_TEST(test_thread_limit) {
+  /* The CPU workers are one OpenMP team: OMP_THREAD_LIMIT caps the default
+   * count, and a larger explicit count is refused, naming both. */
+  mgpu__config_t c;
+  parse_env("MGPU_NUM_THREADS", NULL, &c);
+  c.thread_limit = 1;
+  ck_assert_int_eq(mgpu__config_resolve(&c, 8, 0), MGPU_OK);
+  ck_assert_int_eq(c.v.num_threads, 1);
+  ck_assert_int_eq(c.source[MGPU_SET_NUM_THREADS], MGPU_SRC_DERIVED);
+  parse_env("MGPU_NUM_THREADS", NULL, &c);
+  c.thread_limit = 3;
+  ck_assert_int_eq(mgpu__config_resolve(&c, 8, 2), MGPU_OK);
+  ck_assert_int_eq(c.v.num_threads, 3);
+  parse_env("MGPU_NUM_THREADS", "4", &c);
+  c.thread_limit = 2;
+  ck_assert_int_eq(mgpu__config_resolve(&c, 8, 0), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "MGPU_NUM_THREADS=4"));
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "OMP_THREAD_LIMIT=2"));
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "0..2"));
+  parse_env("MGPU_NUM_THREADS", "2", &c);
+  c.thread_limit = 2;
+  ck_assert_int_eq(mgpu__config_resolve(&c, 8, 0), MGPU_OK);
+}
+END_TEST
+
 START_TEST(test_trace_write_fails) {
   /* mgpu_finalize_checked reports a trace that could not be written. */
   if (access("/dev/full", W_OK) != 0) return;
@@ -490,6 +515,7 @@ int main(void) {
   tcase_add_test(tc, test_init_rejects_env);
   tcase_add_test(tc, test_unknown_warning);
   tcase_add_test(tc, test_trace_write_fails);
+  tcase_add_test(tc, test_thread_limit);
   tcase_add_test(tc, test_fault_gpu_range);
   tcase_add_test(tc, test_parsers);
   suite_add_tcase(s, tc);

@@ -363,5 +363,9 @@ if [ -w /dev/full ]; then
   expect 1 "MGPU_TRACE='/dev/full': writing the trace failed" -- \
     env MGPU_TRACE=/dev/full "$run" mulmod -n 100 --intensity 3 --repeat 1 --threads 1 -q
 fi
+# OMP_THREAD_LIMIT caps the default CPU workers (one OpenMP team), and --info says so.
+expect 0 "1 CPU workers (at most OMP_THREAD_LIMIT=1)" -- env OMP_THREAD_LIMIT=1 "$run" --info --num-gpus 0
+expect 0 "verification: ok" -- env OMP_THREAD_LIMIT=1 "$run" mulmod -n 1000 --intensity 3 --repeat 1 --num-gpus 0
+expect 2 "OMP_THREAD_LIMIT=1" -- env OMP_THREAD_LIMIT=1 "$run" --info --threads 2
 echo "mgpu-run: $passes passed, $fails failed"
 [ "$fails" = 0 ]
