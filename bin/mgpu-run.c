@@ -10,6 +10,7 @@
 #include <omp.h>
 #endif
 #include <pthread.h>
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <getopt.h>
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -193,20 +195,38 @@ static long long parse_ll_opt(const char *opt, const char *v, long long lo, long
   return x;
 }
 
+/* [+-]digits[.digits][e[+-]digits], as the library reads MGPU_* numbers:
+ * strtod alone also takes hexadecimal floats, inf and nan. */
+static bool is_decimal(const char *p) {
+  int digits = 0;
+  if (*p == '+' || *p == '-') p++;
+  for (; isdigit((unsigned char)*p); p++) digits++;
+  if (*p == '.')
+    for (p++; isdigit((unsigned char)*p); p++) digits++;
+  if (digits == 0) return false;
+  if (*p == 'e' || *p == 'E') {
+    p++;
+    if (*p == '+' || *p == '-') p++;
+    if (!isdigit((unsigned char)*p)) return false;
+    while (isdigit((unsigned char)*p)) p++;
+  }
+  return *p == '\0';
+}
+
 static double parse_double_opt(const char *opt, const char *v, double lo, double hi) {
   char *end;
   errno = 0;
   double x = strtod(v, &end);
-  if (errno || end == v || *end || !isfinite(x) || x <= lo || x > hi)
+  if (!is_decimal(v) || errno || end == v || *end || !isfinite(x) || x <= lo || x > hi)
     usage_error("%s '%s' is invalid: expected a number greater than %g and at most %g", opt, v, lo, hi);
   return x;
 }
 
 static mgpu_sched_t parse_mode(const char *v) {
-  if (!strcmp(v, "steal")) return MGPU_SCHED_STEAL;
-  if (!strcmp(v, "static")) return MGPU_SCHED_STATIC;
-  if (!strcmp(v, "cpu")) return MGPU_SCHED_CPU;
-  if (!strcmp(v, "gpu")) return MGPU_SCHED_GPU;
+  if (!strcasecmp(v, "steal")) return MGPU_SCHED_STEAL;
+  if (!strcasecmp(v, "static")) return MGPU_SCHED_STATIC;
+  if (!strcasecmp(v, "cpu")) return MGPU_SCHED_CPU;
+  if (!strcasecmp(v, "gpu")) return MGPU_SCHED_GPU;
   usage_error("--mode '%s' is invalid: expected steal, static, cpu or gpu", v);
   return MGPU_SCHED_UNSET;
 }
@@ -221,14 +241,14 @@ static int parse_split(const char *v, double *out) {
   int n = 0;
   double sum = 0;
   char *save = NULL;
-  if (!*v || v[strlen(v) - 1] == ',' || strstr(v, ",,"))
+  if (!*v || *v == ',' || v[strlen(v) - 1] == ',' || strstr(v, ",,"))
     usage_error("--split '%s' is invalid: expected shares such as 0.6,0.4 (one per GPU, then optionally the host)", v);
   for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     if (n == MGPU_MAX_DEVICES + 1) usage_error("--split: more than %d entries", MGPU_MAX_DEVICES + 1);
     char *end;
     errno = 0;
     double x = strtod(t, &end);
-    if (errno || end == t || *end || !isfinite(x) || x < 0 || x > 1e12)
+    if (!is_decimal(t) || errno || end == t || *end || !isfinite(x) || x < 0 || signbit(x) || x > 1e12)
       usage_error("--split entry '%s' is invalid: expected a number in 0..1e12", t);
     out[n++] = x;
     sum += x;
@@ -258,7 +278,7 @@ static int parse_list_opt(const char *opt, const char *v, long long lo, long lon
   snprintf(entry, sizeof entry, "%s entry", opt);
   int n = 0;
   char *save = NULL;
-  if (!*v || v[strlen(v) - 1] == ',' || strstr(v, ",,"))
+  if (!*v || *v == ',' || v[strlen(v) - 1] == ',' || strstr(v, ",,"))
     usage_error("%s '%s' is invalid: expected %s", opt, v, example);
   for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     if (n == MGPU_MAX_DEVICES) usage_error("%s: more than %d entries", opt, MGPU_MAX_DEVICES);

@@ -367,5 +367,14 @@ fi
 expect 0 "1 CPU workers (at most OMP_THREAD_LIMIT=1)" -- env OMP_THREAD_LIMIT=1 "$run" --info --num-gpus 0
 expect 0 "verification: ok" -- env OMP_THREAD_LIMIT=1 "$run" mulmod -n 1000 --intensity 3 --repeat 1 --num-gpus 0
 expect 2 "OMP_THREAD_LIMIT=1" -- env OMP_THREAD_LIMIT=1 "$run" --info --threads 2
+# Flags follow the variables' rules: decimal numbers only, no empty list
+# entries, keywords in any case.
+expect 2 "--ratio '0x10'" -- "$run" --ratio 0x10 --info
+expect 2 "--ratio 'inf'" -- "$run" --ratio inf --info
+expect 2 "--split" -- "$run" allreduce --split 0x1p3,1
+expect 2 "--split" -- "$run" allreduce --split ,1
+expect 2 "--split" -- "$run" allreduce --split 1,-0
+expect 2 "--devices" -- "$run" --devices ,0 --info
+expect 0 "MGPU_SCHED" -- "$run" --mode STEAL --info
 echo "mgpu-run: $passes passed, $fails failed"
 [ "$fails" = 0 ]
