@@ -1082,6 +1082,9 @@ static int cmp_double(const void *a, const void *b) {
 
 static volatile sig_atomic_t interrupted;
 
+/* Set when a runtime's trace could not be written at finalize: the run fails. */
+static bool trace_lost;
+
 /* Finalize a runtime of one mode (or GPU count), with the constant made on it. */
 static void finish_runtime(work_t *w, mgpu_runtime_t *rt) {
   if (w->kconst_rt == rt) {
@@ -1089,7 +1092,7 @@ static void finish_runtime(work_t *w, mgpu_runtime_t *rt) {
     w->kconst = NULL;
     w->kconst_rt = NULL;
   }
-  mgpu_finalize(rt);
+  if (mgpu_finalize_checked(rt) != MGPU_OK) trace_lost = true;
 }
 
 static void plot_run(mgpu_runtime_t *rt, const opts_t *o, const result_t *r, const work_t *w) {
@@ -1501,7 +1504,7 @@ int main(int argc, char **argv) {
   free(w.row_worker);
   free(w.K);
   /* The trace is written here: a run whose trace is lost fails (the library logs why). */
-  if (mgpu_finalize_checked(base) != MGPU_OK) bad = bad ? bad : 1;
+  if (mgpu_finalize_checked(base) != MGPU_OK || trace_lost) bad = bad ? bad : 1;
   if (plot_trace[0]) unlink(plot_trace);
   if (interrupted) {
     fprintf(stderr, "%s: interrupted: the report covers the runs made before SIGINT\n", prog);

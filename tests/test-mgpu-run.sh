@@ -362,6 +362,8 @@ expect 0 "libmgpurt statistics" -- env MGPU_STATS=1 "$run" mulmod -n 1000 --inte
 if [ -w /dev/full ]; then
   expect 1 "MGPU_TRACE='/dev/full': writing the trace failed" -- \
     env MGPU_TRACE=/dev/full "$run" mulmod -n 100 --intensity 3 --repeat 1 --threads 1 -q
+  expect 1 "writing the trace failed" -- \
+    "$run" mulmod -n 100 --intensity 3 --repeat 1 --threads 1 -q --compare --rounds 1 --trace /dev/full
 fi
 # OMP_THREAD_LIMIT caps the default CPU workers (one OpenMP team), and --info says so.
 expect 0 "1 CPU workers (at most OMP_THREAD_LIMIT=1)" -- env OMP_THREAD_LIMIT=1 "$run" --info --num-gpus 0
