@@ -190,7 +190,7 @@ static long long parse_ll_opt(const char *opt, const char *v, long long lo, long
   char *end;
   errno = 0;
   long long x = strtoll(v, &end, 10);
-  if (errno || end == v || *end || x < lo || x > hi)
+  if (errno || end == v || *end || x < lo || x > hi || (*v == '-' && lo >= 0))
     usage_error("%s '%s' is invalid: expected an integer in %lld..%lld", opt, v, lo, hi);
   return x;
 }

@@ -120,8 +120,9 @@ int mgpu__parse_ll(const char *s, long long lo, long long hi, long long *out) {
   if (!s) return -1;
   const char *t = trim(s, buf, sizeof buf);
   if (*t == '\0' || strlen(s) >= sizeof buf) return -1;
-  /* strtoll accepts a sign; a '-' is then caught by the range check, and we
-   * refuse "+" forms only when the value is out of range like any other. */
+  /* strtoll accepts a sign; a '-' is caught by the range check, except in
+   * -0, which is refused like any negative where negatives are. */
+  if (*t == '-' && lo >= 0) return -1;
   errno = 0;
   long long v = strtoll(t, &end, 10);
   if (errno == ERANGE || end == t || *end != '\0') return -1;

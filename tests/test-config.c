@@ -107,6 +107,8 @@ static const env_case_t env_cases[] = {
     {"MGPU_FAULT_INJECT", " launch:0:1 , alloc:1:2 ", 1}, {"MGPU_FAULT_INJECT", "Launch:0:ALL", 1},
     {"MGPU_FAULT_INJECT", "launch::1", 0},  {"MGPU_FAULT_INJECT", "launch:0:", 0},
     {"MGPU_DEVICES", "1,,2", 0},             {"MGPU_DEVICES", ",1", 0},
+    {"MGPU_NUM_THREADS", "-0", 0},           {"MGPU_DEVICES", "1,-0", 0},
+    {"MGPU_STREAMS_PER_GPU", "+2", 1},       {"MGPU_DEBUG", "-0", 0},
 };
 #define NCASES ((int)(sizeof env_cases / sizeof env_cases[0]))
 

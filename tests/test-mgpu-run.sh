@@ -378,5 +378,6 @@ expect 2 "--split" -- "$run" allreduce --split ,1
 expect 2 "--split" -- "$run" allreduce --split 1,-0
 expect 2 "--devices" -- "$run" --devices ,0 --info
 expect 0 "MGPU_SCHED" -- "$run" --mode STEAL --info
+expect 2 "--threads '-0'" -- "$run" --threads -0 --info
 echo "mgpu-run: $passes passed, $fails failed"
 [ "$fails" = 0 ]
