@@ -526,9 +526,14 @@ static void print_info(mgpu_runtime_t *rt) {
   const char *how;
   int cores = mgpu_usable_cores(rt, &how);
   printf("\nCPU: %d usable cores (%s); %d CPU workers", cores, how, mgpu_num_cpu_workers(rt));
-  for (int i = 0; mgpu_info_setting(rt, i, &s) == MGPU_OK; i++)
-    if (!strcmp(s.name, "OMP_THREAD_LIMIT") && atoi(s.value) == mgpu_num_cpu_workers(rt) && cores > atoi(s.value))
+  /* Where the limit, not the cores, set the default count, say so. */
+  bool derived = false;
+  for (int i = 0; mgpu_info_setting(rt, i, &s) == MGPU_OK; i++) {
+    if (!strcmp(s.name, "MGPU_NUM_THREADS")) derived = !strcmp(s.source, "derived");
+    if (!strcmp(s.name, "OMP_THREAD_LIMIT") && derived && atoi(s.value) > 0 &&
+        atoi(s.value) < cores - mgpu_num_gpus(rt))
       printf(" (at most OMP_THREAD_LIMIT=%s)", s.value);
+  }
   const char *reserve = reserve_setting(rt);
   int quarter, half = 0, all;
   if (sscanf(reserve, "auto (0, %d, %d or %d", &quarter, &half, &all) == 3 ||
