@@ -49,7 +49,7 @@ static const setting_t settings[MGPU_SET_COUNT] = {
                       "steal (default), static (fixed split by ratio), cpu or gpu (restrict workers)"},
   [MGPU_SET_STATS] = {"MGPU_STATS", K_BOOL, 0, 1, 0, 0, 0, "0, 1, yes, no, on, off, true or false",
                       "print a per-worker table at mgpu_finalize (default 0)"},
-  [MGPU_SET_TRACE] = {"MGPU_TRACE", K_PATH, 0, 0, 0, 0, 0, "a file path", "write a trace to this file (default: none)"},
+  [MGPU_SET_TRACE] = {"MGPU_TRACE", K_PATH, 0, 0, 0, 0, 0, "a file path of 1..1023 characters, not blank", "write a trace to this file (default: none)"},
   [MGPU_SET_DEBUG] = {"MGPU_DEBUG", K_LEVEL, 0, 4, 0, 0, 0, "0..4 or none, error, warn, info, debug",
                       "log level on stderr (default warn)"},
   [MGPU_SET_EMULATE_GPUS] = {"MGPU_EMULATE_GPUS", K_INT, 0, MGPU_MAX_DEVICES, 0, 0, 0, "an integer in 0..64",
@@ -504,7 +504,11 @@ static mgpu_status_t from_arg(int id, const mgpu_config_t *a, mgpu__config_t *c,
     return MGPU_OK;
   case MGPU_SET_TRACE:
     if (!a->trace) return MGPU_OK;
-    if (!*a->trace || strlen(a->trace) >= sizeof c->trace_path) return bad_arg(id, "trace", "\"\" or too long");
+    if (strlen(a->trace) >= sizeof c->trace_path) {
+      snprintf(num, sizeof num, "(a path of %zu characters)", strlen(a->trace));
+      return bad_arg(id, "trace", num);
+    }
+    if (strspn(a->trace, " \t\n\v\f\r") == strlen(a->trace)) return bad_arg(id, "trace", "\"\" (a blank path)");
     snprintf(c->trace_path, sizeof c->trace_path, "%s", a->trace);
     v->trace = c->trace_path;
     *set = true;

@@ -217,6 +217,18 @@ START_TEST(test_bad_args) {
   ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_OK);
   ck_assert_int_eq(c.v.reserve_threads, MGPU_RESERVE_AUTO);
   ck_assert_int_eq(c.source[MGPU_SET_RESERVE_THREADS], MGPU_SRC_ARG);
+  /* A blank or overlong trace path is named for what it is. */
+  mgpu_config_init(&a);
+  a.ignore_env = 1;
+  a.trace = "  ";
+  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_config_t.trace=\"\" (a blank path)"));
+  static char long_path[1100];
+  memset(long_path, 'a', sizeof long_path - 1);
+  a.trace = long_path;
+  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "(a path of 1099 characters)"));
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "1..1023 characters"));
   /* A negative zero is a negative, from a field as from the environment. */
   mgpu_config_init(&a);
   a.ignore_env = 1;
