@@ -10,6 +10,7 @@
 #include <omp.h>
 #endif
 #include <pthread.h>
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <getopt.h>
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -188,25 +190,43 @@ static long long parse_ll_opt(const char *opt, const char *v, long long lo, long
   char *end;
   errno = 0;
   long long x = strtoll(v, &end, 10);
-  if (errno || end == v || *end || x < lo || x > hi)
+  if (errno || end == v || *end || x < lo || x > hi || (*v == '-' && lo >= 0))
     usage_error("%s '%s' is invalid: expected an integer in %lld..%lld", opt, v, lo, hi);
   return x;
+}
+
+/* [+-]digits[.digits][e[+-]digits], as the library reads MGPU_* numbers:
+ * strtod alone also takes hexadecimal floats, inf and nan. */
+static bool is_decimal(const char *p) {
+  int digits = 0;
+  if (*p == '+' || *p == '-') p++;
+  for (; isdigit((unsigned char)*p); p++) digits++;
+  if (*p == '.')
+    for (p++; isdigit((unsigned char)*p); p++) digits++;
+  if (digits == 0) return false;
+  if (*p == 'e' || *p == 'E') {
+    p++;
+    if (*p == '+' || *p == '-') p++;
+    if (!isdigit((unsigned char)*p)) return false;
+    while (isdigit((unsigned char)*p)) p++;
+  }
+  return *p == '\0';
 }
 
 static double parse_double_opt(const char *opt, const char *v, double lo, double hi) {
   char *end;
   errno = 0;
   double x = strtod(v, &end);
-  if (errno || end == v || *end || !isfinite(x) || x <= lo || x > hi)
+  if (!is_decimal(v) || errno || end == v || *end || !isfinite(x) || x <= lo || x > hi)
     usage_error("%s '%s' is invalid: expected a number greater than %g and at most %g", opt, v, lo, hi);
   return x;
 }
 
 static mgpu_sched_t parse_mode(const char *v) {
-  if (!strcmp(v, "steal")) return MGPU_SCHED_STEAL;
-  if (!strcmp(v, "static")) return MGPU_SCHED_STATIC;
-  if (!strcmp(v, "cpu")) return MGPU_SCHED_CPU;
-  if (!strcmp(v, "gpu")) return MGPU_SCHED_GPU;
+  if (!strcasecmp(v, "steal")) return MGPU_SCHED_STEAL;
+  if (!strcasecmp(v, "static")) return MGPU_SCHED_STATIC;
+  if (!strcasecmp(v, "cpu")) return MGPU_SCHED_CPU;
+  if (!strcasecmp(v, "gpu")) return MGPU_SCHED_GPU;
   usage_error("--mode '%s' is invalid: expected steal, static, cpu or gpu", v);
   return MGPU_SCHED_UNSET;
 }
@@ -221,14 +241,14 @@ static int parse_split(const char *v, double *out) {
   int n = 0;
   double sum = 0;
   char *save = NULL;
-  if (!*v || v[strlen(v) - 1] == ',' || strstr(v, ",,"))
+  if (!*v || *v == ',' || v[strlen(v) - 1] == ',' || strstr(v, ",,"))
     usage_error("--split '%s' is invalid: expected shares such as 0.6,0.4 (one per GPU, then optionally the host)", v);
   for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     if (n == MGPU_MAX_DEVICES + 1) usage_error("--split: more than %d entries", MGPU_MAX_DEVICES + 1);
     char *end;
     errno = 0;
     double x = strtod(t, &end);
-    if (errno || end == t || *end || !isfinite(x) || x < 0 || x > 1e12)
+    if (!is_decimal(t) || errno || end == t || *end || !isfinite(x) || x < 0 || signbit(x) || x > 1e12)
       usage_error("--split entry '%s' is invalid: expected a number in 0..1e12", t);
     out[n++] = x;
     sum += x;
@@ -258,7 +278,7 @@ static int parse_list_opt(const char *opt, const char *v, long long lo, long lon
   snprintf(entry, sizeof entry, "%s entry", opt);
   int n = 0;
   char *save = NULL;
-  if (!*v || v[strlen(v) - 1] == ',' || strstr(v, ",,"))
+  if (!*v || *v == ',' || v[strlen(v) - 1] == ',' || strstr(v, ",,"))
     usage_error("%s '%s' is invalid: expected %s", opt, v, example);
   for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     if (n == MGPU_MAX_DEVICES) usage_error("%s: more than %d entries", opt, MGPU_MAX_DEVICES);
@@ -332,7 +352,7 @@ static void parse_args(int argc, char **argv, opts_t *o) {
     case O_MAXB: o->cfg.max_batch_size = parse_ll_opt("--max-batch", optarg, 1, 1LL << 40); break;
     case O_STREAMS: o->cfg.streams_per_gpu = (int)parse_ll_opt("--streams", optarg, 1, 32); break;
     case O_RESERVE:
-      o->cfg.reserve_threads = strcmp(optarg, "auto") == 0 ? MGPU_RESERVE_AUTO
+      o->cfg.reserve_threads = strcasecmp(optarg, "auto") == 0 ? MGPU_RESERVE_AUTO
                                                             : (int)parse_ll_opt("--reserve", optarg, 0, 4096);
       break;
     case O_PINNED: o->pinned = true; break;
@@ -506,6 +526,14 @@ static void print_info(mgpu_runtime_t *rt) {
   const char *how;
   int cores = mgpu_usable_cores(rt, &how);
   printf("\nCPU: %d usable cores (%s); %d CPU workers", cores, how, mgpu_num_cpu_workers(rt));
+  /* Where the limit, not the cores, set the default count, say so. */
+  bool derived = false;
+  for (int i = 0; mgpu_info_setting(rt, i, &s) == MGPU_OK; i++) {
+    if (!strcmp(s.name, "MGPU_NUM_THREADS")) derived = !strcmp(s.source, "derived");
+    if (!strcmp(s.name, "OMP_THREAD_LIMIT") && derived && atoi(s.value) > 0 &&
+        atoi(s.value) < cores - mgpu_num_gpus(rt))
+      printf(" (at most OMP_THREAD_LIMIT=%s)", s.value);
+  }
   const char *reserve = reserve_setting(rt);
   int quarter, half = 0, all;
   if (sscanf(reserve, "auto (0, %d, %d or %d", &quarter, &half, &all) == 3 ||
@@ -1059,6 +1087,9 @@ static int cmp_double(const void *a, const void *b) {
 
 static volatile sig_atomic_t interrupted;
 
+/* Set when a runtime's trace could not be written at finalize: the run fails. */
+static bool trace_lost;
+
 /* Finalize a runtime of one mode (or GPU count), with the constant made on it. */
 static void finish_runtime(work_t *w, mgpu_runtime_t *rt) {
   if (w->kconst_rt == rt) {
@@ -1066,7 +1097,7 @@ static void finish_runtime(work_t *w, mgpu_runtime_t *rt) {
     w->kconst = NULL;
     w->kconst_rt = NULL;
   }
-  mgpu_finalize(rt);
+  if (mgpu_finalize_checked(rt) != MGPU_OK) trace_lost = true;
 }
 
 static void plot_run(mgpu_runtime_t *rt, const opts_t *o, const result_t *r, const work_t *w) {
@@ -1477,7 +1508,8 @@ int main(int argc, char **argv) {
   if (w.mid1) free_array(base, &o, w.mid1), free_array(base, &o, w.mid2);
   free(w.row_worker);
   free(w.K);
-  mgpu_finalize(base);
+  /* The trace is written here: a run whose trace is lost fails (the library logs why). */
+  if (mgpu_finalize_checked(base) != MGPU_OK || trace_lost) bad = bad ? bad : 1;
   if (plot_trace[0]) unlink(plot_trace);
   if (interrupted) {
     fprintf(stderr, "%s: interrupted: the report covers the runs made before SIGINT\n", prog);

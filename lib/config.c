@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,7 @@ typedef struct {
 static const setting_t settings[MGPU_SET_COUNT] = {
   [MGPU_SET_NUM_THREADS] = {"MGPU_NUM_THREADS", K_INT, 0, 4096, 0, 0, 0,
                             "an integer in 0..4096",
-                            "CPU workers (default: usable cores minus GPUs used, at least 1; 0 = GPUs only)"},
+                            "CPU workers (default: usable cores minus GPUs used, at least 1, at most OMP_THREAD_LIMIT; 0 = GPUs only)"},
   [MGPU_SET_NUM_GPUS] = {"MGPU_NUM_GPUS", K_INT, 0, MGPU_MAX_DEVICES, 0, 0, 0, "an integer in 0..64",
                          "GPUs to use (default: all visible; 0 = CPU only)"},
   [MGPU_SET_DEVICES] = {"MGPU_DEVICES", K_LIST, 0, MGPU_MAX_DEVICES - 1, 0, 0, 0,
@@ -48,7 +49,7 @@ static const setting_t settings[MGPU_SET_COUNT] = {
                       "steal (default), static (fixed split by ratio), cpu or gpu (restrict workers)"},
   [MGPU_SET_STATS] = {"MGPU_STATS", K_BOOL, 0, 1, 0, 0, 0, "0, 1, yes, no, on, off, true or false",
                       "print a per-worker table at mgpu_finalize (default 0)"},
-  [MGPU_SET_TRACE] = {"MGPU_TRACE", K_PATH, 0, 0, 0, 0, 0, "a file path", "write a trace to this file (default: none)"},
+  [MGPU_SET_TRACE] = {"MGPU_TRACE", K_PATH, 0, 0, 0, 0, 0, "a file path of 1..1023 characters, not blank", "write a trace to this file (default: none)"},
   [MGPU_SET_DEBUG] = {"MGPU_DEBUG", K_LEVEL, 0, 4, 0, 0, 0, "0..4 or none, error, warn, info, debug",
                       "log level on stderr (default warn)"},
   [MGPU_SET_EMULATE_GPUS] = {"MGPU_EMULATE_GPUS", K_INT, 0, MGPU_MAX_DEVICES, 0, 0, 0, "an integer in 0..64",
@@ -119,8 +120,9 @@ int mgpu__parse_ll(const char *s, long long lo, long long hi, long long *out) {
   if (!s) return -1;
   const char *t = trim(s, buf, sizeof buf);
   if (*t == '\0' || strlen(s) >= sizeof buf) return -1;
-  /* strtoll accepts a sign; a '-' is then caught by the range check, and we
-   * refuse "+" forms only when the value is out of range like any other. */
+  /* strtoll accepts a sign; a '-' is caught by the range check, except in
+   * -0, which is refused like any negative where negatives are. */
+  if (*t == '-' && lo >= 0) return -1;
   errno = 0;
   long long v = strtoll(t, &end, 10);
   if (errno == ERANGE || end == t || *end != '\0') return -1;
@@ -129,17 +131,44 @@ int mgpu__parse_ll(const char *s, long long lo, long long hi, long long *out) {
   return 0;
 }
 
+/* A decimal number: [+-]digits[.digits][e[+-]digits], with a digit before or
+ * after the point. strtod also reads hexadecimal floats, inf and nan, which no
+ * setting means to accept. */
+static bool is_decimal(const char *p) {
+  int digits = 0;
+  if (*p == '+' || *p == '-') p++;
+  for (; isdigit((unsigned char)*p); p++) digits++;
+  if (*p == '.')
+    for (p++; isdigit((unsigned char)*p); p++) digits++;
+  if (digits == 0) return false;
+  if (*p == 'e' || *p == 'E') {
+    p++;
+    if (*p == '+' || *p == '-') p++;
+    if (!isdigit((unsigned char)*p)) return false;
+    while (isdigit((unsigned char)*p)) p++;
+  }
+  return *p == '\0';
+}
+
 int mgpu__parse_double(const char *s, double lo, double hi, double *out) {
   char buf[128], *end;
   if (!s) return -1;
   const char *t = trim(s, buf, sizeof buf);
-  if (*t == '\0' || strlen(s) >= sizeof buf) return -1;
+  if (*t == '\0' || strlen(s) >= sizeof buf || !is_decimal(t)) return -1;
   errno = 0;
   double v = strtod(t, &end);
   if (errno == ERANGE || end == t || *end != '\0' || !isfinite(v)) return -1;
-  if (v < lo || v > hi) return -1;
+  /* -0 compares equal to 0: where negatives are refused, so is it. */
+  if (v < lo || v > hi || (lo >= 0 && signbit(v))) return -1;
   *out = v;
   return 0;
+}
+
+/* A keyword, ignoring case and the blanks around it, as every keyword is read. */
+bool mgpu__parse_keyword(const char *s, const char *word) {
+  char buf[64];
+  if (!s || strlen(s) >= sizeof buf) return false;
+  return strcasecmp(trim(s, buf, sizeof buf), word) == 0;
 }
 
 int mgpu__parse_bytes(const char *s, long long lo, long long hi, long long *out) {
@@ -172,7 +201,7 @@ int mgpu__parse_bytes(const char *s, long long lo, long long hi, long long *out)
 int mgpu__check_ratios(const double *r, int n, char *why, size_t whylen) {
   double sum = 0;
   for (int i = 0; i < n; i++) {
-    if (!isfinite(r[i]) || r[i] < 0 || r[i] > 1e12) {
+    if (!isfinite(r[i]) || r[i] < 0 || signbit(r[i]) || r[i] > 1e12) {
       snprintf(why, whylen, "share %d is %g: expected a number in 0..1e12", i, r[i]);
       return -1;
     }
@@ -329,7 +358,7 @@ static mgpu_status_t from_text(int id, const char *value, mgpu__config_t *c) {
     if ((rc = mgpu__parse_ll(value, s->lo, s->hi, &ll)) == 0) v->num_threads = (int)ll;
     break;
   case MGPU_SET_RESERVE_THREADS:
-    if (strcmp(value, "auto") == 0) v->reserve_threads = MGPU_RESERVE_AUTO, rc = 0;
+    if (mgpu__parse_keyword(value, "auto")) v->reserve_threads = MGPU_RESERVE_AUTO, rc = 0;
     else if ((rc = mgpu__parse_ll(value, s->lo, s->hi, &ll)) == 0) v->reserve_threads = (int)ll;
     break;
   case MGPU_SET_NUM_GPUS:
@@ -353,13 +382,17 @@ static mgpu_status_t from_text(int id, const char *value, mgpu__config_t *c) {
   case MGPU_SET_STATS: rc = parse_bool(value, &v->stats); break;
   case MGPU_SET_TRACE: {
     char buf[sizeof c->trace_path];
-    const char *t = strlen(value) < sizeof buf ? trim(value, buf, sizeof buf) : "";
+    if (strlen(value) >= sizeof buf) {
+      snprintf(why, sizeof why, "the path is too long (at most %zu characters)", sizeof buf - 1);
+      break;
+    }
+    const char *t = trim(value, buf, sizeof buf);
     if (*t) {
       snprintf(c->trace_path, sizeof c->trace_path, "%s", t);
       v->trace = c->trace_path;
       rc = 0;
     } else {
-      snprintf(why, sizeof why, "%s", *value ? "the path is too long" : "the path is empty");
+      snprintf(why, sizeof why, "the path is empty");
     }
     break;
   }
@@ -471,14 +504,18 @@ static mgpu_status_t from_arg(int id, const mgpu_config_t *a, mgpu__config_t *c,
     return MGPU_OK;
   case MGPU_SET_TRACE:
     if (!a->trace) return MGPU_OK;
-    if (!*a->trace || strlen(a->trace) >= sizeof c->trace_path) return bad_arg(id, "trace", "\"\" or too long");
+    if (strlen(a->trace) >= sizeof c->trace_path) {
+      snprintf(num, sizeof num, "(a path of %zu characters)", strlen(a->trace));
+      return bad_arg(id, "trace", num);
+    }
+    if (strspn(a->trace, " \t\n\v\f\r") == strlen(a->trace)) return bad_arg(id, "trace", "\"\" (a blank path)");
     snprintf(c->trace_path, sizeof c->trace_path, "%s", a->trace);
     v->trace = c->trace_path;
     *set = true;
     return MGPU_OK;
   case MGPU_SET_EMULATE_SPEED:
     if (a->emulate_speed == -1) return MGPU_OK;
-    if (!(a->emulate_speed >= 0 && a->emulate_speed <= s->dhi)) {
+    if (!(a->emulate_speed >= 0 && !signbit(a->emulate_speed) && a->emulate_speed <= s->dhi)) {
       snprintf(num, sizeof num, "%g", a->emulate_speed);
       return bad_arg(id, "emulate_speed", num);
     }
@@ -540,6 +577,7 @@ mgpu_status_t mgpu__config_parse(const mgpu_config_t *arg, mgpu__config_t *out) 
   out->v.emulate_speed = 0;
   out->v.emulate_mem = 1LL << 30;
   out->v.ignore_env = arg->ignore_env;
+  out->thread_limit = omp_get_thread_limit();
 
   for (int id = 0; id < MGPU_SET_COUNT; id++) {
     bool set;
@@ -627,12 +665,32 @@ mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visi
   }
   if (c->source[MGPU_SET_DEVICES] == MGPU_SRC_DEFAULT) c->source[MGPU_SET_DEVICES] = MGPU_SRC_DERIVED;
 
-  /* CPU workers: undersubscribe by one core per GPU host thread. */
+  /* A fault plan names the runtime's GPU numbers: one past them would never fire
+   * and the test that set it would pass without testing anything. */
+  if (v->fault_inject) {
+    mgpu__fault_plan_t plan;
+    char why[256];
+    if (mgpu__fault_parse(v->fault_inject, &plan, why, sizeof why) != 0 ||
+        mgpu__fault_check_gpus(&plan, v->num_gpus, why, sizeof why) != 0)
+      return mgpu__fail(MGPU_EINVAL, "MGPU_FAULT_INJECT='%s' is invalid: %s", v->fault_inject, why);
+  }
+
+  /* CPU workers: undersubscribe by one core per GPU host thread. They are one
+   * OpenMP team, which OMP_THREAD_LIMIT caps (the team's first thread included). */
+  int limit = c->thread_limit > 0 ? c->thread_limit : INT_MAX;
   bool threads_derived = v->num_threads < 0;
   if (threads_derived) {
-    v->num_threads = MGPU_MAX(1, usable_cores - v->num_gpus);
+    v->num_threads = MGPU_MAX(1, MGPU_MIN(usable_cores - v->num_gpus, limit));
     c->source[MGPU_SET_NUM_THREADS] = MGPU_SRC_DERIVED;
+  } else if (v->num_threads > limit) {
+    return mgpu__fail(MGPU_EINVAL, "MGPU_NUM_THREADS=%d is more than OMP_THREAD_LIMIT=%d allows (the CPU workers are "
+                                   "one OpenMP team): expected 0..%d, or raise OMP_THREAD_LIMIT",
+                      v->num_threads, limit, limit);
   }
+  if (limit < INT_MAX)
+    snprintf(c->thread_limit_text, sizeof c->thread_limit_text, "%d", limit);
+  else
+    snprintf(c->thread_limit_text, sizeof c->thread_limit_text, "(unset)");
   if (v->num_threads == 0 && v->num_gpus == 0)
     return mgpu__fail(MGPU_EINVAL, "MGPU_NUM_THREADS=0 leaves no worker: it needs at least one GPU, and none is used");
   /* A thread count of the user's own is taken as it is: no reserve unless asked. */

@@ -173,8 +173,19 @@ MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p
  * them); then the workers stop and every resource is released. Events, constants
  * and host allocations of this runtime must not be used afterwards. NULL is a
  * no-op. Must not be called concurrently with other calls on rt.
+ * The trace of MGPU_TRACE is written here: a failure to write it (a full disk)
+ * is logged at the error level and is otherwise lost; use
+ * mgpu_finalize_checked() to see it.
  */
 MGPU_API void mgpu_finalize(mgpu_runtime_t *rt);
+
+/**
+ * mgpu_finalize(), returning what failed: MGPU_ESYSTEM when the MGPU_TRACE file
+ * could not be written (mgpu_last_error() names the file and the reason),
+ * MGPU_ESTATE for a runtime that is not live, else MGPU_OK. The runtime is
+ * released in every case.
+ */
+MGPU_API mgpu_status_t mgpu_finalize_checked(mgpu_runtime_t *rt);
 
 /** Workers of the runtime: CPU workers first, then one per GPU. */
 MGPU_API int mgpu_num_workers(const mgpu_runtime_t *rt);

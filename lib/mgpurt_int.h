@@ -74,6 +74,8 @@ typedef struct {
   char text[MGPU_SET_COUNT][160]; /* effective value as text, for --info */
   char trace_path[1024];
   char fault_spec[512];
+  int thread_limit;            /* omp_get_thread_limit() at parse: the most CPU workers */
+  char thread_limit_text[32];  /* OMP_THREAD_LIMIT as mgpu_info_setting shows it */
 } mgpu__config_t;
 
 /* Syntax and range of every setting: cfg fields, then the environment. */
@@ -96,6 +98,7 @@ const char *mgpu__config_source_name(int src);
 /* Strict parsers, shared with mgpu-run's option parsing through the tests. */
 int mgpu__parse_ll(const char *s, long long lo, long long hi, long long *out);
 int mgpu__parse_double(const char *s, double lo, double hi, double *out);
+bool mgpu__parse_keyword(const char *s, const char *word);
 int mgpu__parse_bytes(const char *s, long long lo, long long hi, long long *out);
 int mgpu__parse_int_list(const char *s, int lo, int hi, int *out, int max, int *n_p, char *why, size_t whylen);
 size_t mgpu__edit_distance(const char *a, const char *b);
@@ -199,6 +202,8 @@ typedef struct {
   struct { mgpu_fault_kind_t kind; int gpu; long long k; /* -1 = all */ } f[MGPU_FAULT_MAX];
 } mgpu__fault_plan_t;
 int mgpu__fault_parse(const char *spec, mgpu__fault_plan_t *plan, char *why, size_t whylen);
+/* -1 with a message when an entry names a GPU at or past ngpus. */
+int mgpu__fault_check_gpus(const mgpu__fault_plan_t *plan, int ngpus, char *why, size_t whylen);
 bool mgpu__fault_hit(const mgpu__fault_plan_t *plan, mgpu_fault_kind_t kind, int gpu, long long k);
 
 /* -------------------------------------------------------------- model.c */
@@ -704,7 +709,7 @@ extern const mgpu__nccl_t *const mgpu__nccl;
 mgpu_status_t mgpu__trace_open(mgpu_runtime_t *rt);
 void mgpu__trace_add(mgpu_runtime_t *rt, mgpu__worker_t *w, const mgpu__tev_t *ev);
 void mgpu__trace_batch(mgpu_runtime_t *rt, const mgpu__batch_t *b); /* under rt->lock */
-void mgpu__trace_close(mgpu_runtime_t *rt); /* after the workers stopped */
+mgpu_status_t mgpu__trace_close(mgpu_runtime_t *rt); /* after the workers stopped */
 void mgpu__trace_free(mgpu__worker_t *w);
 
 /* ------------------------------------------------------------ handle.c */

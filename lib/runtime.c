@@ -59,7 +59,7 @@ static void free_runtime(mgpu_runtime_t *rt) {
   free(rt);
 }
 
-static void finalize_now(mgpu_runtime_t *rt);
+static mgpu_status_t finalize_now(mgpu_runtime_t *rt);
 
 static void stop_workers(mgpu_runtime_t *rt) {
   atomic_store(&rt->stop, 1);
@@ -178,16 +178,16 @@ fail_free:
   return st;
 }
 
-MGPU_API void mgpu_finalize(mgpu_runtime_t *rt) {
-  if (!rt) return;
-  if (!mgpu__handle_del(MGPU_H_RUNTIME, rt)) {
-    mgpu__log(MGPU_LOG_ERROR, "mgpu_finalize: %p is not a live runtime (finalized twice?); ignored", (void *)rt);
-    return;
-  }
-  finalize_now(rt);
+MGPU_API mgpu_status_t mgpu_finalize_checked(mgpu_runtime_t *rt) {
+  if (!rt) return MGPU_OK;
+  if (!mgpu__handle_del(MGPU_H_RUNTIME, rt))
+    return mgpu__fail(MGPU_ESTATE, "mgpu_finalize: %p is not a live runtime (finalized twice?); ignored", (void *)rt);
+  return finalize_now(rt);
 }
 
-static void finalize_now(mgpu_runtime_t *rt) {
+MGPU_API void mgpu_finalize(mgpu_runtime_t *rt) { (void)mgpu_finalize_checked(rt); }
+
+static mgpu_status_t finalize_now(mgpu_runtime_t *rt) {
   mgpu__arrays_free_all(rt);
   pthread_mutex_lock(&rt->lock);
   rt->finalizing = 1;
@@ -195,7 +195,7 @@ static void finalize_now(mgpu_runtime_t *rt) {
   pthread_mutex_unlock(&rt->lock);
   stop_workers(rt);
   mgpu__coll_destroy(rt);
-  mgpu__trace_close(rt);
+  mgpu_status_t st = mgpu__trace_close(rt);
   if (rt->cfg.v.stats) {
     mgpu_worker_stats_t *ws = calloc((size_t)rt->nworkers, sizeof *ws);
     mgpu_stats_t s = {.worker = ws, .worker_cap = ws ? rt->nworkers : 0};
@@ -206,6 +206,7 @@ static void finalize_now(mgpu_runtime_t *rt) {
     free(ws);
   }
   free_runtime(rt);
+  return st;
 }
 
 MGPU_API int mgpu_num_workers(const mgpu_runtime_t *rt) {
@@ -241,6 +242,13 @@ MGPU_API mgpu_status_t mgpu_info_setting(const mgpu_runtime_t *rt, int i, mgpu_s
     out->value = omp ? omp : "(unset)";
     out->source = omp ? "environment" : "default";
     out->doc = "the user's own OpenMP regions outside the runtime; the runtime never changes it";
+    return MGPU_OK;
+  }
+  if (i == MGPU_SET_COUNT + 1) {
+    out->name = "OMP_THREAD_LIMIT";
+    out->value = rt->cfg.thread_limit_text;
+    out->source = getenv("OMP_THREAD_LIMIT") ? "environment" : "default";
+    out->doc = "the most CPU workers (one OpenMP team): caps MGPU_NUM_THREADS's default; a larger one is refused";
     return MGPU_OK;
   }
   return mgpu__fail_quiet(MGPU_EINVAL, "mgpu_info_setting: no setting number %d", i);

@@ -128,8 +128,8 @@ static void write_batches(FILE *f, bool *first, mgpu_runtime_t *rt) {
   }
 }
 
-void mgpu__trace_close(mgpu_runtime_t *rt) {
-  if (!rt->trace_fp) return;
+mgpu_status_t mgpu__trace_close(mgpu_runtime_t *rt) {
+  if (!rt->trace_fp) return MGPU_OK;
   FILE *f = rt->trace_fp;
   bool first = true;
   uint64_t dropped = rt->btrace_dropped;
@@ -165,12 +165,18 @@ void mgpu__trace_close(mgpu_runtime_t *rt) {
     }
   }
   fputs("\n]}\n", f);
-  if (fclose(f) != 0) mgpu__log(MGPU_LOG_ERROR, "MGPU_TRACE='%s': writing the trace failed", rt->cfg.v.trace);
+  /* A full disk shows at the last flush or only as the stream's error flag. */
+  int werr = ferror(f) ? (errno ? errno : EIO) : 0;
+  if (fclose(f) != 0 && !werr) werr = errno ? errno : EIO;
+  mgpu_status_t st = MGPU_OK;
+  if (werr)
+    st = mgpu__fail(MGPU_ESYSTEM, "MGPU_TRACE='%s': writing the trace failed: %s", rt->cfg.v.trace, strerror(werr));
   else
     mgpu__log(MGPU_LOG_INFO, "trace written to %s", rt->cfg.v.trace);
   if (dropped)
     mgpu__log(MGPU_LOG_WARN, "MGPU_TRACE: %llu events were dropped (out of memory)", (unsigned long long)dropped);
   rt->trace_fp = NULL;
+  return st;
 }
 
 static mgpu_trace_event_t public_event(const mgpu_runtime_t *rt, const mgpu__tev_t *ev, int worker) {

@@ -37,7 +37,9 @@ static const env_case_t env_cases[] = {
     {"MGPU_RESERVE_THREADS", "0", 1},  {"MGPU_RESERVE_THREADS", "4096", 1},
     {"MGPU_RESERVE_THREADS", "-1", 0}, {"MGPU_RESERVE_THREADS", "4097", 0},
     {"MGPU_RESERVE_THREADS", "x", 0},  {"MGPU_RESERVE_THREADS", "", 0},
-    {"MGPU_RESERVE_THREADS", "auto", 1}, {"MGPU_RESERVE_THREADS", "AUTO", 0},
+    {"MGPU_RESERVE_THREADS", "auto", 1}, {"MGPU_RESERVE_THREADS", "AUTO", 1},
+    {"MGPU_RESERVE_THREADS", " auto ", 1}, {"MGPU_RESERVE_THREADS", "Auto", 1},
+    {"MGPU_RESERVE_THREADS", "au to", 0},
     {"MGPU_RESERVE_THREADS", "auto1", 0}, {"MGPU_RESERVE_THREADS", "-2", 0},
     {"MGPU_NUM_GPUS", "0", 1},         {"MGPU_NUM_GPUS", "64", 1},
     {"MGPU_NUM_GPUS", "65", 0},        {"MGPU_NUM_GPUS", "-2", 0},
@@ -86,6 +88,27 @@ static const env_case_t env_cases[] = {
     {"MGPU_TENSOR_SPLIT", "", 0},            {"MGPU_TENSOR_SPLIT", "nan,1", 0},
     {"MGPU_TENSOR_SPLIT", "1,inf", 0},       {"MGPU_TENSOR_SPLIT", "0.5,x", 0},
     {"MGPU_TENSOR_SPLIT", "1e13", 0},
+    /* Numbers are decimal only: strtod's hexadecimal floats, inf and nan are
+     * refused, and so is a negative zero wherever negatives are. */
+    {"MGPU_DEVICE_TO_CORE_RATIO", "0x10", 0}, {"MGPU_DEVICE_TO_CORE_RATIO", "0x1p3", 0},
+    {"MGPU_DEVICE_TO_CORE_RATIO", "infinity", 0}, {"MGPU_DEVICE_TO_CORE_RATIO", " .5 ", 1},
+    {"MGPU_DEVICE_TO_CORE_RATIO", "2.", 1},  {"MGPU_DEVICE_TO_CORE_RATIO", "+1.5E2", 1},
+    {"MGPU_DEVICE_TO_CORE_RATIO", ".", 0},   {"MGPU_DEVICE_TO_CORE_RATIO", "1e", 0},
+    {"MGPU_EMULATE_SPEED", "0x10", 0},       {"MGPU_EMULATE_SPEED", "0x1p3", 0},
+    {"MGPU_EMULATE_SPEED", "inf", 0},        {"MGPU_EMULATE_SPEED", "nan", 0},
+    {"MGPU_EMULATE_SPEED", "-0.0e0", 0},     {"MGPU_EMULATE_SPEED", "-0", 0},
+    {"MGPU_EMULATE_SPEED", "0.0", 1},        {"MGPU_EMULATE_SPEED", "2.5e3", 1},
+    {"MGPU_TENSOR_SPLIT", "0x10,1", 0},      {"MGPU_TENSOR_SPLIT", "1,0x1p3", 0},
+    {"MGPU_TENSOR_SPLIT", "1,-0", 0},        {"MGPU_TENSOR_SPLIT", "1,-0.0e0", 0},
+    /* Lists refuse empty entries, as MGPU_DEVICES does. */
+    {"MGPU_FAULT_INJECT", "launch:0:1,", 0}, {"MGPU_FAULT_INJECT", ",launch:0:1", 0},
+    {"MGPU_FAULT_INJECT", "launch:0:1,,launch:1:2", 0}, {"MGPU_FAULT_INJECT", "launch:0:1, ,alloc:0:1", 0},
+    {"MGPU_FAULT_INJECT", "   ", 0},        {"MGPU_FAULT_INJECT", ",", 0},
+    {"MGPU_FAULT_INJECT", " launch:0:1 , alloc:1:2 ", 1}, {"MGPU_FAULT_INJECT", "Launch:0:ALL", 1},
+    {"MGPU_FAULT_INJECT", "launch::1", 0},  {"MGPU_FAULT_INJECT", "launch:0:", 0},
+    {"MGPU_DEVICES", "1,,2", 0},             {"MGPU_DEVICES", ",1", 0},
+    {"MGPU_NUM_THREADS", "-0", 0},           {"MGPU_DEVICES", "1,-0", 0},
+    {"MGPU_STREAMS_PER_GPU", "+2", 1},       {"MGPU_DEBUG", "-0", 0},
 };
 #define NCASES ((int)(sizeof env_cases / sizeof env_cases[0]))
 
@@ -127,6 +150,18 @@ START_TEST(test_env_values) {
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "MGPU_TENSOR_SPLIT='1,x' is invalid: entry 'x'"));
   ck_assert_int_eq(parse_env("MGPU_TENSOR_SPLIT", "0,0", &c), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "every share is 0"));
+  /* A blank value is refused as empty, whatever its length. */
+  ck_assert_int_eq(parse_env("MGPU_TRACE", "   ", &c), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "the path is empty"));
+  ck_assert_ptr_null(strstr(mgpu_last_error(), "too long"));
+  ck_assert_int_eq(parse_env("MGPU_TRACE", " /tmp/t.json ", &c), MGPU_OK);
+  ck_assert_str_eq(c.v.trace, "/tmp/t.json");
+  ck_assert_int_eq(parse_env("MGPU_RESERVE_THREADS", " Auto ", &c), MGPU_OK);
+  ck_assert_int_eq(c.v.reserve_threads, MGPU_RESERVE_AUTO);
+  ck_assert_int_eq(parse_env("MGPU_FAULT_INJECT", "launch:0:1,,alloc:0:1", &c), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "entry 2 is empty"));
+  ck_assert_int_eq(parse_env("MGPU_EMULATE_SPEED", "-0.0e0", &c), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "MGPU_EMULATE_SPEED='-0.0e0' is invalid"));
   ck_assert_int_eq(parse_env("MGPU_NUM_THREADS", NULL, &c), MGPU_OK);
   ck_assert_int_eq(c.v.ntensor_split, -1);
   ck_assert_int_eq(c.source[MGPU_SET_NUM_THREADS], MGPU_SRC_DEFAULT);
@@ -182,6 +217,30 @@ START_TEST(test_bad_args) {
   ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_OK);
   ck_assert_int_eq(c.v.reserve_threads, MGPU_RESERVE_AUTO);
   ck_assert_int_eq(c.source[MGPU_SET_RESERVE_THREADS], MGPU_SRC_ARG);
+  /* A blank or overlong trace path is named for what it is. */
+  mgpu_config_init(&a);
+  a.ignore_env = 1;
+  a.trace = "  ";
+  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_config_t.trace=\"\" (a blank path)"));
+  static char long_path[1100];
+  memset(long_path, 'a', sizeof long_path - 1);
+  a.trace = long_path;
+  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "(a path of 1099 characters)"));
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "1..1023 characters"));
+  /* A negative zero is a negative, from a field as from the environment. */
+  mgpu_config_init(&a);
+  a.ignore_env = 1;
+  a.emulate_speed = -0.0;
+  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_config_t.emulate_speed"));
+  mgpu_config_init(&a);
+  a.ignore_env = 1;
+  a.ntensor_split = 2;
+  a.tensor_split[0] = 1;
+  a.tensor_split[1] = -0.0;
+  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
   mgpu_config_init(&a);
   a.ignore_env = 1;
   a.device_to_core_ratio = -1;
@@ -333,6 +392,82 @@ START_TEST(test_init_rejects_env) {
 }
 END_TEST
 
+START_TEST(test_fault_gpu_range) {
+  /* A fault plan naming a GPU the runtime does not use is refused. */
+  mgpu__config_t c;
+  parse_env("MGPU_FAULT_INJECT", "launch:0:1,launch:5:all", &c);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 8, 2), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "MGPU_FAULT_INJECT"));
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "entry 'launch:5:all'"));
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "2 GPUs"));
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "0..1"));
+  parse_env("MGPU_FAULT_INJECT", "alloc:1:0", &c);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 8, 2), MGPU_OK);
+  parse_env("MGPU_FAULT_INJECT", "alloc:0:0", &c);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 8, 0), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "no GPU"));
+  /* Through mgpu_init, from the config argument, on emulated GPUs. */
+  mgpu_config_t a;
+  mgpu_config_init(&a);
+  a.ignore_env = 1;
+  a.num_threads = 1;
+  a.emulate_gpus = 2;
+  a.fault_inject = "launch:5:1";
+  a.debug = MGPU_LOG_NONE;
+  mgpu_runtime_t *rt = (mgpu_runtime_t *)0x1;
+  ck_assert_int_eq(mgpu_init(&a, &rt), MGPU_EINVAL);
+  ck_assert_ptr_eq(rt, (mgpu_runtime_t *)0x1);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "entry 'launch:5:1'"));
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "2 GPUs"));
+}
+END_TEST
+
+START_TEST(test_thread_limit) {
+  /* The CPU workers are one OpenMP team: OMP_THREAD_LIMIT caps the default
+   * count, and a larger explicit count is refused, naming both. */
+  mgpu__config_t c;
+  parse_env("MGPU_NUM_THREADS", NULL, &c);
+  c.thread_limit = 1;
+  ck_assert_int_eq(mgpu__config_resolve(&c, 8, 0), MGPU_OK);
+  ck_assert_int_eq(c.v.num_threads, 1);
+  ck_assert_int_eq(c.source[MGPU_SET_NUM_THREADS], MGPU_SRC_DERIVED);
+  parse_env("MGPU_NUM_THREADS", NULL, &c);
+  c.thread_limit = 3;
+  ck_assert_int_eq(mgpu__config_resolve(&c, 8, 2), MGPU_OK);
+  ck_assert_int_eq(c.v.num_threads, 3);
+  parse_env("MGPU_NUM_THREADS", "4", &c);
+  c.thread_limit = 2;
+  ck_assert_int_eq(mgpu__config_resolve(&c, 8, 0), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "MGPU_NUM_THREADS=4"));
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "OMP_THREAD_LIMIT=2"));
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "0..2"));
+  parse_env("MGPU_NUM_THREADS", "2", &c);
+  c.thread_limit = 2;
+  ck_assert_int_eq(mgpu__config_resolve(&c, 8, 0), MGPU_OK);
+}
+END_TEST
+
+START_TEST(test_trace_write_fails) {
+  /* mgpu_finalize_checked reports a trace that could not be written. */
+  if (access("/dev/full", W_OK) != 0) return;
+  mgpu_config_t a;
+  mgpu_config_init(&a);
+  a.ignore_env = 1;
+  a.num_threads = 1;
+  a.num_gpus = 0;
+  a.trace = "/dev/full";
+  a.debug = MGPU_LOG_NONE;
+  mgpu_runtime_t *rt = NULL;
+  ck_assert_int_eq(mgpu_init(&a, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_finalize_checked(rt), MGPU_ESYSTEM);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "MGPU_TRACE='/dev/full': writing the trace failed"));
+  a.trace = NULL;
+  ck_assert_int_eq(mgpu_init(&a, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_finalize_checked(rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_finalize_checked(NULL), MGPU_OK);
+}
+END_TEST
+
 START_TEST(test_unknown_warning) {
   /* The warning names the nearest known variable; capture stderr in a file. */
   char path[] = "/tmp/mgpu-test-XXXXXX";
@@ -368,6 +503,12 @@ START_TEST(test_parsers) {
   ck_assert_int_eq(mgpu__parse_bytes("3GiB", 0, 1LL << 40, &v), 0);
   ck_assert_int_eq(v, 3LL << 30);
   ck_assert_int_eq(mgpu__parse_bytes("1KB x", 0, 1LL << 40, &v), -1);
+  double d;
+  ck_assert_int_eq(mgpu__parse_double("0x10", 0, 1e12, &d), -1);
+  ck_assert_int_eq(mgpu__parse_double("-0.0", 0, 1e12, &d), -1);
+  ck_assert_int_eq(mgpu__parse_double("-0.0", -1, 1, &d), 0);
+  ck_assert_int_eq(mgpu__parse_double("1.25e1", 0, 1e12, &d), 0);
+  ck_assert(d == 12.5);
   ck_assert_uint_eq(mgpu__edit_distance("MGPU_SCHEd", "MGPU_SCHED"), 0);
   ck_assert_uint_eq(mgpu__edit_distance("MGPU_STREAMS", "MGPU_STREAMS_PER_GPU"), 8);
   ck_assert_str_eq(mgpu_strerror(MGPU_EINVAL), "invalid argument or setting");
@@ -387,6 +528,9 @@ int main(void) {
   tcase_add_test(tc, test_resolve);
   tcase_add_test(tc, test_init_rejects_env);
   tcase_add_test(tc, test_unknown_warning);
+  tcase_add_test(tc, test_trace_write_fails);
+  tcase_add_test(tc, test_thread_limit);
+  tcase_add_test(tc, test_fault_gpu_range);
   tcase_add_test(tc, test_parsers);
   suite_add_tcase(s, tc);
   printf("config: %d bad-input and valid environment cases in the table\n", NCASES);

@@ -57,7 +57,7 @@ else
 fi
 expect 0 "the last 2 kept out" -- env MGPU_EMULATE_GPUS=1 "$run" --info --threads 3 --reserve 2
 expect 2 "--reserve 'automatic'" -- "$run" --reserve automatic --info
-expect 2 "MGPU_RESERVE_THREADS='Auto'" -- env MGPU_RESERVE_THREADS=Auto "$run" --info
+expect 0 "auto (0, 1 or 2 per kernel)" -- env MGPU_RESERVE_THREADS=" Auto " MGPU_EMULATE_GPUS=1 "$run" --info --threads 2
 expect 0 "the last 2 or 4 (or all 8, where they add under a fifth) kept out of a kernel's batches that GPUs also run where its timed batches find that faster" -- env MGPU_EMULATE_GPUS=1 "$run" --info --threads 8 --reserve auto
 expect 0 "auto (0, 2, 4 or 8 per kernel)" -- env MGPU_EMULATE_GPUS=1 MGPU_RESERVE_THREADS=auto "$run" --info --threads 8
 expect 2 "--streams ''" -- "$run" --streams "" --info
@@ -364,5 +364,28 @@ case $out in
 *"libmgpurt statistics: 2 batches, 2 CPU workers"*"total: 2000 items"*) ok ;;
 *) bad "MGPU_STATS: no table with 2 batches and 2000 items: $out" ;;
 esac
+# A trace that cannot be written (a full disk) fails the run.
+if [ -w /dev/full ]; then
+  expect 1 "MGPU_TRACE='/dev/full': writing the trace failed" -- \
+    env MGPU_TRACE=/dev/full "$run" mulmod -n 100 --intensity 3 --repeat 1 --threads 1 -q
+  expect 1 "writing the trace failed" -- \
+    "$run" mulmod -n 100 --intensity 3 --repeat 1 --threads 1 -q --compare --rounds 1 --trace /dev/full
+fi
+# OMP_THREAD_LIMIT caps the default CPU workers (one OpenMP team), and --info says so.
+expect 0 "1 CPU workers (at most OMP_THREAD_LIMIT=1)" -- env OMP_THREAD_LIMIT=1 "$run" --info --num-gpus 0
+expect 0 "verification: ok" -- env OMP_THREAD_LIMIT=1 "$run" mulmod -n 1000 --intensity 3 --repeat 1 --num-gpus 0
+expect 2 "OMP_THREAD_LIMIT=1" -- env OMP_THREAD_LIMIT=1 "$run" --info --threads 2
+out=$(env OMP_THREAD_LIMIT=1 "$run" --info --threads 1 2>&1)
+if printf '%s' "$out" | grep -q "CPU workers (at most OMP_THREAD_LIMIT"; then bad "--threads 1: the limit did not apply: $out"; else ok; fi
+# Flags follow the variables' rules: decimal numbers only, no empty list
+# entries, keywords in any case.
+expect 2 "--ratio '0x10'" -- "$run" --ratio 0x10 --info
+expect 2 "--ratio 'inf'" -- "$run" --ratio inf --info
+expect 2 "--split" -- "$run" allreduce --split 0x1p3,1
+expect 2 "--split" -- "$run" allreduce --split ,1
+expect 2 "--split" -- "$run" allreduce --split 1,-0
+expect 2 "--devices" -- "$run" --devices ,0 --info
+expect 0 "MGPU_SCHED" -- "$run" --mode STEAL --info
+expect 2 "--threads '-0'" -- "$run" --threads -0 --info
 echo "mgpu-run: $passes passed, $fails failed"
 [ "$fails" = 0 ]

@@ -303,6 +303,47 @@ START_TEST(test_openmp_master_binding) {
 }
 END_TEST
 
+/* --limit-child, started with OMP_THREAD_LIMIT=1: the default CPU worker
+ * count respects it, and an explicit count above it is refused. */
+static int limit_child(void) {
+  if (omp_get_thread_limit() != 1) return 20;
+  mgpu_config_t c;
+  mgpu_config_init(&c);
+  c.ignore_env = 1;
+  c.num_gpus = 0;
+  c.debug = 0;
+  mgpu_runtime_t *rt;
+  if (mgpu_init(&c, &rt) != MGPU_OK) return 21;
+  int ok = mgpu_num_cpu_workers(rt) == 1;
+  mgpu_setting_t set;
+  bool shown = false;
+  for (int i = 0; mgpu_info_setting(rt, i, &set) == MGPU_OK; i++)
+    if (strcmp(set.name, "OMP_THREAD_LIMIT") == 0) shown = strcmp(set.value, "1") == 0;
+  mgpu_finalize(rt);
+  if (!ok) return 22;
+  if (!shown) return 23;
+  c.num_threads = 2;
+  if (mgpu_init(&c, &rt) != MGPU_EINVAL) return 24;
+  if (!strstr(mgpu_last_error(), "MGPU_NUM_THREADS=2") || !strstr(mgpu_last_error(), "OMP_THREAD_LIMIT=1")) return 25;
+  return 0;
+}
+
+START_TEST(test_omp_thread_limit) {
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    setenv("OMP_THREAD_LIMIT", "1", 1);
+    execl(self_path, self_path, "--limit-child", (char *)NULL);
+    _exit(126);
+  }
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert(WIFEXITED(status));
+  ck_assert_msg(WEXITSTATUS(status) == 0, "--limit-child under OMP_THREAD_LIMIT=1 failed its check %d",
+                WEXITSTATUS(status));
+}
+END_TEST
+
 START_TEST(test_cpu_only_runtime) {
   /* Without GPUs (none here, or a CPU-only build) the runtime is CPU only. */
   mgpu_config_t c = mgpu_test_config(2, 0);
@@ -322,6 +363,7 @@ int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--mask-child") == 0) return mask_child();
   if (argc == 2 && strcmp(argv[1], "--bound-child") == 0) return bound_child();
   if (argc == 2 && strcmp(argv[1], "--master-child") == 0) return master_child();
+  if (argc == 2 && strcmp(argv[1], "--limit-child") == 0) return limit_child();
   ssize_t len = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
   if (len > 0) self_path[len] = '\0';
   Suite *s = suite_create("topology");
@@ -335,6 +377,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, test_openmp_bound_caller);
   tcase_add_test(tc, test_openmp_master_binding);
   tcase_add_test(tc, test_cpu_only_runtime);
+  tcase_add_test(tc, test_omp_thread_limit);
   suite_add_tcase(s, tc);
   return mgpu_test_main(s);
 }
