@@ -207,7 +207,13 @@ static void release(emul_dev_t *d, void *p) {
   free(h);
 }
 
+/* A driver call under a range lock would hold up every thief of the range. */
+static void not_under_range_lock(const char *op) {
+  if (mgpu__range_locks_held) MGPU_PANIC("emulated device: %s called under a range lock", op);
+}
+
 static int emul_mem_alloc(void *ctx, size_t bytes, void **p) {
+  not_under_range_lock("mem_alloc");
   drain_device(ctx);
   return emul_mem_alloc_on(ctx, bytes, NULL, p);
 }
@@ -227,6 +233,7 @@ static void emul_mem_free_on(void *ctx, void *p, void *sp) {
 static void emul_mem_trim(void *ctx) { MGPU_UNUSED(ctx); }
 
 static int emul_mem_info(void *ctx, size_t *free_b, size_t *total_b) {
+  not_under_range_lock("mem_info");
   emul_dev_t *d = ctx;
   pthread_mutex_lock(&d->lock);
   *free_b = d->mem_limit - d->mem_used;
@@ -277,6 +284,7 @@ static void emul_host_free(void *p) {
 }
 
 static int emul_host_is_pinned(const void *p, size_t bytes) {
+  not_under_range_lock("host_is_pinned");
   const char *c = p;
   int yes = 0;
   pthread_mutex_lock(&pinned_lock);
@@ -345,6 +353,7 @@ static int enqueue(emul_stream_t *s, op_t *op) {
 }
 
 static int emul_copy(void *ctx, void *dst, const void *src, size_t bytes, void *s) {
+  not_under_range_lock("copy");
   MGPU_UNUSED(ctx);
   op_t *op = calloc(1, sizeof *op);
   if (!op) return MGPU_ENOMEM;
@@ -356,6 +365,7 @@ static int emul_copy(void *ctx, void *dst, const void *src, size_t bytes, void *
 }
 
 static int emul_launch(void *ctx, const mgpu_kernel_t *k, const mgpu_chunk_t *c, void *s) {
+  not_under_range_lock("launch");
   MGPU_UNUSED(ctx);
   op_t *op = calloc(1, sizeof *op);
   if (!op) return MGPU_ENOMEM;

@@ -10,6 +10,8 @@ static _Atomic int log_level = MGPU_LOG_WARN;
 static _Thread_local char last_error[1024];
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
+_Thread_local int mgpu__range_locks_held;
+
 static const char *const level_name[] = {"", "error", "warning", "info", "debug"};
 
 void mgpu__log_set_level(int level) { atomic_store(&log_level, level); }

@@ -43,6 +43,9 @@ mgpu_status_t mgpu__fail_quiet(mgpu_status_t st, const char *fmt, ...) __attribu
 void mgpu__clear_error(void);
 void mgpu__panic(const char *file, int line, const char *fmt, ...) __attribute__((noreturn, format(printf, 3, 4)));
 double mgpu__now(void); /* seconds, CLOCK_MONOTONIC */
+/* Range locks (sched.c) this thread holds: thieves wait on them, so nothing
+ * slow (a driver call) runs under one; the emulated device panics if it does. */
+extern _Thread_local int mgpu__range_locks_held;
 
 /* ------------------------------------------------------------- config.c */
 enum { MGPU_SRC_DEFAULT = 0, MGPU_SRC_ENV, MGPU_SRC_ARG, MGPU_SRC_DERIVED };

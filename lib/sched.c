@@ -28,6 +28,17 @@
 #define ALIKE_TOL 0.2       /* GPUs of one kind measured within 20% of their median: split as equals */
 #define range_begin(r) atomic_load_explicit(&(r)->begin, memory_order_relaxed)
 
+/* A range's lock, counted per thread so that the device back ends can refuse
+ * a driver call made under it (mgpu__range_locks_held). */
+static void range_lock(mgpu__range_t *r) {
+  MGPU_PTHREAD_CHECK(pthread_mutex_lock(&r->lock));
+  mgpu__range_locks_held++;
+}
+static void range_unlock(mgpu__range_t *r) {
+  mgpu__range_locks_held--;
+  MGPU_PTHREAD_CHECK(pthread_mutex_unlock(&r->lock));
+}
+
 /* --------------------------------------------------------------- split */
 
 void mgpu__split(const double *speed, int n, size_t items, size_t *share) {
@@ -572,14 +583,16 @@ static uint64_t cost_ns(const mgpu__batch_t *b, size_t first, size_t count) {
 static bool take_own(mgpu__batch_t *b, mgpu__worker_t *w, size_t max_items, double target_s, mgpu__claim_t *c) {
   mgpu__range_t *r = &b->ranges[w->id];
   if (range_begin(r) >= atomic_load_explicit(&r->end, memory_order_relaxed)) return false;
-  MGPU_PTHREAD_CHECK(pthread_mutex_lock(&r->lock));
+  /* The GPU's limit may call the driver: never under the range lock, which
+   * thieves wait on. */
+  if (w->limit) max_items = MGPU_MIN(max_items, w->limit(w, b));
+  range_lock(r);
   size_t begin = atomic_load_explicit(&r->begin, memory_order_relaxed);
   size_t end = atomic_load_explicit(&r->end, memory_order_relaxed);
   if (begin >= end) {
-    pthread_mutex_unlock(&r->lock);
+    range_unlock(r);
     return false;
   }
-  if (w->limit) max_items = MGPU_MIN(max_items, w->limit(w, b));
   size_t planned = 0;
   size_t n =
       atomic_load(&b->failed) ? end - begin : chunk_len(b, w, begin, end - begin, max_items, target_s, &planned);
@@ -587,7 +600,7 @@ static bool take_own(mgpu__batch_t *b, mgpu__worker_t *w, size_t max_items, doub
   atomic_fetch_add_explicit(&r->pending, n, memory_order_relaxed);
   c->cost_ns = cost_ns(b, begin, n);
   atomic_fetch_add_explicit(&r->pending_ns, c->cost_ns, memory_order_relaxed);
-  pthread_mutex_unlock(&r->lock);
+  range_unlock(r);
   c->b = b;
   c->first = begin;
   c->count = n;
@@ -600,13 +613,13 @@ static bool take_own(mgpu__batch_t *b, mgpu__worker_t *w, size_t max_items, doub
 /* Put [first, first+count) into w's (empty) range of b. */
 static void install(mgpu__batch_t *b, mgpu__worker_t *w, size_t first, size_t count) {
   mgpu__range_t *r = &b->ranges[w->id];
-  MGPU_PTHREAD_CHECK(pthread_mutex_lock(&r->lock));
+  range_lock(r);
   size_t begin = atomic_load_explicit(&r->begin, memory_order_relaxed);
   size_t end = atomic_load_explicit(&r->end, memory_order_relaxed);
   if (begin < end) MGPU_PANIC("installing items into a non-empty range");
   atomic_store_explicit(&r->begin, first, memory_order_relaxed);
   atomic_store_explicit(&r->end, first + count, memory_order_relaxed);
-  pthread_mutex_unlock(&r->lock);
+  range_unlock(r);
 }
 
 static bool others_can_take(const mgpu_runtime_t *rt, const mgpu__batch_t *b, const mgpu__worker_t *w) {
@@ -697,11 +710,11 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
     if (victim < 0) return false;
     mgpu__range_t *r = &b->ranges[victim];
     double vo = mgpu__worker_speed(b, victim);
-    MGPU_PTHREAD_CHECK(pthread_mutex_lock(&r->lock));
+    range_lock(r);
     size_t begin = atomic_load_explicit(&r->begin, memory_order_relaxed);
     size_t end = atomic_load_explicit(&r->end, memory_order_relaxed);
     if (begin >= end) {
-      pthread_mutex_unlock(&r->lock);
+      range_unlock(r);
       continue;
     }
     double R = (double)(end - begin), po = (double)atomic_load_explicit(&r->pending, memory_order_relaxed);
@@ -712,11 +725,11 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
                       : mgpu__steal_share(&sv);
     if (take == 0) {
       /* The tail rule: one more item would finish after the owner. */
-      pthread_mutex_unlock(&r->lock);
+      range_unlock(r);
       return false;
     }
     atomic_store_explicit(&r->end, end - take, memory_order_relaxed);
-    pthread_mutex_unlock(&r->lock);
+    range_unlock(r);
     install(b, w, end - take, take);
     if (rt->trace_on) {
       double now = mgpu__now();
@@ -902,11 +915,11 @@ void mgpu__retire(mgpu_runtime_t *rt, mgpu__worker_t *w, const char *why) {
     size_t dropped = 0;
     for (int i = 0; i < rt->nworkers; i++) {
       mgpu__range_t *r = &orphan->ranges[i];
-      pthread_mutex_lock(&r->lock);
+      range_lock(r);
       size_t begin = atomic_load(&r->begin), end = atomic_load(&r->end);
       dropped += end - begin;
       atomic_store(&r->begin, end);
-      pthread_mutex_unlock(&r->lock);
+      range_unlock(r);
     }
     pthread_mutex_lock(&orphan->lock);
     for (int i = 0; i < orphan->nrequeue; i++) dropped += orphan->requeue[i].count;
