@@ -443,6 +443,7 @@ struct mgpu__batch {
   mgpu__cost_t *cost;      /* set where its GPUs split it by cost (split_gpus_by_cost) */
   mgpu__range_t *ranges;   /* [nworkers] */
   _Atomic size_t remaining; /* items not yet completed */
+  _Atomic size_t unclaimed; /* items in no claim: in a range or waiting to be requeued */
   _Atomic int failed;      /* a CPU kernel failed: drain without computing */
   mgpu__span_t *requeue;   /* failed GPU chunks waiting to be recomputed */
   int nrequeue, requeue_cap;

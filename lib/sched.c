@@ -195,11 +195,11 @@ bool mgpu__ranges_in_flight(const double *speed, int n, size_t items, int stream
   return total > 0 && (double)items / total < (streams + 1) * MGPU_GPU_TARGET_S;
 }
 
+/* Exact, unlike a look at the ranges: a steal empties part of one range
+ * before it fills another, and a requeue drops its flag before it installs. */
 bool mgpu__all_claimed(const mgpu_runtime_t *rt, const mgpu__batch_t *b) {
-  if (atomic_load_explicit(&b->has_requeue, memory_order_acquire)) return false;
-  for (int i = 0; i < rt->nworkers; i++)
-    if (range_begin(&b->ranges[i]) < atomic_load_explicit(&b->ranges[i].end, memory_order_relaxed)) return false;
-  return true;
+  MGPU_UNUSED(rt);
+  return atomic_load_explicit(&b->unclaimed, memory_order_acquire) == 0;
 }
 
 /* GPUs of one kind start a short batch with equal shares unless their
@@ -450,6 +450,7 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   }
   free(speed);
   free(share);
+  atomic_store(&b->unclaimed, b->desc.n);
   atomic_store(&b->remaining, b->desc.n);
   atomic_store(&b->active, true); /* after remaining: mgpu_event_progress reads them in this order */
   b->prev = rt->active_tail;
@@ -598,6 +599,7 @@ static bool take_own(mgpu__batch_t *b, mgpu__worker_t *w, size_t max_items, doub
       atomic_load(&b->failed) ? end - begin : chunk_len(b, w, begin, end - begin, max_items, target_s, &planned);
   atomic_store_explicit(&r->begin, begin + n, memory_order_relaxed);
   atomic_fetch_add_explicit(&r->pending, n, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&b->unclaimed, n, memory_order_release);
   c->cost_ns = cost_ns(b, begin, n);
   atomic_fetch_add_explicit(&r->pending_ns, c->cost_ns, memory_order_relaxed);
   range_unlock(r);
@@ -864,6 +866,7 @@ void mgpu__giveback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
     mgpu__drop(rt, w, c);
     return;
   }
+  atomic_fetch_add_explicit(&b->unclaimed, c->count, memory_order_release);
   pthread_mutex_lock(&b->lock);
   if (b->nrequeue == b->requeue_cap) {
     int cap = b->requeue_cap ? 2 * b->requeue_cap : 8;
@@ -928,6 +931,7 @@ void mgpu__retire(mgpu_runtime_t *rt, mgpu__worker_t *w, const char *why) {
     pthread_mutex_unlock(&orphan->lock);
     mgpu__log(MGPU_LOG_ERROR, "batch of kernel '%s' fails with MGPU_EDEVICE: no worker is left that can run it",
               orphan->kernel.name);
+    atomic_fetch_sub(&orphan->unclaimed, dropped);
     if (dropped && atomic_fetch_sub(&orphan->remaining, dropped) == dropped) {
       mgpu__finish(rt, orphan);
     } else if (!dropped) {
