@@ -111,22 +111,84 @@ static mgpu_status_t check_gpu(mgpu_runtime_t *rt, const char *fn, int gpu) {
 
 /* ------------------------------------------------------------ raw device memory */
 
+/* The runtime records what mgpu_device_alloc gives out, so that finalize
+ * frees what the caller left and mgpu_device_free refuses a stranger. */
+static int record_alloc(mgpu_runtime_t *rt, int gpu, void *p, size_t bytes) {
+  pthread_mutex_lock(&rt->alloc_lock);
+  if (rt->ndev_allocs == rt->dev_allocs_cap) {
+    int cap = rt->dev_allocs_cap ? 2 * rt->dev_allocs_cap : 16;
+    void *n = realloc(rt->dev_allocs, sizeof *rt->dev_allocs * (size_t)cap);
+    if (!n) {
+      pthread_mutex_unlock(&rt->alloc_lock);
+      return -1;
+    }
+    rt->dev_allocs = n;
+    rt->dev_allocs_cap = cap;
+  }
+  rt->dev_allocs[rt->ndev_allocs].p = p;
+  rt->dev_allocs[rt->ndev_allocs].bytes = bytes;
+  rt->dev_allocs[rt->ndev_allocs].gpu = gpu;
+  rt->ndev_allocs++;
+  pthread_mutex_unlock(&rt->alloc_lock);
+  return 0;
+}
+
+/* Take p off the record; false if GPU gpu has no such allocation. */
+static bool forget_alloc(mgpu_runtime_t *rt, int gpu, void *p) {
+  bool found = false;
+  pthread_mutex_lock(&rt->alloc_lock);
+  for (int i = 0; i < rt->ndev_allocs && !found; i++)
+    if (rt->dev_allocs[i].p == p && rt->dev_allocs[i].gpu == gpu) {
+      rt->dev_allocs[i] = rt->dev_allocs[--rt->ndev_allocs];
+      found = true;
+    }
+  pthread_mutex_unlock(&rt->alloc_lock);
+  return found;
+}
+
+static mgpu_status_t device_free(mgpu_runtime_t *rt, int gpu, void *p) {
+  op_t op = {0};
+  op.dev[gpu] = p;
+  return on_gpus(rt, "mgpu_device_free", 1, &gpu, 1, free_part, &op, NULL);
+}
+
 MGPU_API mgpu_status_t mgpu_device_alloc(mgpu_runtime_t *rt, int gpu, size_t bytes, void **p_p) {
   mgpu_status_t st = check_gpu(rt, "mgpu_device_alloc", gpu);
   if (st != MGPU_OK) return st;
   if (!p_p) return mgpu__fail(MGPU_EINVAL, "mgpu_device_alloc: p_p is NULL");
   op_t op = {.bytes = bytes ? bytes : 1};
   st = on_gpus(rt, "mgpu_device_alloc", 1, &gpu, 1, alloc_part, &op, NULL);
-  if (st == MGPU_OK) *p_p = op.dev[gpu];
-  return st;
+  if (st != MGPU_OK) return st;
+  if (record_alloc(rt, gpu, op.dev[gpu], op.bytes) != 0) {
+    device_free(rt, gpu, op.dev[gpu]);
+    return mgpu__fail(MGPU_ENOMEM, "mgpu_device_alloc: out of host memory recording the allocation");
+  }
+  *p_p = op.dev[gpu];
+  return MGPU_OK;
 }
 
 MGPU_API mgpu_status_t mgpu_device_free(mgpu_runtime_t *rt, int gpu, void *p) {
   mgpu_status_t st = check_gpu(rt, "mgpu_device_free", gpu);
   if (st != MGPU_OK || !p) return st;
-  op_t op = {0};
-  op.dev[gpu] = p;
-  return on_gpus(rt, "mgpu_device_free", 1, &gpu, 1, free_part, &op, NULL);
+  if (!forget_alloc(rt, gpu, p))
+    return mgpu__fail(MGPU_EINVAL, "mgpu_device_free: %p was not allocated by mgpu_device_alloc on GPU %d of this "
+                                   "runtime, or was freed already", p, gpu);
+  return device_free(rt, gpu, p);
+}
+
+void mgpu__device_allocs_free_all(mgpu_runtime_t *rt) {
+  size_t bytes = 0;
+  int n = rt->ndev_allocs;
+  for (int i = 0; i < n; i++) {
+    bytes += rt->dev_allocs[i].bytes;
+    device_free(rt, rt->dev_allocs[i].gpu, rt->dev_allocs[i].p);
+  }
+  if (n)
+    mgpu__log(MGPU_LOG_WARN, "mgpu_finalize: %d allocation%s of mgpu_device_alloc (%zu bytes) %s not freed; freeing "
+              "%s", n, n == 1 ? "" : "s", bytes, n == 1 ? "was" : "were", n == 1 ? "it" : "them");
+  free(rt->dev_allocs);
+  rt->dev_allocs = NULL;
+  rt->ndev_allocs = rt->dev_allocs_cap = 0;
 }
 
 static mgpu_status_t raw_copy(mgpu_runtime_t *rt, const char *fn, int gpu, void *dev, void *host, size_t bytes,

@@ -452,7 +452,9 @@ MGPU_API const char *mgpu_redop_name(mgpu_redop_t op);
 
 /** Allocate bytes of memory on GPU gpu (*p_p set on success). MGPU_ENOMEM: the device is full. */
 MGPU_API mgpu_status_t mgpu_device_alloc(mgpu_runtime_t *rt, int gpu, size_t bytes, void **p_p);
-/** Free memory from mgpu_device_alloc. NULL is a no-op. */
+/** Free memory from mgpu_device_alloc of this runtime and GPU (MGPU_EINVAL for
+ * any other pointer, or one freed already). NULL is a no-op. mgpu_finalize
+ * frees what is left, with a warning. */
 MGPU_API mgpu_status_t mgpu_device_free(mgpu_runtime_t *rt, int gpu, void *p);
 /** Synchronous copies between host memory and memory of GPU gpu. */
 MGPU_API mgpu_status_t mgpu_memcpy_to_device(mgpu_runtime_t *rt, int gpu, void *dst, const void *src, size_t bytes);

@@ -376,6 +376,8 @@ struct mgpu_runtime {
   pthread_mutex_t coll_lock;   /* guards comms */
   pthread_mutex_t task_lock;   /* a task's phase is posted to all its GPUs at once */
   struct mgpu_array *arrays;   /* live split arrays, under alloc_lock */
+  struct { void *p; size_t bytes; int gpu; } *dev_allocs; /* mgpu_device_alloc's, under alloc_lock */
+  int ndev_allocs, dev_allocs_cap;
   void *comms[MGPU_MAX_DEVICES]; /* NCCL communicators, created on first use */
   int comms_ready;
   pthread_t team_thread;       /* runs the OpenMP team of CPU workers */
@@ -692,6 +694,10 @@ void mgpu__task_free(mgpu__task_t *t);
 
 /* ------------------------------------------------------------ array.c */
 void mgpu__arrays_free_all(mgpu_runtime_t *rt); /* at finalize, arrays the user left */
+/* At finalize: device memory from mgpu_device_alloc the user left, with a warning. */
+void mgpu__device_allocs_free_all(mgpu_runtime_t *rt);
+/* Bytes of emulated device memory still allocated when a device closed (tests). */
+extern _Atomic size_t mgpu__emul_left_bytes;
 
 /* ------------------------------------------------------------- coll.c */
 void mgpu__coll_destroy(mgpu_runtime_t *rt); /* at finalize, after the workers stopped */

@@ -189,6 +189,12 @@ MGPU_API void mgpu_finalize(mgpu_runtime_t *rt) { (void)mgpu_finalize_checked(rt
 
 static mgpu_status_t finalize_now(mgpu_runtime_t *rt) {
   mgpu__arrays_free_all(rt);
+  /* Device memory is freed by device tasks: after the batches and collectives
+   * that may use it, and before new work is refused. */
+  pthread_mutex_lock(&rt->lock);
+  while (rt->live_batches > 0) pthread_cond_wait(&rt->idle_cv, &rt->lock);
+  pthread_mutex_unlock(&rt->lock);
+  mgpu__device_allocs_free_all(rt);
   pthread_mutex_lock(&rt->lock);
   rt->finalizing = 1;
   while (rt->live_batches > 0) pthread_cond_wait(&rt->idle_cv, &rt->lock);

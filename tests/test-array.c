@@ -523,6 +523,26 @@ START_TEST(test_collective_async_chain) {
 }
 END_TEST
 
+/* Device memory the caller left is freed at finalize (with a warning); a
+ * pointer the runtime did not give out is refused by mgpu_device_free. */
+START_TEST(test_device_alloc_freed_at_finalize) {
+  if (real_mode()) return; /* counts the emulated devices' memory */
+  mgpu_runtime_t *rt = start(1, 2);
+  if (!rt) return;
+  atomic_store(&mgpu__emul_left_bytes, 0);
+  void *p[5];
+  for (int i = 0; i < 5; i++) ck_assert_int_eq(mgpu_device_alloc(rt, i % 2, 1000 + (size_t)i, &p[i]), MGPU_OK);
+  ck_assert_int_eq(mgpu_device_free(rt, 0, p[0]), MGPU_OK);
+  ck_assert_int_eq(mgpu_device_free(rt, 0, p[0]), MGPU_EINVAL); /* twice */
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "was not allocated by mgpu_device_alloc on GPU 0"));
+  ck_assert_int_eq(mgpu_device_free(rt, 0, p[1]), MGPU_EINVAL); /* p[1] is GPU 1's */
+  int local;
+  ck_assert_int_eq(mgpu_device_free(rt, 1, &local), MGPU_EINVAL);
+  mgpu_finalize(rt); /* p[1..4] left: freed here */
+  ck_assert_uint_eq(atomic_load(&mgpu__emul_left_bytes), 0);
+}
+END_TEST
+
 START_TEST(test_collective_errors) {
   mgpu_runtime_t *rt = start(1, 2);
   if (!rt) return;
@@ -585,6 +605,7 @@ int main(void) {
   tcase_add_test(tc, test_collectives_4);
   tcase_add_test(tc, test_collective_async_chain);
   tcase_add_test(tc, test_collective_errors);
+  tcase_add_test(tc, test_device_alloc_freed_at_finalize);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   /* On real GPUs, no fork: CUDA does not survive one once started. */
