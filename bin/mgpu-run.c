@@ -911,13 +911,6 @@ static double run_once(mgpu_runtime_t *rt, work_t *w, const opts_t *o, mgpu_stat
     check_status(mgpu_const_create(rt, w->K, per, &w->kconst), "mgpu_const_create");
     w->kconst_rt = rt;
   }
-  /* The run's per-worker figures are the runtime's totals after it less those
-   * before it (earlier runs and the warm-up are in both). */
-  int cap = st && st->worker ? st->worker_cap : 0;
-  mgpu_worker_stats_t *before = calloc(cap ? (size_t)cap : 1, sizeof *before);
-  mgpu_stats_t st0 = {.worker = before, .worker_cap = cap};
-  if (!before) check_status(MGPU_ENOMEM, "recording the statistics");
-  if (st) check_status(mgpu_runtime_stats(rt, &st0), "mgpu_runtime_stats");
   struct timespec t0, t1;
   steal_mark(sa, false);
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -938,28 +931,11 @@ static double run_once(mgpu_runtime_t *rt, work_t *w, const opts_t *o, mgpu_stat
   steal_mark(sa, true);
   for (size_t s = 0; s < 3 * nsub; s++) mgpu_event_release(ev[s]);
   free(ev);
-  /* Items are stage items (three per item of the batch), so that the workers'
-   * shares add up to 100% of the run's work. */
+  /* Per-worker figures of the whole pipeline come from the runtime's totals. */
   if (st) {
-    check_status(mgpu_runtime_stats(rt, st), "mgpu_runtime_stats");
-    st->items -= st0.items;
-    st->chunks -= st0.chunks;
-    st->steals -= st0.steals;
-    st->retries -= st0.retries;
-    st->batches -= st0.batches;
-    st->wall_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    for (int i = 0; i < (st->nworkers < cap ? st->nworkers : cap); i++) {
-      mgpu_worker_stats_t *a = &st->worker[i];
-      const mgpu_worker_stats_t *b0 = &before[i];
-      a->items -= b0->items;
-      a->chunks -= b0->chunks;
-      a->steals -= b0->steals;
-      a->retries -= b0->retries;
-      a->busy_s -= b0->busy_s;
-      a->staged_bytes -= b0->staged_bytes;
-    }
+    mgpu_runtime_stats(rt, st);
+    st->items = w->n;
   }
-  free(before);
   (void)o;
   return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
 }

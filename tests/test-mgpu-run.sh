@@ -360,14 +360,6 @@ if command -v script >/dev/null 2>&1; then
 fi
 out=$("$run" mulmod -n 200000 --intensity 3000 --repeat 1 --num-gpus 0 2>&1)
 if printf '%s' "$out" | grep -q "s left"; then bad "progress bar without a terminal"; else ok; fi
-# The pipeline's worker table is the timed run's: three stage items per item,
-# shares that add up to 100%.
-out=$("$run" pipeline -n 64 --size 10 --threads 2 --repeat 2 --num-gpus 0 2>&1)
-sum=$(printf '%s\n' "$out" | awk '$2 == "cpu" || $2 ~ /^gpu/ { sub("%", "", $4); s += $4 } END { printf "%.0f", s }')
-case $out in
-*"total: 192 items"*) [ "$sum" = 100 ] && ok || bad "pipeline shares add up to $sum%: $out" ;;
-*) bad "pipeline: the table is not the run's 192 stage items: $out" ;;
-esac
 # MGPU_STATS=1 prints the per-worker table at finalize, with the run's numbers:
 # a warm-up and a timed batch of 1000 items, on two CPU workers.
 out=$(env MGPU_STATS=1 "$run" mulmod -n 1000 --intensity 3 --repeat 1 --threads 2 --num-gpus 0 -q 2>&1)
