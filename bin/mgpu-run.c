@@ -112,11 +112,10 @@ static void help(void) {
       "                       16777216; multi-GPU workloads: above, 0 = default)\n"
       "      --size S         ntt/pipeline: log2 length 10..16 (default 12);\n"
       "                       sha256: message bytes (default 64); mandelbrot: width\n"
-      "                       (default 4096); matvec: columns (default 100000);\n"
-      "                       a plugin's workload: given to the plugin\n"
+      "                       (default 4096); matvec: columns (default 100000)\n"
       "      --intensity K    mulmod: multiplications per item (default 1000);\n"
       "                       mandelbrot: iteration limit per pixel (default 10000);\n"
-      "                       a plugin's workload: given to the plugin; 1..10000000\n"
+      "                       1..10000000\n"
       "      --mode MODE      steal (default), static, cpu or gpu\n"
       "      --compare        run cpu, gpu, static and steal on the same inputs and\n"
       "                       compare them\n"
@@ -428,7 +427,7 @@ static int plugin_add(mgpu_plugin_registry_t *reg, const mgpu_plugin_workload_t 
 }
 
 /* Load a plugin; bad files are usage errors (exit 2), a failing init is 1. */
-static void load_plugin(const char *path, const opts_t *o) {
+static void load_plugin(const char *path) {
   /* dlopen searches the library path for a bare name: "./" keeps it a file. */
   char buf[4096];
   if (!strchr(path, '/')) snprintf(buf, sizeof buf, "./%s", path);
@@ -440,12 +439,10 @@ static void load_plugin(const char *path, const opts_t *o) {
   *(void **)&init = dlsym(h, MGPU_PLUGIN_ENTRY);
   if (!init) usage_error("--plugin '%s' has no entry point %s() (see mgpurt.h, \"mgpu-run plugins\")", path,
                          MGPU_PLUGIN_ENTRY);
-  mgpu_plugin_registry_t reg = {
-      .abi = MGPU_PLUGIN_ABI, .add = plugin_add, .loader = NULL, .size = o->size, .intensity = o->intensity};
+  mgpu_plugin_registry_t reg = {.abi = MGPU_PLUGIN_ABI, .add = plugin_add, .loader = NULL};
   int rc = init(&reg);
   if (rc != 0) {
-    fprintf(stderr, "%s: plugin '%s': %s() returned %d (with --size %lld, --intensity %lld)\n", prog, path,
-            MGPU_PLUGIN_ENTRY, rc, reg.size, reg.intensity);
+    fprintf(stderr, "%s: plugin '%s': %s() returned %d\n", prog, path, MGPU_PLUGIN_ENTRY, rc);
     exit(EXIT_FAIL);
   }
   if (nplugin_work == 0) usage_error("--plugin '%s' added no workload", path);
@@ -477,8 +474,8 @@ static const mgpu_plugin_workload_t *resolve_workload(opts_t *o) {
   }
   if (o->overlay && !o->output) usage_error("--overlay needs --output FILE");
   if (o->output && strcmp(o->workload, "mandelbrot")) usage_error("--output is for the mandelbrot workload");
-  if (o->intensity && !pw && strcmp(o->workload, "mandelbrot") && strcmp(o->workload, "mulmod"))
-    usage_error("--intensity is for the mulmod and mandelbrot workloads and plugins' workloads");
+  if (o->intensity && strcmp(o->workload, "mandelbrot") && strcmp(o->workload, "mulmod"))
+    usage_error("--intensity is for the mulmod and mandelbrot workloads");
   return pw;
 }
 
@@ -1228,7 +1225,7 @@ static void on_sigint(int sig) {
 int main(int argc, char **argv) {
   opts_t o;
   parse_args(argc, argv, &o);
-  if (o.plugin) load_plugin(o.plugin, &o);
+  if (o.plugin) load_plugin(o.plugin);
   if (o.list) {
     printf("Workloads:");
     for (int i = 0; workloads[i]; i++) printf(" %s", workloads[i]);

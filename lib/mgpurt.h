@@ -615,19 +615,12 @@ typedef struct mgpu_plugin_registry {
   /** Add one workload; returns 0, or non-zero (bad or duplicate name). */
   int (*add)(struct mgpu_plugin_registry *reg, const mgpu_plugin_workload_t *w);
   void *loader;              /**< the loader's own state */
-  /** mgpu-run's --size, or -1 when not given: the plugin gives it a meaning
-   * (and a default) of its own, and returns non-zero for a value it refuses. */
-  long long size;
-  /** mgpu-run's --intensity, or 0 when not given; as size. */
-  long long intensity;
 } mgpu_plugin_registry_t;
 
 /**
  * The entry point a plugin defines: check reg->abi == MGPU_PLUGIN_ABI, add its
  * workloads with reg->add, return 0 (non-zero makes mgpu-run stop with an
- * error). mgpu-run calls it after reading its command line, so reg->size and
- * reg->intensity can shape the workloads' arguments (a sweep of a plugin's
- * cost). Build the plugin as a shared library: cc -shared -fPIC plugin.c.
+ * error). Build the plugin as a shared library: cc -shared -fPIC plugin.c.
  */
 typedef int (*mgpu_plugin_init_fn)(mgpu_plugin_registry_t *reg);
 #define MGPU_PLUGIN_ENTRY "mgpu_plugin_init"

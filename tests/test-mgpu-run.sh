@@ -320,10 +320,6 @@ plugin="${top_builddir:-.}/doc/examples/.libs/plugin.so"
 expect 0 "collatz" -- "$run" --plugin "$plugin" --list
 expect 0 "verification: ok" -- env MGPU_EMULATE_GPUS=1 "$run" --plugin "$plugin" collatz -n 20000 --compare --repeat 1 --threads 1
 expect 0 "verification: ok" -- "$run" --plugin "$plugin" -n 5000 --repeat 1
-# --size and --intensity reach the plugin, which refuses what it cannot use.
-expect 1 "returned 2 (with --size -1, --intensity 2000000)" -- "$run" --plugin "$plugin" collatz --intensity 2000000 -n 100
-expect 1 "returned 3 (with --size 99, --intensity 0)" -- "$run" --plugin "$plugin" collatz --size 99 -n 100
-expect 0 "verification: ok" -- env MGPU_EMULATE_GPUS=1 "$run" --plugin "$plugin" collatz --intensity 5 --size 20 -n 5000 --repeat 1 --threads 1
 expect 2 "No such file" -- "$run" --plugin /nonexistent/plugin.so
 expect 2 "not a loadable shared library" -- "$run" --plugin "${top_srcdir:-.}/README.md"
 expect 2 "no entry point mgpu_plugin_init" -- "$run" --plugin "${top_builddir:-.}/lib/.libs/libmgpurt.so"

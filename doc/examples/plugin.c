@@ -1,13 +1,10 @@
 /*
  * plugin.c: an example mgpu-run plugin. It adds the workload "collatz": for each
  * 64-bit input, the number of Collatz steps (n -> n/2 or 3n+1) until it reaches
- * 1, capped at 100000 steps. Item costs vary a lot, which is what stealing is
- * for. mgpu-run's --intensity sets the cap (1..1000000) and --size the inputs'
- * bits (2..63, default 40), so the cost can be swept like a built-in's.
+ * 1, capped at 100000. Item costs vary a lot, which is what stealing is for.
  *
  *   cc -shared -fPIC -o plugin.so plugin.c $(pkg-config --cflags mgpurt)
  *   mgpu-run --plugin ./plugin.so collatz --compare
- *   mgpu-run --plugin ./plugin.so collatz --intensity 1000 --size 20
  *
  * Built with -DPLUGIN_WITH_CUDA and plugin_cuda.cu, the workload also runs on GPUs.
  */
@@ -16,17 +13,15 @@
 
 #include "mgpurt.h"
 
-/* The batch's argument: the step cap (the GPU function reads it too). */
-static uint32_t cap = 100000u;
-static int bits = 40;
+#define COLLATZ_CAP 100000u
 
 static int collatz_cpu(const mgpu_chunk_t *c) {
   const uint64_t *x = c->in[0];
-  uint32_t *steps = c->out[0], max = *(const uint32_t *)c->arg;
+  uint32_t *steps = c->out[0];
   for (size_t i = 0; i < c->count; i++) {
     uint64_t n = x[i];
     uint32_t s = 0;
-    while (n > 1 && s < max) {
+    while (n > 1 && s < COLLATZ_CAP) {
       n = (n & 1) ? 3 * n + 1 : n >> 1;
       s++;
     }
@@ -39,12 +34,12 @@ static int collatz_cpu(const mgpu_chunk_t *c) {
 int collatz_gpu(const mgpu_chunk_t *c); /* plugin_cuda.cu */
 #endif
 
-/* Inputs in [1, 2^bits): a deterministic generator, so runs can be repeated. */
+/* Inputs in [1, 2^40): a deterministic generator, so runs can be repeated. */
 static int init_input(int k, void *data, size_t n, uint64_t seed) {
   uint64_t *x = data, s = seed * 0x9E3779B97F4A7C15ull + (uint64_t)k + 1;
   for (size_t i = 0; i < n; i++) {
     s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-    x[i] = (s & ((1ull << bits) - 1)) | 1;
+    x[i] = (s & ((1ull << 40) - 1)) | 1;
   }
   return 0;
 }
@@ -53,10 +48,6 @@ int mgpu_plugin_init(mgpu_plugin_registry_t *reg);
 
 int mgpu_plugin_init(mgpu_plugin_registry_t *reg) {
   if (reg->abi != MGPU_PLUGIN_ABI) return 1;
-  if (reg->intensity < 0 || reg->intensity > 1000000) return 2; /* 0: not given */
-  if (reg->size != -1 && (reg->size < 2 || reg->size > 63)) return 3;
-  if (reg->intensity > 0) cap = (uint32_t)reg->intensity;
-  if (reg->size != -1) bits = (int)reg->size;
   static mgpu_plugin_workload_t w;
   memset(&w, 0, sizeof w);
   w.name = "collatz";
@@ -70,8 +61,6 @@ int mgpu_plugin_init(mgpu_plugin_registry_t *reg) {
   w.kernel.nout = 1;
   w.kernel.in_size[0] = sizeof(uint64_t);
   w.kernel.out_size[0] = sizeof(uint32_t);
-  w.arg = &cap;
-  w.arg_size = sizeof cap;
   w.default_items = 1u << 22;
   w.init_input = init_input;
   return reg->add(reg, &w);
