@@ -181,7 +181,8 @@ static void help(void) {
       "  -V, --version        print the version and exit\n"
       "\n"
       "Exit status: 0 success, 1 runtime error or failed verification, 2 usage error\n"
-      "(bad option, value or environment variable).\n");
+      "(bad option, value or environment variable, or GPUs asked for that the runtime\n"
+      "does not see: nothing ran), 130 interrupted (SIGINT).\n");
 }
 
 static long long parse_ll_opt(const char *opt, const char *v, long long lo, long long hi) {
@@ -483,7 +484,9 @@ static mgpu_runtime_t *start_runtime(const opts_t *o, mgpu_sched_t mode, double 
     /* The library has printed the reason; settings errors are usage errors. */
     if (mgpu_last_error()[0] && c.debug == 0) fprintf(stderr, "%s: %s\n", prog, mgpu_last_error());
     fprintf(stderr, "%s: cannot start the runtime (%s)\n", prog, mgpu_status_name(st));
-    exit(st == MGPU_EINVAL ? EXIT_USAGE : EXIT_FAIL);
+    /* Asking for GPUs that the runtime does not see is a usage error, however
+     * many the machine has (the man page's EXIT STATUS). */
+    exit(st == MGPU_EINVAL || st == MGPU_ENODEV ? EXIT_USAGE : EXIT_FAIL);
   }
   return rt;
 }
@@ -1223,6 +1226,26 @@ int main(int argc, char **argv) {
     return 0;
   }
   int ngpu = mgpu_num_gpus(base), ncpu = mgpu_num_cpu_workers(base);
+  if (o.ngpus_list) {
+    /* Every count above the GPUs seen: nothing would run, so nothing is reported. */
+    int runnable = 0;
+    for (int i = 0; i < o.ngpus_list; i++) runnable += o.gpus_list[i] <= ngpu;
+    if (!runnable) {
+      char list[256] = "";
+      for (int i = 0; i < o.ngpus_list; i++) {
+        size_t len = strlen(list);
+        snprintf(list + len, sizeof list - len, "%s%d", i ? "," : "", o.gpus_list[i]);
+      }
+      if (ngpu == 0)
+        fprintf(stderr, "%s: nothing ran: --gpus %s needs GPUs and the runtime sees none\n", prog, list);
+      else
+        fprintf(stderr, "%s: nothing ran: --gpus %s asks for more GPUs than the runtime sees: expected counts in "
+                "1..%d\n", prog, list, ngpu);
+      mgpu_finalize(base);
+      if (plot_trace[0]) unlink(plot_trace);
+      return EXIT_USAGE;
+    }
+  }
   if (multi_is_workload(o.workload)) {
     multi_opts_t *m = &o.multi;
     m->workload = o.workload;
