@@ -1292,13 +1292,21 @@ int main(int argc, char **argv) {
   work_t w;
   setup(&w, &o, base, pw);
 
+  /* A kernel without a GPU function runs only on CPU workers: a "gpu" figure
+   * would measure them, so what needs the GPU is not run. */
+  bool has_gpu_fn = w.k.gpu != NULL;
+  mgpu_sched_t scale_mode = o.mode ? o.mode : MGPU_SCHED_GPU;
+  if (!has_gpu_fn && ngpu > 0 && (o.ngpus_list ? scale_mode : o.mode) == MGPU_SCHED_GPU) {
+    fprintf(stderr, "%s: nothing ran: workload '%s' has no GPU function, so mode gpu%s cannot run it: expected "
+            "--mode cpu, steal or static\n", prog, w.name, o.ngpus_list && !o.mode ? " (the default of --gpus)" : "");
+    return EXIT_USAGE;
+  }
   result_t res[4];
   memset(res, 0, sizeof res);
   int nres = 0;
   const char *note = NULL;
   result_t *sres = NULL; /* --gpus: one result per GPU count */
   int nsres = 0;
-  mgpu_sched_t scale_mode = o.mode ? o.mode : MGPU_SCHED_GPU;
   if (o.ngpus_list) {
     sres = calloc((size_t)o.ngpus_list, sizeof *sres);
     for (int i = 0; i < o.ngpus_list && !interrupted; i++) {
@@ -1318,6 +1326,8 @@ int main(int argc, char **argv) {
     res[0] = sres[nsres - 1];
     nres = 1;
   } else if (!o.compare) {
+    if (!has_gpu_fn && ngpu > 0 && o.mode != MGPU_SCHED_CPU)
+      note = "the kernel has no GPU function: the CPU workers ran every item";
     measure(base, &w, &o, &res[0], mode_name(o.mode));
     if (o.plot) plot_run(base, &o, &res[0], &w);
     nres = 1;
@@ -1337,6 +1347,12 @@ int main(int argc, char **argv) {
         if ((modes[m] == MGPU_SCHED_GPU || modes[m] == MGPU_SCHED_STATIC) && ngpu == 0) {
           r->skipped = "no GPU";
           note = "no GPU is in use: only the CPU modes were compared";
+          continue;
+        }
+        if ((modes[m] == MGPU_SCHED_GPU || modes[m] == MGPU_SCHED_STATIC) && !has_gpu_fn) {
+          r->skipped = "the kernel has no GPU function";
+          note = "the kernel has no GPU function: the CPU workers run every item, so gpu and static were not run "
+                 "and E is not given";
           continue;
         }
         if (modes[m] == MGPU_SCHED_CPU && ncpu == 0) {
@@ -1475,8 +1491,8 @@ int main(int argc, char **argv) {
     if (o.compare) {
       if (e > 0) print_ratio("heterogeneous efficiency E = steal / (cpu + gpu) = ", e, e_round, ne, "");
       if (speedup > 0) print_ratio("steal vs static: ", speedup, sp_round, nsp, "x");
-      if (note) printf("note: %s\n", note);
     }
+    if (note) printf("note: %s\n", note);
     if (worst_steal >= STEAL_NOTE)
       printf("note: the host took up to %.0f%% of the busy CPU time (steal time in /proc/stat): this "
              "machine's CPUs are shared by its hypervisor, CPU chunks stall while it runs something else, and "

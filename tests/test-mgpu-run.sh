@@ -332,6 +332,17 @@ expect 2 "No such file" -- "$run" --plugin /nonexistent/plugin.so
 expect 2 "not a loadable shared library" -- "$run" --plugin "${top_srcdir:-.}/README.md"
 expect 2 "no entry point mgpu_plugin_init" -- "$run" --plugin "${top_builddir:-.}/lib/.libs/libmgpurt.so"
 expect 2 "unknown workload 'nosuch'" -- "$run" --plugin "$plugin" nosuch
+# A kernel without a GPU function (the example plugin built without it): no
+# "gpu" figure made by CPU workers, and no E.
+cpuplugin="${top_builddir:-.}/tests/.libs/plugin-cpu.so"
+expect 2 "nothing ran: workload 'collatz' has no GPU function, so mode gpu cannot run it" -- env MGPU_EMULATE_GPUS=1 "$run" --plugin "$cpuplugin" -n 2000 --mode gpu --repeat 1
+expect 2 "mode gpu (the default of --gpus) cannot run it" -- env MGPU_EMULATE_GPUS=1 "$run" --plugin "$cpuplugin" -n 2000 --gpus 1 --repeat 1
+expect 0 "note: the kernel has no GPU function: the CPU workers ran every item" -- env MGPU_EMULATE_GPUS=1 "$run" --plugin "$cpuplugin" -n 2000 --repeat 1
+out=$(env MGPU_EMULATE_GPUS=1 "$run" --plugin "$cpuplugin" -n 2000 --compare --repeat 1 --threads 1 2>&1); rc=$?
+if [ $rc = 0 ] && printf '%s' "$out" | grep -q "mode gpu    skipped (the kernel has no GPU function)" &&
+   printf '%s' "$out" | grep -q "mode static skipped (the kernel has no GPU function)" &&
+   ! printf '%s' "$out" | grep -q "efficiency E"; then ok
+else bad "--compare, kernel without a GPU function: exit $rc: $out"; fi
 # SIGINT stops between runs, prints the partial report, exits 130.
 out=$(mktemp /tmp/mgpu-int-XXXXXX)
 "$run" mulmod -n 300000 --intensity 100 --repeat 1000 --num-gpus 0 > "$out" 2>&1 &
