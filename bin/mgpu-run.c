@@ -74,8 +74,9 @@ static void usage_error(const char *fmt, ...) {
 static void help(void) {
   printf(
       "Usage: mgpu-run [WORKLOAD] [OPTIONS]\n"
-      "Run a batch of work on every CPU core and GPU with libmgpurt, check every\n"
-      "answer, and report how the work was shared. With no WORKLOAD, runs ntt.\n"
+      "Run a batch of work on every CPU core and GPU with libmgpurt, check the answers\n"
+      "(all of up to 4096 items, else about 2000 spread over the batch), and report\n"
+      "how the work was shared. With no WORKLOAD, runs ntt.\n"
       "\n"
       "Batch workloads (the runtime splits the items between CPUs and GPUs):\n"
       "  ntt         forward NTT over the Goldilocks field, one polynomial per item\n"
@@ -142,7 +143,9 @@ static void help(void) {
       "                       CPU time the host took (steal time) where it\n"
       "                       reached 0.5%%\n"
       "      --seed S         seed of the random inputs (default 1)\n"
-      "      --no-verify      do not check results against the CPU reference\n"
+      "      --no-verify      do not check results against the CPU reference (else: the\n"
+      "                       last run's, every item up to 4096, else one in n/2000;\n"
+      "                       a failure names the first wrong item and its worker)\n"
       "      --pinned         put the arrays in pinned host memory (mgpu_host_alloc)\n"
       "  -o, --output FILE    mandelbrot: write the image (PNG when built with\n"
       "                       libpng, else PPM)\n"
@@ -584,6 +587,9 @@ typedef struct {
   size_t arg_size;
   const mgpu_plugin_workload_t *plugin;
   int *row_worker; /* mandelbrot overlay */
+  mgpu_kernel_fn ref_cpu;  /* the kernel's own CPU function, for verification */
+  size_t vstep;            /* verification checks items 0, vstep, 2 vstep, ... */
+  int *sample_worker;      /* the worker that computed each checked item in the last run */
   /* pipeline */
   unsigned log_n;
   uint64_t key;
@@ -599,6 +605,26 @@ static unsigned long long work_intensity(const work_t *w) {
   if (!strcmp(w->name, "mulmod")) return w->arg.mulmod.intensity;
   if (!strcmp(w->name, "mandelbrot")) return w->arg.mandel.max_iter;
   return 0;
+}
+
+/* Items checked: every one of a small batch, else about 2000 spread over it. */
+static size_t verify_step(size_t n) { return n <= 4096 ? 1 : n / 2000; }
+
+/* The kernel's functions wrapped to record which worker computed each checked
+ * item, so that a wrong answer names its worker. */
+static work_t *sample_target;
+static mgpu_kernel_fn sample_cpu_fn, sample_gpu_fn;
+static void sample_record(const mgpu_chunk_t *c) {
+  size_t step = sample_target->vstep, i = (c->first + step - 1) / step * step;
+  for (; i < c->first + c->count; i += step) sample_target->sample_worker[i / step] = c->worker;
+}
+static int sample_cpu_rec(const mgpu_chunk_t *c) {
+  sample_record(c);
+  return sample_cpu_fn(c);
+}
+static int sample_gpu_rec(const mgpu_chunk_t *c) {
+  sample_record(c);
+  return sample_gpu_fn(c);
 }
 
 static work_t *overlay_target;
@@ -727,6 +753,18 @@ static void setup(work_t *w, const opts_t *o, mgpu_runtime_t *base, const mgpu_p
   w->out = w->outs[0];
   w->b = (mgpu_batch_t){.kernel = &w->k, .n = w->n, .arg = w->argp, .arg_size = w->arg_size};
   for (int i = 0; i < MGPU_MAX_ARGS; i++) w->b.in[i] = w->in[i], w->b.out[i] = w->outs[i];
+  w->ref_cpu = mandel_cpu_fn && w->row_worker ? mandel_cpu_fn : w->k.cpu;
+  w->vstep = verify_step(w->n);
+  if (o->verify && strcmp(wl, "pipeline") != 0) {
+    size_t nchecks = (w->n + w->vstep - 1) / w->vstep;
+    w->sample_worker = malloc((nchecks ? nchecks : 1) * sizeof(int));
+    for (size_t i = 0; i < nchecks; i++) w->sample_worker[i] = -1;
+    sample_target = w;
+    sample_cpu_fn = w->k.cpu;
+    sample_gpu_fn = w->k.gpu;
+    w->k.cpu = sample_cpu_rec;
+    if (w->k.gpu) w->k.gpu = sample_gpu_rec;
+  }
   if (!strcmp(wl, "pipeline")) {
     w->mid1 = alloc_array(base, o, w->out_bytes);
     w->mid2 = alloc_array(base, o, w->out_bytes);
@@ -912,30 +950,60 @@ static double run_once(mgpu_runtime_t *rt, work_t *w, const opts_t *o, mgpu_stat
   return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
 }
 
-/* Check results: every item for small runs, a sample of about 2000 otherwise,
- * against the kernel's CPU function run here; ntt also round-trips. */
-static long long verify(work_t *w, const opts_t *o, mgpu_runtime_t *rt, size_t *checked_p) {
-  size_t n = w->n, step = n <= 4096 ? 1 : n / 2000;
-  long long bad = 0;
-  size_t checked = 0;
+/* What verification found: the first wrong item is the lowest checked one. */
+typedef struct {
+  size_t checked;
+  long long bad;        /* checked items that are wrong, plus 1 for a failed round trip */
+  long long first;      /* the first wrong item, or -1 */
+  int worker;           /* the worker that computed it, or -1 when not known */
+  bool roundtrip_bad;   /* ntt: inverse(forward(x)) != x */
+  char what[256];       /* "output K bytes A..B: expected .., got .." of the first wrong item */
+} verdict_t;
+
+/* "expected .., got .." of up to 8 bytes in hex from the first that differs. */
+static void describe_diff(char *buf, size_t len, int k, const unsigned char *want, const unsigned char *got,
+                          size_t size) {
+  size_t at = 0;
+  while (at < size && want[at] == got[at]) at++;
+  if (at == size) at = 0;
+  size_t end = at + 8 < size ? at + 8 : size;
+  int pos = snprintf(buf, len, "output %d bytes %zu..%zu: expected ", k, at, end - 1);
+  for (size_t j = at; j < end && pos < (int)len; j++) pos += snprintf(buf + pos, len - (size_t)pos, "%02x", want[j]);
+  if (pos < (int)len) pos += snprintf(buf + pos, len - (size_t)pos, ", got ");
+  for (size_t j = at; j < end && pos < (int)len; j++) pos += snprintf(buf + pos, len - (size_t)pos, "%02x", got[j]);
+}
+
+/* Check results: every item for small runs, a sample of about 2000 spread over
+ * the batch otherwise, against the kernel's CPU function run here; ntt also
+ * round-trips. */
+static void verify(work_t *w, mgpu_runtime_t *rt, verdict_t *v) {
+  size_t n = w->n, step = w->vstep;
+  memset(v, 0, sizeof *v);
+  v->first = -1;
+  v->worker = -1;
+  long long bad = 0, first = -1;
   if (!strcmp(w->name, "pipeline")) {
     size_t nn = (size_t)1 << w->log_n;
     const uint64_t *x = w->in[0], *z = w->out;
-    for (size_t i = 0; i < n; i += step, checked++)
+    for (size_t i = 0; i < n; i += step, v->checked++)
       for (size_t c = 0; c < nn; c++) {
         uint64_t xv = x[i * nn + ((c + nn - w->shift) % nn)];
         uint64_t want = (uint64_t)(((unsigned __int128)xv * w->key) % MGPU_GOLDILOCKS_P);
         if (z[i * nn + c] != want) {
-          bad++;
+          if (bad++ == 0) {
+            v->first = (long long)i;
+            snprintf(v->what, sizeof v->what, "coefficient %zu: expected %llu, got %llu", c, (unsigned long long)want,
+                     (unsigned long long)z[i * nn + c]);
+          }
           break;
         }
       }
-    *checked_p = checked;
-    return bad;
+    v->bad = bad;
+    return;
   }
   size_t refbytes = 0;
   for (int k = 0; k < w->k.nout; k++) refbytes += w->k.out_size[k];
-  mgpu_kernel_fn cpu = w->k.cpu;
+  mgpu_kernel_fn cpu = w->ref_cpu;
   /* On as many threads as the runtime has CPU workers, each passing its own
    * worker index as a run would (a kernel may keep scratch per worker): a
    * full mandelbrot image at a high iteration limit is minutes on one core. */
@@ -961,28 +1029,36 @@ static long long verify(work_t *w, const opts_t *o, mgpu_runtime_t *rt, size_t *
       size_t at = 0;
       for (int k = 0; k < w->k.nout; k++) outs[k] = ref + at, at += w->k.out_size[k];
       mgpu_chunk_t ch = {.in = ins, .out = outs, .arg = w->argp, .first = i, .count = 1, .worker = me};
-      int saved_worker_rows = w->row_worker ? w->row_worker[i] : 0;
-      bool ok = cpu(&ch) == 0;
-      for (int k = 0; k < w->k.nout && ok; k++)
-        ok = memcmp(outs[k], (char *)w->outs[k] + i * w->k.out_size[k], w->k.out_size[k]) == 0;
-      if (!ok) bad++;
-      if (w->row_worker) w->row_worker[i] = saved_worker_rows;
+      int rc = cpu(&ch);
+      int wrong = rc != 0 ? -2 : -1; /* the output that differs; -2: the CPU function failed */
+      for (int k = 0; k < w->k.nout && wrong == -1; k++)
+        if (memcmp(outs[k], (char *)w->outs[k] + i * w->k.out_size[k], w->k.out_size[k]) != 0) wrong = k;
+      if (wrong != -1) {
+        bad++;
+#pragma omp critical(mgpu_verify_first)
+        if (first < 0 || (long long)i < first) {
+          first = (long long)i;
+          if (wrong == -2) snprintf(v->what, sizeof v->what, "the CPU function returned %d on it", rc);
+          else describe_diff(v->what, sizeof v->what, wrong, outs[wrong],
+                             (unsigned char *)w->outs[wrong] + i * w->k.out_size[wrong], w->k.out_size[wrong]);
+        }
+      }
     }
     free(ref);
   }
-  checked = (size_t)nchecks;
+  v->checked = (size_t)nchecks;
+  v->first = first;
+  if (first >= 0 && w->sample_worker) v->worker = w->sample_worker[(size_t)first / step];
   if (!strcmp(w->name, "ntt") && n > 0) {
     /* Round trip on the runtime: inverse(forward(x)) == x. */
     mgpu_ntt_arg_t inv = {w->log_n, 1};
     void *back = malloc(w->out_bytes);
     mgpu_batch_t b = {.kernel = &w->k, .n = n, .in = {w->out}, .out = {back}, .arg = &inv, .arg_size = sizeof inv};
     check_status(mgpu_run(rt, &b, NULL), "the inverse ntt");
-    if (memcmp(back, w->in[0], w->out_bytes) != 0) bad++;
+    if (memcmp(back, w->in[0], w->out_bytes) != 0) bad++, v->roundtrip_bad = true;
     free(back);
   }
-  (void)o;
-  *checked_p = checked;
-  return bad;
+  v->bad = bad;
 }
 
 /* ------------------------------------------------------------ images */
@@ -1189,6 +1265,31 @@ static void json_result(const result_t *r, bool last) {
   printf("]}%s\n", last ? "" : ",");
 }
 
+/* The verification line of the text report; r is the run whose outputs were checked. */
+static void print_verdict(const work_t *w, const verdict_t *v, const result_t *r) {
+  char scope[160];
+  const char *how = !strcmp(w->name, "pipeline") ? "on the host" : "against the CPU function";
+  if (w->vstep == 1) snprintf(scope, sizeof scope, "all %zu items checked %s", v->checked, how);
+  else snprintf(scope, sizeof scope, "%zu of %zu items, one in %zu, checked %s", v->checked, w->n, w->vstep, how);
+  bool rt = !strcmp(w->name, "ntt");
+  if (!v->bad) {
+    printf("verification: ok (%s%s)\n", scope, rt ? ", plus an inverse round trip" : "");
+    return;
+  }
+  printf("verification: FAILED: %lld wrong (%s)", v->bad - (v->roundtrip_bad ? 1 : 0), scope);
+  if (v->first >= 0) {
+    printf("; first wrong item %lld, ", v->first);
+    if (v->worker >= 0 && r && r->ws && v->worker < r->nw) {
+      const mgpu_worker_stats_t *s = &r->ws[v->worker];
+      if (s->kind == MGPU_WORKER_GPU) printf("computed by worker %d (gpu%d): ", v->worker, s->device);
+      else printf("computed by worker %d (cpu): ", v->worker);
+    } else if (!strcmp(w->name, "pipeline")) printf("worker not recorded for the pipeline's stages: ");
+    printf("%s", v->what);
+  }
+  if (v->roundtrip_bad) printf("; the inverse round trip does not give the input back");
+  printf("\n");
+}
+
 static void on_sigint(int sig) {
   (void)sig;
   interrupted = 1;
@@ -1376,12 +1477,10 @@ int main(int argc, char **argv) {
     pthread_mutex_unlock(&progress_lock);
     pthread_join(progress_thread, NULL);
   }
-  size_t checked = 0;
-  long long bad = 0;
-  if (o.verify) {
-    /* Results of the last run are in w.out; check them. */
-    bad = verify(&w, &o, base, &checked);
-  }
+  verdict_t vd = {.first = -1, .worker = -1};
+  if (o.verify) verify(&w, base, &vd); /* the last run's results are in w.out */
+  size_t checked = vd.checked;
+  long long bad = vd.bad;
   if (o.output) write_image(&w, &o, mgpu_num_workers(base), ncpu);
 
   /* The mode the quiet line reports: the last that ran (steal with --compare,
@@ -1498,8 +1597,7 @@ int main(int argc, char **argv) {
              "machine's CPUs are shared by its hypervisor, CPU chunks stall while it runs something else, and "
              "figures vary between runs (doc/tuning.md, \"Shared virtual CPUs\")\n",
              100 * worst_steal);
-    if (o.verify) printf("verification: %s (%zu items checked%s)\n", bad ? "FAILED" : "ok", checked,
-                         !strcmp(w.name, "ntt") ? ", plus an inverse round trip" : "");
+    if (o.verify) print_verdict(&w, &vd, main_r);
     else printf("verification: off\n");
   }
   if (nsres) {
@@ -1515,6 +1613,7 @@ int main(int argc, char **argv) {
   }
   if (w.mid1) free_array(base, &o, w.mid1), free_array(base, &o, w.mid2);
   free(w.row_worker);
+  free(w.sample_worker);
   free(w.K);
   mgpu_finalize(base);
   if (plot_trace[0]) unlink(plot_trace);
