@@ -590,6 +590,7 @@ typedef struct {
   mgpu_kernel_fn ref_cpu;  /* the kernel's own CPU function, for verification */
   size_t vstep;            /* verification checks items 0, vstep, 2 vstep, ... */
   int *sample_worker;      /* the worker that computed each checked item in the last run */
+  bool complete;           /* a run has completed: the outputs hold its results */
   /* pipeline */
   unsigned log_n;
   uint64_t key;
@@ -790,10 +791,14 @@ static void setup(work_t *w, const opts_t *o, mgpu_runtime_t *base, const mgpu_p
 
 /* ------------------------------------------------------------ progress */
 
+/* Set by the first SIGINT: no further batch is submitted. */
+static volatile sig_atomic_t interrupted;
+
 /* The batch being waited for, for the progress thread. The main thread sets
  * and clears it under the lock, so the event is never released while read. */
 static pthread_mutex_t progress_lock = PTHREAD_MUTEX_INITIALIZER;
 static mgpu_event_t *progress_ev;
+static char progress_what[96]; /* which run: "mode steal, timed run 2 of 3" */
 static double progress_t0;
 static int progress_shown, progress_stop;
 
@@ -805,6 +810,12 @@ static double now_s(void) {
 
 /* Draws "[#####.....]  45%  1.2e+06 items/s  3 s left" on stderr for batches
  * that have run for a second; erases it when the batch ends. */
+static void progress_label(const char *mode, const char *what, int k, int n) {
+  pthread_mutex_lock(&progress_lock);
+  snprintf(progress_what, sizeof progress_what, "mode %s, %s %d of %d", mode, what, k, n);
+  pthread_mutex_unlock(&progress_lock);
+}
+
 static void *progress_main(void *arg) {
   (void)arg;
   for (;;) {
@@ -823,7 +834,7 @@ static void *progress_main(void *arg) {
       int fill = (int)(frac * 30);
       for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '.';
       bar[30] = '\0';
-      fprintf(stderr, "\r[%s] %3.0f%%  %.3g items/s  ", bar, 100 * frac, rate);
+      fprintf(stderr, "\r%s [%s] %3.0f%%  %.3g items/s  ", progress_what, bar, 100 * frac, rate);
       if (rate > 0) fprintf(stderr, "%.0f s left ", (double)(total - done) / rate);
       else fprintf(stderr, "             ");
       fflush(stderr);
@@ -1136,7 +1147,6 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static volatile sig_atomic_t interrupted;
 
 /* Finalize a runtime of one mode (or GPU count), with the constant made on it. */
 static void finish_runtime(work_t *w, mgpu_runtime_t *rt) {
@@ -1181,12 +1191,20 @@ static void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r,
    * MGPU_RESERVE_THREADS=auto, the trials of the reserve as well. */
   bool mixed = (!strcmp(mode, "steal") || !strcmp(mode, "static")) && mgpu_num_gpus(rt) > 0 && r->ncpu > 0;
   int warm = r->reserve_auto && mixed ? MGPU_RESERVE_TRIALS : 1;
-  for (int i = 0; i < warm && !interrupted; i++) run_once(rt, w, o, NULL, NULL);
-  /* SIGINT stops between runs (a batch in flight always completes): the
-   * report then covers the runs made. */
+  for (int i = 0; i < warm && !interrupted; i++) {
+    progress_label(mode, "warm-up", i + 1, warm);
+    run_once(rt, w, o, NULL, NULL);
+    w->complete = true;
+  }
+  /* SIGINT stops between runs (a batch in flight completes): the report then
+   * covers the runs made, and a mode with no timed run is skipped. */
   int done = 0;
-  for (int i = 0; i < o->repeat && !interrupted; i++) times[done++] = run_once(rt, w, o, &st, &r->steal);
-  if (done == 0) times[done++] = run_once(rt, w, o, &st, &r->steal);
+  for (int i = 0; i < o->repeat && !interrupted; i++) {
+    progress_label(mode, "timed run", i + 1, o->repeat);
+    times[done++] = run_once(rt, w, o, &st, &r->steal);
+    w->complete = true;
+  }
+  if (done == 0) return;
   qsort(times, (size_t)done, sizeof *times, cmp_double);
   if (r->nround < MAX_ROUNDS) r->round_tp[r->nround++] = times[done / 2] > 0 ? (double)w->n / times[done / 2] : 0;
   r->runs += done;
@@ -1290,9 +1308,15 @@ static void print_verdict(const work_t *w, const verdict_t *v, const result_t *r
   printf("\n");
 }
 
+/* The first SIGINT lets the batch in flight finish and stops there; the
+ * second ends the process at once. Only async-signal-safe calls here. */
 static void on_sigint(int sig) {
   (void)sig;
+  if (interrupted) _exit(130);
   interrupted = 1;
+  static const char msg[] = "\nmgpu-run: SIGINT: stopping after the batch in flight (again to quit now)\n";
+  ssize_t rc = write(STDERR_FILENO, msg, sizeof msg - 1);
+  (void)rc;
 }
 
 int main(int argc, char **argv) {
@@ -1310,7 +1334,11 @@ int main(int argc, char **argv) {
     return 0;
   }
   const mgpu_plugin_workload_t *pw = o.info ? NULL : resolve_workload(&o);
-  signal(SIGINT, on_sigint);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
   if (o.plot && !o.trace) {
     snprintf(plot_trace, sizeof plot_trace, "/tmp/mgpu-run-trace-XXXXXX");
     int fd = mkstemp(plot_trace);
@@ -1402,6 +1430,20 @@ int main(int argc, char **argv) {
             "--mode cpu, steal or static\n", prog, w.name, o.ngpus_list && !o.mode ? " (the default of --gpus)" : "");
     return EXIT_USAGE;
   }
+  if (!o.json && !o.quiet) {
+    /* The header comes first, so that a long or interrupted run says what it is. */
+    printf("libmgpurt %s: %s, %zu items", mgpu_version(), w.name, w.n);
+    if (work_intensity(&w)) printf(", intensity %llu", work_intensity(&w));
+    printf("; %d CPU workers, %d GPUs", ncpu, ngpu);
+    for (int g = 0; g < ngpu; g++) {
+      mgpu_device_info_t d;
+      mgpu_device_info(base, g, &d);
+      printf("%s%s", g ? ", " : " (", d.name);
+      if (g == ngpu - 1) printf(")");
+    }
+    printf("\n");
+    fflush(stdout);
+  }
   result_t res[4];
   memset(res, 0, sizeof res);
   int nres = 0;
@@ -1478,7 +1520,7 @@ int main(int argc, char **argv) {
     pthread_join(progress_thread, NULL);
   }
   verdict_t vd = {.first = -1, .worker = -1};
-  if (o.verify) verify(&w, base, &vd); /* the last run's results are in w.out */
+  if (o.verify && w.complete) verify(&w, base, &vd); /* the last run's results are in w.out */
   size_t checked = vd.checked;
   long long bad = vd.bad;
   if (o.output) write_image(&w, &o, mgpu_num_workers(base), ncpu);
@@ -1543,16 +1585,6 @@ int main(int argc, char **argv) {
     printf("%s: %zu items, %.4f s, %.4g items/s, verification %s\n", w.name, w.n, main_r->wall_s, main_r->throughput,
            !o.verify ? "off" : bad ? "FAILED" : "ok");
   } else {
-    printf("libmgpurt %s: %s, %zu items", mgpu_version(), w.name, w.n);
-    if (work_intensity(&w)) printf(", intensity %llu", work_intensity(&w));
-    printf("; %d CPU workers, %d GPUs", ncpu, ngpu);
-    for (int g = 0; g < ngpu; g++) {
-      mgpu_device_info_t d;
-      mgpu_device_info(base, g, &d);
-      printf("%s%s", g ? ", " : " (", d.name);
-      if (g == ngpu - 1) printf(")");
-    }
-    printf("\n");
     double worst_steal = -1;
     for (int i = 0; i < nres; i++) {
       const result_t *r = &res[i];
@@ -1597,7 +1629,8 @@ int main(int argc, char **argv) {
              "machine's CPUs are shared by its hypervisor, CPU chunks stall while it runs something else, and "
              "figures vary between runs (doc/tuning.md, \"Shared virtual CPUs\")\n",
              100 * worst_steal);
-    if (o.verify) print_verdict(&w, &vd, main_r);
+    if (o.verify && !w.complete) printf("verification: none (no run completed)\n");
+    else if (o.verify) print_verdict(&w, &vd, main_r);
     else printf("verification: off\n");
   }
   if (nsres) {

@@ -360,6 +360,33 @@ wait $pid; rc=$?
 if [ $rc = 130 ] && grep -q "interrupted" "$out" && grep -q "mode steal" "$out" && grep -q "verification: ok" "$out"; then ok
 else bad "SIGINT: exit $rc, output: $(cat "$out")"; fi
 rm -f "$out"
+# A watchdog bounds a background run that ignores SIGINT (timeout(1) would
+# take the signals itself).
+watchdog() { ( sleep 60; kill -KILL $pid 2>/dev/null ) >/dev/null 2>&1 & }
+# The first SIGINT during a run's only batch (the warm-up): no further batch
+# is submitted, the mode is reported as skipped, the header came first.
+out=$(mktemp /tmp/mgpu-int-XXXXXX)
+"$run" mulmod -n 300000 --intensity 3000 --repeat 1 --num-gpus 0 --threads 2 > "$out" 2>&1 &
+pid=$!
+watchdog
+sleep 1
+kill -INT $pid
+wait $pid; rc=$?
+if [ $rc = 130 ] && head -1 "$out" | grep -q "^libmgpurt .*: mulmod, 300000 items" &&
+   grep -q "stopping after the batch in flight" "$out" && grep -q "mode steal  skipped (interrupted)" "$out"; then ok
+else bad "SIGINT in the warm-up: exit $rc, output: $(cat "$out")"; fi
+# A second SIGINT exits at once, without finishing the batch or a report.
+"$run" mulmod -n 300000 --intensity 3000 --repeat 1 --num-gpus 0 --threads 2 > "$out" 2>&1 &
+pid=$!
+watchdog
+sleep 1
+kill -INT $pid
+sleep 0.2
+kill -INT $pid
+wait $pid; rc=$?
+if [ $rc = 130 ] && ! grep -q "verification" "$out"; then ok
+else bad "second SIGINT: exit $rc, output: $(cat "$out")"; fi
+rm -f "$out"
 # SIGINT during the first mode of --compare --rounds: the quiet line reports
 # the mode that ran, not the steal mode that never did.
 out=$(mktemp /tmp/mgpu-int-XXXXXX)
@@ -375,7 +402,8 @@ rm -f "$out"
 # with --quiet. script(1) gives the run a terminal.
 if command -v script >/dev/null 2>&1; then
   out=$(script -qec "$run mulmod -n 200000 --intensity 3000 --repeat 1 --num-gpus 0 --threads 2" /dev/null 2>&1)
-  if printf '%s' "$out" | grep -q "items/s .* s left" && printf '%s' "$out" | grep -q "verification: ok"; then ok
+  if printf '%s' "$out" | grep -q "mode steal, warm-up 1 of 1 \[.*items/s .* s left" &&
+     printf '%s' "$out" | grep -q "mode steal, timed run 1 of 1 \[" && printf '%s' "$out" | grep -q "verification: ok"; then ok
   else bad "no progress bar on a terminal: $out"; fi
   out=$(script -qec "$run mulmod -n 200000 --intensity 3000 --repeat 1 --num-gpus 0 --threads 2 -q" /dev/null 2>&1)
   if printf '%s' "$out" | grep -q "s left"; then bad "progress bar with --quiet"; else ok; fi
