@@ -6,6 +6,10 @@
 #include "config.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/stat.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -410,13 +414,61 @@ static int plugin_add(mgpu_plugin_registry_t *reg, const mgpu_plugin_workload_t 
   return 0;
 }
 
+/* Read the ELF header of file fd into eh; 0 on success. */
+static int read_ehdr(int fd, ElfW(Ehdr) *eh) {
+  return pread(fd, eh, sizeof *eh, 0) == (ssize_t)sizeof *eh ? 0 : -1;
+}
+
+/* Refuse what dlopen cannot take safely: it blocks opening a FIFO, and it maps
+ * a truncated library and dies of SIGBUS touching the missing part. So the file
+ * must be regular, an ELF shared object of this build's class, byte order and
+ * machine, with its headers and loaded segments within its size. */
+static void check_plugin_file(const char *path, const char *shown) {
+  struct stat sb;
+  if (stat(path, &sb) != 0) usage_error("--plugin '%s': %s", shown, strerror(errno));
+  if (!S_ISREG(sb.st_mode))
+    usage_error("--plugin '%s' is not a regular file (%s): expected a shared library", shown,
+                S_ISDIR(sb.st_mode) ? "a directory" : S_ISFIFO(sb.st_mode) ? "a FIFO" : "a special file");
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) usage_error("--plugin '%s': %s", shown, strerror(errno));
+  ElfW(Ehdr) eh, self;
+  const char *why = NULL;
+  unsigned long long size = (unsigned long long)sb.st_size;
+  if (read_ehdr(fd, &eh) != 0 || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) why = "it is not an ELF file";
+  else if (eh.e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32))
+    why = "its ELF class (32 or 64 bits) is not this program's";
+  else if (eh.e_ident[EI_DATA] != (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB))
+    why = "its byte order is not this program's";
+  else if (eh.e_type != ET_DYN) why = "it is not a shared object";
+  else {
+    int sfd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    if (sfd >= 0 && read_ehdr(sfd, &self) == 0 && self.e_machine != eh.e_machine)
+      why = "it is built for another machine (ELF e_machine) than this program";
+    if (sfd >= 0) close(sfd);
+  }
+  if (!why && (eh.e_phentsize != sizeof(ElfW(Phdr)) || eh.e_phnum == 0 ||
+               eh.e_phoff + (unsigned long long)eh.e_phnum * eh.e_phentsize > size))
+    why = "its program headers lie outside the file (truncated?)";
+  if (!why && eh.e_shnum && eh.e_shoff + (unsigned long long)eh.e_shnum * eh.e_shentsize > size)
+    why = "its section headers lie outside the file (truncated?)";
+  for (int i = 0; !why && i < eh.e_phnum; i++) {
+    ElfW(Phdr) ph;
+    if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (unsigned long long)i * sizeof ph)) != (ssize_t)sizeof ph)
+      why = "its program headers cannot be read";
+    else if (ph.p_type == PT_LOAD && ph.p_offset + (unsigned long long)ph.p_filesz > size)
+      why = "a loadable segment lies outside the file (truncated?)";
+  }
+  close(fd);
+  if (why) usage_error("--plugin '%s' is not a loadable shared library: %s", shown, why);
+}
+
 /* Load a plugin; bad files are usage errors (exit 2), a failing init is 1. */
 static void load_plugin(const char *path) {
   /* dlopen searches the library path for a bare name: "./" keeps it a file. */
   char buf[4096];
   if (!strchr(path, '/')) snprintf(buf, sizeof buf, "./%s", path);
   else snprintf(buf, sizeof buf, "%s", path);
-  if (access(buf, R_OK) != 0) usage_error("--plugin '%s': %s", path, strerror(errno));
+  check_plugin_file(buf, path);
   void *h = dlopen(buf, RTLD_NOW | RTLD_LOCAL);
   if (!h) usage_error("--plugin '%s' is not a loadable shared library: %s", path, dlerror());
   mgpu_plugin_init_fn init;

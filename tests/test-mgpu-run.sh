@@ -332,6 +332,21 @@ expect 2 "No such file" -- "$run" --plugin /nonexistent/plugin.so
 expect 2 "not a loadable shared library" -- "$run" --plugin "${top_srcdir:-.}/README.md"
 expect 2 "no entry point mgpu_plugin_init" -- "$run" --plugin "${top_builddir:-.}/lib/.libs/libmgpurt.so"
 expect 2 "unknown workload 'nosuch'" -- "$run" --plugin "$plugin" nosuch
+# Files that dlopen cannot take safely are refused before it: a truncated
+# library (dlopen dies of SIGBUS), a FIFO (open blocks), a directory, a
+# library of another machine.
+tmpd=$(mktemp -d /tmp/mgpu-plugin-XXXXXX)
+for size in 1000 5000 12000; do
+  head -c $size "$plugin" > "$tmpd/cut$size.so"
+  expect 2 "--plugin '$tmpd/cut$size.so' is not a loadable shared library: .*truncated" -- timeout 20 "$run" --plugin "$tmpd/cut$size.so" --list
+done
+mkfifo "$tmpd/fifo"
+expect 2 "--plugin '$tmpd/fifo' is not a regular file (a FIFO): expected a shared library" -- timeout 20 "$run" --plugin "$tmpd/fifo" --list
+expect 2 "is not a regular file (a directory)" -- "$run" --plugin "$tmpd" --list
+cp "$plugin" "$tmpd/other.so"
+printf '\377\177' | dd of="$tmpd/other.so" bs=1 seek=18 conv=notrunc 2>/dev/null # e_machine
+expect 2 "built for another machine" -- "$run" --plugin "$tmpd/other.so" --list
+rm -rf "$tmpd"
 # A kernel without a GPU function (the example plugin built without it): no
 # "gpu" figure made by CPU workers, and no E.
 cpuplugin="${top_builddir:-.}/tests/.libs/plugin-cpu.so"
