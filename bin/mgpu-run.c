@@ -112,7 +112,7 @@ static void help(void) {
       "  -n, --items N        items in the batch (defaults: ntt and pipeline\n"
       "                       2^26 / 2^size polynomials (512 MiB), sha256 8388608,\n"
       "                       mandelbrot 4096 rows, saxpy 134217728, mulmod\n"
-      "                       16777216; multi-GPU workloads: above, 0 = default)\n"
+      "                       16777216; multi-GPU workloads: above), 1..2^40\n"
       "      --size S         ntt/pipeline: log2 length 10..16 (default 12);\n"
       "                       sha256: message bytes (default 64); mandelbrot: width\n"
       "                       (default 4096); matvec: columns (default 100000)\n"
@@ -278,6 +278,8 @@ static int parse_list_opt(const char *opt, const char *v, long long lo, long lon
   return n;
 }
 
+static void check_writable(const char *opt, const char *path);
+
 static void parse_args(int argc, char **argv, opts_t *o) {
   enum { O_SIZE = 256, O_INT, O_MODE, O_COMPARE, O_REPEAT, O_SEED, O_NOVERIFY, O_JSON, O_INFO, O_LIST,
          O_NUMGPUS, O_DEVICES, O_RATIO, O_MAXB, O_STREAMS, O_RESERVE, O_PINNED, O_OVERLAY, O_PLUGIN, O_TRACE, O_PLOT,
@@ -315,7 +317,7 @@ static void parse_args(int argc, char **argv, opts_t *o) {
   int c;
   while ((c = getopt_long(argc, argv, ":n:t:o:qhV", longopts, NULL)) != -1) {
     switch (c) {
-    case 'n': o->items = parse_ll_opt("--items", optarg, 0, 1LL << 40); break;
+    case 'n': o->items = parse_ll_opt("--items", optarg, 1, 1LL << 40); break;
     case O_SIZE: o->size = (int)parse_ll_opt("--size", optarg, 0, 1 << 20); break;
     case O_INT: o->intensity = parse_ll_opt("--intensity", optarg, 1, 10000000); break;
     case O_MODE: o->mode = parse_mode(optarg); break;
@@ -353,6 +355,9 @@ static void parse_args(int argc, char **argv, opts_t *o) {
       break;
     case O_PLOT:
       if (!*optarg) usage_error("--plot needs a file name");
+      /* The plot is SVG only: another extension would hold SVG under a wrong name. */
+      if (strlen(optarg) < 5 || strcmp(optarg + strlen(optarg) - 4, ".svg"))
+        usage_error("--plot '%s' is invalid: expected a file name ending in .svg (the plot is SVG)", optarg);
       o->plot = optarg;
       break;
     case O_GPUS:
@@ -382,6 +387,23 @@ static void parse_args(int argc, char **argv, opts_t *o) {
     usage_error("--plot, --trace, --compare and --output are for the batch workloads, not %s", o->workload);
   if (o->cfg.ndevices > 0 && o->ngpus_list)
     usage_error("--gpus picks the first N GPUs: do not give --devices too");
+  if (!o->info && !o->list) {
+    check_writable("--trace", o->trace);
+    check_writable("--plot", o->plot);
+    check_writable("--output", o->output);
+  }
+}
+
+/* An output file that cannot be written is a usage error found before any
+ * run, so that a long run is not lost to it. A file made here is removed. */
+static void check_writable(const char *opt, const char *path) {
+  if (!path) return;
+  struct stat sb;
+  bool existed = stat(path, &sb) == 0;
+  int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0666);
+  if (fd < 0) usage_error("%s '%s': cannot write it: %s", opt, path, strerror(errno));
+  close(fd);
+  if (!existed) unlink(path);
 }
 
 /* ------------------------------------------------------------ plugins */
@@ -1407,6 +1429,9 @@ int main(int argc, char **argv) {
     return 0;
   }
   int ngpu = mgpu_num_gpus(base), ncpu = mgpu_num_cpu_workers(base);
+  if (o.cfg.reserve_threads > 0 && ngpu == 0)
+    fprintf(stderr, "%s: warning: --reserve %d has no effect: no GPU is in use, so every batch runs on all %d CPU "
+            "worker%s\n", prog, o.cfg.reserve_threads, ncpu, ncpu == 1 ? "" : "s");
   if (o.ngpus_list) {
     /* Every count above the GPUs seen: nothing would run, so nothing is reported. */
     int runnable = 0;

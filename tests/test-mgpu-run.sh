@@ -67,7 +67,7 @@ expect 2 "--trace needs a file name" -- "$run" --trace "" --info
 expect 2 "--overlay needs --output" -- "$run" mandelbrot --overlay -n 4
 expect 2 "--output is for the mandelbrot workload" -- "$run" mulmod -o /tmp/x.png -n 4
 expect 2 "--size" -- "$run" pipeline --size 17 -n 4
-expect 1 "cannot write /nonexistent/dir/m.png" -- "$run" mandelbrot -n 8 --size 16 --repeat 1 -o /nonexistent/dir/m.png
+expect 2 "--output '/nonexistent/dir/m.png': cannot write it" -- "$run" mandelbrot -n 8 --size 16 --repeat 1 -o /nonexistent/dir/m.png
 expect 2 "MGPU_NUM_THREADS='abc'" -- env MGPU_NUM_THREADS=abc "$run" --info
 expect 2 "0..4096" -- env MGPU_NUM_THREADS=abc "$run" --info
 expect 2 "MGPU_SCHED" -- env MGPU_SCHED=fast "$run" --info
@@ -316,7 +316,15 @@ if command -v rsvg-convert >/dev/null 2>&1; then
   if rsvg-convert -o "$svg.png" "$svg" && [ -s "$svg.png" ]; then ok; else bad "rsvg-convert could not render the plot"; fi
 fi
 rm -f "$svg" "$svg.png"
-expect 1 "cannot write /nonexistent/dir/p.svg" -- "$run" mulmod -n 100 --intensity 2 --repeat 1 -q --plot /nonexistent/dir/p.svg
+expect 2 "--plot '/nonexistent/dir/p.svg': cannot write it" -- "$run" mulmod -n 100 --intensity 2 --repeat 1 -q --plot /nonexistent/dir/p.svg
+# One rule for output files: one that cannot be written is a usage error (2)
+# found before the run, named by its option; --plot writes SVG only.
+expect 2 "--trace '/nonexistent/dir/t.json': cannot write it" -- "$run" mulmod -n 100 --intensity 2 --repeat 1 -q --trace /nonexistent/dir/t.json
+expect 2 "--plot '/tmp/p.png' is invalid: expected a file name ending in .svg" -- "$run" mulmod -n 100 --repeat 1 -q --plot /tmp/p.png
+# -n 0 is refused for every workload; --reserve without a GPU warns.
+expect 2 "--items '0' is invalid: expected an integer in 1.." -- "$run" mulmod -n 0
+expect 2 "--items '0' is invalid" -- "$run" reduce -n 0
+expect 0 "warning: --reserve 1 has no effect: no GPU is in use" -- "$run" mulmod -n 100 --intensity 2 --repeat 1 --reserve 1 --num-gpus 0
 expect 2 "--plot needs a file name" -- "$run" --plot ""
 # Mandelbrot image with the worker overlay.
 img=$(mktemp /tmp/mgpu-mandel-XXXXXX)
