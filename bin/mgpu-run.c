@@ -585,7 +585,8 @@ static void print_info(mgpu_runtime_t *rt) {
     printf("  %-26s %-24s %-11s %s\n", s.name, s.value, s.source, s.doc);
   const char *how;
   int cores = mgpu_usable_cores(rt, &how);
-  printf("\nCPU: %d usable cores (%s); %d CPU workers", cores, how, mgpu_num_cpu_workers(rt));
+  int nc = mgpu_num_cpu_workers(rt);
+  printf("\nCPU: %d usable core%s (%s); %d CPU worker%s", cores, cores == 1 ? "" : "s", how, nc, nc == 1 ? "" : "s");
   const char *reserve = reserve_setting(rt);
   int quarter, half = 0, all;
   if (sscanf(reserve, "auto (0, %d, %d or %d", &quarter, &half, &all) == 3 ||
@@ -1469,14 +1470,15 @@ int main(int argc, char **argv) {
       int printed = 0;
       for (int i = 0; i < o.ngpus_list && !interrupted; i++) {
         if (o.gpus_list[i] > ngpu) {
-          fprintf(stderr, "%s: --gpus %d skipped: the runtime sees %d GPUs\n", prog, o.gpus_list[i], ngpu);
+          fprintf(stderr, "%s: --gpus %d skipped: the runtime sees %d GPU%s\n", prog, o.gpus_list[i], ngpu,
+                  ngpu == 1 ? "" : "s");
           continue;
         }
         opts_t ok = o;
         ok.cfg.num_gpus = o.gpus_list[i];
         mgpu_runtime_t *rt = start_runtime(&ok, o.mode, 0, false);
         if (o.json && printed) printf(",\n");
-        else if (!o.json) printf("%s== %d GPUs ==\n", printed ? "\n" : "", o.gpus_list[i]);
+        else if (!o.json) printf("%s== %d GPU%s ==\n", printed ? "\n" : "", o.gpus_list[i], o.gpus_list[i] == 1 ? "" : "s");
         printed++;
         fflush(stdout);
         rc |= multi_run(rt, m);
@@ -1511,7 +1513,7 @@ int main(int argc, char **argv) {
     /* The header comes first, so that a long or interrupted run says what it is. */
     printf("libmgpurt %s: %s, %zu items", mgpu_version(), w.name, w.n);
     if (work_intensity(&w)) printf(", intensity %llu", work_intensity(&w));
-    printf("; %d CPU workers, %d GPUs", ncpu, ngpu);
+    printf("; %d CPU worker%s, %d GPU%s", ncpu, ncpu == 1 ? "" : "s", ngpu, ngpu == 1 ? "" : "s");
     for (int g = 0; g < ngpu; g++) {
       mgpu_device_info_t d;
       mgpu_device_info(base, g, &d);
@@ -1672,7 +1674,7 @@ int main(int argc, char **argv) {
       printf("mode %-6s %.4f s (median of %d", r->mode, r->wall_s, r->runs);
       if (r->nround > 1) printf(" in %d rounds", r->nround);
       printf("), %.4g items/s, %.3g GB/s moved", r->throughput, r->throughput * w.bytes_per_item / 1e9);
-      if (r->ncpu != ncpu) printf(", %d CPU workers", r->ncpu);
+      if (r->ncpu != ncpu) printf(", %d CPU worker%s", r->ncpu, r->ncpu == 1 ? "" : "s");
       double sh = steal_share(&r->steal);
       if (sh >= STEAL_SHOW) printf(", host steal %.0f%%", 100 * sh);
       if (sh > worst_steal) worst_steal = sh;

@@ -102,11 +102,17 @@ expect 2 "--rounds '0' is invalid: expected an integer in 1..100" -- "$run" --co
 expect 2 "--rounds 'x'" -- "$run" --compare --rounds x
 # Multi-GPU workloads on two emulated devices (collectives through host memory).
 expect 0 "verification: ok" -- env MGPU_EMULATE_GPUS=2 "$run" matvec -n 200 --size 300
-expect 0 "gpu0 40000 gpu1 40000, host 20000" -- env MGPU_EMULATE_GPUS=2 "$run" reduce -n 100000 --split 1,1,0.5
+expect 0 "gpu0 40000, gpu1 40000, host 20000" -- env MGPU_EMULATE_GPUS=2 "$run" reduce -n 100000 --split 1,1,0.5
 expect 0 "verification: ok" -- env MGPU_EMULATE_GPUS=2 "$run" reduce -n 100000 --split 1,1,0.5
 expect 0 "verification: ok" -- env MGPU_EMULATE_GPUS=2 "$run" allreduce --max-bytes 4K
 expect 0 "verification: ok" -- env MGPU_EMULATE_GPUS=2 "$run" saxpy-resident -n 100000
 expect 0 "== 2 GPUs ==" -- env MGPU_EMULATE_GPUS=2 "$run" reduce -n 10000 --gpus 1,2
+# Counts of one are singular; a split lists its parts with commas.
+expect 0 "== 1 GPU ==" -- env MGPU_EMULATE_GPUS=2 "$run" reduce -n 10000 --gpus 1,2
+expect 0 "; 1 CPU worker, 1 GPU (" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 100 --intensity 2 --repeat 1 --threads 1
+expect 0 "rows split: gpu0 50, host 50" -- env MGPU_EMULATE_GPUS=1 "$run" matvec -n 100 --size 100 --split 1,1 --threads 1
+expect 0 "rows split: host 100" -- env MGPU_EMULATE_GPUS=0 "$run" matvec -n 100 --size 100 --threads 1
+expect 0 "1 GPU, 1 CPU worker" -- env MGPU_EMULATE_GPUS=1 "$run" matvec -n 100 --size 100 --threads 1
 # Bad values of their options are usage errors that name the option.
 expect 2 "--split '1,,2'" -- "$run" reduce --split 1,,2
 expect 2 "--split '0,0'" -- "$run" reduce --split 0,0
