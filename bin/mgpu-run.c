@@ -1007,6 +1007,13 @@ static double run_once(mgpu_runtime_t *rt, work_t *w, const opts_t *o, mgpu_stat
     check_status(mgpu_const_create(rt, w->K, per, &w->kconst), "mgpu_const_create");
     w->kconst_rt = rt;
   }
+  /* The runtime's totals before this run, so that the figures are this run's. */
+  mgpu_stats_t before = {0};
+  if (st) {
+    before.worker_cap = st->worker_cap;
+    before.worker = calloc((size_t)(st->worker_cap > 0 ? st->worker_cap : 1), sizeof *before.worker);
+    if (before.worker) mgpu_runtime_stats(rt, &before);
+  }
   struct timespec t0, t1;
   steal_mark(sa, false);
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -1027,10 +1034,24 @@ static double run_once(mgpu_runtime_t *rt, work_t *w, const opts_t *o, mgpu_stat
   steal_mark(sa, true);
   for (size_t s = 0; s < 3 * nsub; s++) mgpu_event_release(ev[s]);
   free(ev);
-  /* Per-worker figures of the whole pipeline come from the runtime's totals. */
+  /* Per-worker figures of this run: the runtime's totals less those before it.
+   * Items count every stage's (three per polynomial), so the total is the sum
+   * of the workers' and the shares add up to 100%. */
   if (st) {
     mgpu_runtime_stats(rt, st);
-    st->items = w->n;
+    int nw = st->nworkers < st->worker_cap ? st->nworkers : st->worker_cap;
+    st->items = 0;
+    for (int i = 0; i < nw && before.worker; i++) {
+      mgpu_worker_stats_t *a = &st->worker[i];
+      const mgpu_worker_stats_t *b = &before.worker[i];
+      a->items -= b->items, a->chunks -= b->chunks, a->steals -= b->steals, a->retries -= b->retries;
+      a->busy_s -= b->busy_s, a->staged_bytes -= b->staged_bytes;
+    }
+    for (int i = 0; i < nw; i++) st->items += st->worker[i].items;
+    st->chunks -= before.chunks, st->steals -= before.steals, st->retries -= before.retries;
+    st->batches -= before.batches;
+    st->wall_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    free(before.worker);
   }
   (void)o;
   return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
@@ -1311,7 +1332,9 @@ static void print_ratio(const char *label, double v, const double *by, int n, co
 }
 
 /* The per-worker table of the mode's last timed run: the library's own. */
-static void print_workers(const result_t *r) {
+static void print_workers(const result_t *r, const work_t *w) {
+  if (!strcmp(w->name, "pipeline"))
+    printf("pipeline: items of the last run's three stages (%zu per stage), by worker:\n", w->n);
   mgpu_stats_print(NULL, &r->st, stdout);
   if (r->reserve >= r->ncpu && r->reserve_auto)
     printf("Every CPU worker was kept out of the last run, which this kernel's trials found faster "
@@ -1679,7 +1702,7 @@ int main(int argc, char **argv) {
       if (sh >= STEAL_SHOW) printf(", host steal %.0f%%", 100 * sh);
       if (sh > worst_steal) worst_steal = sh;
       printf("\n");
-      if (!o.compare || i == nres - 1) print_workers(r);
+      if (!o.compare || i == nres - 1) print_workers(r, &w);
     }
     if (nsres) {
       printf("scaling with the GPU count (mode %s, inputs in host memory):\n", mode_name(scale_mode));

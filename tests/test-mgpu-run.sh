@@ -107,6 +107,13 @@ expect 0 "verification: ok" -- env MGPU_EMULATE_GPUS=2 "$run" reduce -n 100000 -
 expect 0 "verification: ok" -- env MGPU_EMULATE_GPUS=2 "$run" allreduce --max-bytes 4K
 expect 0 "verification: ok" -- env MGPU_EMULATE_GPUS=2 "$run" saxpy-resident -n 100000
 expect 0 "== 2 GPUs ==" -- env MGPU_EMULATE_GPUS=2 "$run" reduce -n 10000 --gpus 1,2
+# The pipeline's per-worker table is of the last run, every stage's items:
+# the shares add up to 100% and the total is three items per polynomial.
+out=$(env MGPU_EMULATE_GPUS=1 "$run" pipeline -n 64 --size 10 --repeat 2 --threads 2 2>&1)
+sum=$(printf '%s\n' "$out" | awk '($2 == "cpu" || $2 ~ /^gpu/) && $4 ~ /%$/ {s += $4} END {printf "%.0f", s}')
+if [ "$sum" = 100 ] && printf '%s' "$out" | grep -q "^total: 192 items" &&
+   printf '%s' "$out" | grep -q "pipeline: items of the last run's three stages (64 per stage)"; then ok
+else bad "pipeline table: shares add up to $sum%: $out"; fi
 # Counts of one are singular; a split lists its parts with commas.
 expect 0 "== 1 GPU ==" -- env MGPU_EMULATE_GPUS=2 "$run" reduce -n 10000 --gpus 1,2
 expect 0 "; 1 CPU worker, 1 GPU (" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 100 --intensity 2 --repeat 1 --threads 1
