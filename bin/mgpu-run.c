@@ -118,6 +118,7 @@ static void help(void) {
       "                       (default 4096); matvec: columns (default 100000)\n"
       "      --intensity K    mulmod: multiplications per item (default 1000);\n"
       "                       mandelbrot: iteration limit per pixel (default 10000);\n"
+      "                       a plugin's workload may read it, and -n and --size;\n"
       "                       1..10000000\n"
       "      --mode MODE      steal (default), static, cpu or gpu\n"
       "      --compare        run cpu, gpu, static and steal on the same inputs and\n"
@@ -484,6 +485,13 @@ static void check_plugin_file(const char *path, const char *shown) {
   if (why) usage_error("--plugin '%s' is not a loadable shared library: %s", shown, why);
 }
 
+/* The command line's sizes, for plugins (MGPU_PLUGIN_PARAMS in mgpurt.h). */
+static mgpu_plugin_params_t plugin_params = {-1, -1, -1};
+void mgpu_plugin_params(mgpu_plugin_params_t *p);
+void mgpu_plugin_params(mgpu_plugin_params_t *p) {
+  if (p) *p = plugin_params;
+}
+
 /* Load a plugin; bad files are usage errors (exit 2), a failing init is 1. */
 static void load_plugin(const char *path) {
   /* dlopen searches the library path for a bare name: "./" keeps it a file. */
@@ -532,8 +540,8 @@ static const mgpu_plugin_workload_t *resolve_workload(opts_t *o) {
   }
   if (o->overlay && !o->output) usage_error("--overlay needs --output FILE");
   if (o->output && strcmp(o->workload, "mandelbrot")) usage_error("--output is for the mandelbrot workload");
-  if (o->intensity && strcmp(o->workload, "mandelbrot") && strcmp(o->workload, "mulmod"))
-    usage_error("--intensity is for the mulmod and mandelbrot workloads");
+  if (o->intensity && !pw && strcmp(o->workload, "mandelbrot") && strcmp(o->workload, "mulmod"))
+    usage_error("--intensity is for the mulmod and mandelbrot workloads and plugins' workloads");
   return pw;
 }
 
@@ -1420,7 +1428,10 @@ static void on_sigint(int sig) {
 int main(int argc, char **argv) {
   opts_t o;
   parse_args(argc, argv, &o);
-  if (o.plugin) load_plugin(o.plugin);
+  if (o.plugin) {
+    plugin_params = (mgpu_plugin_params_t){o.items, o.size, o.intensity ? o.intensity : -1};
+    load_plugin(o.plugin);
+  }
   if (o.list) {
     printf("Workloads:");
     for (int i = 0; workloads[i]; i++) printf(" %s", workloads[i]);

@@ -1,9 +1,12 @@
 /*
  * plugin-wrong.c: a test plugin whose workload "wrong" gives wrong answers for
  * items 17 and 1500 when they run in a chunk of more than one item, so that a
- * batch fails verification while the one-item reference calls do not.
+ * batch fails verification while the one-item reference calls do not; and
+ * "params", whose --list line shows the command line's sizes it received.
  */
+#include <dlfcn.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "mgpurt.h"
@@ -34,5 +37,19 @@ int mgpu_plugin_init(mgpu_plugin_registry_t *reg) {
   w.kernel.in_size[0] = sizeof(uint64_t);
   w.kernel.out_size[0] = sizeof(uint64_t);
   w.default_items = 2000;
-  return reg->add(reg, &w);
+  if (reg->add(reg, &w) != 0) return 1;
+  /* "params": its --list line shows the command line's sizes as received. */
+  static mgpu_plugin_workload_t p;
+  static char doc[128];
+  mgpu_plugin_params_t pp = {-1, -1, -1};
+  mgpu_plugin_params_fn get;
+  *(void **)&get = dlsym(RTLD_DEFAULT, MGPU_PLUGIN_PARAMS);
+  if (get) get(&pp);
+  snprintf(doc, sizeof doc, "params: items %lld, size %lld, intensity %lld%s", pp.items, pp.size, pp.intensity,
+           get ? "" : " (no " MGPU_PLUGIN_PARAMS ")");
+  p = w;
+  p.name = "params";
+  p.doc = doc;
+  p.kernel.cpu = wrong_cpu;
+  return reg->add(reg, &p);
 }

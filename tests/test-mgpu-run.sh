@@ -382,10 +382,13 @@ else bad "--compare, kernel without a GPU function: exit $rc: $out"; fi
 # Verification says what it checked and, on a failure, the number wrong and the
 # first wrong item with its worker and the bytes expected and got.
 wrongplugin="${top_builddir:-.}/tests/.libs/plugin-wrong.so"
-expect 1 "verification: FAILED: 2 wrong (all 2000 items checked against the CPU function); first wrong item 17, computed by worker 0 (cpu): output 0 bytes 1..7: expected db0007d7654b34, got 240007d7654b34" -- "$run" --plugin "$wrongplugin" --repeat 1 --threads 1 --num-gpus 0
-expect 1 "FAILED: 1 wrong (2000 of 100000 items, one in 50, checked against the CPU function); first wrong item 1500" -- "$run" --plugin "$wrongplugin" -n 100000 --repeat 1 --threads 1 --num-gpus 0
+expect 1 "verification: FAILED: 2 wrong (all 2000 items checked against the CPU function); first wrong item 17, computed by worker 0 (cpu): output 0 bytes 1..7: expected db0007d7654b34, got 240007d7654b34" -- "$run" --plugin "$wrongplugin" wrong --repeat 1 --threads 1 --num-gpus 0
+expect 1 "FAILED: 1 wrong (2000 of 100000 items, one in 50, checked against the CPU function); first wrong item 1500" -- "$run" --plugin "$wrongplugin" wrong -n 100000 --repeat 1 --threads 1 --num-gpus 0
 expect 0 "verification: ok (2000 of 20000 items, one in 10, checked against the CPU function)" -- "$run" mulmod -n 20000 --intensity 2 --repeat 1
 expect 0 "verification: ok (all 64 items checked against the CPU function, plus an inverse round trip)" -- "$run" ntt -n 64 --size 10 --repeat 1
+# Plugins read the command line's -n, --size and --intensity (-1: not given).
+expect 0 "params: items 5000, size 7, intensity 42\$" -- "$run" --plugin "$wrongplugin" --list -n 5000 --size 7 --intensity 42
+expect 0 "params: items -1, size -1, intensity -1\$" -- "$run" --plugin "$wrongplugin" --list
 # SIGINT stops between runs, prints the partial report, exits 130.
 out=$(mktemp /tmp/mgpu-int-XXXXXX)
 "$run" mulmod -n 300000 --intensity 100 --repeat 1000 --num-gpus 0 > "$out" 2>&1 &
