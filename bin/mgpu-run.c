@@ -6,6 +6,10 @@
 #include "config.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/stat.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -76,8 +80,9 @@ static void usage_error(const char *fmt, ...) {
 static void help(void) {
   printf(
       "Usage: mgpu-run [WORKLOAD] [OPTIONS]\n"
-      "Run a batch of work on every CPU core and GPU with libmgpurt, check every\n"
-      "answer, and report how the work was shared. With no WORKLOAD, runs ntt.\n"
+      "Run a batch of work on every CPU core and GPU with libmgpurt, check the answers\n"
+      "(all of up to 4096 items, else about 2000 spread over the batch), and report\n"
+      "how the work was shared. With no WORKLOAD, runs ntt.\n"
       "\n"
       "Batch workloads (the runtime splits the items between CPUs and GPUs):\n"
       "  ntt         forward NTT over the Goldilocks field, one polynomial per item\n"
@@ -109,12 +114,13 @@ static void help(void) {
       "  -n, --items N        items in the batch (defaults: ntt and pipeline\n"
       "                       2^26 / 2^size polynomials (512 MiB), sha256 8388608,\n"
       "                       mandelbrot 4096 rows, saxpy 134217728, mulmod\n"
-      "                       16777216; multi-GPU workloads: above, 0 = default)\n"
+      "                       16777216; multi-GPU workloads: above), 1..2^40\n"
       "      --size S         ntt/pipeline: log2 length 10..16 (default 12);\n"
       "                       sha256: message bytes (default 64); mandelbrot: width\n"
       "                       (default 4096); matvec: columns (default 100000)\n"
       "      --intensity K    mulmod: multiplications per item (default 1000);\n"
       "                       mandelbrot: iteration limit per pixel (default 10000);\n"
+      "                       a plugin's workload may read it, and -n and --size;\n"
       "                       1..10000000\n"
       "      --mode MODE      steal (default), static, cpu or gpu\n"
       "      --compare        run cpu, gpu, static and steal on the same inputs and\n"
@@ -144,7 +150,9 @@ static void help(void) {
       "                       CPU time the host took (steal time) where it\n"
       "                       reached 0.5%%\n"
       "      --seed S         seed of the random inputs (default 1)\n"
-      "      --no-verify      do not check results against the CPU reference\n"
+      "      --no-verify      do not check results against the CPU reference (else: the\n"
+      "                       last run's, every item up to 4096, else one in n/2000;\n"
+      "                       a failure names the first wrong item and its worker)\n"
       "      --pinned         put the arrays in pinned host memory (mgpu_host_alloc)\n"
       "  -o, --output FILE    mandelbrot: write the image (PNG when built with\n"
       "                       libpng, else PPM)\n"
@@ -183,7 +191,8 @@ static void help(void) {
       "  -V, --version        print the version and exit\n"
       "\n"
       "Exit status: 0 success, 1 runtime error or failed verification, 2 usage error\n"
-      "(bad option, value or environment variable).\n");
+      "(bad option, value or environment variable, or GPUs asked for that the runtime\n"
+      "does not see: nothing ran), 130 interrupted (SIGINT).\n");
 }
 
 static long long parse_ll_opt(const char *opt, const char *v, long long lo, long long hi) {
@@ -290,6 +299,8 @@ static int parse_list_opt(const char *opt, const char *v, long long lo, long lon
   return n;
 }
 
+static void check_writable(const char *opt, const char *path);
+
 static void parse_args(int argc, char **argv, opts_t *o) {
   enum { O_SIZE = 256, O_INT, O_MODE, O_COMPARE, O_REPEAT, O_SEED, O_NOVERIFY, O_JSON, O_INFO, O_LIST,
          O_NUMGPUS, O_DEVICES, O_RATIO, O_MAXB, O_STREAMS, O_RESERVE, O_PINNED, O_OVERLAY, O_PLUGIN, O_TRACE, O_PLOT,
@@ -327,7 +338,7 @@ static void parse_args(int argc, char **argv, opts_t *o) {
   int c;
   while ((c = getopt_long(argc, argv, ":n:t:o:qhV", longopts, NULL)) != -1) {
     switch (c) {
-    case 'n': o->items = parse_ll_opt("--items", optarg, 0, 1LL << 40); break;
+    case 'n': o->items = parse_ll_opt("--items", optarg, 1, 1LL << 40); break;
     case O_SIZE: o->size = (int)parse_ll_opt("--size", optarg, 0, 1 << 20); break;
     case O_INT: o->intensity = parse_ll_opt("--intensity", optarg, 1, 10000000); break;
     case O_MODE: o->mode = parse_mode(optarg); break;
@@ -365,6 +376,9 @@ static void parse_args(int argc, char **argv, opts_t *o) {
       break;
     case O_PLOT:
       if (!*optarg) usage_error("--plot needs a file name");
+      /* The plot is SVG only: another extension would hold SVG under a wrong name. */
+      if (strlen(optarg) < 5 || strcmp(optarg + strlen(optarg) - 4, ".svg"))
+        usage_error("--plot '%s' is invalid: expected a file name ending in .svg (the plot is SVG)", optarg);
       o->plot = optarg;
       break;
     case O_GPUS:
@@ -394,6 +408,23 @@ static void parse_args(int argc, char **argv, opts_t *o) {
     usage_error("--plot, --trace, --compare and --output are for the batch workloads, not %s", o->workload);
   if (o->cfg.ndevices > 0 && o->ngpus_list)
     usage_error("--gpus picks the first N GPUs: do not give --devices too");
+  if (!o->info && !o->list) {
+    check_writable("--trace", o->trace);
+    check_writable("--plot", o->plot);
+    check_writable("--output", o->output);
+  }
+}
+
+/* An output file that cannot be written is a usage error found before any
+ * run, so that a long run is not lost to it. A file made here is removed. */
+static void check_writable(const char *opt, const char *path) {
+  if (!path) return;
+  struct stat sb;
+  bool existed = stat(path, &sb) == 0;
+  int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0666);
+  if (fd < 0) usage_error("%s '%s': cannot write it: %s", opt, path, strerror(errno));
+  close(fd);
+  if (!existed) unlink(path);
 }
 
 /* ------------------------------------------------------------ plugins */
@@ -426,13 +457,68 @@ static int plugin_add(mgpu_plugin_registry_t *reg, const mgpu_plugin_workload_t 
   return 0;
 }
 
+/* Read the ELF header of file fd into eh; 0 on success. */
+static int read_ehdr(int fd, ElfW(Ehdr) *eh) {
+  return pread(fd, eh, sizeof *eh, 0) == (ssize_t)sizeof *eh ? 0 : -1;
+}
+
+/* Refuse what dlopen cannot take safely: it blocks opening a FIFO, and it maps
+ * a truncated library and dies of SIGBUS touching the missing part. So the file
+ * must be regular, an ELF shared object of this build's class, byte order and
+ * machine, with its headers and loaded segments within its size. */
+static void check_plugin_file(const char *path, const char *shown) {
+  struct stat sb;
+  if (stat(path, &sb) != 0) usage_error("--plugin '%s': %s", shown, strerror(errno));
+  if (!S_ISREG(sb.st_mode))
+    usage_error("--plugin '%s' is not a regular file (%s): expected a shared library", shown,
+                S_ISDIR(sb.st_mode) ? "a directory" : S_ISFIFO(sb.st_mode) ? "a FIFO" : "a special file");
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) usage_error("--plugin '%s': %s", shown, strerror(errno));
+  ElfW(Ehdr) eh, self;
+  const char *why = NULL;
+  unsigned long long size = (unsigned long long)sb.st_size;
+  if (read_ehdr(fd, &eh) != 0 || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) why = "it is not an ELF file";
+  else if (eh.e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32))
+    why = "its ELF class (32 or 64 bits) is not this program's";
+  else if (eh.e_ident[EI_DATA] != (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB))
+    why = "its byte order is not this program's";
+  else if (eh.e_type != ET_DYN) why = "it is not a shared object";
+  else {
+    int sfd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    if (sfd >= 0 && read_ehdr(sfd, &self) == 0 && self.e_machine != eh.e_machine)
+      why = "it is built for another machine (ELF e_machine) than this program";
+    if (sfd >= 0) close(sfd);
+  }
+  if (!why && (eh.e_phentsize != sizeof(ElfW(Phdr)) || eh.e_phnum == 0 ||
+               eh.e_phoff + (unsigned long long)eh.e_phnum * eh.e_phentsize > size))
+    why = "its program headers lie outside the file (truncated?)";
+  if (!why && eh.e_shnum && eh.e_shoff + (unsigned long long)eh.e_shnum * eh.e_shentsize > size)
+    why = "its section headers lie outside the file (truncated?)";
+  for (int i = 0; !why && i < eh.e_phnum; i++) {
+    ElfW(Phdr) ph;
+    if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (unsigned long long)i * sizeof ph)) != (ssize_t)sizeof ph)
+      why = "its program headers cannot be read";
+    else if (ph.p_type == PT_LOAD && ph.p_offset + (unsigned long long)ph.p_filesz > size)
+      why = "a loadable segment lies outside the file (truncated?)";
+  }
+  close(fd);
+  if (why) usage_error("--plugin '%s' is not a loadable shared library: %s", shown, why);
+}
+
+/* The command line's sizes, for plugins (MGPU_PLUGIN_PARAMS in mgpurt.h). */
+static mgpu_plugin_params_t plugin_params = {-1, -1, -1};
+void mgpu_plugin_params(mgpu_plugin_params_t *p);
+void mgpu_plugin_params(mgpu_plugin_params_t *p) {
+  if (p) *p = plugin_params;
+}
+
 /* Load a plugin; bad files are usage errors (exit 2), a failing init is 1. */
 static void load_plugin(const char *path) {
   /* dlopen searches the library path for a bare name: "./" keeps it a file. */
   char buf[4096];
   if (!strchr(path, '/')) snprintf(buf, sizeof buf, "./%s", path);
   else snprintf(buf, sizeof buf, "%s", path);
-  if (access(buf, R_OK) != 0) usage_error("--plugin '%s': %s", path, strerror(errno));
+  check_plugin_file(buf, path);
   void *h = dlopen(buf, RTLD_NOW | RTLD_LOCAL);
   if (!h) usage_error("--plugin '%s' is not a loadable shared library: %s", path, dlerror());
   mgpu_plugin_init_fn init;
@@ -474,8 +560,8 @@ static const mgpu_plugin_workload_t *resolve_workload(opts_t *o) {
   }
   if (o->overlay && !o->output) usage_error("--overlay needs --output FILE");
   if (o->output && strcmp(o->workload, "mandelbrot")) usage_error("--output is for the mandelbrot workload");
-  if (o->intensity && strcmp(o->workload, "mandelbrot") && strcmp(o->workload, "mulmod"))
-    usage_error("--intensity is for the mulmod and mandelbrot workloads");
+  if (o->intensity && !pw && strcmp(o->workload, "mandelbrot") && strcmp(o->workload, "mulmod"))
+    usage_error("--intensity is for the mulmod and mandelbrot workloads and plugins' workloads");
   return pw;
 }
 
@@ -503,7 +589,9 @@ static mgpu_runtime_t *start_runtime(const opts_t *o, mgpu_sched_t mode, double 
     /* The library has printed the reason; settings errors are usage errors. */
     if (mgpu_last_error()[0] && c.debug == 0) fprintf(stderr, "%s: %s\n", prog, mgpu_last_error());
     fprintf(stderr, "%s: cannot start the runtime (%s)\n", prog, mgpu_status_name(st));
-    exit(st == MGPU_EINVAL ? EXIT_USAGE : EXIT_FAIL);
+    /* Asking for GPUs that the runtime does not see is a usage error, however
+     * many the machine has (the man page's EXIT STATUS). */
+    exit(st == MGPU_EINVAL || st == MGPU_ENODEV ? EXIT_USAGE : EXIT_FAIL);
   }
   return rt;
 }
@@ -525,13 +613,14 @@ static void print_info(mgpu_runtime_t *rt) {
     printf("  %-26s %-24s %-11s %s\n", s.name, s.value, s.source, s.doc);
   const char *how;
   int cores = mgpu_usable_cores(rt, &how);
-  printf("\nCPU: %d usable cores (%s); %d CPU workers", cores, how, mgpu_num_cpu_workers(rt));
+  int nc = mgpu_num_cpu_workers(rt);
+  printf("\nCPU: %d usable core%s (%s); %d CPU worker%s", cores, cores == 1 ? "" : "s", how, nc, nc == 1 ? "" : "s");
   /* Where the limit, not the cores, set the default count, say so. */
   bool derived = false;
   for (int i = 0; mgpu_info_setting(rt, i, &s) == MGPU_OK; i++) {
     if (!strcmp(s.name, "MGPU_NUM_THREADS")) derived = !strcmp(s.source, "derived");
-    if (!strcmp(s.name, "OMP_THREAD_LIMIT") && derived && atoi(s.value) > 0 &&
-        atoi(s.value) < cores - mgpu_num_gpus(rt))
+    long limit = strtol(s.value, NULL, 10); /* "(unset)" reads as 0 */
+    if (!strcmp(s.name, "OMP_THREAD_LIMIT") && derived && limit > 0 && limit < cores - mgpu_num_gpus(rt))
       printf(" (at most OMP_THREAD_LIMIT=%s)", s.value);
   }
   const char *reserve = reserve_setting(rt);
@@ -609,6 +698,10 @@ typedef struct {
   size_t arg_size;
   const mgpu_plugin_workload_t *plugin;
   int *row_worker; /* mandelbrot overlay */
+  mgpu_kernel_fn ref_cpu;  /* the kernel's own CPU function, for verification */
+  size_t vstep;            /* verification checks items 0, vstep, 2 vstep, ... */
+  int *sample_worker;      /* the worker that computed each checked item in the last run */
+  bool complete;           /* a run has completed: the outputs hold its results */
   /* pipeline */
   unsigned log_n;
   uint64_t key;
@@ -624,6 +717,26 @@ static unsigned long long work_intensity(const work_t *w) {
   if (!strcmp(w->name, "mulmod")) return w->arg.mulmod.intensity;
   if (!strcmp(w->name, "mandelbrot")) return w->arg.mandel.max_iter;
   return 0;
+}
+
+/* Items checked: every one of a small batch, else about 2000 spread over it. */
+static size_t verify_step(size_t n) { return n <= 4096 ? 1 : n / 2000; }
+
+/* The kernel's functions wrapped to record which worker computed each checked
+ * item, so that a wrong answer names its worker. */
+static work_t *sample_target;
+static mgpu_kernel_fn sample_cpu_fn, sample_gpu_fn;
+static void sample_record(const mgpu_chunk_t *c) {
+  size_t step = sample_target->vstep, i = (c->first + step - 1) / step * step;
+  for (; i < c->first + c->count; i += step) sample_target->sample_worker[i / step] = c->worker;
+}
+static int sample_cpu_rec(const mgpu_chunk_t *c) {
+  sample_record(c);
+  return sample_cpu_fn(c);
+}
+static int sample_gpu_rec(const mgpu_chunk_t *c) {
+  sample_record(c);
+  return sample_gpu_fn(c);
 }
 
 static work_t *overlay_target;
@@ -752,6 +865,18 @@ static void setup(work_t *w, const opts_t *o, mgpu_runtime_t *base, const mgpu_p
   w->out = w->outs[0];
   w->b = (mgpu_batch_t){.kernel = &w->k, .n = w->n, .arg = w->argp, .arg_size = w->arg_size};
   for (int i = 0; i < MGPU_MAX_ARGS; i++) w->b.in[i] = w->in[i], w->b.out[i] = w->outs[i];
+  w->ref_cpu = mandel_cpu_fn && w->row_worker ? mandel_cpu_fn : w->k.cpu;
+  w->vstep = verify_step(w->n);
+  if (o->verify && strcmp(wl, "pipeline") != 0) {
+    size_t nchecks = (w->n + w->vstep - 1) / w->vstep;
+    w->sample_worker = malloc((nchecks ? nchecks : 1) * sizeof(int));
+    for (size_t i = 0; i < nchecks; i++) w->sample_worker[i] = -1;
+    sample_target = w;
+    sample_cpu_fn = w->k.cpu;
+    sample_gpu_fn = w->k.gpu;
+    w->k.cpu = sample_cpu_rec;
+    if (w->k.gpu) w->k.gpu = sample_gpu_rec;
+  }
   if (!strcmp(wl, "pipeline")) {
     w->mid1 = alloc_array(base, o, w->out_bytes);
     w->mid2 = alloc_array(base, o, w->out_bytes);
@@ -777,10 +902,14 @@ static void setup(work_t *w, const opts_t *o, mgpu_runtime_t *base, const mgpu_p
 
 /* ------------------------------------------------------------ progress */
 
+/* Set by the first SIGINT: no further batch is submitted. */
+static volatile sig_atomic_t interrupted;
+
 /* The batch being waited for, for the progress thread. The main thread sets
  * and clears it under the lock, so the event is never released while read. */
 static pthread_mutex_t progress_lock = PTHREAD_MUTEX_INITIALIZER;
 static mgpu_event_t *progress_ev;
+static char progress_what[96]; /* which run: "mode steal, timed run 2 of 3" */
 static double progress_t0;
 static int progress_shown, progress_stop;
 
@@ -792,6 +921,12 @@ static double now_s(void) {
 
 /* Draws "[#####.....]  45%  1.2e+06 items/s  3 s left" on stderr for batches
  * that have run for a second; erases it when the batch ends. */
+static void progress_label(const char *mode, const char *what, int k, int n) {
+  pthread_mutex_lock(&progress_lock);
+  snprintf(progress_what, sizeof progress_what, "mode %s, %s %d of %d", mode, what, k, n);
+  pthread_mutex_unlock(&progress_lock);
+}
+
 static void *progress_main(void *arg) {
   (void)arg;
   for (;;) {
@@ -810,7 +945,7 @@ static void *progress_main(void *arg) {
       int fill = (int)(frac * 30);
       for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '.';
       bar[30] = '\0';
-      fprintf(stderr, "\r[%s] %3.0f%%  %.3g items/s  ", bar, 100 * frac, rate);
+      fprintf(stderr, "\r%s [%s] %3.0f%%  %.3g items/s  ", progress_what, bar, 100 * frac, rate);
       if (rate > 0) fprintf(stderr, "%.0f s left ", (double)(total - done) / rate);
       else fprintf(stderr, "             ");
       fflush(stderr);
@@ -908,6 +1043,13 @@ static double run_once(mgpu_runtime_t *rt, work_t *w, const opts_t *o, mgpu_stat
     check_status(mgpu_const_create(rt, w->K, per, &w->kconst), "mgpu_const_create");
     w->kconst_rt = rt;
   }
+  /* The runtime's totals before this run, so that the figures are this run's. */
+  mgpu_stats_t before = {0};
+  if (st) {
+    before.worker_cap = st->worker_cap;
+    before.worker = calloc((size_t)(st->worker_cap > 0 ? st->worker_cap : 1), sizeof *before.worker);
+    if (before.worker) mgpu_runtime_stats(rt, &before);
+  }
   struct timespec t0, t1;
   steal_mark(sa, false);
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -928,39 +1070,83 @@ static double run_once(mgpu_runtime_t *rt, work_t *w, const opts_t *o, mgpu_stat
   steal_mark(sa, true);
   for (size_t s = 0; s < 3 * nsub; s++) mgpu_event_release(ev[s]);
   free(ev);
-  /* Per-worker figures of the whole pipeline come from the runtime's totals. */
+  /* Per-worker figures of this run: the runtime's totals less those before it.
+   * Items count every stage's (three per polynomial), so the total is the sum
+   * of the workers' and the shares add up to 100%. */
   if (st) {
     mgpu_runtime_stats(rt, st);
-    st->items = w->n;
+    int nw = st->nworkers < st->worker_cap ? st->nworkers : st->worker_cap;
+    st->items = 0;
+    for (int i = 0; i < nw && before.worker; i++) {
+      mgpu_worker_stats_t *a = &st->worker[i];
+      const mgpu_worker_stats_t *b = &before.worker[i];
+      a->items -= b->items, a->chunks -= b->chunks, a->steals -= b->steals, a->retries -= b->retries;
+      a->busy_s -= b->busy_s, a->staged_bytes -= b->staged_bytes;
+    }
+    for (int i = 0; i < nw; i++) st->items += st->worker[i].items;
+    st->chunks -= before.chunks, st->steals -= before.steals, st->retries -= before.retries;
+    st->batches -= before.batches;
+    st->wall_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    free(before.worker);
   }
   (void)o;
   return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
 }
 
-/* Check results: every item for small runs, a sample of about 2000 otherwise,
- * against the kernel's CPU function run here; ntt also round-trips. */
-static long long verify(work_t *w, const opts_t *o, mgpu_runtime_t *rt, size_t *checked_p) {
-  size_t n = w->n, step = n <= 4096 ? 1 : n / 2000;
-  long long bad = 0;
-  size_t checked = 0;
+/* What verification found: the first wrong item is the lowest checked one. */
+typedef struct {
+  size_t checked;
+  long long bad;        /* checked items that are wrong, plus 1 for a failed round trip */
+  long long first;      /* the first wrong item, or -1 */
+  int worker;           /* the worker that computed it, or -1 when not known */
+  bool roundtrip_bad;   /* ntt: inverse(forward(x)) != x */
+  char what[256];       /* "output K bytes A..B: expected .., got .." of the first wrong item */
+} verdict_t;
+
+/* "expected .., got .." of up to 8 bytes in hex from the first that differs. */
+static void describe_diff(char *buf, size_t len, int k, const unsigned char *want, const unsigned char *got,
+                          size_t size) {
+  size_t at = 0;
+  while (at < size && want[at] == got[at]) at++;
+  if (at == size) at = 0;
+  size_t end = at + 8 < size ? at + 8 : size;
+  int pos = snprintf(buf, len, "output %d bytes %zu..%zu: expected ", k, at, end - 1);
+  for (size_t j = at; j < end && pos < (int)len; j++) pos += snprintf(buf + pos, len - (size_t)pos, "%02x", want[j]);
+  if (pos < (int)len) pos += snprintf(buf + pos, len - (size_t)pos, ", got ");
+  for (size_t j = at; j < end && pos < (int)len; j++) pos += snprintf(buf + pos, len - (size_t)pos, "%02x", got[j]);
+}
+
+/* Check results: every item for small runs, a sample of about 2000 spread over
+ * the batch otherwise, against the kernel's CPU function run here; ntt also
+ * round-trips. */
+static void verify(work_t *w, mgpu_runtime_t *rt, verdict_t *v) {
+  size_t n = w->n, step = w->vstep;
+  memset(v, 0, sizeof *v);
+  v->first = -1;
+  v->worker = -1;
+  long long bad = 0, first = -1;
   if (!strcmp(w->name, "pipeline")) {
     size_t nn = (size_t)1 << w->log_n;
     const uint64_t *x = w->in[0], *z = w->out;
-    for (size_t i = 0; i < n; i += step, checked++)
+    for (size_t i = 0; i < n; i += step, v->checked++)
       for (size_t c = 0; c < nn; c++) {
         uint64_t xv = x[i * nn + ((c + nn - w->shift) % nn)];
         uint64_t want = (uint64_t)(((unsigned __int128)xv * w->key) % MGPU_GOLDILOCKS_P);
         if (z[i * nn + c] != want) {
-          bad++;
+          if (bad++ == 0) {
+            v->first = (long long)i;
+            snprintf(v->what, sizeof v->what, "coefficient %zu: expected %llu, got %llu", c, (unsigned long long)want,
+                     (unsigned long long)z[i * nn + c]);
+          }
           break;
         }
       }
-    *checked_p = checked;
-    return bad;
+    v->bad = bad;
+    return;
   }
   size_t refbytes = 0;
   for (int k = 0; k < w->k.nout; k++) refbytes += w->k.out_size[k];
-  mgpu_kernel_fn cpu = w->k.cpu;
+  mgpu_kernel_fn cpu = w->ref_cpu;
   /* On as many threads as the runtime has CPU workers, each passing its own
    * worker index as a run would (a kernel may keep scratch per worker): a
    * full mandelbrot image at a high iteration limit is minutes on one core. */
@@ -986,28 +1172,36 @@ static long long verify(work_t *w, const opts_t *o, mgpu_runtime_t *rt, size_t *
       size_t at = 0;
       for (int k = 0; k < w->k.nout; k++) outs[k] = ref + at, at += w->k.out_size[k];
       mgpu_chunk_t ch = {.in = ins, .out = outs, .arg = w->argp, .first = i, .count = 1, .worker = me};
-      int saved_worker_rows = w->row_worker ? w->row_worker[i] : 0;
-      bool ok = cpu(&ch) == 0;
-      for (int k = 0; k < w->k.nout && ok; k++)
-        ok = memcmp(outs[k], (char *)w->outs[k] + i * w->k.out_size[k], w->k.out_size[k]) == 0;
-      if (!ok) bad++;
-      if (w->row_worker) w->row_worker[i] = saved_worker_rows;
+      int rc = cpu(&ch);
+      int wrong = rc != 0 ? -2 : -1; /* the output that differs; -2: the CPU function failed */
+      for (int k = 0; k < w->k.nout && wrong == -1; k++)
+        if (memcmp(outs[k], (char *)w->outs[k] + i * w->k.out_size[k], w->k.out_size[k]) != 0) wrong = k;
+      if (wrong != -1) {
+        bad++;
+#pragma omp critical(mgpu_verify_first)
+        if (first < 0 || (long long)i < first) {
+          first = (long long)i;
+          if (wrong == -2) snprintf(v->what, sizeof v->what, "the CPU function returned %d on it", rc);
+          else describe_diff(v->what, sizeof v->what, wrong, outs[wrong],
+                             (unsigned char *)w->outs[wrong] + i * w->k.out_size[wrong], w->k.out_size[wrong]);
+        }
+      }
     }
     free(ref);
   }
-  checked = (size_t)nchecks;
+  v->checked = (size_t)nchecks;
+  v->first = first;
+  if (first >= 0 && w->sample_worker) v->worker = w->sample_worker[(size_t)first / step];
   if (!strcmp(w->name, "ntt") && n > 0) {
     /* Round trip on the runtime: inverse(forward(x)) == x. */
     mgpu_ntt_arg_t inv = {w->log_n, 1};
     void *back = malloc(w->out_bytes);
     mgpu_batch_t b = {.kernel = &w->k, .n = n, .in = {w->out}, .out = {back}, .arg = &inv, .arg_size = sizeof inv};
     check_status(mgpu_run(rt, &b, NULL), "the inverse ntt");
-    if (memcmp(back, w->in[0], w->out_bytes) != 0) bad++;
+    if (memcmp(back, w->in[0], w->out_bytes) != 0) bad++, v->roundtrip_bad = true;
     free(back);
   }
-  (void)o;
-  *checked_p = checked;
-  return bad;
+  v->bad = bad;
 }
 
 /* ------------------------------------------------------------ images */
@@ -1085,7 +1279,6 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static volatile sig_atomic_t interrupted;
 
 /* Set when a runtime's trace could not be written at finalize: the run fails. */
 static bool trace_lost;
@@ -1133,12 +1326,20 @@ static void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r,
    * MGPU_RESERVE_THREADS=auto, the trials of the reserve as well. */
   bool mixed = (!strcmp(mode, "steal") || !strcmp(mode, "static")) && mgpu_num_gpus(rt) > 0 && r->ncpu > 0;
   int warm = r->reserve_auto && mixed ? MGPU_RESERVE_TRIALS : 1;
-  for (int i = 0; i < warm && !interrupted; i++) run_once(rt, w, o, NULL, NULL);
-  /* SIGINT stops between runs (a batch in flight always completes): the
-   * report then covers the runs made. */
+  for (int i = 0; i < warm && !interrupted; i++) {
+    progress_label(mode, "warm-up", i + 1, warm);
+    run_once(rt, w, o, NULL, NULL);
+    w->complete = true;
+  }
+  /* SIGINT stops between runs (a batch in flight completes): the report then
+   * covers the runs made, and a mode with no timed run is skipped. */
   int done = 0;
-  for (int i = 0; i < o->repeat && !interrupted; i++) times[done++] = run_once(rt, w, o, &st, &r->steal);
-  if (done == 0) times[done++] = run_once(rt, w, o, &st, &r->steal);
+  for (int i = 0; i < o->repeat && !interrupted; i++) {
+    progress_label(mode, "timed run", i + 1, o->repeat);
+    times[done++] = run_once(rt, w, o, &st, &r->steal);
+    w->complete = true;
+  }
+  if (done == 0) return;
   qsort(times, (size_t)done, sizeof *times, cmp_double);
   if (r->nround < MAX_ROUNDS) r->round_tp[r->nround++] = times[done / 2] > 0 ? (double)w->n / times[done / 2] : 0;
   r->runs += done;
@@ -1170,7 +1371,9 @@ static void print_ratio(const char *label, double v, const double *by, int n, co
 }
 
 /* The per-worker table of the mode's last timed run: the library's own. */
-static void print_workers(const result_t *r) {
+static void print_workers(const result_t *r, const work_t *w) {
+  if (!strcmp(w->name, "pipeline"))
+    printf("pipeline: items of the last run's three stages (%zu per stage), by worker:\n", w->n);
   mgpu_stats_print(NULL, &r->st, stdout);
   if (r->reserve >= r->ncpu && r->reserve_auto)
     printf("Every CPU worker was kept out of the last run, which this kernel's trials found faster "
@@ -1217,15 +1420,49 @@ static void json_result(const result_t *r, bool last) {
   printf("]}%s\n", last ? "" : ",");
 }
 
+/* The verification line of the text report; r is the run whose outputs were checked. */
+static void print_verdict(const work_t *w, const verdict_t *v, const result_t *r) {
+  char scope[160];
+  const char *how = !strcmp(w->name, "pipeline") ? "on the host" : "against the CPU function";
+  if (w->vstep == 1) snprintf(scope, sizeof scope, "all %zu items checked %s", v->checked, how);
+  else snprintf(scope, sizeof scope, "%zu of %zu items, one in %zu, checked %s", v->checked, w->n, w->vstep, how);
+  bool rt = !strcmp(w->name, "ntt");
+  if (!v->bad) {
+    printf("verification: ok (%s%s)\n", scope, rt ? ", plus an inverse round trip" : "");
+    return;
+  }
+  printf("verification: FAILED: %lld wrong (%s)", v->bad - (v->roundtrip_bad ? 1 : 0), scope);
+  if (v->first >= 0) {
+    printf("; first wrong item %lld, ", v->first);
+    if (v->worker >= 0 && r && r->ws && v->worker < r->nw) {
+      const mgpu_worker_stats_t *s = &r->ws[v->worker];
+      if (s->kind == MGPU_WORKER_GPU) printf("computed by worker %d (gpu%d): ", v->worker, s->device);
+      else printf("computed by worker %d (cpu): ", v->worker);
+    } else if (!strcmp(w->name, "pipeline")) printf("worker not recorded for the pipeline's stages: ");
+    printf("%s", v->what);
+  }
+  if (v->roundtrip_bad) printf("; the inverse round trip does not give the input back");
+  printf("\n");
+}
+
+/* The first SIGINT lets the batch in flight finish and stops there; the
+ * second ends the process at once. Only async-signal-safe calls here. */
 static void on_sigint(int sig) {
   (void)sig;
+  if (interrupted) _exit(130);
   interrupted = 1;
+  static const char msg[] = "\nmgpu-run: SIGINT: stopping after the batch in flight (again to quit now)\n";
+  ssize_t rc = write(STDERR_FILENO, msg, sizeof msg - 1);
+  (void)rc;
 }
 
 int main(int argc, char **argv) {
   opts_t o;
   parse_args(argc, argv, &o);
-  if (o.plugin) load_plugin(o.plugin);
+  if (o.plugin) {
+    plugin_params = (mgpu_plugin_params_t){o.items, o.size, o.intensity ? o.intensity : -1};
+    load_plugin(o.plugin);
+  }
   if (o.list) {
     printf("Workloads:");
     for (int i = 0; workloads[i]; i++) printf(" %s", workloads[i]);
@@ -1237,7 +1474,11 @@ int main(int argc, char **argv) {
     return 0;
   }
   const mgpu_plugin_workload_t *pw = o.info ? NULL : resolve_workload(&o);
-  signal(SIGINT, on_sigint);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
   if (o.plot && !o.trace) {
     snprintf(plot_trace, sizeof plot_trace, "/tmp/mgpu-run-trace-XXXXXX");
     int fd = mkstemp(plot_trace);
@@ -1254,6 +1495,29 @@ int main(int argc, char **argv) {
     return 0;
   }
   int ngpu = mgpu_num_gpus(base), ncpu = mgpu_num_cpu_workers(base);
+  if (o.cfg.reserve_threads > 0 && ngpu == 0)
+    fprintf(stderr, "%s: warning: --reserve %d has no effect: no GPU is in use, so every batch runs on all %d CPU "
+            "worker%s\n", prog, o.cfg.reserve_threads, ncpu, ncpu == 1 ? "" : "s");
+  if (o.ngpus_list) {
+    /* Every count above the GPUs seen: nothing would run, so nothing is reported. */
+    int runnable = 0;
+    for (int i = 0; i < o.ngpus_list; i++) runnable += o.gpus_list[i] <= ngpu;
+    if (!runnable) {
+      char list[256] = "";
+      for (int i = 0; i < o.ngpus_list; i++) {
+        size_t len = strlen(list);
+        snprintf(list + len, sizeof list - len, "%s%d", i ? "," : "", o.gpus_list[i]);
+      }
+      if (ngpu == 0)
+        fprintf(stderr, "%s: nothing ran: --gpus %s needs GPUs and the runtime sees none\n", prog, list);
+      else
+        fprintf(stderr, "%s: nothing ran: --gpus %s asks for more GPUs than the runtime sees: expected counts in "
+                "1..%d\n", prog, list, ngpu);
+      mgpu_finalize(base);
+      if (plot_trace[0]) unlink(plot_trace);
+      return EXIT_USAGE;
+    }
+  }
   if (multi_is_workload(o.workload)) {
     multi_opts_t *m = &o.multi;
     m->workload = o.workload;
@@ -1271,14 +1535,15 @@ int main(int argc, char **argv) {
       int printed = 0;
       for (int i = 0; i < o.ngpus_list && !interrupted; i++) {
         if (o.gpus_list[i] > ngpu) {
-          fprintf(stderr, "%s: --gpus %d skipped: the runtime sees %d GPUs\n", prog, o.gpus_list[i], ngpu);
+          fprintf(stderr, "%s: --gpus %d skipped: the runtime sees %d GPU%s\n", prog, o.gpus_list[i], ngpu,
+                  ngpu == 1 ? "" : "s");
           continue;
         }
         opts_t ok = o;
         ok.cfg.num_gpus = o.gpus_list[i];
         mgpu_runtime_t *rt = start_runtime(&ok, o.mode, 0, false);
         if (o.json && printed) printf(",\n");
-        else if (!o.json) printf("%s== %d GPUs ==\n", printed ? "\n" : "", o.gpus_list[i]);
+        else if (!o.json) printf("%s== %d GPU%s ==\n", printed ? "\n" : "", o.gpus_list[i], o.gpus_list[i] == 1 ? "" : "s");
         printed++;
         fflush(stdout);
         rc |= multi_run(rt, m);
@@ -1300,13 +1565,35 @@ int main(int argc, char **argv) {
   work_t w;
   setup(&w, &o, base, pw);
 
+  /* A kernel without a GPU function runs only on CPU workers: a "gpu" figure
+   * would measure them, so what needs the GPU is not run. */
+  bool has_gpu_fn = w.k.gpu != NULL;
+  mgpu_sched_t scale_mode = o.mode ? o.mode : MGPU_SCHED_GPU;
+  if (!has_gpu_fn && ngpu > 0 && (o.ngpus_list ? scale_mode : o.mode) == MGPU_SCHED_GPU) {
+    fprintf(stderr, "%s: nothing ran: workload '%s' has no GPU function, so mode gpu%s cannot run it: expected "
+            "--mode cpu, steal or static\n", prog, w.name, o.ngpus_list && !o.mode ? " (the default of --gpus)" : "");
+    return EXIT_USAGE;
+  }
+  if (!o.json && !o.quiet) {
+    /* The header comes first, so that a long or interrupted run says what it is. */
+    printf("libmgpurt %s: %s, %zu items", mgpu_version(), w.name, w.n);
+    if (work_intensity(&w)) printf(", intensity %llu", work_intensity(&w));
+    printf("; %d CPU worker%s, %d GPU%s", ncpu, ncpu == 1 ? "" : "s", ngpu, ngpu == 1 ? "" : "s");
+    for (int g = 0; g < ngpu; g++) {
+      mgpu_device_info_t d;
+      mgpu_device_info(base, g, &d);
+      printf("%s%s", g ? ", " : " (", d.name);
+      if (g == ngpu - 1) printf(")");
+    }
+    printf("\n");
+    fflush(stdout);
+  }
   result_t res[4];
   memset(res, 0, sizeof res);
   int nres = 0;
   const char *note = NULL;
   result_t *sres = NULL; /* --gpus: one result per GPU count */
   int nsres = 0;
-  mgpu_sched_t scale_mode = o.mode ? o.mode : MGPU_SCHED_GPU;
   if (o.ngpus_list) {
     sres = calloc((size_t)o.ngpus_list, sizeof *sres);
     for (int i = 0; i < o.ngpus_list && !interrupted; i++) {
@@ -1326,6 +1613,8 @@ int main(int argc, char **argv) {
     res[0] = sres[nsres - 1];
     nres = 1;
   } else if (!o.compare) {
+    if (!has_gpu_fn && ngpu > 0 && o.mode != MGPU_SCHED_CPU)
+      note = "the kernel has no GPU function: the CPU workers ran every item";
     measure(base, &w, &o, &res[0], mode_name(o.mode));
     if (o.plot) plot_run(base, &o, &res[0], &w);
     nres = 1;
@@ -1345,6 +1634,12 @@ int main(int argc, char **argv) {
         if ((modes[m] == MGPU_SCHED_GPU || modes[m] == MGPU_SCHED_STATIC) && ngpu == 0) {
           r->skipped = "no GPU";
           note = "no GPU is in use: only the CPU modes were compared";
+          continue;
+        }
+        if ((modes[m] == MGPU_SCHED_GPU || modes[m] == MGPU_SCHED_STATIC) && !has_gpu_fn) {
+          r->skipped = "the kernel has no GPU function";
+          note = "the kernel has no GPU function: the CPU workers run every item, so gpu and static were not run "
+                 "and E is not given";
           continue;
         }
         if (modes[m] == MGPU_SCHED_CPU && ncpu == 0) {
@@ -1368,12 +1663,10 @@ int main(int argc, char **argv) {
     pthread_mutex_unlock(&progress_lock);
     pthread_join(progress_thread, NULL);
   }
-  size_t checked = 0;
-  long long bad = 0;
-  if (o.verify) {
-    /* Results of the last run are in w.out; check them. */
-    bad = verify(&w, &o, base, &checked);
-  }
+  verdict_t vd = {.first = -1, .worker = -1};
+  if (o.verify && w.complete) verify(&w, base, &vd); /* the last run's results are in w.out */
+  size_t checked = vd.checked;
+  long long bad = vd.bad;
   if (o.output) write_image(&w, &o, mgpu_num_workers(base), ncpu);
 
   /* The mode the quiet line reports: the last that ran (steal with --compare,
@@ -1436,16 +1729,6 @@ int main(int argc, char **argv) {
     printf("%s: %zu items, %.4f s, %.4g items/s, verification %s\n", w.name, w.n, main_r->wall_s, main_r->throughput,
            !o.verify ? "off" : bad ? "FAILED" : "ok");
   } else {
-    printf("libmgpurt %s: %s, %zu items", mgpu_version(), w.name, w.n);
-    if (work_intensity(&w)) printf(", intensity %llu", work_intensity(&w));
-    printf("; %d CPU workers, %d GPUs", ncpu, ngpu);
-    for (int g = 0; g < ngpu; g++) {
-      mgpu_device_info_t d;
-      mgpu_device_info(base, g, &d);
-      printf("%s%s", g ? ", " : " (", d.name);
-      if (g == ngpu - 1) printf(")");
-    }
-    printf("\n");
     double worst_steal = -1;
     for (int i = 0; i < nres; i++) {
       const result_t *r = &res[i];
@@ -1456,12 +1739,12 @@ int main(int argc, char **argv) {
       printf("mode %-6s %.4f s (median of %d", r->mode, r->wall_s, r->runs);
       if (r->nround > 1) printf(" in %d rounds", r->nround);
       printf("), %.4g items/s, %.3g GB/s moved", r->throughput, r->throughput * w.bytes_per_item / 1e9);
-      if (r->ncpu != ncpu) printf(", %d CPU workers", r->ncpu);
+      if (r->ncpu != ncpu) printf(", %d CPU worker%s", r->ncpu, r->ncpu == 1 ? "" : "s");
       double sh = steal_share(&r->steal);
       if (sh >= STEAL_SHOW) printf(", host steal %.0f%%", 100 * sh);
       if (sh > worst_steal) worst_steal = sh;
       printf("\n");
-      if (!o.compare || i == nres - 1) print_workers(r);
+      if (!o.compare || i == nres - 1) print_workers(r, &w);
     }
     if (nsres) {
       printf("scaling with the GPU count (mode %s, inputs in host memory):\n", mode_name(scale_mode));
@@ -1483,15 +1766,15 @@ int main(int argc, char **argv) {
     if (o.compare) {
       if (e > 0) print_ratio("heterogeneous efficiency E = steal / (cpu + gpu) = ", e, e_round, ne, "");
       if (speedup > 0) print_ratio("steal vs static: ", speedup, sp_round, nsp, "x");
-      if (note) printf("note: %s\n", note);
     }
+    if (note) printf("note: %s\n", note);
     if (worst_steal >= STEAL_NOTE)
       printf("note: the host took up to %.0f%% of the busy CPU time (steal time in /proc/stat): this "
              "machine's CPUs are shared by its hypervisor, CPU chunks stall while it runs something else, and "
              "figures vary between runs (doc/tuning.md, \"Shared virtual CPUs\")\n",
              100 * worst_steal);
-    if (o.verify) printf("verification: %s (%zu items checked%s)\n", bad ? "FAILED" : "ok", checked,
-                         !strcmp(w.name, "ntt") ? ", plus an inverse round trip" : "");
+    if (o.verify && !w.complete) printf("verification: none (no run completed)\n");
+    else if (o.verify) print_verdict(&w, &vd, main_r);
     else printf("verification: off\n");
   }
   if (nsres) {
@@ -1507,6 +1790,7 @@ int main(int argc, char **argv) {
   }
   if (w.mid1) free_array(base, &o, w.mid1), free_array(base, &o, w.mid2);
   free(w.row_worker);
+  free(w.sample_worker);
   free(w.K);
   /* The trace is written here: a run whose trace is lost fails (the library logs why). */
   if (mgpu_finalize_checked(base) != MGPU_OK || trace_lost) bad = bad ? bad : 1;

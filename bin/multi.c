@@ -71,8 +71,8 @@ static void print_parts(const mgpu_array_t *a, const char *what) {
   for (int p = 0; p < mgpu_array_nparts(a); p++) {
     mgpu_array_part_t part;
     mgpu_array_part(a, p, &part);
-    if (part.gpu >= 0) printf(" gpu%d %zu", part.gpu, part.count);
-    else printf(", host %zu", part.count);
+    if (part.gpu >= 0) printf("%s gpu%d %zu", p ? "," : "", part.gpu, part.count);
+    else printf("%s host %zu", p ? "," : "", part.count);
   }
   printf("\n");
 }
@@ -195,8 +195,8 @@ static int run_matvec(mgpu_runtime_t *rt, const multi_opts_t *o) {
     printf("], \"verification\": {\"enabled\": %s, \"checked\": %zu, \"failed\": %lld}}\n",
            o->verify ? "true" : "false", checked, bad);
   } else {
-    printf("matvec: y = W x, W %zu x %zu floats (%.2f GB), %d GPUs, %d CPU workers\n", rows, cols, bytes / 1e9, ng,
-           ncpu);
+    printf("matvec: y = W x, W %zu x %zu floats (%.2f GB), %d GPU%s, %d CPU worker%s\n", rows, cols, bytes / 1e9, ng,
+           ng == 1 ? "" : "s", ncpu, ncpu == 1 ? "" : "s");
     print_parts(aw, "rows");
     printf("scatter of W: %.3f s (%.2f GB/s)\n", t_scatter, bytes / t_scatter / 1e9);
     printf("matvec: %.6f s (median of %d), %.2f GFLOP/s, %.2f GB/s of W in all\n", med, o->repeat,
@@ -265,8 +265,10 @@ static int run_reduce(mgpu_runtime_t *rt, const multi_opts_t *o) {
            n, mgpu_dtype_name(dt), med, (double)(n * es) / med / 1e9, first, same ? "true" : "false", relerr, ng,
            o->verify ? "true" : "false", bad);
   } else {
-    printf("reduce: sum of %zu %s elements (%.2f GB), %d GPUs, %d CPU workers, collectives: %s\n", n,
-           mgpu_dtype_name(dt), (double)(n * es) / 1e9, ng, mgpu_num_cpu_workers(rt), mgpu_collectives_backend(rt));
+    int nc = mgpu_num_cpu_workers(rt);
+    printf("reduce: sum of %zu %s elements (%.2f GB), %d GPU%s, %d CPU worker%s, collectives: %s\n", n,
+           mgpu_dtype_name(dt), (double)(n * es) / 1e9, ng, ng == 1 ? "" : "s", nc, nc == 1 ? "" : "s",
+           mgpu_collectives_backend(rt));
     print_parts(a, "elements");
     printf("sum = %.17g in %.6f s (median of %d): %.2f GB/s\n", first, med, o->repeat, (double)(n * es) / med / 1e9);
     printf("reproducible over %d runs: %s\n", o->repeat + 1, same ? "yes (bit-identical)" : "NO");
@@ -359,8 +361,8 @@ static int run_allreduce(mgpu_runtime_t *rt, const multi_opts_t *o) {
     }
     printf("]}\n");
   } else {
-    printf("allreduce: float sum, out of place, %d GPUs, %d iterations after %d warm-up; runtime collectives: %s\n",
-           ng, iters, warmup, mgpu_collectives_backend(rt));
+    printf("allreduce: float sum, out of place, %d GPU%s, %d iterations after %d warm-up; runtime collectives: %s\n",
+           ng, ng == 1 ? "" : "s", iters, warmup, mgpu_collectives_backend(rt));
     if (!have_raw) printf("raw NCCL loop not run: %s\n", why);
     printf("%12s %12s | %10s %9s %9s | %10s %9s %9s | %7s\n", "bytes", "count", "rt us", "algbw", "busbw", "raw us",
            "algbw", "busbw", "rt/raw");
@@ -424,7 +426,8 @@ static int run_saxpy_resident(mgpu_runtime_t *rt, const multi_opts_t *o) {
     bad = memcmp(hr, hy, 4 * n) != 0;
   }
   if (o->json) printf("{\"workload\": \"saxpy-resident\", \"elements\": %zu, \"gpus\": [", n);
-  else printf("saxpy-resident: r = a x + y on %zu floats resident on %d GPUs (12 bytes moved per element)\n", n, ng);
+  else printf("saxpy-resident: r = a x + y on %zu floats resident on %d GPU%s (12 bytes moved per element)\n", n, ng,
+                   ng == 1 ? "" : "s");
   for (int g = 0; g < ng; g++) {
     mgpu_array_part_t p;
     mgpu_array_part(x, g, &p);

@@ -625,6 +625,23 @@ typedef struct mgpu_plugin_registry {
 typedef int (*mgpu_plugin_init_fn)(mgpu_plugin_registry_t *reg);
 #define MGPU_PLUGIN_ENTRY "mgpu_plugin_init"
 
+/**
+ * The command line's sizes for a plugin's workloads, -1 where not given:
+ * items (-n), size (--size) and intensity (--intensity). mgpu-run exports
+ * the function named MGPU_PLUGIN_PARAMS from its executable; a plugin finds
+ * it in mgpu_plugin_init with dlsym(RTLD_DEFAULT, MGPU_PLUGIN_PARAMS) and
+ * keeps its own defaults where it is NULL (a loader without it) or a value is
+ * -1. A function looked up, not a registry field, so that plugins and loaders
+ * of either age keep working with MGPU_PLUGIN_ABI 1.
+ */
+typedef struct mgpu_plugin_params {
+  long long items;
+  long long size;
+  long long intensity;
+} mgpu_plugin_params_t;
+typedef void (*mgpu_plugin_params_fn)(mgpu_plugin_params_t *p);
+#define MGPU_PLUGIN_PARAMS "mgpu_plugin_params"
+
 #ifdef __cplusplus
 }
 #endif

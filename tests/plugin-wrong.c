@@ -1,0 +1,55 @@
+/*
+ * plugin-wrong.c: a test plugin whose workload "wrong" gives wrong answers for
+ * items 17 and 1500 when they run in a chunk of more than one item, so that a
+ * batch fails verification while the one-item reference calls do not; and
+ * "params", whose --list line shows the command line's sizes it received.
+ */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mgpurt.h"
+
+static int wrong_cpu(const mgpu_chunk_t *c) {
+  const uint64_t *x = c->in[0];
+  uint64_t *y = c->out[0];
+  for (size_t j = 0; j < c->count; j++) {
+    size_t i = c->first + j;
+    y[j] = x[j] + 1;
+    if (c->count > 1 && (i == 17 || i == 1500)) y[j] ^= 0xff00;
+  }
+  return 0;
+}
+
+int mgpu_plugin_init(mgpu_plugin_registry_t *reg);
+
+int mgpu_plugin_init(mgpu_plugin_registry_t *reg) {
+  if (reg->abi != MGPU_PLUGIN_ABI) return 1;
+  static mgpu_plugin_workload_t w;
+  memset(&w, 0, sizeof w);
+  w.name = "wrong";
+  w.doc = "x + 1, wrong on items 17 and 1500 within a chunk (tests only)";
+  w.kernel.name = "wrong";
+  w.kernel.cpu = wrong_cpu;
+  w.kernel.nin = 1;
+  w.kernel.nout = 1;
+  w.kernel.in_size[0] = sizeof(uint64_t);
+  w.kernel.out_size[0] = sizeof(uint64_t);
+  w.default_items = 2000;
+  if (reg->add(reg, &w) != 0) return 1;
+  /* "params": its --list line shows the command line's sizes as received. */
+  static mgpu_plugin_workload_t p;
+  static char doc[128];
+  mgpu_plugin_params_t pp = {-1, -1, -1};
+  mgpu_plugin_params_fn get;
+  *(void **)&get = dlsym(RTLD_DEFAULT, MGPU_PLUGIN_PARAMS);
+  if (get) get(&pp);
+  snprintf(doc, sizeof doc, "params: items %lld, size %lld, intensity %lld%s", pp.items, pp.size, pp.intensity,
+           get ? "" : " (no " MGPU_PLUGIN_PARAMS ")");
+  p = w;
+  p.name = "params";
+  p.doc = doc;
+  p.kernel.cpu = wrong_cpu;
+  return reg->add(reg, &p);
+}
