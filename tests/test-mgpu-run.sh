@@ -469,7 +469,7 @@ expect 0 "1 CPU worker (at most OMP_THREAD_LIMIT=1)" -- env OMP_THREAD_LIMIT=1 "
 expect 0 "verification: ok" -- env OMP_THREAD_LIMIT=1 "$run" mulmod -n 1000 --intensity 3 --repeat 1 --num-gpus 0
 expect 2 "OMP_THREAD_LIMIT=1" -- env OMP_THREAD_LIMIT=1 "$run" --info --threads 2
 out=$(env OMP_THREAD_LIMIT=1 "$run" --info --threads 1 2>&1)
-if printf '%s' "$out" | grep -q "CPU workers (at most OMP_THREAD_LIMIT"; then bad "--threads 1: the limit did not apply: $out"; else ok; fi
+if printf '%s' "$out" | grep -q "CPU worker (at most OMP_THREAD_LIMIT"; then bad "--threads 1: the limit did not apply: $out"; else ok; fi
 # Flags follow the variables' rules: decimal numbers only, no empty list
 # entries, keywords in any case.
 expect 2 "--ratio '0x10'" -- "$run" --ratio 0x10 --info
