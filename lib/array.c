@@ -493,8 +493,9 @@ MGPU_API mgpu_status_t mgpu_array_run(mgpu_runtime_t *rt, const mgpu_array_batch
     }
   int gpu[MGPU_MAX_DEVICES];
   int ng = gpus_with_parts(first, gpu);
-  /* Emulated devices run the CPU function (tests, and builds without CUDA). */
-  if (ng > 0 && !k->gpu && !rt->dev->emulated)
+  /* Emulated devices run the CPU function in place of the GPU one, but only
+   * for kernels that have one, so that they refuse what a real device does. */
+  if (ng > 0 && !k->gpu)
     return mgpu__fail(MGPU_ENOTSUP, "%s: kernel '%s' has no GPU function but GPU %d holds a part of its arrays", fn,
                       name, gpu[0]);
 

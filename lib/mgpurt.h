@@ -567,8 +567,8 @@ typedef struct {
  * kernel's item size (in_size / out_size) and the same split. chunk->first is
  * the global index of the chunk's first element. Synchronous; stats as in
  * mgpu_array_copy. Errors: MGPU_EINVAL (mismatched arrays), MGPU_ENOTSUP (a GPU
- * part is not empty and the kernel has no GPU function; emulated devices run
- * its CPU function instead), MGPU_EKERNEL,
+ * part is not empty and the kernel has no GPU function, emulated devices
+ * included), MGPU_EKERNEL,
  * MGPU_EDEVICE. A failed GPU part is not recomputed elsewhere: its data lives
  * on that GPU.
  */

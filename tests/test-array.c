@@ -244,8 +244,8 @@ START_TEST(test_array_run) {
     ck_assert_int_eq(mgpu_array_run(rt, &b, NULL), MGPU_EINVAL);
     ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "8-byte elements but kernel 'affine' takes 4-byte items"));
   }
-  if (real_mode()) {
-    /* A real GPU needs the kernel's GPU function for its part. */
+  {
+    /* A GPU, real or emulated, needs the kernel's GPU function for its part. */
     mgpu_kernel_t cpu_only = {.name = "affine", .cpu = affine_cpu, .nin = 1, .nout = 1, .in_size = {8}, .out_size = {8}};
     b = (mgpu_array_batch_t){.kernel = &cpu_only, .in = {ax}, .out = {ay}};
     ck_assert_int_eq(mgpu_array_run(rt, &b, NULL), MGPU_ENOTSUP);
