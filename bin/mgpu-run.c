@@ -1284,6 +1284,19 @@ static int cmp_double(const void *a, const void *b) {
 static bool trace_lost;
 
 /* Finalize a runtime of one mode (or GPU count), with the constant made on it. */
+/* Release what setup() made. */
+static void free_work(work_t *w, mgpu_runtime_t *base, const opts_t *o) {
+  if (w->kconst) mgpu_const_destroy(w->kconst);
+  for (int i = 0; i < MGPU_MAX_ARGS; i++) {
+    if (w->in[i]) free_array(base, o, w->in[i]);
+    if (w->outs[i]) free_array(base, o, w->outs[i]);
+  }
+  if (w->mid1) free_array(base, o, w->mid1), free_array(base, o, w->mid2);
+  free(w->row_worker);
+  free(w->sample_worker);
+  free(w->K);
+}
+
 static void finish_runtime(work_t *w, mgpu_runtime_t *rt) {
   if (w->kconst_rt == rt) {
     mgpu_const_destroy(w->kconst);
@@ -1572,6 +1585,8 @@ int main(int argc, char **argv) {
   if (!has_gpu_fn && ngpu > 0 && (o.ngpus_list ? scale_mode : o.mode) == MGPU_SCHED_GPU) {
     fprintf(stderr, "%s: nothing ran: workload '%s' has no GPU function, so mode gpu%s cannot run it: expected "
             "--mode cpu, steal or static\n", prog, w.name, o.ngpus_list && !o.mode ? " (the default of --gpus)" : "");
+    free_work(&w, base, &o);
+    mgpu_finalize(base);
     return EXIT_USAGE;
   }
   if (!o.json && !o.quiet) {
@@ -1783,15 +1798,7 @@ int main(int argc, char **argv) {
   }
   free(sres);
   for (int i = 0; i < nres; i++) free(res[i].ws), free(res[i].times);
-  if (w.kconst) mgpu_const_destroy(w.kconst);
-  for (int i = 0; i < MGPU_MAX_ARGS; i++) {
-    if (w.in[i]) free_array(base, &o, w.in[i]);
-    if (w.outs[i]) free_array(base, &o, w.outs[i]);
-  }
-  if (w.mid1) free_array(base, &o, w.mid1), free_array(base, &o, w.mid2);
-  free(w.row_worker);
-  free(w.sample_worker);
-  free(w.K);
+  free_work(&w, base, &o);
   /* The trace is written here: a run whose trace is lost fails (the library logs why). */
   if (mgpu_finalize_checked(base) != MGPU_OK || trace_lost) bad = bad ? bad : 1;
   if (plot_trace[0]) unlink(plot_trace);

@@ -280,8 +280,9 @@ MGPU_API mgpu_status_t mgpu_array_create(mgpu_runtime_t *rt, size_t n, size_t el
   }
   bool ok_count = k == rt->ngpus + 1 || (k == rt->ngpus && k > 0);
   if (!ok_count)
-    return mgpu__fail(MGPU_EINVAL, "%s: %s has %d entries but the runtime has %d GPUs: expected %d (GPUs) or %d "
-                                   "(GPUs, then the host)", fn, what, k, rt->ngpus, rt->ngpus, rt->ngpus + 1);
+    return mgpu__fail(MGPU_EINVAL, "%s: %s has %d entr%s but the runtime has %d GPU%s: expected %d (GPUs) or %d "
+                                   "(GPUs, then the host)", fn, what, k, k == 1 ? "y" : "ies", rt->ngpus,
+                      rt->ngpus == 1 ? "" : "s", rt->ngpus, rt->ngpus + 1);
   if (mgpu__check_ratios(sh, k, why, sizeof why) != 0) return mgpu__fail(MGPU_EINVAL, "%s: %s: %s", fn, what, why);
 
   mgpu_array_t *a = calloc(1, sizeof *a);

@@ -206,8 +206,8 @@ static mgpu_status_t finalize_now(mgpu_runtime_t *rt) {
     mgpu_worker_stats_t *ws = calloc((size_t)rt->nworkers, sizeof *ws);
     mgpu_stats_t s = {.worker = ws, .worker_cap = ws ? rt->nworkers : 0};
     mgpu__runtime_stats(rt, &s); /* the handle is gone already: no mgpu_runtime_stats */
-    fprintf(stderr, "libmgpurt statistics: %llu batches, %d CPU workers, %d GPUs\n", (unsigned long long)s.batches,
-            rt->ncpu, rt->ngpus);
+    fprintf(stderr, "libmgpurt statistics: %llu batch%s, %d CPU worker%s, %d GPU%s\n", (unsigned long long)s.batches,
+            s.batches == 1 ? "" : "es", rt->ncpu, rt->ncpu == 1 ? "" : "s", rt->ngpus, rt->ngpus == 1 ? "" : "s");
     mgpu_stats_print(rt, &s, stderr);
     free(ws);
   }

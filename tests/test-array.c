@@ -27,7 +27,7 @@ static int gpus_available(void) {
  * NULL when the machine has fewer GPUs (the caller then skips). */
 static mgpu_runtime_t *start(int cpus, int ngpus) {
   if (gpus_available() < ngpus) {
-    printf("needs %d GPUs, skipped\n", ngpus);
+    printf("needs %d GPU%s, skipped\n", ngpus, ngpus == 1 ? "" : "s");
     return NULL;
   }
   mgpu_config_t c = mgpu_test_config(cpus, real_mode() ? 0 : ngpus);

@@ -52,7 +52,9 @@ C
   # -l:libmgpurt.a takes the archive in place of -lmgpurt (GNU ld).
   static_libs=$(pkg-config --static --libs --define-variable=libdir="$top_builddir/lib/.libs" mgpurt |
                 sed 's/-lmgpurt\b/-l:libmgpurt.a/')
-  if ${CC:-cc} -o "$tmp/app" "$tmp/app.c" -I"$top_srcdir/lib" $static_libs >"$tmp/log" 2>&1; then
+  # The build's own flags too: a sanitizer build's archive needs its runtime.
+  if ${CC:-cc} ${MGPU_TEST_CFLAGS:-} -o "$tmp/app" "$tmp/app.c" -I"$top_srcdir/lib" $static_libs \
+      ${MGPU_TEST_LDFLAGS:-} >"$tmp/log" 2>&1; then
     "$tmp/app" || bad "the statically linked program failed"
   else
     bad "static link with \`pkg-config --static --libs mgpurt\` failed: $(tail -5 "$tmp/log")"
