@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "decimal.h"
 #include "mgpurt.h"
 #include "mgpurt_kernels.h"
 #include "hostcpu.h"
@@ -204,29 +205,11 @@ static long long parse_ll_opt(const char *opt, const char *v, long long lo, long
   return x;
 }
 
-/* [+-]digits[.digits][e[+-]digits], as the library reads MGPU_* numbers:
- * strtod alone also takes hexadecimal floats, inf and nan. */
-static bool is_decimal(const char *p) {
-  int digits = 0;
-  if (*p == '+' || *p == '-') p++;
-  for (; isdigit((unsigned char)*p); p++) digits++;
-  if (*p == '.')
-    for (p++; isdigit((unsigned char)*p); p++) digits++;
-  if (digits == 0) return false;
-  if (*p == 'e' || *p == 'E') {
-    p++;
-    if (*p == '+' || *p == '-') p++;
-    if (!isdigit((unsigned char)*p)) return false;
-    while (isdigit((unsigned char)*p)) p++;
-  }
-  return *p == '\0';
-}
-
 static double parse_double_opt(const char *opt, const char *v, double lo, double hi) {
   char *end;
   errno = 0;
   double x = strtod(v, &end);
-  if (!is_decimal(v) || errno || end == v || *end || !isfinite(x) || x <= lo || x > hi)
+  if (!mgpu_is_decimal(v) || errno || end == v || *end || !isfinite(x) || x <= lo || x > hi)
     usage_error("%s '%s' is invalid: expected a number greater than %g and at most %g", opt, v, lo, hi);
   return x;
 }
@@ -257,7 +240,7 @@ static int parse_split(const char *v, double *out) {
     char *end;
     errno = 0;
     double x = strtod(t, &end);
-    if (!is_decimal(t) || errno || end == t || *end || !isfinite(x) || x < 0 || signbit(x) || x > 1e12)
+    if (!mgpu_is_decimal(t) || errno || end == t || *end || !isfinite(x) || x < 0 || signbit(x) || x > 1e12)
       usage_error("--split entry '%s' is invalid: expected a number in 0..1e12", t);
     out[n++] = x;
     sum += x;

@@ -5,6 +5,8 @@
  */
 #include "mgpurt_int.h"
 
+#include "decimal.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -131,30 +133,11 @@ int mgpu__parse_ll(const char *s, long long lo, long long hi, long long *out) {
   return 0;
 }
 
-/* A decimal number: [+-]digits[.digits][e[+-]digits], with a digit before or
- * after the point. strtod also reads hexadecimal floats, inf and nan, which no
- * setting means to accept. */
-static bool is_decimal(const char *p) {
-  int digits = 0;
-  if (*p == '+' || *p == '-') p++;
-  for (; isdigit((unsigned char)*p); p++) digits++;
-  if (*p == '.')
-    for (p++; isdigit((unsigned char)*p); p++) digits++;
-  if (digits == 0) return false;
-  if (*p == 'e' || *p == 'E') {
-    p++;
-    if (*p == '+' || *p == '-') p++;
-    if (!isdigit((unsigned char)*p)) return false;
-    while (isdigit((unsigned char)*p)) p++;
-  }
-  return *p == '\0';
-}
-
 int mgpu__parse_double(const char *s, double lo, double hi, double *out) {
   char buf[128], *end;
   if (!s) return -1;
   const char *t = trim(s, buf, sizeof buf);
-  if (*t == '\0' || strlen(s) >= sizeof buf || !is_decimal(t)) return -1;
+  if (*t == '\0' || strlen(s) >= sizeof buf || !mgpu_is_decimal(t)) return -1;
   errno = 0;
   double v = strtod(t, &end);
   if (errno == ERANGE || end == t || *end != '\0' || !isfinite(v)) return -1;

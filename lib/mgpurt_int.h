@@ -525,7 +525,7 @@ void mgpu__gpu_groups(const mgpu_runtime_t *rt, int *group);
 bool mgpu__ranges_in_flight(const double *speed, int n, size_t items, int streams);
 /* Whether every item of b is claimed: no range has items left and nothing
  * waits to be recomputed (the batch's tail: what is left is in flight). */
-bool mgpu__all_claimed(const mgpu_runtime_t *rt, const mgpu__batch_t *b);
+bool mgpu__all_claimed(const mgpu__batch_t *b);
 /* What a thief sees of one victim's range: speeds (items/s) and items pending
  * of thief and owner, items left in the range, the slowest rate the thief has
  * seen on the kernel and the longest one item took a worker of its kind

@@ -197,8 +197,7 @@ bool mgpu__ranges_in_flight(const double *speed, int n, size_t items, int stream
 
 /* Exact, unlike a look at the ranges: a steal empties part of one range
  * before it fills another, and a requeue drops its flag before it installs. */
-bool mgpu__all_claimed(const mgpu_runtime_t *rt, const mgpu__batch_t *b) {
-  MGPU_UNUSED(rt);
+bool mgpu__all_claimed(const mgpu__batch_t *b) {
   return atomic_load_explicit(&b->unclaimed, memory_order_acquire) == 0;
 }
 
