@@ -193,7 +193,8 @@ static void help(void) {
       "\n"
       "Exit status: 0 success, 1 runtime error or failed verification, 2 usage error\n"
       "(bad option, value or environment variable, or GPUs asked for that the runtime\n"
-      "does not see: nothing ran), 130 interrupted (SIGINT).\n");
+      "does not see: nothing ran), 130 interrupted (SIGINT: the first stops the batch in\n"
+      "flight at its next chunk and reports the runs completed; a second quits at once).\n");
 }
 
 static long long parse_ll_opt(const char *opt, const char *v, long long lo, long long hi) {
@@ -885,8 +886,24 @@ static void setup(work_t *w, const opts_t *o, mgpu_runtime_t *base, const mgpu_p
 
 /* ------------------------------------------------------------ progress */
 
-/* Set by the first SIGINT: no further batch is submitted. */
-static volatile sig_atomic_t interrupted;
+/* Set by the first SIGINT: the batches in flight are canceled (they stop at
+ * their next chunk) and no further batch is submitted. */
+static atomic_int interrupted;
+
+/* The batches the main thread waits for, which the first SIGINT cancels. */
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+static mgpu_event_t *const *watched;
+static size_t nwatched;
+
+/* Watch ev[0..n) (NULL, 0: none; before the events are released). A SIGINT
+ * that came before the call cancels them at once. */
+static void watch_events(mgpu_event_t *const *ev, size_t n) {
+  pthread_mutex_lock(&watch_lock);
+  watched = ev;
+  nwatched = n;
+  for (size_t i = 0; i < n && atomic_load(&interrupted); i++) mgpu_event_cancel(ev[i]);
+  pthread_mutex_unlock(&watch_lock);
+}
 
 /* The batch being waited for, for the progress thread. The main thread sets
  * and clears it under the lock, so the event is never released while read. */
@@ -988,10 +1005,21 @@ static double steal_share(const stealacc_t *a) {
   return a->failed || a->sum.busy == 0 ? -1 : (double)a->sum.steal / (double)a->sum.busy;
 }
 
+/* A run's batch that SIGINT canceled: says what it had done; true when so. */
+static bool canceled(mgpu_status_t s, size_t computed, size_t n) {
+  if (!atomic_load(&interrupted) || (s != MGPU_ECANCELED && s != MGPU_EDEP)) return false;
+  pthread_mutex_lock(&progress_lock);
+  fprintf(stderr, "%s: interrupted in %s: %zu of %zu items computed, the run not counted\n", prog, progress_what,
+          computed, n);
+  pthread_mutex_unlock(&progress_lock);
+  return true;
+}
+
 /* Run the workload once on rt; returns wall seconds and fills stats (and,
- * unless NULL, the steal time sa). */
+ * unless NULL, the steal time sa); -1 when SIGINT canceled the run. */
 static double run_once(mgpu_runtime_t *rt, work_t *w, const opts_t *o, mgpu_stats_t *st, stealacc_t *sa) {
   /* Poison the outputs: every item must be written again. */
+  w->complete = false;
   for (int i = 0; i < MGPU_MAX_ARGS; i++)
     if (w->outs[i]) memset(w->outs[i], 0xA5, w->outs_bytes[i]);
   if (strcmp(w->name, "pipeline") != 0) {
@@ -1000,12 +1028,16 @@ static double run_once(mgpu_runtime_t *rt, work_t *w, const opts_t *o, mgpu_stat
     steal_mark(sa, false);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     check_status(mgpu_submit(rt, &w->b, 0, NULL, &ev), "submitting the batch");
+    watch_events(&ev, 1);
     progress_begin(ev);
-    mgpu_status_t s = mgpu_event_wait(ev, st);
+    mgpu_stats_t own = {0};
+    mgpu_status_t s = mgpu_event_wait(ev, st ? st : &own);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     steal_mark(sa, true);
     progress_end();
+    watch_events(NULL, 0);
     mgpu_event_release(ev);
+    if (canceled(s, (st ? st : &own)->items, w->n)) return -1;
     check_status(s, "the batch");
     return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
   }
@@ -1048,11 +1080,27 @@ static double run_once(mgpu_runtime_t *rt, work_t *w, const opts_t *o, mgpu_stat
     check_status(mgpu_submit(rt, &b2, 1, &ev[3 * s], &ev[3 * s + 1]), "submitting stage 2");
     check_status(mgpu_submit(rt, &b3, 1, &ev[3 * s + 1], &ev[3 * s + 2]), "submitting stage 3");
   }
-  for (size_t s = 0; s < 3 * nsub; s++) check_status(mgpu_event_wait(ev[s], NULL), "a pipeline stage");
+  watch_events(ev, 3 * nsub);
+  mgpu_status_t stage_st[3 * nsub];
+  size_t finished = 0;
+  for (size_t s = 0; s < 3 * nsub; s++) {
+    mgpu_stats_t one = {0};
+    stage_st[s] = mgpu_event_wait(ev[s], &one);
+    finished += s % 3 == 2 ? one.items : 0;
+  }
   clock_gettime(CLOCK_MONOTONIC, &t1);
   steal_mark(sa, true);
+  watch_events(NULL, 0);
   for (size_t s = 0; s < 3 * nsub; s++) mgpu_event_release(ev[s]);
   free(ev);
+  bool stopped = false;
+  for (size_t s = 0; s < 3 * nsub; s++)
+    if (stage_st[s] != MGPU_OK && !(stopped |= canceled(stage_st[s], finished, w->n)))
+      check_status(stage_st[s], "a pipeline stage");
+  if (stopped) {
+    free(before.worker);
+    return -1;
+  }
   /* Per-worker figures of this run: the runtime's totals less those before it.
    * Items count every stage's (three per polynomial), so the total is the sum
    * of the workers' and the shares add up to 100%. */
@@ -1324,15 +1372,17 @@ static void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r,
   int warm = r->reserve_auto && mixed ? MGPU_RESERVE_TRIALS : 1;
   for (int i = 0; i < warm && !interrupted; i++) {
     progress_label(mode, "warm-up", i + 1, warm);
-    run_once(rt, w, o, NULL, NULL);
+    if (run_once(rt, w, o, NULL, NULL) < 0) break;
     w->complete = true;
   }
-  /* SIGINT stops between runs (a batch in flight completes): the report then
-   * covers the runs made, and a mode with no timed run is skipped. */
+  /* SIGINT cancels the run in flight (it stops at its next chunk): the report
+   * then covers the runs completed, and a mode with none is skipped. */
   int done = 0;
   for (int i = 0; i < o->repeat && !interrupted; i++) {
     progress_label(mode, "timed run", i + 1, o->repeat);
-    times[done++] = run_once(rt, w, o, &st, &r->steal);
+    double t = run_once(rt, w, o, &st, &r->steal);
+    if (t < 0) break;
+    times[done++] = t;
     w->complete = true;
   }
   if (done == 0) return;
@@ -1441,15 +1491,23 @@ static void print_verdict(const work_t *w, const verdict_t *v, const result_t *r
   printf("\n");
 }
 
-/* The first SIGINT lets the batch in flight finish and stops there; the
- * second ends the process at once. Only async-signal-safe calls here. */
-static void on_sigint(int sig) {
-  (void)sig;
-  if (interrupted) _exit(130);
-  interrupted = 1;
-  static const char msg[] = "\nmgpu-run: SIGINT: stopping after the batch in flight (again to quit now)\n";
-  ssize_t rc = write(STDERR_FILENO, msg, sizeof msg - 1);
-  (void)rc;
+/* SIGINT is blocked in every thread and taken here, where the library may be
+ * called: the first cancels the batches in flight (each stops at its next
+ * chunk), the second ends the process at once. */
+static void *sigint_main(void *arg) {
+  const sigset_t *set = arg;
+  for (;;) {
+    int sig;
+    if (sigwait(set, &sig) != 0) continue;
+    if (atomic_exchange(&interrupted, 1)) _exit(130);
+    static const char msg[] = "\nmgpu-run: SIGINT: stopping at the next chunk (again to quit now)\n";
+    ssize_t rc = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)rc;
+    pthread_mutex_lock(&watch_lock);
+    for (size_t i = 0; i < nwatched; i++) mgpu_event_cancel(watched[i]);
+    pthread_mutex_unlock(&watch_lock);
+  }
+  return NULL;
 }
 
 int main(int argc, char **argv) {
@@ -1470,11 +1528,17 @@ int main(int argc, char **argv) {
     return 0;
   }
   const mgpu_plugin_workload_t *pw = o.info ? NULL : resolve_workload(&o);
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_sigint;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
+  /* Before any runtime: its threads inherit the blocked SIGINT. */
+  static sigset_t sigint_set;
+  sigemptyset(&sigint_set);
+  sigaddset(&sigint_set, SIGINT);
+  pthread_t sigint_thread;
+  if (pthread_sigmask(SIG_BLOCK, &sigint_set, NULL) != 0 ||
+      pthread_create(&sigint_thread, NULL, sigint_main, &sigint_set) != 0) {
+    fprintf(stderr, "%s: cannot start the SIGINT thread\n", prog);
+    return EXIT_FAIL;
+  }
+  pthread_detach(sigint_thread);
   if (o.plot && !o.trace) {
     snprintf(plot_trace, sizeof plot_trace, "/tmp/mgpu-run-trace-XXXXXX");
     int fd = mkstemp(plot_trace);
@@ -1523,6 +1587,7 @@ int main(int argc, char **argv) {
     m->seed = o.seed;
     m->verify = o.verify;
     m->json = o.json;
+    m->stop = &interrupted;
     int rc = 0;
     if (!o.ngpus_list) {
       rc = multi_run(base, m);
@@ -1771,7 +1836,8 @@ int main(int argc, char **argv) {
              "machine's CPUs are shared by its hypervisor, CPU chunks stall while it runs something else, and "
              "figures vary between runs (doc/tuning.md, \"Shared virtual CPUs\")\n",
              100 * worst_steal);
-    if (o.verify && !w.complete) printf("verification: none (no run completed)\n");
+    if (o.verify && !w.complete)
+      printf("verification: none (%s)\n", interrupted ? "SIGINT stopped the last run" : "no run completed");
     else if (o.verify) print_verdict(&w, &vd, main_r);
     else printf("verification: off\n");
   }

@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,18 @@ int multi_is_workload(const char *name) {
   for (int i = 0; names[i]; i++)
     if (!strcmp(name, names[i])) return 1;
   return 0;
+}
+
+/* SIGINT came: stop after the run in flight. */
+static bool stopped(const multi_opts_t *o) { return o->stop && atomic_load(o->stop); }
+
+/* The exit status after the report: SIGINT, whatever else happened (as for
+ * the batch workloads), then a failure. */
+static int outcome(const multi_opts_t *o, long long bad) { return stopped(o) ? 130 : bad ? 1 : 0; }
+
+/* SIGINT before the first timed run: nothing to report. */
+static void none_timed(const char *workload) {
+  fprintf(stderr, "mgpu-run: %s: interrupted before the first timed run; nothing to report\n", workload);
 }
 
 static double now(void) {
@@ -139,18 +152,23 @@ static int run_matvec(mgpu_runtime_t *rt, const multi_opts_t *o) {
   mgpu_worker_stats_t *ws = calloc((size_t)nw, sizeof *ws);
   mgpu_stats_t st = {.worker = ws, .worker_cap = nw};
   double *times = calloc((size_t)o->repeat, sizeof(double)), best_dev[MGPU_MAX_DEVICES] = {0};
-  for (int r = -1; r < o->repeat; r++) {
+  int reps = 0; /* timed runs made: fewer than o->repeat after SIGINT */
+  long long bad = 0;
+  for (int r = -1; r < o->repeat && !(r >= 0 && stopped(o)); r++) {
     if (mgpu_array_run(rt, &b, &st) != MGPU_OK) return fail("mgpu_array_run");
     if (r < 0) continue;
-    times[r] = st.wall_s;
+    times[reps++] = st.wall_s;
     for (int g = 0; g < ng; g++)
       if (best_dev[g] == 0 || (ws[ncpu + g].busy_s > 0 && ws[ncpu + g].busy_s < best_dev[g]))
         best_dev[g] = ws[ncpu + g].busy_s;
   }
-  qsort(times, (size_t)o->repeat, sizeof *times, cmp_double);
-  double med = times[o->repeat / 2];
+  if (reps == 0) {
+    none_timed("matvec");
+    goto out;
+  }
+  qsort(times, (size_t)reps, sizeof *times, cmp_double);
+  double med = times[reps / 2];
   if (mgpu_array_gather(ay, y) != MGPU_OK) return fail("mgpu_array_gather");
-  long long bad = 0;
   size_t checked = 0;
   if (o->verify) {
     size_t step = rows > 200 ? rows / 97 : 1;
@@ -199,7 +217,7 @@ static int run_matvec(mgpu_runtime_t *rt, const multi_opts_t *o) {
            ng == 1 ? "" : "s", ncpu, ncpu == 1 ? "" : "s");
     print_parts(aw, "rows");
     printf("scatter of W: %.3f s (%.2f GB/s)\n", t_scatter, bytes / t_scatter / 1e9);
-    printf("matvec: %.6f s (median of %d), %.2f GFLOP/s, %.2f GB/s of W in all\n", med, o->repeat,
+    printf("matvec: %.6f s (median of %d), %.2f GFLOP/s, %.2f GB/s of W in all\n", med, reps,
            2 * (double)rows * (double)cols / med / 1e9, bytes / med / 1e9);
     for (int g = 0; g < ng; g++)
       printf("  gpu%d: %zu rows in %.6f s of device time: %.1f GB/s; device-to-device copy %.1f GB/s (read + "
@@ -207,11 +225,12 @@ static int run_matvec(mgpu_runtime_t *rt, const multi_opts_t *o) {
              g, grows[g], best_dev[g], gbw[g] / 1e9, cbw[g] / 1e9, cbw[g] > 0 ? 100 * gbw[g] / cbw[g] : 0);
     if (o->verify) printf("verification: %s (%zu rows checked)\n", bad ? "FAILED" : "ok", checked);
   }
+out:
   mgpu_const_destroy(cx);
   mgpu_array_destroy(aw);
   mgpu_array_destroy(ay);
   free(w), free(x), free(y), free(ws), free(times);
-  return bad ? 1 : 0;
+  return outcome(o, bad);
 }
 
 /* ------------------------------------------------------------ reduce */
@@ -238,16 +257,20 @@ static int run_reduce(mgpu_runtime_t *rt, const multi_opts_t *o) {
   if (mgpu_array_create(rt, n, es, nsh, nsh ? sh : NULL, &a) != MGPU_OK) return fail("reduce array");
   if (mgpu_array_scatter(a, x) != MGPU_OK) return fail("mgpu_array_scatter");
   double first = 0, *times = calloc((size_t)o->repeat, sizeof(double));
-  int same = 1;
-  for (int r = -1; r < o->repeat; r++) {
+  int same = 1, reps = 0, bad = 0;
+  for (int r = -1; r < o->repeat && !(r >= 0 && stopped(o)); r++) {
     double s, t0 = now();
     if (mgpu_array_sum(a, dt, &s) != MGPU_OK) return fail("mgpu_array_sum");
     if (r < 0) first = s;
-    else times[r] = now() - t0;
+    else times[reps++] = now() - t0;
     if (memcmp(&s, &first, sizeof s) != 0) same = 0;
   }
-  qsort(times, (size_t)o->repeat, sizeof *times, cmp_double);
-  double med = times[o->repeat / 2];
+  if (reps == 0) {
+    none_timed("reduce");
+    goto out;
+  }
+  qsort(times, (size_t)reps, sizeof *times, cmp_double);
+  double med = times[reps / 2];
   long double ref = 0, mag = 0;
   if (o->verify)
     for (size_t i = 0; i < n; i++) {
@@ -257,7 +280,7 @@ static int run_reduce(mgpu_runtime_t *rt, const multi_opts_t *o) {
     }
   double relerr = o->verify && mag > 0 ? (double)(fabsl((long double)first - ref) / mag) : 0;
   /* The documented bound (mgpu_array_sum): well inside n * 2^-53 of sum |x|. */
-  int bad = o->verify && (relerr > 1e-12 || !same);
+  bad = o->verify && (relerr > 1e-12 || !same);
   if (o->json) {
     printf("{\"workload\": \"reduce\", \"elements\": %zu, \"dtype\": \"%s\", \"wall_s\": %.6f, \"gbs\": %.3f, "
            "\"sum\": %.17g, \"reproducible\": %s, \"relative_error\": %.3g, \"gpus\": %d, "
@@ -270,15 +293,16 @@ static int run_reduce(mgpu_runtime_t *rt, const multi_opts_t *o) {
            mgpu_dtype_name(dt), (double)(n * es) / 1e9, ng, ng == 1 ? "" : "s", nc, nc == 1 ? "" : "s",
            mgpu_collectives_backend(rt));
     print_parts(a, "elements");
-    printf("sum = %.17g in %.6f s (median of %d): %.2f GB/s\n", first, med, o->repeat, (double)(n * es) / med / 1e9);
-    printf("reproducible over %d runs: %s\n", o->repeat + 1, same ? "yes (bit-identical)" : "NO");
+    printf("sum = %.17g in %.6f s (median of %d): %.2f GB/s\n", first, med, reps, (double)(n * es) / med / 1e9);
+    printf("reproducible over %d runs: %s\n", reps + 1, same ? "yes (bit-identical)" : "NO");
     if (o->verify)
       printf("verification: %s (error %.3g of sum |x| against a long double sum; bound 1e-12)\n", bad ? "FAILED" : "ok",
              relerr);
   }
+out:
   mgpu_array_destroy(a);
   free(x), free(times);
-  return bad;
+  return outcome(o, bad);
 }
 
 /* ------------------------------------------------------------ allreduce */
@@ -321,6 +345,10 @@ static int run_allreduce(mgpu_runtime_t *rt, const multi_opts_t *o) {
   double rt_s[64], raw_s[64];
   mgpu_event_t **ev = calloc((size_t)(warmup + iters), sizeof *ev);
   for (int s = 0; s < ns; s++) {
+    if (stopped(o)) {
+      ns = s; /* the report covers the sizes measured */
+      break;
+    }
     size_t count = sizes[s] / 4;
     double t0 = 0;
     for (int it = -warmup; it < iters; it++) {
@@ -343,7 +371,12 @@ static int run_allreduce(mgpu_runtime_t *rt, const multi_opts_t *o) {
   mgpu_device_info_t d0;
   mgpu_device_info(rt, 0, &d0);
   int have_raw = 0;
+  if (ns == 0) {
+    none_timed("allreduce");
+    return outcome(o, bad);
+  }
   if (d0.emulated) snprintf(why, sizeof why, "the devices are emulated");
+  else if (stopped(o)) snprintf(why, sizeof why, "interrupted (SIGINT)");
   else have_raw = raw_nccl_allreduce(ng, devs, sizes, ns, warmup, iters, raw_s, why, sizeof why) == 0;
   double factor = ng > 1 ? 2.0 * (ng - 1) / ng : 0; /* bus bandwidth factor, as nccl-tests */
   if (o->json) {
@@ -379,7 +412,7 @@ static int run_allreduce(mgpu_runtime_t *rt, const multi_opts_t *o) {
     printf("(GB/s; busbw = algbw * 2(n-1)/n as in nccl-tests; rt/raw = raw time / runtime time)\n");
     if (o->verify) printf("verification: %s\n", bad ? "FAILED" : "ok");
   }
-  return bad ? 1 : 0;
+  return outcome(o, bad);
 }
 
 /* ------------------------------------------------------------ saxpy-resident */
@@ -408,7 +441,9 @@ static int run_saxpy_resident(mgpu_runtime_t *rt, const multi_opts_t *o) {
   mgpu_worker_stats_t *ws = calloc((size_t)nw, sizeof *ws);
   mgpu_stats_t st = {.worker = ws, .worker_cap = nw};
   double best[MGPU_MAX_DEVICES] = {0}, cbest[MGPU_MAX_DEVICES] = {0};
-  for (int rep = -1; rep < o->repeat; rep++) {
+  int reps = 0;
+  for (int rep = -1; rep < o->repeat && !(rep >= 0 && stopped(o)); rep++) {
+    reps += rep >= 0;
     if (mgpu_array_run(rt, &b, &st) != MGPU_OK) return fail("mgpu_array_run");
     for (int g = 0; g < ng && rep >= 0; g++)
       if (ws[ncpu + g].busy_s > 0 && (best[g] == 0 || ws[ncpu + g].busy_s < best[g])) best[g] = ws[ncpu + g].busy_s;
@@ -417,8 +452,12 @@ static int run_saxpy_resident(mgpu_runtime_t *rt, const multi_opts_t *o) {
     for (int g = 0; g < ng && rep >= 0; g++)
       if (ws[ncpu + g].busy_s > 0 && (cbest[g] == 0 || ws[ncpu + g].busy_s < cbest[g])) cbest[g] = ws[ncpu + g].busy_s;
   }
-  if (mgpu_array_run(rt, &b, NULL) != MGPU_OK) return fail("mgpu_array_run");
   long long bad = 0;
+  if (reps == 0) {
+    none_timed("saxpy-resident");
+    goto out;
+  }
+  if (mgpu_array_run(rt, &b, NULL) != MGPU_OK) return fail("mgpu_array_run");
   if (o->verify) {
     if (mgpu_array_gather(r, hr) != MGPU_OK) return fail("mgpu_array_gather");
     mgpu_chunk_t c = {.in = (const void *const[]){hx, hy}, .out = (void *const[]){hy}, .arg = &arg, .count = n};
@@ -444,9 +483,10 @@ static int run_saxpy_resident(mgpu_runtime_t *rt, const multi_opts_t *o) {
     printf("], \"verification\": {\"enabled\": %s, \"failed\": %lld}}\n", o->verify ? "true" : "false", bad);
   else if (o->verify)
     printf("verification: %s (every element against the CPU kernel)\n", bad ? "FAILED" : "ok");
+out:
   mgpu_array_destroy(x), mgpu_array_destroy(y), mgpu_array_destroy(r);
   free(hx), free(hy), free(hr), free(ws);
-  return bad ? 1 : 0;
+  return outcome(o, bad);
 }
 
 int multi_run(mgpu_runtime_t *rt, const multi_opts_t *o) {

@@ -2,6 +2,7 @@
 #ifndef MGPU_RUN_MULTI_H
 #define MGPU_RUN_MULTI_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -17,11 +18,13 @@ typedef struct {
   int nshares;           /* --split, 0 when not given */
   double shares[MGPU_MAX_DEVICES + 1];
   size_t min_bytes, max_bytes; /* allreduce sweep */
+  const atomic_int *stop; /* set by SIGINT: stop after the run in flight (NULL: never) */
 } multi_opts_t;
 
 /* 1 when name is one of these workloads. */
 int multi_is_workload(const char *name);
-/* Run it on rt; prints the report; returns the exit status (0, or 1 on failure). */
+/* Run it on rt; prints the report; returns the exit status (0, 1 on failure,
+ * 130 when o->stop was set: the report then covers the runs made). */
 int multi_run(mgpu_runtime_t *rt, const multi_opts_t *o);
 
 /* rawnccl.c: the same all-reduce sweep written directly against NCCL and the

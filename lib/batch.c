@@ -236,6 +236,9 @@ MGPU_API mgpu_status_t mgpu_event_wait(mgpu_event_t *ev, mgpu_stats_t *stats) {
   else if (st == MGPU_EDEP)
     mgpu__fail_quiet(st, "a batch this one depends on failed, so kernel '%s' did not run",
                      b->kernel.name ? b->kernel.name : "(unnamed)");
+  else if (st == MGPU_ECANCELED)
+    mgpu__fail_quiet(st, "batch of kernel '%s' canceled: %zu of %zu items computed, the rest not",
+                     b->kernel.name ? b->kernel.name : "(unnamed)", b->desc.n - atomic_load(&b->dropped), b->desc.n);
   else if (st != MGPU_OK)
     mgpu__fail_quiet(st, "batch of kernel '%s' failed: %s", b->kernel.name ? b->kernel.name : "(unnamed)",
                      mgpu_strerror(st));
@@ -251,6 +254,18 @@ MGPU_API mgpu_status_t mgpu_event_test(mgpu_event_t *ev) {
   int done = b->done;
   pthread_mutex_unlock(&b->lock);
   return done ? (mgpu_status_t)atomic_load(&b->status) : MGPU_ESTATE;
+}
+
+MGPU_API mgpu_status_t mgpu_event_cancel(mgpu_event_t *ev) {
+  if (!ev) return mgpu__fail(MGPU_EINVAL, "mgpu_event_cancel: event is NULL");
+  if (!mgpu__handle_live(MGPU_H_EVENT, ev))
+    return mgpu__fail(MGPU_EINVAL, "mgpu_event_cancel: %p is not a live event (released already?)", (void *)ev);
+  mgpu__batch_t *b = (mgpu__batch_t *)ev;
+  if (b->task)
+    return mgpu__fail(MGPU_ENOTSUP, "mgpu_event_cancel: %p is the event of a collective or copy, which runs to its end",
+                      (void *)ev);
+  mgpu__cancel(b->rt, b);
+  return MGPU_OK;
 }
 
 MGPU_API mgpu_status_t mgpu_event_progress(mgpu_event_t *ev, size_t *done_p, size_t *total_p) {

@@ -349,6 +349,18 @@ MGPU_API mgpu_status_t mgpu_event_test(mgpu_event_t *ev);
 /** Drop the caller's reference. The batch runs on regardless. NULL is a no-op. */
 MGPU_API void mgpu_event_release(mgpu_event_t *ev);
 
+/**
+ * Stop a batch at its next chunk boundary: items no worker has started are
+ * not computed, chunks that are running finish (their results are written),
+ * and the event completes with MGPU_ECANCELED; batches that depend on it fail
+ * with MGPU_EDEP. Returns at once, from any thread; wait on the event to know
+ * when no worker touches the arrays any more. A batch that has completed or
+ * failed already keeps its status (the call does nothing and returns MGPU_OK).
+ * Errors: MGPU_EINVAL (NULL or released event), MGPU_ENOTSUP (the event of a
+ * collective or copy: those run to their end).
+ */
+MGPU_API mgpu_status_t mgpu_event_cancel(mgpu_event_t *ev);
+
 /** Submit, wait and release: the synchronous form. stats may be NULL. */
 MGPU_API mgpu_status_t mgpu_run(mgpu_runtime_t *rt, const mgpu_batch_t *batch, mgpu_stats_t *stats);
 

@@ -446,7 +446,8 @@ struct mgpu__batch {
   mgpu__range_t *ranges;   /* [nworkers] */
   _Atomic size_t remaining; /* items not yet completed */
   _Atomic size_t unclaimed; /* items in no claim: in a range or waiting to be requeued */
-  _Atomic int failed;      /* a CPU kernel failed: drain without computing */
+  _Atomic int failed;      /* a kernel failed or the batch was canceled: drain without computing */
+  _Atomic size_t dropped;  /* items drained without computing */
   mgpu__span_t *requeue;   /* failed GPU chunks waiting to be recomputed */
   int nrequeue, requeue_cap;
   _Atomic int has_requeue;
@@ -467,6 +468,8 @@ typedef struct {
 bool mgpu__claim(mgpu_runtime_t *rt, mgpu__worker_t *w, size_t max_items, double target_s, mgpu__claim_t *c);
 /* Report a finished claim (ok) or give it back for recomputation (failed GPU chunk). */
 void mgpu__complete(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, double busy_s, int kernel_rc);
+/* Stop batch b at its next chunk boundary (mgpu_event_cancel). */
+void mgpu__cancel(mgpu_runtime_t *rt, mgpu__batch_t *b);
 /* Close a claim of a failed batch without computing it. */
 void mgpu__drop(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c);
 void mgpu__giveback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c);

@@ -465,6 +465,11 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
 /* Completion of a batch: unlink, publish status and statistics, release
  * dependents. Called by the thread that completed its last item. */
 void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
+  /* A cancel that came after the last item was handed out stopped nothing:
+   * the batch completed. */
+  pthread_mutex_lock(&b->lock);
+  if (atomic_load(&b->status) == MGPU_ECANCELED && atomic_load(&b->dropped) == 0) atomic_store(&b->status, MGPU_OK);
+  pthread_mutex_unlock(&b->lock);
   b->t_end = mgpu__now();
   if (b->t_start == 0) b->t_start = b->t_end;
   pthread_mutex_lock(&rt->lock);
@@ -835,6 +840,7 @@ static void close_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c,
       mgpu__prof_add(row, row + MGPU_PROF_BINS, b->desc.n, c->first, c->count, busy_s);
     }
   }
+  if (!computed) atomic_fetch_add_explicit(&b->dropped, c->count, memory_order_relaxed);
   if (computed) {
     size_t items = kernel_rc == 0 ? c->count : 0;
     ws->items += items;
@@ -857,6 +863,18 @@ void mgpu__complete(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, dou
 }
 
 void mgpu__drop(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) { close_claim(rt, w, c, 0, 0, false); }
+
+void mgpu__cancel(mgpu_runtime_t *rt, mgpu__batch_t *b) {
+  /* The status first, under the lock, so that a kernel failing meanwhile
+   * does not overwrite it; then the drain flag every claim checks. */
+  pthread_mutex_lock(&b->lock);
+  bool live = !b->done && atomic_load(&b->status) == MGPU_OK;
+  if (live) atomic_store(&b->status, MGPU_ECANCELED);
+  pthread_mutex_unlock(&b->lock);
+  if (!live) return;
+  atomic_store(&b->failed, 1);
+  mgpu__wake_all(rt);
+}
 
 void mgpu__giveback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
   mgpu__batch_t *b = c->b;

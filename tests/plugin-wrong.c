@@ -1,13 +1,15 @@
 /*
  * plugin-wrong.c: a test plugin whose workload "wrong" gives wrong answers for
  * items 17 and 1500 when they run in a chunk of more than one item, so that a
- * batch fails verification while the one-item reference calls do not; and
- * "params", whose --list line shows the command line's sizes it received.
+ * batch fails verification while the one-item reference calls do not;
+ * "params", whose --list line shows the command line's sizes it received; and
+ * "stall", x + 1 at two seconds a chunk, so that a signal finds a chunk running.
  */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "mgpurt.h"
 
@@ -18,6 +20,16 @@ static int wrong_cpu(const mgpu_chunk_t *c) {
     size_t i = c->first + j;
     y[j] = x[j] + 1;
     if (c->count > 1 && (i == 17 || i == 1500)) y[j] ^= 0xff00;
+  }
+  return 0;
+}
+
+static int stall_cpu(const mgpu_chunk_t *c) {
+  const uint64_t *x = c->in[0];
+  uint64_t *y = c->out[0];
+  for (size_t j = 0; j < c->count; j++) y[j] = x[j] + 1;
+  struct timespec ts = {2, 0};
+  while (nanosleep(&ts, &ts) != 0) {
   }
   return 0;
 }
@@ -51,5 +63,13 @@ int mgpu_plugin_init(mgpu_plugin_registry_t *reg) {
   p.name = "params";
   p.doc = doc;
   p.kernel.cpu = wrong_cpu;
-  return reg->add(reg, &p);
+  if (reg->add(reg, &p) != 0) return 1;
+  static mgpu_plugin_workload_t st;
+  st = w;
+  st.name = "stall";
+  st.doc = "x + 1, two seconds a chunk (tests only)";
+  st.kernel.name = "stall";
+  st.kernel.cpu = stall_cpu;
+  st.default_items = 100;
+  return reg->add(reg, &st);
 }

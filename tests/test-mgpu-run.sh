@@ -393,33 +393,53 @@ expect 0 "verification: ok (all 64 items checked against the CPU function, plus 
 # Plugins read the command line's -n, --size and --intensity (-1: not given).
 expect 0 "params: items 5000, size 7, intensity 42\$" -- "$run" --plugin "$wrongplugin" --list -n 5000 --size 7 --intensity 42
 expect 0 "params: items -1, size -1, intensity -1\$" -- "$run" --plugin "$wrongplugin" --list
-# SIGINT stops between runs, prints the partial report, exits 130.
+# SIGINT cancels the run in flight, prints the report of the runs completed,
+# exits 130; the canceled run's results are not verified.
 out=$(mktemp /tmp/mgpu-int-XXXXXX)
 "$run" mulmod -n 300000 --intensity 100 --repeat 1000 --num-gpus 0 > "$out" 2>&1 &
 pid=$!
 sleep 1.5
 kill -INT $pid
 wait $pid; rc=$?
-if [ $rc = 130 ] && grep -q "interrupted" "$out" && grep -q "mode steal" "$out" && grep -q "verification: ok" "$out"; then ok
+if [ $rc = 130 ] && grep -q "interrupted in mode steal, timed run [0-9]* of 1000: [0-9]* of 300000 items computed" "$out" &&
+   grep -q "^mode steal .* items/s" "$out" && grep -q "verification: none (SIGINT stopped the last run)" "$out"; then ok
 else bad "SIGINT: exit $rc, output: $(cat "$out")"; fi
 rm -f "$out"
 # A watchdog bounds a background run that ignores SIGINT (timeout(1) would
 # take the signals itself).
 watchdog() { ( sleep 60; kill -KILL $pid 2>/dev/null ) >/dev/null 2>&1 & }
-# The first SIGINT during a run's only batch (the warm-up): no further batch
-# is submitted, the mode is reported as skipped, the header came first.
+# The first SIGINT during a run's only batch (the warm-up, about 100 s on two
+# cores) stops it at its next chunk: no further batch is submitted, the mode
+# is reported as skipped, the header came first. The watchdog would make the
+# exit status 137.
 out=$(mktemp /tmp/mgpu-int-XXXXXX)
-"$run" mulmod -n 300000 --intensity 3000 --repeat 1 --num-gpus 0 --threads 2 > "$out" 2>&1 &
+"$run" mulmod -n 300000 --intensity 100000 --repeat 1 --num-gpus 0 --threads 2 > "$out" 2>&1 &
 pid=$!
 watchdog
 sleep 1
+t0=$(date +%s)
 kill -INT $pid
 wait $pid; rc=$?
-if [ $rc = 130 ] && head -1 "$out" | grep -q "^libmgpurt .*: mulmod, 300000 items" &&
-   grep -q "stopping after the batch in flight" "$out" && grep -q "mode steal  skipped (interrupted)" "$out"; then ok
-else bad "SIGINT in the warm-up: exit $rc, output: $(cat "$out")"; fi
-# A second SIGINT exits at once, without finishing the batch or a report.
-"$run" mulmod -n 300000 --intensity 3000 --repeat 1 --num-gpus 0 --threads 2 > "$out" 2>&1 &
+took=$(( $(date +%s) - t0 ))
+if [ $rc = 130 ] && [ $took -le 20 ] && head -1 "$out" | grep -q "^libmgpurt .*: mulmod, 300000 items" &&
+   grep -q "stopping at the next chunk" "$out" &&
+   grep -q "interrupted in mode steal, warm-up 1 of 1: [0-9]* of 300000 items computed" "$out" &&
+   grep -q "mode steal  skipped (interrupted)" "$out"; then ok
+else bad "SIGINT in the warm-up: exit $rc after $took s, output: $(cat "$out")"; fi
+# The data-parallel workloads stop after the run in flight and report the
+# runs made.
+"$run" reduce -n 20000000 --repeat 1000 --num-gpus 0 > "$out" 2>&1 &
+pid=$!
+watchdog
+sleep 2
+kill -INT $pid
+wait $pid; rc=$?
+if [ $rc = 130 ] && grep -q "(median of [0-9]*)" "$out" && ! grep -q "(median of 1000)" "$out" &&
+   grep -q "verification: ok" "$out"; then ok
+else bad "SIGINT in reduce: exit $rc, output: $(cat "$out")"; fi
+# A second SIGINT exits at once, while the first waits for the running
+# chunk (two seconds long) to end: no batch message, no report.
+"$run" --plugin "$wrongplugin" stall --repeat 1 --num-gpus 0 --threads 1 > "$out" 2>&1 &
 pid=$!
 watchdog
 sleep 1
@@ -427,7 +447,8 @@ kill -INT $pid
 sleep 0.2
 kill -INT $pid
 wait $pid; rc=$?
-if [ $rc = 130 ] && ! grep -q "verification" "$out"; then ok
+if [ $rc = 130 ] && grep -q "stopping at the next chunk" "$out" && ! grep -q "interrupted in" "$out" &&
+   ! grep -q "verification" "$out"; then ok
 else bad "second SIGINT: exit $rc, output: $(cat "$out")"; fi
 rm -f "$out"
 # SIGINT during the first mode of --compare --rounds: the quiet line reports

@@ -1323,6 +1323,122 @@ START_TEST(test_finalize_waits) {
 }
 END_TEST
 
+/* Counts each item's runs, then waits at the gate: a cancel lands while every
+ * worker holds a chunk it has started. */
+typedef struct {
+  _Atomic int *gate;
+  _Atomic uint32_t *count;
+} counted_gate_t;
+static int counted_gate_item(const mgpu_chunk_t *c) {
+  const counted_gate_t *a = c->arg;
+  for (size_t j = 0; j < c->count; j++) atomic_fetch_add(&a->count[c->first + j], 1);
+  while (!atomic_load_explicit(a->gate, memory_order_acquire)) mgpu_test_sleep(1e-4);
+  return 0;
+}
+static const mgpu_kernel_t counted_gate = {.name = "counted-gate", .cpu = counted_gate_item, .gpu = marker_gpu};
+
+static size_t count_sum(const _Atomic uint32_t *count, size_t n, uint32_t *max) {
+  size_t sum = 0;
+  *max = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t v = atomic_load(&count[i]);
+    sum += v;
+    if (v > *max) *max = v;
+  }
+  return sum;
+}
+
+static void run_cancel(int cpus, int emu) {
+  mgpu_runtime_t *rt = start(cpus, emu);
+  const size_t n = 200000;
+  _Atomic int open = 0;
+  _Atomic uint32_t *count = calloc(n, sizeof *count);
+  counted_gate_t a = {&open, count};
+  mgpu_batch_t b = {.kernel = &counted_gate, .n = n, .arg = &a, .arg_size = sizeof a};
+  mgpu_event_t *ev, *after;
+  ck_assert_int_eq(mgpu_submit(rt, &b, 0, NULL, &ev), MGPU_OK);
+  ck_assert_int_eq(mgpu_submit(rt, &b, 1, &ev, &after), MGPU_OK);
+  /* Every worker is inside its first chunk before the cancel. */
+  uint32_t max;
+  while (count_sum(count, n, &max) == 0) mgpu_test_sleep(1e-3);
+  mgpu_test_sleep(0.05);
+  ck_assert_int_eq(mgpu_event_cancel(ev), MGPU_OK);
+  ck_assert_int_eq(mgpu_event_cancel(ev), MGPU_OK); /* twice is harmless */
+  atomic_store_explicit(&open, 1, memory_order_release);
+  mgpu_worker_stats_t ws[8];
+  mgpu_stats_t st = {.worker = ws, .worker_cap = 8};
+  ck_assert_int_eq(mgpu_event_wait(ev, &st), MGPU_ECANCELED);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "canceled"));
+  ck_assert_int_eq(st.status, MGPU_ECANCELED);
+  /* The started chunks finished; no item ran twice; most never ran; the
+   * statistics count exactly the items computed. */
+  size_t sum = count_sum(count, n, &max);
+  ck_assert_uint_le(max, 1);
+  ck_assert_uint_gt(sum, 0);
+  ck_assert_uint_lt(sum, n / 2);
+  ck_assert_uint_eq(st.items, sum);
+  size_t done, total;
+  ck_assert_int_eq(mgpu_event_progress(ev, &done, &total), MGPU_OK);
+  ck_assert_uint_eq(done, total);
+  /* The batch that depends on it fails without running. */
+  ck_assert_int_eq(mgpu_event_wait(after, NULL), MGPU_EDEP);
+  ck_assert_uint_eq(count_sum(count, n, &max), sum);
+  /* A completed batch keeps its status. */
+  ck_assert_int_eq(mgpu_event_cancel(after), MGPU_OK);
+  ck_assert_int_eq(mgpu_event_test(after), MGPU_EDEP);
+  mgpu_event_release(ev);
+  mgpu_event_release(after);
+  mgpu_status_t st_null = mgpu_event_cancel(NULL);
+  ck_assert_int_eq(st_null, MGPU_EINVAL);
+  ck_assert_int_eq(mgpu_event_cancel(ev), MGPU_EINVAL); /* released */
+
+  /* A batch canceled while it waits for its dependency never runs. */
+  memset(count, 0, n * sizeof *count);
+  atomic_store(&open, 0);
+  mgpu_event_t *first, *second;
+  ck_assert_int_eq(mgpu_submit(rt, &b, 0, NULL, &first), MGPU_OK);
+  mgpu_batch_t b2 = b;
+  b2.n = 1000;
+  ck_assert_int_eq(mgpu_submit(rt, &b2, 1, &first, &second), MGPU_OK);
+  ck_assert_int_eq(mgpu_event_cancel(second), MGPU_OK);
+  atomic_store_explicit(&open, 1, memory_order_release);
+  ck_assert_int_eq(mgpu_event_wait(first, NULL), MGPU_OK);
+  ck_assert_int_eq(mgpu_event_wait(second, &st), MGPU_ECANCELED);
+  ck_assert_uint_eq(st.items, 0);
+  ck_assert_uint_eq(count_sum(count, n, &max), n); /* the first's items, each once */
+  ck_assert_uint_eq(max, 1);
+  mgpu_event_release(first);
+  mgpu_event_release(second);
+
+  /* The runtime runs the next batch in full. */
+  memset(count, 0, n * sizeof *count);
+  ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
+  ck_assert_uint_eq(count_sum(count, n, &max), n);
+  ck_assert_uint_eq(max, 1);
+
+  /* A collective runs to its end: it cannot be canceled. */
+  if (emu > 0) {
+    void *buf[MGPU_MAX_DEVICES];
+    for (int g = 0; g < emu; g++) ck_assert_int_eq(mgpu_device_alloc(rt, g, 64, &buf[g]), MGPU_OK);
+    mgpu_event_t *cev;
+    ck_assert_int_eq(mgpu_allreduce_async(rt, (const void *const *)buf, buf, 8, MGPU_FLOAT64, MGPU_OP_SUM, 0, NULL,
+                                          &cev),
+                     MGPU_OK);
+    ck_assert_int_eq(mgpu_event_cancel(cev), MGPU_ENOTSUP);
+    ck_assert_int_eq(mgpu_event_wait(cev, NULL), MGPU_OK);
+    mgpu_event_release(cev);
+    for (int g = 0; g < emu; g++) ck_assert_int_eq(mgpu_device_free(rt, g, buf[g]), MGPU_OK);
+  }
+  free(count);
+  mgpu_finalize(rt);
+}
+
+START_TEST(test_cancel_cpu) { run_cancel(2, 0); }
+END_TEST
+
+START_TEST(test_cancel_gpu) { run_cancel(1, 2); }
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("runtime");
   TCase *tc = tcase_create("runtime");
@@ -1355,6 +1471,8 @@ int main(void) {
   tcase_add_test(tc, test_progress_and_trace_events);
   tcase_add_test(tc, test_buffer_growth_waits_for_no_other_stream);
   tcase_add_test(tc, test_tail_copy_out_shared);
+  tcase_add_test(tc, test_cancel_cpu);
+  tcase_add_test(tc, test_cancel_gpu);
   suite_add_tcase(s, tc);
   TCase *inflight = tcase_create("inflight");
   tcase_set_timeout(inflight, 120);
