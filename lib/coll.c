@@ -52,6 +52,17 @@ const mgpu__nccl_t *const mgpu__nccl = NULL;
 
 static bool use_nccl(const mgpu_runtime_t *rt) { return mgpu__nccl && rt->dev && !rt->dev->emulated; }
 
+bool mgpu__coll_uses_nccl(const mgpu_runtime_t *rt) { return use_nccl(rt); }
+
+/* Only GPU g's thread uses its communicator, so only it aborts it. */
+void mgpu__coll_abort(mgpu_runtime_t *rt, int g) {
+  pthread_mutex_lock(&rt->coll_lock);
+  void *comm = rt->comms_ready ? rt->comms[g] : NULL;
+  rt->comms[g] = NULL;
+  pthread_mutex_unlock(&rt->coll_lock);
+  if (comm) mgpu__nccl->abort(comm);
+}
+
 MGPU_API const char *mgpu_collectives_backend(const mgpu_runtime_t *rt) {
   static __thread char buf[64];
   if (mgpu__check_rt(rt, "mgpu_collectives_backend") != MGPU_OK) return "none";
@@ -123,6 +134,11 @@ static int nccl_part(mgpu__task_t *t, const mgpu__devcall_t *dc, int phase) {
   char why[200];
   MGPU_UNUSED(phase);
   int g = dc->g;
+  if (atomic_load(&dc->rt->comms_abort)) {
+    mgpu__task_fail(t, MGPU_EDEVICE, "%s on GPU %d: the NCCL communicators were aborted after a collective passed its "
+                    "deadline (MGPU_TIMEOUT)", coll_names[c->kind], g);
+    return MGPU_EDEVICE;
+  }
   t->items[g] += c->in_elems;
   int rc = mgpu__nccl->run(c->comms[g], c->kind, c->send[g], c->recv[g], c->count, c->dt, c->op, c->root, dc->stream,
                            why, sizeof why);
@@ -133,6 +149,11 @@ static int nccl_part(mgpu__task_t *t, const mgpu__devcall_t *dc, int phase) {
 static mgpu_status_t ensure_comms(mgpu_runtime_t *rt, const char *fn) {
   mgpu_status_t st = MGPU_OK;
   pthread_mutex_lock(&rt->coll_lock);
+  if (atomic_load(&rt->comms_abort)) {
+    pthread_mutex_unlock(&rt->coll_lock);
+    return mgpu__fail(MGPU_EDEVICE, "%s: the NCCL communicators were aborted after a collective passed its deadline "
+                                    "(MGPU_TIMEOUT); this runtime runs no more collectives", fn);
+  }
   if (!rt->comms_ready) {
     char why[256] = "";
     double t0 = mgpu__now();
@@ -149,6 +170,10 @@ static mgpu_status_t ensure_comms(mgpu_runtime_t *rt, const char *fn) {
 }
 
 void mgpu__coll_destroy(mgpu_runtime_t *rt) {
+  /* A hung device's communicator is left alone: destroying it could wait on
+   * the device. (Aborted ones are NULL already.) */
+  for (int g = 0; g < rt->ngpus; g++)
+    if (rt->gpu_gone[g]) rt->comms[g] = NULL;
   if (rt->comms_ready && mgpu__nccl) mgpu__nccl->destroy(rt->ngpus, rt->comms);
   rt->comms_ready = 0;
 }

@@ -98,5 +98,10 @@ static int nccl_run(void *vcomm, int kind, const void *send, void *recv, size_t 
   return status_of(r);
 }
 
-static const mgpu__nccl_t nccl_table = {nccl_version, nccl_init, nccl_destroy, nccl_run};
+static void nccl_abort(void *comm) {
+  ncclResult_t r = ncclCommAbort((ncclComm_t)comm);
+  if (r != ncclSuccess) mgpu__log(MGPU_LOG_WARN, "NCCL: ncclCommAbort: %s", ncclGetErrorString(r));
+}
+
+static const mgpu__nccl_t nccl_table = {nccl_version, nccl_init, nccl_destroy, nccl_run, nccl_abort};
 const mgpu__nccl_t *const mgpu__nccl = &nccl_table;

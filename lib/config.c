@@ -73,6 +73,10 @@ static const setting_t settings[MGPU_SET_COUNT] = {
                                 "CPU workers kept out of batches that GPUs also run; auto: learned per kernel, 0, "
                                 "a quarter, half or all of the workers (default: auto with a GPU and a default "
                                 "MGPU_NUM_THREADS, else 0)"},
+  [MGPU_SET_TIMEOUT] = {"MGPU_TIMEOUT", K_DOUBLE, 0, 0, 0, 1e6, 0, "a number of seconds in 0..1e6 (0: off) or auto",
+                        "seconds a GPU chunk or collective may take before the GPU counts as hung (retired) or "
+                        "the collective fails; auto: 10 times the predicted time, at least 30 s (300 s with no "
+                        "prediction); 0 = off (default auto)"},
 };
 
 const char *mgpu__config_name(int id) { return settings[id].name; }
@@ -102,6 +106,7 @@ MGPU_API void mgpu_config_init(mgpu_config_t *cfg) {
   cfg->fault_inject = NULL;
   cfg->ntensor_split = -1;
   cfg->ignore_env = 0;
+  cfg->timeout = -1;
 }
 
 /* ------------------------------------------------------------ parsers */
@@ -386,6 +391,10 @@ static mgpu_status_t from_text(int id, const char *value, mgpu__config_t *c) {
   case MGPU_SET_EMULATE_SPEED:
     if ((rc = mgpu__parse_double(value, s->dlo, s->dhi, &d)) == 0) v->emulate_speed = d;
     break;
+  case MGPU_SET_TIMEOUT:
+    if (mgpu__parse_keyword(value, "auto")) v->timeout = MGPU_TIMEOUT_AUTO, rc = 0;
+    else if ((rc = mgpu__parse_double(value, s->dlo, s->dhi, &d)) == 0) v->timeout = d;
+    break;
   case MGPU_SET_EMULATE_MEM:
     if ((rc = mgpu__parse_bytes(value, s->lo, s->hi, &ll)) == 0) v->emulate_mem = ll;
     break;
@@ -505,6 +514,15 @@ static mgpu_status_t from_arg(int id, const mgpu_config_t *a, mgpu__config_t *c,
     v->emulate_speed = a->emulate_speed;
     *set = true;
     return MGPU_OK;
+  case MGPU_SET_TIMEOUT:
+    if (a->timeout == -1) return MGPU_OK;
+    if (!(a->timeout == MGPU_TIMEOUT_AUTO || (a->timeout >= 0 && !signbit(a->timeout) && a->timeout <= s->dhi))) {
+      snprintf(num, sizeof num, "%g", a->timeout);
+      return bad_arg(id, "timeout", num);
+    }
+    v->timeout = a->timeout;
+    *set = true;
+    return MGPU_OK;
   case MGPU_SET_EMULATE_MEM:
     if (a->emulate_mem == 0) return MGPU_OK;
     if (a->emulate_mem < s->lo || a->emulate_mem > s->hi) {
@@ -559,6 +577,7 @@ mgpu_status_t mgpu__config_parse(const mgpu_config_t *arg, mgpu__config_t *out) 
   out->v.emulate_gpus = 0;
   out->v.emulate_speed = 0;
   out->v.emulate_mem = 1LL << 30;
+  out->v.timeout = MGPU_TIMEOUT_AUTO;
   out->v.ignore_env = arg->ignore_env;
   out->thread_limit = omp_get_thread_limit();
 
@@ -736,7 +755,21 @@ mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visi
     snprintf(t + len, sizeof c->text[0] - len, "%s%g", i ? "," : "", v->tensor_split[i]);
   }
   if (v->ntensor_split <= 0) snprintf(t, sizeof c->text[0], "equal shares of the GPUs");
+  if (v->timeout == MGPU_TIMEOUT_AUTO)
+    snprintf(c->text[MGPU_SET_TIMEOUT], sizeof c->text[0], "auto (10 x predicted, at least %g s; %g s unpredicted)",
+             MGPU_TIMEOUT_FLOOR_S, MGPU_TIMEOUT_FIRST_S);
+  else if (v->timeout == 0)
+    snprintf(c->text[MGPU_SET_TIMEOUT], sizeof c->text[0], "0 (off)");
+  else
+    snprintf(c->text[MGPU_SET_TIMEOUT], sizeof c->text[0], "%g s", v->timeout);
   return MGPU_OK;
+}
+
+double mgpu__deadline_s(double timeout, double predicted_s) {
+  if (timeout == 0) return 0;
+  if (timeout > 0) return timeout;
+  if (!(predicted_s > 0)) return MGPU_TIMEOUT_FIRST_S;
+  return MGPU_MAX(MGPU_TIMEOUT_FLOOR_S, 10 * predicted_s);
 }
 
 /* ------------------------------------------------------------ unknown variables */

@@ -26,6 +26,7 @@
  */
 #include "mgpurt_int.h"
 
+#include <cuda.h> /* types of the one driver entry point used (the gate); libcuda is not linked */
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,12 @@ typedef struct {
   /* The runtime's own pool for stream-ordered chunk buffers, or NULL where the
    * device has no memory pools (then those buffers use cudaMalloc). */
   cudaMemPool_t pool;
+  /* The gate: a word of mapped pinned host memory that streams wait to be 0
+   * (cuStreamWaitValue32, reached through cudart), or NULL where the driver
+   * lacks the call. gate_close writes 1 from any thread. */
+  volatile uint32_t *gate_host;
+  CUdeviceptr gate_dev;
+  CUresult (*wait_value)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 } cuda_ctx_t;
 
 /* Errors after which the context is unusable until the process exits (the
@@ -229,6 +236,32 @@ static void open_pool(cuda_ctx_t *ctx)
   }
 }
 
+static void open_gate(cuda_ctx_t *ctx)
+{
+  void *fn = NULL, *host = NULL, *dev = NULL;
+  enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess || !fn) {
+    (void)cudaGetLastError();
+    mgpu__log(MGPU_LOG_INFO, "CUDA device %d: no cuStreamWaitValue32; results are staged so that a hung device "
+                             "cannot write them late", ctx->dev);
+    return;
+  }
+  if (cudaHostAlloc(&host, 64, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return;
+  }
+  if (cudaHostGetDevicePointer(&dev, host, 0) != cudaSuccess) {
+    (void)cudaGetLastError();
+    MGPU_CUDA_CHECK_IGNORE(cudaFreeHost(host));
+    return;
+  }
+  ctx->gate_host = host;
+  *ctx->gate_host = 0;
+  ctx->gate_dev = (CUdeviceptr)(uintptr_t)dev;
+  *(void **)&ctx->wait_value = fn;
+}
+
 static int cuda_open(int dev, const mgpu__config_t *cfg, void **ctx_p)
 {
   cuda_ctx_t *ctx;
@@ -256,6 +289,7 @@ static int cuda_open(int dev, const mgpu__config_t *cfg, void **ctx_p)
   MGPU_CUDA_CHECK_GOTO(cudaEventRecord(ctx->epoch, 0), st, free_epoch);
   MGPU_CUDA_CHECK_GOTO(cudaEventSynchronize(ctx->epoch), st, free_epoch);
   open_pool(ctx);
+  open_gate(ctx);
 
   *ctx_p = ctx;
   return MGPU_OK;
@@ -280,6 +314,7 @@ static void cuda_close(void *vctx)
    * device is not reset: other code of the process may be using it. */
   MGPU_CUDA_CHECK_IGNORE(cudaDeviceSynchronize());
   if (ctx->pool) MGPU_CUDA_CHECK_IGNORE(cudaMemPoolDestroy(ctx->pool));
+  if (ctx->gate_host) MGPU_CUDA_CHECK_IGNORE(cudaFreeHost((void *)(uintptr_t)ctx->gate_host));
   MGPU_CUDA_CHECK_IGNORE(cudaEventDestroy(ctx->epoch));
   free(ctx);
 }
@@ -639,6 +674,20 @@ static int cuda_copy_d2d(void *vctx, void *dst, const void *src, size_t bytes, v
   return copy_async(dst, src, bytes, s);
 }
 
+static int cuda_gate(void *vctx, void *s)
+{
+  cuda_ctx_t *ctx = vctx;
+  if (!ctx->wait_value) return MGPU_ENOTSUP;
+  CUresult r = ctx->wait_value((CUstream)s, ctx->gate_dev, 0, CU_STREAM_WAIT_VALUE_EQ);
+  return r == CUDA_SUCCESS ? 0 : MGPU_EDEVICE;
+}
+
+static void cuda_gate_close(void *vctx)
+{
+  cuda_ctx_t *ctx = vctx;
+  if (ctx->gate_host) __atomic_store_n(ctx->gate_host, 1u, __ATOMIC_SEQ_CST);
+}
+
 static const mgpu_dev_ops_t cuda_ops = {
   .name = "cuda",
   .emulated = 0,
@@ -670,6 +719,9 @@ static const mgpu_dev_ops_t cuda_ops = {
   .event_time = cuda_event_time,
   .event_query = cuda_event_query,
   .copy_d2d = cuda_copy_d2d,
+  .gate = cuda_gate,
+  .gate_close = cuda_gate_close,
+  .hang = NULL,
 };
 
 const mgpu_dev_ops_t *const mgpu__dev_cuda = &cuda_ops;

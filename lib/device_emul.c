@@ -16,7 +16,27 @@
 #include <string.h>
 #include <time.h>
 
-typedef enum { OP_COPY, OP_KERNEL, OP_EVENT } op_kind_t;
+typedef enum { OP_COPY, OP_KERNEL, OP_EVENT, OP_GATE, OP_HANG } op_kind_t;
+
+/* Injected hangs wait for this generation to move (mgpu__emul_release_hangs);
+ * a shut gate waits for good. */
+static pthread_mutex_t hang_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hang_cv = PTHREAD_COND_INITIALIZER;
+static uint64_t hang_gen;
+
+void mgpu__emul_release_hangs(void) {
+  pthread_mutex_lock(&hang_lock);
+  hang_gen++;
+  pthread_cond_broadcast(&hang_cv);
+  pthread_mutex_unlock(&hang_lock);
+}
+
+static void hang_here(void) {
+  pthread_mutex_lock(&hang_lock);
+  uint64_t gen = hang_gen;
+  while (hang_gen == gen) pthread_cond_wait(&hang_cv, &hang_lock);
+  pthread_mutex_unlock(&hang_lock);
+}
 
 typedef struct op {
   op_kind_t kind;
@@ -50,7 +70,16 @@ typedef struct emul_dev {
   int nstreams, streams_cap;
   pthread_mutex_t compute; /* one kernel at a time; guards busy_until */
   double busy_until;       /* virtual end of the last kernel */
+  _Atomic int gate_shut;   /* gate_close: streams stop at their next gate */
+  struct emul_alloc *allocs; /* live allocations, under lock: a device given up keeps them reachable */
 } emul_dev_t;
+
+/* The header before each allocation's memory (64 bytes, keeping it aligned). */
+typedef struct emul_alloc {
+  size_t bytes;
+  struct emul_alloc *prev, *next;
+  char pad[64 - sizeof(size_t) - 2 * sizeof(void *)];
+} emul_alloc_t;
 
 typedef struct emul_stream {
   emul_dev_t *dev;
@@ -113,6 +142,13 @@ static void *stream_main(void *arg) {
       e->error = s->error;
       pthread_mutex_unlock(&s->lock);
       atomic_store(&e->state, 1);
+    } else if (op->kind == OP_GATE) {
+      if (atomic_load(&s->dev->gate_shut)) {
+        pthread_mutex_lock(&hang_lock);
+        for (;;) pthread_cond_wait(&hang_cv, &hang_lock); /* for good: nothing behind it runs */
+      }
+    } else if (op->kind == OP_HANG) {
+      hang_here();
     } else if (!skip && op->kind == OP_COPY) {
       memcpy(op->dst, op->src, op->bytes);
     } else if (!skip) {
@@ -179,34 +215,37 @@ static void drain_device(emul_dev_t *d) {
   for (int i = 0; i < d->nstreams; i++) drain_stream(d->streams[i]);
 }
 
-/* Each allocation carries its size in a header so free can account for it. */
+/* Each allocation carries a header (emul_alloc_t) so free can account for it. */
 static int emul_mem_alloc_on(void *ctx, size_t bytes, void *s, void **p) {
   emul_dev_t *d = ctx;
   MGPU_UNUSED(s);
+  emul_alloc_t *h = malloc(bytes + sizeof *h);
+  if (!h) return MGPU_ENOMEM;
   pthread_mutex_lock(&d->lock);
   if (bytes > d->mem_limit - d->mem_used) {
     pthread_mutex_unlock(&d->lock);
+    free(h);
     return MGPU_ENOMEM;
   }
   d->mem_used += bytes;
+  h->bytes = bytes;
+  h->prev = NULL;
+  h->next = d->allocs;
+  if (d->allocs) d->allocs->prev = h;
+  d->allocs = h;
   pthread_mutex_unlock(&d->lock);
-  size_t *h = malloc(bytes + 64);
-  if (!h) {
-    pthread_mutex_lock(&d->lock);
-    d->mem_used -= bytes;
-    pthread_mutex_unlock(&d->lock);
-    return MGPU_ENOMEM;
-  }
-  h[0] = bytes;
-  *p = (char *)h + 64;
+  *p = h + 1;
   return 0;
 }
 
 static void release(emul_dev_t *d, void *p) {
   if (!p) return;
-  size_t *h = (size_t *)((char *)p - 64);
+  emul_alloc_t *h = (emul_alloc_t *)p - 1;
   pthread_mutex_lock(&d->lock);
-  d->mem_used -= h[0];
+  d->mem_used -= h->bytes;
+  if (h->prev) h->prev->next = h->next;
+  else d->allocs = h->next;
+  if (h->next) h->next->prev = h->prev;
   pthread_mutex_unlock(&d->lock);
   free(h);
 }
@@ -386,6 +425,34 @@ static int emul_launch(void *ctx, const mgpu_kernel_t *k, const mgpu_chunk_t *c,
   return enqueue(s, op);
 }
 
+static int mark(void *s, op_kind_t kind) {
+  op_t *op = calloc(1, sizeof *op);
+  if (!op) return MGPU_ENOMEM;
+  op->kind = kind;
+  return enqueue(s, op);
+}
+
+static int emul_gate(void *ctx, void *s) {
+  MGPU_UNUSED(ctx);
+  return mark(s, OP_GATE);
+}
+
+static void emul_gate_close(void *ctx) {
+  emul_dev_t *d = ctx;
+  atomic_store(&d->gate_shut, 1);
+}
+
+/* Its stream threads may wait for good: they are detached, not joined. */
+static void emul_abandon(void *ctx) {
+  emul_dev_t *d = ctx;
+  for (int i = 0; i < d->nstreams; i++) pthread_detach(d->streams[i]->thread);
+}
+
+static int emul_hang(void *ctx, void *s) {
+  MGPU_UNUSED(ctx);
+  return mark(s, OP_HANG);
+}
+
 static int emul_stream_sync(void *ctx, void *sp) {
   emul_stream_t *s = sp;
   MGPU_UNUSED(ctx);
@@ -478,4 +545,8 @@ const mgpu_dev_ops_t mgpu__dev_emul = {
     .event_time = emul_event_time,
     .event_query = emul_event_query,
     .copy_d2d = emul_copy,
+    .gate = emul_gate,
+    .gate_close = emul_gate_close,
+    .abandon = emul_abandon,
+    .hang = emul_hang,
 };

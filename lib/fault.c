@@ -61,8 +61,10 @@ int mgpu__fault_parse(const char *spec, mgpu__fault_plan_t *plan, char *why, siz
     else if (mgpu__parse_keyword(kind, "alloc")) fk = MGPU_FAULT_ALLOC;
     else if (mgpu__parse_keyword(kind, "const")) fk = MGPU_FAULT_CONST;
     else if (mgpu__parse_keyword(kind, "props")) fk = MGPU_FAULT_PROPS;
+    else if (mgpu__parse_keyword(kind, "hang")) fk = MGPU_FAULT_HANG;
+    else if (mgpu__parse_keyword(kind, "hangcoll")) fk = MGPU_FAULT_HANGCOLL;
     else {
-      snprintf(why, whylen, "unknown kind '%s' (launch, alloc, const or props)", kind);
+      snprintf(why, whylen, "unknown kind '%s' (launch, alloc, const, props, hang or hangcoll)", kind);
       return -1;
     }
     long long g, kk;
@@ -86,7 +88,7 @@ int mgpu__fault_parse(const char *spec, mgpu__fault_plan_t *plan, char *why, siz
 }
 
 int mgpu__fault_check_gpus(const mgpu__fault_plan_t *plan, int ngpus, char *why, size_t whylen) {
-  static const char *const kinds[] = {"launch", "alloc", "const", "props"};
+  static const char *const kinds[] = {"launch", "alloc", "const", "props", "hang", "hangcoll"};
   for (int i = 0; i < plan->n; i++) {
     if (plan->f[i].gpu < ngpus) continue;
     char k[32] = "all";

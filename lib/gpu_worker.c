@@ -6,6 +6,17 @@
  * the kernel of another and the copy-out of a third. A chunk that fails goes
  * back to its batch to be computed elsewhere; out of memory halves the device's
  * cap; a device that keeps failing is retired.
+ *
+ * Deadlines (MGPU_TIMEOUT): before it waits for its oldest chunk, the thread
+ * publishes the time by which that chunk must end; past it, the watchdog
+ * (watchdog.c) gives the device up on the thread's behalf, since the thread
+ * may never come back from the driver. A task part (collective, copy) that
+ * passes its deadline fails its task and, where the collectives use NCCL,
+ * has every GPU abort its communicator; a part still running after a second
+ * deadline gives the device up. A device given up is retired, what it held
+ * goes back to the other workers, its gate is shut so that nothing it
+ * computes late reaches the caller's arrays, and nothing is asked of it again
+ * (not even to free its memory: the driver could block on it).
  */
 #include "mgpurt_int.h"
 
@@ -34,6 +45,8 @@ typedef struct {
   mgpu__task_t *t;
   int phase;
   void *ev0, *ev1; /* device times of the part */
+  double t0;       /* host time it was enqueued */
+  bool late;       /* it passed its first deadline */
 } tflight_t;
 
 typedef struct {
@@ -103,6 +116,17 @@ struct mgpu__gpu {
   pthread_cond_t cv;
   int ready;                  /* 0 starting, 1 ok, -1 failed */
   mgpu_status_t open_status;
+  bool exited;                /* under lock: the thread has returned */
+  /* Deadlines: under hang_lock. */
+  pthread_mutex_t hang_lock;
+  double wait_until;          /* host time by which the awaited chunk must end; 0: not waiting */
+  char wait_what[160];        /* that chunk, for the message */
+  post_t issuing;             /* the task part being enqueued (t NULL: none): its call may block */
+  bool given_up;              /* hung: what it held went back, nothing more is asked of it */
+  bool gate_ok;               /* results can be held on the device (ops->gate) */
+  double task_done;           /* host time the last task part ended */
+  bool comm_aborted;          /* its NCCL communicator was aborted (rt->comms_abort) */
+  long long coll_parts;       /* task parts enqueued, for MGPU_FAULT_HANGCOLL */
 };
 
 static size_t round_up(size_t n) { return (n + ALIGN_DEV - 1) & ~(size_t)(ALIGN_DEV - 1); }
@@ -146,8 +170,10 @@ static void pin_info(mgpu__gpu_t *gp, const mgpu__batch_t *b) {
     gp->pin_in[i] = array_pinned(gp, b->desc.in[i], b->desc.n * k->in_size[i]);
     if (!gp->pin_in[i]) per += k->in_size[i];
   }
+  /* Without a gate, results go through staging, which a hung device's host
+   * thread never copies out; with one, they may go straight to pinned arrays. */
   for (int i = 0; i < k->nout; i++) {
-    gp->pin_out[i] = array_pinned(gp, b->desc.out[i], b->desc.n * k->out_size[i]);
+    gp->pin_out[i] = gp->gate_ok && array_pinned(gp, b->desc.out[i], b->desc.n * k->out_size[i]);
     if (!gp->pin_out[i]) per += k->out_size[i];
   }
   gp->pin_batch = b->id + 1;
@@ -361,6 +387,10 @@ static int issue(mgpu__gpu_t *gp, slot_t *s) {
     mgpu__log(MGPU_LOG_INFO, "GPU %d: injected kernel failure on chunk %lld", gp->g, gp->launches - 1);
     return MGPU_EKERNEL;
   }
+  if (mgpu__fault_hit(&gp->rt->faults, MGPU_FAULT_HANG, gp->g, gp->launches - 1)) {
+    mgpu__log(MGPU_LOG_INFO, "GPU %d: injected hang of chunk %lld", gp->g, gp->launches - 1);
+    if ((rc = gp->ops->hang(gp->ctx, s->stream)) != 0) return rc;
+  }
   if ((rc = gp->ops->launch(gp->ctx, k, &s->chunk, s->stream)) != 0) return rc;
   if (tracing && gp->ops->event_record(gp->ctx, s->ev_kern, s->stream) != 0) tracing = false;
   s->h2d_bytes = s->d2h_bytes = 0;
@@ -368,6 +398,9 @@ static int issue(mgpu__gpu_t *gp, slot_t *s) {
   for (int i = 0; i < k->nout; i++) s->d2h_bytes += k->out_size[i] * n;
 
   s->nstaged = 0;
+  bool direct = false;
+  for (int i = 0; i < k->nout; i++) direct |= pin_out[i] && k->out_size[i] * n > 0;
+  if (direct && (rc = gp->ops->gate(gp->ctx, s->stream)) != 0) return rc;
   for (int i = 0; i < k->nout; i++) {
     size_t bytes = k->out_size[i] * n;
     char *dst = (char *)b->desc.out[i] + c->first * k->out_size[i];
@@ -413,10 +446,126 @@ static void on_failure(mgpu__gpu_t *gp, slot_t *s, int rc, const char *when) {
   if (++gp->failures >= FAILURES_TO_RETIRE) mgpu__retire(gp->rt, gp->w, "its last chunks failed");
 }
 
-/* Wait for the oldest in-flight chunk and complete it. */
-static void retire_oldest(mgpu__gpu_t *gp) {
+/* ------------------------------------------------------------ hung devices */
+
+/* What a device held when it was given up. */
+typedef struct {
+  mgpu__claim_t claims[32]; /* MGPU_STREAMS_PER_GPU is at most 32 */
+  tflight_t parts[TASKS_IN_FLIGHT + 1];
+  int nclaims, nparts;
+} held_t;
+
+/* Take its chunks and task parts in flight. Under hang_lock, by its thread,
+ * or by the watchdog while the thread waits in the driver. */
+static void take_held(mgpu__gpu_t *gp, held_t *h) {
+  h->nclaims = h->nparts = 0;
+  for (int i = 0; i < gp->inflight; i++) h->claims[h->nclaims++] = gp->slots[(gp->oldest + i) % gp->nslots].claim;
+  gp->inflight = 0;
+  for (int i = 0; i < gp->tf_n; i++) h->parts[h->nparts++] = gp->tf[(gp->tf_head + i) % TASKS_IN_FLIGHT];
+  gp->tf_n = 0;
+  if (gp->issuing.t) h->parts[h->nparts++] = (tflight_t){gp->issuing.t, gp->issuing.phase, NULL, NULL, 0, false};
+  gp->issuing.t = NULL;
+  gp->given_up = true;
+}
+
+/* Fail the task parts posted to a device given up (any thread). */
+static void fail_posts(mgpu__gpu_t *gp) {
+  for (;;) {
+    pthread_mutex_lock(&gp->tq_lock);
+    if (gp->tq_n == 0) {
+      pthread_mutex_unlock(&gp->tq_lock);
+      return;
+    }
+    post_t p = gp->tq[gp->tq_head];
+    gp->tq_head = (gp->tq_head + 1) % gp->tq_cap;
+    gp->tq_n--;
+    atomic_fetch_sub(&gp->tq_count, 1);
+    pthread_mutex_unlock(&gp->tq_lock);
+    mgpu__task_fail(p.t, MGPU_EDEVICE, "%s: GPU %d is hung (given up after a deadline, MGPU_TIMEOUT)",
+                    p.t->b->kernel.name, gp->g);
+    mgpu__task_part_done(gp->rt, p.t, gp->g, p.phase, MGPU_EDEVICE, 0);
+  }
+}
+
+/* Hand back what a hung device held (taken by take_held) and retire it. */
+static void give_up(mgpu__gpu_t *gp, held_t *h, const char *why) {
+  mgpu_runtime_t *rt = gp->rt;
+  /* First the gate: nothing the device finishes late may land in the
+   * caller's arrays once other workers own those items. */
+  if (gp->ops->gate_close) gp->ops->gate_close(gp->ctx);
+  if (gp->ops->abandon) gp->ops->abandon(gp->ctx);
+  mgpu__log(MGPU_LOG_ERROR, "GPU %d (device %d) is hung: %s; it is given up for the rest of the runtime's life: "
+                            "%d chunk%s in flight go%s to the other workers, %d collective or copy part%s fail%s",
+            gp->g, rt->gpu_index[gp->g], why, h->nclaims, h->nclaims == 1 ? "" : "s", h->nclaims == 1 ? "es" : "",
+            h->nparts, h->nparts == 1 ? "" : "s", h->nparts == 1 ? "s" : "");
+  atomic_fetch_add(&rt->gpus_given_up, 1);
+  mgpu__retire(rt, gp->w, "it is hung");
+  for (int i = 0; i < h->nclaims; i++) mgpu__giveback(rt, gp->w, &h->claims[i]);
+  for (int i = 0; i < h->nparts; i++) {
+    mgpu__task_t *t = h->parts[i].t;
+    mgpu__task_fail(t, MGPU_EDEVICE, "%s: GPU %d is hung: %s", t->b->kernel.name, gp->g, why);
+    mgpu__task_part_done(rt, t, gp->g, h->parts[i].phase, MGPU_EDEVICE, 0);
+  }
+  fail_posts(gp);
+  /* mgpu__gpu_join waits for the thread or for this. */
+  pthread_mutex_lock(&gp->lock);
+  pthread_cond_broadcast(&gp->cv);
+  pthread_mutex_unlock(&gp->lock);
+}
+
+void mgpu__gpu_watch(mgpu_runtime_t *rt, int g, double now) {
+  mgpu__gpu_t *gp = rt->gpus[g];
+  if (!gp) return;
+  held_t h;
+  char why[sizeof gp->wait_what];
+  bool act = false, gone;
+  pthread_mutex_lock(&gp->hang_lock);
+  gone = gp->given_up;
+  if (!gone && gp->wait_until > 0 && now >= gp->wait_until) {
+    snprintf(why, sizeof why, "%s", gp->wait_what);
+    take_held(gp, &h);
+    act = true;
+  }
+  pthread_mutex_unlock(&gp->hang_lock);
+  if (act) give_up(gp, &h, why);
+  else if (gone) fail_posts(gp);
+}
+
+/* Publish the deadline of the chunk in slot s before waiting for it: from
+ * when the device could start it, the model's predicted time under the
+ * MGPU_TIMEOUT rule (mgpu__deadline_s). */
+static void watch_begin(mgpu__gpu_t *gp, const slot_t *s) {
+  const mgpu__batch_t *b = s->claim.b;
+  int id = gp->w->id;
+  double speed = mgpu__worker_speed(b, id), predicted = 0;
+  if (atomic_load_explicit(&b->model->samples[id], memory_order_relaxed) > 0 && speed > 0)
+    predicted = (double)s->claim.count / speed;
+  double limit = mgpu__deadline_s(gp->rt->cfg.v.timeout, predicted);
+  if (limit == 0) return;
+  pthread_mutex_lock(&gp->hang_lock);
+  gp->wait_until = MGPU_MAX(s->t_issue, gp->last_done) + limit;
+  snprintf(gp->wait_what, sizeof gp->wait_what, "its chunk of items %zu..%zu of '%s' did not end within %.3g s",
+           s->claim.first, s->claim.first + s->claim.count - 1, b->kernel.name ? b->kernel.name : "(unnamed)", limit);
+  pthread_mutex_unlock(&gp->hang_lock);
+}
+
+/* After the wait: false when the device was given up meanwhile (what it held
+ * went back already; the thread must leave without touching anything). */
+static bool watch_end(mgpu__gpu_t *gp) {
+  pthread_mutex_lock(&gp->hang_lock);
+  bool ok = !gp->given_up;
+  gp->wait_until = 0;
+  pthread_mutex_unlock(&gp->hang_lock);
+  return ok;
+}
+
+/* Wait for the oldest in-flight chunk and complete it; false when the device
+ * was given up while the thread waited. */
+static bool retire_oldest(mgpu__gpu_t *gp) {
   slot_t *s = &gp->slots[gp->oldest];
+  watch_begin(gp, s);
   int rc = gp->ops->stream_sync(gp->ctx, s->stream);
+  if (!watch_end(gp)) return false;
   double now = mgpu__now();
   if (rc == 0) {
     size_t unstaged = 0;
@@ -477,6 +626,7 @@ static void retire_oldest(mgpu__gpu_t *gp) {
   s->busy = false;
   gp->oldest = (gp->oldest + 1) % gp->nslots;
   gp->inflight--;
+  return true;
 }
 
 /* ------------------------------------------------------------ device tasks */
@@ -518,39 +668,90 @@ static void pool_put(mgpu__gpu_t *gp, void *ev) {
   else gp->ops->event_destroy(gp->ctx, ev);
 }
 
-/* Take the next posted part and enqueue it on the task stream. */
-static void task_issue(mgpu__gpu_t *gp) {
+/* Take the next posted part and enqueue it on the task stream; false when
+ * the device was given up while a call of the part blocked (an allocation
+ * waits for the device). */
+static bool task_issue(mgpu__gpu_t *gp) {
   pthread_mutex_lock(&gp->tq_lock);
   post_t p = gp->tq[gp->tq_head];
   gp->tq_head = (gp->tq_head + 1) % gp->tq_cap;
   gp->tq_n--;
   atomic_fetch_sub(&gp->tq_count, 1);
   pthread_mutex_unlock(&gp->tq_lock);
+  double limit = mgpu__deadline_s(gp->rt->cfg.v.timeout, 0);
+  pthread_mutex_lock(&gp->hang_lock);
+  gp->issuing = p;
+  if (limit > 0) {
+    gp->wait_until = mgpu__now() + limit;
+    snprintf(gp->wait_what, sizeof gp->wait_what, "its part of %s did not return from the driver within %.3g s",
+             p.t->b->kernel.name, limit);
+  }
+  pthread_mutex_unlock(&gp->hang_lock);
 
   mgpu__devcall_t dc = {gp->rt, gp->g, gp->ops, gp->ctx, gp->task_stream};
-  tflight_t f = {p.t, p.phase, NULL, NULL};
+  tflight_t f = {p.t, p.phase, NULL, NULL, mgpu__now(), false};
   int rc = pool_event(gp, &f.ev0);
   if (rc == 0) rc = pool_event(gp, &f.ev1);
   if (rc == 0) rc = gp->ops->event_record(gp->ctx, f.ev0, gp->task_stream);
+  if (rc == 0 && mgpu__fault_hit(&gp->rt->faults, MGPU_FAULT_HANGCOLL, gp->g, gp->coll_parts++)) {
+    mgpu__log(MGPU_LOG_INFO, "GPU %d: injected hang of task part %lld", gp->g, gp->coll_parts - 1);
+    rc = gp->ops->hang(gp->ctx, gp->task_stream);
+  }
   if (rc == 0) rc = p.t->part(p.t, &dc, p.phase);
   if (rc == 0) rc = gp->ops->event_record(gp->ctx, f.ev1, gp->task_stream);
+  if (!watch_end(gp)) return false;
+  pthread_mutex_lock(&gp->hang_lock);
+  gp->issuing.t = NULL;
+  pthread_mutex_unlock(&gp->hang_lock);
   if (rc != 0) {
     /* What was enqueued must end before the task is reported. */
     gp->ops->stream_sync(gp->ctx, gp->task_stream);
     pool_put(gp, f.ev0);
     pool_put(gp, f.ev1);
     mgpu__task_part_done(gp->rt, p.t, gp->g, p.phase, rc, 0);
-    return;
+    return true;
   }
   gp->tf[(gp->tf_head + gp->tf_n) % TASKS_IN_FLIGHT] = f;
   gp->tf_n++;
+  return true;
 }
 
-/* Report the oldest part in flight if its stream got past it; true if it did. */
-static bool task_poll(mgpu__gpu_t *gp) {
+/* The oldest task part in flight has not ended: past its deadline it fails
+ * its task (and the NCCL communicators are aborted, which ends a collective
+ * that waits for a peer); past a second one the device is given up. Returns
+ * false when it was. */
+static bool task_late(mgpu__gpu_t *gp, tflight_t *f) {
+  mgpu_runtime_t *rt = gp->rt;
+  double limit = mgpu__deadline_s(rt->cfg.v.timeout, 0);
+  double start = MGPU_MAX(f->t0, gp->task_done), now = mgpu__now();
+  if (limit == 0 || now < start + (f->late ? 2 : 1) * limit) return true;
+  const char *name = f->t->b->kernel.name;
+  if (!f->late) {
+    f->late = true;
+    bool nccl = mgpu__coll_uses_nccl(rt);
+    mgpu__task_fail(f->t, MGPU_EDEVICE, "%s did not end on GPU %d within %.3g s (MGPU_TIMEOUT)%s", name, gp->g, limit,
+                    nccl ? "; the NCCL communicators are aborted" : "");
+    mgpu__log(MGPU_LOG_ERROR, "%s did not end on GPU %d within %.3g s (MGPU_TIMEOUT): it fails%s", name, gp->g, limit,
+              nccl ? ", and every GPU aborts its NCCL communicator" : "");
+    if (nccl) atomic_store(&rt->comms_abort, 1);
+    return true;
+  }
+  held_t h;
+  char why[160];
+  snprintf(why, sizeof why, "its part of %s did not end within %.3g s, twice its deadline", name, 2 * limit);
+  pthread_mutex_lock(&gp->hang_lock);
+  take_held(gp, &h);
+  pthread_mutex_unlock(&gp->hang_lock);
+  give_up(gp, &h, why);
+  return false;
+}
+
+/* Report the oldest part in flight if its stream got past it: 1 if it did,
+ * 0 if not yet, -1 when the device was given up. */
+static int task_poll(mgpu__gpu_t *gp) {
   tflight_t *f = &gp->tf[gp->tf_head];
   int q = gp->ops->event_query(gp->ctx, f->ev1);
-  if (q == 1) return false;
+  if (q == 1) return task_late(gp, f) ? 0 : -1;
   double dev = 0, t0, t1;
   int rc = 0;
   if (q < 0) {
@@ -564,8 +765,9 @@ static bool task_poll(mgpu__gpu_t *gp) {
   gp->tf_n--;
   pool_put(gp, done.ev0);
   pool_put(gp, done.ev1);
+  gp->task_done = mgpu__now();
   mgpu__task_part_done(gp->rt, done.t, gp->g, done.phase, rc, dev > 0 ? dev : 0);
-  return true;
+  return 1;
 }
 
 static void free_slots(mgpu__gpu_t *gp) {
@@ -635,6 +837,8 @@ static void *gpu_main(void *arg) {
     st = mgpu__fail(MGPU_EDEVICE, "device %d: cannot create its task stream", dev);
     goto report;
   }
+  /* An open gate on the task stream tells whether the device has one. */
+  gp->gate_ok = gp->ops->gate && gp->ops->gate(gp->ctx, gp->task_stream) == 0;
   size_t free_b = 0, total_b = 0;
   gp->ops->mem_info(gp->ctx, &free_b, &total_b);
   /* 85% of the free memory, shared by the slots; the rest is for constants,
@@ -655,18 +859,26 @@ report:
     if (gp->slots) free_slots(gp);
     if (gp->ctx) gp->ops->close(gp->ctx);
     gp->ctx = NULL;
-    return NULL;
+    goto exit;
   }
 
   mgpu__worker_t *w = gp->w;
   while (!atomic_load_explicit(&rt->stop, memory_order_relaxed) || gp->inflight > 0 || gp->tf_n > 0) {
     uint64_t gen = atomic_load(&rt->work_gen);
+    if (atomic_load(&rt->comms_abort) && !gp->comm_aborted) {
+      gp->comm_aborted = true;
+      mgpu__coll_abort(rt, gp->g);
+    }
     mgpu__consts_reap(rt, gp->g, gp->ops->mem_free, gp->ctx);
     if (atomic_load(&gp->tq_count) > 0 && gp->tf_n < TASKS_IN_FLIGHT) {
-      task_issue(gp);
+      if (!task_issue(gp)) goto exit; /* given up while a call blocked */
       continue;
     }
-    if (gp->tf_n > 0 && task_poll(gp)) continue;
+    if (gp->tf_n > 0) {
+      int polled = task_poll(gp);
+      if (polled < 0) goto exit; /* given up: nothing of the runtime may be touched */
+      if (polled > 0) continue;
+    }
     if (gp->inflight < gp->nslots && !atomic_load(&w->retired) && !atomic_load(&rt->stop)) {
       slot_t *s = &gp->slots[(gp->oldest + gp->inflight) % gp->nslots];
       if (mgpu__claim(rt, w, SIZE_MAX, MGPU_GPU_TARGET_S, &s->claim)) {
@@ -696,7 +908,7 @@ report:
       }
     }
     if (gp->inflight > 0) {
-      retire_oldest(gp);
+      if (!retire_oldest(gp)) goto exit; /* given up while it waited */
       continue;
     }
     if (gp->tf_n > 0) {
@@ -710,6 +922,11 @@ report:
   free_slots(gp);
   gp->ops->close(gp->ctx);
   gp->ctx = NULL;
+exit:
+  pthread_mutex_lock(&gp->lock);
+  gp->exited = true;
+  pthread_cond_broadcast(&gp->cv);
+  pthread_mutex_unlock(&gp->lock);
   return NULL;
 }
 
@@ -726,6 +943,7 @@ mgpu_status_t mgpu__gpu_start(mgpu_runtime_t *rt, int g) {
   pthread_mutex_init(&gp->lock, NULL);
   pthread_mutex_init(&gp->tl_lock, NULL);
   pthread_mutex_init(&gp->tq_lock, NULL);
+  pthread_mutex_init(&gp->hang_lock, NULL);
   pthread_cond_init(&gp->cv, NULL);
   rt->gpus[g] = gp;
   int rc = pthread_create(&gp->thread, NULL, gpu_main, gp);
@@ -734,6 +952,7 @@ mgpu_status_t mgpu__gpu_start(mgpu_runtime_t *rt, int g) {
     pthread_mutex_destroy(&gp->lock);
     pthread_mutex_destroy(&gp->tl_lock);
     pthread_mutex_destroy(&gp->tq_lock);
+    pthread_mutex_destroy(&gp->hang_lock);
     pthread_cond_destroy(&gp->cv);
     free(gp);
     return mgpu__fail(MGPU_ESYSTEM, "cannot start the host thread of GPU %d: pthread_create returned %d", g, rc);
@@ -749,13 +968,45 @@ mgpu_status_t mgpu__gpu_start(mgpu_runtime_t *rt, int g) {
   return st;
 }
 
+static bool is_given_up(mgpu__gpu_t *gp) {
+  pthread_mutex_lock(&gp->hang_lock);
+  bool gone = gp->given_up;
+  pthread_mutex_unlock(&gp->hang_lock);
+  return gone;
+}
+
+void mgpu__gpu_wait(mgpu_runtime_t *rt, int g) {
+  mgpu__gpu_t *gp = rt->gpus ? rt->gpus[g] : NULL;
+  if (!gp || !gp->started) return;
+  pthread_mutex_lock(&gp->lock);
+  while (!gp->exited && !is_given_up(gp)) pthread_cond_wait(&gp->cv, &gp->lock);
+  pthread_mutex_unlock(&gp->lock);
+}
+
+/* Devices given up, with their threads: never freed (the thread may still
+ * come back from the driver and look at its state), and kept reachable. */
+static pthread_mutex_t gone_lock = PTHREAD_MUTEX_INITIALIZER;
+static mgpu__gpu_t **gone;
+static int ngone;
+
 void mgpu__gpu_join(mgpu_runtime_t *rt, int g) {
   mgpu__gpu_t *gp = rt->gpus ? rt->gpus[g] : NULL;
   if (!gp) return;
+  if (gp->started && is_given_up(gp)) {
+    rt->gpu_gone[g] = true;
+    rt->gpus[g] = NULL;
+    pthread_detach(gp->thread);
+    pthread_mutex_lock(&gone_lock);
+    mgpu__gpu_t **p = realloc(gone, sizeof *p * (size_t)(ngone + 1));
+    if (p) gone = p, gone[ngone++] = gp;
+    pthread_mutex_unlock(&gone_lock);
+    return;
+  }
   if (gp->started) pthread_join(gp->thread, NULL);
   pthread_mutex_destroy(&gp->lock);
   pthread_mutex_destroy(&gp->tl_lock);
   pthread_mutex_destroy(&gp->tq_lock);
+  pthread_mutex_destroy(&gp->hang_lock);
   pthread_cond_destroy(&gp->cv);
   free(gp->tq);
   rt->gpus[g] = NULL;

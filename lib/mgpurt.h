@@ -135,7 +135,20 @@ typedef struct mgpu_config {
    *  staging copies), 0..4096 and fewer than num_threads; MGPU_RESERVE_AUTO to
    *  learn per kernel how many to keep out; -1 = unset. */
   int reserve_threads;
+  /** MGPU_TIMEOUT: seconds a GPU chunk or a collective may take before its
+   *  GPU counts as hung (retired; its items go to the other workers) or its
+   *  collective fails; 0 turns the deadlines off; MGPU_TIMEOUT_AUTO (the
+   *  default) derives each deadline from the predicted time; -1 = unset. */
+  double timeout;
 } mgpu_config_t;
+
+/** mgpu_config_t.timeout (MGPU_TIMEOUT=auto): a deadline of ten times the
+ *  predicted time of the chunk, at least MGPU_TIMEOUT_FLOOR_S seconds, and
+ *  MGPU_TIMEOUT_FIRST_S for work with no prediction yet (a kernel's first
+ *  chunks on a GPU, collectives). */
+#define MGPU_TIMEOUT_AUTO (-2.0)
+#define MGPU_TIMEOUT_FLOOR_S 30.0
+#define MGPU_TIMEOUT_FIRST_S 300.0
 
 /** mgpu_config_t.reserve_threads (MGPU_RESERVE_THREADS=auto): for each
  *  kernel, time its batches with every CPU worker in, with the last quarter

@@ -68,6 +68,7 @@ enum {
   MGPU_SET_FAULT_INJECT,
   MGPU_SET_TENSOR_SPLIT,
   MGPU_SET_RESERVE_THREADS,
+  MGPU_SET_TIMEOUT,
   MGPU_SET_COUNT
 };
 
@@ -83,6 +84,10 @@ typedef struct {
 
 /* Syntax and range of every setting: cfg fields, then the environment. */
 mgpu_status_t mgpu__config_parse(const mgpu_config_t *arg, mgpu__config_t *out);
+/* Seconds a GPU chunk or collective may take under the MGPU_TIMEOUT setting
+ * `timeout` (mgpu_config_t.timeout, resolved), given its predicted seconds
+ * (<= 0: no prediction); 0 = no deadline. */
+double mgpu__deadline_s(double timeout, double predicted_s);
 /* Checks that need the machine (device indices) and fills derived defaults. */
 mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visible_gpus);
 /* Default MGPU_RESERVE_THREADS with gpus GPUs, when MGPU_NUM_THREADS is
@@ -181,7 +186,22 @@ typedef struct mgpu_dev_ops {
   int (*event_time)(void *ctx, void *ev, double *t);
   int (*event_query)(void *ctx, void *ev);            /* 0 reached, 1 not yet, <0 the stream's error */
   int (*copy_d2d)(void *ctx, void *dst, const void *src, size_t bytes, void *s); /* within the device */
+  /* The device's gate, put on a stream before a chunk's results leave the
+   * device: open, the stream passes it at once; once gate_close (any thread)
+   * has shut it, the stream stops there for good, so a device given up as
+   * hung never writes into the caller's arrays. NULL where unsupported. */
+  int (*gate)(void *ctx, void *s);
+  void (*gate_close)(void *ctx);
+  /* The device is given up (from any thread, never waiting): nothing is
+   * called on it again, close included. NULL where nothing is to be done. */
+  void (*abandon)(void *ctx);
+  /* Tests only (MGPU_FAULT_INJECT hang:G:K): the stream stops here until
+   * mgpu__emul_release_hangs(). NULL on real devices. */
+  int (*hang)(void *ctx, void *s);
 } mgpu_dev_ops_t;
+
+/* Let every stream stopped by an injected hang go on (tests only). */
+void mgpu__emul_release_hangs(void);
 
 /* device_emul.c */
 extern const mgpu_dev_ops_t mgpu__dev_emul;
@@ -199,7 +219,16 @@ extern const mgpu_dev_ops_t *const mgpu__dev_cuda; /* NULL when built without CU
  * Items are separated by commas. D is the runtime's GPU number (0..), not the
  * driver's device index. */
 #define MGPU_FAULT_MAX 32
-typedef enum { MGPU_FAULT_LAUNCH, MGPU_FAULT_ALLOC, MGPU_FAULT_CONST, MGPU_FAULT_PROPS } mgpu_fault_kind_t;
+/* hang: the K-th kernel launch of a GPU never ends; hangcoll: its K-th
+ * collective part (emulated devices only). */
+typedef enum {
+  MGPU_FAULT_LAUNCH,
+  MGPU_FAULT_ALLOC,
+  MGPU_FAULT_CONST,
+  MGPU_FAULT_PROPS,
+  MGPU_FAULT_HANG,
+  MGPU_FAULT_HANGCOLL
+} mgpu_fault_kind_t;
 typedef struct {
   int n;
   struct { mgpu_fault_kind_t kind; int gpu; long long k; /* -1 = all */ } f[MGPU_FAULT_MAX];
@@ -380,6 +409,15 @@ struct mgpu_runtime {
   int ndev_allocs, dev_allocs_cap;
   void *comms[MGPU_MAX_DEVICES]; /* NCCL communicators, created on first use */
   int comms_ready;
+  _Atomic int comms_abort;     /* a collective passed its deadline: each GPU aborts its communicator */
+  bool gpu_gone[MGPU_MAX_DEVICES]; /* given up as hung: its thread and memory are left alone */
+  _Atomic int gpus_given_up;   /* devices given up so far: pinned host memory is then never freed (the
+                                  driver may wait for the hung device to free it) */
+  /* The deadline thread (watchdog.c), where deadlines exist. */
+  pthread_t watchdog;
+  bool watchdog_on, watchdog_stop; /* stop: under watchdog_lock */
+  pthread_mutex_t watchdog_lock;
+  pthread_cond_t watchdog_cv;
   pthread_t team_thread;       /* runs the OpenMP team of CPU workers */
   int team_started;
   pthread_mutex_t team_lock;
@@ -633,7 +671,20 @@ void mgpu__team_join(mgpu_runtime_t *rt);
 
 /* ------------------------------------------------------------ gpu_worker.c */
 mgpu_status_t mgpu__gpu_start(mgpu_runtime_t *rt, int g);
+/* Wait until GPU g's thread has ended or its device was given up as hung
+ * (after rt->stop). */
+void mgpu__gpu_wait(mgpu_runtime_t *rt, int g);
+/* Then, once the watchdog has stopped: join the thread and free its state,
+ * or, for a device given up, leave both alone (rt->gpu_gone[g]). */
 void mgpu__gpu_join(mgpu_runtime_t *rt, int g);
+/* The watchdog's look at GPU g at host time now: gives the device up when the
+ * chunk its thread waits for passed its deadline; fails work posted to a
+ * device given up. */
+void mgpu__gpu_watch(mgpu_runtime_t *rt, int g, double now);
+
+/* ------------------------------------------------------------ watchdog.c */
+mgpu_status_t mgpu__watchdog_start(mgpu_runtime_t *rt);
+void mgpu__watchdog_stop(mgpu_runtime_t *rt);
 size_t mgpu__gpu_cap(mgpu_runtime_t *rt, int g);
 double mgpu__gpu_estimate(mgpu_runtime_t *rt, int g); /* device-to-core ratio guess */
 /* Device start/end times (s) of GPU g's last chunks, oldest first; returns the count. */
@@ -704,6 +755,9 @@ extern _Atomic size_t mgpu__emul_left_bytes;
 
 /* ------------------------------------------------------------- coll.c */
 void mgpu__coll_destroy(mgpu_runtime_t *rt); /* at finalize, after the workers stopped */
+bool mgpu__coll_uses_nccl(const mgpu_runtime_t *rt);
+/* GPU g's thread aborts its own NCCL communicator (rt->comms_abort). */
+void mgpu__coll_abort(mgpu_runtime_t *rt, int g);
 
 /* ------------------------------------------------------- coll_nccl.c */
 /* NCCL, when the build has it (mgpu__nccl is NULL otherwise). */
@@ -715,6 +769,7 @@ typedef struct {
   /* kind: 0 allreduce, 1 broadcast, 2 allgather, 3 reduce_scatter. */
   int (*run)(void *comm, int kind, const void *send, void *recv, size_t count, mgpu_dtype_t dt, mgpu_redop_t op,
              int root, void *stream, char *why, size_t whylen);
+  void (*abort)(void *comm); /* ncclCommAbort: ends its operations in flight and frees it */
 } mgpu__nccl_t;
 extern const mgpu__nccl_t *const mgpu__nccl;
 

@@ -30,9 +30,13 @@ static void free_runtime(mgpu_runtime_t *rt) {
     if (rt->workers[i].cur) mgpu__batch_unref(rt->workers[i].cur);
   mgpu__consts_free_all(rt);
   mgpu__models_free(rt);
+  bool keep_pinned = atomic_load(&rt->gpus_given_up) > 0;
+  if (keep_pinned)
+    mgpu__log(MGPU_LOG_WARN, "mgpu_finalize: pinned host memory is not freed: a device was given up as hung, and "
+                             "freeing it could wait for that device");
   for (int i = 0; i < rt->nhost_allocs; i++) {
-    if (rt->host_allocs[i].pinned) rt->dev->host_free(rt->host_allocs[i].p);
-    else free(rt->host_allocs[i].p);
+    if (!rt->host_allocs[i].pinned) free(rt->host_allocs[i].p);
+    else if (!keep_pinned) rt->dev->host_free(rt->host_allocs[i].p);
   }
   if (rt->trace_fp) fclose(rt->trace_fp); /* init failed after opening it */
   free(rt->btrace);
@@ -65,6 +69,10 @@ static void stop_workers(mgpu_runtime_t *rt) {
   atomic_store(&rt->stop, 1);
   mgpu__wake_all(rt); /* a sleeper counts itself before it checks stop */
   mgpu__team_join(rt);
+  /* A GPU thread stuck in the driver ends its wait only when the watchdog
+   * gives its device up; the watchdog stops before the GPUs' state goes. */
+  for (int g = 0; g < rt->ngpus; g++) mgpu__gpu_wait(rt, g);
+  mgpu__watchdog_stop(rt);
   for (int g = 0; g < rt->ngpus; g++) mgpu__gpu_join(rt, g);
 }
 
@@ -114,6 +122,13 @@ MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p
   }
   rt->dev = rt->cfg.v.num_gpus > 0 ? dev : NULL;
   rt->ngpus = rt->dev ? rt->cfg.v.num_gpus : 0;
+  for (int i = 0; i < rt->faults.n; i++)
+    if ((rt->faults.f[i].kind == MGPU_FAULT_HANG || rt->faults.f[i].kind == MGPU_FAULT_HANGCOLL) &&
+        !(rt->dev && rt->dev->hang)) {
+      st = mgpu__fail(MGPU_EINVAL, "MGPU_FAULT_INJECT='%s' is invalid: hang and hangcoll need emulated devices "
+                                   "(MGPU_EMULATE_GPUS)", rt->cfg.fault_spec);
+      goto fail_free;
+    }
   rt->ncpu = rt->cfg.v.num_threads;
   rt->nworkers = rt->ncpu + rt->ngpus;
 
@@ -155,6 +170,8 @@ MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p
     ratio_sum += mgpu__gpu_estimate(rt, g);
   }
   rt->prior_ratio = rt->ngpus ? ratio_sum / rt->ngpus : 1.0;
+  st = mgpu__watchdog_start(rt);
+  if (st != MGPU_OK) goto fail_stop;
   st = mgpu__team_start(rt);
   if (st != MGPU_OK) goto fail_stop;
 
@@ -171,6 +188,8 @@ MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p
 fail_stop:
   atomic_store(&rt->stop, 1);
   mgpu__wake_all(rt);
+  for (int g = 0; g < started; g++) mgpu__gpu_wait(rt, g);
+  mgpu__watchdog_stop(rt);
   for (int g = 0; g < started; g++) mgpu__gpu_join(rt, g);
   rt->ngpus = started; /* nothing else was started */
 fail_free:
@@ -327,8 +346,10 @@ MGPU_API void mgpu_host_free(mgpu_runtime_t *rt, void *p) {
     bool pinned = rt->host_allocs[i].pinned;
     rt->host_allocs[i] = rt->host_allocs[--rt->nhost_allocs];
     pthread_mutex_unlock(&rt->alloc_lock);
-    if (pinned) rt->dev->host_free(p);
-    else free(p);
+    if (!pinned) free(p);
+    else if (atomic_load(&rt->gpus_given_up) == 0) rt->dev->host_free(p);
+    else mgpu__log(MGPU_LOG_INFO, "mgpu_host_free: %p is kept: a device was given up as hung, and freeing pinned "
+                                  "memory could wait for it", p);
     return;
   }
   pthread_mutex_unlock(&rt->alloc_lock);

@@ -12,7 +12,7 @@ static mgpu_status_t parse_env(const char *name, const char *value, mgpu__config
                                     "MGPU_MAX_BATCH_SIZE", "MGPU_STREAMS_PER_GPU", "MGPU_SCHED", "MGPU_STATS",
                                     "MGPU_TRACE", "MGPU_DEBUG", "MGPU_EMULATE_GPUS", "MGPU_EMULATE_SPEED",
                                     "MGPU_EMULATE_MEM", "MGPU_FAULT_INJECT", "MGPU_TENSOR_SPLIT",
-                                    "MGPU_RESERVE_THREADS"};
+                                    "MGPU_RESERVE_THREADS", "MGPU_TIMEOUT"};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) unsetenv(all[i]);
   if (value) setenv(name, value, 1);
   mgpu__log_set_level(MGPU_LOG_NONE);
@@ -98,6 +98,14 @@ static const env_case_t env_cases[] = {
     {"MGPU_EMULATE_SPEED", "inf", 0},        {"MGPU_EMULATE_SPEED", "nan", 0},
     {"MGPU_EMULATE_SPEED", "-0.0e0", 0},     {"MGPU_EMULATE_SPEED", "-0", 0},
     {"MGPU_EMULATE_SPEED", "0.0", 1},        {"MGPU_EMULATE_SPEED", "2.5e3", 1},
+    {"MGPU_TIMEOUT", "0", 1},                {"MGPU_TIMEOUT", "2.5", 1},
+    {"MGPU_TIMEOUT", " auto ", 1},           {"MGPU_TIMEOUT", "AUTO", 1},
+    {"MGPU_TIMEOUT", "1e6", 1},              {"MGPU_TIMEOUT", "1000001", 0},
+    {"MGPU_TIMEOUT", "-1", 0},               {"MGPU_TIMEOUT", "-0", 0},
+    {"MGPU_TIMEOUT", "off", 0},              {"MGPU_TIMEOUT", "", 0},
+    {"MGPU_TIMEOUT", "5s", 0},               {"MGPU_TIMEOUT", "0x10", 0},
+    {"MGPU_FAULT_INJECT", "hang:0:2", 1},    {"MGPU_FAULT_INJECT", "hangcoll:1:all", 1},
+    {"MGPU_FAULT_INJECT", "hung:0:1", 0},
     {"MGPU_TENSOR_SPLIT", "0x10,1", 0},      {"MGPU_TENSOR_SPLIT", "1,0x1p3", 0},
     {"MGPU_TENSOR_SPLIT", "1,-0", 0},        {"MGPU_TENSOR_SPLIT", "1,-0.0e0", 0},
     /* Lists refuse empty entries, as MGPU_DEVICES does. */
@@ -229,6 +237,18 @@ START_TEST(test_bad_args) {
   ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "(a path of 1099 characters)"));
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "1..1023 characters"));
+  /* MGPU_TIMEOUT's field: seconds, 0 (off) or MGPU_TIMEOUT_AUTO. */
+  mgpu_config_init(&a);
+  a.ignore_env = 1;
+  a.timeout = -5;
+  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_config_t.timeout=-5 is invalid (the field of MGPU_TIMEOUT)"));
+  a.timeout = 0.25;
+  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_OK);
+  ck_assert(c.v.timeout == 0.25);
+  a.timeout = -1;
+  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_OK);
+  ck_assert(c.v.timeout == MGPU_TIMEOUT_AUTO);
   /* A negative zero is a negative, from a field as from the environment. */
   mgpu_config_init(&a);
   a.ignore_env = 1;
@@ -392,6 +412,18 @@ START_TEST(test_init_rejects_env) {
 }
 END_TEST
 
+START_TEST(test_deadline_rule) {
+  /* Fixed, off, and auto: ten times the prediction, with a floor, and a
+   * longer one with no prediction. */
+  ck_assert(mgpu__deadline_s(2.5, 100) == 2.5);
+  ck_assert(mgpu__deadline_s(0, 100) == 0);
+  ck_assert(mgpu__deadline_s(MGPU_TIMEOUT_AUTO, 0) == MGPU_TIMEOUT_FIRST_S);
+  ck_assert(mgpu__deadline_s(MGPU_TIMEOUT_AUTO, -1) == MGPU_TIMEOUT_FIRST_S);
+  ck_assert(mgpu__deadline_s(MGPU_TIMEOUT_AUTO, 0.001) == MGPU_TIMEOUT_FLOOR_S);
+  ck_assert(mgpu__deadline_s(MGPU_TIMEOUT_AUTO, 7) == 70);
+}
+END_TEST
+
 START_TEST(test_fault_gpu_range) {
   /* A fault plan naming a GPU the runtime does not use is refused. */
   mgpu__config_t c;
@@ -531,6 +563,7 @@ int main(void) {
   tcase_add_test(tc, test_trace_write_fails);
   tcase_add_test(tc, test_thread_limit);
   tcase_add_test(tc, test_fault_gpu_range);
+  tcase_add_test(tc, test_deadline_rule);
   tcase_add_test(tc, test_parsers);
   suite_add_tcase(s, tc);
   printf("config: %d bad-input and valid environment cases in the table\n", NCASES);

@@ -29,6 +29,33 @@ extern "C" int mgpu_test_gpu_fill(const mgpu_chunk_t *c)
   return (int)cudaGetLastError();
 }
 
+/* Spins until *flag (mapped pinned host memory) is not 0, then writes a value
+ * the CPU function never writes: a device that never ends its chunk, whose
+ * results, should they ever arrive, are told apart. */
+__global__ void spin_kernel(const volatile uint32_t *flag, uint32_t *out, size_t count)
+{
+  while (*flag == 0) {
+  }
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride) out[i] = 0xDEADBEEFu;
+}
+
+extern "C" int mgpu_test_gpu_spin(const mgpu_chunk_t *c)
+{
+  const volatile uint32_t *flag = *(const volatile uint32_t *const *)c->arg;
+  spin_kernel<<<1, 32, 0, (cudaStream_t)c->stream>>>(flag, (uint32_t *)c->out[0], c->count);
+  return (int)cudaGetLastError();
+}
+
+/* The flag for mgpu_test_gpu_spin: mapped pinned memory, 0 until released. */
+extern "C" volatile uint32_t *mgpu_test_spin_flag(void)
+{
+  void *p = NULL;
+  if (cudaHostAlloc(&p, 64, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) return NULL;
+  *(volatile uint32_t *)p = 0;
+  return (volatile uint32_t *)p;
+}
+
 /* A GPU function that reports a failure of its own without launching. */
 extern "C" int mgpu_test_gpu_einval(const mgpu_chunk_t *c)
 {

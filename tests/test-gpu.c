@@ -12,6 +12,10 @@
 
 #include "mgpurt_kernels.h"
 
+/* GPU functions of test-cuda-kern.cu. */
+int mgpu_test_gpu_spin(const mgpu_chunk_t *c);
+volatile uint32_t *mgpu_test_spin_flag(void);
+
 static int gpus_present(void) {
   int n = mgpu__dev_cuda ? mgpu__dev_cuda->count() : 0;
   return n;
@@ -412,6 +416,60 @@ START_TEST(test_many_submitters_gpu) {
 }
 END_TEST
 
+/* The CPU side of the spinning kernel: out[i] = (first + i) * 3 + 1. */
+static int spin_cpu(const mgpu_chunk_t *c) {
+  uint32_t *out = c->out[0];
+  for (size_t j = 0; j < c->count; j++) out[j] = (uint32_t)(c->first + j) * 3u + 1u;
+  return 0;
+}
+
+/* A real GPU whose kernel never ends (it spins on a flag in host memory):
+ * at its deadline (MGPU_TIMEOUT) the runtime gives the device up, the CPU
+ * workers compute its items, and when the kernel is let go later, its
+ * results (0xDEADBEEF) never reach the caller's pinned array. Finalize
+ * returns in bounded time. */
+START_TEST(test_hung_gpu_real) {
+  NEED_GPUS(1);
+  volatile uint32_t *flag = mgpu_test_spin_flag();
+  ck_assert_ptr_nonnull((void *)flag);
+  mgpu_config_t c = mgpu_test_config(2, 0);
+  c.num_gpus = 1;
+  c.timeout = 2;
+  c.debug = 1;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  mgpu_kernel_t k = {.name = "spin", .cpu = spin_cpu, .gpu = mgpu_test_gpu_spin, .nout = 1, .out_size = {4}};
+  const size_t n = 1 << 20;
+  uint32_t *y = mgpu_host_alloc(rt, 4 * n);
+  ck_assert_ptr_nonnull(y);
+  for (size_t i = 0; i < n; i++) y[i] = 0;
+  mgpu_batch_t b = {.kernel = &k, .n = n, .out = {y}, .arg = &flag, .arg_size = sizeof flag};
+  mgpu_worker_stats_t ws[3];
+  mgpu_stats_t st = {.worker = ws, .worker_cap = 3};
+  double t0 = mgpu__now();
+  ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
+  double t = mgpu__now() - t0;
+  for (size_t i = 0; i < n; i++)
+    if (y[i] != (uint32_t)i * 3u + 1u) ck_abort_msg("item %zu: %#x", i, y[i]);
+  ck_assert_uint_eq(st.items, n);
+  ck_assert_uint_eq(ws[2].items, 0);
+  mgpu_device_info_t info;
+  ck_assert_int_eq(mgpu_device_info(rt, 0, &info), MGPU_OK);
+  ck_assert_int_eq(info.retired, 1);
+  printf("hung GPU: batch of %zu items done in %.2f s with a 2 s deadline, GPU 0 retired\n", n, t);
+  ck_assert_msg(t < 20, "the batch took %.1f s", t);
+  /* Let the kernel end: the gate keeps its results on the device. */
+  *flag = 1;
+  mgpu_test_sleep(1.0);
+  for (size_t i = 0; i < n; i++)
+    if (y[i] != (uint32_t)i * 3u + 1u) ck_abort_msg("item %zu overwritten late by the hung GPU: %#x", i, y[i]);
+  t0 = mgpu__now();
+  mgpu_finalize(rt); /* y is left to it: freeing pinned memory could wait on the device */
+  printf("hung GPU: finalize in %.3f s\n", mgpu__now() - t0);
+  ck_assert_msg(mgpu__now() - t0 < 10, "finalize took %.1f s", mgpu__now() - t0);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("gpu");
   TCase *tc = tcase_create("gpu");
@@ -425,6 +483,7 @@ int main(void) {
   tcase_add_test(tc, test_many_submitters_gpu);
   tcase_add_test(tc, test_transfer_bandwidth);
   tcase_add_test(tc, test_balance_real);
+  tcase_add_test(tc, test_hung_gpu_real);
   suite_add_tcase(s, tc);
   int rc = mgpu_test_main(s);
   /* Counted after the forked tests, so CUDA never starts before a fork. */

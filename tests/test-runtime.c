@@ -1439,6 +1439,104 @@ END_TEST
 START_TEST(test_cancel_gpu) { run_cancel(1, 2); }
 END_TEST
 
+/* A GPU whose chunk never ends (hang:G:K) is given up at its deadline: the
+ * batch completes with every item computed once and right, the device is
+ * retired, the time is bounded, and when the hung chunk ends late its results
+ * never reach the caller's arrays. */
+START_TEST(test_hang_chunk) {
+  mgpu_config_t cfg = mgpu_test_config(1, 2);
+  cfg.sched = MGPU_SCHED_GPU;
+  cfg.fault_inject = "hang:0:0";
+  cfg.timeout = 0.5;
+  cfg.streams_per_gpu = 1; /* one chunk in flight: the hung one is all GPU 0 holds */
+  cfg.debug = 0;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  const size_t n = 100000;
+  /* Pinned arrays: results go straight from the device to them, behind the gate. */
+  uint64_t *x = mgpu_host_alloc(rt, 8 * n), *y = mgpu_host_alloc(rt, 8 * n);
+  ck_assert_ptr_nonnull(x);
+  ck_assert_ptr_nonnull(y);
+  _Atomic uint32_t *cnt = calloc(n, sizeof *cnt);
+  for (size_t i = 0; i < n; i++) x[i] = i, y[i] = 0;
+  axpk_arg_t a = {5, cnt};
+  mgpu_batch_t b = axpk_batch(&axpk, n, x, y, &a);
+  mgpu_stats_t st = {0};
+  double t0 = mgpu__now();
+  ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
+  double t = mgpu__now() - t0;
+  for (size_t i = 0; i < n; i++) {
+    if (y[i] != i * 3 + 5) ck_abort_msg("item %zu wrong", i);
+    if (atomic_load(&cnt[i]) != 1) ck_abort_msg("item %zu ran %u times", i, atomic_load(&cnt[i]));
+  }
+  ck_assert_uint_eq(st.items, n);
+  ck_assert_uint_ge(st.retries, 1);
+  ck_assert_msg(t < 30, "the run with a hung GPU took %.1f s", t);
+  mgpu_device_info_t info;
+  ck_assert_int_eq(mgpu_device_info(rt, 0, &info), MGPU_OK);
+  ck_assert_int_eq(info.retired, 1);
+  ck_assert_int_eq(mgpu_device_info(rt, 1, &info), MGPU_OK);
+  ck_assert_int_eq(info.retired, 0);
+  /* The runtime goes on: another batch, on what is left. */
+  memset(cnt, 0, n * sizeof *cnt);
+  a.k = 6;
+  ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
+  for (size_t i = 0; i < n; i++)
+    if (y[i] != i * 3 + 6) ck_abort_msg("second batch: item %zu wrong", i);
+  /* The hung chunk ends late: its kernel runs, its results stay on the device. */
+  for (size_t i = 0; i < n; i++) y[i] = 7;
+  mgpu__emul_release_hangs();
+  mgpu_test_sleep(0.3);
+  for (size_t i = 0; i < n; i++)
+    if (y[i] != 7) ck_abort_msg("item %zu overwritten by the hung device after it was given up", i);
+  t0 = mgpu__now();
+  mgpu_host_free(rt, x);
+  mgpu_host_free(rt, y);
+  mgpu_finalize(rt);
+  ck_assert_msg(mgpu__now() - t0 < 10, "finalize took %.1f s", mgpu__now() - t0);
+  free(cnt);
+}
+END_TEST
+
+/* A collective part that never ends (hangcoll:G:K) fails its collective with
+ * an error naming the GPU; the device is given up; batches go on; finalize
+ * returns. Finalizing with the hang still in place is bounded too. */
+START_TEST(test_hang_collective) {
+  mgpu_config_t cfg = mgpu_test_config(1, 2);
+  cfg.fault_inject = "hangcoll:1:1"; /* part 0 is the buffer's allocation */
+  cfg.timeout = 0.3;
+  cfg.debug = 0;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  void *buf[2];
+  for (int g = 0; g < 2; g++) ck_assert_int_eq(mgpu_device_alloc(rt, g, 64, &buf[g]), MGPU_OK);
+  double t0 = mgpu__now();
+  ck_assert_int_eq(mgpu_allreduce(rt, (const void *const *)buf, buf, 8, MGPU_FLOAT64, MGPU_OP_SUM), MGPU_EDEVICE);
+  double t = mgpu__now() - t0;
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "GPU 1"));
+  ck_assert_msg(t < 30, "the hung collective took %.1f s to fail", t);
+  mgpu_device_info_t info;
+  ck_assert_int_eq(mgpu_device_info(rt, 1, &info), MGPU_OK);
+  ck_assert_int_eq(info.retired, 1);
+  /* Work posted to the device given up fails at once. */
+  ck_assert_int_eq(mgpu_allreduce(rt, (const void *const *)buf, buf, 8, MGPU_FLOAT64, MGPU_OP_SUM), MGPU_EDEVICE);
+  /* Batches run on the workers left. */
+  const size_t n = 50000;
+  uint64_t *x = malloc(8 * n), *y = malloc(8 * n);
+  for (size_t i = 0; i < n; i++) x[i] = i;
+  axpk_arg_t a = {1, NULL};
+  mgpu_batch_t b = axpk_batch(&axpk, n, x, y, &a);
+  ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
+  for (size_t i = 0; i < n; i++)
+    if (y[i] != i * 3 + 1) ck_abort_msg("item %zu wrong", i);
+  ck_assert_int_eq(mgpu_device_free(rt, 0, buf[0]), MGPU_OK);
+  t0 = mgpu__now();
+  mgpu_finalize(rt); /* GPU 1's stream is still stopped, and its buffer is left */
+  ck_assert_msg(mgpu__now() - t0 < 10, "finalize took %.1f s", mgpu__now() - t0);
+  free(x), free(y);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("runtime");
   TCase *tc = tcase_create("runtime");
@@ -1473,6 +1571,8 @@ int main(void) {
   tcase_add_test(tc, test_tail_copy_out_shared);
   tcase_add_test(tc, test_cancel_cpu);
   tcase_add_test(tc, test_cancel_gpu);
+  tcase_add_test(tc, test_hang_chunk);
+  tcase_add_test(tc, test_hang_collective);
   suite_add_tcase(s, tc);
   TCase *inflight = tcase_create("inflight");
   tcase_set_timeout(inflight, 120);
