@@ -66,6 +66,10 @@ typedef struct {
   const void *in[MGPU_MAX_ARGS];
   void *out[MGPU_MAX_ARGS];
   const void *consts[MGPU_MAX_CONSTS];
+  /* The chunk's copy of the batch's argument: a device that runs it late
+   * (hung, then given up) reads this, not the batch's, which is gone. */
+  void *arg;
+  size_t arg_cap;
   mgpu_chunk_t chunk;
 } slot_t;
 
@@ -381,7 +385,18 @@ static int issue(mgpu__gpu_t *gp, slot_t *s) {
   if (tracing && gp->ops->event_record(gp->ctx, s->ev_h2d, s->stream) != 0) tracing = false;
   void *scratch = k->scratch_per_item ? dp : NULL;
 
-  s->chunk = (mgpu_chunk_t){.in = s->in, .out = s->out, .consts = s->consts, .arg = b->desc.arg, .scratch = scratch,
+  const void *arg = b->desc.arg;
+  if (arg && b->desc.arg_size) {
+    if (s->arg_cap < b->desc.arg_size) {
+      void *p = realloc(s->arg, b->desc.arg_size);
+      if (!p) return MGPU_ENOMEM;
+      s->arg = p;
+      s->arg_cap = b->desc.arg_size;
+    }
+    memcpy(s->arg, arg, b->desc.arg_size);
+    arg = s->arg;
+  }
+  s->chunk = (mgpu_chunk_t){.in = s->in, .out = s->out, .consts = s->consts, .arg = arg, .scratch = scratch,
                             .first = c->first, .count = n, .stream = s->stream, .worker = gp->w->id};
   if (mgpu__fault_hit(&gp->rt->faults, MGPU_FAULT_LAUNCH, gp->g, gp->launches++)) {
     mgpu__log(MGPU_LOG_INFO, "GPU %d: injected kernel failure on chunk %lld", gp->g, gp->launches - 1);
@@ -780,6 +795,7 @@ static void free_slots(mgpu__gpu_t *gp) {
     if (s->ev_h2d) gp->ops->event_destroy(gp->ctx, s->ev_h2d);
     if (s->ev_kern) gp->ops->event_destroy(gp->ctx, s->ev_kern);
     if (s->stream) gp->ops->stream_destroy(gp->ctx, s->stream);
+    free(s->arg);
   }
   free(gp->slots);
   gp->slots = NULL;
