@@ -1,19 +1,52 @@
 #!/usr/bin/env python3
-"""report.py: markdown tables and an SVG plot from bench/run.sh's JSON files.
+"""report.py: markdown tables (and an SVG plot) from benchmark output.
 
-    python3 bench/report.py OUT > OUT/benchmarks.md      (also writes OUT/sweep.svg)
+    python3 bench/report.py OUT > OUT/benchmarks.md
+        the report of one bench/run.sh output folder (also writes OUT/sweep.svg)
+    python3 bench/report.py --table KIND PATH
+        one table, KIND one of: compare sweep scaling transfer allreduce
+        resident overhead; PATH a bench/run.sh folder (its JSON files) or a
+        text file of mgpu-run output (see parse_text)
+    python3 bench/report.py --update DOC.md      (or --check DOC.md)
+        regenerate (or compare) every block of DOC.md between a line
+        "<!-- report.py KIND PATH [svg=FILE] -->" and the next "<!-- end -->";
+        PATH and FILE are relative to the source tree. --check exits 1 when a
+        block differs from what the raw output gives.
 """
 import glob
 import json
 import math
 import os
+import re
 import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODES = ("cpu", "gpu", "static", "steal")
+SAXPY_BYTES = 12  # r = a x + y on floats: x and y in, r out
 
 
 def load(path):
     with open(path) as f:
         return json.load(f)
 
+
+def fmt(x):
+    return "—" if x is None else f"{x:.3g}"
+
+
+def num(s):
+    return float(s.rstrip("x%"))
+
+
+def rounds(v, by):
+    """'0.870 (0.868, 0.991)': a figure and its rounds."""
+    if v is None:
+        return "—"
+    s = f"{v:.3f}"
+    return s + (" (" + ", ".join(f"{b:.3f}" for b in by) + ")" if by and len(by) > 1 else "")
+
+
+# ---------------------------------------------------------------- JSON input
 
 def modes(d):
     return {r["mode"]: r for r in d["results"]}
@@ -23,25 +56,315 @@ def rate(r):
     return r["items_per_s"] if r and r.get("ran") else None
 
 
-def fmt(x):
-    return "—" if x is None else f"{x:.3g}"
-
-
-def compare_row(name, d):
+def compare_record(label, d):
+    """One comparison from mgpu-run --compare --json."""
     m = modes(d)
-    cpu, gpu, st, sl = (rate(m.get(k)) for k in ("cpu", "gpu", "static", "steal"))
-    e = sl / ((cpu or 0) + (gpu or 0)) if sl and (cpu or gpu) else None
-    sp = sl / st if sl and st else None
-    return f"| {name} ({d['items']} items) | {fmt(cpu)} | {fmt(gpu)} | {fmt(st)} | {fmt(sl)} | {fmt(e)} | {fmt(sp)} |"
+    rec = {"label": label}
+    for k in MODES:
+        rec[k] = rate(m.get(k))
+        hs = m.get(k, {}).get("host_steal")
+        rec["st_" + k] = None if hs is None else 100 * hs
+    cpu, gpu, st, sl = (rec[k] for k in MODES)
+    rec["e"] = sl / ((cpu or 0) + (gpu or 0)) if sl and (cpu or gpu) else None
+    rec["sp"] = sl / st if sl and st else None
+    rec["e_by"] = d.get("efficiency_by_round") or []
+    rec["sp_by"] = d.get("speedup_vs_static_by_round") or []
+    return rec
 
 
-def sweep_svg(points, path):
-    """points: [(intensity, {mode: items/s})]; log-log lines, one per mode."""
+def json_compare(out, sweep):
+    recs = []
+    for path in sorted(glob.glob(os.path.join(out, "compare-*.json"))):
+        name = os.path.basename(path)[len("compare-"):-len(".json")]
+        if name.startswith("mulmod-") != sweep:
+            continue
+        d = load(path)
+        if sweep:
+            rec = compare_record(f"{name.split('-')[1]} ({d['items']} items)", d)
+            rec["k"] = int(name.split("-")[1])
+        else:
+            rec = compare_record(f"{name} ({d['items']} items)", d)
+        recs.append(rec)
+    if sweep:
+        recs.sort(key=lambda r: r["k"])
+    return recs
+
+
+def json_multi(out, name):
+    p = os.path.join(out, f"multi-{name}.json")
+    return load(p) if os.path.exists(p) else None
+
+
+def json_scaling(out):
+    rows = []
+    for w in ("ntt", "mulmod", "sha256"):
+        for p in ("", "-pinned"):
+            d = json_multi(out, f"scaling-{w}{p}")
+            if d:
+                rows.append((f"{w} ({d['items']} items{', pinned' if p else ''})",
+                             [e for e in d["scaling"] if e["ran"]]))
+    return rows
+
+
+def json_transfer(out):
+    rows = []
+    for name, arrays in (("saxpy", "pageable (staged)"), ("saxpy-pinned", "pinned (`--pinned`)")):
+        p = os.path.join(out, f"compare-{name}.json")
+        if os.path.exists(p):
+            d = load(p)
+            g = rate(modes(d).get("gpu"))
+            if g:
+                rows.append((f"saxpy, {d['items']} items, {arrays}", g, g * SAXPY_BYTES / 1e9))
+    return rows
+
+
+# ---------------------------------------------------------------- text input
+
+RE_MODE = re.compile(r"^mode (cpu|gpu|static|steal)\s+\S+ s \(median[^)]*\), ([\d.e+-]+) items/s"
+                     r"(?:, ([\d.]+) GB/s moved)?(?:, host steal (\d+)%)?")
+RE_SUMMARY = re.compile(r"^(?:== |p\d )?([a-z][\w -]*?(?: -{1,2}[\w-]+(?: \d+)?)*) \| (cpu .*)$")
+RE_E = re.compile(r"E = steal / \(cpu \+ gpu\) = ([\d.]+)(?: \(by round: ([\d., ]+)\))?")
+RE_SP = re.compile(r"steal vs static: ([\d.]+)x(?: \(by round: ([\d.x, ]+)\))?")
+RE_AR = re.compile(r"^\s*(\d+)\s+\d+ \|\s*([\d.]+)\s+[\d.]+\s+([\d.]+) \|\s*([\d.]+)\s+[\d.]+\s+([\d.]+) \|\s*([\d.]+)%")
+RE_MATVEC = re.compile(r"^\s*gpu(\d+): (\d+) rows in [\d.]+ s of device time: ([\d.]+) GB/s; "
+                       r"device-to-device copy ([\d.]+) GB/s \(read \+ write\): ([\d.]+)%")
+RE_RESIDENT = re.compile(r"^\s*gpu(\d+): saxpy ([\d.]+) GB/s, device-to-device copy ([\d.]+) GB/s "
+                         r"\(read \+ write\): ([\d.]+)%")
+RE_REDUCE = re.compile(r"^sum = \S+ in ([\d.]+) s \(median of \d+\): ([\d.]+) GB/s")
+RE_SCALE = re.compile(r"^(\S.*?):\s+([\d.e+]+)\s+([\d.e+]+)\s+([\d.]+)x$")
+
+
+def by_round(s):
+    return [num(x) for x in s.split(",")] if s else []
+
+
+def summary_record(label, rest, tail):
+    """A line 'W | cpu X [stN%] gpu Y ... steal Z' and the E / steal vs static text after it."""
+    rec = {"label": label, "summary": True}
+    toks = rest.split(" | ")[0].split()
+    for i, t in enumerate(toks):
+        if t in MODES and i + 1 < len(toks):
+            rec[t] = num(toks[i + 1])
+            st = toks[i + 2] if i + 2 < len(toks) else ""
+            rec["st_" + t] = num(st[2:]) if st.startswith("st") and st.endswith("%") else None
+    for k in MODES:
+        rec.setdefault(k, None)
+        rec.setdefault("st_" + k, None)
+    e, sp = RE_E.search(tail), RE_SP.search(tail)
+    rec["e"], rec["e_by"] = (num(e.group(1)), by_round(e.group(2))) if e else (None, [])
+    rec["sp"], rec["sp_by"] = (num(sp.group(1)), by_round(sp.group(2))) if sp else (None, [])
+    return rec
+
+
+def parse_text(path):
+    """mgpu-run's text output, or a log of several runs of it, as the sections
+    above read them: '== W | cpu X gpu Y static Z steal S' summaries with their
+    E and steal vs static (diag sweep logs), 'mode M ... items/s' blocks of a
+    --compare, the allreduce table, matvec / saxpy-resident / reduce lines, and
+    '--gpus' scaling summaries 'W: A B Sx'."""
+    lines = open(path).read().splitlines()
+    res = {"compare": [], "allreduce": [], "matvec": [], "resident": [], "reduce": None,
+           "scaling": [], "transfer": []}
+    title, cur, heading = None, None, None
+    for i, line in enumerate(lines):
+        if line.startswith("== "):
+            heading = line[3:].split(" | ")[0].strip()
+        m = RE_SUMMARY.match(line)
+        if m and " cpu " in " " + m.group(2):
+            tail = line + " " + (lines[i + 1] if i + 1 < len(lines) else "")
+            res["compare"].append(summary_record(m.group(1).strip(), m.group(2), tail))
+            continue
+        m = re.match(r"^libmgpurt \S+: (\S+), (\d+) items", line)
+        if m:
+            title, cur = f"{m.group(1)} ({m.group(2)} items)", None
+            continue
+        m = RE_MODE.match(line)
+        if m:
+            if m.group(1) == "gpu" and m.group(3) and (title or "").startswith("saxpy "):
+                res["transfer"].append((heading or title, num(m.group(2)), num(m.group(3))))
+            if cur is None:
+                cur = {"label": title or "?"}
+                for k in MODES:
+                    cur[k], cur["st_" + k] = None, None
+                cur["e"] = cur["sp"] = None
+                cur["e_by"], cur["sp_by"] = [], []
+                res["compare"].append(cur)
+            cur[m.group(1)] = num(m.group(2))
+            cur["st_" + m.group(1)] = num(m.group(4)) if m.group(4) else None
+            continue
+        if cur is not None and ("E = " in line or "steal vs static" in line):
+            e, sp = RE_E.search(line), RE_SP.search(line)
+            if e:
+                cur["e"], cur["e_by"] = num(e.group(1)), by_round(e.group(2))
+            if sp:
+                cur["sp"], cur["sp_by"] = num(sp.group(1)), by_round(sp.group(2))
+            continue
+        m = RE_AR.match(line)
+        if m:
+            b, rt, rbus, raw, rawbus, ratio = m.groups()
+            res["allreduce"].append({"bytes": int(b), "time_us": num(rt), "busbw": num(rbus),
+                                     "raw_time_us": num(raw), "raw_busbw": num(rawbus),
+                                     "ratio": num(ratio) / 100})
+            continue
+        m = RE_MATVEC.match(line)
+        if m:
+            res["matvec"].append({"gpu": int(m.group(1)), "rows": int(m.group(2)), "gbs": num(m.group(3)),
+                                  "copy_gbs": num(m.group(4)), "fraction_of_copy": num(m.group(5)) / 100})
+            continue
+        m = RE_RESIDENT.match(line)
+        if m:
+            res["resident"].append({"gpu": int(m.group(1)), "saxpy_gbs": num(m.group(2)),
+                                    "copy_gbs": num(m.group(3)), "fraction": num(m.group(4)) / 100})
+            continue
+        m = RE_REDUCE.match(line)
+        if m and res["reduce"] is None:
+            res["reduce"] = {"wall_s": num(m.group(1)), "gbs": num(m.group(2)), "command": heading}
+            continue
+        m = RE_SCALE.match(line)
+        if m and heading and heading.startswith("--gpus"):
+            a, b, s = num(m.group(2)), num(m.group(3)), num(m.group(4))
+            res["scaling"].append((m.group(1), [
+                {"gpus": 1, "items_per_s": a, "speedup": 1.0, "efficiency": 1.0},
+                {"gpus": 2, "items_per_s": b, "speedup": s, "efficiency": s / 2}]))
+    # Transfer from a summary's saxpy row: the GPU-only run of pageable arrays.
+    for r in res["compare"]:
+        if r.get("summary") and r["label"].split()[0] == "saxpy" and r["gpu"] and "pinned" not in r["label"]:
+            res["transfer"].append((f"`{r['label']}` (pageable, staged)", r["gpu"],
+                                    r["gpu"] * SAXPY_BYTES / 1e9))
+    return res
+
+
+# ---------------------------------------------------------------- tables
+
+def t_compare(recs, first="workload"):
+    steal_col = any(r.get("st_" + k) for r in recs for k in MODES)
+    head = f"| {first} | cpu | gpu | static | steal | E | steal / static |"
+    if steal_col:
+        head += " host steal (cpu, gpu, static, steal) |"
+    out = [head, "|" + " --- |" * (head.count("|") - 1)]
+    for r in recs:
+        label = r["label"] if "(" in r["label"] else f"`{r['label']}`"
+        row = (f"| {label} | {fmt(r['cpu'])} | {fmt(r['gpu'])} | {fmt(r['static'])} | {fmt(r['steal'])} | "
+               f"{rounds(r['e'], r['e_by'])} | {rounds(r['sp'], r['sp_by'])} |")
+        if steal_col:
+            row += " " + ", ".join(f"{r.get('st_' + k) or 0:.0f}%" for k in MODES) + " |"
+        out.append(row)
+    return out
+
+
+def t_scaling(rows):
+    """One row per workload: items/s at each GPU count, with the speedup over
+    the first count and the efficiency (speedup / ratio of the counts)."""
+    counts = sorted({e["gpus"] for _, sc in rows for e in sc})
+    out = ["| workload | " + " | ".join(f"{n} GPU{'s' if n > 1 else ''}" for n in counts) + " |",
+           "| --- |" + " --- |" * len(counts)]
+    for name, sc in rows:
+        by = {e["gpus"]: e for e in sc}
+        cells = []
+        for n in counts:
+            e = by.get(n)
+            if not e:
+                cells.append("—")
+            elif e["speedup"] == 1.0:
+                cells.append(f"{e['items_per_s']:.3g}")
+            else:
+                cells.append(f"{e['items_per_s']:.3g}: {e['speedup']:.2f}x, {100 * e['efficiency']:.0f}%")
+        out.append(f"| {name} | " + " | ".join(cells) + " |")
+    return out
+
+
+def t_transfer(rows):
+    out = ["| run (`--mode gpu`) | items/s | GB/s moved |", "| --- | --- | --- |"]
+    for label, ips, gbs in rows:
+        out.append(f"| {label} | {ips:.4g} | {gbs:.1f} |")
+    return out
+
+
+def t_allreduce(sizes, every=1):
+    """Every size whose byte count is a power of `every` times the first, and the last."""
+    out = ["| bytes | runtime µs | runtime busbw | raw µs | raw busbw | runtime / raw |",
+           "| --- | --- | --- | --- | --- | --- |"]
+    b0 = sizes[0]["bytes"] if sizes else 1
+    for i, e in enumerate(sizes):
+        k = math.log(e["bytes"] / b0, every) if every > 1 else 0
+        if every > 1 and abs(k - round(k)) > 1e-9 and i != len(sizes) - 1:
+            continue
+        if "raw_time_us" in e:
+            out.append(f"| {e['bytes']} | {e['time_us']:.1f} | {e['busbw']:.2f} | {e['raw_time_us']:.1f} | "
+                       f"{e['raw_busbw']:.2f} | {100 * e['ratio']:.1f}% |")
+        else:
+            out.append(f"| {e['bytes']} | {e['time_us']:.1f} | {e['busbw']:.2f} | — | — | — |")
+    return out
+
+
+def span(vals, f):
+    lo, hi = min(vals), max(vals)
+    return f(lo) if f(lo) == f(hi) else f"{f(lo)}–{f(hi)}"
+
+
+def t_resident(matvec, resident, reduce):
+    """One row per workload; per-GPU figures as their range over the GPUs."""
+    out = ["| workload | GPUs | GB/s per GPU | device copy GB/s | fraction of the copy |",
+           "| --- | --- | --- | --- | --- |"]
+    gb, pc = (lambda x: f"{x:.0f}"), (lambda x: f"{100 * x:.1f}%")
+    for name, gs, key, frac in (("matvec", matvec, "gbs", "fraction_of_copy"),
+                                ("saxpy-resident", resident, "saxpy_gbs", "fraction")):
+        if gs:
+            label = f"matvec ({sum(g['rows'] for g in gs)} rows)" if name == "matvec" else name
+            out.append(f"| {label} | {', '.join(str(g['gpu']) for g in gs)} | {span([g[key] for g in gs], gb)} | "
+                       f"{span([g['copy_gbs'] for g in gs], gb)} | {span([g[frac] for g in gs], pc)} |")
+    if reduce:
+        out.append(f"| reduce ({reduce['wall_s'] * 1e3:.2f} ms) | all | {reduce['gbs']:.1f} in all | — | — |")
+    return out
+
+
+def table(kind, path, every=1):
+    """The lines of one table of KIND from PATH (a run.sh folder or a text file)."""
+    if os.path.isdir(path):
+        if kind == "compare":
+            return t_compare(json_compare(path, False))
+        if kind == "sweep":
+            return t_compare(json_compare(path, True), "intensity")
+        if kind == "scaling":
+            return t_scaling(json_scaling(path))
+        if kind == "transfer":
+            return t_transfer(json_transfer(path))
+        if kind == "allreduce":
+            d = json_multi(path, "allreduce")
+            return t_allreduce(d["sizes"] if d else [], every)
+        if kind == "resident":
+            mv, sr, red = (json_multi(path, n) for n in ("matvec", "saxpy-resident", "reduce"))
+            return t_resident(mv["gpus"] if mv else [], sr["gpus"] if sr else [], red)
+        if kind == "overhead":
+            path = os.path.join(path, "overhead.txt")
+        else:
+            raise SystemExit(f"report.py: no table {kind!r} for a folder")
+    if kind == "overhead":
+        return ["```"] + open(path).read().strip().splitlines() + ["```"]
+    t = parse_text(path)
+    if kind == "compare":
+        return t_compare(t["compare"])
+    if kind == "scaling":
+        return t_scaling(t["scaling"])
+    if kind == "transfer":
+        return t_transfer(t["transfer"])
+    if kind == "allreduce":
+        return t_allreduce(t["allreduce"], every)
+    if kind == "resident":
+        return t_resident(t["matvec"], t["resident"], t["reduce"])
+    raise SystemExit(f"report.py: no table {kind!r} for a text file")
+
+
+# ---------------------------------------------------------------- the plot
+
+def sweep_svg(points, path=None):
+    """points: [(intensity, {mode: items/s})]; log-log lines, one per mode.
+    Writes the plot to path, and returns its text."""
     w, h, left, right, top, bottom = 720, 420, 70, 110, 30, 50
     xs = [math.log10(k) for k, _ in points]
     ys = [math.log10(v) for _, m in points for v in m.values() if v]
     if not xs or not ys:
-        return
+        return None
     x0, x1 = min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1
     y0, y1 = math.floor(min(ys)), math.ceil(max(ys))
     if y1 == y0:
@@ -65,7 +388,7 @@ def sweep_svg(points, path):
         out.append(f'<text x="{x:.1f}" y="{h - bottom + 16}" text-anchor="middle">{k}</text>')
     out.append(f'<text x="{(left + w - right) / 2:.0f}" y="{h - 12}" text-anchor="middle">intensity '
                '(modular multiplications per item)</text>')
-    for i, mode in enumerate(("cpu", "gpu", "static", "steal")):
+    for i, mode in enumerate(MODES):
         pts = [(px(math.log10(k)), py(math.log10(m[mode]))) for k, m in points if m.get(mode)]
         if pts:
             d = " ".join(f"{'M' if j == 0 else 'L'}{x:.1f} {y:.1f}" for j, (x, y) in enumerate(pts))
@@ -73,103 +396,114 @@ def sweep_svg(points, path):
         out.append(f'<rect x="{w - right + 12}" y="{top + 18 * i}" width="12" height="3" fill="{colours[mode]}"/>'
                    f'<text x="{w - right + 30}" y="{top + 18 * i + 5}">{mode} items/s</text>')
     out.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
+    text = "\n".join(out) + "\n"
+    if path:
+        with open(path, "w") as f:
+            f.write(text)
+    return text
 
 
-def multi_sections(out):
-    def get(name):
-        p = os.path.join(out, f"multi-{name}.json")
-        return load(p) if os.path.exists(p) else None
+def sweep_points(out):
+    return [(r["k"], {k: r[k] for k in MODES}) for r in json_compare(out, True)]
 
-    rows = []
-    for w in ("ntt", "mulmod", "sha256"):
-        for p in ("", "-pinned"):
-            d = get(f"scaling-{w}{p}")
-            if d:
-                rows.append((f"{w} ({d['items']} items{', pinned' if p else ''})", d["scaling"]))
-    if rows:
-        print("\n## Scaling with the GPU count\n")
-        print("`mgpu-run WORKLOAD --gpus LIST --json` (mode gpu, inputs in host memory; pinned: "
-              "`--pinned`, arrays from mgpu_host_alloc). Speedup over one GPU, and efficiency = "
-              "speedup / GPUs.\n")
-        print("| workload | GPUs | items/s | speedup | efficiency |")
-        print("| --- | --- | --- | --- | --- |")
-        for name, sc in rows:
-            for e in sc:
-                if e["ran"]:
-                    print(f"| {name} | {e['gpus']} | {e['items_per_s']:.4g} | {e['speedup']:.3f}x | "
-                          f"{100 * e['efficiency']:.1f}% |")
-    d = get("allreduce")
+
+# ---------------------------------------------------------------- a run's report
+
+def report(out):
+    machine = open(os.path.join(out, "machine.txt")).read().strip() if os.path.exists(
+        os.path.join(out, "machine.txt")) else "(not recorded)"
+    p = print
+    p("# Benchmarks (generated by bench/run.sh)\n")
+    p("Machine and build:\n\n```\n" + machine + "\n```\n")
+    p("Each row: `mgpu-run WORKLOAD --compare --json`, raw output in `compare-*.json` beside this file. "
+      "Items per second, median of the timed runs; E = steal / (cpu + gpu).\n")
+    p("\n".join(table("compare", out)))
+    if glob.glob(os.path.join(out, "compare-mulmod-*.json")):
+        p("\n## Ratio sweep: mulmod intensity\n")
+        p("\n".join(table("sweep", out)))
+        sweep_svg(sweep_points(out), os.path.join(out, "sweep.svg"))
+        p("\n![throughput against intensity](sweep.svg)")
+    if json_scaling(out):
+        p("\n## Scaling with the GPU count\n")
+        p("`mgpu-run WORKLOAD --gpus LIST --json` (mode gpu, inputs in host memory; pinned: "
+          "`--pinned`, arrays from mgpu_host_alloc). Speedup over one GPU, and efficiency = "
+          "speedup / GPUs.\n")
+        p("\n".join(table("scaling", out)))
+    if json_transfer(out):
+        p("\n## Transfer: saxpy on GPUs only\n")
+        p("\n".join(table("transfer", out)))
+    d = json_multi(out, "allreduce")
     if d:
-        print(f"\n## All-reduce: runtime against raw NCCL ({d['gpus']} GPUs, {d['backend']})\n")
-        print("`mgpu-run allreduce --json`: float sum, out of place; the runtime's `mgpu_allreduce_async` "
-              "and a hand-written NCCL loop (one thread, group calls) in the same process, "
-              f"{d['iters']} iterations each. Bus bandwidth in GB/s as nccl-tests reports it.\n")
-        print("| bytes | runtime µs | runtime busbw | raw µs | raw busbw | runtime / raw |")
-        print("| --- | --- | --- | --- | --- | --- |")
-        for e in d["sizes"]:
-            if "raw_time_us" in e:
-                print(f"| {e['bytes']} | {e['time_us']:.1f} | {e['busbw']:.2f} | {e['raw_time_us']:.1f} | "
-                      f"{e['raw_busbw']:.2f} | {100 * e['ratio']:.1f}% |")
-            else:
-                print(f"| {e['bytes']} | {e['time_us']:.1f} | {e['busbw']:.2f} | — | — | — |")
-    d = get("matvec")
-    if d:
-        print(f"\n## matvec: y = W x, W {d['rows']} x {d['cols']} floats, rows split across the GPUs\n")
-        print("Bandwidth of each GPU reading its rows of W (device time), against that GPU's "
-              "device-to-device copy bandwidth (read + write) measured in the same run.\n")
-        print("| GPU | rows | GB/s | copy GB/s | fraction |")
-        print("| --- | --- | --- | --- | --- |")
-        for g in d["gpus"]:
-            print(f"| {g['gpu']} | {g['rows']} | {g['gbs']:.1f} | {g['copy_gbs']:.1f} | "
-                  f"{100 * g['fraction_of_copy']:.1f}% |")
-    d = get("saxpy-resident")
-    if d:
-        print(f"\n## saxpy on device-resident data ({d['elements']} floats)\n")
-        print("| GPU | saxpy GB/s | copy GB/s | fraction |")
-        print("| --- | --- | --- | --- |")
-        for g in d["gpus"]:
-            print(f"| {g['gpu']} | {g['saxpy_gbs']:.1f} | {g['copy_gbs']:.1f} | {100 * g['fraction']:.1f}% |")
-    d = get("reduce")
-    if d:
-        print(f"\n## reduce: sum of {d['elements']} {d['dtype']} over GPUs and host\n")
-        print(f"{d['gbs']:.1f} GB/s ({d['wall_s'] * 1e3:.2f} ms); reproducible: {d['reproducible']}; error "
-              f"{d['relative_error']:.3g} of the sum of magnitudes against a long double sum.\n")
+        p(f"\n## All-reduce: runtime against raw NCCL ({d['gpus']} GPUs, {d['backend']})\n")
+        p("`mgpu-run allreduce --json`: float sum, out of place; the runtime's `mgpu_allreduce_async` "
+          "and a hand-written NCCL loop (one thread, group calls) in the same process, "
+          f"{d['iters']} iterations each. Bus bandwidth in GB/s as nccl-tests reports it.\n")
+        p("\n".join(table("allreduce", out)))
+    if any(json_multi(out, n) for n in ("matvec", "saxpy-resident", "reduce")):
+        p("\n## matvec, saxpy-resident and reduce on device-resident data\n")
+        p("\n".join(table("resident", out)))
+    if os.path.exists(os.path.join(out, "overhead.txt")):
+        p("\n## Runtime overhead (`bench/mgpu-overhead 1`)\n")
+        p("\n".join(table("overhead", out)))
+
+
+# ---------------------------------------------------------------- blocks of a document
+
+RE_BLOCK = re.compile(r"^<!-- report\.py (\w+) (\S+)((?: \w+=\S+)*) -->$")
+
+
+def render(doc, write=True):
+    """The document with every block regenerated from its raw output, and the
+    names of the plots that differ from theirs (written anew where write)."""
+    lines, out, i, stale = open(doc).read().split("\n"), [], 0, []
+    while i < len(lines):
+        m = RE_BLOCK.match(lines[i])
+        out.append(lines[i])
+        i += 1
+        if not m:
+            continue
+        opts = dict(o.split("=", 1) for o in m.group(3).split())
+        path = os.path.join(ROOT, m.group(2))
+        if not os.path.exists(path):
+            raise SystemExit(f"{doc}: {m.group(2)}: no such file or folder")
+        out.extend(table(m.group(1), path, int(opts.get("every", 1))))
+        if "svg" in opts:
+            svg = os.path.join(ROOT, opts["svg"])
+            text = sweep_svg(sweep_points(path))
+            if not os.path.exists(svg) or open(svg).read() != text:
+                stale.append(opts["svg"])
+                if write:
+                    sweep_svg(sweep_points(path), svg)
+        while i < len(lines) and lines[i] != "<!-- end -->":
+            i += 1
+        if i == len(lines):
+            raise SystemExit(f"{doc}: a block of {m.group(2)} has no <!-- end -->")
+        out.append(lines[i])
+        i += 1
+    return "\n".join(out), stale
 
 
 def main():
-    out = sys.argv[1]
-    machine = open(os.path.join(out, "machine.txt")).read().strip() if os.path.exists(
-        os.path.join(out, "machine.txt")) else "(not recorded)"
-    print("# Benchmarks (generated by bench/run.sh)\n")
-    print("Machine and build:\n\n```\n" + machine + "\n```\n")
-    print("Each row: `mgpu-run WORKLOAD --compare --json`, raw output in `compare-*.json` beside this file. "
-          "Items per second, median of the timed runs; E = steal / (cpu + gpu).\n")
-    print("| workload | cpu | gpu | static | steal | E | steal / static |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    sweep = []
-    for path in sorted(glob.glob(os.path.join(out, "compare-*.json"))):
-        name = os.path.basename(path)[len("compare-"):-len(".json")]
-        d = load(path)
-        if name.startswith("mulmod-"):
-            sweep.append((int(name.split("-")[1]), {k: rate(v) for k, v in modes(d).items()}))
-        else:
-            print(compare_row(name, d))
-    if sweep:
-        sweep.sort()
-        print("\n## Ratio sweep: mulmod intensity\n")
-        print("| intensity | cpu | gpu | static | steal | E | steal / static |")
-        print("| --- | --- | --- | --- | --- | --- | --- |")
-        for k, m in sweep:
-            d = load(os.path.join(out, f"compare-mulmod-{k}.json"))
-            print(compare_row(str(k), d).replace(f"| {k} (", f"| {k} (", 1))
-        sweep_svg(sweep, os.path.join(out, "sweep.svg"))
-        print("\n![throughput against intensity](sweep.svg)\n")
-    multi_sections(out)
-    ov = os.path.join(out, "overhead.txt")
-    if os.path.exists(ov):
-        print("## Runtime overhead (`bench/mgpu-overhead 1`)\n\n```\n" + open(ov).read().strip() + "\n```")
+    args = sys.argv[1:]
+    if len(args) == 3 and args[0] == "--table":
+        print("\n".join(table(args[1], args[2])))
+    elif len(args) == 2 and args[0] in ("--update", "--check"):
+        (new, stale), old = render(args[1], args[0] == "--update"), open(args[1]).read()
+        if args[0] == "--update":
+            if new != old:
+                with open(args[1], "w") as f:
+                    f.write(new)
+        elif new != old or stale:
+            import difflib
+            sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
+                                                       args[1], "from the raw output"))
+            for s in stale:
+                print(f"{s} differs from the plot of its raw output")
+            sys.exit(1)
+    elif len(args) == 1 and not args[0].startswith("-"):
+        report(args[0])
+    else:
+        sys.exit(__doc__)
 
 
 if __name__ == "__main__":

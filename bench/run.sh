@@ -1,7 +1,8 @@
 #!/bin/bash
 # run.sh: the benchmarks of doc/benchmarks.md in one call, on the machine it runs
 # on (about 5 minutes on 4 H200s and 64 cores). Writes the raw JSON of every
-# run, then report.py's tables and plot, to OUT.
+# run, then report.py's tables and plot, to OUT; doc/benchmarks.md's tables
+# come from such a folder kept in bench/results/KIND/DATE-COMMIT/.
 #   bash bench/run.sh [--smoke] [OUT]      (default OUT: bench-out)
 # --smoke: tiny sizes and two emulated devices, for tests; the figures mean nothing.
 # Runs mgpu-run from the build tree (bin/mgpu-run) unless MGPU_RUN names another.
@@ -26,6 +27,7 @@ fi
 # Machine and build, for the report.
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo "commit: $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "cores: $(nproc)"
   if command -v nvidia-smi >/dev/null 2>&1; then nvidia-smi -L | sed 's/ (UUID.*//; s/^/gpu: /'; fi
   echo "mgpu-run: $("$run" --version)"

@@ -1,11 +1,18 @@
 #!/bin/sh
-# test-bench.sh: bench/run.sh end to end in its smoke mode (tiny sizes, emulated
-# devices): every JSON file parses, the report has its tables, the plot parses.
+# test-bench.sh: the benchmark scripts and report.
+#  - bench/run.sh end to end in its smoke mode (tiny sizes, emulated devices):
+#    every JSON file parses, the report has its tables, the plot parses;
+#  - bench/report.py on small fixtures (JSON as bench/run.sh writes it, and
+#    mgpu-run text output): each kind of table, exactly;
+#  - its --update and --check on a document with blocks;
+#  - every table and the plot of doc/benchmarks.md are what report.py makes
+#    of their raw output in bench/results.
 set -u
+srcdir=${top_srcdir:-.}
 out=$(mktemp -d /tmp/mgpu-bench-XXXXXX)
 fails=0; passes=0
 if ! command -v python3 >/dev/null 2>&1; then echo "python3 missing: skipped"; exit 77; fi
-if bash "${top_srcdir:-.}/bench/run.sh" --smoke "$out" > "$out/log" 2>&1; then passes=$((passes + 1))
+if bash "$srcdir/bench/run.sh" --smoke "$out" > "$out/log" 2>&1; then passes=$((passes + 1))
 else echo "FAIL: bench/run.sh --smoke: $(tail -5 "$out/log")"; fails=$((fails + 1)); fi
 if python3 - "$out" <<'PY'
 import glob, json, sys, xml.etree.ElementTree as ET
@@ -21,10 +28,123 @@ assert len(glob.glob(out + "/multi-*.json")) == 10
 md = open(out + "/benchmarks.md").read()
 assert "| ntt (64 items) |" in md and "## Ratio sweep" in md and "sweep.svg" in md
 assert "## Scaling with the GPU count" in md and "## All-reduce" in md and "## matvec" in md
+assert "commit: " in open(out + "/machine.txt").read()
 root = ET.parse(out + "/sweep.svg").getroot()
 assert len([p for p in root.iter("{http://www.w3.org/2000/svg}path") if "mode" in p.get("class", "")]) == 4
 PY
 then passes=$((passes + 1)); else echo "FAIL: the report or its files are wrong"; fails=$((fails + 1)); fi
+
+# ---------------------------------------------------------------- fixtures
+fix=$out/fixture; mkdir -p "$fix/run"
+if python3 - "$fix" "$srcdir/bench/report.py" <<'PY'
+import json, os, subprocess, sys
+fix, report = sys.argv[1], sys.argv[2]
+run = os.path.join(fix, "run")
+def put(name, d):
+    json.dump(d, open(os.path.join(run, name), "w"))
+def modes(cpu, gpu, static, steal):
+    return [{"mode": m, "ran": True, "items_per_s": v, "host_steal": 0.12 if m == "steal" else None}
+            for m, v in (("cpu", cpu), ("gpu", gpu), ("static", static), ("steal", steal))]
+put("compare-ntt.json", {"items": 64, "results": modes(100, 300, 300, 360),
+                         "efficiency_by_round": [0.8, 1.0], "speedup_vs_static_by_round": [1.1, 1.3]})
+put("compare-saxpy.json", {"items": 1000, "results": modes(2e9, 1e9, 1.5e9, 2.5e9)})
+put("compare-mulmod-10.json", {"items": 50, "results": modes(10, 40, 40, 45)})
+put("compare-mulmod-1.json", {"items": 50, "results": modes(40, 10, 40, 30)})
+put("multi-scaling-ntt.json", {"items": 64, "scaling": [
+    {"gpus": 1, "ran": True, "items_per_s": 100, "speedup": 1.0, "efficiency": 1.0},
+    {"gpus": 2, "ran": True, "items_per_s": 190, "speedup": 1.9, "efficiency": 0.95}]})
+put("multi-allreduce.json", {"gpus": 2, "backend": "nccl", "iters": 20, "sizes": [
+    {"bytes": b, "time_us": 10.0, "busbw": 1.0, "raw_time_us": 8.0, "raw_busbw": 1.25, "ratio": 0.8}
+    for b in (8, 16, 128, 256)]})
+put("multi-saxpy-resident.json", {"elements": 8, "gpus": [
+    {"gpu": 0, "saxpy_gbs": 90.0, "copy_gbs": 100.0, "fraction": 0.9},
+    {"gpu": 1, "saxpy_gbs": 80.0, "copy_gbs": 100.0, "fraction": 0.8}]})
+open(os.path.join(run, "overhead.txt"), "w").write("per-chunk overhead: 0.3 us\n")
+text = os.path.join(fix, "sweep.txt")
+open(text, "w").write("""GPU 0: NVIDIA H200
+== mulmod --intensity 10 -n 64 | cpu 1e+08 st2%  gpu 3e+08  static 3e+08  steal 3.8e+08 st11%  
+   E = steal / (cpu + gpu) = 0.950 (by round: 0.900, 1.000)|steal vs static: 1.267x (by round: 1.200x, 1.300x)|verification: ok|
+== saxpy | cpu 2e+09  gpu 1e+09  static 1.5e+09  steal 2.5e+09  
+   E = steal / (cpu + gpu) = 0.833 (by round: 0.800, 0.850)|steal vs static: 1.667x|verification: ok|
+libmgpurt 0.1.0: mandelbrot, 4096 items, intensity 10000; 30 CPU workers, 2 GPUs
+mode cpu    3.3 s (median of 10 in 2 rounds), 1228 items/s, 0.0201 GB/s moved
+mode gpu    0.01 s (median of 10 in 2 rounds), 4e+05 items/s, 6.51 GB/s moved
+mode static 0.01 s (median of 10 in 2 rounds), 4e+05 items/s, 6.52 GB/s moved, host steal 3%
+mode steal  0.01 s (median of 10 in 2 rounds), 4.1e+05 items/s, 6.57 GB/s moved
+heterogeneous efficiency E = steal / (cpu + gpu) = 1.022 (by round: 1.002, 1.003)
+steal vs static: 1.025x (by round: 0.999x, 1.017x)
+  gpu0: saxpy 3656.2 GB/s, device-to-device copy 4196.6 GB/s (read + write): 87.1% (target 85%)
+""")
+want = {
+ ("compare", run): """| workload | cpu | gpu | static | steal | E | steal / static | host steal (cpu, gpu, static, steal) |
+| --- | --- | --- | --- | --- | --- | --- | --- |
+| ntt (64 items) | 100 | 300 | 300 | 360 | 0.900 (0.800, 1.000) | 1.200 (1.100, 1.300) | 0%, 0%, 0%, 12% |
+| saxpy (1000 items) | 2e+09 | 1e+09 | 1.5e+09 | 2.5e+09 | 0.833 | 1.667 | 0%, 0%, 0%, 12% |""",
+ ("sweep", run): """| intensity | cpu | gpu | static | steal | E | steal / static | host steal (cpu, gpu, static, steal) |
+| --- | --- | --- | --- | --- | --- | --- | --- |
+| 1 (50 items) | 40 | 10 | 40 | 30 | 0.600 | 0.750 | 0%, 0%, 0%, 12% |
+| 10 (50 items) | 10 | 40 | 40 | 45 | 0.900 | 1.125 | 0%, 0%, 0%, 12% |""",
+ ("scaling", run): """| workload | 1 GPU | 2 GPUs |
+| --- | --- | --- |
+| ntt (64 items) | 100 | 190: 1.90x, 95% |""",
+ ("transfer", run): """| run (`--mode gpu`) | items/s | GB/s moved |
+| --- | --- | --- |
+| saxpy, 1000 items, pageable (staged) | 1e+09 | 12.0 |""",
+ ("resident", run): """| workload | GPUs | GB/s per GPU | device copy GB/s | fraction of the copy |
+| --- | --- | --- | --- | --- |
+| saxpy-resident | 0, 1 | 80–90 | 100 | 80.0%–90.0% |""",
+ ("overhead", run): """```
+per-chunk overhead: 0.3 us
+```""",
+ ("compare", text): """| workload | cpu | gpu | static | steal | E | steal / static | host steal (cpu, gpu, static, steal) |
+| --- | --- | --- | --- | --- | --- | --- | --- |
+| `mulmod --intensity 10 -n 64` | 1e+08 | 3e+08 | 3e+08 | 3.8e+08 | 0.950 (0.900, 1.000) | 1.267 (1.200, 1.300) | 2%, 0%, 0%, 11% |
+| `saxpy` | 2e+09 | 1e+09 | 1.5e+09 | 2.5e+09 | 0.833 (0.800, 0.850) | 1.667 | 0%, 0%, 0%, 0% |
+| mandelbrot (4096 items) | 1.23e+03 | 4e+05 | 4e+05 | 4.1e+05 | 1.022 (1.002, 1.003) | 1.025 (0.999, 1.017) | 0%, 0%, 3%, 0% |""",
+ ("transfer", text): """| run (`--mode gpu`) | items/s | GB/s moved |
+| --- | --- | --- |
+| `saxpy` (pageable, staged) | 1e+09 | 12.0 |""",
+ ("resident", text): """| workload | GPUs | GB/s per GPU | device copy GB/s | fraction of the copy |
+| --- | --- | --- | --- | --- |
+| saxpy-resident | 0 | 3656 | 4197 | 87.1% |""",
+}
+bad = 0
+for (kind, path), w in want.items():
+    got = subprocess.run([sys.executable, report, "--table", kind, path], capture_output=True, text=True)
+    if got.returncode != 0 or got.stdout.strip() != w:
+        print(f"FAIL: report.py --table {kind} {os.path.basename(path)}:\n{got.stdout}{got.stderr}")
+        bad += 1
+# Blocks of a document: --check finds a stale table, --update rewrites it and
+# the plot, and then --check passes.
+doc = os.path.join(fix, "doc.md")
+svg = os.path.join(fix, "sweep.svg")
+open(doc, "w").write(f"# Doc\n\nBefore.\n\n<!-- report.py allreduce {run} every=16 -->\nstale\n<!-- end -->\n\n"
+                     f"<!-- report.py sweep {run} svg={svg} -->\n<!-- end -->\nAfter.\n")
+def rc(mode):
+    return subprocess.run([sys.executable, report, mode, doc], capture_output=True, text=True).returncode
+if rc("--check") != 1:
+    print("FAIL: report.py --check passes a stale block"); bad += 1
+if rc("--update") != 0 or rc("--check") != 0 or not os.path.exists(svg):
+    print("FAIL: report.py --update did not make the document current"); bad += 1
+d = open(doc).read()
+if "stale" in d or "| 128 | 10.0 | 1.00 | 8.0 | 1.25 | 80.0% |" not in d or "| 16 |" in d \
+        or "| 256 |" not in d or not d.startswith("# Doc\n\nBefore.") or not d.endswith("After.\n"):
+    print("FAIL: report.py --update wrote:\n" + d); bad += 1
+open(svg, "a").write("<!-- changed -->\n")
+if rc("--check") != 1:
+    print("FAIL: report.py --check passes a stale plot"); bad += 1
+sys.exit(1 if bad else 0)
+PY
+then passes=$((passes + 1)); else echo "FAIL: bench/report.py on the fixtures"; fails=$((fails + 1)); fi
+
+# ---------------------------------------------------------------- the report
+if python3 "$srcdir/bench/report.py" --check "$srcdir/doc/benchmarks.md" > "$out/check" 2>&1; then
+  passes=$((passes + 1))
+else
+  echo "FAIL: doc/benchmarks.md differs from its raw output in bench/results" \
+       "(python3 bench/report.py --update doc/benchmarks.md):"; head -40 "$out/check"
+  fails=$((fails + 1))
+fi
 rm -rf "$out"
 echo "bench: $passes passed, $fails failed"
 [ "$fails" = 0 ]
