@@ -1,7 +1,8 @@
 /*
  * options.c: mgpu-run's command line. One table holds every option: its
- * names, its value's name, its group and its help text; getopt's option list
- * and --help come from it.
+ * names, its value's name, its group and its help text. getopt's option list
+ * and --help come from it, and tests/test-mgpu-help.sh checks the man page's
+ * OPTIONS section against --help.
  */
 #include "config.h"
 
