@@ -257,8 +257,8 @@ static void apply_workload_option(opts_t *o, opt_id_t id, const char *v) {
     break;
   case O_SPLIT: o->multi.nshares = parse_split(v, o->multi.shares); break;
   case O_DTYPE:
-    if (strcmp(v, "f32") && strcmp(v, "f64")) usage_error("--dtype '%s' is invalid: expected f32 or f64", v);
-    o->multi.f64 = !strcmp(v, "f64");
+    if (!parse_keyword(v, "f32") && !parse_keyword(v, "f64")) usage_error("--dtype '%s' is invalid: expected f32 or f64", v);
+    o->multi.f64 = parse_keyword(v, "f64");
     o->dtype_given = true;
     break;
   case O_MIN_BYTES: o->multi.min_bytes = parse_bytes_opt("--min-bytes", v); break;
