@@ -1,6 +1,6 @@
 /*
  * multi.c: mgpu-run's data-parallel workloads, on arrays split across the GPUs
- * (and the host) and on collectives:
+ * (and the host) and on collectives (allreduce in allreduce.c):
  *   matvec          y = W x, W row-split; memory bandwidth per GPU against
  *                   the GPU's device-to-device copy bandwidth
  *   reduce          sum of a vector split across GPUs and host, combined by an
@@ -29,24 +29,24 @@ int multi_is_workload(const char *name) {
 }
 
 /* SIGINT came: stop after the run in flight. */
-static bool stopped(const multi_opts_t *o) { return o->stop && atomic_load(o->stop); }
+bool multi_stopped(const multi_opts_t *o) { return o->stop && atomic_load(o->stop); }
 
 /* The exit status after the report: SIGINT, whatever else happened (as for
  * the batch workloads), then a failure. */
-static int outcome(const multi_opts_t *o, long long bad) { return stopped(o) ? 130 : bad ? 1 : 0; }
+int multi_outcome(const multi_opts_t *o, long long bad) { return multi_stopped(o) ? 130 : bad ? 1 : 0; }
 
 /* SIGINT before the first timed run: nothing to report. */
-static void none_timed(const char *workload) {
+void multi_none_timed(const char *workload) {
   fprintf(stderr, "mgpu-run: %s: interrupted before the first timed run; nothing to report\n", workload);
 }
 
-static double now(void) {
+double multi_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int fail(const char *what) {
+int multi_fail(const char *what) {
   fprintf(stderr, "mgpu-run: %s: %s\n", what, mgpu_last_error());
   return 1;
 }
@@ -100,14 +100,14 @@ static int copy_bandwidth(mgpu_runtime_t *rt, size_t bytes, int repeat, double *
   for (int g = 0; g < ng; g++) sh[g] = 1;
   if (mgpu_array_create(rt, n, 4, ng, sh, &a) != MGPU_OK || mgpu_array_create(rt, n, 4, ng, sh, &b) != MGPU_OK) {
     mgpu_array_destroy(a);
-    return fail("copy bandwidth arrays");
+    return multi_fail("copy bandwidth arrays");
   }
   mgpu_worker_stats_t ws[MGPU_MAX_DEVICES + 4096];
   int nw = mgpu_num_workers(rt), ncpu = mgpu_num_cpu_workers(rt);
   mgpu_stats_t st = {.worker = ws, .worker_cap = nw};
   double best[MGPU_MAX_DEVICES] = {0};
   for (int r = 0; r <= repeat; r++) {
-    if (mgpu_array_copy(b, a, &st) != MGPU_OK) return fail("mgpu_array_copy");
+    if (mgpu_array_copy(b, a, &st) != MGPU_OK) return multi_fail("mgpu_array_copy");
     for (int g = 0; g < ng && r > 0; g++) {
       double t = ws[ncpu + g].busy_s;
       double v = t > 0 ? 2.0 * (double)(n / (size_t)ng) * 4 / t : 0;
@@ -122,86 +122,47 @@ static int copy_bandwidth(mgpu_runtime_t *rt, size_t bytes, int repeat, double *
 
 /* ------------------------------------------------------------ matvec */
 
-static int run_matvec(mgpu_runtime_t *rt, const multi_opts_t *o) {
-  size_t rows = o->items > 0 ? (size_t)o->items : 10000, cols = o->size > 0 ? (size_t)o->size : 100000;
-  int ng = mgpu_num_gpus(rt), nw = mgpu_num_workers(rt), ncpu = mgpu_num_cpu_workers(rt);
-  mgpu_kernel_t k;
-  if (mgpu_kernel_matvec(cols, &k) != MGPU_OK) return fail("matvec kernel");
-  double sh[MGPU_MAX_DEVICES + 1];
-  int nsh = shares_of(o, rt, 0, sh);
-  float *w = malloc(sizeof(float) * rows * cols), *x = malloc(sizeof(float) * cols), *y = malloc(sizeof(float) * rows);
-  if (!w || !x || !y) {
-    fprintf(stderr, "mgpu-run: matvec: cannot allocate %zu x %zu floats\n", rows, cols);
-    return 1;
-  }
-#pragma omp parallel for schedule(static)
-  for (size_t r = 0; r < rows; r++)
-    for (size_t j = 0; j < cols; j++) w[r * cols + j] = (float)value(o->seed, r * cols + j);
-  for (size_t j = 0; j < cols; j++) x[j] = (float)value(o->seed + 1, j);
-  mgpu_array_t *aw, *ay;
-  if (mgpu_array_create(rt, rows, sizeof(float) * cols, nsh, nsh ? sh : NULL, &aw) != MGPU_OK) return fail("matvec W");
-  if (mgpu_array_create(rt, rows, sizeof(float), nsh, nsh ? sh : NULL, &ay) != MGPU_OK) return fail("matvec y");
-  double t0 = now();
-  if (mgpu_array_scatter(aw, w) != MGPU_OK) return fail("mgpu_array_scatter");
-  double t_scatter = now() - t0;
-  mgpu_const_t *cx;
-  if (mgpu_const_create(rt, x, sizeof(float) * cols, &cx) != MGPU_OK) return fail("mgpu_const_create");
-  mgpu_matvec_arg_t arg = {cols};
-  mgpu_array_batch_t b = {.kernel = &k, .in = {aw}, .out = {ay}, .nconsts = 1, .consts = {cx}, .arg = &arg,
-                          .arg_size = sizeof arg};
-  mgpu_worker_stats_t *ws = calloc((size_t)nw, sizeof *ws);
-  mgpu_stats_t st = {.worker = ws, .worker_cap = nw};
-  double *times = calloc((size_t)o->repeat, sizeof(double)), best_dev[MGPU_MAX_DEVICES] = {0};
-  int reps = 0; /* timed runs made: fewer than o->repeat after SIGINT */
+/* Rows of y = W x checked in double against a bound relative to sum |w x|
+ * (about 97 of them spread over y); returns the wrong ones. */
+static long long matvec_check(const float *w, const float *x, const float *y, size_t rows, size_t cols,
+                              size_t *checked_p) {
   long long bad = 0;
-  for (int r = -1; r < o->repeat && !(r >= 0 && stopped(o)); r++) {
-    if (mgpu_array_run(rt, &b, &st) != MGPU_OK) return fail("mgpu_array_run");
-    if (r < 0) continue;
-    times[reps++] = st.wall_s;
-    for (int g = 0; g < ng; g++)
-      if (best_dev[g] == 0 || (ws[ncpu + g].busy_s > 0 && ws[ncpu + g].busy_s < best_dev[g]))
-        best_dev[g] = ws[ncpu + g].busy_s;
-  }
-  if (reps == 0) {
-    none_timed("matvec");
-    goto out;
-  }
-  qsort(times, (size_t)reps, sizeof *times, cmp_double);
-  double med = times[reps / 2];
-  if (mgpu_array_gather(ay, y) != MGPU_OK) return fail("mgpu_array_gather");
-  size_t checked = 0;
-  if (o->verify) {
-    size_t step = rows > 200 ? rows / 97 : 1;
-    for (size_t r = 0; r < rows; r += step, checked++) {
-      double ref = 0, mag = 0;
-      for (size_t j = 0; j < cols; j++) {
-        double p = (double)w[r * cols + j] * x[j];
-        ref += p;
-        mag += fabs(p);
-      }
-      if (fabs(y[r] - ref) > 1e-5 * mag + 1e-30) bad++;
+  size_t checked = 0, step = rows > 200 ? rows / 97 : 1;
+  for (size_t r = 0; r < rows; r += step, checked++) {
+    double ref = 0, mag = 0;
+    for (size_t j = 0; j < cols; j++) {
+      double p = (double)w[r * cols + j] * x[j];
+      ref += p;
+      mag += fabs(p);
     }
+    if (fabs(y[r] - ref) > 1e-5 * mag + 1e-30) bad++;
   }
-  /* The copy bandwidth, measured on as many bytes as the largest part of W
-   * (at most 1 GiB per GPU, so that it fits beside W). */
-  double cbw[MGPU_MAX_DEVICES] = {0};
-  size_t cbytes = 0;
-  for (int g = 0; g < ng; g++) {
-    mgpu_array_part_t p;
-    mgpu_array_part(aw, g, &p);
-    if (p.count * cols * 4 > cbytes) cbytes = p.count * cols * 4;
-  }
-  cbytes = cbytes > ((size_t)1 << 30) ? (size_t)1 << 30 : cbytes < ((size_t)1 << 22) ? (size_t)1 << 22 : cbytes;
-  if (ng > 0 && copy_bandwidth(rt, cbytes, 3, cbw) != 0) return 1;
+  *checked_p = checked;
+  return bad;
+}
+
+/* What the matvec report shows. */
+typedef struct {
+  size_t rows, cols;
+  int ng, ncpu, reps;
+  double med, t_scatter; /* s */
+  size_t checked;
+  long long bad;
+  size_t grows[MGPU_MAX_DEVICES];  /* rows of W on each GPU */
+  double dev_s[MGPU_MAX_DEVICES];  /* the GPU's best device time */
+  double copy_bw[MGPU_MAX_DEVICES]; /* its device-to-device copy bandwidth, bytes/s */
+} matvec_report_t;
+
+static void matvec_report(const multi_opts_t *o, const mgpu_array_t *aw, const matvec_report_t *m) {
+  size_t rows = m->rows, cols = m->cols, checked = m->checked;
+  int ng = m->ng, ncpu = m->ncpu, reps = m->reps;
+  double med = m->med, t_scatter = m->t_scatter;
+  long long bad = m->bad;
+  const size_t *grows = m->grows;
+  const double *best_dev = m->dev_s, *cbw = m->copy_bw;
   double bytes = (double)rows * (double)cols * 4;
-  size_t grows[MGPU_MAX_DEVICES];
   double gbw[MGPU_MAX_DEVICES]; /* bytes of W read per second of device time */
-  for (int g = 0; g < ng; g++) {
-    mgpu_array_part_t p;
-    mgpu_array_part(aw, g, &p);
-    grows[g] = p.count;
-    gbw[g] = best_dev[g] > 0 ? (double)p.count * (double)cols * 4 / best_dev[g] : 0;
-  }
+  for (int g = 0; g < ng; g++) gbw[g] = best_dev[g] > 0 ? (double)grows[g] * (double)cols * 4 / best_dev[g] : 0;
   if (o->json) {
     printf("{\"workload\": \"matvec\", \"rows\": %zu, \"cols\": %zu, \"wall_s\": %.6f, \"gflops\": %.3f, "
            "\"scatter_gbs\": %.3f, \"gpus\": [",
@@ -225,12 +186,83 @@ static int run_matvec(mgpu_runtime_t *rt, const multi_opts_t *o) {
              g, grows[g], best_dev[g], gbw[g] / 1e9, cbw[g] / 1e9, cbw[g] > 0 ? 100 * gbw[g] / cbw[g] : 0);
     if (o->verify) printf("verification: %s (%zu rows checked)\n", bad ? "FAILED" : "ok", checked);
   }
+}
+
+static int run_matvec(mgpu_runtime_t *rt, const multi_opts_t *o) {
+  size_t rows = o->items > 0 ? (size_t)o->items : 10000, cols = o->size > 0 ? (size_t)o->size : 100000;
+  int ng = mgpu_num_gpus(rt), nw = mgpu_num_workers(rt), ncpu = mgpu_num_cpu_workers(rt);
+  mgpu_kernel_t k;
+  if (mgpu_kernel_matvec(cols, &k) != MGPU_OK) return multi_fail("matvec kernel");
+  double sh[MGPU_MAX_DEVICES + 1];
+  int nsh = shares_of(o, rt, 0, sh);
+  float *w = malloc(sizeof(float) * rows * cols), *x = malloc(sizeof(float) * cols), *y = malloc(sizeof(float) * rows);
+  if (!w || !x || !y) {
+    fprintf(stderr, "mgpu-run: matvec: cannot allocate %zu x %zu floats\n", rows, cols);
+    return 1;
+  }
+#pragma omp parallel for schedule(static)
+  for (size_t r = 0; r < rows; r++)
+    for (size_t j = 0; j < cols; j++) w[r * cols + j] = (float)value(o->seed, r * cols + j);
+  for (size_t j = 0; j < cols; j++) x[j] = (float)value(o->seed + 1, j);
+  mgpu_array_t *aw, *ay;
+  if (mgpu_array_create(rt, rows, sizeof(float) * cols, nsh, nsh ? sh : NULL, &aw) != MGPU_OK) return multi_fail("matvec W");
+  if (mgpu_array_create(rt, rows, sizeof(float), nsh, nsh ? sh : NULL, &ay) != MGPU_OK) return multi_fail("matvec y");
+  double t0 = multi_now();
+  if (mgpu_array_scatter(aw, w) != MGPU_OK) return multi_fail("mgpu_array_scatter");
+  double t_scatter = multi_now() - t0;
+  mgpu_const_t *cx;
+  if (mgpu_const_create(rt, x, sizeof(float) * cols, &cx) != MGPU_OK) return multi_fail("mgpu_const_create");
+  mgpu_matvec_arg_t arg = {cols};
+  mgpu_array_batch_t b = {.kernel = &k, .in = {aw}, .out = {ay}, .nconsts = 1, .consts = {cx}, .arg = &arg,
+                          .arg_size = sizeof arg};
+  mgpu_worker_stats_t *ws = calloc((size_t)nw, sizeof *ws);
+  mgpu_stats_t st = {.worker = ws, .worker_cap = nw};
+  double *times = calloc((size_t)o->repeat, sizeof(double)), best_dev[MGPU_MAX_DEVICES] = {0};
+  int reps = 0; /* timed runs made: fewer than o->repeat after SIGINT */
+  long long bad = 0;
+  for (int r = -1; r < o->repeat && !(r >= 0 && multi_stopped(o)); r++) {
+    if (mgpu_array_run(rt, &b, &st) != MGPU_OK) return multi_fail("mgpu_array_run");
+    if (r < 0) continue;
+    times[reps++] = st.wall_s;
+    for (int g = 0; g < ng; g++)
+      if (best_dev[g] == 0 || (ws[ncpu + g].busy_s > 0 && ws[ncpu + g].busy_s < best_dev[g]))
+        best_dev[g] = ws[ncpu + g].busy_s;
+  }
+  if (reps == 0) {
+    multi_none_timed("matvec");
+    goto out;
+  }
+  qsort(times, (size_t)reps, sizeof *times, cmp_double);
+  double med = times[reps / 2];
+  if (mgpu_array_gather(ay, y) != MGPU_OK) return multi_fail("mgpu_array_gather");
+  size_t checked = 0;
+  if (o->verify) bad = matvec_check(w, x, y, rows, cols, &checked);
+  /* The copy bandwidth, measured on as many bytes as the largest part of W
+   * (at most 1 GiB per GPU, so that it fits beside W). */
+  double cbw[MGPU_MAX_DEVICES] = {0};
+  size_t cbytes = 0;
+  for (int g = 0; g < ng; g++) {
+    mgpu_array_part_t p;
+    mgpu_array_part(aw, g, &p);
+    if (p.count * cols * 4 > cbytes) cbytes = p.count * cols * 4;
+  }
+  cbytes = cbytes > ((size_t)1 << 30) ? (size_t)1 << 30 : cbytes < ((size_t)1 << 22) ? (size_t)1 << 22 : cbytes;
+  if (ng > 0 && copy_bandwidth(rt, cbytes, 3, cbw) != 0) return 1;
+  matvec_report_t m = {rows, cols, ng, ncpu, reps, med, t_scatter, checked, bad, {0}, {0}, {0}};
+  for (int g = 0; g < ng; g++) {
+    mgpu_array_part_t p;
+    mgpu_array_part(aw, g, &p);
+    m.grows[g] = p.count;
+    m.dev_s[g] = best_dev[g];
+    m.copy_bw[g] = cbw[g];
+  }
+  matvec_report(o, aw, &m);
 out:
   mgpu_const_destroy(cx);
   mgpu_array_destroy(aw);
   mgpu_array_destroy(ay);
   free(w), free(x), free(y), free(ws), free(times);
-  return outcome(o, bad);
+  return multi_outcome(o, bad);
 }
 
 /* ------------------------------------------------------------ reduce */
@@ -254,19 +286,19 @@ static int run_reduce(mgpu_runtime_t *rt, const multi_opts_t *o) {
     else ((float *)x)[i] = (float)v;
   }
   mgpu_array_t *a;
-  if (mgpu_array_create(rt, n, es, nsh, nsh ? sh : NULL, &a) != MGPU_OK) return fail("reduce array");
-  if (mgpu_array_scatter(a, x) != MGPU_OK) return fail("mgpu_array_scatter");
+  if (mgpu_array_create(rt, n, es, nsh, nsh ? sh : NULL, &a) != MGPU_OK) return multi_fail("reduce array");
+  if (mgpu_array_scatter(a, x) != MGPU_OK) return multi_fail("mgpu_array_scatter");
   double first = 0, *times = calloc((size_t)o->repeat, sizeof(double));
   int same = 1, reps = 0, bad = 0;
-  for (int r = -1; r < o->repeat && !(r >= 0 && stopped(o)); r++) {
-    double s, t0 = now();
-    if (mgpu_array_sum(a, dt, &s) != MGPU_OK) return fail("mgpu_array_sum");
+  for (int r = -1; r < o->repeat && !(r >= 0 && multi_stopped(o)); r++) {
+    double s, t0 = multi_now();
+    if (mgpu_array_sum(a, dt, &s) != MGPU_OK) return multi_fail("mgpu_array_sum");
     if (r < 0) first = s;
-    else times[reps++] = now() - t0;
+    else times[reps++] = multi_now() - t0;
     if (memcmp(&s, &first, sizeof s) != 0) same = 0;
   }
   if (reps == 0) {
-    none_timed("reduce");
+    multi_none_timed("reduce");
     goto out;
   }
   qsort(times, (size_t)reps, sizeof *times, cmp_double);
@@ -302,117 +334,7 @@ static int run_reduce(mgpu_runtime_t *rt, const multi_opts_t *o) {
 out:
   mgpu_array_destroy(a);
   free(x), free(times);
-  return outcome(o, bad);
-}
-
-/* ------------------------------------------------------------ allreduce */
-
-static int run_allreduce(mgpu_runtime_t *rt, const multi_opts_t *o) {
-  int ng = mgpu_num_gpus(rt);
-  if (ng == 0) {
-    fprintf(stderr, "mgpu-run: allreduce needs at least one GPU\n");
-    return 1;
-  }
-  size_t lo = o->min_bytes ? o->min_bytes : 8, hi = o->max_bytes ? o->max_bytes : (size_t)1 << 30;
-  size_t sizes[64];
-  int ns = 0;
-  for (size_t b = lo; b <= hi && ns < 64; b *= 2) sizes[ns++] = b;
-  int warmup = 5, iters = o->repeat > 3 ? o->repeat : 20;
-  void *send[MGPU_MAX_DEVICES], *recv[MGPU_MAX_DEVICES];
-  int devs[MGPU_MAX_DEVICES];
-  for (int g = 0; g < ng; g++) {
-    mgpu_device_info_t d;
-    mgpu_device_info(rt, g, &d);
-    devs[g] = d.index;
-    if (mgpu_device_alloc(rt, g, hi, &send[g]) != MGPU_OK || mgpu_device_alloc(rt, g, hi, &recv[g]) != MGPU_OK)
-      return fail("allreduce buffers");
-  }
-  /* Correctness first: GPU g sends g + 1 everywhere; the sum is n(n+1)/2. */
-  size_t vcount = hi / 4 < ((size_t)1 << 20) ? hi / 4 : (size_t)1 << 20;
-  float *h = malloc(4 * vcount);
-  int bad = 0;
-  for (int g = 0; g < ng; g++) {
-    for (size_t i = 0; i < vcount; i++) h[i] = (float)(g + 1);
-    if (mgpu_memcpy_to_device(rt, g, send[g], h, 4 * vcount) != MGPU_OK) return fail("allreduce fill");
-  }
-  if (mgpu_allreduce(rt, (const void *const *)send, recv, vcount, MGPU_FLOAT32, MGPU_OP_SUM) != MGPU_OK)
-    return fail("mgpu_allreduce");
-  for (int g = 0; g < ng && o->verify; g++) {
-    if (mgpu_memcpy_from_device(rt, g, h, recv[g], 4 * vcount) != MGPU_OK) return fail("allreduce check");
-    for (size_t i = 0; i < vcount; i++) bad += h[i] != (float)(ng * (ng + 1) / 2);
-  }
-  free(h);
-  double rt_s[64], raw_s[64];
-  mgpu_event_t **ev = calloc((size_t)(warmup + iters), sizeof *ev);
-  for (int s = 0; s < ns; s++) {
-    if (stopped(o)) {
-      ns = s; /* the report covers the sizes measured */
-      break;
-    }
-    size_t count = sizes[s] / 4;
-    double t0 = 0;
-    for (int it = -warmup; it < iters; it++) {
-      if (it == 0) {
-        mgpu_event_wait(ev[warmup - 1], NULL);
-        t0 = now();
-      }
-      if (mgpu_allreduce_async(rt, (const void *const *)send, recv, count, MGPU_FLOAT32, MGPU_OP_SUM, 0, NULL,
-                               &ev[it + warmup]) != MGPU_OK)
-        return fail("mgpu_allreduce_async");
-    }
-    /* One stream per GPU runs them in order: the last done means all done. */
-    if (mgpu_event_wait(ev[warmup + iters - 1], NULL) != MGPU_OK) return fail("mgpu_allreduce_async");
-    rt_s[s] = (now() - t0) / iters;
-    for (int i = 0; i < warmup + iters; i++) mgpu_event_release(ev[i]);
-  }
-  free(ev);
-  for (int g = 0; g < ng; g++) mgpu_device_free(rt, g, send[g]), mgpu_device_free(rt, g, recv[g]);
-  char why[256] = "";
-  mgpu_device_info_t d0;
-  mgpu_device_info(rt, 0, &d0);
-  int have_raw = 0;
-  if (ns == 0) {
-    none_timed("allreduce");
-    return outcome(o, bad);
-  }
-  if (d0.emulated) snprintf(why, sizeof why, "the devices are emulated");
-  else if (stopped(o)) snprintf(why, sizeof why, "interrupted (SIGINT)");
-  else have_raw = raw_nccl_allreduce(ng, devs, sizes, ns, warmup, iters, raw_s, why, sizeof why) == 0;
-  double factor = ng > 1 ? 2.0 * (ng - 1) / ng : 0; /* bus bandwidth factor, as nccl-tests */
-  if (o->json) {
-    printf("{\"workload\": \"allreduce\", \"gpus\": %d, \"backend\": \"%s\", \"raw_nccl\": %s, \"iters\": %d, "
-           "\"verified\": %s, \"sizes\": [",
-           ng, mgpu_collectives_backend(rt), have_raw ? "true" : "false", iters, o->verify && !bad ? "true" : "false");
-    for (int s = 0; s < ns; s++) {
-      double alg = sizes[s] / rt_s[s] / 1e9;
-      printf("%s{\"bytes\": %zu, \"time_us\": %.2f, \"algbw\": %.3f, \"busbw\": %.3f", s ? ", " : "", sizes[s],
-             rt_s[s] * 1e6, alg, alg * factor);
-      if (have_raw)
-        printf(", \"raw_time_us\": %.2f, \"raw_busbw\": %.3f, \"ratio\": %.4f", raw_s[s] * 1e6,
-               sizes[s] / raw_s[s] / 1e9 * factor, raw_s[s] / rt_s[s]);
-      printf("}");
-    }
-    printf("]}\n");
-  } else {
-    printf("allreduce: float sum, out of place, %d GPU%s, %d iterations after %d warm-up; runtime collectives: %s\n",
-           ng, ng == 1 ? "" : "s", iters, warmup, mgpu_collectives_backend(rt));
-    if (!have_raw) printf("raw NCCL loop not run: %s\n", why);
-    printf("%12s %12s | %10s %9s %9s | %10s %9s %9s | %7s\n", "bytes", "count", "rt us", "algbw", "busbw", "raw us",
-           "algbw", "busbw", "rt/raw");
-    for (int s = 0; s < ns; s++) {
-      double alg = sizes[s] / rt_s[s] / 1e9;
-      printf("%12zu %12zu | %10.2f %9.3f %9.3f |", sizes[s], sizes[s] / 4, rt_s[s] * 1e6, alg, alg * factor);
-      if (have_raw) {
-        double ralg = sizes[s] / raw_s[s] / 1e9;
-        printf(" %10.2f %9.3f %9.3f | %6.1f%%\n", raw_s[s] * 1e6, ralg, ralg * factor, 100 * raw_s[s] / rt_s[s]);
-      } else {
-        printf(" %10s %9s %9s | %7s\n", "-", "-", "-", "-");
-      }
-    }
-    printf("(GB/s; busbw = algbw * 2(n-1)/n as in nccl-tests; rt/raw = raw time / runtime time)\n");
-    if (o->verify) printf("verification: %s\n", bad ? "FAILED" : "ok");
-  }
-  return outcome(o, bad);
+  return multi_outcome(o, bad);
 }
 
 /* ------------------------------------------------------------ saxpy-resident */
@@ -427,7 +349,7 @@ static int run_saxpy_resident(mgpu_runtime_t *rt, const multi_opts_t *o) {
   double sh[MGPU_MAX_DEVICES + 1];
   for (int g = 0; g < ng; g++) sh[g] = 1;
   mgpu_kernel_t k;
-  if (mgpu_kernel_saxpy(&k) != MGPU_OK) return fail("saxpy kernel");
+  if (mgpu_kernel_saxpy(&k) != MGPU_OK) return multi_fail("saxpy kernel");
   mgpu_saxpy_arg_t arg = {1.5f};
   float *hx = malloc(4 * n), *hy = malloc(4 * n), *hr = malloc(4 * n);
 #pragma omp parallel for schedule(static)
@@ -435,31 +357,31 @@ static int run_saxpy_resident(mgpu_runtime_t *rt, const multi_opts_t *o) {
   mgpu_array_t *x, *y, *r;
   if (mgpu_array_create(rt, n, 4, ng, sh, &x) || mgpu_array_create(rt, n, 4, ng, sh, &y) ||
       mgpu_array_create(rt, n, 4, ng, sh, &r))
-    return fail("saxpy arrays");
-  if (mgpu_array_scatter(x, hx) || mgpu_array_scatter(y, hy)) return fail("mgpu_array_scatter");
+    return multi_fail("saxpy arrays");
+  if (mgpu_array_scatter(x, hx) || mgpu_array_scatter(y, hy)) return multi_fail("mgpu_array_scatter");
   mgpu_array_batch_t b = {.kernel = &k, .in = {x, y}, .out = {r}, .arg = &arg, .arg_size = sizeof arg};
   mgpu_worker_stats_t *ws = calloc((size_t)nw, sizeof *ws);
   mgpu_stats_t st = {.worker = ws, .worker_cap = nw};
   double best[MGPU_MAX_DEVICES] = {0}, cbest[MGPU_MAX_DEVICES] = {0};
   int reps = 0;
-  for (int rep = -1; rep < o->repeat && !(rep >= 0 && stopped(o)); rep++) {
+  for (int rep = -1; rep < o->repeat && !(rep >= 0 && multi_stopped(o)); rep++) {
     reps += rep >= 0;
-    if (mgpu_array_run(rt, &b, &st) != MGPU_OK) return fail("mgpu_array_run");
+    if (mgpu_array_run(rt, &b, &st) != MGPU_OK) return multi_fail("mgpu_array_run");
     for (int g = 0; g < ng && rep >= 0; g++)
       if (ws[ncpu + g].busy_s > 0 && (best[g] == 0 || ws[ncpu + g].busy_s < best[g])) best[g] = ws[ncpu + g].busy_s;
     /* The copy of the same array, in the same run. */
-    if (mgpu_array_copy(r, y, &st) != MGPU_OK) return fail("mgpu_array_copy");
+    if (mgpu_array_copy(r, y, &st) != MGPU_OK) return multi_fail("mgpu_array_copy");
     for (int g = 0; g < ng && rep >= 0; g++)
       if (ws[ncpu + g].busy_s > 0 && (cbest[g] == 0 || ws[ncpu + g].busy_s < cbest[g])) cbest[g] = ws[ncpu + g].busy_s;
   }
   long long bad = 0;
   if (reps == 0) {
-    none_timed("saxpy-resident");
+    multi_none_timed("saxpy-resident");
     goto out;
   }
-  if (mgpu_array_run(rt, &b, NULL) != MGPU_OK) return fail("mgpu_array_run");
+  if (mgpu_array_run(rt, &b, NULL) != MGPU_OK) return multi_fail("mgpu_array_run");
   if (o->verify) {
-    if (mgpu_array_gather(r, hr) != MGPU_OK) return fail("mgpu_array_gather");
+    if (mgpu_array_gather(r, hr) != MGPU_OK) return multi_fail("mgpu_array_gather");
     mgpu_chunk_t c = {.in = (const void *const[]){hx, hy}, .out = (void *const[]){hy}, .arg = &arg, .count = n};
     k.cpu(&c); /* hy = a x + y, the reference */
     bad = memcmp(hr, hy, 4 * n) != 0;
@@ -486,12 +408,12 @@ static int run_saxpy_resident(mgpu_runtime_t *rt, const multi_opts_t *o) {
 out:
   mgpu_array_destroy(x), mgpu_array_destroy(y), mgpu_array_destroy(r);
   free(hx), free(hy), free(hr), free(ws);
-  return outcome(o, bad);
+  return multi_outcome(o, bad);
 }
 
 int multi_run(mgpu_runtime_t *rt, const multi_opts_t *o) {
   if (!strcmp(o->workload, "matvec")) return run_matvec(rt, o);
   if (!strcmp(o->workload, "reduce")) return run_reduce(rt, o);
-  if (!strcmp(o->workload, "allreduce")) return run_allreduce(rt, o);
+  if (!strcmp(o->workload, "allreduce")) return multi_allreduce(rt, o);
   return run_saxpy_resident(rt, o);
 }

@@ -27,6 +27,22 @@ int multi_is_workload(const char *name);
  * 130 when o->stop was set: the report then covers the runs made). */
 int multi_run(mgpu_runtime_t *rt, const multi_opts_t *o);
 
+/* multi.c: what the workloads share. */
+/* SIGINT came: stop after the run in flight. */
+bool multi_stopped(const multi_opts_t *o);
+/* The exit status after the report: SIGINT, whatever else happened (as for
+ * the batch workloads), then a failure. */
+int multi_outcome(const multi_opts_t *o, long long bad);
+/* SIGINT before the first timed run: says there is nothing to report. */
+void multi_none_timed(const char *workload);
+/* Monotonic seconds. */
+double multi_now(void);
+/* Reports the failed call what with the library's last error; returns 1. */
+int multi_fail(const char *what);
+
+/* allreduce.c: the allreduce workload on rt; returns the exit status. */
+int multi_allreduce(mgpu_runtime_t *rt, const multi_opts_t *o);
+
 /* rawnccl.c: the same all-reduce sweep written directly against NCCL and the
  * CUDA runtime, for comparison. Fills seconds[i] per operation for bytes[i];
  * returns 0, or -1 with a message in why (no NCCL in this build, or a failure). */

@@ -71,6 +71,32 @@ expect 2 "--output '/nonexistent/dir/m.png': cannot write it" -- "$run" mandelbr
 expect 2 "MGPU_NUM_THREADS='abc'" -- env MGPU_NUM_THREADS=abc "$run" --info
 expect 2 "0..4096" -- env MGPU_NUM_THREADS=abc "$run" --info
 expect 2 "MGPU_SCHED" -- env MGPU_SCHED=fast "$run" --info
+# A flag and its variable accept the same text (the library's rules: blanks
+# around values and list entries, decimal only, no -0, keywords in any case).
+same() { # same FLAG VARIABLE VALUE [VAR=VALUE...]: --info exits alike with either
+  flag=$1 var=$2 val=$3; shift 3
+  env "$@" "$run" --info "$flag" "$val" >/dev/null 2>&1; a=$?
+  env "$@" "$var=$val" "$run" --info >/dev/null 2>&1; b=$?
+  if [ "$a" = "$b" ]; then ok; else bad "$flag '$val' exited $a, $var='$val' $b"; fi
+}
+for v in 2 " 2 " +2 -0 2x 0x2 4097 1e1; do same --threads MGPU_NUM_THREADS "$v"; done
+for v in 1.5 " 1.5 " .5 0x1p3 inf 0 -0 1e8; do same --ratio MGPU_DEVICE_TO_CORE_RATIO "$v"; done
+for v in " 1024" 0 1K 1099511627777; do same --max-batch MGPU_MAX_BATCH_SIZE "$v"; done
+for v in " 3 " +3 33; do same --streams MGPU_STREAMS_PER_GPU "$v"; done
+for v in " 0 " -0 65; do same --num-gpus MGPU_NUM_GPUS "$v"; done
+for v in " CPU " Steal fast; do same --mode MGPU_SCHED "$v"; done
+for v in " 1" " Auto " automatic -1 2; do same --reserve MGPU_RESERVE_THREADS "$v" MGPU_NUM_THREADS=2 MGPU_EMULATE_GPUS=1; done
+for v in " 0 , 1 " 0,0 1, ",1" "0 1"; do same --devices MGPU_DEVICES "$v" MGPU_EMULATE_GPUS=2; done
+for v in " 1 , 0.5 " 1,,2 0,0 1,-0 0x1; do same --split MGPU_TENSOR_SPLIT "$v" MGPU_EMULATE_GPUS=1; done
+expect 0 "mulmod: 4 items" -- "$run" mulmod -n " 4 " --mode " CPU " --repeat 1 -q --threads 1
+expect 2 "--items ' '" -- "$run" mulmod -n " "
+expect 2 "--split '1, ,2' is invalid: expected shares" -- "$run" reduce --split "1, ,2"
+expect 2 "--split entry '0x1'" -- "$run" reduce --split 0x1
+expect 0 "sum of 100 f64 elements" -- "$run" reduce -n 100 --dtype " F64 " --threads 1
+# Sizes take the library's suffixes: K, M, G or T in either case, then i and B.
+expect 0 "verification: ok" -- env MGPU_EMULATE_GPUS=2 "$run" allreduce --min-bytes 1k --max-bytes 4KiB
+expect 2 "--max-bytes '8B'" -- "$run" allreduce --max-bytes 8B
+expect 2 "--max-bytes '1T'" -- "$run" allreduce --max-bytes 1T
 # Asking for more GPUs than the runtime sees is a usage error (2), with or
 # without a GPU; --gpus with every count too high runs nothing and says so.
 expect 2 "MGPU_NUM_GPUS=64" -- "$run" --info --num-gpus 64

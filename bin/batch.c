@@ -1,0 +1,174 @@
+/*
+ * batch.c: one run of a batch workload on a runtime: its outputs poisoned,
+ * the batch submitted (the pipeline as dependent sub-batches), waited for
+ * under the progress bar and SIGINT's watch, and timed, with the host's steal
+ * time over the timed span.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mgpu-run.h"
+
+void check_status(mgpu_status_t st, const char *what) {
+  if (st == MGPU_OK) return;
+  fprintf(stderr, "%s: %s failed: %s (%s)\n", prog, what, mgpu_status_name(st), mgpu_last_error());
+  exit(st == MGPU_EINVAL ? EXIT_USAGE : EXIT_FAIL);
+}
+
+/* Mark the start (end false) or the end of a timed span in a. */
+static void steal_mark(stealacc_t *a, bool end) {
+  if (!a || a->failed) return;
+  hostcpu_t now;
+  if (hostcpu_read("/proc/stat", &now) != 0) {
+    a->failed = true;
+    return;
+  }
+  if (!end) {
+    a->at = now;
+    return;
+  }
+  a->sum.busy += now.busy - a->at.busy;
+  a->sum.steal += now.steal - a->at.steal;
+}
+
+/* The share of busy CPU time that the host took, or -1 when unknown. */
+double steal_share(const stealacc_t *a) {
+  return a->failed || a->sum.busy == 0 ? -1 : (double)a->sum.steal / (double)a->sum.busy;
+}
+
+static double seconds_between(const struct timespec *t0, const struct timespec *t1) {
+  return (double)(t1->tv_sec - t0->tv_sec) + 1e-9 * (double)(t1->tv_nsec - t0->tv_nsec);
+}
+
+/* One batch of the whole workload. */
+static double run_single(mgpu_runtime_t *rt, work_t *w, mgpu_stats_t *st, stealacc_t *sa) {
+  struct timespec t0, t1;
+  mgpu_event_t *ev;
+  steal_mark(sa, false);
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  check_status(mgpu_submit(rt, &w->b, 0, NULL, &ev), "submitting the batch");
+  watch_events(&ev, 1);
+  progress_begin(ev);
+  mgpu_stats_t own = {0};
+  mgpu_status_t s = mgpu_event_wait(ev, st ? st : &own);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  steal_mark(sa, true);
+  progress_end();
+  watch_events(NULL, 0);
+  mgpu_event_release(ev);
+  if (canceled(s, (st ? st : &own)->items, w->n)) return -1;
+  check_status(s, "the batch");
+  return seconds_between(&t0, &t1);
+}
+
+/* The later stages' kernels and the stages' arguments, which the batches
+ * point to until they end. */
+typedef struct {
+  mgpu_kernel_t kdec, kmul;
+  mgpu_ntt_arg_t a1;
+  mgpu_pipeline_arg_t a2;
+} stages_t;
+
+/* Submit the pipeline's sub-batches of three dependent stages into ev, all up
+ * front, so that the CPU-only middle stage of one overlaps the GPU stages of
+ * others; returns their count (three per sub-batch). */
+static size_t pipeline_submit(mgpu_runtime_t *rt, work_t *w, stages_t *sg, mgpu_event_t **ev) {
+  sg->a1 = (mgpu_ntt_arg_t){w->log_n, 0};
+  sg->a2 = (mgpu_pipeline_arg_t){w->log_n, 0, w->key};
+  size_t per = (size_t)8 << w->log_n;
+  size_t sub = w->n < 16 ? 1 : w->n / 16;
+  size_t nsub = (w->n + sub - 1) / sub;
+  for (size_t s = 0; s < nsub; s++) {
+    size_t first = s * sub, cnt = first + sub > w->n ? w->n - first : sub;
+    char *x = (char *)w->in[0] + first * per, *m1 = (char *)w->mid1 + first * per, *m2 = (char *)w->mid2 + first * per,
+         *z = (char *)w->out + first * per;
+    mgpu_batch_t b1 = {.kernel = &w->k, .n = cnt, .in = {x}, .out = {m1}, .arg = &sg->a1, .arg_size = sizeof sg->a1};
+    mgpu_batch_t b2 = {.kernel = &sg->kdec, .n = cnt, .in = {m1}, .out = {m2}, .arg = &sg->a2, .arg_size = sizeof sg->a2};
+    mgpu_batch_t b3 = {.kernel = &sg->kmul, .n = cnt, .in = {m2}, .out = {z}, .arg = &sg->a2, .arg_size = sizeof sg->a2,
+                       .nconsts = 1, .consts = {w->kconst}};
+    check_status(mgpu_submit(rt, &b1, 0, NULL, &ev[3 * s]), "submitting stage 1");
+    check_status(mgpu_submit(rt, &b2, 1, &ev[3 * s], &ev[3 * s + 1]), "submitting stage 2");
+    check_status(mgpu_submit(rt, &b3, 1, &ev[3 * s + 1], &ev[3 * s + 2]), "submitting stage 3");
+  }
+  return 3 * nsub;
+}
+
+/* Per-worker figures of a pipeline run into st: the runtime's totals less
+ * those before it. Items count every stage's (three per polynomial), so the
+ * total is the sum of the workers' and the shares add up to 100%. */
+static void pipeline_stats(mgpu_runtime_t *rt, const mgpu_stats_t *before, mgpu_stats_t *st, double wall_s) {
+  mgpu_runtime_stats(rt, st);
+  int nw = st->nworkers < st->worker_cap ? st->nworkers : st->worker_cap;
+  st->items = 0;
+  for (int i = 0; i < nw && before->worker; i++) {
+    mgpu_worker_stats_t *a = &st->worker[i];
+    const mgpu_worker_stats_t *b = &before->worker[i];
+    a->items -= b->items, a->chunks -= b->chunks, a->steals -= b->steals, a->retries -= b->retries;
+    a->busy_s -= b->busy_s, a->staged_bytes -= b->staged_bytes;
+  }
+  for (int i = 0; i < nw; i++) st->items += st->worker[i].items;
+  st->chunks -= before->chunks, st->steals -= before->steals, st->retries -= before->retries;
+  st->batches -= before->batches;
+  st->wall_s = wall_s;
+}
+
+static double run_pipeline(mgpu_runtime_t *rt, work_t *w, mgpu_stats_t *st, stealacc_t *sa) {
+  stages_t sg;
+  check_status(mgpu_kernel_pipeline_decompose(w->log_n, &sg.kdec), "mgpu_kernel_pipeline_decompose");
+  check_status(mgpu_kernel_pipeline_mul_intt(w->log_n, &sg.kmul), "mgpu_kernel_pipeline_mul_intt");
+  size_t per = (size_t)8 << w->log_n;
+  size_t sub = w->n < 16 ? 1 : w->n / 16;
+  size_t nsub = (w->n + sub - 1) / sub;
+  mgpu_event_t **ev = calloc(3 * (nsub ? nsub : 1), sizeof *ev);
+  /* One constant per runtime, made once: later runs reuse its device copies. */
+  if (w->kconst_rt != rt) {
+    if (w->kconst) mgpu_const_destroy(w->kconst);
+    check_status(mgpu_const_create(rt, w->K, per, &w->kconst), "mgpu_const_create");
+    w->kconst_rt = rt;
+  }
+  /* The runtime's totals before this run, so that the figures are this run's. */
+  mgpu_stats_t before = {0};
+  if (st) {
+    before.worker_cap = st->worker_cap;
+    before.worker = calloc((size_t)(st->worker_cap > 0 ? st->worker_cap : 1), sizeof *before.worker);
+    if (before.worker) mgpu_runtime_stats(rt, &before);
+  }
+  struct timespec t0, t1;
+  steal_mark(sa, false);
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  size_t nev = pipeline_submit(rt, w, &sg, ev);
+  watch_events(ev, nev);
+  mgpu_status_t stage_st[nev];
+  size_t finished = 0;
+  for (size_t s = 0; s < nev; s++) {
+    mgpu_stats_t one = {0};
+    stage_st[s] = mgpu_event_wait(ev[s], &one);
+    finished += s % 3 == 2 ? one.items : 0;
+  }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  steal_mark(sa, true);
+  watch_events(NULL, 0);
+  for (size_t s = 0; s < nev; s++) mgpu_event_release(ev[s]);
+  free(ev);
+  bool stopped = false;
+  for (size_t s = 0; s < nev; s++)
+    if (stage_st[s] != MGPU_OK && !(stopped |= canceled(stage_st[s], finished, w->n)))
+      check_status(stage_st[s], "a pipeline stage");
+  if (!stopped && st) pipeline_stats(rt, &before, st, seconds_between(&t0, &t1));
+  free(before.worker);
+  return stopped ? -1 : seconds_between(&t0, &t1);
+}
+
+/* Run the workload once on rt; returns wall seconds and fills stats (and,
+ * unless NULL, the steal time sa); -1 when SIGINT canceled the run. */
+double run_once(mgpu_runtime_t *rt, work_t *w, mgpu_stats_t *st, stealacc_t *sa) {
+  /* Poison the outputs: every item must be written again. */
+  w->complete = false;
+  for (int i = 0; i < MGPU_MAX_ARGS; i++)
+    if (w->outs[i]) memset(w->outs[i], 0xA5, w->outs_bytes[i]);
+  return strcmp(w->name, "pipeline") != 0 ? run_single(rt, w, st, sa) : run_pipeline(rt, w, st, sa);
+}

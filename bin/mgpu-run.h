@@ -1,0 +1,206 @@
+/* mgpu-run.h: the driver's internal types and functions, grouped by the file
+ * that defines them; every file of mgpu-run but hostcpu, multi, plot and
+ * rawnccl includes it. */
+#ifndef MGPU_RUN_H
+#define MGPU_RUN_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hostcpu.h"
+#include "mgpurt.h"
+#include "mgpurt_kernels.h"
+#include "multi.h"
+
+#define EXIT_FAIL 1
+#define EXIT_USAGE 2
+#define EXIT_INTERRUPTED 130
+#define MAX_ROUNDS 100 /* --rounds */
+
+/* The command line, as options.c reads it. */
+typedef struct {
+  const char *workload;
+  long long items;    /* -1: workload default */
+  int size;           /* ntt/pipeline log2 length; sha256 message bytes; mandelbrot width */
+  long long intensity;
+  mgpu_sched_t mode;
+  bool compare, verify, json, quiet, info, list, pinned;
+  int repeat;
+  int rounds;          /* --compare: the four modes run this many times in turn */
+  unsigned long long seed;
+  const char *output;  /* mandelbrot image */
+  const char *plugin;  /* shared library adding workloads */
+  const char *trace;   /* MGPU_TRACE file of the (steal) run */
+  const char *plot;    /* SVG of the (steal) run */
+  bool overlay;
+  bool dtype_given;
+  int ngpus_list;          /* --gpus: GPU counts to run in turn */
+  int gpus_list[MGPU_MAX_DEVICES];
+  multi_opts_t multi;      /* options of the split-array and collective workloads */
+  mgpu_config_t cfg;
+} opts_t;
+
+/* One workload instance: the kernel, the batch and how to check it. */
+typedef struct {
+  const char *name;
+  mgpu_kernel_t k;
+  mgpu_batch_t b;
+  size_t n;
+  double bytes_per_item; /* moved between host and device, for reports */
+  union {
+    mgpu_ntt_arg_t ntt;
+    mgpu_sha256_arg_t sha;
+    mgpu_mandelbrot_arg_t mandel;
+    mgpu_saxpy_arg_t saxpy;
+    mgpu_mulmod_arg_t mulmod;
+  } arg;
+  void *in[MGPU_MAX_ARGS], *outs[MGPU_MAX_ARGS], *out;
+  size_t in_bytes[MGPU_MAX_ARGS], out_bytes, outs_bytes[MGPU_MAX_ARGS];
+  const void *argp; /* the batch's argument: &arg, or a plugin's */
+  size_t arg_size;
+  const mgpu_plugin_workload_t *plugin;
+  int *row_worker; /* mandelbrot overlay */
+  mgpu_kernel_fn ref_cpu;  /* the kernel's own CPU function, for verification */
+  size_t vstep;            /* verification checks items 0, vstep, 2 vstep, ... */
+  int *sample_worker;      /* the worker that computed each checked item in the last run */
+  bool complete;           /* a run has completed: the outputs hold its results */
+  /* pipeline */
+  unsigned log_n;
+  uint64_t key;
+  unsigned shift;
+  void *mid1, *mid2;
+  uint64_t *K;             /* host copy of the pipeline's constant */
+  mgpu_const_t *kconst;    /* the constant, on kconst_rt */
+  mgpu_runtime_t *kconst_rt;
+} work_t;
+
+/* Steal time over a mode's timed runs: /proc/stat read just before and just
+ * after each run's timed span, the differences summed. */
+typedef struct {
+  hostcpu_t sum; /* over the timed spans */
+  hostcpu_t at;  /* the reading at the current span's start */
+  bool failed;   /* a read failed: no figure */
+} stealacc_t;
+
+/* One mode's (or GPU count's) timed runs. */
+typedef struct {
+  const char *mode;
+  double wall_s; /* median */
+  double throughput;
+  mgpu_stats_t st;
+  mgpu_worker_stats_t *ws;
+  int ran;
+  int runs; /* timed runs made (fewer than --repeat times --rounds after SIGINT) */
+  double *times; /* their wall times, every round's */
+  int nround;   /* rounds it ran in */
+  double round_tp[MAX_ROUNDS]; /* throughput of each round (median of that round's runs) */
+  int nw, ncpu; /* workers and CPU workers of the mode's runtime (with --gpus, counts differ) */
+  int reserve;  /* of those, kept out of the last timed run (a batch that GPUs also run) */
+  bool reserve_auto; /* MGPU_RESERVE_THREADS=auto */
+  stealacc_t steal; /* host steal time over the timed runs */
+  const char *skipped;
+} result_t;
+
+/* What verification found: the first wrong item is the lowest checked one. */
+typedef struct {
+  size_t checked;
+  long long bad;        /* checked items that are wrong, plus 1 for a failed round trip */
+  long long first;      /* the first wrong item, or -1 */
+  int worker;           /* the worker that computed it, or -1 when not known */
+  bool roundtrip_bad;   /* ntt: inverse(forward(x)) != x */
+  char what[256];       /* "output K bytes A..B: expected .., got .." of the first wrong item */
+} verdict_t;
+
+/* Everything a batch workload's report shows: the modes run, the scaling
+ * table, the comparison's figures and the verification. */
+typedef struct {
+  result_t res[4];  /* one mode, or cpu, gpu, static and steal with --compare */
+  int nres;
+  result_t *sres;   /* --gpus: one result per GPU count (res[0] copies the last) */
+  int nsres;
+  mgpu_sched_t scale_mode;
+  const char *note;
+  int ngpu, ncpu;   /* of the base runtime */
+  double e, speedup; /* --compare: steal / (cpu + gpu), steal / static; 0: not run */
+  double e_round[MAX_ROUNDS], sp_round[MAX_ROUNDS];
+  int ne, nsp;
+  verdict_t vd;
+} outcome_t;
+
+/* mgpu-run.c */
+extern const char *const prog;
+
+/* options.c */
+void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+void options_parse(int argc, char **argv, opts_t *o);
+
+/* parse.c: the library's rules for settings (lib/config.c), for flags. */
+long long parse_ll_opt(const char *opt, const char *v, long long lo, long long hi);
+double parse_double_opt(const char *opt, const char *v, double lo, double hi);
+bool parse_keyword(const char *v, const char *word);
+mgpu_sched_t parse_mode(const char *v);
+int parse_split(const char *v, double *out);
+size_t parse_bytes_opt(const char *opt, const char *v);
+int parse_list_opt(const char *opt, const char *v, long long lo, long long hi, const char *example, int *out);
+
+/* plugins.c */
+extern const char *const workloads[];
+void plugin_load(const char *path, const opts_t *o);
+int plugin_count(void);
+const mgpu_plugin_workload_t *plugin_workload(int i);
+const mgpu_plugin_workload_t *resolve_workload(opts_t *o);
+
+/* startup.c */
+extern bool trace_lost;
+int plot_trace_make(void);
+void plot_trace_remove(void);
+mgpu_runtime_t *start_runtime(const opts_t *o, mgpu_sched_t mode, double ratio, bool traced);
+void finish_runtime(work_t *w, mgpu_runtime_t *rt);
+const char *reserve_setting(mgpu_runtime_t *rt);
+void print_info(mgpu_runtime_t *rt);
+void print_list(const char *plugin);
+
+/* workload.c */
+void work_setup(work_t *w, const opts_t *o, mgpu_runtime_t *base, const mgpu_plugin_workload_t *pw);
+void work_free(work_t *w, mgpu_runtime_t *base, const opts_t *o);
+unsigned long long work_intensity(const work_t *w);
+
+/* batch.c */
+void check_status(mgpu_status_t st, const char *what);
+double run_once(mgpu_runtime_t *rt, work_t *w, mgpu_stats_t *st, stealacc_t *sa);
+double steal_share(const stealacc_t *a);
+
+/* verify.c */
+void verify(work_t *w, mgpu_runtime_t *rt, verdict_t *v);
+
+/* progress.c */
+extern atomic_int interrupted;
+int sigint_start(void);
+void watch_events(mgpu_event_t *const *ev, size_t n);
+bool progress_start(const opts_t *o);
+void progress_finish(void);
+void progress_label(const char *mode, const char *what, int k, int n);
+void progress_begin(mgpu_event_t *ev);
+void progress_end(void);
+bool canceled(mgpu_status_t s, size_t computed, size_t n);
+
+/* modes.c */
+const char *mode_name(mgpu_sched_t m);
+int run_multi(mgpu_runtime_t *base, opts_t *o);
+int run_batch_workload(mgpu_runtime_t *base, opts_t *o, const mgpu_plugin_workload_t *pw);
+
+/* report.c */
+void report_header(const work_t *w, mgpu_runtime_t *base, int ncpu, int ngpu);
+void report_text(const opts_t *o, const work_t *w, const outcome_t *oc);
+void report_quiet(const opts_t *o, const work_t *w, const outcome_t *oc);
+const result_t *main_result(const outcome_t *oc);
+
+/* report_json.c */
+void report_json(const opts_t *o, const work_t *w, const outcome_t *oc, mgpu_runtime_t *base);
+
+/* image.c */
+void write_image(const work_t *w, const opts_t *o, int ncpu);
+
+#endif

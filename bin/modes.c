@@ -1,0 +1,291 @@
+/*
+ * modes.c: what mgpu-run runs and how often: one mode, the four modes of
+ * --compare (round by round with --rounds), or the GPU counts of --gpus, each
+ * mode timed over --repeat runs after a warm-up; and the data-parallel
+ * workloads (multi.c), once or per GPU count.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mgpu-run.h"
+#include "plot.h"
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+
+static void plot_run(mgpu_runtime_t *rt, const opts_t *o, const result_t *r, const work_t *w) {
+  char title[256];
+  snprintf(title, sizeof title, "mgpu-run %s, %zu items, mode %s: %.4f s (libmgpurt %s)", w->name, w->n, r->mode,
+           r->wall_s, mgpu_version());
+  if (mgpu_run_plot(o->plot, rt, &r->st, title) != 0) {
+    fprintf(stderr, "%s: cannot write %s: %s\n", prog, o->plot, strerror(errno));
+    exit(EXIT_FAIL);
+  }
+}
+
+/* Time o->repeat runs of the workload on rt, after its warm-up, and add them to
+ * r: with --rounds, r gathers every round's runs, and its figures are the
+ * median of all of them (each round's own median is kept for E by round). */
+static void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const char *mode) {
+  int nw = mgpu_num_workers(rt);
+  r->mode = mode;
+  if (r->ws && r->nw != nw) free(r->ws), r->ws = NULL;
+  if (!r->ws) r->ws = calloc((size_t)nw, sizeof *r->ws);
+  r->nw = nw;
+  r->ncpu = mgpu_num_cpu_workers(rt);
+  r->reserve_auto = !strncmp(reserve_setting(rt), "auto", 4);
+  double *all = realloc(r->times, sizeof *all * (size_t)(r->runs + o->repeat + 1));
+  if (!all || !r->ws) {
+    fprintf(stderr, "%s: out of memory\n", prog);
+    exit(EXIT_FAIL);
+  }
+  r->times = all;
+  double *times = all + r->runs;
+  mgpu_stats_t st = {.worker = r->ws, .worker_cap = nw};
+  /* Warm-up: the speed model learns, buffers are made; under
+   * MGPU_RESERVE_THREADS=auto, the trials of the reserve as well. */
+  bool mixed = (!strcmp(mode, "steal") || !strcmp(mode, "static")) && mgpu_num_gpus(rt) > 0 && r->ncpu > 0;
+  int warm = r->reserve_auto && mixed ? MGPU_RESERVE_TRIALS : 1;
+  for (int i = 0; i < warm && !interrupted; i++) {
+    progress_label(mode, "warm-up", i + 1, warm);
+    if (run_once(rt, w, NULL, NULL) < 0) break;
+    w->complete = true;
+  }
+  /* SIGINT cancels the run in flight (it stops at its next chunk): the report
+   * then covers the runs completed, and a mode with none is skipped. */
+  int done = 0;
+  for (int i = 0; i < o->repeat && !interrupted; i++) {
+    progress_label(mode, "timed run", i + 1, o->repeat);
+    double t = run_once(rt, w, &st, &r->steal);
+    if (t < 0) break;
+    times[done++] = t;
+    w->complete = true;
+  }
+  if (done == 0) return;
+  qsort(times, (size_t)done, sizeof *times, cmp_double);
+  if (r->nround < MAX_ROUNDS) r->round_tp[r->nround++] = times[done / 2] > 0 ? (double)w->n / times[done / 2] : 0;
+  r->runs += done;
+  qsort(all, (size_t)r->runs, sizeof *all, cmp_double);
+  r->wall_s = all[r->runs / 2];
+  r->throughput = r->wall_s > 0 ? (double)w->n / r->wall_s : 0;
+  r->st = st;
+  r->reserve = st.reserve_workers;
+  r->ran = 1;
+}
+
+/* Round by round, num's throughput over den's (plus den2's unless NULL), into
+ * out; returns the rounds that all of them ran. */
+static int ratio_by_round(const result_t *num, const result_t *den, const result_t *den2, double *out) {
+  int n = num->nround < den->nround ? num->nround : den->nround;
+  if (den2 && den2->nround < n) n = den2->nround;
+  for (int k = 0; k < n; k++) {
+    double d = den->round_tp[k] + (den2 ? den2->round_tp[k] : 0);
+    out[k] = d > 0 ? num->round_tp[k] / d : 0;
+  }
+  return n;
+}
+
+const char *mode_name(mgpu_sched_t m) {
+  switch (m) {
+  case MGPU_SCHED_STATIC: return "static";
+  case MGPU_SCHED_CPU: return "cpu";
+  case MGPU_SCHED_GPU: return "gpu";
+  default: return "steal";
+  }
+}
+
+/* The multi-GPU workloads: once on base, or once per count of --gpus. */
+int run_multi(mgpu_runtime_t *base, opts_t *o) {
+  multi_opts_t *m = &o->multi;
+  m->workload = o->workload;
+  m->items = o->items;
+  m->size = o->size;
+  m->repeat = o->repeat;
+  m->seed = o->seed;
+  m->verify = o->verify;
+  m->json = o->json;
+  m->stop = &interrupted;
+  int rc = 0, ngpu = mgpu_num_gpus(base);
+  if (!o->ngpus_list) {
+    rc = multi_run(base, m);
+  } else {
+    if (o->json) printf("[\n");
+    int printed = 0;
+    for (int i = 0; i < o->ngpus_list && !interrupted; i++) {
+      int k = o->gpus_list[i];
+      if (k > ngpu) {
+        fprintf(stderr, "%s: --gpus %d skipped: the runtime sees %d GPU%s\n", prog, k, ngpu, ngpu == 1 ? "" : "s");
+        continue;
+      }
+      opts_t ok = *o;
+      ok.cfg.num_gpus = k;
+      mgpu_runtime_t *rt = start_runtime(&ok, o->mode, 0, false);
+      if (o->json && printed) printf(",\n");
+      else if (!o->json) printf("%s== %d GPU%s ==\n", printed ? "\n" : "", k, k == 1 ? "" : "s");
+      printed++;
+      fflush(stdout);
+      rc |= multi_run(rt, m);
+      fflush(stdout);
+      mgpu_finalize(rt);
+    }
+    if (o->json) printf("]\n");
+  }
+  mgpu_finalize(base);
+  return interrupted ? EXIT_INTERRUPTED : rc;
+}
+
+/* --gpus: mode scale_mode with the first N GPUs for each N, a runtime each. */
+static void run_scaling(work_t *w, const opts_t *o, outcome_t *oc) {
+  oc->sres = calloc((size_t)o->ngpus_list, sizeof *oc->sres);
+  for (int i = 0; i < o->ngpus_list && !interrupted; i++) {
+    result_t *r = &oc->sres[oc->nsres++];
+    r->mode = mode_name(oc->scale_mode);
+    if (o->gpus_list[i] > oc->ngpu) {
+      r->skipped = "more GPUs than the runtime sees";
+      continue;
+    }
+    opts_t ok = *o;
+    ok.cfg.num_gpus = o->gpus_list[i];
+    mgpu_runtime_t *rt = start_runtime(&ok, oc->scale_mode, 0, false);
+    measure(rt, w, o, r, r->mode);
+    finish_runtime(w, rt);
+  }
+  if (oc->nsres == 0) oc->sres[oc->nsres++].mode = mode_name(oc->scale_mode); /* interrupted before the first */
+  oc->res[0] = oc->sres[oc->nsres - 1];
+  oc->nres = 1;
+}
+
+/* Why mode m of --compare cannot run here, or NULL; sets oc->note where the
+ * report explains it. */
+static const char *compare_skip(mgpu_sched_t m, bool has_gpu_fn, outcome_t *oc) {
+  bool needs_gpu = m == MGPU_SCHED_GPU || m == MGPU_SCHED_STATIC;
+  if (needs_gpu && oc->ngpu == 0) {
+    oc->note = "no GPU is in use: only the CPU modes were compared";
+    return "no GPU";
+  }
+  if (needs_gpu && !has_gpu_fn) {
+    oc->note = "the kernel has no GPU function: the CPU workers run every item, so gpu and static were not run "
+               "and E is not given";
+    return "the kernel has no GPU function";
+  }
+  if (m == MGPU_SCHED_CPU && oc->ncpu == 0) return "no CPU worker";
+  return NULL;
+}
+
+/* --compare: the same inputs, one runtime per mode. static uses the ratio
+ * measured by the cpu and gpu runs: the best a fixed split can do. With
+ * --rounds the four modes run in turn again, so that a machine whose speed
+ * drifts during the comparison affects every mode alike. */
+static void run_compare(work_t *w, const opts_t *o, bool has_gpu_fn, outcome_t *oc) {
+  static const mgpu_sched_t modes[4] = {MGPU_SCHED_CPU, MGPU_SCHED_GPU, MGPU_SCHED_STATIC, MGPU_SCHED_STEAL};
+  result_t *res = oc->res;
+  double ratio = 0;
+  oc->nres = 4;
+  for (int m = 0; m < 4; m++) res[m].mode = mode_name(modes[m]);
+  for (int round = 0; round < o->rounds && !interrupted; round++) {
+    bool last = round == o->rounds - 1;
+    for (int m = 0; m < 4 && !interrupted; m++) {
+      result_t *r = &res[m];
+      const char *skip = compare_skip(modes[m], has_gpu_fn, oc);
+      if (skip) {
+        r->skipped = skip;
+        continue;
+      }
+      if (modes[m] == MGPU_SCHED_STATIC && res[0].ran && res[1].ran && res[0].throughput > 0)
+        ratio = (res[1].throughput / oc->ngpu) / (res[0].throughput / res[0].ncpu);
+      mgpu_runtime_t *rt = start_runtime(o, modes[m], modes[m] == MGPU_SCHED_STATIC ? ratio : 0,
+                                         modes[m] == MGPU_SCHED_STEAL && last);
+      measure(rt, w, o, r, r->mode);
+      if (o->plot && modes[m] == MGPU_SCHED_STEAL && last) plot_run(rt, o, r, w);
+      finish_runtime(w, rt);
+    }
+  }
+}
+
+/* --compare's figures: E = steal / (cpu + gpu) and steal / static, overall
+ * (from the medians of every run) and round by round. */
+static void compare_figures(outcome_t *oc) {
+  const result_t *res = oc->res;
+  if (res[0].ran && res[1].ran && res[3].ran) {
+    oc->e = res[3].throughput / (res[0].throughput + res[1].throughput);
+    oc->ne = ratio_by_round(&res[3], &res[0], &res[1], oc->e_round);
+  }
+  if (res[2].ran && res[3].ran) {
+    oc->speedup = res[3].throughput / res[2].throughput;
+    oc->nsp = ratio_by_round(&res[3], &res[2], NULL, oc->sp_round);
+  }
+}
+
+/* A kernel without a GPU function runs only on CPU workers: a "gpu" figure
+ * would measure them, so what needs the GPU is not run (a usage error). */
+static bool gpu_mode_refused(const opts_t *o, const work_t *w, const outcome_t *oc) {
+  if (w->k.gpu || oc->ngpu == 0 || (o->ngpus_list ? oc->scale_mode : o->mode) != MGPU_SCHED_GPU) return false;
+  fprintf(stderr, "%s: nothing ran: workload '%s' has no GPU function, so mode gpu%s cannot run it: expected "
+          "--mode cpu, steal or static\n", prog, w->name, o->ngpus_list && !o->mode ? " (the default of --gpus)" : "");
+  return true;
+}
+
+static void free_outcome(outcome_t *oc) {
+  int nres = oc->nres;
+  if (oc->nsres) {
+    for (int i = 0; i < oc->nsres; i++) free(oc->sres[i].ws), free(oc->sres[i].times);
+    nres = 0; /* res[0] is a copy of the last of them */
+  }
+  free(oc->sres);
+  for (int i = 0; i < nres; i++) free(oc->res[i].ws), free(oc->res[i].times);
+}
+
+/* A batch workload: set up, run in the modes asked for, verified, reported;
+ * returns the exit status. */
+int run_batch_workload(mgpu_runtime_t *base, opts_t *o, const mgpu_plugin_workload_t *pw) {
+  outcome_t oc;
+  memset(&oc, 0, sizeof oc);
+  oc.ngpu = mgpu_num_gpus(base);
+  oc.ncpu = mgpu_num_cpu_workers(base);
+  oc.scale_mode = o->mode ? o->mode : MGPU_SCHED_GPU;
+  progress_start(o);
+  work_t w;
+  work_setup(&w, o, base, pw);
+  if (gpu_mode_refused(o, &w, &oc)) {
+    work_free(&w, base, o);
+    mgpu_finalize(base);
+    return EXIT_USAGE;
+  }
+  /* The header comes first, so that a long or interrupted run says what it is. */
+  if (!o->json && !o->quiet) report_header(&w, base, oc.ncpu, oc.ngpu);
+  if (o->ngpus_list) run_scaling(&w, o, &oc);
+  else if (o->compare) run_compare(&w, o, w.k.gpu != NULL, &oc);
+  else {
+    if (!w.k.gpu && oc.ngpu > 0 && o->mode != MGPU_SCHED_CPU)
+      oc.note = "the kernel has no GPU function: the CPU workers ran every item";
+    measure(base, &w, o, &oc.res[0], mode_name(o->mode));
+    if (o->plot) plot_run(base, o, &oc.res[0], &w);
+    oc.nres = 1;
+  }
+  progress_finish();
+  oc.vd = (verdict_t){.first = -1, .worker = -1};
+  if (o->verify && w.complete) verify(&w, base, &oc.vd); /* the last run's results are in w.out */
+  if (o->output) write_image(&w, o, oc.ncpu);
+  if (o->compare) compare_figures(&oc);
+  if (o->json) report_json(o, &w, &oc, base);
+  else if (o->quiet) report_quiet(o, &w, &oc);
+  else report_text(o, &w, &oc);
+  long long bad = oc.vd.bad;
+  free_outcome(&oc);
+  work_free(&w, base, o);
+  /* The trace is written here: a run whose trace is lost fails (the library logs why). */
+  if (mgpu_finalize_checked(base) != MGPU_OK || trace_lost) bad = bad ? bad : 1;
+  plot_trace_remove();
+  if (interrupted) {
+    fprintf(stderr, "%s: interrupted: the report covers the runs made before SIGINT\n", prog);
+    return EXIT_INTERRUPTED;
+  }
+  return bad ? EXIT_FAIL : 0;
+}

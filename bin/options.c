@@ -1,0 +1,367 @@
+/*
+ * options.c: mgpu-run's command line. One table holds every option: its
+ * names, its value's name, its group and its help text. getopt's option list
+ * and --help come from it, and tests/test-mgpu-help.sh checks the man page's
+ * OPTIONS section against --help.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mgpu-run.h"
+
+typedef enum {
+  O_ITEMS, O_SIZE, O_INTENSITY, O_MODE, O_COMPARE, O_ROUNDS, O_GPUS, O_SPLIT, O_DTYPE, O_MIN_BYTES, O_MAX_BYTES,
+  O_REPEAT, O_SEED, O_NO_VERIFY, O_PINNED, O_OUTPUT, O_PLOT, O_TRACE, O_PLUGIN, O_OVERLAY, O_THREADS, O_RESERVE,
+  O_NUM_GPUS, O_DEVICES, O_RATIO, O_MAX_BATCH, O_STREAMS, O_JSON, O_QUIET, O_INFO, O_LIST, O_HELP, O_VERSION
+} opt_id_t;
+
+/* The groups of --help and of the man page's OPTIONS (its .SS headings). */
+typedef enum { G_WORKLOAD, G_RUNTIME, G_OUTPUT, NGROUPS } opt_group_t;
+static const char *const group_heading[NGROUPS] = {
+    "Workload options:", "Runtime options (each overrides its environment variable):", "Output:"};
+
+typedef struct {
+  const char *name;  /* long name, without "--" */
+  char short_name;   /* 0: none */
+  const char *arg;   /* the value's name in --help and the man page; NULL: no value */
+  opt_id_t id;
+  opt_group_t group;
+  const char *help;  /* lines of --help's second column */
+} opt_desc_t;
+
+/* In --help's order, which the man page's OPTIONS section follows. */
+static const opt_desc_t options[] = {
+  {"items", 'n', "N", O_ITEMS, G_WORKLOAD,
+      "items in the batch (defaults: ntt and pipeline\n"
+      "2^26 / 2^size polynomials (512 MiB), sha256 8388608,\n"
+      "mandelbrot 4096 rows, saxpy 134217728, mulmod\n"
+      "16777216; multi-GPU workloads: above), 1..2^40"},
+  {"size", 0, "S", O_SIZE, G_WORKLOAD,
+      "ntt/pipeline: log2 length 10..16 (default 12);\n"
+      "sha256: message bytes (default 64); mandelbrot: width\n"
+      "(default 4096); matvec: columns (default 100000)"},
+  {"intensity", 0, "K", O_INTENSITY, G_WORKLOAD,
+      "mulmod: multiplications per item (default 1000);\n"
+      "mandelbrot: iteration limit per pixel (default 10000);\n"
+      "a plugin's workload may read it, and -n and --size;\n"
+      "1..10000000"},
+  {"mode", 0, "MODE", O_MODE, G_WORKLOAD,
+      "steal (default), static, cpu or gpu"},
+  {"compare", 0, NULL, O_COMPARE, G_WORKLOAD,
+      "run cpu, gpu, static and steal on the same inputs and\n"
+      "compare them"},
+  {"rounds", 0, "N", O_ROUNDS, G_WORKLOAD,
+      "with --compare: run the four modes N times in turn,\n"
+      "1..100 (default 1), a runtime each time; each mode's\n"
+      "figure is the median of all its timed runs, and E is\n"
+      "also given round by round; --trace and --plot show\n"
+      "the last round's steal run"},
+  {"gpus", 0, "LIST", O_GPUS, G_WORKLOAD,
+      "run with the first N GPUs for each N of LIST in turn\n"
+      "(distinct counts, e.g. 1,2,4), a runtime each: batch\n"
+      "workloads add a scaling table (mode gpu unless --mode\n"
+      "is given), multi-GPU workloads print a report per\n"
+      "count; not with --compare or --devices"},
+  {"split", 0, "LIST", O_SPLIT, G_WORKLOAD,
+      "matvec, reduce: shares of the arrays, one per GPU,\n"
+      "then optionally one for the host, e.g. 0.6,0.4 or\n"
+      "1,1,0.5 (default: MGPU_TENSOR_SPLIT, else the\n"
+      "workload's)"},
+  {"dtype", 0, "TYPE", O_DTYPE, G_WORKLOAD,
+      "reduce: element type, f32 (default) or f64"},
+  {"min-bytes", 0, "N", O_MIN_BYTES, G_WORKLOAD,
+      "allreduce: smallest size in bytes (default 8)"},
+  {"max-bytes", 0, "N", O_MAX_BYTES, G_WORKLOAD,
+      "allreduce: largest size in bytes (default 1G); sizes\n"
+      "are multiples of 4 in 4..16G, with K, M, G suffixes"},
+  {"repeat", 0, "R", O_REPEAT, G_WORKLOAD,
+      "timed runs per mode, 1..1000 (default 3), after one\n"
+      "warm-up run (nine in steal and static mode under\n"
+      "the auto reserve, the default with a GPU); the\n"
+      "median is reported, with the share of the busy\n"
+      "CPU time the host took (steal time) where it\n"
+      "reached 0.5%"},
+  {"seed", 0, "S", O_SEED, G_WORKLOAD,
+      "seed of the random inputs (default 1)"},
+  {"no-verify", 0, NULL, O_NO_VERIFY, G_WORKLOAD,
+      "do not check results against the CPU reference (else: the\n"
+      "last run's, every item up to 4096, else one in n/2000;\n"
+      "a failure names the first wrong item and its worker)"},
+  {"pinned", 0, NULL, O_PINNED, G_WORKLOAD,
+      "put the arrays in pinned host memory (mgpu_host_alloc)"},
+  {"output", 'o', "FILE", O_OUTPUT, G_WORKLOAD,
+      "mandelbrot: write the image (PNG when built with\n"
+      "libpng, else PPM)"},
+  {"plot", 0, "FILE.svg", O_PLOT, G_WORKLOAD,
+      "draw the run (the steal run with --compare): a\n"
+      "timeline with a lane per worker and GPU stream, and\n"
+      "items and busy time per worker"},
+  {"trace", 0, "FILE", O_TRACE, G_WORKLOAD,
+      "write a Chrome/Perfetto trace of the run (of the steal\n"
+      "run with --compare) to FILE, as MGPU_TRACE does"},
+  {"plugin", 0, "FILE", O_PLUGIN, G_WORKLOAD,
+      "load workloads from a shared library (entry point\n"
+      "mgpu_plugin_init, see mgpurt.h); name one as\n"
+      "WORKLOAD, or the only one runs"},
+  {"overlay", 0, NULL, O_OVERLAY, G_WORKLOAD,
+      "mandelbrot: tint each row by the worker that computed it"},
+  {"threads", 't', "N", O_THREADS, G_RUNTIME,
+      "CPU workers (MGPU_NUM_THREADS), 0..4096"},
+  {"reserve", 0, "N|auto", O_RESERVE, G_RUNTIME,
+      "CPU workers kept out of batches that GPUs also run\n"
+      "(MGPU_RESERVE_THREADS), 0..4096, fewer than the CPU\n"
+      "workers; auto: 0, a quarter, half or (where they\n"
+      "add under a fifth) all of them, whichever each\n"
+      "kernel's timed batches find faster"},
+  {"num-gpus", 0, "N", O_NUM_GPUS, G_RUNTIME,
+      "GPUs to use (MGPU_NUM_GPUS), 0..64"},
+  {"devices", 0, "LIST", O_DEVICES, G_RUNTIME,
+      "GPU indices, e.g. 0,2 (MGPU_DEVICES)"},
+  {"ratio", 0, "R", O_RATIO, G_RUNTIME,
+      "device-to-core ratio (MGPU_DEVICE_TO_CORE_RATIO), > 0"},
+  {"max-batch", 0, "N", O_MAX_BATCH, G_RUNTIME,
+      "items per GPU launch (MGPU_MAX_BATCH_SIZE)"},
+  {"streams", 0, "N", O_STREAMS, G_RUNTIME,
+      "chunks in flight per GPU (MGPU_STREAMS_PER_GPU), 1..32"},
+  {"json", 0, NULL, O_JSON, G_OUTPUT,
+      "print the report as JSON on stdout"},
+  {"quiet", 'q', NULL, O_QUIET, G_OUTPUT,
+      "print only the result line (or the JSON); no progress\n"
+      "bar (shown on a terminal for batches that run over a\n"
+      "second)"},
+  {"info", 0, NULL, O_INFO, G_OUTPUT,
+      "print every effective setting with its source, the\n"
+      "usable cores and the GPUs, then exit"},
+  {"list", 0, NULL, O_LIST, G_OUTPUT,
+      "list the workloads and built-in kernels, then exit"},
+  {"help", 'h', NULL, O_HELP, G_OUTPUT,
+      "print this help and exit"},
+  {"version", 'V', NULL, O_VERSION, G_OUTPUT,
+      "print the version and exit"}
+};
+enum { NOPTIONS = sizeof options / sizeof options[0] };
+
+/* --help: the second column starts here. */
+#define HELP_COLUMN 23
+
+static const char help_intro[] =
+    "Usage: mgpu-run [WORKLOAD] [OPTIONS]\n"
+    "Run a batch of work on every CPU core and GPU with libmgpurt, check the answers\n"
+    "(all of up to 4096 items, else about 2000 spread over the batch), and report\n"
+    "how the work was shared. With no WORKLOAD, runs ntt.\n"
+    "\n"
+    "Batch workloads (the runtime splits the items between CPUs and GPUs):\n"
+    "  ntt         forward NTT over the Goldilocks field, one polynomial per item\n"
+    "  sha256      SHA-256 of one message per item\n"
+    "  mandelbrot  one image row per item (irregular cost; --intensity: the\n"
+    "              iteration limit)\n"
+    "  saxpy       r = a*x + y on floats (transfer-bound)\n"
+    "  mulmod      chained 64-bit modular multiplications (--intensity: the cost)\n"
+    "  pipeline    ntt -> CPU-only decomposition -> product and inverse ntt, as\n"
+    "              dependent sub-batches\n"
+    "\n"
+    "Multi-GPU workloads (data split across the GPUs by shares, collectives):\n"
+    "  matvec          y = W x on floats, W row-split across the GPUs (and the\n"
+    "                  host with --split): -n rows (default 10000), --size\n"
+    "                  columns (default 100000); per-GPU bandwidth against the\n"
+    "                  GPU's device-to-device copy bandwidth\n"
+    "  reduce          sum of -n elements (default 100000000) split across the\n"
+    "                  GPUs and the host (default shares: 1 per GPU, and 0.1 for\n"
+    "                  the host when there are CPU workers), of type --dtype;\n"
+    "                  reproducibility and error against a long double sum\n"
+    "  allreduce       bus bandwidth of mgpu_allreduce on sizes doubling from\n"
+    "                  --min-bytes to --max-bytes, against a raw NCCL loop in the\n"
+    "                  same run (needs a GPU)\n"
+    "  saxpy-resident  r = a*x + y on arrays resident on the GPUs (-n default\n"
+    "                  2^28 per GPU), against the device-to-device copy\n"
+    "                  bandwidth (needs a GPU)\n"
+    "\n";
+
+static const char help_exit[] =
+    "Exit status: 0 success, 1 runtime error or failed verification, 2 usage error\n"
+    "(bad option, value or environment variable, or GPUs asked for that the runtime\n"
+    "does not see: nothing ran), 130 interrupted (SIGINT: the first stops the batch in\n"
+    "flight at its next chunk and reports the runs completed; a second quits at once).\n";
+
+/* One option of --help: "  -n, --items N" padded to the column, then its
+ * text, each further line indented to the column. */
+static void help_option(const opt_desc_t *d) {
+  char col[64];
+  int len = snprintf(col, sizeof col, "  %c%c%s--%s%s%s", d->short_name ? '-' : ' ', d->short_name ? d->short_name : ' ',
+                     d->short_name ? ", " : "  ", d->name, d->arg ? " " : "", d->arg ? d->arg : "");
+  printf("%s%*s", col, len < HELP_COLUMN - 1 ? HELP_COLUMN - len : 1, "");
+  for (const char *p = d->help; *p;) {
+    const char *nl = strchr(p, '\n');
+    int n = nl ? (int)(nl - p) : (int)strlen(p);
+    printf("%.*s\n", n, p);
+    if (!nl) break;
+    p = nl + 1;
+    printf("%*s", HELP_COLUMN, "");
+  }
+}
+
+static void help(void) {
+  fputs(help_intro, stdout);
+  for (opt_group_t g = 0; g < NGROUPS; g++) {
+    printf("%s\n", group_heading[g]);
+    for (int i = 0; i < NOPTIONS; i++)
+      if (options[i].group == g) help_option(&options[i]);
+    printf("\n");
+  }
+  fputs(help_exit, stdout);
+}
+
+void usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "%s: ", prog);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\nTry '%s --help'.\n", prog);
+  va_end(ap);
+  exit(EXIT_USAGE);
+}
+
+/* An output file that cannot be written is a usage error found before any
+ * run, so that a long run is not lost to it. A file made here is removed. */
+static void check_writable(const char *opt, const char *path) {
+  if (!path) return;
+  struct stat sb;
+  bool existed = stat(path, &sb) == 0;
+  int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0666);
+  if (fd < 0) usage_error("%s '%s': cannot write it: %s", opt, path, strerror(errno));
+  close(fd);
+  if (!existed) unlink(path);
+}
+
+/* The options of the workloads and what they run. */
+static void apply_workload_option(opts_t *o, opt_id_t id, const char *v) {
+  switch (id) {
+  case O_ITEMS: o->items = parse_ll_opt("--items", v, 1, 1LL << 40); break;
+  case O_SIZE: o->size = (int)parse_ll_opt("--size", v, 0, 1 << 20); break;
+  case O_INTENSITY: o->intensity = parse_ll_opt("--intensity", v, 1, 10000000); break;
+  case O_MODE: o->mode = parse_mode(v); break;
+  case O_COMPARE: o->compare = true; break;
+  case O_ROUNDS: o->rounds = (int)parse_ll_opt("--rounds", v, 1, MAX_ROUNDS); break;
+  case O_GPUS:
+    o->ngpus_list = parse_list_opt("--gpus", v, 1, MGPU_MAX_DEVICES, "distinct GPU counts such as 1,2,4", o->gpus_list);
+    break;
+  case O_SPLIT: o->multi.nshares = parse_split(v, o->multi.shares); break;
+  case O_DTYPE:
+    if (!parse_keyword(v, "f32") && !parse_keyword(v, "f64")) usage_error("--dtype '%s' is invalid: expected f32 or f64", v);
+    o->multi.f64 = parse_keyword(v, "f64");
+    o->dtype_given = true;
+    break;
+  case O_MIN_BYTES: o->multi.min_bytes = parse_bytes_opt("--min-bytes", v); break;
+  case O_MAX_BYTES: o->multi.max_bytes = parse_bytes_opt("--max-bytes", v); break;
+  case O_REPEAT: o->repeat = (int)parse_ll_opt("--repeat", v, 1, 1000); break;
+  case O_SEED: o->seed = (unsigned long long)parse_ll_opt("--seed", v, 0, LLONG_MAX); break;
+  case O_NO_VERIFY: o->verify = false; break;
+  case O_PINNED: o->pinned = true; break;
+  case O_OUTPUT: o->output = v; break;
+  case O_PLOT:
+    if (!*v) usage_error("--plot needs a file name");
+    /* The plot is SVG only: another extension would hold SVG under a wrong name. */
+    if (strlen(v) < 5 || strcmp(v + strlen(v) - 4, ".svg"))
+      usage_error("--plot '%s' is invalid: expected a file name ending in .svg (the plot is SVG)", v);
+    o->plot = v;
+    break;
+  case O_TRACE:
+    if (!*v) usage_error("--trace needs a file name");
+    o->trace = v;
+    break;
+  case O_PLUGIN: o->plugin = v; break;
+  case O_OVERLAY: o->overlay = true; break;
+  default: break;
+  }
+}
+
+/* The runtime's settings (each that of an MGPU_* variable) and the output. */
+static void apply_runtime_option(opts_t *o, opt_id_t id, const char *v) {
+  mgpu_config_t *c = &o->cfg;
+  switch (id) {
+  case O_THREADS: c->num_threads = (int)parse_ll_opt("--threads", v, 0, 4096); break;
+  case O_RESERVE:
+    c->reserve_threads = parse_keyword(v, "auto") ? MGPU_RESERVE_AUTO : (int)parse_ll_opt("--reserve", v, 0, 4096);
+    break;
+  case O_NUM_GPUS: c->num_gpus = (int)parse_ll_opt("--num-gpus", v, 0, MGPU_MAX_DEVICES); break;
+  case O_DEVICES:
+    c->ndevices = parse_list_opt("--devices", v, 0, MGPU_MAX_DEVICES - 1, "a list such as 0,2", c->devices);
+    break;
+  case O_RATIO: c->device_to_core_ratio = parse_double_opt("--ratio", v, 0, 1e7); break;
+  case O_MAX_BATCH: c->max_batch_size = parse_ll_opt("--max-batch", v, 1, 1LL << 40); break;
+  case O_STREAMS: c->streams_per_gpu = (int)parse_ll_opt("--streams", v, 1, 32); break;
+  case O_JSON: o->json = true; break;
+  case O_QUIET: o->quiet = true; break;
+  case O_INFO: o->info = true; break;
+  case O_LIST: o->list = true; break;
+  case O_HELP: help(); exit(0);
+  case O_VERSION: printf("mgpu-run (libmgpurt) %s\n", mgpu_version()); exit(0);
+  default: apply_workload_option(o, id, v); break;
+  }
+}
+
+/* Options that do not go together, or that need a file written. */
+static void check_combinations(const opts_t *o) {
+  if (o->compare && o->mode) usage_error("--compare runs every mode: do not give --mode too");
+  if (o->rounds > 1 && !o->compare) usage_error("--rounds is for --compare");
+  if (o->compare && o->ngpus_list) usage_error("--gpus and --compare do not go together: run them separately");
+  if (o->multi.min_bytes > (o->multi.max_bytes ? o->multi.max_bytes : (size_t)1 << 30))
+    usage_error("--min-bytes is larger than --max-bytes (default 1G)");
+  if (o->workload && multi_is_workload(o->workload) && (o->plot || o->trace || o->compare || o->output))
+    usage_error("--plot, --trace, --compare and --output are for the batch workloads, not %s", o->workload);
+  if (o->cfg.ndevices > 0 && o->ngpus_list) usage_error("--gpus picks the first N GPUs: do not give --devices too");
+  if (!o->info && !o->list) {
+    check_writable("--trace", o->trace);
+    check_writable("--plot", o->plot);
+    check_writable("--output", o->output);
+  }
+}
+
+void options_parse(int argc, char **argv, opts_t *o) {
+  /* getopt's lists from the table: a long option without a short name
+   * returns 256 + its index. */
+  static struct option longopts[NOPTIONS + 1];
+  char shortopts[2 * NOPTIONS + 2] = ":";
+  for (int i = 0; i < NOPTIONS; i++) {
+    const opt_desc_t *d = &options[i];
+    longopts[i] = (struct option){d->name, d->arg ? required_argument : no_argument, NULL,
+                                  d->short_name ? d->short_name : 256 + i};
+    if (d->short_name) {
+      size_t len = strlen(shortopts);
+      shortopts[len] = d->short_name;
+      shortopts[len + 1] = d->arg ? ':' : '\0';
+      shortopts[len + 2] = '\0';
+    }
+  }
+  memset(o, 0, sizeof *o);
+  o->items = -1;
+  o->size = -1;
+  o->verify = true;
+  o->repeat = 3;
+  o->rounds = 1;
+  o->seed = 1;
+  mgpu_config_init(&o->cfg);
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+    int k = c >= 256 ? c - 256 : -1;
+    for (int i = 0; i < NOPTIONS && k < 0; i++)
+      if (options[i].short_name && options[i].short_name == c) k = i;
+    if (c == ':') usage_error("option '%s' needs a value", argv[optind - 1]);
+    if (k < 0) usage_error("unknown option '%s'", argv[optind - 1]);
+    apply_runtime_option(o, options[k].id, optarg);
+  }
+  if (optind < argc) o->workload = argv[optind++];
+  if (optind < argc) usage_error("unexpected argument '%s'", argv[optind]);
+  check_combinations(o);
+}

@@ -1,0 +1,165 @@
+/*
+ * plugins.c: workloads from shared libraries (--plugin): the file checked
+ * before dlopen, the registry the plugin's entry point fills, the command
+ * line's sizes it may read, and the choice of the workload to run among the
+ * built-in ones and the plugin's.
+ */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mgpu-run.h"
+
+const char *const workloads[] = {"ntt",    "sha256", "mandelbrot", "saxpy",          "mulmod",
+                                 "pipeline", "matvec", "reduce",     "allreduce", "saxpy-resident", NULL};
+
+enum { MAX_PLUGIN_WORKLOADS = 64 };
+static mgpu_plugin_workload_t plugin_work[MAX_PLUGIN_WORKLOADS];
+static int nplugin_work;
+
+static int plugin_add(mgpu_plugin_registry_t *reg, const mgpu_plugin_workload_t *w) {
+  (void)reg;
+  if (!w || !w->name || !*w->name || !w->kernel.cpu) {
+    fprintf(stderr, "%s: the plugin added a workload without a name or a CPU function\n", prog);
+    return 1;
+  }
+  for (int i = 0; workloads[i]; i++)
+    if (!strcmp(workloads[i], w->name)) {
+      fprintf(stderr, "%s: the plugin's workload '%s' has the name of a built-in one\n", prog, w->name);
+      return 1;
+    }
+  for (int i = 0; i < nplugin_work; i++)
+    if (!strcmp(plugin_work[i].name, w->name)) {
+      fprintf(stderr, "%s: the plugin added workload '%s' twice\n", prog, w->name);
+      return 1;
+    }
+  if (nplugin_work == MAX_PLUGIN_WORKLOADS) {
+    fprintf(stderr, "%s: the plugin added more than %d workloads\n", prog, MAX_PLUGIN_WORKLOADS);
+    return 1;
+  }
+  plugin_work[nplugin_work++] = *w;
+  return 0;
+}
+
+/* Read the ELF header of file fd into eh; 0 on success. */
+static int read_ehdr(int fd, ElfW(Ehdr) *eh) {
+  return pread(fd, eh, sizeof *eh, 0) == (ssize_t)sizeof *eh ? 0 : -1;
+}
+
+/* Refuse what dlopen cannot take safely: it blocks opening a FIFO, and it maps
+ * a truncated library and dies of SIGBUS touching the missing part. So the file
+ * must be regular, an ELF shared object of this build's class, byte order and
+ * machine, with its headers and loaded segments within its size. */
+static void check_plugin_file(const char *path, const char *shown) {
+  struct stat sb;
+  if (stat(path, &sb) != 0) usage_error("--plugin '%s': %s", shown, strerror(errno));
+  if (!S_ISREG(sb.st_mode))
+    usage_error("--plugin '%s' is not a regular file (%s): expected a shared library", shown,
+                S_ISDIR(sb.st_mode) ? "a directory" : S_ISFIFO(sb.st_mode) ? "a FIFO" : "a special file");
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) usage_error("--plugin '%s': %s", shown, strerror(errno));
+  ElfW(Ehdr) eh, self;
+  const char *why = NULL;
+  unsigned long long size = (unsigned long long)sb.st_size;
+  if (read_ehdr(fd, &eh) != 0 || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) why = "it is not an ELF file";
+  else if (eh.e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32))
+    why = "its ELF class (32 or 64 bits) is not this program's";
+  else if (eh.e_ident[EI_DATA] != (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB))
+    why = "its byte order is not this program's";
+  else if (eh.e_type != ET_DYN) why = "it is not a shared object";
+  else {
+    int sfd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    if (sfd >= 0 && read_ehdr(sfd, &self) == 0 && self.e_machine != eh.e_machine)
+      why = "it is built for another machine (ELF e_machine) than this program";
+    if (sfd >= 0) close(sfd);
+  }
+  if (!why && (eh.e_phentsize != sizeof(ElfW(Phdr)) || eh.e_phnum == 0 ||
+               eh.e_phoff + (unsigned long long)eh.e_phnum * eh.e_phentsize > size))
+    why = "its program headers lie outside the file (truncated?)";
+  if (!why && eh.e_shnum && eh.e_shoff + (unsigned long long)eh.e_shnum * eh.e_shentsize > size)
+    why = "its section headers lie outside the file (truncated?)";
+  for (int i = 0; !why && i < eh.e_phnum; i++) {
+    ElfW(Phdr) ph;
+    if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (unsigned long long)i * sizeof ph)) != (ssize_t)sizeof ph)
+      why = "its program headers cannot be read";
+    else if (ph.p_type == PT_LOAD && ph.p_offset + (unsigned long long)ph.p_filesz > size)
+      why = "a loadable segment lies outside the file (truncated?)";
+  }
+  close(fd);
+  if (why) usage_error("--plugin '%s' is not a loadable shared library: %s", shown, why);
+}
+
+/* The command line's sizes, for plugins (MGPU_PLUGIN_PARAMS in mgpurt.h). */
+static mgpu_plugin_params_t plugin_params = {-1, -1, -1};
+void mgpu_plugin_params(mgpu_plugin_params_t *p);
+void mgpu_plugin_params(mgpu_plugin_params_t *p) {
+  if (p) *p = plugin_params;
+}
+
+/* Load a plugin, which may read o's sizes; bad files are usage errors
+ * (exit 2), a failing init is 1. */
+void plugin_load(const char *path, const opts_t *o) {
+  plugin_params = (mgpu_plugin_params_t){o->items, o->size, o->intensity ? o->intensity : -1};
+  /* dlopen searches the library path for a bare name: "./" keeps it a file. */
+  char buf[4096];
+  if (!strchr(path, '/')) snprintf(buf, sizeof buf, "./%s", path);
+  else snprintf(buf, sizeof buf, "%s", path);
+  check_plugin_file(buf, path);
+  void *h = dlopen(buf, RTLD_NOW | RTLD_LOCAL);
+  if (!h) usage_error("--plugin '%s' is not a loadable shared library: %s", path, dlerror());
+  mgpu_plugin_init_fn init;
+  *(void **)&init = dlsym(h, MGPU_PLUGIN_ENTRY);
+  if (!init) usage_error("--plugin '%s' has no entry point %s() (see mgpurt.h, \"mgpu-run plugins\")", path,
+                         MGPU_PLUGIN_ENTRY);
+  mgpu_plugin_registry_t reg = {.abi = MGPU_PLUGIN_ABI, .add = plugin_add, .loader = NULL};
+  int rc = init(&reg);
+  if (rc != 0) {
+    fprintf(stderr, "%s: plugin '%s': %s() returned %d\n", prog, path, MGPU_PLUGIN_ENTRY, rc);
+    exit(EXIT_FAIL);
+  }
+  if (nplugin_work == 0) usage_error("--plugin '%s' added no workload", path);
+}
+
+int plugin_count(void) { return nplugin_work; }
+
+const mgpu_plugin_workload_t *plugin_workload(int i) { return &plugin_work[i]; }
+
+static const mgpu_plugin_workload_t *find_plugin_workload(const char *name) {
+  for (int i = 0; i < nplugin_work; i++)
+    if (!strcmp(plugin_work[i].name, name)) return &plugin_work[i];
+  return NULL;
+}
+
+/* After plugins are loaded: pick and check the workload. */
+const mgpu_plugin_workload_t *resolve_workload(opts_t *o) {
+  if (!o->workload) o->workload = nplugin_work == 1 ? plugin_work[0].name : "ntt";
+  const mgpu_plugin_workload_t *pw = find_plugin_workload(o->workload);
+  bool known = pw != NULL;
+  for (int i = 0; workloads[i]; i++) known |= !strcmp(workloads[i], o->workload);
+  if (!known) {
+    char names[1024] = "";
+    for (int i = 0; workloads[i]; i++) {
+      size_t len = strlen(names);
+      snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "", workloads[i]);
+    }
+    for (int i = 0; i < nplugin_work; i++) {
+      size_t len = strlen(names);
+      snprintf(names + len, sizeof names - len, ", %s", plugin_work[i].name);
+    }
+    usage_error("unknown workload '%s': expected one of %s", o->workload, names);
+  }
+  if (o->overlay && !o->output) usage_error("--overlay needs --output FILE");
+  if (o->output && strcmp(o->workload, "mandelbrot")) usage_error("--output is for the mandelbrot workload");
+  if (o->intensity && !pw && strcmp(o->workload, "mandelbrot") && strcmp(o->workload, "mulmod"))
+    usage_error("--intensity is for the mulmod and mandelbrot workloads and plugins' workloads");
+  return pw;
+}

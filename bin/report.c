@@ -1,0 +1,156 @@
+/*
+ * report.c: the text reports of a batch workload: the header line, a line
+ * per mode with the per-worker table, the scaling table of --gpus, E and the
+ * speedup of --compare, notes, and the verification line; and --quiet's one
+ * line.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "mgpu-run.h"
+
+/* Steal shown on a mode's line from STEAL_SHOW, and above STEAL_NOTE a note
+ * that the host, not only the runtime, was measured. The lent 4 x H200
+ * virtual machines lost 13-19% of their busy time with 60 of 64 vCPUs busy
+ * and 2% with 34, and CPU chunks stalled for 3-8 ms at the higher rates. */
+#define STEAL_SHOW 0.005
+#define STEAL_NOTE 0.05
+
+/* "LABEL V" and, over more than one round, " (by round: V1, V2, ...)". */
+static void print_ratio(const char *label, double v, const double *by, int n, const char *unit) {
+  printf("%s%.3f%s", label, v, unit);
+  for (int k = 0; k < n && n > 1; k++) printf("%s%.3f%s", k ? ", " : " (by round: ", by[k], unit);
+  printf("%s\n", n > 1 ? ")" : "");
+}
+
+/* The per-worker table of the mode's last timed run: the library's own. */
+static void print_workers(const result_t *r, const work_t *w) {
+  if (!strcmp(w->name, "pipeline"))
+    printf("pipeline: items of the last run's three stages (%zu per stage), by worker:\n", w->n);
+  mgpu_stats_print(NULL, &r->st, stdout);
+  if (r->reserve >= r->ncpu && r->reserve_auto)
+    printf("Every CPU worker was kept out of the last run, which this kernel's trials found faster "
+           "(MGPU_RESERVE_THREADS=auto)\n");
+  else if (r->reserve > 0 && r->reserve_auto)
+    printf("CPU workers %d..%d were kept out of the last run, which this kernel's trials found faster "
+           "(MGPU_RESERVE_THREADS=auto)\n", r->ncpu - r->reserve, r->ncpu - 1);
+  else if (r->reserve > 0)
+    printf("CPU workers %d..%d are kept out of batches that GPUs also run (MGPU_RESERVE_THREADS=%d)\n",
+           r->ncpu - r->reserve, r->ncpu - 1, r->reserve);
+}
+
+/* The verification line of the text report; r is the run whose outputs were checked. */
+static void print_verdict(const work_t *w, const verdict_t *v, const result_t *r) {
+  char scope[160];
+  const char *how = !strcmp(w->name, "pipeline") ? "on the host" : "against the CPU function";
+  if (w->vstep == 1) snprintf(scope, sizeof scope, "all %zu items checked %s", v->checked, how);
+  else snprintf(scope, sizeof scope, "%zu of %zu items, one in %zu, checked %s", v->checked, w->n, w->vstep, how);
+  bool rt = !strcmp(w->name, "ntt");
+  if (!v->bad) {
+    printf("verification: ok (%s%s)\n", scope, rt ? ", plus an inverse round trip" : "");
+    return;
+  }
+  printf("verification: FAILED: %lld wrong (%s)", v->bad - (v->roundtrip_bad ? 1 : 0), scope);
+  if (v->first >= 0) {
+    printf("; first wrong item %lld, ", v->first);
+    if (v->worker >= 0 && r && r->ws && v->worker < r->nw) {
+      const mgpu_worker_stats_t *s = &r->ws[v->worker];
+      if (s->kind == MGPU_WORKER_GPU) printf("computed by worker %d (gpu%d): ", v->worker, s->device);
+      else printf("computed by worker %d (cpu): ", v->worker);
+    } else if (!strcmp(w->name, "pipeline")) printf("worker not recorded for the pipeline's stages: ");
+    printf("%s", v->what);
+  }
+  if (v->roundtrip_bad) printf("; the inverse round trip does not give the input back");
+  printf("\n");
+}
+
+void report_header(const work_t *w, mgpu_runtime_t *base, int ncpu, int ngpu) {
+  printf("libmgpurt %s: %s, %zu items", mgpu_version(), w->name, w->n);
+  if (work_intensity(w)) printf(", intensity %llu", work_intensity(w));
+  printf("; %d CPU worker%s, %d GPU%s", ncpu, ncpu == 1 ? "" : "s", ngpu, ngpu == 1 ? "" : "s");
+  for (int g = 0; g < ngpu; g++) {
+    mgpu_device_info_t d;
+    mgpu_device_info(base, g, &d);
+    printf("%s%s", g ? ", " : " (", d.name);
+    if (g == ngpu - 1) printf(")");
+  }
+  printf("\n");
+  fflush(stdout);
+}
+
+/* The mode the quiet line reports: the last that ran (steal with --compare,
+ * unless SIGINT came first). */
+const result_t *main_result(const outcome_t *oc) {
+  const result_t *r = &oc->res[oc->nres - 1];
+  for (int i = oc->nres - 1; i > 0 && !r->ran; i--) r = &oc->res[i - 1];
+  return r;
+}
+
+void report_quiet(const opts_t *o, const work_t *w, const outcome_t *oc) {
+  const result_t *r = main_result(oc);
+  printf("%s: %zu items, %.4f s, %.4g items/s, verification %s\n", w->name, w->n, r->wall_s, r->throughput,
+         !o->verify ? "off" : oc->vd.bad ? "FAILED" : "ok");
+}
+
+/* A line per mode, and the per-worker table of the last (of each with one
+ * mode); returns the largest share of steal time, or -1. */
+static double report_modes(const opts_t *o, const work_t *w, const outcome_t *oc) {
+  double worst_steal = -1;
+  for (int i = 0; i < oc->nres; i++) {
+    const result_t *r = &oc->res[i];
+    if (!r->ran) {
+      printf("mode %-6s skipped (%s)\n", r->mode, r->skipped ? r->skipped : "interrupted");
+      continue;
+    }
+    printf("mode %-6s %.4f s (median of %d", r->mode, r->wall_s, r->runs);
+    if (r->nround > 1) printf(" in %d rounds", r->nround);
+    printf("), %.4g items/s, %.3g GB/s moved", r->throughput, r->throughput * w->bytes_per_item / 1e9);
+    if (r->ncpu != oc->ncpu) printf(", %d CPU worker%s", r->ncpu, r->ncpu == 1 ? "" : "s");
+    double sh = steal_share(&r->steal);
+    if (sh >= STEAL_SHOW) printf(", host steal %.0f%%", 100 * sh);
+    if (sh > worst_steal) worst_steal = sh;
+    printf("\n");
+    if (!o->compare || i == oc->nres - 1) print_workers(r, w);
+  }
+  return worst_steal;
+}
+
+/* --gpus: time, throughput, speedup and efficiency against the first count run. */
+static void report_scaling(const opts_t *o, const outcome_t *oc) {
+  printf("scaling with the GPU count (mode %s, inputs in host memory):\n", mode_name(oc->scale_mode));
+  printf("  %5s %10s %14s %8s %10s\n", "gpus", "time s", "items/s", "speedup", "efficiency");
+  const result_t *r0 = NULL;
+  int k0 = 0;
+  for (int i = 0; i < oc->nsres; i++) {
+    const result_t *r = &oc->sres[i];
+    if (!r->ran) {
+      printf("  %5d skipped (%s)\n", o->gpus_list[i], r->skipped ? r->skipped : "interrupted");
+      continue;
+    }
+    if (!r0) r0 = r, k0 = o->gpus_list[i];
+    double sp = r0->throughput > 0 ? r->throughput / r0->throughput : 0;
+    printf("  %5d %10.4f %14.4g %7.3fx %9.1f%%\n", o->gpus_list[i], r->wall_s, r->throughput, sp,
+           100 * sp / ((double)o->gpus_list[i] / k0));
+  }
+}
+
+void report_text(const opts_t *o, const work_t *w, const outcome_t *oc) {
+  double worst_steal = report_modes(o, w, oc);
+  if (oc->nsres) report_scaling(o, oc);
+  if (o->compare) {
+    if (oc->e > 0) print_ratio("heterogeneous efficiency E = steal / (cpu + gpu) = ", oc->e, oc->e_round, oc->ne, "");
+    if (oc->speedup > 0) print_ratio("steal vs static: ", oc->speedup, oc->sp_round, oc->nsp, "x");
+  }
+  if (oc->note) printf("note: %s\n", oc->note);
+  if (worst_steal >= STEAL_NOTE)
+    printf("note: the host took up to %.0f%% of the busy CPU time (steal time in /proc/stat): this "
+           "machine's CPUs are shared by its hypervisor, CPU chunks stall while it runs something else, and "
+           "figures vary between runs (doc/tuning.md, \"Shared virtual CPUs\")\n",
+           100 * worst_steal);
+  if (o->verify && !w->complete)
+    printf("verification: none (%s)\n", interrupted ? "SIGINT stopped the last run" : "no run completed");
+  else if (o->verify) print_verdict(w, &oc->vd, main_result(oc));
+  else printf("verification: off\n");
+}

@@ -1,0 +1,90 @@
+/*
+ * report_json.c: a batch workload's report as one JSON object (--json; the
+ * fields are described in doc/json.md).
+ */
+#include "config.h"
+
+#include <stdio.h>
+
+#include "mgpu-run.h"
+
+/* One mode's result in "results". */
+static void json_result(const result_t *r, bool last) {
+  int nw = r->nw;
+  printf("    {\"mode\": \"%s\", \"ran\": %s", r->mode, r->ran ? "true" : "false");
+  if (!r->ran) {
+    printf(", \"skipped\": \"%s\"}%s\n", r->skipped ? r->skipped : "", last ? "" : ",");
+    return;
+  }
+  printf(", \"runs\": %d, \"wall_s\": %.6f, \"items_per_s\": %.3f, \"cpu_workers\": %d, \"reserve_workers\": %d, "
+         "\"reserve_auto\": %s, \"chunks\": %llu, \"steals\": %llu, \"retries\": %llu, \"host_steal\": ",
+         r->runs, r->wall_s, r->throughput, r->ncpu, r->reserve, r->reserve_auto ? "true" : "false", (unsigned long long)r->st.chunks, (unsigned long long)r->st.steals,
+         (unsigned long long)r->st.retries);
+  double sh = steal_share(&r->steal);
+  if (sh >= 0) printf("%.4f, \"workers\": [", sh);
+  else printf("null, \"workers\": [");
+  for (int i = 0; i < nw; i++) {
+    const mgpu_worker_stats_t *s = &r->ws[i];
+    printf("%s{\"kind\": \"%s\", \"device\": %d, \"items\": %llu, \"chunks\": %llu, \"steals\": %llu, \"retries\": %llu, "
+           "\"busy_s\": %.6f, \"batch_cap\": %zu, \"staged_bytes\": %llu}",
+           i ? ", " : "", s->kind == MGPU_WORKER_GPU ? "gpu" : "cpu", s->device, (unsigned long long)s->items,
+           (unsigned long long)s->chunks, (unsigned long long)s->steals, (unsigned long long)s->retries, s->busy_s,
+           s->batch_cap, (unsigned long long)s->staged_bytes);
+  }
+  printf("]}%s\n", last ? "" : ",");
+}
+
+/* What ran and where: the version, the workload, every setting and the GPUs. */
+static void json_setup(const opts_t *o, const work_t *w, const outcome_t *oc, mgpu_runtime_t *base) {
+  printf("{\n  \"version\": \"%s\",\n  \"workload\": \"%s\",\n  \"items\": %zu,\n  \"repeat\": %d,\n", mgpu_version(),
+         w->name, w->n, o->repeat);
+  if (o->compare) printf("  \"rounds\": %d,\n", o->rounds);
+  if (work_intensity(w)) printf("  \"intensity\": %llu,\n", work_intensity(w));
+  printf("  \"config\": {");
+  mgpu_setting_t s;
+  for (int i = 0; mgpu_info_setting(base, i, &s) == MGPU_OK; i++)
+    printf("%s\"%s\": {\"value\": \"%s\", \"source\": \"%s\"}", i ? ", " : "", s.name, s.value, s.source);
+  printf("},\n  \"devices\": [");
+  for (int g = 0; g < oc->ngpu; g++) {
+    mgpu_device_info_t d;
+    mgpu_device_info(base, g, &d);
+    printf("%s{\"index\": %d, \"name\": \"%s\", \"sm_count\": %d, \"memory\": %zu, \"emulated\": %s}", g ? ", " : "",
+           d.index, d.name, d.sm_count, d.total_mem, d.emulated ? "true" : "false");
+  }
+  printf("],\n  \"cpu_workers\": %d,\n", oc->ncpu);
+}
+
+static void json_compare(const outcome_t *oc) {
+  printf("  \"efficiency\": %.4f,\n  \"speedup_vs_static\": %.4f,\n  \"efficiency_by_round\": [", oc->e, oc->speedup);
+  for (int k = 0; k < oc->ne; k++) printf("%s%.4f", k ? ", " : "", oc->e_round[k]);
+  printf("],\n  \"speedup_vs_static_by_round\": [");
+  for (int k = 0; k < oc->nsp; k++) printf("%s%.4f", k ? ", " : "", oc->sp_round[k]);
+  printf("],\n");
+}
+
+static void json_scaling(const opts_t *o, const outcome_t *oc) {
+  printf("  \"scaling\": [");
+  const result_t *r0 = NULL;
+  int k0 = 0;
+  for (int i = 0; i < oc->nsres; i++) {
+    const result_t *r = &oc->sres[i];
+    if (!r0 && r->ran) r0 = r, k0 = o->gpus_list[i];
+    double sp = r0 && r->ran && r0->throughput > 0 ? r->throughput / r0->throughput : 0;
+    printf("%s{\"gpus\": %d, \"ran\": %s, \"wall_s\": %.6f, \"items_per_s\": %.3f, \"speedup\": %.4f, "
+           "\"efficiency\": %.4f}",
+           i ? ", " : "", o->gpus_list[i], r->ran ? "true" : "false", r->wall_s, r->throughput, sp,
+           k0 ? sp / ((double)o->gpus_list[i] / k0) : 0);
+  }
+  printf("],\n");
+}
+
+void report_json(const opts_t *o, const work_t *w, const outcome_t *oc, mgpu_runtime_t *base) {
+  json_setup(o, w, oc, base);
+  printf("  \"results\": [\n");
+  for (int i = 0; i < oc->nres; i++) json_result(&oc->res[i], i == oc->nres - 1);
+  printf("  ],\n");
+  if (o->compare) json_compare(oc);
+  if (oc->nsres) json_scaling(o, oc);
+  printf("  \"verification\": {\"enabled\": %s, \"checked\": %zu, \"failed\": %lld}\n}\n", o->verify ? "true" : "false",
+         oc->vd.checked, oc->vd.bad);
+}

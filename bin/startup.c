@@ -1,0 +1,137 @@
+/*
+ * startup.c: the runtimes mgpu-run starts (one per mode or GPU count, with
+ * the trace that --trace and --plot ask for) and what it prints about them
+ * without running anything: --info and --list.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mgpu-run.h"
+
+/* --plot without --trace records the trace in a file of its own, removed at exit. */
+static char plot_trace[64];
+
+/* Set when a runtime's trace could not be written at finalize: the run fails. */
+bool trace_lost;
+
+int plot_trace_make(void) {
+  snprintf(plot_trace, sizeof plot_trace, "/tmp/mgpu-run-trace-XXXXXX");
+  int fd = mkstemp(plot_trace);
+  if (fd < 0) {
+    fprintf(stderr, "%s: cannot make a temporary trace file for --plot: %s\n", prog, strerror(errno));
+    return -1;
+  }
+  close(fd);
+  return 0;
+}
+
+void plot_trace_remove(void) {
+  if (plot_trace[0]) unlink(plot_trace);
+}
+
+mgpu_runtime_t *start_runtime(const opts_t *o, mgpu_sched_t mode, double ratio, bool traced) {
+  mgpu_config_t c = o->cfg;
+  if (traced && o->trace) c.trace = o->trace;
+  else if (traced && o->plot) c.trace = plot_trace;
+  if (mode) c.sched = mode;
+  if (ratio > 0 && c.device_to_core_ratio == 0) c.device_to_core_ratio = ratio;
+  mgpu_runtime_t *rt;
+  mgpu_status_t st = mgpu_init(&c, &rt);
+  if (st != MGPU_OK) {
+    /* The library has printed the reason; settings errors are usage errors. */
+    if (mgpu_last_error()[0] && c.debug == 0) fprintf(stderr, "%s: %s\n", prog, mgpu_last_error());
+    fprintf(stderr, "%s: cannot start the runtime (%s)\n", prog, mgpu_status_name(st));
+    /* Asking for GPUs that the runtime does not see is a usage error, however
+     * many the machine has (the man page's EXIT STATUS). */
+    exit(st == MGPU_EINVAL || st == MGPU_ENODEV ? EXIT_USAGE : EXIT_FAIL);
+  }
+  return rt;
+}
+
+/* MGPU_RESERVE_THREADS of runtime rt, as --info shows it: a count of its
+ * last CPU workers that take no item of a batch a GPU also runs, or "auto
+ * (0, N or ALL per kernel)". */
+const char *reserve_setting(mgpu_runtime_t *rt) {
+  static mgpu_setting_t s;
+  for (int i = 0; mgpu_info_setting(rt, i, &s) == MGPU_OK; i++)
+    if (!strcmp(s.name, "MGPU_RESERVE_THREADS")) return s.value;
+  return "0";
+}
+
+void print_info(mgpu_runtime_t *rt) {
+  printf("libmgpurt %s\n\nSettings (value, source):\n", mgpu_version());
+  mgpu_setting_t s;
+  for (int i = 0; mgpu_info_setting(rt, i, &s) == MGPU_OK; i++)
+    printf("  %-26s %-24s %-11s %s\n", s.name, s.value, s.source, s.doc);
+  const char *how;
+  int cores = mgpu_usable_cores(rt, &how);
+  int nc = mgpu_num_cpu_workers(rt);
+  printf("\nCPU: %d usable core%s (%s); %d CPU worker%s", cores, cores == 1 ? "" : "s", how, nc, nc == 1 ? "" : "s");
+  /* Where the limit, not the cores, set the default count, say so. */
+  bool derived = false;
+  for (int i = 0; mgpu_info_setting(rt, i, &s) == MGPU_OK; i++) {
+    if (!strcmp(s.name, "MGPU_NUM_THREADS")) derived = !strcmp(s.source, "derived");
+    long limit = strtol(s.value, NULL, 10); /* "(unset)" reads as 0 */
+    if (!strcmp(s.name, "OMP_THREAD_LIMIT") && derived && limit > 0 && limit < cores - mgpu_num_gpus(rt))
+      printf(" (at most OMP_THREAD_LIMIT=%s)", s.value);
+  }
+  const char *reserve = reserve_setting(rt);
+  int quarter, half = 0, all;
+  if (sscanf(reserve, "auto (0, %d, %d or %d", &quarter, &half, &all) == 3 ||
+      sscanf(reserve, "auto (0, %d or %d", &quarter, &all) == 2) {
+    char ways[32];
+    snprintf(ways, sizeof ways, half ? "%d or %d" : "%d", quarter, half);
+    printf(", the last %s (or all %d, where they add under a fifth) kept out of a kernel's batches that GPUs also "
+           "run where its timed batches find that faster (MGPU_RESERVE_THREADS=auto)", ways, all);
+  }
+  else if (atoi(reserve))
+    printf(", the last %d kept out of batches that GPUs also run", atoi(reserve));
+  printf("\n");
+  int g = mgpu_num_gpus(rt);
+  printf("GPUs: %d in use\n", g);
+  for (int i = 0; i < g; i++) {
+    mgpu_device_info_t d;
+    mgpu_device_info(rt, i, &d);
+    printf("  GPU %d: device %d, %s, %d SMs, compute capability %d.%d, %.1f GiB (%.1f GiB free), PCI %s%s\n", i,
+           d.index, d.name, d.sm_count, d.cc_major, d.cc_minor, (double)d.total_mem / (1 << 30),
+           (double)d.free_mem / (1 << 30), d.pci_bus_id, d.emulated ? " (emulated, tests only)" : "");
+  }
+  if (g > 1) {
+    printf("  peer access (row can access column):\n       ");
+    for (int j = 0; j < g; j++) printf(" GPU%-2d", j);
+    printf("\n");
+    for (int i = 0; i < g; i++) {
+      printf("  GPU%-2d", i);
+      for (int j = 0; j < g; j++) printf(" %5s", i == j ? "-" : mgpu_device_peer(rt, i, j) ? "yes" : "no");
+      printf("\n");
+    }
+  }
+}
+
+/* Finalize a runtime of one mode (or GPU count), with the constant made on it. */
+void finish_runtime(work_t *w, mgpu_runtime_t *rt) {
+  if (w->kconst_rt == rt) {
+    mgpu_const_destroy(w->kconst);
+    w->kconst = NULL;
+    w->kconst_rt = NULL;
+  }
+  if (mgpu_finalize_checked(rt) != MGPU_OK) trace_lost = true;
+}
+
+/* --list: the workloads, the built-in kernels and the plugin's workloads. */
+void print_list(const char *plugin) {
+  printf("Workloads:");
+  for (int i = 0; workloads[i]; i++) printf(" %s", workloads[i]);
+  printf("\nBuilt-in kernels:\n");
+  for (int i = 0; i < mgpu_builtin_count(); i++) printf("  %-20s %s\n", mgpu_builtin_name(i), mgpu_builtin_doc(i));
+  if (plugin_count()) printf("Plugin workloads (%s):\n", plugin);
+  for (int i = 0; i < plugin_count(); i++) {
+    const mgpu_plugin_workload_t *p = plugin_workload(i);
+    printf("  %-20s %s\n", p->name, p->doc ? p->doc : "");
+  }
+}
