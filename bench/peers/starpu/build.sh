@@ -63,6 +63,11 @@ fi
 version=$(sed -n 's/^AC_INIT(\[StarPU\], *\[\([^]]*\)\].*/\1/p' "$src/configure.ac")
 echo "build.sh: StarPU $version from $src" >&2
 
+# The source as it was before our patches, for pack.sh to carry (a GPU machine
+# without network builds from it where the carried prefix does not load).
+tar czf "$work/starpu-src.tar.gz.tmp" -C "$(dirname "$src")" "$(basename "$src")"
+mv "$work/starpu-src.tar.gz.tmp" "$work/starpu-src.tar.gz"
+
 # The patches are written against 1.3.10; each one is applied or the build stops.
 for p in "$here"/patches/*.patch; do
   [ -e "$p" ] || continue
@@ -92,4 +97,5 @@ echo "build.sh: make -j$jobs" >&2
 make -j"$jobs" > make.log 2>&1 || { grep -E 'error|Error' make.log | head -30 >&2; die "make failed (log: $build/make.log)"; }
 make install > install.log 2>&1 || { tail -30 install.log >&2; die "make install failed (log: $build/install.log)"; }
 echo "$version" > "$prefix/STARPU-VERSION"
+printf '%s\n' "${flags[@]}" > "$prefix/STARPU-CONFIGURE-FLAGS"
 echo "build.sh: StarPU $version installed in $prefix (CUDA: $cuda, maxcpus $maxcpus)" >&2
