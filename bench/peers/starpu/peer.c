@@ -314,6 +314,10 @@ static atomic_int kernel_failures;
 static atomic_int first_failure_rc;
 static atomic_ullong items_on[2]; /* items computed by CPU workers, by CUDA workers */
 static atomic_ullong tasks_on[2];
+/* Time CPU workers spent in the kernel and the items they computed: the cost
+ * of one item on one CPU worker, which the sweep uses to skip task sizes that
+ * would leave the batch waiting for one CPU worker's task. */
+static atomic_ullong cpu_kernel_ns, cpu_kernel_items;
 
 static void note_failure(int rc) {
   int zero = 0;
@@ -339,7 +343,10 @@ static void cpu_func(void *buffers[], void *cl_arg) {
   mgpu_chunk_t c;
   const task_arg_t *ta = cl_arg;
   fill_chunk(buffers, ta, in, out, &c);
+  double t0 = now();
   int rc = ta->w->k.cpu(&c);
+  atomic_fetch_add(&cpu_kernel_ns, (unsigned long long)((now() - t0) * 1e9));
+  atomic_fetch_add(&cpu_kernel_items, c.count);
   if (rc) note_failure(rc);
   atomic_fetch_add(&items_on[0], c.count);
   atomic_fetch_add(&tasks_on[0], 1);
@@ -517,6 +524,7 @@ static int sweep(work_t *w, const opts_t *o, const char *sched, point_t *pts, in
     return -1;
   }
   alloc_arrays(w, o->pinned);
+  atomic_store(&cpu_kernel_ns, 0), atomic_store(&cpu_kernel_items, 0);
   /* Largest task count first: the most tasks, the smallest each. */
   long long order[MAX_LIST];
   int n = o->ntasks;
@@ -537,33 +545,44 @@ static int sweep(work_t *w, const opts_t *o, const char *sched, point_t *pts, in
       continue;
     }
     if (stop) {
-      p->skipped = "slower tasks sizes already seen";
+      p->skipped = "a smaller task size was already slower than the best";
       continue;
     }
-    /* dmda needs its history-based model calibrated for this task size: the
-     * warm-up batches give every worker kind at least ten tasks of it. */
+    /* Where CPU workers take tasks, one task on one of them lasts this long;
+     * past slow_factor times the best batch, the batch cannot be competitive
+     * (lws and eager give CPU workers tasks, and dmda's calibration does too). */
+    unsigned long long cn = atomic_load(&cpu_kernel_ns), ci = atomic_load(&cpu_kernel_items);
+    double cpu_task_s = ci ? 1e-9 * (double)cn / (double)ci * (double)(w->n / p->tasks) : 0;
+    if (ncpu_workers > 0 && best > 0 && cpu_task_s > o->slow_factor * best) {
+      p->skipped = "one task on one CPU worker would take longer than the slow factor times the best batch";
+      stop = true;
+      continue;
+    }
+    /* dmda's history-based model is kept per task size, and StarPU forces
+     * tasks onto every worker kind until it has ten measurements of each:
+     * two more untimed batches calibrate it before the timed ones. */
     int warm = o->warmup + (dmda_like ? 2 : 0);
     double t = 0;
-    for (int k = 0; k < warm && t >= 0; k++) t = run_batch(w, p->tasks);
-    if (t < 0) fail("scheduler %s, %zu tasks: a warm-up batch failed", sched, p->tasks);
+    bool slow = false;
+    for (int k = 0; k < warm && !slow; k++) {
+      if ((t = run_batch(w, p->tasks)) < 0) fail("scheduler %s, %zu tasks: a warm-up batch failed", sched, p->tasks);
+      slow = best > 0 && t > o->slow_factor * best;
+    }
+    if (slow) {
+      p->skipped = "a warm-up batch took longer than the slow factor times the best batch";
+      stop = true;
+      continue;
+    }
     double times[1000];
-    atomic_store(&items_on[0], 0), atomic_store(&items_on[1], 0);
     for (int k = 0; k < o->repeat; k++) {
-      if (k == o->repeat - 1) {
-        memset(w->out, 0xA5, w->out_bytes); /* stale results cannot pass the check */
-        atomic_store(&items_on[0], 0), atomic_store(&items_on[1], 0);
-      }
+      /* Stale results of an earlier batch cannot pass the check. */
+      memset(w->out, 0xA5, w->out_bytes);
+      atomic_store(&items_on[0], 0), atomic_store(&items_on[1], 0);
       times[k] = run_batch(w, p->tasks);
       if (times[k] < 0) fail("scheduler %s, %zu tasks: a batch failed", sched, p->tasks);
       p->runs++;
       /* A point far slower than the best needs no more runs to be ruled out. */
-      if (best > 0 && times[k] > o->slow_factor * best && k < o->repeat - 1) {
-        memset(w->out, 0xA5, w->out_bytes);
-        atomic_store(&items_on[0], 0), atomic_store(&items_on[1], 0);
-        times[k + 1] = run_batch(w, p->tasks);
-        p->runs++;
-        break;
-      }
+      if (best > 0 && times[k] > o->slow_factor * best) break;
     }
     if (atomic_load(&kernel_failures))
       fail("scheduler %s, %zu tasks: %d kernel calls failed (first return code %d)%s", sched, p->tasks,
