@@ -21,6 +21,8 @@
 #                  bench/peers/starpu/prefix, else .peers/starpu-prefix.tar.gz
 #                  unpacked, else built from .peers/starpu-src.tar.gz)
 #   PEERS_WORK     scratch directory (default /tmp/mgpurt-peers)
+#   PEERS_WORKLOADS  names of the workloads to run (default all of them:
+#                  mulmod-10 mulmod-100 mulmod-1000 mulmod-10000 sha256 ntt mandelbrot)
 # With no GPU (nvidia-smi finds none) it compares the CPU-only modes, and says so.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,7 +36,7 @@ while [ $# -gt 0 ]; do
       [ $# -ge 2 ] || die "--memory needs a value: pageable, pinned or both"
       case $2 in pageable | pinned | both) memory=$2 ;; *) die "--memory '$2' is invalid: expected pageable, pinned or both" ;; esac
       shift ;;
-    -h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     -*) die "unknown option '$1' (try --help)" ;;
     *) [ -z "$out" ] || die "one output directory, not '$out' and '$1'"; out=$1 ;;
   esac
@@ -68,7 +70,17 @@ for d in "$cuda/lib64" "$cuda/lib"; do
   [ -d "$d" ] && export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 done
 # A prefix that loads here: every library that libstarpu needs is found.
-loads() { ! ldd "$1"/lib/libstarpu-*.so 2>/dev/null | grep -q 'not found' && ls "$1"/lib/libstarpu-*.so >/dev/null 2>&1; }
+# Where one is missing (a CUDA library in another directory, such as the
+# nvidia-* Python wheels' lib/), its directory is looked for and added.
+loads() {
+  ls "$1"/lib/libstarpu-*.so >/dev/null 2>&1 || return 1
+  local lib d
+  for lib in $(ldd "$1"/lib/libstarpu-*.so 2>/dev/null | awk '/not found/ {print $1}'); do
+    d=$(find /usr/local /opt /usr/lib /usr/lib64 -name "$lib" 2>/dev/null | head -1)
+    [ -n "$d" ] && export LD_LIBRARY_PATH="$(dirname "$d")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  done
+  ! ldd "$1"/lib/libstarpu-*.so 2>/dev/null | grep -q 'not found'
+}
 if [ -n "${PEERS_STARPU_PREFIX:-}" ]; then
   prefix=$PEERS_STARPU_PREFIX
   loads "$prefix" || { ldd "$prefix"/lib/libstarpu-*.so 2>&1 | grep 'not found' >&2 || true; die "PEERS_STARPU_PREFIX=$prefix has no loadable lib/libstarpu-*.so"; }
@@ -150,11 +162,17 @@ scale_cpu() { if [ $smoke = 0 ] && [ "$cores" -lt 16 ]; then echo $(( $1 * cores
 # CPU-only task counts: multiples of the CPU workers StarPU starts (all cores).
 tasks_cpu=$(for m in $tasks_cpu_mult; do echo $((m * cores)); done | paste -sd,)
 
+for x in ${PEERS_WORKLOADS:-}; do
+  known=0
+  for w in "${workloads[@]}"; do [ "${w%%|*}" = "$x" ] && known=1; done
+  [ $known = 1 ] || die "PEERS_WORKLOADS: unknown workload '$x' (expected some of: $(for w in "${workloads[@]}"; do printf '%s ' "${w%%|*}"; done))"
+done
 mems=$memory; [ "$memory" = both ] && mems="pageable pinned"
 for mem in $mems; do
   mflag=; pflag=; [ "$mem" = pinned ] && { mflag=--pinned; pflag=--pinned; }
   for w in "${workloads[@]}"; do
     IFS='|' read -r name args n n_cpu <<< "$w"
+    if [ -n "${PEERS_WORKLOADS:-}" ] && ! [[ " $PEERS_WORKLOADS " == *" $name "* ]]; then continue; fi
     n_cpu=$(scale_cpu "$n_cpu")
     [ "$ngpu" -eq 0 ] && n=$n_cpu
     tag=$name-$mem

@@ -41,7 +41,7 @@ find "$p/bin" -type f ! -name 'starpu_perfmodel_display' ! -name 'starpu_machine
   ! -name 'starpu_calibrate_bus' -delete 2>/dev/null || true
 find "$p" -type f \( -name '*.so*' -o -perm -u+x \) -exec sh -c 'file -b "$1" | grep -q ELF && strip --strip-unneeded "$1"' _ {} \;
 tar czf "$dest/starpu-prefix.tar.gz" -C "$p" .
-src=$here/work/starpu-src.tar.gz
+src=${STARPU_WORK:-$here/work}/starpu-src.tar.gz
 if [ -f "$src" ]; then cp "$src" "$dest/starpu-src.tar.gz"; else echo "pack.sh: no $src: the source is not carried" >&2; fi
 du -b "$dest"/* | awk '{printf "pack.sh: %s %.1f MiB\n", $2, $1 / 1048576}' >&2
 echo "pack.sh: $(du -sb "$dest" | awk '{printf "%.1f MiB", $1 / 1048576}') in $dest" >&2
