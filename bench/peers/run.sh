@@ -28,21 +28,22 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 die() { echo "run.sh: $*" >&2; exit 1; }
+usage_error() { echo "run.sh: $*" >&2; echo "Try 'bash bench/peers/run.sh --help'." >&2; exit 2; }
 smoke=0 memory=pageable out=
 while [ $# -gt 0 ]; do
   case $1 in
     --smoke) smoke=1 ;;
     --memory)
-      [ $# -ge 2 ] || die "--memory needs a value: pageable, pinned or both"
-      case $2 in pageable | pinned | both) memory=$2 ;; *) die "--memory '$2' is invalid: expected pageable, pinned or both" ;; esac
+      [ $# -ge 2 ] || usage_error "--memory needs a value: pageable, pinned or both"
+      case $2 in pageable | pinned | both) memory=$2 ;; *) usage_error "--memory '$2' is invalid: expected pageable, pinned or both" ;; esac
       shift ;;
     -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
-    -*) die "unknown option '$1' (try --help)" ;;
-    *) [ -z "$out" ] || die "one output directory, not '$out' and '$1'"; out=$1 ;;
+    -*) usage_error "unknown option '$1'" ;;
+    *) [ -z "$out" ] || usage_error "one output directory, not '$out' and '$1'"; out=$1 ;;
   esac
   shift
 done
-[ -n "$out" ] || die "usage: run.sh [--smoke] [--memory pageable|pinned|both] OUT"
+[ -n "$out" ] || usage_error "usage: run.sh [--smoke] [--memory pageable|pinned|both] OUT"
 mkdir -p "$out/raw" || die "cannot create $out/raw"
 out=$(cd "$out" && pwd)
 rm -f "$out"/raw/*.json "$out"/raw/*.txt
