@@ -484,8 +484,9 @@ static int start_starpu(const char *sched, mode_t_ mode, bool with_model, const 
   return 0;
 }
 
-/* The host arrays of this StarPU session: starpu_malloc pins them only once
- * StarPU runs with CUDA workers, so --pinned allocates them after starpu_init. */
+/* The host arrays, for one starpu_init..starpu_shutdown: starpu_malloc pins
+ * them only once StarPU runs with CUDA workers, so --pinned allocates them
+ * after starpu_init. */
 static void alloc_arrays(work_t *w, bool pinned) {
   if (pinned) {
     if ((w->in_bytes && starpu_malloc(&w->in, w->in_bytes)) || starpu_malloc(&w->out, w->out_bytes))
