@@ -77,7 +77,7 @@ static int cmp_double(const void *a, const void *b) {
 
 /* ------------------------------------------------------------------ options */
 
-typedef enum { MODE_ALL, MODE_GPU, MODE_CPU } mode_t_;
+typedef enum { MODE_ALL, MODE_GPU, MODE_CPU } peer_mode_t;
 static const char *mode_names[] = {"all", "gpu", "cpu"};
 
 typedef struct {
@@ -85,7 +85,7 @@ typedef struct {
   long long items;               /* -1: the workload's default */
   long long size;                /* ntt log2 length, sha256 bytes, mandelbrot width; -1: default */
   long long intensity;           /* mulmod K, mandelbrot max_iter; -1: default */
-  mode_t_ mode;
+  peer_mode_t mode;
   const char *scheds[MAX_SCHEDS];
   int nscheds;
   long long tasks[MAX_LIST];     /* task counts of the sweep */
@@ -170,7 +170,7 @@ static void parse_args(int argc, char **argv, opts_t *o) {
       for (int k = 0; k < 3; k++)
         if (!strcmp(v, mode_names[k])) m = k;
       if (m < 0) usage_error("--mode '%s' is invalid: expected all, gpu or cpu", v);
-      o->mode = (mode_t_)m;
+      o->mode = (peer_mode_t)m;
     } else if (!strcmp(a, "--sched")) {
       char *v = strdup(VALUE()), *parts[MAX_SCHEDS];
       o->nscheds = split_list(v, parts, MAX_SCHEDS, a);
@@ -466,7 +466,7 @@ typedef struct {
 
 static int ncpu_workers, ncuda_workers;
 
-static int start_starpu(const char *sched, mode_t_ mode, bool with_model, const char *symbol) {
+static int start_starpu(const char *sched, peer_mode_t mode, bool with_model, const char *symbol) {
   struct starpu_conf conf;
   starpu_conf_init(&conf);
   conf.sched_policy_name = sched;
