@@ -195,8 +195,8 @@ typedef struct mgpu_dev_ops {
   /* The device is given up (from any thread, never waiting): nothing is
    * called on it again, close included. NULL where nothing is to be done. */
   void (*abandon)(void *ctx);
-  /* Tests only (MGPU_FAULT_INJECT hang:G:K): the stream stops here until
-   * mgpu__emul_release_hangs(). NULL on real devices. */
+  /* Tests only (MGPU_FAULT_INJECT hang:G:K): the stream stops here, on an
+   * emulated device until mgpu__emul_release_hangs(), on a real one for good. */
   int (*hang)(void *ctx, void *s);
 } mgpu_dev_ops_t;
 
@@ -220,7 +220,7 @@ extern const mgpu_dev_ops_t *const mgpu__dev_cuda; /* NULL when built without CU
  * driver's device index. */
 #define MGPU_FAULT_MAX 32
 /* hang: the K-th kernel launch of a GPU never ends; hangcoll: its K-th
- * collective part (emulated devices only). */
+ * device-task part (an allocation, copy or collective). */
 typedef enum {
   MGPU_FAULT_LAUNCH,
   MGPU_FAULT_ALLOC,
