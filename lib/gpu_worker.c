@@ -564,6 +564,18 @@ static void watch_begin(mgpu__gpu_t *gp, const slot_t *s) {
   pthread_mutex_unlock(&gp->hang_lock);
 }
 
+/* Before a driver call that may block on a hung device (an allocation, a
+ * communicator's abort): the watchdog gives the device up if the call has
+ * not returned within the deadline of work with no prediction. */
+static void watch_call(mgpu__gpu_t *gp, const char *what) {
+  double limit = mgpu__deadline_s(gp->rt->cfg.v.timeout, 0);
+  if (limit == 0) return;
+  pthread_mutex_lock(&gp->hang_lock);
+  gp->wait_until = mgpu__now() + limit;
+  snprintf(gp->wait_what, sizeof gp->wait_what, "%s did not return from the driver within %.3g s", what, limit);
+  pthread_mutex_unlock(&gp->hang_lock);
+}
+
 /* After the wait: false when the device was given up meanwhile (what it held
  * went back already; the thread must leave without touching anything). */
 static bool watch_end(mgpu__gpu_t *gp) {
@@ -693,15 +705,12 @@ static bool task_issue(mgpu__gpu_t *gp) {
   gp->tq_n--;
   atomic_fetch_sub(&gp->tq_count, 1);
   pthread_mutex_unlock(&gp->tq_lock);
-  double limit = mgpu__deadline_s(gp->rt->cfg.v.timeout, 0);
   pthread_mutex_lock(&gp->hang_lock);
   gp->issuing = p;
-  if (limit > 0) {
-    gp->wait_until = mgpu__now() + limit;
-    snprintf(gp->wait_what, sizeof gp->wait_what, "its part of %s did not return from the driver within %.3g s",
-             p.t->b->kernel.name, limit);
-  }
   pthread_mutex_unlock(&gp->hang_lock);
+  char what[96];
+  snprintf(what, sizeof what, "its part of %s", p.t->b->kernel.name);
+  watch_call(gp, what);
 
   mgpu__devcall_t dc = {gp->rt, gp->g, gp->ops, gp->ctx, gp->task_stream};
   tflight_t f = {p.t, p.phase, NULL, NULL, mgpu__now(), false};
@@ -883,7 +892,9 @@ report:
     uint64_t gen = atomic_load(&rt->work_gen);
     if (atomic_load(&rt->comms_abort) && !gp->comm_aborted) {
       gp->comm_aborted = true;
+      watch_call(gp, "the abort of its NCCL communicator");
       mgpu__coll_abort(rt, gp->g);
+      if (!watch_end(gp)) goto exit; /* given up while the abort waited for the device */
     }
     mgpu__consts_reap(rt, gp->g, gp->ops->mem_free, gp->ctx);
     if (atomic_load(&gp->tq_count) > 0 && gp->tf_n < TASKS_IN_FLIGHT) {

@@ -427,8 +427,12 @@ pid=$!
 sleep 1.5
 kill -INT $pid
 wait $pid; rc=$?
-if [ $rc = 130 ] && grep -q "interrupted in mode steal, timed run [0-9]* of 1000: [0-9]* of 300000 items computed" "$out" &&
-   grep -q "^mode steal .* items/s" "$out" && grep -q "verification: none (SIGINT stopped the last run)" "$out"; then ok
+# (SIGINT may also land between two runs: nothing is canceled then, and the
+# last run's results are verified.)
+if [ $rc = 130 ] && grep -q "^mode steal .* items/s" "$out" &&
+   { { grep -q "interrupted in mode steal, timed run [0-9]* of 1000: [0-9]* of 300000 items computed" "$out" &&
+       grep -q "verification: none (SIGINT stopped the last run)" "$out"; } ||
+     { ! grep -q "interrupted in mode" "$out" && grep -q "verification: ok" "$out"; }; }; then ok
 else bad "SIGINT: exit $rc, output: $(cat "$out")"; fi
 rm -f "$out"
 # A watchdog bounds a background run that ignores SIGINT (timeout(1) would
@@ -453,15 +457,16 @@ if [ $rc = 130 ] && [ $took -le 20 ] && head -1 "$out" | grep -q "^libmgpurt .*:
    grep -q "mode steal  skipped (interrupted)" "$out"; then ok
 else bad "SIGINT in the warm-up: exit $rc after $took s, output: $(cat "$out")"; fi
 # The data-parallel workloads stop after the run in flight and report the
-# runs made.
-"$run" reduce -n 20000000 --repeat 1000 --num-gpus 0 > "$out" 2>&1 &
+# runs made (none, where SIGINT comes while the inputs are made). The sums of
+# 200 MB take seconds even on 16 cores.
+"$run" reduce -n 50000000 --repeat 1000 --num-gpus 0 > "$out" 2>&1 &
 pid=$!
 watchdog
 sleep 2
 kill -INT $pid
 wait $pid; rc=$?
-if [ $rc = 130 ] && grep -q "(median of [0-9]*)" "$out" && ! grep -q "(median of 1000)" "$out" &&
-   grep -q "verification: ok" "$out"; then ok
+if [ $rc = 130 ] && { { grep -q "(median of [0-9]*)" "$out" && ! grep -q "(median of 1000)" "$out" &&
+   grep -q "verification: ok" "$out"; } || grep -q "interrupted before the first timed run" "$out"; }; then ok
 else bad "SIGINT in reduce: exit $rc, output: $(cat "$out")"; fi
 # A second SIGINT exits at once, while the first waits for the running
 # chunk (two seconds long) to end: no batch message, no report.
