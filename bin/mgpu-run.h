@@ -26,7 +26,7 @@ typedef struct {
   int size;           /* ntt/pipeline log2 length; sha256 message bytes; mandelbrot width */
   long long intensity;
   mgpu_sched_t mode;
-  bool compare, verify, json, quiet, info, list, pinned;
+  bool compare, verify, json, quiet, info, list, pinned, ceiling;
   int repeat;
   int rounds;          /* --compare: the four modes run this many times in turn */
   unsigned long long seed;
@@ -64,6 +64,7 @@ typedef struct {
   const mgpu_plugin_workload_t *plugin;
   int *row_worker; /* mandelbrot overlay */
   mgpu_kernel_fn ref_cpu;  /* the kernel's own CPU function, for verification */
+  mgpu_kernel_t k_real;    /* the kernel before verification's recording wrappers */
   size_t vstep;            /* verification checks items 0, vstep, 2 vstep, ... */
   int *sample_worker;      /* the worker that computed each checked item in the last run */
   bool complete;           /* a run has completed: the outputs hold its results */
@@ -114,6 +115,15 @@ typedef struct {
   char what[256];       /* "output K bytes A..B: expected .., got .." of the first wrong item */
 } verdict_t;
 
+/* The ceiling of a batch workload (ceiling.c). */
+typedef struct {
+  bool asked;
+  const char *skipped;  /* why it was not measured, or NULL */
+  double wall_s;        /* best pass: copies in, one launch, copies out */
+  double throughput;
+  bool differs;         /* its outputs differ from the last run's */
+} ceiling_t;
+
 /* Everything a batch workload's report shows: the modes run, the scaling
  * table, the comparison's figures and the verification. */
 typedef struct {
@@ -128,6 +138,7 @@ typedef struct {
   double e_round[MAX_ROUNDS], sp_round[MAX_ROUNDS];
   int ne, nsp;
   verdict_t vd;
+  ceiling_t ceiling; /* --compare or --ceiling */
 } outcome_t;
 
 /* mgpu-run.c */
@@ -194,6 +205,10 @@ int run_batch_workload(mgpu_runtime_t *base, opts_t *o, const mgpu_plugin_worklo
 
 /* report.c */
 void report_header(const work_t *w, mgpu_runtime_t *base, int ncpu, int ngpu);
+
+/* ceiling.c */
+void ceiling_run(const opts_t *o, work_t *w, int ngpu, ceiling_t *c);
+void ceiling_report(const ceiling_t *c, const result_t *gpu);
 void report_text(const opts_t *o, const work_t *w, const outcome_t *oc);
 void report_quiet(const opts_t *o, const work_t *w, const outcome_t *oc);
 const result_t *main_result(const outcome_t *oc);

@@ -262,7 +262,15 @@ int run_batch_workload(mgpu_runtime_t *base, opts_t *o, const mgpu_plugin_worklo
   if (!o->json && !o->quiet) report_header(&w, base, oc.ncpu, oc.ngpu);
   if (o->ngpus_list) run_scaling(&w, o, &oc);
   else if (o->compare) run_compare(&w, o, w.k.gpu != NULL, &oc);
-  else {
+  else if (o->ceiling) {
+    ceiling_run(o, &w, oc.ngpu, &oc.ceiling);
+    if (oc.ceiling.skipped) {
+      fprintf(stderr, "%s: nothing ran: the ceiling cannot be measured: %s\n", prog, oc.ceiling.skipped);
+      work_free(&w, base, o);
+      mgpu_finalize(base);
+      return EXIT_USAGE;
+    }
+  } else {
     if (!w.k.gpu && oc.ngpu > 0 && o->mode != MGPU_SCHED_CPU)
       oc.note = "the kernel has no GPU function: the CPU workers ran every item";
     measure(base, &w, o, &oc.res[0], mode_name(o->mode));
@@ -272,6 +280,7 @@ int run_batch_workload(mgpu_runtime_t *base, opts_t *o, const mgpu_plugin_worklo
   progress_finish();
   oc.vd = (verdict_t){.first = -1, .worker = -1};
   if (o->verify && w.complete) verify(&w, base, &oc.vd); /* the last run's results are in w.out */
+  if (o->compare && !interrupted) ceiling_run(o, &w, oc.ngpu, &oc.ceiling);
   if (o->output) write_image(&w, o, oc.ncpu);
   if (o->compare) compare_figures(&oc);
   if (o->json) report_json(o, &w, &oc, base);

@@ -20,7 +20,7 @@
 #include "mgpu-run.h"
 
 typedef enum {
-  O_ITEMS, O_SIZE, O_INTENSITY, O_MODE, O_COMPARE, O_ROUNDS, O_GPUS, O_SPLIT, O_DTYPE, O_MIN_BYTES, O_MAX_BYTES,
+  O_ITEMS, O_SIZE, O_INTENSITY, O_MODE, O_COMPARE, O_CEILING, O_ROUNDS, O_GPUS, O_SPLIT, O_DTYPE, O_MIN_BYTES, O_MAX_BYTES,
   O_REPEAT, O_SEED, O_NO_VERIFY, O_PINNED, O_OUTPUT, O_PLOT, O_TRACE, O_PLUGIN, O_OVERLAY, O_THREADS, O_RESERVE,
   O_NUM_GPUS, O_DEVICES, O_RATIO, O_MAX_BATCH, O_STREAMS, O_JSON, O_QUIET, O_INFO, O_LIST, O_HELP, O_VERSION
 } opt_id_t;
@@ -61,7 +61,11 @@ static const opt_desc_t options[] = {
       "steal (default), static, cpu or gpu"},
   {"compare", 0, NULL, O_COMPARE, G_WORKLOAD,
       "run cpu, gpu, static and steal on the same inputs and\n"
-      "compare them"},
+      "compare them, then the ceiling (--ceiling)"},
+  {"ceiling", 0, NULL, O_CEILING, G_WORKLOAD,
+      "run only the ceiling: the whole batch as one launch\n"
+      "on GPU 0, copied in and out in one piece from pinned\n"
+      "memory"},
   {"rounds", 0, "N", O_ROUNDS, G_WORKLOAD,
       "with --compare: run the four modes N times in turn,\n"
       "1..100 (default 1), a runtime each time; each mode's\n"
@@ -255,6 +259,7 @@ static void apply_workload_option(opts_t *o, opt_id_t id, const char *v) {
   case O_INTENSITY: o->intensity = parse_ll_opt("--intensity", v, 1, 10000000); break;
   case O_MODE: o->mode = parse_mode(v); break;
   case O_COMPARE: o->compare = true; break;
+  case O_CEILING: o->ceiling = true; break;
   case O_ROUNDS: o->rounds = (int)parse_ll_opt("--rounds", v, 1, MAX_ROUNDS); break;
   case O_GPUS:
     o->ngpus_list = parse_list_opt("--gpus", v, 1, MGPU_MAX_DEVICES, "distinct GPU counts such as 1,2,4", o->gpus_list);
@@ -317,6 +322,8 @@ static void apply_runtime_option(opts_t *o, opt_id_t id, const char *v) {
 /* Options that do not go together, or that need a file written. */
 static void check_combinations(const opts_t *o) {
   if (o->compare && o->mode) usage_error("--compare runs every mode: do not give --mode too");
+  if (o->ceiling && (o->compare || o->mode || o->ngpus_list))
+    usage_error("--ceiling runs only the ceiling: not with --compare, --mode or --gpus");
   if (o->rounds > 1 && !o->compare) usage_error("--rounds is for --compare");
   if (o->compare && o->ngpus_list) usage_error("--gpus and --compare do not go together: run them separately");
   if (o->multi.min_bytes > (o->multi.max_bytes ? o->multi.max_bytes : (size_t)1 << 30))

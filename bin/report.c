@@ -143,6 +143,7 @@ void report_text(const opts_t *o, const work_t *w, const outcome_t *oc) {
     if (oc->e > 0) print_ratio("heterogeneous efficiency E = steal / (cpu + gpu) = ", oc->e, oc->e_round, oc->ne, "");
     if (oc->speedup > 0) print_ratio("steal vs static: ", oc->speedup, oc->sp_round, oc->nsp, "x");
   }
+  if (oc->ceiling.asked) ceiling_report(&oc->ceiling, o->compare ? &oc->res[1] : NULL);
   if (oc->note) printf("note: %s\n", oc->note);
   if (worst_steal >= STEAL_NOTE)
     printf("note: the host took up to %.0f%% of the busy CPU time (steal time in /proc/stat): this "

@@ -255,6 +255,7 @@ void work_setup(work_t *w, const opts_t *o, mgpu_runtime_t *base, const mgpu_plu
   for (int i = 0; i < MGPU_MAX_ARGS; i++) w->b.in[i] = w->in[i], w->b.out[i] = w->outs[i];
   w->ref_cpu = mandel_cpu_fn && w->row_worker ? mandel_cpu_fn : w->k.cpu;
   w->vstep = verify_step(w->n);
+  w->k_real = w->k;
   if (o->verify && strcmp(wl, "pipeline") != 0) setup_sampling(w);
   if (!strcmp(wl, "pipeline")) setup_pipeline(w, o, base, &rng);
 }

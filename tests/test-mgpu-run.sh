@@ -418,6 +418,15 @@ expect 0 "verification: ok (2000 of 20000 items, one in 10, checked against the 
 # The latency-bound workload: every item checked, on CPU workers and emulated GPUs.
 expect 0 "verification: ok (all 3000 items checked against the CPU function)" -- env MGPU_EMULATE_GPUS=1 "$run" chain -n 3000 --intensity 50 --repeat 1
 expect 0 "chain, 3000 items, intensity 50" -- "$run" chain -n 3000 --intensity 50 --repeat 1 --num-gpus 0
+# The ceiling: one launch on GPU 0 (an emulated one here), its results verified;
+# --compare gives it with the gpu mode's share; nothing runs where it cannot be.
+expect 0 "ceiling  .* items/s: the batch as one launch on GPU 0" -- env MGPU_EMULATE_GPUS=1 "$run" chain -n 3000 --intensity 50 --ceiling --repeat 1
+expect 0 "verification: ok (all 3000 items checked" -- env MGPU_EMULATE_GPUS=1 "$run" chain -n 3000 --intensity 50 --ceiling --repeat 1
+expect 0 "gpu mode reaches [0-9]*% of it" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 3000 --intensity 5 --compare --repeat 1
+expect 0 '"ceiling": {"measured": true' -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 3000 --intensity 5 --compare --repeat 1 --json
+[ -z "$nogpu" ] || expect 2 "nothing ran: the ceiling cannot be measured: no GPU is in use" -- env MGPU_EMULATE_GPUS=0 "$run" mulmod -n 3000 --ceiling
+expect 2 "ceiling cannot be measured: the pipeline is three dependent batches" -- env MGPU_EMULATE_GPUS=1 "$run" pipeline -n 16 --size 10 --ceiling
+expect 2 "--ceiling runs only the ceiling: not with --compare" -- "$run" mulmod --ceiling --compare
 expect 0 "verification: ok (all 64 items checked against the CPU function, plus an inverse round trip)" -- "$run" ntt -n 64 --size 10 --repeat 1
 # Plugins read the command line's -n, --size and --intensity (-1: not given).
 expect 0 "params: items 5000, size 7, intensity 42\$" -- "$run" --plugin "$wrongplugin" --list -n 5000 --size 7 --intensity 42
