@@ -91,6 +91,7 @@ typedef struct emul_stream {
   int running;
   int error;
   int stop;
+  struct op *waiting;      /* the injected hang it waits in, if any */
 } emul_stream_t;
 
 /* Registry of "pinned" host allocations, so host_is_pinned can answer. */
@@ -144,11 +145,14 @@ static void *stream_main(void *arg) {
       atomic_store(&e->state, 1);
     } else if (op->kind == OP_GATE) {
       if (atomic_load(&s->dev->gate_shut)) {
+        free(op);
         pthread_mutex_lock(&hang_lock);
         for (;;) pthread_cond_wait(&hang_cv, &hang_lock); /* for good: nothing behind it runs */
       }
     } else if (op->kind == OP_HANG) {
+      s->waiting = op; /* what a hung stream holds stays reachable from it */
       hang_here();
+      s->waiting = NULL;
     } else if (!skip && op->kind == OP_COPY) {
       memcpy(op->dst, op->src, op->bytes);
     } else if (!skip) {
