@@ -22,7 +22,7 @@
 #                  unpacked, else built from .peers/starpu-src.tar.gz)
 #   PEERS_WORK     scratch directory (default /tmp/mgpurt-peers)
 #   PEERS_WORKLOADS  names of the workloads to run (default all of them:
-#                  mulmod-10 mulmod-100 mulmod-1000 mulmod-10000 sha256 ntt mandelbrot)
+#                  mulmod-10 mulmod-100 mulmod-1000 mulmod-10000 chain sha256 ntt mandelbrot)
 # With no GPU (nvidia-smi finds none) it compares the CPU-only modes, and says so.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -152,6 +152,7 @@ else
     "mulmod-100|mulmod --intensity 100|16777216|2097152"
     "mulmod-1000|mulmod --intensity 1000|4194304|262144"
     "mulmod-10000|mulmod --intensity 10000|1048576|32768"
+    "chain|chain --intensity 20000|262144|8192"
     "sha256|sha256 --size 64|8388608|2097152"
     "ntt|ntt --size 12|16384|4096"
     "mandelbrot|mandelbrot --size 2048 --intensity 1000|4096|1024")

@@ -117,10 +117,11 @@ static double parse_double(const char *opt, const char *v, double lo, double hi)
 static void usage(void) {
   printf("Usage: %s WORKLOAD [OPTIONS]     run a built-in kernel of libmgpurt under StarPU\n"
          "       %s --overhead [OPTIONS]   StarPU's per-task overhead and one-task round trip on one CPU worker\n"
-         "WORKLOAD: mulmod, sha256, ntt or mandelbrot (the same items as mgpu-run's workloads).\n"
+         "WORKLOAD: mulmod, chain, sha256, ntt or mandelbrot (the same items as mgpu-run's workloads).\n"
          "  -n, --items N        items (default: mulmod 2^24, sha256 2^23, ntt 2^26 >> size, mandelbrot 4096)\n"
          "      --size S         ntt log2 length 10..16 (12), sha256 message bytes (64), mandelbrot width (4096)\n"
-         "      --intensity K    mulmod chain length (1000), mandelbrot iteration cap (10000)\n"
+         "      --intensity K    mulmod chain length (1000), chain mean length (20000),\n"
+         "                       mandelbrot iteration cap (10000)\n"
          "      --mode M         all (CPU and CUDA workers, default), gpu (CUDA workers only), cpu (CPU workers only)\n"
          "      --sched LIST     StarPU schedulers to try, comma-separated (default lws,dmda,eager)\n"
          "      --tasks LIST     task counts of the sweep, comma-separated (default 4,16,64,256,1024)\n"
@@ -207,7 +208,7 @@ static void parse_args(int argc, char **argv, opts_t *o) {
 #undef VALUE
   }
   if (o->overhead && o->workload) usage_error("--overhead takes no workload");
-  if (!o->overhead && !o->workload) usage_error("no workload given: expected mulmod, sha256, ntt or mandelbrot");
+  if (!o->overhead && !o->workload) usage_error("no workload given: expected mulmod, chain, sha256, ntt or mandelbrot");
 }
 
 /* ----------------------------------------------------------------- workload */
@@ -217,6 +218,7 @@ typedef struct {
   mgpu_kernel_t k;
   union {
     mgpu_mulmod_arg_t mulmod;
+    mgpu_chain_arg_t chain;
     mgpu_sha256_arg_t sha;
     mgpu_ntt_arg_t ntt;
     mgpu_mandelbrot_arg_t mandel;
@@ -253,6 +255,13 @@ static void setup(work_t *w, const opts_t *o) {
     w->arg.mulmod.intensity = k;
     w->intensity = k;
     in_item = out_item = 8;
+  } else if (!strcmp(wl, "chain")) {
+    w->n = o->items < 0 ? (size_t)1 << 16 : (size_t)o->items;
+    uint64_t len = o->intensity < 0 ? 20000 : (uint64_t)o->intensity;
+    check_status(mgpu_kernel_chain(len, &w->k), "mgpu_kernel_chain");
+    w->arg.chain.length = len;
+    w->intensity = len;
+    in_item = out_item = 8;
   } else if (!strcmp(wl, "sha256")) {
     long long len = o->size < 0 ? 64 : o->size;
     if (len < 1) usage_error("--size 0 is invalid for sha256 here: expected 1..%llu bytes",
@@ -282,7 +291,7 @@ static void setup(work_t *w, const opts_t *o) {
     w->size = width;
     out_item = (size_t)width * 4;
   } else {
-    usage_error("unknown workload '%s': expected mulmod, sha256, ntt or mandelbrot", wl);
+    usage_error("unknown workload '%s': expected mulmod, chain, sha256, ntt or mandelbrot", wl);
   }
   if (w->k.nin > 1 || w->k.nout != 1) fail("kernel %s has %d inputs and %d outputs: this program handles 0..1 and 1",
                                            w->k.name, w->k.nin, w->k.nout);
