@@ -2,9 +2,11 @@
  * ceiling.c: the ceiling of a batch workload on one GPU: the whole batch as
  * one launch on GPU 0 from device memory, its inputs copied in and its outputs
  * copied out in one piece each from pinned host memory, one after the other.
- * A GPU-only run cannot beat it on the same GPU; its figure says how far the
- * runtime's chunking and copies stay below the device. It uses the library's
- * split arrays, whose mgpu_array_run launches once per GPU part.
+ * Its copies and its launch do not overlap: on compute-bound work it is what
+ * the GPU can reach, and the share of it a GPU-only run reaches says how much
+ * the runtime's chunking costs; a run that overlaps copies with kernels can
+ * pass it on transfer-bound work. It uses the library's split arrays, whose
+ * mgpu_array_run launches once per GPU part.
  */
 #include "config.h"
 
