@@ -47,6 +47,21 @@ double mgpu__now(void); /* seconds, CLOCK_MONOTONIC */
  * slow (a driver call) runs under one; the emulated device panics if it does. */
 extern _Thread_local int mgpu__range_locks_held;
 
+/* -------------------------------------------------------------- parse.c */
+/* Strict parsers, shared with mgpu-run's option parsing through the tests:
+ * 0 on success, -1 on anything but a whole value in range. */
+/* s without the blanks around it, copied into buf (cut to len - 1 characters). */
+const char *mgpu__parse_trim(const char *s, char *buf, size_t len);
+size_t mgpu__edit_distance(const char *a, const char *b);
+int mgpu__parse_ll(const char *s, long long lo, long long hi, long long *out);
+int mgpu__parse_double(const char *s, double lo, double hi, double *out);
+bool mgpu__parse_keyword(const char *s, const char *word);
+int mgpu__parse_bytes(const char *s, long long lo, long long hi, long long *out);
+int mgpu__parse_int_list(const char *s, int lo, int hi, int *out, int max, int *n_p, char *why, size_t whylen);
+/* Shares of a split: each finite and in 0..1e12, not all 0. */
+int mgpu__check_ratios(const double *r, int n, char *why, size_t whylen);
+int mgpu__parse_ratios(const char *s, double *out, int max, int *n_p, char *why, size_t whylen);
+
 /* ------------------------------------------------------------- config.c */
 enum { MGPU_SRC_DEFAULT = 0, MGPU_SRC_ENV, MGPU_SRC_ARG, MGPU_SRC_DERIVED };
 
@@ -103,16 +118,6 @@ void mgpu__config_warn_unknown(char **envp);
 const char *mgpu__config_name(int id);
 const char *mgpu__config_doc(int id);
 const char *mgpu__config_source_name(int src);
-/* Strict parsers, shared with mgpu-run's option parsing through the tests. */
-int mgpu__parse_ll(const char *s, long long lo, long long hi, long long *out);
-int mgpu__parse_double(const char *s, double lo, double hi, double *out);
-bool mgpu__parse_keyword(const char *s, const char *word);
-int mgpu__parse_bytes(const char *s, long long lo, long long hi, long long *out);
-int mgpu__parse_int_list(const char *s, int lo, int hi, int *out, int max, int *n_p, char *why, size_t whylen);
-size_t mgpu__edit_distance(const char *a, const char *b);
-/* Shares of a split: each finite and in 0..1e12, not all 0. */
-int mgpu__check_ratios(const double *r, int n, char *why, size_t whylen);
-int mgpu__parse_ratios(const char *s, double *out, int max, int *n_p, char *why, size_t whylen);
 
 /* ----------------------------------------------------------- topology.c */
 /* CPUs for the runtime's GPU host threads where they differ from the mask
@@ -785,7 +790,7 @@ typedef enum { MGPU_H_RUNTIME = 1, MGPU_H_EVENT = 2, MGPU_H_CONST = 3 } mgpu__ha
 int mgpu__handle_add(mgpu__handle_kind_t kind, const void *p);   /* 0, or -1 out of memory */
 bool mgpu__handle_live(mgpu__handle_kind_t kind, const void *p);
 bool mgpu__handle_del(mgpu__handle_kind_t kind, const void *p);  /* false if it was not live */
-/* runtime.c: MGPU_OK, or MGPU_EINVAL (NULL) / MGPU_ESTATE (not live) naming fn. */
+/* MGPU_OK, or MGPU_EINVAL (NULL) / MGPU_ESTATE (not live) naming fn. */
 mgpu_status_t mgpu__check_rt(const mgpu_runtime_t *rt, const char *fn);
 
 /* ------------------------------------------------------------ const.c */
