@@ -36,11 +36,7 @@
  * copy and 2-3 ms of a pageable one, about a chunk's target time. */
 #define STAGE_SLOT_BYTES ((size_t)32 << 20)
 
-/* A task part posted to this GPU, and one in flight on its task stream. */
-typedef struct {
-  mgpu__task_t *t;
-  int phase;
-} post_t;
+/* A task part in flight on this GPU's task stream. */
 typedef struct {
   mgpu__task_t *t;
   int phase;
@@ -105,11 +101,8 @@ struct mgpu__gpu {
   double tl_start[MGPU_TIMELINE], tl_end[MGPU_TIMELINE];
   uint64_t tl_n;
   double estimate;
-  /* Device tasks: posted by any thread (tq_lock), run by this one. */
-  pthread_mutex_t tq_lock;
-  post_t *tq;
-  int tq_head, tq_n, tq_cap;
-  _Atomic int tq_count;
+  /* Device tasks: posted by any thread (task.c, under tq.lock), run by this one. */
+  mgpu__postq_t tq;
   void *task_stream;
   tflight_t tf[TASKS_IN_FLIGHT];
   int tf_head, tf_n;
@@ -125,7 +118,7 @@ struct mgpu__gpu {
   pthread_mutex_t hang_lock;
   double wait_until;          /* host time by which the awaited chunk must end; 0: not waiting */
   char wait_what[160];        /* that chunk, for the message */
-  post_t issuing;             /* the task part being enqueued (t NULL: none): its call may block */
+  mgpu__post_t issuing;             /* the task part being enqueued (t NULL: none): its call may block */
   bool given_up;              /* hung: what it held went back, nothing more is asked of it */
   bool gate_ok;               /* results can be held on the device (ops->gate) */
   double task_done;           /* host time the last task part ended */
@@ -486,16 +479,8 @@ static void take_held(mgpu__gpu_t *gp, held_t *h) {
 /* Fail the task parts posted to a device given up (any thread). */
 static void fail_posts(mgpu__gpu_t *gp) {
   for (;;) {
-    pthread_mutex_lock(&gp->tq_lock);
-    if (gp->tq_n == 0) {
-      pthread_mutex_unlock(&gp->tq_lock);
-      return;
-    }
-    post_t p = gp->tq[gp->tq_head];
-    gp->tq_head = (gp->tq_head + 1) % gp->tq_cap;
-    gp->tq_n--;
-    atomic_fetch_sub(&gp->tq_count, 1);
-    pthread_mutex_unlock(&gp->tq_lock);
+    mgpu__post_t p;
+    if (!mgpu__post_take(&gp->tq, &p)) return;
     mgpu__task_fail(p.t, MGPU_EDEVICE, "%s: GPU %d is hung (given up after a deadline, MGPU_TIMEOUT)",
                     p.t->b->kernel.name, gp->g);
     mgpu__task_part_done(gp->rt, p.t, gp->g, p.phase, MGPU_EDEVICE, 0);
@@ -650,25 +635,6 @@ int mgpu__gpu_const(const mgpu__devcall_t *dc, mgpu_const_t *c, const void **out
   return const_on_device(dc->rt->gpus[dc->g], c, dc->stream, out);
 }
 
-void mgpu__gpu_post(mgpu_runtime_t *rt, int g, mgpu__task_t *t, int phase) {
-  mgpu__gpu_t *gp = rt->gpus[g];
-  pthread_mutex_lock(&gp->tq_lock);
-  if (gp->tq_n == gp->tq_cap) {
-    int cap = gp->tq_cap ? 2 * gp->tq_cap : 16;
-    post_t *q = malloc(sizeof *q * (size_t)cap);
-    if (!q) MGPU_PANIC("out of memory queueing a device task");
-    for (int i = 0; i < gp->tq_n; i++) q[i] = gp->tq[(gp->tq_head + i) % gp->tq_cap];
-    free(gp->tq);
-    gp->tq = q;
-    gp->tq_cap = cap;
-    gp->tq_head = 0;
-  }
-  gp->tq[(gp->tq_head + gp->tq_n) % gp->tq_cap] = (post_t){t, phase};
-  gp->tq_n++;
-  atomic_fetch_add(&gp->tq_count, 1);
-  pthread_mutex_unlock(&gp->tq_lock);
-}
-
 static int pool_event(mgpu__gpu_t *gp, void **ev) {
   if (gp->nevpool > 0) {
     *ev = gp->evpool[--gp->nevpool];
@@ -687,12 +653,8 @@ static void pool_put(mgpu__gpu_t *gp, void *ev) {
  * the device was given up while a call of the part blocked (an allocation
  * waits for the device). */
 static bool task_issue(mgpu__gpu_t *gp) {
-  pthread_mutex_lock(&gp->tq_lock);
-  post_t p = gp->tq[gp->tq_head];
-  gp->tq_head = (gp->tq_head + 1) % gp->tq_cap;
-  gp->tq_n--;
-  atomic_fetch_sub(&gp->tq_count, 1);
-  pthread_mutex_unlock(&gp->tq_lock);
+  mgpu__post_t p;
+  mgpu__post_take(&gp->tq, &p); /* one is posted, and only this thread takes */
   double limit = mgpu__deadline_s(gp->rt->cfg.v.timeout, 0);
   pthread_mutex_lock(&gp->hang_lock);
   gp->issuing = p;
@@ -886,7 +848,7 @@ report:
       mgpu__coll_abort(rt, gp->g);
     }
     mgpu__consts_reap(rt, gp->g, gp->ops->mem_free, gp->ctx);
-    if (atomic_load(&gp->tq_count) > 0 && gp->tf_n < TASKS_IN_FLIGHT) {
+    if (atomic_load(&gp->tq.count) > 0 && gp->tf_n < TASKS_IN_FLIGHT) {
       if (!task_issue(gp)) goto exit; /* given up while a call blocked */
       continue;
     }
@@ -958,16 +920,18 @@ mgpu_status_t mgpu__gpu_start(mgpu_runtime_t *rt, int g) {
   gp->max_batch = rt->cfg.v.max_batch_size > 0 ? (size_t)rt->cfg.v.max_batch_size : 0;
   pthread_mutex_init(&gp->lock, NULL);
   pthread_mutex_init(&gp->tl_lock, NULL);
-  pthread_mutex_init(&gp->tq_lock, NULL);
+  pthread_mutex_init(&gp->tq.lock, NULL);
   pthread_mutex_init(&gp->hang_lock, NULL);
   pthread_cond_init(&gp->cv, NULL);
   rt->gpus[g] = gp;
+  rt->postq[g] = &gp->tq;
   int rc = pthread_create(&gp->thread, NULL, gpu_main, gp);
   if (rc != 0) {
     rt->gpus[g] = NULL;
+    rt->postq[g] = NULL;
     pthread_mutex_destroy(&gp->lock);
     pthread_mutex_destroy(&gp->tl_lock);
-    pthread_mutex_destroy(&gp->tq_lock);
+    pthread_mutex_destroy(&gp->tq.lock);
     pthread_mutex_destroy(&gp->hang_lock);
     pthread_cond_destroy(&gp->cv);
     free(gp);
@@ -1011,6 +975,7 @@ void mgpu__gpu_join(mgpu_runtime_t *rt, int g) {
   if (gp->started && is_given_up(gp)) {
     rt->gpu_gone[g] = true;
     rt->gpus[g] = NULL;
+    rt->postq[g] = NULL;
     pthread_detach(gp->thread);
     pthread_mutex_lock(&gone_lock);
     mgpu__gpu_t **p = realloc(gone, sizeof *p * (size_t)(ngone + 1));
@@ -1021,11 +986,12 @@ void mgpu__gpu_join(mgpu_runtime_t *rt, int g) {
   if (gp->started) pthread_join(gp->thread, NULL);
   pthread_mutex_destroy(&gp->lock);
   pthread_mutex_destroy(&gp->tl_lock);
-  pthread_mutex_destroy(&gp->tq_lock);
+  pthread_mutex_destroy(&gp->tq.lock);
   pthread_mutex_destroy(&gp->hang_lock);
   pthread_cond_destroy(&gp->cv);
-  free(gp->tq);
+  free(gp->tq.q);
   rt->gpus[g] = NULL;
+  rt->postq[g] = NULL;
   free(gp);
 }
 

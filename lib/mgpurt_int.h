@@ -31,6 +31,28 @@
     if (mgpu_rc_ != 0) MGPU_PANIC("%s failed: error %d", #call, mgpu_rc_); \
   } while (0)
 
+/* ------------------------------------------------------------- tunables */
+/* The scheduler's constants, each with its reason in one line; the
+ * measurements behind them are in doc/tuning.md ("Internal constants"). */
+/* Seconds of device work a GPU's chunk is sized to. */
+#define MGPU_GPU_TARGET_S 2e-3
+/* A thief far slower than its victim plans with a quarter of its speed. */
+#define MGPU_SLOW_THIEF_MARGIN 4.0
+/* "Far slower": under 1/8 of the fastest worker. */
+#define MGPU_SLOW_SPLIT_RATIO 8.0
+/* Far slower workers start with a damped share only while all of them
+ * together are under 10% of the total speed. */
+#define MGPU_SLOW_SPLIT_SHARE 0.1
+/* A worker that would finish fewer items than this in the batch's expected
+ * time gets no first share. */
+#define MGPU_MIN_SHARE_ITEMS 4.0
+/* CPU workers together under 2% of the machine's speed on a kernel sit out. */
+#define MGPU_CPU_NEGLIGIBLE 0.02
+/* Under 20%, MGPU_RESERVE_THREADS=auto also tries them all out. */
+#define MGPU_CPU_OUT_TRY 0.2
+/* GPUs of one kind measured within 20% of their median split as equals. */
+#define MGPU_ALIKE_TOL 0.2
+
 /* ---------------------------------------------------------------- log.c */
 enum { MGPU_LOG_NONE = 0, MGPU_LOG_ERROR, MGPU_LOG_WARN, MGPU_LOG_INFO, MGPU_LOG_DEBUG };
 void mgpu__log_set_level(int level);
@@ -43,7 +65,7 @@ mgpu_status_t mgpu__fail_quiet(mgpu_status_t st, const char *fmt, ...) __attribu
 void mgpu__clear_error(void);
 void mgpu__panic(const char *file, int line, const char *fmt, ...) __attribute__((noreturn, format(printf, 3, 4)));
 double mgpu__now(void); /* seconds, CLOCK_MONOTONIC */
-/* Range locks (sched.c) this thread holds: thieves wait on them, so nothing
+/* Range locks (claim.c) this thread holds: thieves wait on them, so nothing
  * slow (a driver call) runs under one; the emulated device panics if it does. */
 extern _Thread_local int mgpu__range_locks_held;
 
@@ -333,7 +355,7 @@ struct mgpu__worker {
   mgpu__tev_t *trace;      /* MGPU_TRACE events; written by this worker only */
   size_t ntrace, trace_cap;
   uint64_t trace_dropped;
-  mgpu__batch_t **cand;    /* the batches a claim looks at (sched.c); this worker's thread only */
+  mgpu__batch_t **cand;    /* the batches a claim looks at (claim.c); this worker's thread only */
   int cand_cap;
 } __attribute__((aligned(MGPU_CACHELINE)));
 
@@ -348,6 +370,20 @@ typedef struct {
   _Atomic bool open;       /* pieces are left to take */
   _Atomic size_t done;     /* pieces copied */
 } mgpu__copyjob_t;
+
+/* task.c: a device task part posted to one GPU, and that GPU's queue of
+ * them: any thread posts under lock; the GPU's host thread takes them in
+ * posting order. The queue lives in the GPU's state (gpu_worker.c). */
+typedef struct {
+  struct mgpu__task *t;
+  int phase;
+} mgpu__post_t;
+typedef struct {
+  pthread_mutex_t lock;    /* guards q, head, n, cap */
+  mgpu__post_t *q;
+  int head, n, cap;
+  _Atomic int count;       /* n, for the host thread's look without the lock */
+} mgpu__postq_t;
 
 struct mgpu_runtime {
   mgpu__config_t cfg;
@@ -366,6 +402,7 @@ struct mgpu_runtime {
   mgpu__worker_t *workers;     /* [nworkers] */
   int *gpu_group;              /* [nworkers]: mgpu__gpu_groups, found at init */
   mgpu__gpu_t **gpus;          /* [ngpus] */
+  mgpu__postq_t *postq[MGPU_MAX_DEVICES]; /* GPU g's task queue, in gpus[g] (task.c posts to it) */
 
   /* Scheduling state. rt->lock guards the active list, batch activation, the
    * model list, the constants list and the counters below. A worker never holds
@@ -430,7 +467,7 @@ struct mgpu_runtime {
   int team_ready, team_got, team_go, team_done;
 };
 
-/* --------------------------------------------------------------- sched.c */
+/* -------------------------------------------------------------- claim.c */
 #define MGPU_PROF_BINS 128 /* see mgpu__prof_lo */
 /* A batch's cost by position (mgpu__cost_init, below). */
 typedef struct {
@@ -509,15 +546,93 @@ typedef struct {
 
 /* Claim up to max_items for worker w from any batch it may work on; false if none. */
 bool mgpu__claim(mgpu_runtime_t *rt, mgpu__worker_t *w, size_t max_items, double target_s, mgpu__claim_t *c);
+/* Whether every item of b is claimed: no range has items left and nothing
+ * waits to be recomputed (the batch's tail: what is left is in flight). */
+bool mgpu__all_claimed(const mgpu__batch_t *b);
+/* A range's lock, counted in mgpu__range_locks_held. */
+void mgpu__range_lock(mgpu__range_t *r);
+void mgpu__range_unlock(mgpu__range_t *r);
+
+/* ----------------------------------------------------------- complete.c */
 /* Report a finished claim (ok) or give it back for recomputation (failed GPU chunk). */
 void mgpu__complete(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, double busy_s, int kernel_rc);
-/* Stop batch b at its next chunk boundary (mgpu_event_cancel). */
-void mgpu__cancel(mgpu_runtime_t *rt, mgpu__batch_t *b);
 /* Close a claim of a failed batch without computing it. */
 void mgpu__drop(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c);
 void mgpu__giveback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c);
+
+/* ------------------------------------------------------------- retire.c */
 /* Mark a GPU worker retired and wake the others to take its ranges. */
 void mgpu__retire(mgpu_runtime_t *rt, mgpu__worker_t *w, const char *why);
+
+/* ---------------------------------------------------------- lifecycle.c */
+/* Register b (fields set, refs not) behind its dependencies; frees b on failure. */
+mgpu_status_t mgpu__enqueue(mgpu_runtime_t *rt, mgpu__batch_t *b, size_t ndeps, mgpu_event_t *const *deps,
+                            mgpu_event_t **done_p);
+mgpu_status_t mgpu__check_deps(const mgpu_runtime_t *rt, const char *fn, size_t ndeps, mgpu_event_t *const *deps);
+/* Its dependencies are met: split it into ranges (or start a task's first phase). */
+void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b);
+/* Complete a batch or task: publish its status, release dependents. */
+void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b);
+/* Stop batch b at its next chunk boundary (mgpu_event_cancel). */
+void mgpu__cancel(mgpu_runtime_t *rt, mgpu__batch_t *b);
+void mgpu__batch_ref(mgpu__batch_t *b);
+void mgpu__batch_unref(mgpu__batch_t *b);
+
+/* ---------------------------------------------------------------- plan.c */
+/* The first split of batch b into shares of its items, one per worker (share
+ * zeroed, [nworkers]); also chooses its reserve and, where its GPUs split by
+ * cost, its cost (b->cost). False when no worker can take it. Under rt->lock. */
+bool mgpu__plan_split(mgpu_runtime_t *rt, mgpu__batch_t *b, size_t *share);
+
+/* --------------------------------------------------------------- speed.c */
+/* Whether worker w may take items of b (its kind, retired, reserve, sit-out). */
+bool mgpu__eligible(const mgpu_runtime_t *rt, const mgpu__batch_t *b, const mgpu__worker_t *w);
+bool mgpu__any_live_gpu(const mgpu_runtime_t *rt);
+/* Ratio of one GPU to one CPU worker before any measurement. */
+double mgpu__prior_ratio(const mgpu_runtime_t *rt);
+/* Items/s worker w is taken to run b's kernel at (0: retired). */
+double mgpu__worker_speed(const mgpu__batch_t *b, int w);
+/* The longest one item of b's kernel is known to take a CPU worker (0: not known). */
+double mgpu__cpu_item_s(const mgpu__batch_t *b);
+/* group[i] for every worker: for a GPU, the index of the first GPU worker of
+ * its kind (same model, multiprocessors and clock); -1 for a CPU worker. */
+void mgpu__gpu_groups(const mgpu_runtime_t *rt, int *group);
+
+/* --------------------------------------------------------------- split.c */
+void mgpu__split(const double *speed, int n, size_t items, size_t *share);
+/* Workers of one group (group[i]: the index of the group's first member;
+ * -1: none) whose speeds lie within tol of the group's median take the mean
+ * of those speeds; the others keep theirs. */
+void mgpu__pool_alike(double *speed, const int *group, int n, double tol);
+/* Whether a batch of `items` split by `speed` (n workers) ends within the
+ * chunks each GPU claims before its first one completes (streams + 1 chunks
+ * of MGPU_GPU_TARGET_S): its whole range is then in flight at once and
+ * nothing of it is left to steal. */
+bool mgpu__ranges_in_flight(const double *speed, int n, size_t items, int streams);
+/* What a thief sees of one victim's range: speeds (items/s) and items pending
+ * of thief and owner, items left in the range, the slowest rate the thief has
+ * seen on the kernel and the longest one item took a worker of its kind
+ * (0: not known). */
+typedef struct {
+  double vt, pt, vo, po, left;
+  double slowest, worst_item_s;
+} mgpu__steal_view_t;
+/* Chunk size for a worker of `speed` items/s (0: not measured) whose last
+ * chunk in this range had `last` items (0: none): about target_s of work,
+ * growing at most fourfold from `last`, at most max_items and avail. Sets
+ * *planned to the size the model asks for before the growth limit and avail,
+ * so that a chunk cut short by either is known as such. */
+size_t mgpu__chunk_plan(double speed, size_t last, size_t avail, size_t max_items, double target_s, size_t *planned);
+/* Items the thief takes from the back of the range (0: the tail rule). */
+size_t mgpu__steal_share(const mgpu__steal_view_t *v);
+/* A GPU's chunk from `first` in a batch with a cost c: mgpu__chunk_plan's
+ * plan in items of average cost (growth limited by *last, which it updates in
+ * the same units), then the items that cost as much, at most avail and
+ * max_items. */
+size_t mgpu__cost_plan(const mgpu__cost_t *c, double speed, size_t *last, size_t first, size_t avail,
+                       size_t max_items, double target_s, size_t *planned);
+
+/* ---------------------------------------------------------------- idle.c */
 /* Idle: spin briefly on work_gen, then sleep until it changes or stop. */
 void mgpu__idle_wait(mgpu_runtime_t *rt, uint64_t seen_gen, bool gpu_thread);
 /* Wake only the GPU host threads (device tasks posted). */
@@ -525,6 +640,10 @@ void mgpu__wake_gpus(mgpu_runtime_t *rt);
 void mgpu__wake_all(mgpu_runtime_t *rt);
 /* Wake up to n sleeping CPU workers to help with a copy job. */
 void mgpu__wake_helpers(mgpu_runtime_t *rt, int n);
+/* Whether a CPU worker could take a piece now (a job is open, few threads copy). */
+bool mgpu__copy_wanted(mgpu_runtime_t *rt);
+/* Threads copying staging pieces at once, GPU threads included. */
+int mgpu__copy_threads_max(const mgpu_runtime_t *rt);
 
 /* --------------------------------------------------------------- stage.c */
 /* Whether a GPU's device has run out of work (stage.c asks while copying). */
@@ -546,57 +665,12 @@ void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *d
 int mgpu__share_ahead(const mgpu_runtime_t *rt, int left, bool dry);
 /* CPU worker w copies pieces of open copy jobs while it can take any. */
 void mgpu__copy_help(mgpu_runtime_t *rt, mgpu__worker_t *w);
-/* Whether a CPU worker could take a piece now (a job is open, few threads copy). */
-bool mgpu__copy_wanted(mgpu_runtime_t *rt);
 void mgpu__copyjobs_init(mgpu_runtime_t *rt);
 void mgpu__copyjobs_destroy(mgpu_runtime_t *rt);
-void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b);
-void mgpu__batch_ref(mgpu__batch_t *b);
-void mgpu__batch_unref(mgpu__batch_t *b);
-double mgpu__worker_speed(const mgpu__batch_t *b, int w);
-void mgpu__split(const double *speed, int n, size_t items, size_t *share);
-/* Workers of one group (group[i]: the index of the group's first member;
- * -1: none) whose speeds lie within tol of the group's median take the mean
- * of those speeds; the others keep theirs. */
-void mgpu__pool_alike(double *speed, const int *group, int n, double tol);
-/* group[i] for every worker: for a GPU, the index of the first GPU worker of
- * its kind (same model, multiprocessors and clock); -1 for a CPU worker. */
-void mgpu__gpu_groups(const mgpu_runtime_t *rt, int *group);
-/* Seconds of device work a GPU's chunk is sized to. */
-#define MGPU_GPU_TARGET_S 2e-3
-/* Whether a batch of `items` split by `speed` (n workers) ends within the
- * chunks each GPU claims before its first one completes (streams + 1 chunks
- * of MGPU_GPU_TARGET_S): its whole range is then in flight at once and
- * nothing of it is left to steal. */
-bool mgpu__ranges_in_flight(const double *speed, int n, size_t items, int streams);
-/* Whether every item of b is claimed: no range has items left and nothing
- * waits to be recomputed (the batch's tail: what is left is in flight). */
-bool mgpu__all_claimed(const mgpu__batch_t *b);
-/* What a thief sees of one victim's range: speeds (items/s) and items pending
- * of thief and owner, items left in the range, the slowest rate the thief has
- * seen on the kernel and the longest one item took a worker of its kind
- * (0: not known). */
-typedef struct {
-  double vt, pt, vo, po, left;
-  double slowest, worst_item_s;
-} mgpu__steal_view_t;
-/* Chunk size for a worker of `speed` items/s (0: not measured) whose last
- * chunk in this range had `last` items (0: none): about target_s of work,
- * growing at most fourfold from `last`, at most max_items and avail. Sets
- * *planned to the size the model asks for before the growth limit and avail,
- * so that a chunk cut short by either is known as such. */
-size_t mgpu__chunk_plan(double speed, size_t last, size_t avail, size_t max_items, double target_s, size_t *planned);
-/* Items the thief takes from the back of the range (0: the tail rule). */
-size_t mgpu__steal_share(const mgpu__steal_view_t *v);
-/* batch.c: register b (fields set, refs not) behind its dependencies; frees b on failure. */
-mgpu_status_t mgpu__enqueue(mgpu_runtime_t *rt, mgpu__batch_t *b, size_t ndeps, mgpu_event_t *const *deps,
-                            mgpu_event_t **done_p);
+
+/* --------------------------------------------------------------- stats.c */
 /* mgpu_runtime_stats without the handle check, for finalize. */
 void mgpu__runtime_stats(const mgpu_runtime_t *rt, mgpu_stats_t *s);
-mgpu_status_t mgpu__check_deps(const mgpu_runtime_t *rt, const char *fn, size_t ndeps, mgpu_event_t *const *deps);
-const char *mgpu__task_why(struct mgpu__task *t); /* task.c */
-/* Complete a batch or task: publish its status, release dependents. */
-void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b);
 
 /* --------------------------------------------------------------- model.c */
 mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k); /* rt->lock held */
@@ -657,12 +731,6 @@ size_t mgpu__cost_find(const mgpu__cost_t *c, double cost);
 size_t mgpu__cost_chunk(const mgpu__cost_t *c, size_t first, size_t n);
 /* How many items of average cost [first, first+count) is worth (at least 1). */
 size_t mgpu__cost_items(const mgpu__cost_t *c, size_t first, size_t count);
-/* A GPU's chunk from `first` in a batch with a cost c: mgpu__chunk_plan's
- * plan in items of average cost (growth limited by *last, which it updates in
- * the same units), then the items that cost as much, at most avail and
- * max_items. */
-size_t mgpu__cost_plan(const mgpu__cost_t *c, double speed, size_t *last, size_t first, size_t avail,
-                       size_t max_items, double target_s, size_t *planned);
 /* Items a GPU thief with cost pt in flight takes from the back of an alike
  * GPU's range [begin, end) with po in flight, so that both end together: the
  * cost s = (po + cost(begin, end) - pt) / 2, without the item that would
@@ -696,8 +764,6 @@ double mgpu__gpu_estimate(mgpu_runtime_t *rt, int g); /* device-to-core ratio gu
 #define MGPU_TIMELINE 256
 int mgpu__gpu_timeline(mgpu_runtime_t *rt, int g, double *start, double *end, int max);
 
-/* Device tasks (task.c) run on the GPUs' host threads, on a stream of their own. */
-void mgpu__gpu_post(mgpu_runtime_t *rt, int g, struct mgpu__task *t, int phase);
 /* GPU worker thread only: device copy of constant c (uploaded on first use). */
 int mgpu__gpu_const(const struct mgpu__devcall *dc, mgpu_const_t *c, const void **out);
 
@@ -741,13 +807,19 @@ typedef struct mgpu__task {
 mgpu__task_t *mgpu__task_new(int ngpus, const int *gpu);
 /* Record a failure of a task (first one wins), with a message. */
 void mgpu__task_fail(mgpu__task_t *t, int st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Submit a task (ownership passes to the runtime, also on failure). done_p NULL:
+/* batch.c: submit a task (ownership passes to the runtime, also on failure). done_p NULL:
  * wait for it and return its status. */
 mgpu_status_t mgpu__task_submit(mgpu_runtime_t *rt, mgpu__task_t *t, const char *name, size_t ndeps,
                                 mgpu_event_t *const *deps, mgpu_event_t **done_p);
-/* Called by sched.c when a task's dependencies are met. */
+/* Post t's current phase to each of its GPUs, in one order on all of them. */
+void mgpu__task_post(mgpu_runtime_t *rt, mgpu__task_t *t);
+/* Take the oldest part posted to a GPU (its host thread only); false if none. */
+bool mgpu__post_take(mgpu__postq_t *q, mgpu__post_t *p);
+/* The message of a failed task, for mgpu_event_wait. */
+const char *mgpu__task_why(mgpu__task_t *t);
+/* lifecycle.c: a task's dependencies are met; its first phase is posted. */
 void mgpu__task_start(mgpu_runtime_t *rt, mgpu__batch_t *b);
-/* Called by the GPU thread when its part of phase `phase` ended with rc. */
+/* lifecycle.c: GPU g's part of phase `phase` ended with rc (its host thread). */
 void mgpu__task_part_done(mgpu_runtime_t *rt, mgpu__task_t *t, int g, int phase, int rc, double dev_s);
 void mgpu__task_free(mgpu__task_t *t);
 

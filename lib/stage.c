@@ -34,16 +34,6 @@
  * is a system call on the GPU thread's path, and a woken helper that the OS
  * then leaves waiting for a core holds up the copy it took a piece of. */
 #define COPY_WAKE_MAX 3
-/* Threads copying pieces at once, GPU threads included: two per GPU, and at
- * least four. More copying threads take memory bandwidth from the devices'
- * own transfers: on 4 x H200, with memcpy both ways, GPU-only ntt on pageable
- * arrays ran at 3.0e5 items/s with the 4 GPU threads copying alone, 2.3e5
- * with up to 8 copying and 1.8e5 with 60. Once copies out of staging stopped
- * reading the lines they write, 8 copying threads made steal faster than 4
- * there on sha256 (13-22%, four runs) and ntt (9-16%, two runs); mulmod 10
- * went from 11% slower to 12% faster (four runs). On one GPU, 4 copying
- * threads gave 1.8e5 against 1.4e5 for the GPU thread alone. */
-static int copy_threads_max(const mgpu_runtime_t *rt) { return MGPU_MAX(4, 2 * rt->ngpus); }
 /* Chunks whose copies are shared from their start once a device has run dry
  * waiting for its host thread. Sharing keeps such a device fed, which hides
  * the need for it; so after this many chunks without the device running dry,
@@ -60,10 +50,10 @@ typedef struct {
 } piece_t;
 
 /* Take the next piece of job j, or return false. A helper takes one only
- * while fewer than copy_threads_max threads copy. */
+ * while fewer than mgpu__copy_threads_max threads copy. */
 static bool take_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, bool helper, piece_t *p) {
   if (!atomic_load_explicit(&j->open, memory_order_acquire)) return false;
-  if (helper && atomic_load_explicit(&rt->copiers, memory_order_relaxed) >= copy_threads_max(rt)) return false;
+  if (helper && atomic_load_explicit(&rt->copiers, memory_order_relaxed) >= mgpu__copy_threads_max(rt)) return false;
   bool got = false;
   pthread_mutex_lock(&j->lock);
   if (j->next < j->npieces) {
@@ -214,9 +204,4 @@ void mgpu__copyjobs_init(mgpu_runtime_t *rt) {
 
 void mgpu__copyjobs_destroy(mgpu_runtime_t *rt) {
   for (int g = 0; g < MGPU_MAX_DEVICES; g++) pthread_mutex_destroy(&rt->copyjobs[g].lock);
-}
-
-bool mgpu__copy_wanted(mgpu_runtime_t *rt) {
-  return atomic_load_explicit(&rt->copy_open, memory_order_relaxed) > 0 &&
-         atomic_load_explicit(&rt->copiers, memory_order_relaxed) < copy_threads_max(rt);
 }
