@@ -39,11 +39,9 @@ bool mgpu__all_claimed(const mgpu__batch_t *b) {
 
 /* Chunk length for worker w: about target_s of work at its speed, growing at
  * most fourfold from its last chunk while the speed is still being learned.
- * (Cutting a GPU's chunks to a fraction of what is left of its range, to fill
- * its streams on short ranges, was tried: with many CPU thieves cutting GPU
- * ranges short it made GPU chunks so small that their launch latency set the
- * measured rate, which kept the chunks small; on 4 x H200 that took steal on
- * mulmod 10000 from 0.89 to 0.27 of CPU + GPU.) */
+ * A GPU's chunk is not cut to a fraction of what is left of its range: with
+ * thieves cutting ranges short, such chunks are so small that their launch
+ * latency sets the measured rate, which keeps them small (doc/tuning.md, "Internal constants"). */
 static size_t chunk_len(mgpu__batch_t *b, mgpu__worker_t *w, size_t first, size_t avail, size_t max_items,
                         double target_s, size_t *planned) {
   mgpu__range_t *r = &b->ranges[w->id];

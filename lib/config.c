@@ -434,15 +434,10 @@ mgpu_status_t mgpu__config_parse(const mgpu_config_t *arg, mgpu__config_t *out) 
 /* CPU workers kept out of batches that GPUs also run. The GPUs' host-side
  * work can need more than the one core per GPU that the default
  * MGPU_NUM_THREADS leaves: staging copies at host-memory speed, for several
- * devices at once with several GPUs, and the driver's threads. On 4 x H200
- * (64 cores), 44 workers in such batches beat 60 in 8 of 10 medians of steal
- * against cpu + gpu over five workloads, by 0.07 of E on average; on a third
- * machine of the same kind 60 beat 44-and-16-reserve by 2-15%; on one H100
- * (16 cores) fixed counts won on one workload of five and lost on two, while
- * auto beat none on mulmod 100 in all five rounds of two sessions and tied
- * elsewhere (doc/tuning.md). No fixed count is right everywhere, so with a
+ * devices at once with several GPUs, and the driver's threads. No fixed count
+ * is right on every machine (doc/tuning.md, "Reserve workers"), so with a
  * GPU the default is auto: the runtime times each kernel's batches both ways
- * and keeps the faster (sched.c). Kept as workers rather than not started,
+ * and keeps the faster (plan.c, model.c). Kept as workers rather than not started,
  * reserve workers still run kernels without a GPU function (a pipeline's CPU
  * stage, mgpu_parallel_for) on every core, and help with the staging copies. */
 int mgpu__default_reserve(int gpus, bool threads_derived) {
@@ -455,9 +450,8 @@ int mgpu__auto_reserve(int threads) { return threads >= 2 ? MGPU_MAX(1, threads 
 
 /* Auto's third way: half of the CPU workers, more than the quarter and
  * fewer than all; 0 where no count lies between (fewer than three workers).
- * On two lent 4 x H200 machines (virtual, 64 vCPUs) whose busy vCPUs were
- * often taken away for milliseconds, 30 of 60 workers out made steal mulmod
- * 10, mulmod 100, sha256 and ntt 2-88% faster than none or 15 out. */
+ * It pays where busy virtual CPUs are taken from the process for
+ * milliseconds at a time (doc/tuning.md, "Internal constants"). */
 int mgpu__auto_reserve_half(int threads) {
   int q = mgpu__auto_reserve(threads), h = MGPU_MAX(q + 1, threads / 2);
   return q > 0 && h < threads ? h : 0;

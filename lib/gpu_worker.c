@@ -28,12 +28,9 @@
 #define FAILURES_TO_RETIRE 3
 #define TASKS_IN_FLIGHT 64 /* task parts enqueued on the task stream at once */
 /* Pinned staging of one slot, allocated once at this size, and the most
- * pageable bytes a chunk may stage. Pinning is slow and unpredictable: on
- * 4 x H200 each growth of a slot's buffer to a few tens of MiB took 10-40 ms,
- * and since chunks grow as the model learns a device's speed, buffers sized
- * to the need grew again batch after batch (GPU-only mulmod 1 on pageable
- * arrays spent most of each 50 ms batch so). 32 MiB is 0.6 ms of a pinned
- * copy and 2-3 ms of a pageable one, about a chunk's target time. */
+ * pageable bytes a chunk may stage. Pinning is slow and unpredictable, and
+ * buffers sized to the need grow again as chunks grow; 32 MiB is about a
+ * chunk's target time of copying (doc/tuning.md, "Internal constants"). */
 #define STAGE_SLOT_BYTES ((size_t)32 << 20)
 
 /* A task part in flight on this GPU's task stream. */
@@ -286,8 +283,7 @@ static int const_on_device(mgpu__gpu_t *gp, mgpu_const_t *c, void *stream, const
  * chunk in flight, or the newest one in flight has ended. Then the device
  * waits for the host's copy, and CPU workers are asked to help with it;
  * while the device computes, the copy hides behind it and helpers would only
- * take memory bandwidth from the device's transfers (helping anyway cost
- * mulmod 1000 28% on one H200). */
+ * take memory bandwidth from the device's transfers (doc/tuning.md, "Internal constants"). */
 static bool device_starved(mgpu__gpu_t *gp) {
   if (gp->inflight == 0 || !gp->timed || !gp->ops->event_query) return true;
   slot_t *newest = &gp->slots[(gp->oldest + gp->inflight - 1) % gp->nslots];
@@ -305,9 +301,8 @@ static bool copy_share(void *arg) {
 /* The same question for copying the results of the oldest chunk in flight
  * (the one retiring) out of staging: yes also once every item of its batch is
  * claimed. The batch then ends when its last chunks' results are
- * copied out, and the GPU thread alone copied a chunk while a newer one still
- * ran: on 4 x H200, the last 23 MB of a mandelbrot batch (1405 rows) took
- * 2.3 ms at 10 GB/s after the device's last kernel, a fifth of the batch. */
+ * copied out, and one thread copying them alone would hold up the batch's
+ * end (doc/tuning.md, "Internal constants"). */
 static bool copy_out_share(void *arg) {
   mgpu__gpu_t *gp = arg;
   return copy_share(gp) || mgpu__all_claimed(gp->slots[gp->oldest].claim.b);
@@ -344,11 +339,9 @@ static int issue(mgpu__gpu_t *gp, slot_t *s) {
     ev.kind = MGPU_TEV_PIN, ev.t0 = t_hbuf, ev.t1 = mgpu__now(), ev.bytes = s->hbuf_bytes;
     if (s->hbuf != hbuf0) mgpu__trace_add(gp->rt, gp->w, &ev);
   }
-  /* The chunk's time starts here, once its buffers are there. Growing a
-   * pinned buffer took 12-27 ms on 4 x H200; counted in the chunk, it made the
-   * device look slow, so its chunks stayed small and grew batch after batch,
-   * each growth pinning again (GPU-only mulmod 30 on pageable arrays spent
-   * 4/5 of its time so). */
+  /* The chunk's time starts here, once its buffers are there: growing a
+   * pinned buffer is slow, and counted in the chunk it would make the device
+   * look slow, keep its chunks small and make them grow, and pin, again. */
   s->t_issue = mgpu__now();
   /* A device that ran dry with chunks in flight waited for this one: its
    * host side, not the device, sets the pace. */

@@ -71,13 +71,7 @@ void mgpu__idle_wait(mgpu_runtime_t *rt, uint64_t seen, bool gpu_thread) {
 
 /* Threads copying pieces at once, GPU threads included: two per GPU, and at
  * least four. More copying threads take memory bandwidth from the devices'
- * own transfers: on 4 x H200, with memcpy both ways, GPU-only ntt on pageable
- * arrays ran at 3.0e5 items/s with the 4 GPU threads copying alone, 2.3e5
- * with up to 8 copying and 1.8e5 with 60. Once copies out of staging stopped
- * reading the lines they write, 8 copying threads made steal faster than 4
- * there on sha256 (13-22%, four runs) and ntt (9-16%, two runs); mulmod 10
- * went from 11% slower to 12% faster (four runs). On one GPU, 4 copying
- * threads gave 1.8e5 against 1.4e5 for the GPU thread alone. */
+ * own transfers (doc/tuning.md, "Internal constants"). */
 int mgpu__copy_threads_max(const mgpu_runtime_t *rt) { return MGPU_MAX(4, 2 * rt->ngpus); }
 
 bool mgpu__copy_wanted(mgpu_runtime_t *rt) {

@@ -410,7 +410,7 @@ struct mgpu_runtime {
   pthread_mutex_t lock;
   /* Idle workers sleep on their own locks, not rt->lock: a GPU host thread
    * woken for a new batch must not queue for the lock behind every CPU worker
-   * scanning for work (on 4 x H200 one started its batch 3-7 ms late). */
+   * scanning for work (doc/tuning.md, "Internal constants"). */
   pthread_mutex_t sleep_lock;  /* with work_cv */
   pthread_cond_t work_cv;      /* CPU workers sleep here when idle */
   pthread_mutex_t gpu_sleep_lock; /* with gpu_cv */
@@ -691,8 +691,8 @@ void mgpu__models_free(mgpu_runtime_t *rt);
 /* Item cost by position. Items of some kernels differ in cost by where they
  * lie (the rows of a Mandelbrot image), and a GPU's whole range of a short
  * batch goes in flight in a few launches, so a split of alike GPUs by items
- * per second, learnt on whichever items each did last, stays wrong: on
- * 2 x H200 it swung mandelbrot between 2:1 and 1:2 batch after batch.
+ * per second, learnt on whichever items each did last, stays wrong
+ * (doc/tuning.md, "Internal constants").
  * Bins: MGPU_PROF_BINS equal parts of [0, n); bin j starts at
  * mgpu__prof_lo(n, j). */
 size_t mgpu__prof_lo(size_t n, int j);
@@ -713,13 +713,12 @@ bool mgpu__prof_cuts(const double *prof, size_t n, size_t a, int k, size_t *cut)
 /* A batch's cost by position, from the profile its GPUs were split by
  * (mgpu__prof_cuts): seconds per item in each bin, and in all before it. The
  * batch's GPUs then also size their chunks and steal from one another by it:
- * by items, a chunk of the costly middle of a Mandelbrot image took four
- * times the planned time, and a GPU that had claimed its own range took
- * half of the other's remaining items, then ran the batch's last 8 ms.
+ * by items, a chunk of a costly stretch takes many times its planned time,
+ * and a thief takes far more than its share (doc/tuning.md, "Internal constants").
  * Each bin costs the most of the profile's bins within MGPU_COST_REACH of it:
  * a chunk across a rise in cost spreads its time evenly over its items, so
- * on the slopes of a peak the profile learns some bins at a third of their
- * cost, and a chunk sized by them took many times its planned time. */
+ * on the slopes of a peak the profile learns some bins below their cost,
+ * and a chunk sized by them would take many times its planned time. */
 #define MGPU_COST_REACH 2
 void mgpu__cost_init(mgpu__cost_t *c, const double *prof, size_t n);
 /* The cost of items [0, x); x >= n: of all. */

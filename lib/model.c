@@ -51,8 +51,7 @@ void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, s
    * items (a kernel of long serial chains takes as long for a hundred items
    * as for a hundred thousand). Learning a lower speed from it would size the
    * next batch's chunks smaller and split it towards the CPUs, whose thieves
-   * then cut the device's ranges short again; on 4 x H200 that spiral made
-   * steal on mulmod 10000 half as fast as the GPUs alone. A cut chunk that
+   * then cut the device's ranges short again (doc/tuning.md, "Internal constants"). A cut chunk that
    * took longer than a planned one would is learnt: the device is slower
    * than the model says (without this, a device whose every chunk is cut,
    * in short batches, could never be found slower). */
@@ -277,10 +276,9 @@ size_t mgpu__cost_steal(const mgpu__cost_t *c, size_t begin, size_t end, double 
  * once the CPU workers' share is measured small) is timed twice before the
  * choice is made again.
  *
- * A way's speed is the better of its last two timed batches: on 4 x H200
- * single batches of one kernel and one way vary by up to a fifth, nearly
- * always slower (other threads, the OS, the driver taking a core), so the
- * faster of two is the steadier figure. A way must beat the fewer workers out
+ * A way's speed is the better of its last two timed batches: single batches
+ * vary, nearly always slower (other threads, the OS, the driver taking a
+ * core), so the faster of two is the steadier figure (doc/tuning.md, "Internal constants"). A way must beat the fewer workers out
  * by more than 1% to be kept: with workers in, the cores also serve other
  * batches.
  * Throughput depends on batch size (launch and split overheads), so a batch

@@ -26,16 +26,11 @@ static double split_speed(const mgpu__batch_t *b, int wi) {
  * carries its own bias, stable from batch to batch (when its chunks start
  * and end against the others', the host thread's timing), and where a GPU's
  * whole range goes in flight at once (mgpu__ranges_in_flight) nothing is
- * left to steal, so a share too large stays too large. On 4 x H200, GPU-only
- * mulmod 10000 (4 chunks a GPU) gave the four GPUs 249 000 to 274 000 of the
- * 1 048 576 items, batch after batch, where equal shares ended within 0.1 ms
- * of each other; past about 270 000 items a GPU needs another wave of its
- * multiprocessors, and steal took 7.0-7.2 ms against static's 6.3 (0.955x;
- * 1.005x pooled). Longer batches keep each GPU's own speed: stealing
- * corrects their split, and on pageable arrays the GPUs' speeds really
- * differ (their host threads' share of the copying): pooled there, mulmod 10
- * and sha256 ran 2-5% slower on 4 x H200. A GPU slower than the tolerance
- * keeps its own speed in any batch. */
+ * left to steal, so a share too large stays too large. Longer batches keep
+ * each GPU's own speed: stealing corrects their split, and on pageable
+ * arrays the GPUs' speeds really differ (their host threads' share of the
+ * copying) (doc/tuning.md, "Internal constants"). A GPU slower than the tolerance keeps its own speed in any
+ * batch. */
 static void pool_alike_gpus(const mgpu_runtime_t *rt, double *speed) {
   if (rt->ngpus >= 2) mgpu__pool_alike(speed, rt->gpu_group, rt->nworkers, MGPU_ALIKE_TOL);
 }
@@ -122,10 +117,8 @@ static void skip_coarse(const mgpu__batch_t *b, double *speed, size_t items) {
  * measured to add less than MGPU_CPU_NEGLIGIBLE to what the GPUs (also measured) do
  * on this kernel. What they would add is then less than what they cost the
  * GPUs: busy cores delay the GPU host threads' wake-ups and staging copies,
- * and their thieves cut GPU ranges short. On 4 x H200 with 60 CPU workers,
- * where those add 0.5% (mulmod 1000) or 0.15% (mulmod 10000), steal ran at
- * 0.54-0.96 of the GPUs alone, and 0.74 on pinned arrays. Idle, they still
- * help with the GPUs' staging copies. */
+ * and their thieves cut GPU ranges short (doc/tuning.md, "Internal constants"). Idle, they still help with
+ * the GPUs' staging copies. */
 static bool cpus_sit_out(const mgpu__batch_t *b, const double *speed) {
   const mgpu_runtime_t *rt = b->rt;
   if (!b->steal_ok || !b->gpu_ok || !b->cpu_ok) return false;
@@ -155,10 +148,8 @@ static void choose_reserve(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   int cand = mgpu__auto_reserve(rt->ncpu);
   if (cand <= 0) return;
   /* All CPU workers out is a fourth way where they add little, since what
-   * they cost the GPUs' host side can be more: on two H100s (16 cores),
-   * mulmod 100's 15 CPU workers added 2.4% and steal ran at 0.87 of the GPU
-   * alone, while on a third they paid. The trials tell whether keeping them
-   * out is what helps. */
+   * they cost the GPUs' host side can be more (doc/tuning.md, "Internal constants"). The trials tell whether
+   * keeping them out is what helps. */
   double cpu = 0, gpu = 0;
   bool cpu_measured = false, gpu_measured = false;
   for (int i = 0; i < rt->nworkers; i++) {

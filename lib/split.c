@@ -89,9 +89,7 @@ size_t mgpu__chunk_plan(double speed, size_t last, size_t avail, size_t max_item
   /* The size the model asks for, not the one the growth limit allows: after
    * a run of small stolen chunks (a batch's tail) the growth limit keeps the
    * next ones small too, and judged against that limit their launch latency
-   * looked like a slow device. On 4 x H200 that pulled the GPUs' learnt speed
-   * on mulmod 10000 from 4e7 to 1.3e5 items/s by each batch's end, and the
-   * next batch gave the 60 CPU workers a third of it. */
+   * would look like a slow device (doc/tuning.md, "Internal constants"). */
   *planned = want;
   if (n > avail) n = avail;
   return n < 1 ? 1 : n;
@@ -101,9 +99,8 @@ size_t mgpu__cost_plan(const mgpu__cost_t *c, double speed, size_t *last, size_t
                        size_t max_items, double target_s, size_t *planned) {
   /* The plan in items of average cost, then the items from `first` that cost
    * as much. *last, which limits growth, stays in average items too: counted
-   * in items, chunks in a stretch over four times the average cost shrank
-   * fourfold each time, and on 2 x H200 one GPU ran 155 one-row chunks of a
-   * mandelbrot batch at half static's speed. */
+   * in items, chunks in a stretch over four times the average cost would
+   * shrink fourfold each time (doc/tuning.md, "Internal constants"). */
   size_t avg = mgpu__chunk_plan(speed, *last, SIZE_MAX, SIZE_MAX, target_s, planned);
   *planned = MGPU_MIN(mgpu__cost_chunk(c, first, *planned), max_items);
   size_t n = MGPU_MIN(mgpu__cost_chunk(c, first, avg), MGPU_MIN(avail, max_items));

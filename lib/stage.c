@@ -72,12 +72,10 @@ static bool take_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, bool helper, piec
 /* Copy results out of a staging buffer into a user array with stores that
  * bypass the caches. A plain store first reads the line it writes (read for
  * ownership), and a user array written once per batch is not in cache, so
- * memcpy there moves three bytes through memory for every two copied. On
- * 4 x H200 one thread copied 8 MiB pieces from pinned into pageable memory
- * at 7.8 GB/s with memcpy and 16.3 GB/s so, and GPU-only pageable mulmod 10
- * ran 10-20% faster (sha256: -5% to +12%). Copies into staging keep memcpy:
- * the buffer is reused chunk after chunk and stays in cache, where streaming
- * it out to memory only slowed the copy (9.1 against 6.9 GB/s a thread).
+ * memcpy there moves three bytes through memory for every two copied.
+ * Copies into staging keep memcpy: the buffer is reused chunk after chunk
+ * and stays in cache, where streaming it out to memory only slows the copy
+ * (doc/tuning.md, "Internal constants").
  * memcpy copies the unaligned head, the tail, and copies below
  * MGPU_STREAM_MIN. */
 static void stream_copy(void *dst, const void *src, size_t bytes) {
@@ -126,10 +124,8 @@ static void copy_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, mgpu__worker_t *w
 /* Whether copies are shared early (from the moment the device waits, asked
  * after every piece, and ahead once it ran dry): with up to two GPUs. With
  * more, their host threads are already the copying threads and the machine's
- * memory bandwidth is the limit: on 4 x H200, sharing early took GPU-only
- * pageable ntt, sha256 and mulmod 10 from 3.9-4.6e5, 3.0-3.4e8 and
- * 1.6-1.8e9 items/s to 3.2-3.7e5, 2.4-2.8e8 and 1.3-1.5e9, so a copy there
- * is shared only when its device waits as it starts. */
+ * memory bandwidth is the limit, so a copy there is shared only when its
+ * device waits as it starts (doc/tuning.md, "Internal constants"). */
 static bool shares_early(const mgpu_runtime_t *rt) { return rt->ngpus <= 2; }
 
 void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *dst, const void *src, size_t bytes,
@@ -141,10 +137,8 @@ void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *d
   size_t piece = MGPU_MAX(COPY_PIECE_MIN, (bytes / COPY_PIECES_MAX + 4095) & ~(size_t)4095);
   /* While the device computes, the copy hides behind it and helpers would
    * only take memory bandwidth from its transfers; but a copy can outlast the
-   * work in flight. On one H100, GPU-only mulmod 100 (13 MB chunks, 0.85 ms
-   * of device time each) copied every chunk's results out alone, 1.3 ms at
-   * one thread's rate, starting while the newest chunk still ran: the device
-   * sat idle for most of each copy. So where copies are shared early, the
+   * work in flight, and the device then sits idle for the rest of the copy
+   * (doc/tuning.md, "Internal constants"). So where copies are shared early, the
    * device is asked again after each piece, and the rest is shared from the
    * moment it waits; elsewhere it is asked once, as the copy starts (the
    * piece is then the whole copy). */
