@@ -53,6 +53,17 @@
 /* GPUs of one kind measured within 20% of their median split as equals. */
 #define MGPU_ALIKE_TOL 0.2
 
+/* Device buffers and each array in them are aligned to this many bytes. */
+#define MGPU_ALIGN_DEV 256
+/* Consecutive failed chunks after which a GPU is retired. */
+#define MGPU_FAILURES_TO_RETIRE 3
+/* Task parts enqueued on a GPU's task stream at once. */
+#define MGPU_TASKS_IN_FLIGHT 64
+/* Pinned staging of one slot, allocated once at this size, and the most
+ * pageable bytes a chunk may stage: about a chunk's target time of copying,
+ * so that buffers never grow (and pin again) as chunks grow. */
+#define MGPU_STAGE_SLOT_BYTES ((size_t)32 << 20)
+
 /* ---------------------------------------------------------------- log.c */
 enum { MGPU_LOG_NONE = 0, MGPU_LOG_ERROR, MGPU_LOG_WARN, MGPU_LOG_INFO, MGPU_LOG_DEBUG };
 void mgpu__log_set_level(int level);
@@ -870,5 +881,152 @@ void mgpu__const_unref(struct mgpu_const *c);
 void mgpu__consts_free_all(mgpu_runtime_t *rt);
 /* GPU worker g frees its copies of dead constants (called from its thread). */
 void mgpu__consts_reap(mgpu_runtime_t *rt, int g, void (*free_fn)(void *ctx, void *p), void *ctx);
+
+/* ------------------------------------------ gpu_worker.c and its parts */
+/* A GPU worker's state. gpu_worker.c runs its host thread; gpu_mem.c holds
+ * its memory, gpu_chunk.c its chunks, gpu_task.c its device task parts and
+ * gpu_hang.c its deadlines. Everything but the fields marked otherwise is its
+ * host thread's own. */
+/* A task part in flight on a GPU's task stream. */
+typedef struct {
+  mgpu__task_t *t;
+  int phase;
+  void *ev0, *ev1; /* device times of the part */
+  double t0;       /* host time it was enqueued */
+  bool late;       /* it passed its first deadline */
+} mgpu__tflight_t;
+
+typedef struct {
+  void *stream;
+  void *dbuf;
+  size_t dbuf_bytes;
+  void *hbuf; /* pinned staging for pageable user arrays */
+  size_t hbuf_bytes;
+  bool busy;
+  void *ev_start, *ev_end; /* device timestamps of the chunk */
+  void *ev_h2d, *ev_kern;  /* with MGPU_TRACE: copies in done, kernel done */
+  size_t h2d_bytes, d2h_bytes;
+  mgpu__claim_t claim;
+  double t_issue;
+  int nstaged;
+  struct { void *user; const void *staged; size_t bytes; } staged_out[MGPU_MAX_ARGS];
+  const void *in[MGPU_MAX_ARGS];
+  void *out[MGPU_MAX_ARGS];
+  const void *consts[MGPU_MAX_CONSTS];
+  /* The chunk's copy of the batch's argument: a device that runs it late
+   * (hung, then given up) reads this, not the batch's, which is gone. */
+  void *arg;
+  size_t arg_cap;
+  mgpu_chunk_t chunk;
+} mgpu__slot_t;
+
+struct mgpu__gpu {
+  mgpu_runtime_t *rt;
+  int g;
+  mgpu__worker_t *w;
+  const mgpu_dev_ops_t *ops;
+  void *ctx;
+  pthread_t thread;
+  bool started;
+  int nslots;
+  mgpu__slot_t *slots;
+  int oldest;                 /* FIFO of busy slots: oldest .. oldest+inflight-1 */
+  int inflight;
+  _Atomic size_t slot_bytes;  /* device bytes one slot may use; halved on OOM */
+  _Atomic size_t cap_items;   /* last computed cap, for statistics */
+  size_t max_batch;
+  /* Which arrays of one batch are pinned, found once per batch (a driver
+   * query per array) for the chunk cap and every chunk's issue (gpu_mem.c). */
+  uint64_t pin_batch;         /* that batch's id + 1 (0: none yet) */
+  bool pin_in[MGPU_MAX_ARGS], pin_out[MGPU_MAX_ARGS];
+  size_t stage_per_item;      /* its pageable bytes per item (0: all pinned) */
+  long long launches, allocs, const_uploads;
+  int failures;               /* consecutive failed chunks */
+  double last_done;           /* host time of the last completion (fallback) */
+  int share_ahead;            /* chunks whose copies are shared from their start (mgpu__share_ahead) */
+  double last_end_dev;        /* device time when the last chunk ended */
+  double epoch_host;          /* host clock at the device's time 0 (open) */
+  bool timed;                 /* the back end has timing events */
+  /* Device start and end times of the last chunks (ring), for tests and reports. */
+  pthread_mutex_t tl_lock;
+  double tl_start[MGPU_TIMELINE], tl_end[MGPU_TIMELINE];
+  uint64_t tl_n;
+  double estimate;
+  /* Device tasks: posted by any thread (task.c, under tq.lock), run by this one. */
+  mgpu__postq_t tq;
+  void *task_stream;
+  mgpu__tflight_t tf[MGPU_TASKS_IN_FLIGHT];
+  int tf_head, tf_n;
+  void *evpool[2 * MGPU_TASKS_IN_FLIGHT];
+  int nevpool;
+  /* start-up handshake */
+  pthread_mutex_t lock;
+  pthread_cond_t cv;
+  int ready;                  /* 0 starting, 1 ok, -1 failed */
+  mgpu_status_t open_status;
+  bool exited;                /* under lock: the thread has returned */
+  /* Deadlines: under hang_lock. */
+  pthread_mutex_t hang_lock;
+  double wait_until;          /* host time by which the awaited chunk must end; 0: not waiting */
+  char wait_what[160];        /* that chunk, for the message */
+  mgpu__post_t issuing;             /* the task part being enqueued (t NULL: none): its call may block */
+  bool given_up;              /* hung: what it held went back, nothing more is asked of it */
+  bool gate_ok;               /* results can be held on the device (ops->gate) */
+  double task_done;           /* host time the last task part ended */
+  bool comm_aborted;          /* its NCCL communicator was aborted (rt->comms_abort) */
+  long long coll_parts;       /* task parts enqueued, for MGPU_FAULT_HANGCOLL */
+};
+
+/* What a device held when it was given up. */
+typedef struct {
+  mgpu__claim_t claims[32]; /* MGPU_STREAMS_PER_GPU is at most 32 */
+  mgpu__tflight_t parts[MGPU_TASKS_IN_FLIGHT + 1];
+  int nclaims, nparts;
+} mgpu__held_t;
+
+/* gpu_mem.c */
+size_t mgpu__gpu_round_up(size_t n); /* to MGPU_ALIGN_DEV */
+size_t mgpu__gpu_bytes_per_item(const mgpu_kernel_t *k);
+/* Device layout of a chunk of n items: inputs, outputs, scratch, each aligned. */
+size_t mgpu__gpu_dev_bytes(const mgpu_kernel_t *k, size_t n);
+/* Items of kernel k a slot's device memory holds (at least 1); kept in cap_items. */
+size_t mgpu__gpu_cap_for(mgpu__gpu_t *gp, const mgpu_kernel_t *k);
+/* Which arrays of batch b are pinned, and the bytes per item that its chunks
+ * stage (found once per batch). */
+void mgpu__gpu_pin_info(mgpu__gpu_t *gp, const mgpu__batch_t *b);
+/* Most items of b in one chunk of worker w (w->limit). */
+size_t mgpu__gpu_limit(mgpu__worker_t *w, const mgpu__batch_t *b);
+void mgpu__gpu_drop_dbuf(mgpu__gpu_t *gp, mgpu__slot_t *s);
+/* Grow a slot's device buffer to hold `need` bytes (never shrinks); its staging buffer likewise. */
+int mgpu__gpu_ensure_dbuf(mgpu__gpu_t *gp, mgpu__slot_t *s, size_t need);
+int mgpu__gpu_ensure_hbuf(mgpu__gpu_t *gp, mgpu__slot_t *s, size_t need);
+/* Device copy of constant c for this GPU, uploaded on first use (through stream). */
+int mgpu__gpu_const_on_device(mgpu__gpu_t *gp, mgpu_const_t *c, void *stream, const void **out);
+
+/* gpu_chunk.c */
+/* Put one claimed chunk in flight on slot s. Returns 0 or an MGPU_E* code. */
+int mgpu__gpu_issue(mgpu__gpu_t *gp, mgpu__slot_t *s);
+/* A chunk failed with rc (`when`: while starting or running): its claim goes back. */
+void mgpu__gpu_on_failure(mgpu__gpu_t *gp, mgpu__slot_t *s, int rc, const char *when);
+/* Wait for the oldest in-flight chunk and complete it; false when the device
+ * was given up while the thread waited. */
+bool mgpu__gpu_retire_oldest(mgpu__gpu_t *gp);
+
+/* gpu_task.c */
+/* Take the next posted part and enqueue it; false when the device was given up meanwhile. */
+bool mgpu__gpu_task_issue(mgpu__gpu_t *gp);
+/* Report the oldest part in flight if done: 1 if it was, 0 if not yet, -1 when the device was given up. */
+int mgpu__gpu_task_poll(mgpu__gpu_t *gp);
+
+/* gpu_hang.c */
+/* Take a hung device's chunks and task parts in flight, under hang_lock. */
+void mgpu__gpu_take_held(mgpu__gpu_t *gp, mgpu__held_t *h);
+/* Hand back what a hung device held (taken by mgpu__gpu_take_held) and retire it. */
+void mgpu__gpu_give_up(mgpu__gpu_t *gp, mgpu__held_t *h, const char *why);
+/* Publish the deadline of the chunk in slot s before waiting for it. */
+void mgpu__gpu_watch_begin(mgpu__gpu_t *gp, const mgpu__slot_t *s);
+/* After the wait: false when the device was given up meanwhile. */
+bool mgpu__gpu_watch_end(mgpu__gpu_t *gp);
+bool mgpu__gpu_given_up(mgpu__gpu_t *gp);
 
 #endif /* MGPURT_INT_H */
