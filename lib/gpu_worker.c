@@ -91,9 +91,8 @@ static void *gpu_main(void *arg) {
   gp->gate_ok = gp->ops->gate && gp->ops->gate(gp->ctx, gp->task_stream) == 0;
   size_t free_b = 0, total_b = 0;
   gp->ops->mem_info(gp->ctx, &free_b, &total_b);
-  /* 85% of the free memory, shared by the slots; the rest is for constants,
-   * the kernels' own needs and other users of the device. */
-  atomic_store(&gp->slot_bytes, (size_t)((double)free_b * 0.85) / (size_t)gp->nslots);
+  /* A share of the free memory for the slots (MGPU_SLOT_MEM_SHARE). */
+  atomic_store(&gp->slot_bytes, (size_t)((double)free_b * MGPU_SLOT_MEM_SHARE) / (size_t)gp->nslots);
   rt->gpu_info[gp->g].free_mem = free_b;
   rt->gpu_info[gp->g].total_mem = total_b;
   gp->estimate = gp->ops->speed_estimate ? gp->ops->speed_estimate(gp->ctx) : 1.0;

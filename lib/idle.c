@@ -50,7 +50,7 @@ static bool idle_over(mgpu_runtime_t *rt, uint64_t seen, bool gpu_thread) {
 
 void mgpu__idle_wait(mgpu_runtime_t *rt, uint64_t seen, bool gpu_thread) {
   /* Spin briefly: a batch that follows closely finds its workers awake. */
-  double until = mgpu__now() + 50e-6;
+  double until = mgpu__now() + MGPU_IDLE_SPIN_S;
   do {
     if (idle_over(rt, seen, gpu_thread)) return;
     sched_yield();
@@ -69,10 +69,10 @@ void mgpu__idle_wait(mgpu_runtime_t *rt, uint64_t seen, bool gpu_thread) {
 
 /* ------------------------------------------------------------ copy helpers */
 
-/* Threads copying pieces at once, GPU threads included: two per GPU, and at
- * least four. More copying threads take memory bandwidth from the devices'
- * own transfers (doc/tuning.md, "Internal constants"). */
-int mgpu__copy_threads_max(const mgpu_runtime_t *rt) { return MGPU_MAX(4, 2 * rt->ngpus); }
+/* Threads copying pieces at once, GPU threads included (MGPU_COPY_THREADS_*). */
+int mgpu__copy_threads_max(const mgpu_runtime_t *rt) {
+  return MGPU_MAX(MGPU_COPY_THREADS_MIN, MGPU_COPY_THREADS_PER_GPU * rt->ngpus);
+}
 
 bool mgpu__copy_wanted(mgpu_runtime_t *rt) {
   return atomic_load_explicit(&rt->copy_open, memory_order_relaxed) > 0 &&

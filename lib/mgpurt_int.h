@@ -59,10 +59,59 @@
 #define MGPU_FAILURES_TO_RETIRE 3
 /* Task parts enqueued on a GPU's task stream at once. */
 #define MGPU_TASKS_IN_FLIGHT 64
-/* Pinned staging of one slot, allocated once at this size, and the most
+/* A slot's pinned staging, allocated once at this size, and the most
  * pageable bytes a chunk may stage: about a chunk's target time of copying,
  * so that buffers never grow (and pin again) as chunks grow. */
 #define MGPU_STAGE_SLOT_BYTES ((size_t)32 << 20)
+/* Share of a device's free memory (at open) that its slots divide; the rest
+ * is for constants, the kernels' own needs and other users of the device. */
+#define MGPU_SLOT_MEM_SHARE 0.85
+/* Staging copies: smaller ones are made by the GPU thread alone; larger ones
+ * are cut into at most MGPU_COPY_PIECES_MAX pieces of at least
+ * MGPU_COPY_PIECE_MIN bytes that CPU workers help copy. */
+#define MGPU_COPY_SPLIT_MIN ((size_t)2 << 20)
+#define MGPU_COPY_PIECE_MIN ((size_t)1 << 20)
+#define MGPU_COPY_PIECES_MAX 16
+/* Sleeping CPU workers woken per copy job: four threads copy at about 3.5
+ * times one thread's rate, more add little, and each wake is a system call
+ * on the GPU thread's path. */
+#define MGPU_COPY_WAKE_MAX 3
+/* Threads copying pieces at once, GPU threads included: two per GPU, at
+ * least four; more take memory bandwidth from the devices' own transfers. */
+#define MGPU_COPY_THREADS_PER_GPU 2
+#define MGPU_COPY_THREADS_MIN 4
+/* Chunks whose copies are shared from their start once a device ran dry
+ * waiting for its host thread; after them, copies start alone again to find
+ * out whether the need still exists. */
+#define MGPU_SHARE_AHEAD 8
+/* Copies out of staging at least this long bypass the caches. */
+#define MGPU_STREAM_MIN ((size_t)256 << 10)
+/* An idle worker spins this long before it sleeps, so that a batch that
+ * follows closely finds its workers awake. */
+#define MGPU_IDLE_SPIN_S 50e-6
+/* Deadlines are seconds or more: the watchdog checks them 20 times a second.
+ * (The deadlines themselves, MGPU_TIMEOUT_FLOOR_S and MGPU_TIMEOUT_FIRST_S,
+ * are public: mgpurt.h.) */
+#define MGPU_WATCH_PERIOD_S 0.05
+/* The model's speed: decayed sums of items and seconds, each chunk's weight
+ * falling by this factor per later chunk of the same worker. */
+#define MGPU_MODEL_DECAY 0.8
+/* The slowest chunk rate seen drifts back up by this fraction per chunk. */
+#define MGPU_SLOW_DRIFT 0.05
+/* MGPU_RESERVE_THREADS=auto: batches timed for each way before the choice
+ * (MGPU_RESERVE_TRIALS, in mgpurt.h, counts them over all ways);
+ * how much faster a way with more workers out must be to be kept; every how
+ * many batches another way is timed again. */
+#define MGPU_RESERVE_RUNS_PER_WAY 2
+#define MGPU_RESERVE_MARGIN 1.01
+#define MGPU_RESERVE_REFRESH 16
+/* Cost profiles (mgpu__prof_cuts): the spread of bin costs, and the
+ * smoothness against half the step, that tell items differing in cost by
+ * position from noise; and how many bins either side a bin's cost reaches
+ * (mgpu__cost_init). */
+#define MGPU_PROF_SPREAD 6.0
+#define MGPU_PROF_SMOOTH 4.0
+#define MGPU_COST_REACH 2
 
 /* ---------------------------------------------------------------- log.c */
 enum { MGPU_LOG_NONE = 0, MGPU_LOG_ERROR, MGPU_LOG_WARN, MGPU_LOG_INFO, MGPU_LOG_DEBUG };
@@ -659,8 +708,6 @@ int mgpu__copy_threads_max(const mgpu_runtime_t *rt);
 /* --------------------------------------------------------------- stage.c */
 /* Whether a GPU's device has run out of work (stage.c asks while copying). */
 typedef bool (*mgpu__starved_fn)(void *arg);
-/* Copies out of staging at least this long bypass the caches (stage.c). */
-#define MGPU_STREAM_MIN ((size_t)256 << 10)
 /* GPU worker w copies bytes from src to dst for a chunk of batch b: into its
  * staging buffer, or (to_user) out of it into the user's array. A large
  * copy is shared with CPU workers when starved(arg) says its device waits: as
@@ -695,7 +742,6 @@ void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, s
  * worker in (0), a quarter out (1), half out (2), all out (3); and whether
  * its time is to be learnt (*record). mgpu__reserve_learn takes
  * the items/s of a recorded batch. Under rt->lock. */
-#define MGPU_RESERVE_REFRESH 16
 int mgpu__reserve_pick(mgpu__model_t *m, size_t n, unsigned offered, bool *record);
 void mgpu__reserve_learn(mgpu__model_t *m, int level, double items_per_s);
 void mgpu__models_free(mgpu_runtime_t *rt);
@@ -717,8 +763,6 @@ void mgpu__prof_learn(mgpu__model_t *m, size_t n, const double *sums, int rows);
  * counts in cut[0..k-1]. False, and cut untouched, where some bin of [a, n)
  * is not learnt or its bins do not show items that differ in cost by
  * position (then speeds split them as well): see prof_irregular. */
-#define MGPU_PROF_SPREAD 6.0
-#define MGPU_PROF_SMOOTH 4.0
 bool mgpu__prof_cuts(const double *prof, size_t n, size_t a, int k, size_t *cut);
 
 /* A batch's cost by position, from the profile its GPUs were split by
@@ -730,7 +774,6 @@ bool mgpu__prof_cuts(const double *prof, size_t n, size_t a, int k, size_t *cut)
  * a chunk across a rise in cost spreads its time evenly over its items, so
  * on the slopes of a peak the profile learns some bins below their cost,
  * and a chunk sized by them would take many times its planned time. */
-#define MGPU_COST_REACH 2
 void mgpu__cost_init(mgpu__cost_t *c, const double *prof, size_t n);
 /* The cost of items [0, x); x >= n: of all. */
 double mgpu__cost_at(const mgpu__cost_t *c, size_t x);

@@ -25,20 +25,6 @@
 #include <emmintrin.h>
 #endif
 
-#define COPY_SPLIT_MIN ((size_t)2 << 20) /* smaller copies are made by the GPU thread alone */
-#define COPY_PIECE_MIN ((size_t)1 << 20)
-#define COPY_PIECES_MAX 16
-/* Sleeping CPU workers woken per job. Four threads copy at about 3.5 times
- * one thread's rate; more add little on one GPU's copy, and on many GPUs the
- * machine's memory bandwidth is the limit, not the copying threads. Each wake
- * is a system call on the GPU thread's path, and a woken helper that the OS
- * then leaves waiting for a core holds up the copy it took a piece of. */
-#define COPY_WAKE_MAX 3
-/* Chunks whose copies are shared from their start once a device has run dry
- * waiting for its host thread. Sharing keeps such a device fed, which hides
- * the need for it; so after this many chunks without the device running dry,
- * copies start alone again to find out whether it still exists. */
-#define SHARE_AHEAD 8
 
 /* One piece of a job, copied out of it under its lock. */
 typedef struct {
@@ -130,11 +116,11 @@ static bool shares_early(const mgpu_runtime_t *rt) { return rt->ngpus <= 2; }
 
 void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *dst, const void *src, size_t bytes,
                 bool to_user, mgpu__starved_fn starved, void *arg) {
-  if (!starved || bytes < COPY_SPLIT_MIN || rt->ncpu == 0) {
+  if (!starved || bytes < MGPU_COPY_SPLIT_MIN || rt->ncpu == 0) {
     copy_counted(w, b, dst, src, bytes, to_user);
     return;
   }
-  size_t piece = MGPU_MAX(COPY_PIECE_MIN, (bytes / COPY_PIECES_MAX + 4095) & ~(size_t)4095);
+  size_t piece = MGPU_MAX(MGPU_COPY_PIECE_MIN, (bytes / MGPU_COPY_PIECES_MAX + 4095) & ~(size_t)4095);
   /* While the device computes, the copy hides behind it and helpers would
    * only take memory bandwidth from its transfers; but a copy can outlast the
    * work in flight, and the device then sits idle for the rest of the copy
@@ -166,7 +152,7 @@ void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *d
   atomic_store_explicit(&j->done, 0, memory_order_relaxed);
   atomic_store_explicit(&j->open, true, memory_order_release);
   pthread_mutex_unlock(&j->lock);
-  mgpu__wake_helpers(rt, (int)MGPU_MIN(npieces - 1, (size_t)COPY_WAKE_MAX));
+  mgpu__wake_helpers(rt, (int)MGPU_MIN(npieces - 1, (size_t)MGPU_COPY_WAKE_MAX));
   piece_t p;
   while (take_piece(rt, j, false, &p)) copy_piece(rt, j, w, &p);
   /* The rest is being copied by helpers, a piece each at most. */
@@ -175,7 +161,7 @@ void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *d
 
 int mgpu__share_ahead(const mgpu_runtime_t *rt, int left, bool dry) {
   if (!shares_early(rt)) return 0;
-  if (dry) return SHARE_AHEAD;
+  if (dry) return MGPU_SHARE_AHEAD;
   return left > 0 ? left - 1 : 0;
 }
 
