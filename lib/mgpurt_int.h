@@ -113,6 +113,57 @@
 #define MGPU_PROF_SMOOTH 4.0
 #define MGPU_COST_REACH 2
 
+/* --------------------------------------------------------- concurrency */
+/*
+ * Who may touch what. Threads: the caller's threads (the API), the CPU
+ * workers (one OpenMP team, cpu_worker.c), one host thread per GPU
+ * (gpu_worker.c), and the watchdog (watchdog.c). Each field of the shared
+ * structures below says who owns it: a named lock, one thread ("worker w
+ * only", "its host thread"), or atomic and who writes it. Fields set before
+ * the threads start (mgpu_init) and read-only afterwards say so or nothing.
+ *
+ * Locks, in the order they may be taken (an outer one first; no thread takes
+ * one while it holds one further down the table):
+ *
+ *   order  lock                      guards                                  held for
+ *   1      rt->task_lock             the order of task phases on all GPUs    posting one phase (takes 2)
+ *   2      mgpu__postq_t.lock        one GPU's queue of posted task parts    a push or a take
+ *   3      rt->coll_lock             rt->comms, rt->comms_ready              creating the communicators (NCCL)
+ *   4      rt->lock                  active list, activation and completion  short host work; freeing dead
+ *                                    of batches, models, constants lists,    constants' device copies
+ *                                    live_batches, the batch trace           (mgpu__consts_reap)
+ *   5      mgpu__batch_t.lock        done, status, dependents, requeue       a few stores
+ *   6      mgpu__range_t.lock        one worker's range of one batch         a few stores; never a driver
+ *                                                                            call; never two at once
+ *   7      gp->lock                  a GPU thread's start-up and exit state  a handshake (takes 8)
+ *   8      gp->hang_lock             deadlines and giving up (gpu_hang.c)    a few stores
+ *   9      mgpu_const.lock           dev[] of one constant                   one store
+ *   10     mgpu__copyjob_t.lock      one GPU's staging copy job              taking a piece
+ *   11     rt->alloc_lock            host_allocs, arrays, dev_allocs         list updates
+ *   12     mgpu__task_t.lock         why                                     one message
+ *   13     gp->tl_lock               a GPU's timeline ring                   a few stores
+ *   14     rt->sleep_lock,           sleeping CPU workers, GPU threads       condition waits
+ *          rt->gpu_sleep_lock
+ *   15     rt->watchdog_lock,        the watchdog's and the CPU team's       condition waits
+ *          rt->team_lock             start and stop
+ *   16     back-end locks            device_emul.c's queues and memory       one device call
+ *   17     handle.c's lock,          live handles; gone devices; the log     innermost
+ *          gpu_worker.c's gone_lock,
+ *          log.c's log_lock
+ *
+ * rt->lock and a range lock are never held together today; where both are
+ * needed, rt->lock comes first (claim.c). A function that expects a lock held
+ * says so on its prototype ("Under rt->lock").
+ *
+ * Known departures from the charter, kept as they are by this move and left
+ * for the fixes of issue 29's item 3: b->status is written without b->lock
+ * where a batch fails before or outside its claims (mgpu__activate's EDEP and
+ * EDEVICE, mgpu__retire's EDEVICE, a task's completion); no claim can race
+ * those writes except a kernel failure, whose write checks the status under
+ * the lock. mgpu__consts_reap frees device memory (a driver call) under
+ * rt->lock.
+ */
+
 /* ---------------------------------------------------------------- log.c */
 enum { MGPU_LOG_NONE = 0, MGPU_LOG_ERROR, MGPU_LOG_WARN, MGPU_LOG_INFO, MGPU_LOG_DEBUG };
 void mgpu__log_set_level(int level);
