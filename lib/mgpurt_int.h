@@ -158,10 +158,11 @@
  * Known departures from the charter, kept as they are by this move and left
  * for the fixes of issue 29's item 3: b->status is written without b->lock
  * where a batch fails before or outside its claims (mgpu__activate's EDEP and
- * EDEVICE, mgpu__retire's EDEVICE, a task's completion); no claim can race
- * those writes except a kernel failure, whose write checks the status under
- * the lock. mgpu__consts_reap frees device memory (a driver call) under
- * rt->lock.
+ * EDEVICE, mgpu__retire's EDEVICE, a task's completion), so they may race
+ * the writes made under it (a cancel, a kernel failure). mgpu__consts_reap
+ * frees device memory (a driver call) under rt->lock. A GPU's item limit is
+ * still a callback (w->limit, gpu_mem.c) that the claim layer calls, before
+ * it takes the range lock.
  */
 
 /* ---------------------------------------------------------------- log.c */
