@@ -55,6 +55,7 @@ typedef struct {
     mgpu_mandelbrot_arg_t mandel;
     mgpu_saxpy_arg_t saxpy;
     mgpu_mulmod_arg_t mulmod;
+    mgpu_chain_arg_t chain;
   } arg;
   void *in[MGPU_MAX_ARGS], *outs[MGPU_MAX_ARGS], *out;
   size_t in_bytes[MGPU_MAX_ARGS], out_bytes, outs_bytes[MGPU_MAX_ARGS];

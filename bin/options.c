@@ -45,13 +45,15 @@ static const opt_desc_t options[] = {
       "items in the batch (defaults: ntt and pipeline\n"
       "2^26 / 2^size polynomials (512 MiB), sha256 8388608,\n"
       "mandelbrot 4096 rows, saxpy 134217728, mulmod\n"
-      "16777216; multi-GPU workloads: above), 1..2^40"},
+      "16777216, chain 65536; multi-GPU workloads: above),\n"
+      "1..2^40"},
   {"size", 0, "S", O_SIZE, G_WORKLOAD,
       "ntt/pipeline: log2 length 10..16 (default 12);\n"
       "sha256: message bytes (default 64); mandelbrot: width\n"
       "(default 4096); matvec: columns (default 100000)"},
   {"intensity", 0, "K", O_INTENSITY, G_WORKLOAD,
       "mulmod: multiplications per item (default 1000);\n"
+      "chain: mean chain length per item (default 20000);\n"
       "mandelbrot: iteration limit per pixel (default 10000);\n"
       "a plugin's workload may read it, and -n and --size;\n"
       "1..10000000"},
@@ -167,6 +169,8 @@ static const char help_intro[] =
     "              iteration limit)\n"
     "  saxpy       r = a*x + y on floats (transfer-bound)\n"
     "  mulmod      chained 64-bit modular multiplications (--intensity: the cost)\n"
+    "  chain       latency-bound: one dependent chain per item, of a length that\n"
+    "              varies from item to item (--intensity: the mean length)\n"
     "  pipeline    ntt -> CPU-only decomposition -> product and inverse ntt, as\n"
     "              dependent sub-batches\n"
     "\n"

@@ -19,7 +19,7 @@
 
 #include "mgpu-run.h"
 
-const char *const workloads[] = {"ntt",    "sha256", "mandelbrot", "saxpy",          "mulmod",
+const char *const workloads[] = {"ntt",      "sha256", "mandelbrot", "saxpy",     "mulmod",         "chain",
                                  "pipeline", "matvec", "reduce",     "allreduce", "saxpy-resident", NULL};
 
 enum { MAX_PLUGIN_WORKLOADS = 64 };
@@ -159,7 +159,8 @@ const mgpu_plugin_workload_t *resolve_workload(opts_t *o) {
   }
   if (o->overlay && !o->output) usage_error("--overlay needs --output FILE");
   if (o->output && strcmp(o->workload, "mandelbrot")) usage_error("--output is for the mandelbrot workload");
-  if (o->intensity && !pw && strcmp(o->workload, "mandelbrot") && strcmp(o->workload, "mulmod"))
-    usage_error("--intensity is for the mulmod and mandelbrot workloads and plugins' workloads");
+  if (o->intensity && !pw && strcmp(o->workload, "mandelbrot") && strcmp(o->workload, "mulmod") &&
+      strcmp(o->workload, "chain"))
+    usage_error("--intensity is for the mulmod, chain and mandelbrot workloads and plugins' workloads");
   return pw;
 }

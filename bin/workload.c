@@ -17,6 +17,9 @@
  * row: the irregular case was not irregular there. At 10000 the middle rows'
  * cost rules (steal 1.29x static there, against 1.02x at 2000). */
 #define MULMOD_INTENSITY_DEFAULT 1000
+/* chain: a mean chain of 20000 steps is a few milliseconds per item on one
+ * core, and one launch of thousands of items on a GPU. */
+#define CHAIN_LENGTH_DEFAULT 20000
 #define MANDEL_ITER_DEFAULT 10000
 
 static uint64_t rng_next(uint64_t *s) {
@@ -162,6 +165,15 @@ static void setup_mulmod(work_t *w, const opts_t *o) {
   w->bytes_per_item = 16;
 }
 
+static void setup_chain(work_t *w, const opts_t *o) {
+  w->n = o->items < 0 ? (size_t)1 << 16 : (size_t)o->items;
+  uint64_t len = o->intensity ? (uint64_t)o->intensity : CHAIN_LENGTH_DEFAULT;
+  check_status(mgpu_kernel_chain(len, &w->k), "mgpu_kernel_chain");
+  w->arg.chain.length = len;
+  w->in_bytes[0] = w->out_bytes = 8 * w->n;
+  w->bytes_per_item = 16;
+}
+
 /* The input arrays, filled by the plugin or from the seed. */
 static void fill_inputs(work_t *w, const opts_t *o, mgpu_runtime_t *base, const mgpu_plugin_workload_t *pw,
                         uint64_t *rng) {
@@ -232,6 +244,7 @@ void work_setup(work_t *w, const opts_t *o, mgpu_runtime_t *base, const mgpu_plu
   else if (!strcmp(wl, "sha256")) setup_sha256(w, o);
   else if (!strcmp(wl, "mandelbrot")) setup_mandelbrot(w, o);
   else if (!strcmp(wl, "saxpy")) setup_saxpy(w, o);
+  else if (!strcmp(wl, "chain")) setup_chain(w, o);
   else setup_mulmod(w, o);
   fill_inputs(w, o, base, pw, &rng);
   if (!pw) w->outs_bytes[0] = w->out_bytes;
@@ -249,6 +262,7 @@ void work_setup(work_t *w, const opts_t *o, mgpu_runtime_t *base, const mgpu_plu
 /* The workload's --intensity as run, or 0 where it has none. */
 unsigned long long work_intensity(const work_t *w) {
   if (!strcmp(w->name, "mulmod")) return w->arg.mulmod.intensity;
+  if (!strcmp(w->name, "chain")) return w->arg.chain.length;
   if (!strcmp(w->name, "mandelbrot")) return w->arg.mandel.max_iter;
   return 0;
 }

@@ -127,6 +127,25 @@ int mgpu__saxpy_cpu(const mgpu_chunk_t *c);
 /* --------------------------------------------------------------- mulmod.c */
 int mgpu__mulmod_cpu(const mgpu_chunk_t *c);
 
+/* ---------------------------------------------------------------- chain.c */
+/* Item i's chain length: from length/2 to length/2 + length, by a hash of i
+ * (at least 1), the same on every worker whatever the chunks. */
+static MGPU_HD uint64_t mgpu__chain_steps(uint64_t length, uint64_t i) {
+  uint64_t h = i * UINT64_C(0x9E3779B97F4A7C15);
+  h ^= h >> 29;
+  h *= UINT64_C(0xBF58476D1CE4E5B9);
+  h ^= h >> 32;
+  uint64_t s = length / 2 + h % (length + 1);
+  return s ? s : 1;
+}
+/* Item i's chain: x <- x * x + (i + 1) mod p, steps times, from x = in mod p. */
+static MGPU_HD uint64_t mgpu__chain_item(uint64_t in, uint64_t i, uint64_t steps) {
+  uint64_t x = mgpu__gl_canon(in), add = mgpu__gl_canon(i + 1);
+  for (uint64_t s = 0; s < steps; s++) x = mgpu__gl_add(mgpu__gl_mul(x, x), add);
+  return x;
+}
+int mgpu__chain_cpu(const mgpu_chunk_t *c);
+
 /* ------------------------------------------------------------- pipeline.c */
 int mgpu__pipeline_decompose_cpu(const mgpu_chunk_t *c);
 int mgpu__pipeline_mul_intt_cpu(const mgpu_chunk_t *c);
@@ -162,7 +181,7 @@ int mgpu__sum_cpu(const mgpu_chunk_t *c);
 /* ------------------------------------- gpu_table.cu (or gpu_none.c) */
 /* The GPU functions of the kernels; all NULL in a build without CUDA. */
 typedef struct {
-  mgpu_kernel_fn ntt, sha256, mandelbrot, saxpy, mulmod, pipeline_mul_intt, matvec;
+  mgpu_kernel_fn ntt, sha256, mandelbrot, saxpy, mulmod, pipeline_mul_intt, matvec, chain;
 } mgpu__builtin_gpu_t;
 extern const mgpu__builtin_gpu_t mgpu__builtin_gpu;
 /*
@@ -187,6 +206,7 @@ int mgpu__sha256_gpu(const mgpu_chunk_t *c);
 int mgpu__mandelbrot_gpu(const mgpu_chunk_t *c);
 int mgpu__saxpy_gpu(const mgpu_chunk_t *c);
 int mgpu__mulmod_gpu(const mgpu_chunk_t *c);
+int mgpu__chain_gpu(const mgpu_chunk_t *c);
 int mgpu__pipeline_mul_intt_gpu(const mgpu_chunk_t *c);
 int mgpu__matvec_gpu(const mgpu_chunk_t *c);
 int mgpu__sum_gpu(const mgpu_chunk_t *c);

@@ -13,7 +13,8 @@ static int no_cuda(const mgpu_chunk_t *c) {
   return MGPU_ENOTSUP;
 }
 
-const mgpu__builtin_gpu_t mgpu__builtin_gpu = {no_cuda, no_cuda, no_cuda, no_cuda, no_cuda, no_cuda, no_cuda};
+const mgpu__builtin_gpu_t mgpu__builtin_gpu = {no_cuda, no_cuda, no_cuda, no_cuda,
+                                               no_cuda, no_cuda, no_cuda, no_cuda};
 
 const mgpu_kernel_t mgpu__sum_kernel = {.name = "sum",
                                         .cpu = mgpu__sum_cpu,

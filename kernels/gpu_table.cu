@@ -6,7 +6,7 @@
 
 extern "C" const mgpu__builtin_gpu_t mgpu__builtin_gpu = {
     mgpu__ntt_gpu,    mgpu__sha256_gpu, mgpu__mandelbrot_gpu, mgpu__saxpy_gpu,
-    mgpu__mulmod_gpu, mgpu__pipeline_mul_intt_gpu, mgpu__matvec_gpu,
+    mgpu__mulmod_gpu, mgpu__pipeline_mul_intt_gpu, mgpu__matvec_gpu, mgpu__chain_gpu,
 };
 
 /* C++17 has no designated initialisers: the fields in mgpu_kernel_t's order. */

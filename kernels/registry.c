@@ -20,6 +20,8 @@ static const struct {
               "y, out r; arg mgpu_saxpy_arg_t"},
     {"mulmod", "x <- x*x + 1 mod Goldilocks p, K times (intensity 1..1e7): item = one uint64 in, "
                "one out; arg mgpu_mulmod_arg_t"},
+    {"chain", "latency-bound: item i is x <- x*x + (i+1) mod Goldilocks p, L/2..3L/2 times by a hash of i "
+              "(mean length L 1..1e7): one uint64 in, one out; arg mgpu_chain_arg_t"},
     {"pipeline_decompose", "pipeline stage 2, CPU only: y = key*x mod p per coefficient through its "
                            "base-2^16 digits; item = one polynomial; arg mgpu_pipeline_arg_t"},
     {"pipeline_mul_intt", "pipeline stage 3: INTT(x (.) K) with K the batch's constant 0; item = one "
@@ -110,6 +112,15 @@ mgpu_status_t mgpu_kernel_mulmod(uint64_t intensity, mgpu_kernel_t *k_p) {
     return mgpu__fail(MGPU_EINVAL, "mgpu_kernel_mulmod: intensity %llu is outside 1..%llu",
                       (unsigned long long)intensity, (unsigned long long)MGPU_MULMOD_MAX_INTENSITY);
   kernel_fill(k_p, "mulmod", mgpu__mulmod_cpu, mgpu__builtin_gpu.mulmod, 8, 8);
+  return MGPU_OK;
+}
+
+mgpu_status_t mgpu_kernel_chain(uint64_t length, mgpu_kernel_t *k_p) {
+  if (!k_p) return mgpu__fail(MGPU_EINVAL, "mgpu_kernel_chain: k_p is NULL");
+  if (length < 1 || length > MGPU_CHAIN_MAX_LENGTH)
+    return mgpu__fail(MGPU_EINVAL, "mgpu_kernel_chain: length %llu is outside 1..%llu", (unsigned long long)length,
+                      (unsigned long long)MGPU_CHAIN_MAX_LENGTH);
+  kernel_fill(k_p, "chain", mgpu__chain_cpu, mgpu__builtin_gpu.chain, 8, 8);
   return MGPU_OK;
 }
 

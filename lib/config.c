@@ -60,8 +60,9 @@ static const setting_t settings[MGPU_SET_COUNT] = {
                             "a size in 1M..1T (bytes, or with a K, M, G or T suffix)",
                             "TESTS ONLY: memory of an emulated device (default 1G)"},
   [MGPU_SET_FAULT_INJECT] = {"MGPU_FAULT_INJECT", K_FAULT, 0, 0, 0, 0, 0,
-                             "a comma-separated list of launch:GPU:K|all, alloc:GPU:K, const:GPU:K",
-                             "TESTS ONLY: make chosen GPU operations fail (default: none)"},
+                             "a comma-separated list of launch:GPU:K|all, alloc:GPU:K, const:GPU:K, hang:GPU:K, "
+                             "hangcoll:GPU:K",
+                             "TESTS ONLY: make chosen GPU operations fail or never end (default: none)"},
   [MGPU_SET_TENSOR_SPLIT] = {"MGPU_TENSOR_SPLIT", K_RATIOS, 0, 0, 0, 1e12, 0,
                              "a comma-separated list of shares >= 0, one per GPU and optionally one more for the "
                              "host, not all 0, e.g. 0.6,0.4",

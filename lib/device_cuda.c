@@ -43,7 +43,8 @@ typedef struct {
   cudaMemPool_t pool;
   /* The gate: a word of mapped pinned host memory that streams wait to be 0
    * (cuStreamWaitValue32, reached through cudart), or NULL where the driver
-   * lacks the call. gate_close writes 1 from any thread. */
+   * lacks the call. gate_close writes 1 from any thread. The next word stays
+   * 0: an injected hang waits for it to become 1. */
   volatile uint32_t *gate_host;
   CUdeviceptr gate_dev;
   CUresult (*wait_value)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
@@ -257,7 +258,8 @@ static void open_gate(cuda_ctx_t *ctx)
     return;
   }
   ctx->gate_host = host;
-  *ctx->gate_host = 0;
+  ctx->gate_host[0] = 0;
+  ctx->gate_host[1] = 0;
   ctx->gate_dev = (CUdeviceptr)(uintptr_t)dev;
   *(void **)&ctx->wait_value = fn;
 }
@@ -682,6 +684,15 @@ static int cuda_gate(void *vctx, void *s)
   return r == CUDA_SUCCESS ? 0 : MGPU_EDEVICE;
 }
 
+/* Tests only (MGPU_FAULT_INJECT hang, hangcoll): the stream waits for good. */
+static int cuda_hang(void *vctx, void *s)
+{
+  cuda_ctx_t *ctx = vctx;
+  if (!ctx->wait_value) return MGPU_ENOTSUP;
+  CUresult r = ctx->wait_value((CUstream)s, ctx->gate_dev + 4, 1, CU_STREAM_WAIT_VALUE_GEQ);
+  return r == CUDA_SUCCESS ? 0 : MGPU_EDEVICE;
+}
+
 static void cuda_gate_close(void *vctx)
 {
   cuda_ctx_t *ctx = vctx;
@@ -721,7 +732,7 @@ static const mgpu_dev_ops_t cuda_ops = {
   .copy_d2d = cuda_copy_d2d,
   .gate = cuda_gate,
   .gate_close = cuda_gate_close,
-  .hang = NULL,
+  .hang = cuda_hang,
 };
 
 const mgpu_dev_ops_t *const mgpu__dev_cuda = &cuda_ops;

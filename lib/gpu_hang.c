@@ -98,6 +98,18 @@ void mgpu__gpu_watch_begin(mgpu__gpu_t *gp, const mgpu__slot_t *s) {
   pthread_mutex_unlock(&gp->hang_lock);
 }
 
+/* Before a driver call that may block on a hung device (an allocation, a
+ * communicator's abort): the watchdog gives the device up if the call has
+ * not returned within the deadline of work with no prediction. */
+void mgpu__gpu_watch_call(mgpu__gpu_t *gp, const char *what) {
+  double limit = mgpu__deadline_s(gp->rt->cfg.v.timeout, 0);
+  if (limit == 0) return;
+  pthread_mutex_lock(&gp->hang_lock);
+  gp->wait_until = mgpu__now() + limit;
+  snprintf(gp->wait_what, sizeof gp->wait_what, "%s did not return from the driver within %.3g s", what, limit);
+  pthread_mutex_unlock(&gp->hang_lock);
+}
+
 /* After the wait: false when the device was given up meanwhile (what it held
  * went back already; the thread must leave without touching anything). */
 bool mgpu__gpu_watch_end(mgpu__gpu_t *gp) {

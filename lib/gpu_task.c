@@ -30,15 +30,12 @@ static void pool_put(mgpu__gpu_t *gp, void *ev) {
 bool mgpu__gpu_task_issue(mgpu__gpu_t *gp) {
   mgpu__post_t p;
   mgpu__post_take(&gp->tq, &p); /* one is posted, and only this thread takes */
-  double limit = mgpu__deadline_s(gp->rt->cfg.v.timeout, 0);
   pthread_mutex_lock(&gp->hang_lock);
   gp->issuing = p;
-  if (limit > 0) {
-    gp->wait_until = mgpu__now() + limit;
-    snprintf(gp->wait_what, sizeof gp->wait_what, "its part of %s did not return from the driver within %.3g s",
-             p.t->b->kernel.name, limit);
-  }
   pthread_mutex_unlock(&gp->hang_lock);
+  char what[96];
+  snprintf(what, sizeof what, "its part of %s", p.t->b->kernel.name);
+  mgpu__gpu_watch_call(gp, what);
 
   mgpu__devcall_t dc = {gp->rt, gp->g, gp->ops, gp->ctx, gp->task_stream};
   mgpu__tflight_t f = {p.t, p.phase, NULL, NULL, mgpu__now(), false};

@@ -116,7 +116,9 @@ report:
     uint64_t gen = atomic_load(&rt->work_gen);
     if (atomic_load(&rt->comms_abort) && !gp->comm_aborted) {
       gp->comm_aborted = true;
+      mgpu__gpu_watch_call(gp, "the abort of its NCCL communicator");
       mgpu__coll_abort(rt, gp->g);
+      if (!mgpu__gpu_watch_end(gp)) goto exit; /* given up while the abort waited for the device */
     }
     mgpu__consts_reap(rt, gp->g, gp->ops->mem_free, gp->ctx);
     if (atomic_load(&gp->tq.count) > 0 && gp->tf_n < MGPU_TASKS_IN_FLIGHT) {

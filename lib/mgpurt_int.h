@@ -334,8 +334,8 @@ typedef struct mgpu_dev_ops {
   /* The device is given up (from any thread, never waiting): nothing is
    * called on it again, close included. NULL where nothing is to be done. */
   void (*abandon)(void *ctx);
-  /* Tests only (MGPU_FAULT_INJECT hang:G:K): the stream stops here until
-   * mgpu__emul_release_hangs(). NULL on real devices. */
+  /* Tests only (MGPU_FAULT_INJECT hang:G:K): the stream stops here, on an
+   * emulated device until mgpu__emul_release_hangs(), on a real one for good. */
   int (*hang)(void *ctx, void *s);
 } mgpu_dev_ops_t;
 
@@ -359,7 +359,7 @@ extern const mgpu_dev_ops_t *const mgpu__dev_cuda; /* NULL when built without CU
  * driver's device index. */
 #define MGPU_FAULT_MAX 32
 /* hang: the K-th kernel launch of a GPU never ends; hangcoll: its K-th
- * collective part (emulated devices only). */
+ * device-task part (an allocation, copy or collective). */
 typedef enum {
   MGPU_FAULT_LAUNCH,
   MGPU_FAULT_ALLOC,
@@ -1120,7 +1120,9 @@ void mgpu__gpu_take_held(mgpu__gpu_t *gp, mgpu__held_t *h);
 void mgpu__gpu_give_up(mgpu__gpu_t *gp, mgpu__held_t *h, const char *why);
 /* Publish the deadline of the chunk in slot s before waiting for it. */
 void mgpu__gpu_watch_begin(mgpu__gpu_t *gp, const mgpu__slot_t *s);
-/* After the wait: false when the device was given up meanwhile. */
+/* Before a driver call that may block on a hung device: its deadline. */
+void mgpu__gpu_watch_call(mgpu__gpu_t *gp, const char *what);
+/* After the wait or the call: false when the device was given up meanwhile. */
 bool mgpu__gpu_watch_end(mgpu__gpu_t *gp);
 bool mgpu__gpu_given_up(mgpu__gpu_t *gp);
 

@@ -175,6 +175,33 @@ typedef struct {
 MGPU_API mgpu_status_t mgpu_kernel_mulmod(uint64_t intensity, mgpu_kernel_t *k_p);
 
 /* ------------------------------------------------------------------------- */
+/* chain: one long dependent chain per item, of varying length (latency-bound) */
+/* ------------------------------------------------------------------------- */
+
+/** Largest mean length of the chain kernel. */
+#define MGPU_CHAIN_MAX_LENGTH UINT64_C(10000000)
+
+/**
+ * Argument of the chain kernel. length: the mean chain length L,
+ * 1..MGPU_CHAIN_MAX_LENGTH. Item i computes x <- x * x + (i + 1) mod p from
+ * x = input mod p, L/2 + (h(i) mod (L + 1)) times (at least once), h a fixed
+ * hash of the item's index in the batch: every item is a serial chain, and
+ * chains differ, as bootstrappings or proof steps do.
+ */
+typedef struct {
+  uint64_t length;
+} mgpu_chain_arg_t;
+
+/**
+ * The chain kernel: item = one uint64_t in, one uint64_t out, nin = nout = 1,
+ * in_size = out_size = 8 (out may be in). An item's time is its chain's length
+ * whatever the device, so a GPU reaches its throughput only with many items in
+ * one launch: the shape of latency-bound work.
+ * Errors: MGPU_EINVAL for length 0 or above MGPU_CHAIN_MAX_LENGTH, or k_p NULL.
+ */
+MGPU_API mgpu_status_t mgpu_kernel_chain(uint64_t length, mgpu_kernel_t *k_p);
+
+/* ------------------------------------------------------------------------- */
 /* pipeline: three dependent batches, the middle one CPU-only                  */
 /* ------------------------------------------------------------------------- */
 

@@ -118,8 +118,7 @@ MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p
   for (int i = 0; i < rt->faults.n; i++)
     if ((rt->faults.f[i].kind == MGPU_FAULT_HANG || rt->faults.f[i].kind == MGPU_FAULT_HANGCOLL) &&
         !(rt->dev && rt->dev->hang)) {
-      st = mgpu__fail(MGPU_EINVAL, "MGPU_FAULT_INJECT='%s' is invalid: hang and hangcoll need emulated devices "
-                                   "(MGPU_EMULATE_GPUS)", rt->cfg.fault_spec);
+      st = mgpu__fail(MGPU_EINVAL, "MGPU_FAULT_INJECT='%s' is invalid: hang and hangcoll need GPUs", rt->cfg.fault_spec);
       goto fail_free;
     }
   rt->ncpu = rt->cfg.v.num_threads;

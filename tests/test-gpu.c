@@ -470,6 +470,43 @@ START_TEST(test_hung_gpu_real) {
 }
 END_TEST
 
+/* A collective whose part on a real GPU never ends (hangcoll: the stream
+ * waits for good before the part): at its deadline the collective fails and,
+ * with NCCL, the communicators are aborted; at twice the deadline the GPU is
+ * given up; batches go on on the CPU workers; later collectives fail at once;
+ * finalize returns. */
+START_TEST(test_hung_collective_real) {
+  NEED_GPUS(1);
+  mgpu_config_t c = mgpu_test_config(2, 0);
+  c.num_gpus = 1;
+  c.timeout = 1;
+  c.debug = 1;
+  c.fault_inject = "hangcoll:0:1"; /* part 0 is the buffer's allocation */
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  bool nccl = !strncmp(mgpu_collectives_backend(rt), "nccl", 4);
+  void *buf;
+  ck_assert_int_eq(mgpu_device_alloc(rt, 0, 64, &buf), MGPU_OK);
+  double t0 = mgpu__now();
+  ck_assert_int_eq(mgpu_allreduce(rt, (const void *const *)&buf, &buf, 8, MGPU_FLOAT64, MGPU_OP_SUM), MGPU_EDEVICE);
+  double t = mgpu__now() - t0;
+  printf("hung collective: failed in %.2f s (%s): %s\n", t, mgpu_collectives_backend(rt), mgpu_last_error());
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "GPU 0 within 1 s (MGPU_TIMEOUT)"));
+  if (nccl) ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "NCCL communicators are aborted"));
+  ck_assert_msg(t < 20, "the hung collective took %.1f s to fail", t);
+  mgpu_device_info_t info;
+  ck_assert_int_eq(mgpu_device_info(rt, 0, &info), MGPU_OK);
+  ck_assert_int_eq(info.retired, 1);
+  ck_assert_int_eq(mgpu_allreduce(rt, (const void *const *)&buf, &buf, 8, MGPU_FLOAT64, MGPU_OP_SUM), MGPU_EDEVICE);
+  mgpu_stats_t st = {0};
+  mulmod_check(rt, 100000, 10, &st, 0); /* on the CPU workers */
+  t0 = mgpu__now();
+  mgpu_finalize(rt);
+  printf("hung collective: finalize in %.3f s\n", mgpu__now() - t0);
+  ck_assert_msg(mgpu__now() - t0 < 10, "finalize took %.1f s", mgpu__now() - t0);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("gpu");
   TCase *tc = tcase_create("gpu");
@@ -484,6 +521,7 @@ int main(void) {
   tcase_add_test(tc, test_transfer_bandwidth);
   tcase_add_test(tc, test_balance_real);
   tcase_add_test(tc, test_hung_gpu_real);
+  tcase_add_test(tc, test_hung_collective_real);
   suite_add_tcase(s, tc);
   int rc = mgpu_test_main(s);
   /* Counted after the forked tests, so CUDA never starts before a fork. */

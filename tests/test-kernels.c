@@ -424,6 +424,52 @@ START_TEST(test_mulmod_ref) {
 }
 END_TEST
 
+/* --------------------------------------------------------------- chain */
+
+/* The documented length of item i's chain (mgpurt_kernels.h). */
+static uint64_t ref_chain_steps(uint64_t len, uint64_t i) {
+  uint64_t h = i * UINT64_C(0x9E3779B97F4A7C15);
+  h ^= h >> 29;
+  h *= UINT64_C(0xBF58476D1CE4E5B9);
+  h ^= h >> 32;
+  uint64_t s = len / 2 + h % (len + 1);
+  return s ? s : 1;
+}
+
+START_TEST(test_chain_ref) {
+  enum { N = 64 };
+  const uint64_t len = 300;
+  uint64_t in[N], out[N];
+  fill_random(in, sizeof in, 78);
+  in[0] = 0;
+  in[1] = P;
+  in[2] = UINT64_MAX;
+  mgpu_kernel_t k;
+  ck_assert_int_eq(mgpu_kernel_chain(len, &k), MGPU_OK);
+  ck_assert_ptr_nonnull(k.gpu);
+  const mgpu_chain_arg_t arg = {len};
+  const job_t j = {.k = &k, .arg = &arg, .in = {in}};
+  void *o[1] = {out};
+  ck_assert_int_eq(job_cpu(&j, o, 0, N), 0);
+  uint64_t shortest = UINT64_MAX, longest = 0;
+  for (int i = 0; i < N; i++) {
+    uint64_t steps = ref_chain_steps(len, (uint64_t)i), x = in[i] % P;
+    shortest = steps < shortest ? steps : shortest;
+    longest = steps > longest ? steps : longest;
+    for (uint64_t s = 0; s < steps; s++) x = ref_add(ref_mul(x, x), (uint64_t)i + 1);
+    ck_assert_uint_eq(out[i], x);
+  }
+  /* Lengths vary over most of L/2 .. 3L/2. */
+  ck_assert_uint_ge(shortest, len / 2);
+  ck_assert_uint_le(longest, len / 2 + len);
+  ck_assert_uint_gt(longest - shortest, len / 2);
+  ck_assert_uint_eq(ref_chain_steps(1, 5) >= 1, 1);
+  const mgpu_chain_arg_t zero = {0};
+  const job_t jz = {.k = &k, .arg = &zero, .in = {in}};
+  ck_assert_int_ne(job_cpu(&jz, o, 0, N), 0);
+}
+END_TEST
+
 /* ------------------------------------------------------------ pipeline */
 
 /* Stages 2 and 3 on the forward transform of x, with constant K. */
@@ -751,6 +797,10 @@ START_TEST(test_chunking) {
     const mgpu_mulmod_arg_t arg = {50};
     const job_t j = {.k = &k, .arg = &arg, .in = {x}};
     check_chunking(&j, n, 8);
+    ck_assert_int_eq(mgpu_kernel_chain(40, &k), MGPU_OK);
+    const mgpu_chain_arg_t carg = {40};
+    const job_t jc = {.k = &k, .arg = &carg, .in = {x}};
+    check_chunking(&jc, n, 9);
     free(x);
   }
   {
@@ -787,6 +837,9 @@ START_TEST(test_constructor_errors) {
   ck_assert_int_eq(mgpu_kernel_mulmod(0, &k), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "intensity"));
   ck_assert_int_eq(mgpu_kernel_mulmod(MGPU_MULMOD_MAX_INTENSITY + 1, &k), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu_kernel_chain(0, &k), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu_kernel_chain(MGPU_CHAIN_MAX_LENGTH + 1, &k), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu_kernel_chain(MGPU_CHAIN_MAX_LENGTH, NULL), MGPU_EINVAL);
   ck_assert_int_eq(mgpu_kernel_saxpy(NULL), MGPU_EINVAL);
   const mgpu_mandelbrot_arg_t good = {.width = 8, .height = 8, .max_iter = 10, .x0 = -2, .y0 = -1, .x1 = 1, .y1 = 1};
   mgpu_mandelbrot_arg_t bad = good;
@@ -835,16 +888,16 @@ START_TEST(test_constructor_errors) {
 END_TEST
 
 START_TEST(test_registry) {
-  ck_assert_int_eq(mgpu_builtin_count(), 8);
-  const char *want[] = {"ntt",    "sha256",      "mandelbrot", "saxpy", "mulmod", "pipeline_decompose",
+  ck_assert_int_eq(mgpu_builtin_count(), 9);
+  const char *want[] = {"ntt",    "sha256", "mandelbrot",        "saxpy", "mulmod", "chain", "pipeline_decompose",
                         "pipeline_mul_intt", "matvec"};
   for (int i = 0; i < mgpu_builtin_count(); i++) {
     ck_assert_str_eq(mgpu_builtin_name(i), want[i]);
     ck_assert_ptr_nonnull(mgpu_builtin_doc(i));
   }
   ck_assert_ptr_null(mgpu_builtin_name(-1));
-  ck_assert_ptr_null(mgpu_builtin_name(8));
-  ck_assert_ptr_null(mgpu_builtin_doc(8));
+  ck_assert_ptr_null(mgpu_builtin_name(9));
+  ck_assert_ptr_null(mgpu_builtin_doc(9));
   /* The names the constructors set are the registry's. */
   mgpu_kernel_t k;
   const mgpu_mandelbrot_arg_t m = {.width = 8, .height = 8, .max_iter = 10, .x0 = -2, .y0 = -1, .x1 = 1, .y1 = 1};
@@ -858,12 +911,14 @@ START_TEST(test_registry) {
   ck_assert_str_eq(k.name, want[3]);
   ck_assert_int_eq(mgpu_kernel_mulmod(5, &k), MGPU_OK);
   ck_assert_str_eq(k.name, want[4]);
-  ck_assert_int_eq(mgpu_kernel_pipeline_decompose(12, &k), MGPU_OK);
+  ck_assert_int_eq(mgpu_kernel_chain(5, &k), MGPU_OK);
   ck_assert_str_eq(k.name, want[5]);
-  ck_assert_int_eq(mgpu_kernel_pipeline_mul_intt(12, &k), MGPU_OK);
+  ck_assert_int_eq(mgpu_kernel_pipeline_decompose(12, &k), MGPU_OK);
   ck_assert_str_eq(k.name, want[6]);
-  ck_assert_int_eq(mgpu_kernel_matvec(100, &k), MGPU_OK);
+  ck_assert_int_eq(mgpu_kernel_pipeline_mul_intt(12, &k), MGPU_OK);
   ck_assert_str_eq(k.name, want[7]);
+  ck_assert_int_eq(mgpu_kernel_matvec(100, &k), MGPU_OK);
+  ck_assert_str_eq(k.name, want[8]);
 }
 END_TEST
 
@@ -1056,6 +1111,23 @@ START_TEST(test_gpu_mulmod) {
   const mgpu_mulmod_arg_t arg = {300};
   const job_t j = {.k = &k, .arg = &arg, .in = {x}};
   gpu_compare(&j, NULL, 0, n);
+  free(x);
+}
+END_TEST
+
+/* chain on the GPU: the same results, items numbered from the chunk's first. */
+START_TEST(test_gpu_chain) {
+  if (!gpu_present()) return;
+  const size_t n = 3000;
+  uint64_t *x = xmalloc(n * 8);
+  fill_random(x, n * 8, 12);
+  x[0] = P;
+  mgpu_kernel_t k;
+  ck_assert_int_eq(mgpu_kernel_chain(200, &k), MGPU_OK);
+  const mgpu_chain_arg_t arg = {200};
+  const job_t j = {.k = &k, .arg = &arg, .in = {x}};
+  gpu_compare(&j, NULL, 0, n);
+  gpu_compare(&j, NULL, 17, n - 17);
   free(x);
 }
 END_TEST
@@ -1253,6 +1325,7 @@ int main(void) {
   tcase_add_test(tc, test_mandelbrot_known);
   tcase_add_test(tc, test_saxpy_exact);
   tcase_add_test(tc, test_mulmod_ref);
+  tcase_add_test(tc, test_chain_ref);
   tcase_add_test(tc, test_pipeline_decompose);
   tcase_add_test(tc, test_pipeline_shift);
   tcase_add_test(tc, test_pipeline_convolution);
@@ -1274,6 +1347,7 @@ int main(void) {
     tcase_add_test(tg, test_gpu_mandelbrot);
     tcase_add_test(tg, test_gpu_saxpy);
     tcase_add_test(tg, test_gpu_mulmod);
+    tcase_add_test(tg, test_gpu_chain);
     tcase_add_test(tg, test_gpu_matvec);
     tcase_add_test(tg, test_gpu_sum);
     suite_add_tcase(s, tg);

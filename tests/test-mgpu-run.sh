@@ -26,7 +26,7 @@ expect 2 "--mode 'fast'" -- "$run" --mode fast
 expect 2 "--ratio" -- "$run" --ratio 0
 expect 2 "--size" -- "$run" ntt --size 9 -n 4
 expect 2 "--intensity" -- "$run" mulmod --intensity 0
-expect 2 "--intensity is for the mulmod and mandelbrot workloads" -- "$run" ntt --intensity 5 -n 4
+expect 2 "--intensity is for the mulmod, chain and mandelbrot workloads" -- "$run" ntt --intensity 5 -n 4
 # --intensity is mandelbrot's iteration limit; the report's first line names it.
 expect 0 "mandelbrot, 32 items, intensity 10000;" -- "$run" mandelbrot -n 32 --size 32 --repeat 1 --threads 2
 expect 0 "mandelbrot, 32 items, intensity 3;" -- "$run" mandelbrot -n 32 --size 32 --repeat 1 --threads 2 --intensity 3
@@ -415,6 +415,9 @@ wrongplugin="${top_builddir:-.}/tests/.libs/plugin-wrong.so"
 expect 1 "verification: FAILED: 2 wrong (all 2000 items checked against the CPU function); first wrong item 17, computed by worker 0 (cpu): output 0 bytes 1..7: expected db0007d7654b34, got 240007d7654b34" -- "$run" --plugin "$wrongplugin" wrong --repeat 1 --threads 1 --num-gpus 0
 expect 1 "FAILED: 1 wrong (2000 of 100000 items, one in 50, checked against the CPU function); first wrong item 1500" -- "$run" --plugin "$wrongplugin" wrong -n 100000 --repeat 1 --threads 1 --num-gpus 0
 expect 0 "verification: ok (2000 of 20000 items, one in 10, checked against the CPU function)" -- "$run" mulmod -n 20000 --intensity 2 --repeat 1
+# The latency-bound workload: every item checked, on CPU workers and emulated GPUs.
+expect 0 "verification: ok (all 3000 items checked against the CPU function)" -- env MGPU_EMULATE_GPUS=1 "$run" chain -n 3000 --intensity 50 --repeat 1
+expect 0 "chain, 3000 items, intensity 50" -- "$run" chain -n 3000 --intensity 50 --repeat 1 --num-gpus 0
 expect 0 "verification: ok (all 64 items checked against the CPU function, plus an inverse round trip)" -- "$run" ntt -n 64 --size 10 --repeat 1
 # Plugins read the command line's -n, --size and --intensity (-1: not given).
 expect 0 "params: items 5000, size 7, intensity 42\$" -- "$run" --plugin "$wrongplugin" --list -n 5000 --size 7 --intensity 42
@@ -427,8 +430,12 @@ pid=$!
 sleep 1.5
 kill -INT $pid
 wait $pid; rc=$?
-if [ $rc = 130 ] && grep -q "interrupted in mode steal, timed run [0-9]* of 1000: [0-9]* of 300000 items computed" "$out" &&
-   grep -q "^mode steal .* items/s" "$out" && grep -q "verification: none (SIGINT stopped the last run)" "$out"; then ok
+# (SIGINT may also land between two runs: nothing is canceled then, and the
+# last run's results are verified.)
+if [ $rc = 130 ] && grep -q "^mode steal .* items/s" "$out" &&
+   { { grep -q "interrupted in mode steal, timed run [0-9]* of 1000: [0-9]* of 300000 items computed" "$out" &&
+       grep -q "verification: none (SIGINT stopped the last run)" "$out"; } ||
+     { ! grep -q "interrupted in mode" "$out" && grep -q "verification: ok" "$out"; }; }; then ok
 else bad "SIGINT: exit $rc, output: $(cat "$out")"; fi
 rm -f "$out"
 # A watchdog bounds a background run that ignores SIGINT (timeout(1) would
@@ -453,15 +460,16 @@ if [ $rc = 130 ] && [ $took -le 20 ] && head -1 "$out" | grep -q "^libmgpurt .*:
    grep -q "mode steal  skipped (interrupted)" "$out"; then ok
 else bad "SIGINT in the warm-up: exit $rc after $took s, output: $(cat "$out")"; fi
 # The data-parallel workloads stop after the run in flight and report the
-# runs made.
-"$run" reduce -n 20000000 --repeat 1000 --num-gpus 0 > "$out" 2>&1 &
+# runs made (none, where SIGINT comes while the inputs are made). The sums of
+# 200 MB take seconds even on 16 cores.
+"$run" reduce -n 50000000 --repeat 1000 --num-gpus 0 > "$out" 2>&1 &
 pid=$!
 watchdog
 sleep 2
 kill -INT $pid
 wait $pid; rc=$?
-if [ $rc = 130 ] && grep -q "(median of [0-9]*)" "$out" && ! grep -q "(median of 1000)" "$out" &&
-   grep -q "verification: ok" "$out"; then ok
+if [ $rc = 130 ] && { { grep -q "(median of [0-9]*)" "$out" && ! grep -q "(median of 1000)" "$out" &&
+   grep -q "verification: ok" "$out"; } || grep -q "interrupted before the first timed run" "$out"; }; then ok
 else bad "SIGINT in reduce: exit $rc, output: $(cat "$out")"; fi
 # A second SIGINT exits at once, while the first waits for the running
 # chunk (two seconds long) to end: no batch message, no report.
