@@ -62,9 +62,9 @@ static uint64_t cost_ns(const mgpu__batch_t *b, size_t first, size_t count) {
 static bool take_own(mgpu__batch_t *b, mgpu__worker_t *w, size_t max_items, double target_s, mgpu__claim_t *c) {
   mgpu__range_t *r = &b->ranges[w->id];
   if (range_begin(r) >= atomic_load_explicit(&r->end, memory_order_relaxed)) return false;
-  /* The GPU's limit may call the driver: never under the range lock, which
-   * thieves wait on. */
-  if (w->limit) max_items = MGPU_MIN(max_items, w->limit(w, b));
+  /* A GPU's room may ask the driver (which arrays are pinned): never under
+   * the range lock, which thieves wait on. */
+  if (w->room) max_items = MGPU_MIN(max_items, mgpu__room_limit(w->room, b));
   mgpu__range_lock(r);
   size_t begin = atomic_load_explicit(&r->begin, memory_order_relaxed);
   size_t end = atomic_load_explicit(&r->end, memory_order_relaxed);

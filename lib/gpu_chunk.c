@@ -57,8 +57,8 @@ int mgpu__gpu_issue(mgpu__gpu_t *gp, mgpu__slot_t *s) {
 
   /* Stage pageable arrays through pinned memory. */
   size_t stage = 0;
-  mgpu__gpu_pin_info(gp, b);
-  const bool *pin_in = gp->pin_in, *pin_out = gp->pin_out;
+  mgpu__room_pin(&gp->room, b);
+  const bool *pin_in = gp->room.pin_in, *pin_out = gp->room.pin_out;
   for (int i = 0; i < k->nin; i++)
     if (!pin_in[i]) stage += mgpu__gpu_round_up(k->in_size[i] * n);
   for (int i = 0; i < k->nout; i++)
@@ -158,17 +158,17 @@ int mgpu__gpu_issue(mgpu__gpu_t *gp, mgpu__slot_t *s) {
 void mgpu__gpu_on_failure(mgpu__gpu_t *gp, mgpu__slot_t *s, int rc, const char *when) {
   mgpu__batch_t *b = s->claim.b;
   if (rc == MGPU_ENOMEM) {
-    size_t old = atomic_load(&gp->slot_bytes), now = old / 2;
-    atomic_store(&gp->slot_bytes, now);
+    size_t old = atomic_load(&gp->room.slot_bytes), now = old / 2;
+    atomic_store(&gp->room.slot_bytes, now);
     /* Memory held by idle slots may be what is missing: let them reallocate. */
     for (int i = 0; i < gp->nslots; i++)
       if (!gp->slots[i].busy) mgpu__gpu_drop_dbuf(gp, &gp->slots[i]);
     gp->ops->mem_trim(gp->ctx);
     mgpu__log(MGPU_LOG_WARN, "GPU %d: out of device memory %s a chunk of %zu items of '%s'; the device's cap is halved "
                              "to %zu items and the chunk is retried",
-              gp->g, when, s->claim.count, b->kernel.name ? b->kernel.name : "", mgpu__gpu_cap_for(gp, &b->kernel));
+              gp->g, when, s->claim.count, b->kernel.name ? b->kernel.name : "", mgpu__room_cap(&gp->room, &b->kernel));
     mgpu__giveback(gp->rt, gp->w, &s->claim);
-    if (now < mgpu__gpu_bytes_per_item(&b->kernel)) {
+    if (now < mgpu__room_bytes_per_item(&b->kernel)) {
       if (++gp->failures >= MGPU_FAILURES_TO_RETIRE) mgpu__retire(gp->rt, gp->w, "it cannot hold even one item");
     }
     return;

@@ -14,7 +14,7 @@
 #include <string.h>
 
 size_t mgpu__gpu_cap(mgpu_runtime_t *rt, int g) {
-  return rt->gpus && rt->gpus[g] ? atomic_load(&rt->gpus[g]->cap_items) : 0;
+  return rt->gpus && rt->gpus[g] ? atomic_load(&rt->gpus[g]->room.cap_items) : 0;
 }
 
 double mgpu__gpu_estimate(mgpu_runtime_t *rt, int g) { return rt->gpus[g] ? rt->gpus[g]->estimate : 1.0; }
@@ -88,11 +88,11 @@ static void *gpu_main(void *arg) {
     goto report;
   }
   /* An open gate on the task stream tells whether the device has one. */
-  gp->gate_ok = gp->ops->gate && gp->ops->gate(gp->ctx, gp->task_stream) == 0;
+  gp->room.gate_ok = gp->ops->gate && gp->ops->gate(gp->ctx, gp->task_stream) == 0;
   size_t free_b = 0, total_b = 0;
   gp->ops->mem_info(gp->ctx, &free_b, &total_b);
   /* A share of the free memory for the slots (MGPU_SLOT_MEM_SHARE). */
-  atomic_store(&gp->slot_bytes, (size_t)((double)free_b * MGPU_SLOT_MEM_SHARE) / (size_t)gp->nslots);
+  atomic_store(&gp->room.slot_bytes, (size_t)((double)free_b * MGPU_SLOT_MEM_SHARE) / (size_t)gp->nslots);
   rt->gpu_info[gp->g].free_mem = free_b;
   rt->gpu_info[gp->g].total_mem = total_b;
   gp->estimate = gp->ops->speed_estimate ? gp->ops->speed_estimate(gp->ctx) : 1.0;
@@ -187,10 +187,11 @@ mgpu_status_t mgpu__gpu_start(mgpu_runtime_t *rt, int g) {
   gp->rt = rt;
   gp->g = g;
   gp->w = &rt->workers[rt->ncpu + g];
-  gp->w->limit = mgpu__gpu_limit;
   gp->ops = rt->dev;
+  gp->room.ops = rt->dev;
+  gp->w->room = &gp->room;
   gp->nslots = rt->cfg.v.streams_per_gpu;
-  gp->max_batch = rt->cfg.v.max_batch_size > 0 ? (size_t)rt->cfg.v.max_batch_size : 0;
+  gp->room.max_batch = rt->cfg.v.max_batch_size > 0 ? (size_t)rt->cfg.v.max_batch_size : 0;
   pthread_mutex_init(&gp->lock, NULL);
   pthread_mutex_init(&gp->tl_lock, NULL);
   pthread_mutex_init(&gp->tq.lock, NULL);
@@ -256,6 +257,7 @@ void mgpu__gpu_join(mgpu_runtime_t *rt, int g) {
   pthread_mutex_destroy(&gp->hang_lock);
   pthread_cond_destroy(&gp->cv);
   free(gp->tq.q);
+  gp->w->room = NULL;
   rt->gpus[g] = NULL;
   rt->postq[g] = NULL;
   free(gp);

@@ -160,9 +160,7 @@
  * where a batch fails before or outside its claims (mgpu__activate's EDEP and
  * EDEVICE, mgpu__retire's EDEVICE, a task's completion), so they may race
  * the writes made under it (a cancel, a kernel failure). mgpu__consts_reap
- * frees device memory (a driver call) under rt->lock. A GPU's item limit is
- * still a callback (w->limit, gpu_mem.c) that the claim layer calls, before
- * it takes the range lock.
+ * frees device memory (a driver call) under rt->lock.
  */
 
 /* ---------------------------------------------------------------- log.c */
@@ -451,6 +449,24 @@ struct mgpu_const {
   struct mgpu_const *next_live;    /* rt->consts list, under rt->lock */
 };
 
+/* room.c: what limits a GPU worker's chunk: a slot's share of the device's
+ * memory, MGPU_MAX_BATCH_SIZE, and for pageable arrays the slot's staging
+ * buffer, with the pinned-ness of the arrays of the last batch looked at.
+ * Held in the GPU's state (gpu_worker.c); its host thread owns it, in its
+ * own claims (claim.c) as in its chunks; others only read cap_items. */
+typedef struct {
+  const mgpu_dev_ops_t *ops;  /* the back end, for host_is_pinned */
+  _Atomic size_t slot_bytes;  /* device bytes one slot may use; halved on OOM */
+  _Atomic size_t cap_items;   /* last computed cap, for statistics */
+  size_t max_batch;           /* MGPU_MAX_BATCH_SIZE (0: none) */
+  bool gate_ok;               /* results can be held on the device (ops->gate) */
+  /* Which arrays of one batch are pinned, found once per batch (a driver
+   * query per array) for the chunk cap and every chunk's issue. */
+  uint64_t pin_batch;         /* that batch's id + 1 (0: none yet) */
+  bool pin_in[MGPU_MAX_ARGS], pin_out[MGPU_MAX_ARGS];
+  size_t stage_per_item;      /* its pageable bytes per item (0: all pinned) */
+} mgpu__room_t;
+
 struct mgpu__worker {
   int id;
   mgpu_worker_kind_t kind;
@@ -460,8 +476,7 @@ struct mgpu__worker {
   _Atomic uint64_t busy_ns;
   _Atomic uint64_t staged;  /* bytes copied through GPU staging buffers */
   mgpu__batch_t *cur;      /* batch this worker is taking chunks from (own ref) */
-  /* Most items this worker takes from batch b in one chunk (NULL: no limit). */
-  size_t (*limit)(struct mgpu__worker *w, const mgpu__batch_t *b);
+  mgpu__room_t *room;      /* a GPU worker's room for a chunk (NULL: no limit, CPU) */
   void *scratch;           /* CPU: host scratch buffer */
   size_t scratch_bytes;
   mgpu__tev_t *trace;      /* MGPU_TRACE events; written by this worker only */
@@ -743,6 +758,17 @@ size_t mgpu__steal_share(const mgpu__steal_view_t *v);
  * max_items. */
 size_t mgpu__cost_plan(const mgpu__cost_t *c, double speed, size_t *last, size_t first, size_t avail,
                        size_t max_items, double target_s, size_t *planned);
+
+/* ---------------------------------------------------------------- room.c */
+size_t mgpu__room_bytes_per_item(const mgpu_kernel_t *k);
+/* Items of kernel k a slot's device memory holds (at least 1); kept in cap_items. */
+size_t mgpu__room_cap(mgpu__room_t *r, const mgpu_kernel_t *k);
+/* Which arrays of batch b are pinned, and the bytes per item that its chunks
+ * stage (found once per batch: a driver query per array, never under a lock). */
+void mgpu__room_pin(mgpu__room_t *r, const mgpu__batch_t *b);
+/* Most items of b in one chunk: what a slot's device memory holds and, for
+ * pageable arrays, what its staging buffer holds (at least one item). */
+size_t mgpu__room_limit(mgpu__room_t *r, const mgpu__batch_t *b);
 
 /* ---------------------------------------------------------------- idle.c */
 /* Idle: spin briefly on work_gen, then sleep until it changes or stop. */
@@ -1027,14 +1053,7 @@ struct mgpu__gpu {
   mgpu__slot_t *slots;
   int oldest;                 /* FIFO of busy slots: oldest .. oldest+inflight-1 */
   int inflight;
-  _Atomic size_t slot_bytes;  /* device bytes one slot may use; halved on OOM */
-  _Atomic size_t cap_items;   /* last computed cap, for statistics */
-  size_t max_batch;
-  /* Which arrays of one batch are pinned, found once per batch (a driver
-   * query per array) for the chunk cap and every chunk's issue (gpu_mem.c). */
-  uint64_t pin_batch;         /* that batch's id + 1 (0: none yet) */
-  bool pin_in[MGPU_MAX_ARGS], pin_out[MGPU_MAX_ARGS];
-  size_t stage_per_item;      /* its pageable bytes per item (0: all pinned) */
+  mgpu__room_t room;          /* what limits its chunks (room.c) */
   long long launches, allocs, const_uploads;
   int failures;               /* consecutive failed chunks */
   double last_done;           /* host time of the last completion (fallback) */
@@ -1066,7 +1085,6 @@ struct mgpu__gpu {
   char wait_what[160];        /* that chunk, for the message */
   mgpu__post_t issuing;             /* the task part being enqueued (t NULL: none): its call may block */
   bool given_up;              /* hung: what it held went back, nothing more is asked of it */
-  bool gate_ok;               /* results can be held on the device (ops->gate) */
   double task_done;           /* host time the last task part ended */
   bool comm_aborted;          /* its NCCL communicator was aborted (rt->comms_abort) */
   long long coll_parts;       /* task parts enqueued, for MGPU_FAULT_HANGCOLL */
@@ -1081,16 +1099,8 @@ typedef struct {
 
 /* gpu_mem.c */
 size_t mgpu__gpu_round_up(size_t n); /* to MGPU_ALIGN_DEV */
-size_t mgpu__gpu_bytes_per_item(const mgpu_kernel_t *k);
 /* Device layout of a chunk of n items: inputs, outputs, scratch, each aligned. */
 size_t mgpu__gpu_dev_bytes(const mgpu_kernel_t *k, size_t n);
-/* Items of kernel k a slot's device memory holds (at least 1); kept in cap_items. */
-size_t mgpu__gpu_cap_for(mgpu__gpu_t *gp, const mgpu_kernel_t *k);
-/* Which arrays of batch b are pinned, and the bytes per item that its chunks
- * stage (found once per batch). */
-void mgpu__gpu_pin_info(mgpu__gpu_t *gp, const mgpu__batch_t *b);
-/* Most items of b in one chunk of worker w (w->limit). */
-size_t mgpu__gpu_limit(mgpu__worker_t *w, const mgpu__batch_t *b);
 void mgpu__gpu_drop_dbuf(mgpu__gpu_t *gp, mgpu__slot_t *s);
 /* Grow a slot's device buffer to hold `need` bytes (never shrinks); its staging buffer likewise. */
 int mgpu__gpu_ensure_dbuf(mgpu__gpu_t *gp, mgpu__slot_t *s, size_t need);
