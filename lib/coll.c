@@ -46,27 +46,10 @@ MGPU_API const char *mgpu_redop_name(mgpu_redop_t op) {
   return (unsigned)op < 4 ? names[op] : "?";
 }
 
-#ifndef MGPU_HAVE_NCCL
-const mgpu__nccl_t *const mgpu__nccl = NULL;
-#endif
-
-static bool use_nccl(const mgpu_runtime_t *rt) { return mgpu__nccl && rt->dev && !rt->dev->emulated; }
-
-bool mgpu__coll_uses_nccl(const mgpu_runtime_t *rt) { return use_nccl(rt); }
-
-/* Only GPU g's thread uses its communicator, so only it aborts it. */
-void mgpu__coll_abort(mgpu_runtime_t *rt, int g) {
-  pthread_mutex_lock(&rt->coll_lock);
-  void *comm = rt->comms_ready ? rt->comms[g] : NULL;
-  rt->comms[g] = NULL;
-  pthread_mutex_unlock(&rt->coll_lock);
-  if (comm) mgpu__nccl->abort(comm);
-}
-
 MGPU_API const char *mgpu_collectives_backend(const mgpu_runtime_t *rt) {
   static __thread char buf[64];
   if (mgpu__check_rt(rt, "mgpu_collectives_backend") != MGPU_OK) return "none";
-  if (!use_nccl(rt)) return "host";
+  if (!mgpu__coll_uses_nccl(rt)) return "host";
   snprintf(buf, sizeof buf, "nccl %s", mgpu__nccl->version());
   return buf;
 }
@@ -217,7 +200,7 @@ static mgpu_status_t collective(mgpu_runtime_t *rt, int kind, const void *const 
     if (!send[g] && (kind != COLL_BROADCAST || g == root))
       return mgpu__fail(MGPU_EINVAL, "%s: send[%d] is NULL", fn, g);
   }
-  bool nccl = use_nccl(rt);
+  bool nccl = mgpu__coll_uses_nccl(rt);
   if (nccl && (st = ensure_comms(rt, fn)) != MGPU_OK) return st;
 
   coll_t *c = calloc(1, sizeof *c);

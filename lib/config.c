@@ -5,8 +5,6 @@
  */
 #include "mgpurt_int.h"
 
-#include "decimal.h"
-
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -110,176 +108,10 @@ MGPU_API void mgpu_config_init(mgpu_config_t *cfg) {
   cfg->timeout = -1;
 }
 
-/* ------------------------------------------------------------ parsers */
-
-/* Leading and trailing blanks are allowed around a value; nothing else is. */
-static const char *trim(const char *s, char *buf, size_t len) {
-  while (isspace((unsigned char)*s)) s++;
-  size_t n = strlen(s);
-  while (n > 0 && isspace((unsigned char)s[n - 1])) n--;
-  if (n >= len) n = len - 1;
-  memcpy(buf, s, n);
-  buf[n] = '\0';
-  return buf;
-}
-
-int mgpu__parse_ll(const char *s, long long lo, long long hi, long long *out) {
-  char buf[128], *end;
-  if (!s) return -1;
-  const char *t = trim(s, buf, sizeof buf);
-  if (*t == '\0' || strlen(s) >= sizeof buf) return -1;
-  /* strtoll accepts a sign; a '-' is caught by the range check, except in
-   * -0, which is refused like any negative where negatives are. */
-  if (*t == '-' && lo >= 0) return -1;
-  errno = 0;
-  long long v = strtoll(t, &end, 10);
-  if (errno == ERANGE || end == t || *end != '\0') return -1;
-  if (v < lo || v > hi) return -1;
-  *out = v;
-  return 0;
-}
-
-int mgpu__parse_double(const char *s, double lo, double hi, double *out) {
-  char buf[128], *end;
-  if (!s) return -1;
-  const char *t = trim(s, buf, sizeof buf);
-  if (*t == '\0' || strlen(s) >= sizeof buf || !mgpu_is_decimal(t)) return -1;
-  errno = 0;
-  double v = strtod(t, &end);
-  if (errno == ERANGE || end == t || *end != '\0' || !isfinite(v)) return -1;
-  /* -0 compares equal to 0: where negatives are refused, so is it. */
-  if (v < lo || v > hi || (lo >= 0 && signbit(v))) return -1;
-  *out = v;
-  return 0;
-}
-
-/* A keyword, ignoring case and the blanks around it, as every keyword is read. */
-bool mgpu__parse_keyword(const char *s, const char *word) {
-  char buf[64];
-  if (!s || strlen(s) >= sizeof buf) return false;
-  return strcasecmp(trim(s, buf, sizeof buf), word) == 0;
-}
-
-int mgpu__parse_bytes(const char *s, long long lo, long long hi, long long *out) {
-  char buf[128], *end;
-  if (!s) return -1;
-  const char *t = trim(s, buf, sizeof buf);
-  if (*t == '\0' || strlen(s) >= sizeof buf || *t == '-') return -1;
-  errno = 0;
-  unsigned long long v = strtoull(t, &end, 10);
-  if (errno == ERANGE || end == t) return -1;
-  int shift = 0;
-  switch (toupper((unsigned char)*end)) {
-  case '\0': break;
-  case 'K': shift = 10; end++; break;
-  case 'M': shift = 20; end++; break;
-  case 'G': shift = 30; end++; break;
-  case 'T': shift = 40; end++; break;
-  default: return -1;
-  }
-  if (shift && (*end == 'i' || *end == 'I')) end++;
-  if (shift && (*end == 'b' || *end == 'B')) end++;
-  if (*end != '\0') return -1;
-  if (shift && v > (unsigned long long)(LLONG_MAX >> shift)) return -1;
-  v <<= shift;
-  if (v > (unsigned long long)hi || (long long)v < lo) return -1;
-  *out = (long long)v;
-  return 0;
-}
-
-int mgpu__check_ratios(const double *r, int n, char *why, size_t whylen) {
-  double sum = 0;
-  for (int i = 0; i < n; i++) {
-    if (!isfinite(r[i]) || r[i] < 0 || signbit(r[i]) || r[i] > 1e12) {
-      snprintf(why, whylen, "share %d is %g: expected a number in 0..1e12", i, r[i]);
-      return -1;
-    }
-    sum += r[i];
-  }
-  if (n < 1 || !(sum > 0)) {
-    snprintf(why, whylen, "%s", n < 1 ? "no shares are given" : "every share is 0");
-    return -1;
-  }
-  return 0;
-}
-
-int mgpu__parse_ratios(const char *s, double *out, int max, int *n_p, char *why, size_t whylen) {
-  char buf[1024], item[1024];
-  why[0] = '\0';
-  if (!s || strlen(s) >= sizeof buf) {
-    snprintf(why, whylen, "the list is too long");
-    return -1;
-  }
-  const char *p = trim(s, buf, sizeof buf);
-  int n = 0;
-  for (;;) {
-    const char *comma = strchr(p, ',');
-    size_t len = comma ? (size_t)(comma - p) : strlen(p);
-    memcpy(item, p, len);
-    item[len] = '\0';
-    if (n == max) {
-      snprintf(why, whylen, "more than %d entries", max);
-      return -1;
-    }
-    if (mgpu__parse_double(item, 0, 1e12, &out[n]) != 0) {
-      snprintf(why, whylen, "entry '%s' is not a number in 0..1e12", item);
-      return -1;
-    }
-    n++;
-    if (!comma) break;
-    p = comma + 1;
-  }
-  if (mgpu__check_ratios(out, n, why, whylen) != 0) return -1;
-  *n_p = n;
-  return 0;
-}
-
-int mgpu__parse_int_list(const char *s, int lo, int hi, int *out, int max, int *n_p, char *why, size_t whylen) {
-  char buf[1024];
-  why[0] = '\0';
-  if (!s || strlen(s) >= sizeof buf) {
-    snprintf(why, whylen, "the list is too long");
-    return -1;
-  }
-  const char *t = trim(s, buf, sizeof buf);
-  if (*t == '\0') {
-    snprintf(why, whylen, "the list is empty");
-    return -1;
-  }
-  char item[1024];
-  int n = 0;
-  const char *p = t;
-  for (;;) {
-    const char *comma = strchr(p, ',');
-    size_t len = comma ? (size_t)(comma - p) : strlen(p);
-    memcpy(item, p, len);
-    item[len] = '\0';
-    long long v;
-    if (mgpu__parse_ll(item, lo, hi, &v) != 0) {
-      snprintf(why, whylen, "entry '%s' is not an integer in %d..%d", item, lo, hi);
-      return -1;
-    }
-    for (int i = 0; i < n; i++)
-      if (out[i] == (int)v) {
-        snprintf(why, whylen, "device %lld is listed twice", v);
-        return -1;
-      }
-    if (n == max) {
-      snprintf(why, whylen, "more than %d entries", max);
-      return -1;
-    }
-    out[n++] = (int)v;
-    if (!comma) break;
-    p = comma + 1;
-  }
-  *n_p = n;
-  return 0;
-}
-
 static int parse_bool(const char *s, int *out) {
   char buf[32];
   if (strlen(s) >= sizeof buf) return -1;
-  const char *t = trim(s, buf, sizeof buf);
+  const char *t = mgpu__parse_trim(s, buf, sizeof buf);
   static const char *const yes[] = {"1", "yes", "on", "true"}, *const no[] = {"0", "no", "off", "false"};
   for (int i = 0; i < 4; i++) {
     if (strcasecmp(t, yes[i]) == 0) return *out = 1, 0;
@@ -291,7 +123,7 @@ static int parse_bool(const char *s, int *out) {
 static int parse_sched(const char *s, mgpu_sched_t *out) {
   char buf[32];
   if (strlen(s) >= sizeof buf) return -1;
-  const char *t = trim(s, buf, sizeof buf);
+  const char *t = mgpu__parse_trim(s, buf, sizeof buf);
   static const char *const names[] = {"", "steal", "static", "cpu", "gpu"};
   for (int i = 1; i <= 4; i++)
     if (strcasecmp(t, names[i]) == 0) return *out = (mgpu_sched_t)i, 0;
@@ -301,7 +133,7 @@ static int parse_sched(const char *s, mgpu_sched_t *out) {
 static int parse_level(const char *s, int *out) {
   char buf[32];
   if (strlen(s) >= sizeof buf) return -1;
-  const char *t = trim(s, buf, sizeof buf);
+  const char *t = mgpu__parse_trim(s, buf, sizeof buf);
   static const char *const names[] = {"none", "error", "warn", "info", "debug"};
   for (int i = 0; i <= 4; i++)
     if (strcasecmp(t, names[i]) == 0) return *out = i, 0;
@@ -375,7 +207,7 @@ static mgpu_status_t from_text(int id, const char *value, mgpu__config_t *c) {
       snprintf(why, sizeof why, "the path is too long (at most %zu characters)", sizeof buf - 1);
       break;
     }
-    const char *t = trim(value, buf, sizeof buf);
+    const char *t = mgpu__parse_trim(value, buf, sizeof buf);
     if (*t) {
       snprintf(c->trace_path, sizeof c->trace_path, "%s", t);
       v->trace = c->trace_path;
@@ -603,15 +435,10 @@ mgpu_status_t mgpu__config_parse(const mgpu_config_t *arg, mgpu__config_t *out) 
 /* CPU workers kept out of batches that GPUs also run. The GPUs' host-side
  * work can need more than the one core per GPU that the default
  * MGPU_NUM_THREADS leaves: staging copies at host-memory speed, for several
- * devices at once with several GPUs, and the driver's threads. On 4 x H200
- * (64 cores), 44 workers in such batches beat 60 in 8 of 10 medians of steal
- * against cpu + gpu over five workloads, by 0.07 of E on average; on a third
- * machine of the same kind 60 beat 44-and-16-reserve by 2-15%; on one H100
- * (16 cores) fixed counts won on one workload of five and lost on two, while
- * auto beat none on mulmod 100 in all five rounds of two sessions and tied
- * elsewhere (doc/tuning.md). No fixed count is right everywhere, so with a
+ * devices at once with several GPUs, and the driver's threads. No fixed count
+ * is right on every machine (doc/tuning.md, "Reserve workers"), so with a
  * GPU the default is auto: the runtime times each kernel's batches both ways
- * and keeps the faster (sched.c). Kept as workers rather than not started,
+ * and keeps the faster (plan.c, model.c). Kept as workers rather than not started,
  * reserve workers still run kernels without a GPU function (a pipeline's CPU
  * stage, mgpu_parallel_for) on every core, and help with the staging copies. */
 int mgpu__default_reserve(int gpus, bool threads_derived) {
@@ -624,9 +451,8 @@ int mgpu__auto_reserve(int threads) { return threads >= 2 ? MGPU_MAX(1, threads 
 
 /* Auto's third way: half of the CPU workers, more than the quarter and
  * fewer than all; 0 where no count lies between (fewer than three workers).
- * On two lent 4 x H200 machines (virtual, 64 vCPUs) whose busy vCPUs were
- * often taken away for milliseconds, 30 of 60 workers out made steal mulmod
- * 10, mulmod 100, sha256 and ntt 2-88% faster than none or 15 out. */
+ * It pays where busy virtual CPUs are taken from the process for
+ * milliseconds at a time (doc/tuning.md, "Internal constants"). */
 int mgpu__auto_reserve_half(int threads) {
   int q = mgpu__auto_reserve(threads), h = MGPU_MAX(q + 1, threads / 2);
   return q > 0 && h < threads ? h : 0;
@@ -771,26 +597,6 @@ double mgpu__deadline_s(double timeout, double predicted_s) {
   if (timeout > 0) return timeout;
   if (!(predicted_s > 0)) return MGPU_TIMEOUT_FIRST_S;
   return MGPU_MAX(MGPU_TIMEOUT_FLOOR_S, 10 * predicted_s);
-}
-
-/* ------------------------------------------------------------ unknown variables */
-
-size_t mgpu__edit_distance(const char *a, const char *b) {
-  size_t la = strlen(a), lb = strlen(b);
-  if (la > 64 || lb > 64) return (size_t)-1;
-  size_t row[65];
-  for (size_t j = 0; j <= lb; j++) row[j] = j;
-  for (size_t i = 1; i <= la; i++) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= lb; j++) {
-      size_t up = row[j];
-      size_t cost = toupper((unsigned char)a[i - 1]) == toupper((unsigned char)b[j - 1]) ? 0 : 1;
-      row[j] = MGPU_MIN(MGPU_MIN(row[j] + 1, row[j - 1] + 1), diag + cost);
-      diag = up;
-    }
-  }
-  return row[lb];
 }
 
 void mgpu__config_warn_unknown(char **envp) {

@@ -199,7 +199,7 @@ static int cuda_can_peer(int a, int b)
  * of the process may tune) for the chunk buffers that each stream slot grows.
  * cudaMalloc and cudaFree wait for all work on the device: a slot that grew its
  * buffer while the other slots ran long kernels sat idle until they ended
- * (7-9 ms in a 10 ms batch of mandelbrot on an H200). Allocations from a pool
+ * (doc/tuning.md, "Internal constants"). Allocations from a pool
  * are ordered on the slot's own stream and wait for nothing else. Freed memory
  * stays in the pool for the slots' next growth until mem_trim. Reuse across
  * streams is allowed only once a free has completed (no dependency that the
@@ -592,7 +592,7 @@ static int lanes_per_sm(int major, int minor)
  *   ratio = SMs x FP32 lanes per SM x GPU clock / (4 lanes x 3 GHz)
  *
  * that is, peak scalar lanes of the GPU against one CPU core taken as 4 useful
- * lanes at a typical 3 GHz. An H100 SXM (132 SMs x 128 lanes x 1.98 GHz) gives
+ * lanes at a typical 3 GHz. A GPU of 132 SMs x 128 lanes at 1.98 GHz gives
  * about 2800. It ignores memory bandwidth and the PCIe copies, which dominate
  * light kernels, so it is only a starting point: the model replaces it with
  * measured speeds after the first chunks, and work stealing absorbs the error

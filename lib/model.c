@@ -51,8 +51,7 @@ void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, s
    * items (a kernel of long serial chains takes as long for a hundred items
    * as for a hundred thousand). Learning a lower speed from it would size the
    * next batch's chunks smaller and split it towards the CPUs, whose thieves
-   * then cut the device's ranges short again; on 4 x H200 that spiral made
-   * steal on mulmod 10000 half as fast as the GPUs alone. A cut chunk that
+   * then cut the device's ranges short again (doc/tuning.md, "Internal constants"). A cut chunk that
    * took longer than a planned one would is learnt: the device is slower
    * than the model says (without this, a device whose every chunk is cut,
    * in short batches, could never be found slower). */
@@ -63,13 +62,13 @@ void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, s
    * time is mostly overhead, hardly move it, and old history fades. Only
    * worker w writes slot w. */
   atomic_fetch_add_explicit(&m->samples[w], 1, memory_order_relaxed);
-  m->items_sum[w] = m->items_sum[w] * 0.8 + (double)items;
-  m->time_sum[w] = m->time_sum[w] * 0.8 + seconds;
+  m->items_sum[w] = m->items_sum[w] * MGPU_MODEL_DECAY + (double)items;
+  m->time_sum[w] = m->time_sum[w] * MGPU_MODEL_DECAY + seconds;
   atomic_store_explicit(&m->speed[w], m->items_sum[w] / m->time_sum[w], memory_order_relaxed);
   /* The slowest rate seen, drifting back up slowly: items of one kernel can
    * differ in cost, and a slow thief plans with its worst case. */
   double rate = (double)items / seconds, slow = atomic_load_explicit(&m->slow[w], memory_order_relaxed);
-  slow = (slow == 0 || rate < slow) ? rate : slow + 0.05 * (rate - slow);
+  slow = (slow == 0 || rate < slow) ? rate : slow + MGPU_SLOW_DRIFT * (rate - slow);
   atomic_store_explicit(&m->slow[w], slow, memory_order_relaxed);
 }
 
@@ -277,10 +276,9 @@ size_t mgpu__cost_steal(const mgpu__cost_t *c, size_t begin, size_t end, double 
  * once the CPU workers' share is measured small) is timed twice before the
  * choice is made again.
  *
- * A way's speed is the better of its last two timed batches: on 4 x H200
- * single batches of one kernel and one way vary by up to a fifth, nearly
- * always slower (other threads, the OS, the driver taking a core), so the
- * faster of two is the steadier figure. A way must beat the fewer workers out
+ * A way's speed is the better of its last two timed batches: single batches
+ * vary, nearly always slower (other threads, the OS, the driver taking a
+ * core), so the faster of two is the steadier figure (doc/tuning.md, "Internal constants"). A way must beat the fewer workers out
  * by more than 1% to be kept: with workers in, the cores also serve other
  * batches.
  * Throughput depends on batch size (launch and split overheads), so a batch
@@ -306,17 +304,18 @@ int mgpu__reserve_pick(mgpu__model_t *m, size_t n, unsigned offered, bool *recor
     memset(m->reserve_runs, 0, sizeof m->reserve_runs);
     m->reserve_n = n;
   }
-  /* Trials: the way timed least, while one has fewer than two. */
+  /* Trials: the way timed least, while one has fewer than MGPU_RESERVE_RUNS_PER_WAY. */
   int least = -1;
   for (int i = 0; i < MGPU_RESERVE_LEVELS; i++) {
     int l = order[i];
-    if ((offered >> l & 1u) && m->reserve_runs[l] < 2 && (least < 0 || m->reserve_runs[l] < m->reserve_runs[least]))
+    if ((offered >> l & 1u) && m->reserve_runs[l] < MGPU_RESERVE_RUNS_PER_WAY &&
+        (least < 0 || m->reserve_runs[l] < m->reserve_runs[least]))
       least = l;
   }
   if (least >= 0) return least;
   int best = 0, nother = 0, other[MGPU_RESERVE_LEVELS];
   for (int l = 1; l < MGPU_RESERVE_LEVELS; l++)
-    if ((offered >> l & 1u) && reserve_score(m, l) > 1.01 * reserve_score(m, best)) best = l;
+    if ((offered >> l & 1u) && reserve_score(m, l) > MGPU_RESERVE_MARGIN * reserve_score(m, best)) best = l;
   if (k % MGPU_RESERVE_REFRESH) return best;
   /* The refresh: the other ways in rotation, fewer workers out first. */
   for (int l = 0; l < MGPU_RESERVE_LEVELS; l++)

@@ -76,13 +76,6 @@ static void stop_workers(mgpu_runtime_t *rt) {
   for (int g = 0; g < rt->ngpus; g++) mgpu__gpu_join(rt, g);
 }
 
-mgpu_status_t mgpu__check_rt(const mgpu_runtime_t *rt, const char *fn) {
-  if (!rt) return mgpu__fail(MGPU_EINVAL, "%s: rt is NULL", fn);
-  if (!mgpu__handle_live(MGPU_H_RUNTIME, rt))
-    return mgpu__fail(MGPU_ESTATE, "%s: rt %p is not a live runtime (used after mgpu_finalize?)", fn, (const void *)rt);
-  return MGPU_OK;
-}
-
 MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p) {
   mgpu__clear_error();
   if (!rt_p) return mgpu__fail(MGPU_EINVAL, "mgpu_init: rt_p is NULL");

@@ -25,30 +25,6 @@
 #include <emmintrin.h>
 #endif
 
-#define COPY_SPLIT_MIN ((size_t)2 << 20) /* smaller copies are made by the GPU thread alone */
-#define COPY_PIECE_MIN ((size_t)1 << 20)
-#define COPY_PIECES_MAX 16
-/* Sleeping CPU workers woken per job. Four threads copy at about 3.5 times
- * one thread's rate; more add little on one GPU's copy, and on many GPUs the
- * machine's memory bandwidth is the limit, not the copying threads. Each wake
- * is a system call on the GPU thread's path, and a woken helper that the OS
- * then leaves waiting for a core holds up the copy it took a piece of. */
-#define COPY_WAKE_MAX 3
-/* Threads copying pieces at once, GPU threads included: two per GPU, and at
- * least four. More copying threads take memory bandwidth from the devices'
- * own transfers: on 4 x H200, with memcpy both ways, GPU-only ntt on pageable
- * arrays ran at 3.0e5 items/s with the 4 GPU threads copying alone, 2.3e5
- * with up to 8 copying and 1.8e5 with 60. Once copies out of staging stopped
- * reading the lines they write, 8 copying threads made steal faster than 4
- * there on sha256 (13-22%, four runs) and ntt (9-16%, two runs); mulmod 10
- * went from 11% slower to 12% faster (four runs). On one GPU, 4 copying
- * threads gave 1.8e5 against 1.4e5 for the GPU thread alone. */
-static int copy_threads_max(const mgpu_runtime_t *rt) { return MGPU_MAX(4, 2 * rt->ngpus); }
-/* Chunks whose copies are shared from their start once a device has run dry
- * waiting for its host thread. Sharing keeps such a device fed, which hides
- * the need for it; so after this many chunks without the device running dry,
- * copies start alone again to find out whether it still exists. */
-#define SHARE_AHEAD 8
 
 /* One piece of a job, copied out of it under its lock. */
 typedef struct {
@@ -60,10 +36,10 @@ typedef struct {
 } piece_t;
 
 /* Take the next piece of job j, or return false. A helper takes one only
- * while fewer than copy_threads_max threads copy. */
+ * while fewer than mgpu__copy_threads_max threads copy. */
 static bool take_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, bool helper, piece_t *p) {
   if (!atomic_load_explicit(&j->open, memory_order_acquire)) return false;
-  if (helper && atomic_load_explicit(&rt->copiers, memory_order_relaxed) >= copy_threads_max(rt)) return false;
+  if (helper && atomic_load_explicit(&rt->copiers, memory_order_relaxed) >= mgpu__copy_threads_max(rt)) return false;
   bool got = false;
   pthread_mutex_lock(&j->lock);
   if (j->next < j->npieces) {
@@ -82,12 +58,10 @@ static bool take_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, bool helper, piec
 /* Copy results out of a staging buffer into a user array with stores that
  * bypass the caches. A plain store first reads the line it writes (read for
  * ownership), and a user array written once per batch is not in cache, so
- * memcpy there moves three bytes through memory for every two copied. On
- * 4 x H200 one thread copied 8 MiB pieces from pinned into pageable memory
- * at 7.8 GB/s with memcpy and 16.3 GB/s so, and GPU-only pageable mulmod 10
- * ran 10-20% faster (sha256: -5% to +12%). Copies into staging keep memcpy:
- * the buffer is reused chunk after chunk and stays in cache, where streaming
- * it out to memory only slowed the copy (9.1 against 6.9 GB/s a thread).
+ * memcpy there moves three bytes through memory for every two copied.
+ * Copies into staging keep memcpy: the buffer is reused chunk after chunk
+ * and stays in cache, where streaming it out to memory only slows the copy
+ * (doc/tuning.md, "Internal constants").
  * memcpy copies the unaligned head, the tail, and copies below
  * MGPU_STREAM_MIN. */
 static void stream_copy(void *dst, const void *src, size_t bytes) {
@@ -136,25 +110,21 @@ static void copy_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, mgpu__worker_t *w
 /* Whether copies are shared early (from the moment the device waits, asked
  * after every piece, and ahead once it ran dry): with up to two GPUs. With
  * more, their host threads are already the copying threads and the machine's
- * memory bandwidth is the limit: on 4 x H200, sharing early took GPU-only
- * pageable ntt, sha256 and mulmod 10 from 3.9-4.6e5, 3.0-3.4e8 and
- * 1.6-1.8e9 items/s to 3.2-3.7e5, 2.4-2.8e8 and 1.3-1.5e9, so a copy there
- * is shared only when its device waits as it starts. */
+ * memory bandwidth is the limit, so a copy there is shared only when its
+ * device waits as it starts (doc/tuning.md, "Internal constants"). */
 static bool shares_early(const mgpu_runtime_t *rt) { return rt->ngpus <= 2; }
 
 void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *dst, const void *src, size_t bytes,
                 bool to_user, mgpu__starved_fn starved, void *arg) {
-  if (!starved || bytes < COPY_SPLIT_MIN || rt->ncpu == 0) {
+  if (!starved || bytes < MGPU_COPY_SPLIT_MIN || rt->ncpu == 0) {
     copy_counted(w, b, dst, src, bytes, to_user);
     return;
   }
-  size_t piece = MGPU_MAX(COPY_PIECE_MIN, (bytes / COPY_PIECES_MAX + 4095) & ~(size_t)4095);
+  size_t piece = MGPU_MAX(MGPU_COPY_PIECE_MIN, (bytes / MGPU_COPY_PIECES_MAX + 4095) & ~(size_t)4095);
   /* While the device computes, the copy hides behind it and helpers would
    * only take memory bandwidth from its transfers; but a copy can outlast the
-   * work in flight. On one H100, GPU-only mulmod 100 (13 MB chunks, 0.85 ms
-   * of device time each) copied every chunk's results out alone, 1.3 ms at
-   * one thread's rate, starting while the newest chunk still ran: the device
-   * sat idle for most of each copy. So where copies are shared early, the
+   * work in flight, and the device then sits idle for the rest of the copy
+   * (doc/tuning.md, "Internal constants"). So where copies are shared early, the
    * device is asked again after each piece, and the rest is shared from the
    * moment it waits; elsewhere it is asked once, as the copy starts (the
    * piece is then the whole copy). */
@@ -182,7 +152,7 @@ void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *d
   atomic_store_explicit(&j->done, 0, memory_order_relaxed);
   atomic_store_explicit(&j->open, true, memory_order_release);
   pthread_mutex_unlock(&j->lock);
-  mgpu__wake_helpers(rt, (int)MGPU_MIN(npieces - 1, (size_t)COPY_WAKE_MAX));
+  mgpu__wake_helpers(rt, (int)MGPU_MIN(npieces - 1, (size_t)MGPU_COPY_WAKE_MAX));
   piece_t p;
   while (take_piece(rt, j, false, &p)) copy_piece(rt, j, w, &p);
   /* The rest is being copied by helpers, a piece each at most. */
@@ -191,7 +161,7 @@ void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *d
 
 int mgpu__share_ahead(const mgpu_runtime_t *rt, int left, bool dry) {
   if (!shares_early(rt)) return 0;
-  if (dry) return SHARE_AHEAD;
+  if (dry) return MGPU_SHARE_AHEAD;
   return left > 0 ? left - 1 : 0;
 }
 
@@ -214,9 +184,4 @@ void mgpu__copyjobs_init(mgpu_runtime_t *rt) {
 
 void mgpu__copyjobs_destroy(mgpu_runtime_t *rt) {
   for (int g = 0; g < MGPU_MAX_DEVICES; g++) pthread_mutex_destroy(&rt->copyjobs[g].lock);
-}
-
-bool mgpu__copy_wanted(mgpu_runtime_t *rt) {
-  return atomic_load_explicit(&rt->copy_open, memory_order_relaxed) > 0 &&
-         atomic_load_explicit(&rt->copiers, memory_order_relaxed) < copy_threads_max(rt);
 }

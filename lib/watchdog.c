@@ -1,7 +1,7 @@
 /*
  * watchdog.c: the runtime's deadline thread (MGPU_TIMEOUT). A GPU worker's
  * thread that waits for a chunk may never come back from the driver when the
- * device hangs, so another thread has to notice: every WATCH_PERIOD_S this one
+ * device hangs, so another thread has to notice: every MGPU_WATCH_PERIOD_S this one
  * asks each GPU worker whether the chunk its thread waits for passed its
  * deadline (mgpu__gpu_watch, which then gives the device up), and fails the
  * work posted to devices given up. It runs where deadlines exist: with GPUs
@@ -12,17 +12,13 @@
 #include <errno.h>
 #include <time.h>
 
-/* Deadlines are seconds or more: checking them 20 times a second costs
- * nothing and keeps a hung device's batch from waiting much past its own. */
-#define WATCH_PERIOD_S 0.05
-
 static void *watchdog_main(void *arg) {
   mgpu_runtime_t *rt = arg;
   pthread_mutex_lock(&rt->watchdog_lock);
   while (!rt->watchdog_stop) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += (long)(WATCH_PERIOD_S * 1e9);
+    ts.tv_nsec += (long)(MGPU_WATCH_PERIOD_S * 1e9);
     if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
     int rc = pthread_cond_timedwait(&rt->watchdog_cv, &rt->watchdog_lock, &ts);
     if (rc != 0 && rc != ETIMEDOUT) MGPU_PANIC("pthread_cond_timedwait failed: error %d", rc);

@@ -1,0 +1,267 @@
+/*
+ * claim.c: who computes which items. Each active batch gives every eligible
+ * worker one contiguous range proportional to its speed (plan.c); a worker
+ * takes chunks from the front of its own range, and when that is empty it
+ * steals from the back of the range that would finish last, taking the share
+ * that equalises both finish times, and never a piece it would finish later
+ * than the owner (the tail rule).
+ *
+ * Locking: rt->lock guards the active list and batch activation/completion; a
+ * range lock guards one worker's range of one batch. The order is rt->lock, then
+ * a range lock; a thread never holds two range locks. Range fields are atomics
+ * so that thieves may read them without the lock to pick a victim; they change
+ * only under the lock.
+ */
+#include "mgpurt_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#define range_begin(r) atomic_load_explicit(&(r)->begin, memory_order_relaxed)
+
+/* A range's lock, counted per thread so that the device back ends can refuse
+ * a driver call made under it (mgpu__range_locks_held). */
+void mgpu__range_lock(mgpu__range_t *r) {
+  MGPU_PTHREAD_CHECK(pthread_mutex_lock(&r->lock));
+  mgpu__range_locks_held++;
+}
+
+void mgpu__range_unlock(mgpu__range_t *r) {
+  mgpu__range_locks_held--;
+  MGPU_PTHREAD_CHECK(pthread_mutex_unlock(&r->lock));
+}
+
+/* Exact, unlike a look at the ranges: a steal empties part of one range
+ * before it fills another, and a requeue drops its flag before it installs. */
+bool mgpu__all_claimed(const mgpu__batch_t *b) {
+  return atomic_load_explicit(&b->unclaimed, memory_order_acquire) == 0;
+}
+
+/* Chunk length for worker w: about target_s of work at its speed, growing at
+ * most fourfold from its last chunk while the speed is still being learned.
+ * A GPU's chunk is not cut to a fraction of what is left of its range: with
+ * thieves cutting ranges short, such chunks are so small that their launch
+ * latency sets the measured rate, which keeps them small (doc/tuning.md, "Internal constants"). */
+static size_t chunk_len(mgpu__batch_t *b, mgpu__worker_t *w, size_t first, size_t avail, size_t max_items,
+                        double target_s, size_t *planned) {
+  mgpu__range_t *r = &b->ranges[w->id];
+  double s = atomic_load_explicit(&b->model->speed[w->id], memory_order_relaxed);
+  if (b->cost && w->kind == MGPU_WORKER_GPU)
+    return mgpu__cost_plan(b->cost, s, &r->last, first, avail, max_items, target_s, planned);
+  size_t n = mgpu__chunk_plan(s, r->last, avail, max_items, target_s, planned);
+  r->last = n;
+  return n;
+}
+
+static uint64_t cost_ns(const mgpu__batch_t *b, size_t first, size_t count) {
+  if (!b->cost) return 0;
+  double c = mgpu__cost_at(b->cost, first + count) - mgpu__cost_at(b->cost, first);
+  return c > 0 ? (uint64_t)llround(c * 1e9) : 0;
+}
+
+static bool take_own(mgpu__batch_t *b, mgpu__worker_t *w, size_t max_items, double target_s, mgpu__claim_t *c) {
+  mgpu__range_t *r = &b->ranges[w->id];
+  if (range_begin(r) >= atomic_load_explicit(&r->end, memory_order_relaxed)) return false;
+  /* A GPU's room may ask the driver (which arrays are pinned): never under
+   * the range lock, which thieves wait on. */
+  if (w->room) max_items = MGPU_MIN(max_items, mgpu__room_limit(w->room, b));
+  mgpu__range_lock(r);
+  size_t begin = atomic_load_explicit(&r->begin, memory_order_relaxed);
+  size_t end = atomic_load_explicit(&r->end, memory_order_relaxed);
+  if (begin >= end) {
+    mgpu__range_unlock(r);
+    return false;
+  }
+  size_t planned = 0;
+  size_t n =
+      atomic_load(&b->failed) ? end - begin : chunk_len(b, w, begin, end - begin, max_items, target_s, &planned);
+  atomic_store_explicit(&r->begin, begin + n, memory_order_relaxed);
+  atomic_fetch_add_explicit(&r->pending, n, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&b->unclaimed, n, memory_order_release);
+  c->cost_ns = cost_ns(b, begin, n);
+  atomic_fetch_add_explicit(&r->pending_ns, c->cost_ns, memory_order_relaxed);
+  mgpu__range_unlock(r);
+  c->b = b;
+  c->first = begin;
+  c->count = n;
+  c->stolen = false;
+  c->planned = planned;
+  mgpu__batch_ref(b);
+  return true;
+}
+
+/* Put [first, first+count) into w's (empty) range of b. */
+static void install(mgpu__batch_t *b, mgpu__worker_t *w, size_t first, size_t count) {
+  mgpu__range_t *r = &b->ranges[w->id];
+  mgpu__range_lock(r);
+  size_t begin = atomic_load_explicit(&r->begin, memory_order_relaxed);
+  size_t end = atomic_load_explicit(&r->end, memory_order_relaxed);
+  if (begin < end) MGPU_PANIC("installing items into a non-empty range");
+  atomic_store_explicit(&r->begin, first, memory_order_relaxed);
+  atomic_store_explicit(&r->end, first + count, memory_order_relaxed);
+  mgpu__range_unlock(r);
+}
+
+static bool others_can_take(const mgpu_runtime_t *rt, const mgpu__batch_t *b, const mgpu__worker_t *w) {
+  for (int i = 0; i < rt->nworkers; i++)
+    if (i != w->id && mgpu__eligible(rt, b, &rt->workers[i])) return true;
+  return false;
+}
+
+/* A failed GPU chunk waiting to be recomputed moves into w's empty range. */
+static bool take_requeue(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
+  if (!atomic_load_explicit(&b->has_requeue, memory_order_acquire)) return false;
+  bool others = others_can_take(rt, b, w);
+  bool got = false;
+  mgpu__span_t sp;
+  pthread_mutex_lock(&b->lock);
+  for (int i = 0; i < b->nrequeue; i++) {
+    if (b->requeue[i].avoid == w->id && others) continue;
+    sp = b->requeue[i];
+    b->requeue[i] = b->requeue[--b->nrequeue];
+    got = true;
+    break;
+  }
+  if (b->nrequeue == 0) atomic_store_explicit(&b->has_requeue, 0, memory_order_release);
+  pthread_mutex_unlock(&b->lock);
+  if (got) install(b, w, sp.first, sp.count);
+  return got;
+}
+
+/* Seconds of GPU work in flight from range r of a batch with a cost. */
+static double pending_s(const mgpu__range_t *r) {
+  return 1e-9 * (double)atomic_load_explicit(&r->pending_ns, memory_order_relaxed);
+}
+
+/* Whether a thief that judges by `cost` (a GPU's, or NULL) judges victim i so:
+ * another GPU that is not retired (vo > 0). */
+static bool by_cost(const mgpu_runtime_t *rt, const mgpu__cost_t *cost, int i, double vo) {
+  return cost && vo > 0 && rt->workers[i].kind == MGPU_WORKER_GPU;
+}
+
+/* Steal from the back of the range in b that would finish last. In a batch
+ * its GPUs split by cost, a GPU judges another GPU's range by cost, and
+ * takes by cost (mgpu__cost_steal). */
+static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
+  double vt = mgpu__worker_speed(b, w->id);
+  if (vt <= 0) return false;
+  const mgpu__cost_t *cost = w->kind == MGPU_WORKER_GPU ? b->cost : NULL;
+  double pt = (double)atomic_load_explicit(&b->ranges[w->id].pending, memory_order_relaxed);
+  double slowest = atomic_load_explicit(&b->model->slow[w->id], memory_order_relaxed);
+  double item_s = w->kind == MGPU_WORKER_CPU ? mgpu__cpu_item_s(b) : 0;
+  for (int attempt = 0; attempt < 4; attempt++) {
+    int victim = -1;
+    double worst = 0;
+    for (int i = 0; i < rt->nworkers; i++) {
+      if (i == w->id) continue;
+      mgpu__range_t *r = &b->ranges[i];
+      size_t begin = range_begin(r), end = atomic_load_explicit(&r->end, memory_order_relaxed);
+      if (begin >= end) continue;
+      double vo = mgpu__worker_speed(b, i);
+      /* In static mode only a retired worker's range may be taken. */
+      if (!b->steal_ok && vo > 0) continue;
+      double left = (double)(end - begin) + (double)atomic_load_explicit(&r->pending, memory_order_relaxed);
+      double t = vo > 0 ? left / vo : INFINITY;
+      if (by_cost(rt, cost, i, vo)) t = pending_s(r) + mgpu__cost_at(cost, end) - mgpu__cost_at(cost, begin);
+      if (victim < 0 || t > worst) victim = i, worst = t;
+    }
+    if (victim < 0) return false;
+    mgpu__range_t *r = &b->ranges[victim];
+    double vo = mgpu__worker_speed(b, victim);
+    mgpu__range_lock(r);
+    size_t begin = atomic_load_explicit(&r->begin, memory_order_relaxed);
+    size_t end = atomic_load_explicit(&r->end, memory_order_relaxed);
+    if (begin >= end) {
+      mgpu__range_unlock(r);
+      continue;
+    }
+    double R = (double)(end - begin), po = (double)atomic_load_explicit(&r->pending, memory_order_relaxed);
+    mgpu__steal_view_t sv = {.vt = vt, .pt = pt, .vo = vo, .po = po, .left = R, .slowest = slowest,
+                             .worst_item_s = item_s};
+    size_t take = by_cost(rt, cost, victim, vo)
+                      ? mgpu__cost_steal(cost, begin, end, pending_s(&b->ranges[w->id]), pending_s(r))
+                      : mgpu__steal_share(&sv);
+    if (take == 0) {
+      /* The tail rule: one more item would finish after the owner. */
+      mgpu__range_unlock(r);
+      return false;
+    }
+    atomic_store_explicit(&r->end, end - take, memory_order_relaxed);
+    mgpu__range_unlock(r);
+    install(b, w, end - take, take);
+    if (rt->trace_on) {
+      double now = mgpu__now();
+      mgpu__tev_t ev = {.t0 = now, .t1 = now, .kind = MGPU_TEV_STEAL, .stream = -1, .other = victim,
+                        .name = b->kernel.name, .batch = b->id, .first = end - take, .count = take};
+      mgpu__trace_add(rt, w, &ev);
+    }
+    b->wstats[w->id].steals++;
+    atomic_fetch_add_explicit(&w->steals, 1, memory_order_relaxed);
+    return true;
+  }
+  return false;
+}
+
+/* Collect every batch worker w may work on into w->cand, in the order it
+ * prefers them; returns how many. Every active batch is looked at: a worker
+ * that skipped some would sleep while they still hold items (the tail rule
+ * keeps the other workers from taking its share). */
+static int candidates(mgpu_runtime_t *rt, mgpu__worker_t *w) {
+  int n = 0;
+  pthread_mutex_lock(&rt->lock);
+  /* CPU workers first look at work only CPUs can do. */
+  for (int pass = (w->kind == MGPU_WORKER_CPU ? 0 : 1); pass < 2; pass++) {
+    for (mgpu__batch_t *b = rt->active_head; b; b = b->next) {
+      bool cpu_only = !b->gpu_ok;
+      if (w->kind == MGPU_WORKER_CPU && (pass == 0) != cpu_only) continue;
+      if (!mgpu__eligible(rt, b, w)) continue;
+      if (n == w->cand_cap) {
+        int cap = w->cand_cap ? 2 * w->cand_cap : 64;
+        mgpu__batch_t **p = realloc(w->cand, sizeof *p * (size_t)cap);
+        if (!p) MGPU_PANIC("out of memory listing the active batches");
+        w->cand = p;
+        w->cand_cap = cap;
+      }
+      mgpu__batch_ref(b);
+      w->cand[n++] = b;
+    }
+  }
+  pthread_mutex_unlock(&rt->lock);
+  return n;
+}
+
+static void set_current(mgpu__worker_t *w, mgpu__batch_t *b) {
+  if (w->cur == b) return;
+  if (b) mgpu__batch_ref(b);
+  if (w->cur) mgpu__batch_unref(w->cur);
+  w->cur = b;
+}
+
+bool mgpu__claim(mgpu_runtime_t *rt, mgpu__worker_t *w, size_t max_items, double target_s, mgpu__claim_t *c) {
+  if (max_items == 0) max_items = 1;
+  mgpu__batch_t *b = w->cur;
+  /* Fast path: keep taking from the current batch's own range, unless a CPU
+   * worker should move to work that only CPUs can do. */
+  if (b && atomic_load_explicit(&b->active, memory_order_relaxed) && mgpu__eligible(rt, b, w) &&
+      !(w->kind == MGPU_WORKER_CPU && b->gpu_ok && atomic_load_explicit(&rt->n_active_cpu_only, memory_order_relaxed))) {
+    if (take_own(b, w, max_items, target_s, c)) return true;
+  }
+  int n = candidates(rt, w);
+  mgpu__batch_t **cand = w->cand;
+  bool got = false;
+  for (int phase = 0; phase < 3 && !got; phase++) {
+    for (int i = 0; i < n && !got; i++) {
+      mgpu__batch_t *cb = cand[i];
+      if (phase == 0) got = take_own(cb, w, max_items, target_s, c);
+      else if (phase == 1) got = take_requeue(rt, cb, w) && take_own(cb, w, max_items, target_s, c);
+      else got = steal(rt, cb, w) && take_own(cb, w, max_items, target_s, c);
+      if (got) {
+        set_current(w, cb);
+        c->stolen = phase == 2;
+      }
+    }
+  }
+  for (int i = 0; i < n; i++) mgpu__batch_unref(cand[i]);
+  if (!got) set_current(w, NULL);
+  return got;
+}

@@ -1,0 +1,91 @@
+/*
+ * complete.c: the end of a claim. A chunk computed is counted and taught to
+ * the model; a chunk of a failed batch is dropped; a failed GPU chunk goes
+ * back to its batch to be computed by another worker. The claim that ends a
+ * batch's last item finishes the batch (lifecycle.c).
+ */
+#include "mgpurt_int.h"
+
+#include <stdlib.h>
+
+/* Close claim c: computed (its kernel ran, kernel_rc its result) or dropped
+ * (its batch had failed). Statistics count the items a kernel computed. */
+static void close_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, double busy_s, int kernel_rc,
+                        bool computed) {
+  mgpu__batch_t *b = c->b;
+  mgpu_worker_stats_t *ws = &b->wstats[w->id];
+  if (kernel_rc != 0) {
+    pthread_mutex_lock(&b->lock);
+    if (atomic_load(&b->status) == MGPU_OK) {
+      atomic_store(&b->status, MGPU_EKERNEL);
+      b->failed_first = c->first;
+      b->failed_count = c->count;
+    }
+    pthread_mutex_unlock(&b->lock);
+    if (!atomic_exchange(&b->failed, 1))
+      mgpu__log(MGPU_LOG_ERROR, "kernel '%s' failed (returned %d) on items %zu..%zu; the batch fails with MGPU_EKERNEL",
+                b->kernel.name, kernel_rc, c->first, c->first + c->count - 1);
+  } else if (busy_s > 0 && !atomic_load(&b->failed)) {
+    mgpu__model_update(b->model, w->id, c->count, busy_s, w->kind == MGPU_WORKER_GPU ? c->planned : 0);
+    if (b->prof_sums && w->kind == MGPU_WORKER_GPU) {
+      double *row = b->prof_sums + (size_t)(w->id - rt->ncpu) * 2 * MGPU_PROF_BINS;
+      mgpu__prof_add(row, row + MGPU_PROF_BINS, b->desc.n, c->first, c->count, busy_s);
+    }
+  }
+  if (!computed) atomic_fetch_add_explicit(&b->dropped, c->count, memory_order_relaxed);
+  if (computed) {
+    size_t items = kernel_rc == 0 ? c->count : 0;
+    ws->items += items;
+    ws->chunks++;
+    atomic_fetch_add_explicit(&w->items, items, memory_order_relaxed);
+    atomic_fetch_add_explicit(&w->chunks, 1, memory_order_relaxed);
+  }
+  ws->busy_s += busy_s;
+  atomic_fetch_add_explicit(&w->busy_ns, (uint64_t)(busy_s * 1e9), memory_order_relaxed);
+  atomic_fetch_sub_explicit(&b->ranges[w->id].pending, c->count, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&b->ranges[w->id].pending_ns, c->cost_ns, memory_order_relaxed);
+  /* acq_rel: the thread that completes the last item sees every worker's stats. */
+  if (atomic_fetch_sub_explicit(&b->remaining, c->count, memory_order_acq_rel) == c->count) mgpu__finish(rt, b);
+  mgpu__batch_unref(b);
+  c->b = NULL;
+}
+
+void mgpu__complete(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, double busy_s, int kernel_rc) {
+  close_claim(rt, w, c, busy_s, kernel_rc, true);
+}
+
+void mgpu__drop(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) { close_claim(rt, w, c, 0, 0, false); }
+
+void mgpu__giveback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
+  mgpu__batch_t *b = c->b;
+  if (atomic_load(&b->failed)) {
+    /* The batch has failed already: the items are dropped, not recomputed. */
+    mgpu__drop(rt, w, c);
+    return;
+  }
+  atomic_fetch_add_explicit(&b->unclaimed, c->count, memory_order_release);
+  pthread_mutex_lock(&b->lock);
+  if (b->nrequeue == b->requeue_cap) {
+    int cap = b->requeue_cap ? 2 * b->requeue_cap : 8;
+    mgpu__span_t *p = realloc(b->requeue, sizeof *p * (size_t)cap);
+    if (!p) MGPU_PANIC("out of memory requeueing a failed chunk");
+    b->requeue = p;
+    b->requeue_cap = cap;
+  }
+  b->requeue[b->nrequeue++] = (mgpu__span_t){c->first, c->count, w->id};
+  if (rt->trace_on) {
+    double now = mgpu__now();
+    mgpu__tev_t ev = {.t0 = now, .t1 = now, .kind = MGPU_TEV_RETRY, .stream = -1, .name = b->kernel.name,
+                      .batch = b->id, .first = c->first, .count = c->count};
+    mgpu__trace_add(rt, w, &ev);
+  }
+  atomic_store_explicit(&b->has_requeue, 1, memory_order_release);
+  pthread_mutex_unlock(&b->lock);
+  b->wstats[w->id].retries++;
+  atomic_fetch_add_explicit(&w->retries, 1, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&b->ranges[w->id].pending, c->count, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&b->ranges[w->id].pending_ns, c->cost_ns, memory_order_relaxed);
+  mgpu__batch_unref(b);
+  c->b = NULL;
+  mgpu__wake_all(rt);
+}

@@ -1,0 +1,105 @@
+/*
+ * event.c: the events of batches and device tasks: waiting, testing,
+ * canceling, progress, release, and the statistics a finished batch reports.
+ */
+#include "mgpurt_int.h"
+
+#include <string.h>
+
+static void fill_stats(const mgpu__batch_t *b, mgpu_stats_t *s) {
+  mgpu_worker_stats_t *user = s->worker;
+  int cap = s->worker_cap;
+  memset(s, 0, sizeof *s);
+  s->worker = user;
+  s->worker_cap = cap;
+  s->status = (mgpu_status_t)atomic_load(&b->status);
+  s->wall_s = b->t_end - b->t_start;
+  s->batches = 1;
+  s->failed_first = b->failed_first;
+  s->failed_count = b->failed_count;
+  s->nworkers = b->nworkers;
+  s->reserve_workers = b->nreserve;
+  for (int i = 0; i < b->nworkers; i++) {
+    const mgpu_worker_stats_t *w = &b->wstats[i];
+    s->items += w->items;
+    s->chunks += w->chunks;
+    s->steals += w->steals;
+    s->retries += w->retries;
+    if (user && i < cap) user[i] = *w;
+  }
+}
+
+MGPU_API mgpu_status_t mgpu_event_wait(mgpu_event_t *ev, mgpu_stats_t *stats) {
+  if (!ev) return mgpu__fail(MGPU_EINVAL, "mgpu_event_wait: event is NULL");
+  if (!mgpu__handle_live(MGPU_H_EVENT, ev))
+    return mgpu__fail(MGPU_EINVAL, "mgpu_event_wait: %p is not a live event (released already?)", (void *)ev);
+  mgpu__batch_t *b = (mgpu__batch_t *)ev;
+  pthread_mutex_lock(&b->lock);
+  while (!b->done) pthread_cond_wait(&b->done_cv, &b->lock);
+  pthread_mutex_unlock(&b->lock);
+  if (stats) fill_stats(b, stats);
+  mgpu_status_t st = (mgpu_status_t)atomic_load(&b->status);
+  if (b->task && st != MGPU_OK)
+    mgpu__fail_quiet(st, "%s", st == MGPU_EDEP ? "an event this one depends on failed" : mgpu__task_why(b->task));
+  else if (st == MGPU_EKERNEL)
+    mgpu__fail_quiet(st, "kernel '%s' failed on items %zu..%zu", b->kernel.name ? b->kernel.name : "(unnamed)",
+                     b->failed_first, b->failed_first + b->failed_count - 1);
+  else if (st == MGPU_EDEP)
+    mgpu__fail_quiet(st, "a batch this one depends on failed, so kernel '%s' did not run",
+                     b->kernel.name ? b->kernel.name : "(unnamed)");
+  else if (st == MGPU_ECANCELED)
+    mgpu__fail_quiet(st, "batch of kernel '%s' canceled: %zu of %zu items computed, the rest not",
+                     b->kernel.name ? b->kernel.name : "(unnamed)", b->desc.n - atomic_load(&b->dropped), b->desc.n);
+  else if (st != MGPU_OK)
+    mgpu__fail_quiet(st, "batch of kernel '%s' failed: %s", b->kernel.name ? b->kernel.name : "(unnamed)",
+                     mgpu_strerror(st));
+  return st;
+}
+
+MGPU_API mgpu_status_t mgpu_event_test(mgpu_event_t *ev) {
+  if (!ev) return mgpu__fail(MGPU_EINVAL, "mgpu_event_test: event is NULL");
+  if (!mgpu__handle_live(MGPU_H_EVENT, ev))
+    return mgpu__fail(MGPU_EINVAL, "mgpu_event_test: %p is not a live event (released already?)", (void *)ev);
+  mgpu__batch_t *b = (mgpu__batch_t *)ev;
+  pthread_mutex_lock(&b->lock);
+  int done = b->done;
+  pthread_mutex_unlock(&b->lock);
+  return done ? (mgpu_status_t)atomic_load(&b->status) : MGPU_ESTATE;
+}
+
+MGPU_API mgpu_status_t mgpu_event_cancel(mgpu_event_t *ev) {
+  if (!ev) return mgpu__fail(MGPU_EINVAL, "mgpu_event_cancel: event is NULL");
+  if (!mgpu__handle_live(MGPU_H_EVENT, ev))
+    return mgpu__fail(MGPU_EINVAL, "mgpu_event_cancel: %p is not a live event (released already?)", (void *)ev);
+  mgpu__batch_t *b = (mgpu__batch_t *)ev;
+  if (b->task)
+    return mgpu__fail(MGPU_ENOTSUP, "mgpu_event_cancel: %p is the event of a collective or copy, which runs to its end",
+                      (void *)ev);
+  mgpu__cancel(b->rt, b);
+  return MGPU_OK;
+}
+
+MGPU_API mgpu_status_t mgpu_event_progress(mgpu_event_t *ev, size_t *done_p, size_t *total_p) {
+  if (!ev || !mgpu__handle_live(MGPU_H_EVENT, ev))
+    return mgpu__fail(MGPU_EINVAL, "mgpu_event_progress: %p is not a live event", (void *)ev);
+  mgpu__batch_t *b = (mgpu__batch_t *)ev;
+  size_t total = b->desc.n, done;
+  pthread_mutex_lock(&b->lock);
+  int finished = b->done;
+  pthread_mutex_unlock(&b->lock);
+  if (finished) done = total;
+  else if (!atomic_load(&b->active)) done = 0; /* waiting for its dependencies */
+  else done = total - MGPU_MIN(total, atomic_load(&b->remaining));
+  if (done_p) *done_p = done;
+  if (total_p) *total_p = total;
+  return MGPU_OK;
+}
+
+MGPU_API void mgpu_event_release(mgpu_event_t *ev) {
+  if (!ev) return;
+  if (!mgpu__handle_del(MGPU_H_EVENT, ev)) {
+    mgpu__log(MGPU_LOG_ERROR, "mgpu_event_release: %p is not a live event (released twice?); ignored", (void *)ev);
+    return;
+  }
+  mgpu__batch_unref((mgpu__batch_t *)ev);
+}

@@ -1,0 +1,207 @@
+/*
+ * plan.c: a batch's first split. Each eligible worker gets one contiguous
+ * range sized by its speed so that all are predicted to finish together,
+ * adjusted where the model knows better: alike GPUs split as equals, far
+ * slower workers start small, CPU workers sit out where they add too little,
+ * the reserve of CPU workers, and GPUs split by cost where items differ in
+ * cost by position.
+ */
+#include "mgpurt_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* Speed used for the first split: measured, or the prior. Static mode ignores
+ * measurements: it is the fixed split by ratio of the older runtimes. */
+static double split_speed(const mgpu__batch_t *b, int wi) {
+  const mgpu_runtime_t *rt = b->rt;
+  const mgpu__worker_t *w = &rt->workers[wi];
+  if (!mgpu__eligible(rt, b, w)) return 0;
+  if (!b->steal_ok) return w->kind == MGPU_WORKER_GPU ? mgpu__prior_ratio(rt) : 1.0;
+  return mgpu__worker_speed(b, wi);
+}
+
+/* GPUs of one kind start a short batch with equal shares unless their
+ * measured speeds differ by more than MGPU_ALIKE_TOL. Each GPU's learned speed
+ * carries its own bias, stable from batch to batch (when its chunks start
+ * and end against the others', the host thread's timing), and where a GPU's
+ * whole range goes in flight at once (mgpu__ranges_in_flight) nothing is
+ * left to steal, so a share too large stays too large. Longer batches keep
+ * each GPU's own speed: stealing corrects their split, and on pageable
+ * arrays the GPUs' speeds really differ (their host threads' share of the
+ * copying) (doc/tuning.md, "Internal constants"). A GPU slower than the tolerance keeps its own speed in any
+ * batch. */
+static void pool_alike_gpus(const mgpu_runtime_t *rt, double *speed) {
+  if (rt->ngpus >= 2) mgpu__pool_alike(speed, rt->gpu_group, rt->nworkers, MGPU_ALIKE_TOL);
+}
+
+/* When the far slower workers add little in all, each starts with the share
+ * of a worker MGPU_SLOW_THIEF_MARGIN times slower still, and steals the rest later
+ * under the same margin. Its range then ends early instead of late: the fast workers do
+ * not finish the batch by stealing many small ranges, one launch each, and an
+ * expensive item cannot strand a slow worker at the very end. */
+static void damp_slow(double *speed, int n) {
+  double fastest = 0, total = 0, slow = 0;
+  for (int i = 0; i < n; i++) fastest = MGPU_MAX(fastest, speed[i]), total += speed[i];
+  for (int i = 0; i < n; i++)
+    if (speed[i] > 0 && speed[i] * MGPU_SLOW_SPLIT_RATIO < fastest) slow += speed[i];
+  /* Only when the slow workers add little: where they carry a real part of the
+   * batch, their full share is worth more than a clean tail. */
+  if (slow > MGPU_SLOW_SPLIT_SHARE * total) return;
+  for (int i = 0; i < n; i++)
+    if (speed[i] > 0 && speed[i] * MGPU_SLOW_SPLIT_RATIO < fastest) speed[i] /= MGPU_SLOW_THIEF_MARGIN;
+}
+
+/* Whether there are two GPU workers or more, all of one kind (every GPU
+ * worker follows the CPU workers). */
+static bool gpus_of_one_kind(const mgpu_runtime_t *rt) {
+  if (rt->nworkers - rt->ncpu < 2) return false;
+  for (int i = rt->ncpu; i < rt->nworkers; i++)
+    if (rt->gpu_group[i] != rt->ncpu) return false;
+  return true;
+}
+
+/* Where the kernel's items differ in cost by position (mgpu__prof_cuts), the
+ * GPUs that have a share divide the GPUs' part of the batch, [a, n) after the
+ * CPU workers' ranges, into parts of equal cost instead of equal items per
+ * learnt speed. They are of one kind, so equal cost is equal time; a GPU that
+ * is slower all the same (its host thread's copying) shows as dearer items
+ * where it worked, and gets fewer. */
+static void split_gpus_by_cost(const mgpu_runtime_t *rt, mgpu__batch_t *b, size_t *share) {
+  const mgpu__model_t *m = b->model;
+  if (m->prof_n != b->desc.n) return;
+  size_t a = 0;
+  int k = 0;
+  for (int i = 0; i < rt->ncpu; i++) a += share[i];
+  for (int i = rt->ncpu; i < rt->nworkers; i++) k += share[i] > 0;
+  if (k < 2) return;
+  size_t *cut = malloc((size_t)k * sizeof *cut);
+  if (!cut) MGPU_PANIC("out of memory splitting a batch");
+  if (mgpu__prof_cuts(m->prof, b->desc.n, a, k, cut)) {
+    mgpu__log(MGPU_LOG_DEBUG, "kernel '%s', %zu items: %d GPUs split items %zu..%zu by the cost profile",
+              b->kernel.name ? b->kernel.name : "(unnamed)", b->desc.n, k, a, b->desc.n - 1);
+    int p = 0;
+    for (int i = rt->ncpu; i < rt->nworkers; i++)
+      if (share[i] > 0) share[i] = cut[p++];
+    b->cost = malloc(sizeof *b->cost);
+    if (!b->cost) MGPU_PANIC("out of memory splitting a batch");
+    mgpu__cost_init(b->cost, m->prof, b->desc.n);
+  }
+  free(cut);
+}
+
+/* A worker that would finish fewer than MGPU_MIN_SHARE_ITEMS items in the time the
+ * whole batch is expected to take, or a far slower CPU worker when an item
+ * has taken a CPU worker longer than that time, gets no first share: one item on it could
+ * outlast everyone (an image row on a CPU core against a GPU that does the
+ * whole image in less). It can still steal under the tail rule. */
+static void skip_coarse(const mgpu__batch_t *b, double *speed, size_t items) {
+  const mgpu_runtime_t *rt = b->rt;
+  int n = rt->nworkers;
+  double total = 0, fastest = 0;
+  for (int i = 0; i < n; i++) total += speed[i], fastest = MGPU_MAX(fastest, speed[i]);
+  if (total <= 0) return;
+  double makespan = (double)items / total;
+  /* Only far slower CPU workers are judged by the longest item, as thieves
+   * are in mgpu__steal_share. */
+  double item_s = mgpu__cpu_item_s(b);
+  for (int i = 0; i < n; i++) {
+    bool far_slow_cpu = rt->workers[i].kind == MGPU_WORKER_CPU && speed[i] * MGPU_SLOW_SPLIT_RATIO < fastest;
+    if (speed[i] > 0 && speed[i] < fastest &&
+        (speed[i] * makespan < MGPU_MIN_SHARE_ITEMS || (far_slow_cpu && item_s > makespan)))
+      speed[i] = 0;
+  }
+}
+
+/* Whether the CPU workers should sit out a batch: all of them together are
+ * measured to add less than MGPU_CPU_NEGLIGIBLE to what the GPUs (also measured) do
+ * on this kernel. What they would add is then less than what they cost the
+ * GPUs: busy cores delay the GPU host threads' wake-ups and staging copies,
+ * and their thieves cut GPU ranges short (doc/tuning.md, "Internal constants"). Idle, they still help with
+ * the GPUs' staging copies. */
+static bool cpus_sit_out(const mgpu__batch_t *b, const double *speed) {
+  const mgpu_runtime_t *rt = b->rt;
+  if (!b->steal_ok || !b->gpu_ok || !b->cpu_ok) return false;
+  double cpu = 0, gpu = 0;
+  bool cpu_measured = false, gpu_measured = false;
+  for (int i = 0; i < rt->nworkers; i++) {
+    bool measured = atomic_load_explicit(&b->model->samples[i], memory_order_relaxed) > 0;
+    if (rt->workers[i].kind == MGPU_WORKER_CPU) cpu += speed[i], cpu_measured |= measured;
+    else gpu += speed[i], gpu_measured |= measured && speed[i] > 0;
+  }
+  return cpu_measured && gpu_measured && cpu > 0 && cpu < MGPU_CPU_NEGLIGIBLE * (cpu + gpu);
+}
+
+/* How many of the last CPU workers sit out batch b (MGPU_RESERVE_THREADS):
+ * a fixed count, or under auto the one that the kernel's timed batches found
+ * faster (mgpu__reserve_pick). Only batches that a GPU runs, and that CPU
+ * workers could otherwise take, have a reserve. Under rt->lock. */
+static void choose_reserve(mgpu_runtime_t *rt, mgpu__batch_t *b) {
+  b->nreserve = 0;
+  b->reserve_timed = false;
+  if (!b->gpu_ok || !b->cpu_ok || !mgpu__any_live_gpu(rt)) return;
+  int r = rt->cfg.v.reserve_threads;
+  if (r != MGPU_RESERVE_AUTO) {
+    b->nreserve = r;
+    return;
+  }
+  int cand = mgpu__auto_reserve(rt->ncpu);
+  if (cand <= 0) return;
+  /* All CPU workers out is a fourth way where they add little, since what
+   * they cost the GPUs' host side can be more (doc/tuning.md, "Internal constants"). The trials tell whether
+   * keeping them out is what helps. */
+  double cpu = 0, gpu = 0;
+  bool cpu_measured = false, gpu_measured = false;
+  for (int i = 0; i < rt->nworkers; i++) {
+    double s = mgpu__worker_speed(b, i);
+    bool measured = atomic_load_explicit(&b->model->samples[i], memory_order_relaxed) > 0;
+    if (rt->workers[i].kind == MGPU_WORKER_CPU) cpu += s, cpu_measured |= measured;
+    else gpu += s, gpu_measured |= measured;
+  }
+  /* Half out is a way of its own: where busy cores are taken from the
+   * process (a virtual machine's vCPUs taken by its host), stalls grow
+   * with every worker that computes (mgpu__auto_reserve_half). */
+  const int out[MGPU_RESERVE_LEVELS] = {0, cand, mgpu__auto_reserve_half(rt->ncpu), rt->ncpu};
+  unsigned offered = 3u | (out[2] > 0 ? 4u : 0u) |
+                     (cpu_measured && gpu_measured && cpu < MGPU_CPU_OUT_TRY * (cpu + gpu) ? 8u : 0u);
+  bool record;
+  int level = mgpu__reserve_pick(b->model, b->desc.n, offered, &record);
+  b->nreserve = out[level];
+  b->reserve_level = level;
+  b->reserve_timed = record;
+}
+
+bool mgpu__plan_split(mgpu_runtime_t *rt, mgpu__batch_t *b, size_t *share) {
+  choose_reserve(rt, b);
+  double *speed = calloc((size_t)rt->nworkers, sizeof(double));
+  if (!speed) MGPU_PANIC("out of memory splitting a batch");
+  bool any = false;
+  for (int i = 0; i < rt->nworkers; i++) {
+    speed[i] = split_speed(b, i);
+    any |= speed[i] > 0;
+  }
+  if (!any) {
+    free(speed);
+    return false;
+  }
+  if (cpus_sit_out(b, speed)) {
+    b->cpu_out = true;
+    b->nreserve = 0; /* the reserve plays no part: every CPU worker is out */
+    b->reserve_timed = false;
+    for (int i = 0; i < rt->ncpu; i++) speed[i] = 0;
+  }
+  if (b->steal_ok) {
+    if (mgpu__ranges_in_flight(speed, rt->nworkers, b->desc.n, rt->cfg.v.streams_per_gpu)) pool_alike_gpus(rt, speed);
+    damp_slow(speed, rt->nworkers);
+    skip_coarse(b, speed, b->desc.n);
+  }
+  mgpu__split(speed, rt->nworkers, b->desc.n, share);
+  /* (Under MGPU_PROF_BINS items some bins stay empty: never a profile.) */
+  if (b->steal_ok && b->gpu_ok && b->desc.n >= MGPU_PROF_BINS && gpus_of_one_kind(rt)) {
+    b->prof_sums = calloc((size_t)rt->ngpus * 2 * MGPU_PROF_BINS, sizeof *b->prof_sums);
+    if (!b->prof_sums) MGPU_PANIC("out of memory for a batch's cost profile");
+    split_gpus_by_cost(rt, b, share);
+  }
+  free(speed);
+  return true;
+}

@@ -1,0 +1,57 @@
+/*
+ * retire.c: a GPU worker that keeps failing is retired for the rest of the
+ * run: the other workers take its ranges, and a batch that no worker left can
+ * run fails instead of hanging.
+ */
+#include "mgpurt_int.h"
+
+void mgpu__retire(mgpu_runtime_t *rt, mgpu__worker_t *w, const char *why) {
+  if (atomic_exchange(&w->retired, 1)) return;
+  mgpu__log(MGPU_LOG_WARN, "GPU %d (device %d) is retired for the rest of the run: %s; its items go to the other workers",
+            w->gpu, rt->gpu_index[w->gpu], why);
+  /* Batches that nobody can run any more fail instead of hanging. */
+  for (;;) {
+    mgpu__batch_t *orphan = NULL;
+    pthread_mutex_lock(&rt->lock);
+    for (mgpu__batch_t *b = rt->active_head; b; b = b->next) {
+      bool someone = false;
+      for (int i = 0; i < rt->nworkers && !someone; i++) someone = mgpu__eligible(rt, b, &rt->workers[i]);
+      if (!someone) {
+        orphan = b;
+        mgpu__batch_ref(b);
+        break;
+      }
+    }
+    pthread_mutex_unlock(&rt->lock);
+    if (!orphan) break;
+    /* Fail it and drop the unclaimed items; claimed ones complete as usual. */
+    atomic_store(&orphan->status, MGPU_EDEVICE);
+    atomic_store(&orphan->failed, 1);
+    size_t dropped = 0;
+    for (int i = 0; i < rt->nworkers; i++) {
+      mgpu__range_t *r = &orphan->ranges[i];
+      mgpu__range_lock(r);
+      size_t begin = atomic_load(&r->begin), end = atomic_load(&r->end);
+      dropped += end - begin;
+      atomic_store(&r->begin, end);
+      mgpu__range_unlock(r);
+    }
+    pthread_mutex_lock(&orphan->lock);
+    for (int i = 0; i < orphan->nrequeue; i++) dropped += orphan->requeue[i].count;
+    orphan->nrequeue = 0;
+    atomic_store(&orphan->has_requeue, 0);
+    pthread_mutex_unlock(&orphan->lock);
+    mgpu__log(MGPU_LOG_ERROR, "batch of kernel '%s' fails with MGPU_EDEVICE: no worker is left that can run it",
+              orphan->kernel.name);
+    atomic_fetch_sub(&orphan->unclaimed, dropped);
+    if (dropped && atomic_fetch_sub(&orphan->remaining, dropped) == dropped) {
+      mgpu__finish(rt, orphan);
+    } else if (!dropped) {
+      /* Nothing unclaimed: in-flight chunks finish it. Avoid spinning on it. */
+      mgpu__batch_unref(orphan);
+      break;
+    }
+    mgpu__batch_unref(orphan);
+  }
+  mgpu__wake_all(rt);
+}

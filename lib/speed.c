@@ -1,0 +1,101 @@
+/*
+ * speed.c: which workers take part in a batch, and how fast each is taken to
+ * be: the model's measured items/s, the CPU team's mean, or the prior
+ * device-to-core ratio before any measurement. Read by the first split, by
+ * claims and by thieves; writes nothing.
+ */
+#include "mgpurt_int.h"
+
+#include <string.h>
+
+static bool mgpu__worker_alive(const mgpu__worker_t *w) { return !atomic_load_explicit(&w->retired, memory_order_relaxed); }
+
+bool mgpu__any_live_gpu(const mgpu_runtime_t *rt) {
+  for (int i = rt->ncpu; i < rt->nworkers; i++)
+    if (mgpu__worker_alive(&rt->workers[i])) return true;
+  return false;
+}
+
+bool mgpu__eligible(const mgpu_runtime_t *rt, const mgpu__batch_t *b, const mgpu__worker_t *w) {
+  if (w->kind == MGPU_WORKER_GPU) return b->gpu_ok && mgpu__worker_alive(w);
+  /* Reserve workers take a batch that GPUs also run only once no GPU is left
+   * to do it; so do all CPU workers with GPU-only work. */
+  if (b->nreserve > 0 && w->id >= rt->ncpu - b->nreserve && b->gpu_ok && mgpu__any_live_gpu(rt)) return false;
+  return (b->cpu_ok && !b->cpu_out) || (b->gpu_ok && !mgpu__any_live_gpu(rt));
+}
+
+/* Ratio of one GPU to one CPU worker before any measurement. */
+double mgpu__prior_ratio(const mgpu_runtime_t *rt) {
+  if (rt->cfg.v.device_to_core_ratio > 0) return rt->cfg.v.device_to_core_ratio;
+  return rt->prior_ratio > 0 ? rt->prior_ratio : 1.0;
+}
+
+double mgpu__worker_speed(const mgpu__batch_t *b, int wi) {
+  const mgpu_runtime_t *rt = b->rt;
+  const mgpu__worker_t *w = &rt->workers[wi];
+  if (!mgpu__worker_alive(w)) return 0;
+  const mgpu__model_t *m = b->model;
+  double s = atomic_load_explicit(&m->speed[wi], memory_order_relaxed);
+  /* The CPU workers are alike cores of one team: they share the team's mean
+   * rate. A worker's own items/s reflects which items it happened to take
+   * (items differ in cost), and judged by it a core that once took dear items
+   * would look slow, get a small share and never steal back. */
+  if (s > 0 && w->kind == MGPU_WORKER_GPU) return s;
+  /* A CPU worker, or not measured: the mean of measured workers of the same
+   * kind, else convert through the device-to-core ratio, else unit speeds. */
+  double cpu = 0, gpu = 0;
+  int ncpu = 0, ngpu = 0;
+  for (int i = 0; i < rt->nworkers; i++) {
+    double v = atomic_load_explicit(&m->speed[i], memory_order_relaxed);
+    if (v <= 0) continue;
+    if (rt->workers[i].kind == MGPU_WORKER_CPU) cpu += v, ncpu++;
+    else gpu += v, ngpu++;
+  }
+  double ratio = mgpu__prior_ratio(rt);
+  if (w->kind == MGPU_WORKER_CPU) {
+    if (ncpu) return cpu / ncpu;
+    if (ngpu) return gpu / ngpu / ratio;
+    return 1.0;
+  }
+  if (ngpu) return gpu / ngpu;
+  if (ncpu) return cpu / ncpu * ratio;
+  return ratio;
+}
+
+/* Whether two GPUs are of one kind: the same model with the same
+ * multiprocessors and clock (emulated devices, numbered in their names, are
+ * all of one kind). */
+static bool same_kind(const mgpu_device_info_t *a, const mgpu_device_info_t *b) {
+  if (a->emulated != b->emulated || a->sm_count != b->sm_count || a->clock_khz != b->clock_khz ||
+      a->cc_major != b->cc_major || a->cc_minor != b->cc_minor)
+    return false;
+  return a->emulated || strcmp(a->name, b->name) == 0;
+}
+
+void mgpu__gpu_groups(const mgpu_runtime_t *rt, int *group) {
+  for (int i = 0; i < rt->nworkers; i++) {
+    group[i] = -1;
+    if (rt->workers[i].kind != MGPU_WORKER_GPU) continue;
+    int g = rt->workers[i].gpu;
+    for (int j = rt->ncpu; j <= i; j++)
+      if (same_kind(&rt->gpu_info[rt->workers[j].gpu], &rt->gpu_info[g])) {
+        group[i] = j;
+        break;
+      }
+  }
+}
+
+/* The longest one item of this kernel is known to take a CPU worker: the
+ * inverse of the slowest chunk rate any of them has seen (a CPU worker far
+ * slower than a GPU has chunks of an item or a few; a GPU's slowest chunk says
+ * nothing of one item). 0 before any measurement. */
+double mgpu__cpu_item_s(const mgpu__batch_t *b) {
+  const mgpu_runtime_t *rt = b->rt;
+  double slowest = 0;
+  for (int i = 0; i < rt->nworkers; i++) {
+    if (rt->workers[i].kind != MGPU_WORKER_CPU) continue;
+    double v = atomic_load_explicit(&b->model->slow[i], memory_order_relaxed);
+    if (v > 0 && (slowest == 0 || v < slowest)) slowest = v;
+  }
+  return slowest > 0 ? 1.0 / slowest : 0;
+}

@@ -1,0 +1,131 @@
+/*
+ * split.c: the scheduling policy as pure functions: numbers in, numbers out,
+ * no locks and no runtime. How a batch's items are shared among workers by
+ * speed, how long a chunk is, and how much a thief takes from a victim's
+ * range (the tail rule). Tested with exact values (tests/test-sched.c).
+ */
+#include "mgpurt_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+void mgpu__split(const double *speed, int n, size_t items, size_t *share) {
+  double total = 0;
+  for (int i = 0; i < n; i++) total += speed[i] > 0 ? speed[i] : 0;
+  for (int i = 0; i < n; i++) share[i] = 0;
+  if (total <= 0 || items == 0) return;
+  /* Each share is capped by what is left, so the total never passes items
+   * nor wraps, however large items is (a double rounds SIZE_MAX up to 2^64). */
+  size_t given = 0;
+  for (int i = 0; i < n; i++) {
+    if (speed[i] <= 0) continue;
+    double exact = floor((double)items * (speed[i] / total));
+    size_t left = items - given;
+    share[i] = exact >= (double)left ? left : (size_t)exact;
+    given += share[i];
+  }
+  /* Each leftover item goes to the worker that would finish it first, so no
+   * worker receives the whole remainder and a slow worker gets none it would
+   * finish after everyone else (the tail rule, applied to the split). */
+  while (given < items) {
+    int best = -1;
+    double best_t = 0;
+    for (int i = 0; i < n; i++) {
+      if (speed[i] <= 0) continue;
+      double t = (double)(share[i] + 1) / speed[i];
+      if (best < 0 || t < best_t) best = i, best_t = t;
+    }
+    share[best]++;
+    given++;
+  }
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+void mgpu__pool_alike(double *speed, const int *group, int n, double tol) {
+  double *v = malloc(sizeof *v * (size_t)(n > 0 ? n : 1));
+  if (!v) MGPU_PANIC("out of memory splitting a batch");
+  for (int g = 0; g < n; g++) {
+    if (group[g] != g) continue; /* each group once, at its first member */
+    int k = 0;
+    for (int i = 0; i < n; i++)
+      if (group[i] == g && speed[i] > 0) v[k++] = speed[i];
+    if (k < 2) continue;
+    /* Around the median, so that one really slower GPU does not move the
+     * centre away from the others. */
+    qsort(v, (size_t)k, sizeof *v, cmp_double);
+    double mid = k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2, pool = 0;
+    int np = 0;
+    for (int i = 0; i < n; i++)
+      if (group[i] == g && speed[i] > 0 && fabs(speed[i] - mid) <= tol * mid) pool += speed[i], np++;
+    if (np < 2) continue;
+    for (int i = 0; i < n; i++)
+      if (group[i] == g && speed[i] > 0 && fabs(speed[i] - mid) <= tol * mid) speed[i] = pool / np;
+  }
+  free(v);
+}
+
+bool mgpu__ranges_in_flight(const double *speed, int n, size_t items, int streams) {
+  double total = 0;
+  for (int i = 0; i < n; i++) total += speed[i];
+  return total > 0 && (double)items / total < (streams + 1) * MGPU_GPU_TARGET_S;
+}
+
+size_t mgpu__chunk_plan(double speed, size_t last, size_t avail, size_t max_items, double target_s,
+                        size_t *planned) {
+  size_t want, n;
+  if (speed <= 0) {
+    want = n = last ? last * 4 : 1;
+  } else {
+    double x = speed * target_s;
+    want = n = x < 1 ? 1 : x > (double)SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)x;
+    if (last && n > last * 4) n = last * 4;
+  }
+  if (want > max_items) want = max_items;
+  if (n > max_items) n = max_items;
+  /* The size the model asks for, not the one the growth limit allows: after
+   * a run of small stolen chunks (a batch's tail) the growth limit keeps the
+   * next ones small too, and judged against that limit their launch latency
+   * would look like a slow device (doc/tuning.md, "Internal constants"). */
+  *planned = want;
+  if (n > avail) n = avail;
+  return n < 1 ? 1 : n;
+}
+
+size_t mgpu__cost_plan(const mgpu__cost_t *c, double speed, size_t *last, size_t first, size_t avail,
+                       size_t max_items, double target_s, size_t *planned) {
+  /* The plan in items of average cost, then the items from `first` that cost
+   * as much. *last, which limits growth, stays in average items too: counted
+   * in items, chunks in a stretch over four times the average cost would
+   * shrink fourfold each time (doc/tuning.md, "Internal constants"). */
+  size_t avg = mgpu__chunk_plan(speed, *last, SIZE_MAX, SIZE_MAX, target_s, planned);
+  *planned = MGPU_MIN(mgpu__cost_chunk(c, first, *planned), max_items);
+  size_t n = MGPU_MIN(mgpu__cost_chunk(c, first, avg), MGPU_MIN(avail, max_items));
+  *last = mgpu__cost_items(c, first, n);
+  return n;
+}
+
+size_t mgpu__steal_share(const mgpu__steal_view_t *v) {
+  if (v->vo <= 0) return (size_t)v->left; /* a retired owner: take it all */
+  /* Equal finish: (pt + s)/vt == (po + left - s)/vo. A thief far slower than
+   * the owner plans with its worst case, the slower of a quarter of its speed
+   * and the slowest rate it has seen on this kernel: items differ in cost (a
+   * row of the Mandelbrot set), and one expensive item on a slow worker would
+   * outlast the owner, so it takes only what it surely finishes first. */
+  double vt = v->vt;
+  if (vt * MGPU_SLOW_SPLIT_RATIO < v->vo) {
+    /* Nor does it take anything once the owner has less left than the
+     * longest item any worker of its kind has taken: the item it would take
+     * may be such a one. (Only as a gate: planning the amount with that
+     * worst rate made the CPUs take too little of evenly costly work.) */
+    if (v->worst_item_s > 0 && (v->po + v->left) / v->vo < v->worst_item_s) return 0;
+    vt /= MGPU_SLOW_THIEF_MARGIN;
+    if (v->slowest > 0 && v->slowest < vt) vt = v->slowest;
+  }
+  double s = (vt * (v->po + v->left) - v->vo * v->pt) / (v->vo + vt);
+  if (s > v->left) s = v->left;
+  return s >= 1 ? (size_t)floor(s) : 0;
+}
