@@ -83,12 +83,18 @@ void report_header(const work_t *w, mgpu_runtime_t *base, int ncpu, int ngpu) {
 /* The mode the quiet line reports: the last that ran (steal with --compare,
  * unless SIGINT came first). */
 const result_t *main_result(const outcome_t *oc) {
+  if (oc->nres == 0) return &oc->res[0]; /* --ceiling: no mode ran */
   const result_t *r = &oc->res[oc->nres - 1];
   for (int i = oc->nres - 1; i > 0 && !r->ran; i--) r = &oc->res[i - 1];
   return r;
 }
 
 void report_quiet(const opts_t *o, const work_t *w, const outcome_t *oc) {
+  if (o->ceiling) {
+    printf("%s: %zu items, ceiling %.4f s, %.4g items/s, verification %s\n", w->name, w->n, oc->ceiling.wall_s,
+           oc->ceiling.throughput, !o->verify ? "off" : oc->vd.bad ? "FAILED" : "ok");
+    return;
+  }
   const result_t *r = main_result(oc);
   printf("%s: %zu items, %.4f s, %.4g items/s, verification %s\n", w->name, w->n, r->wall_s, r->throughput,
          !o->verify ? "off" : oc->vd.bad ? "FAILED" : "ok");

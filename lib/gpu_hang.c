@@ -71,7 +71,11 @@ void mgpu__gpu_watch(mgpu_runtime_t *rt, int g, double now) {
   pthread_mutex_lock(&gp->hang_lock);
   gone = gp->given_up;
   if (!gone && gp->wait_until > 0 && now >= gp->wait_until) {
-    snprintf(why, sizeof why, "%s", gp->wait_what);
+    if (gp->wait_kernel)
+      snprintf(why, sizeof why, "its chunk of items %zu..%zu of '%s' did not end within %.3g s", gp->wait_first,
+               gp->wait_first + gp->wait_count - 1, gp->wait_kernel, gp->wait_limit);
+    else
+      snprintf(why, sizeof why, "%s", gp->wait_what);
     mgpu__gpu_take_held(gp, &h);
     act = true;
   }
@@ -93,8 +97,10 @@ void mgpu__gpu_watch_begin(mgpu__gpu_t *gp, const mgpu__slot_t *s) {
   if (limit == 0) return;
   pthread_mutex_lock(&gp->hang_lock);
   gp->wait_until = MGPU_MAX(s->t_issue, gp->last_done) + limit;
-  snprintf(gp->wait_what, sizeof gp->wait_what, "its chunk of items %zu..%zu of '%s' did not end within %.3g s",
-           s->claim.first, s->claim.first + s->claim.count - 1, b->kernel.name ? b->kernel.name : "(unnamed)", limit);
+  gp->wait_kernel = b->kernel.name ? b->kernel.name : "(unnamed)"; /* the claim holds the batch */
+  gp->wait_first = s->claim.first;
+  gp->wait_count = s->claim.count;
+  gp->wait_limit = limit;
   pthread_mutex_unlock(&gp->hang_lock);
 }
 
@@ -106,6 +112,7 @@ void mgpu__gpu_watch_call(mgpu__gpu_t *gp, const char *what) {
   if (limit == 0) return;
   pthread_mutex_lock(&gp->hang_lock);
   gp->wait_until = mgpu__now() + limit;
+  gp->wait_kernel = NULL;
   snprintf(gp->wait_what, sizeof gp->wait_what, "%s did not return from the driver within %.3g s", what, limit);
   pthread_mutex_unlock(&gp->hang_lock);
 }

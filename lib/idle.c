@@ -32,6 +32,13 @@ void mgpu__wake_gpus(mgpu_runtime_t *rt) {
   wake_gpu_threads(rt);
 }
 
+void mgpu__wake_watchdog(mgpu_runtime_t *rt) {
+  if (!rt->watchdog_on) return;
+  pthread_mutex_lock(&rt->watchdog_lock);
+  pthread_cond_signal(&rt->watchdog_cv);
+  pthread_mutex_unlock(&rt->watchdog_lock);
+}
+
 void mgpu__wake_helpers(mgpu_runtime_t *rt, int n) {
   /* copy_open was raised before this reads sleepers, and a sleeper counts
    * itself before it reads copy_open: one of the two sees the other. */

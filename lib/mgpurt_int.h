@@ -89,10 +89,13 @@
 /* An idle worker spins this long before it sleeps, so that a batch that
  * follows closely finds its workers awake. */
 #define MGPU_IDLE_SPIN_S 50e-6
-/* Deadlines are seconds or more: the watchdog checks them 20 times a second.
- * (The deadlines themselves, MGPU_TIMEOUT_FLOOR_S and MGPU_TIMEOUT_FIRST_S,
- * are public: mgpurt.h.) */
-#define MGPU_WATCH_PERIOD_S 0.05
+/* The watchdog checks the deadlines ten times per shortest deadline (a fixed
+ * MGPU_TIMEOUT, or MGPU_TIMEOUT_FLOOR_S under auto), between these bounds:
+ * once a second under auto, so that it costs nothing, and a hung device is
+ * still noticed within a few percent of its deadline. (The deadlines are
+ * public: mgpurt.h.) */
+#define MGPU_WATCH_PERIOD_MIN_S 0.01
+#define MGPU_WATCH_PERIOD_MAX_S 1.0
 /* The model's speed: decayed sums of items and seconds, each chunk's weight
  * falling by this factor per later chunk of the same worker. */
 #define MGPU_MODEL_DECAY 0.8
@@ -775,6 +778,8 @@ size_t mgpu__room_limit(mgpu__room_t *r, const mgpu__batch_t *b);
 void mgpu__idle_wait(mgpu_runtime_t *rt, uint64_t seen_gen, bool gpu_thread);
 /* Wake only the GPU host threads (device tasks posted). */
 void mgpu__wake_gpus(mgpu_runtime_t *rt);
+/* The watchdog looks at once (work posted to a GPU given up fails now). */
+void mgpu__wake_watchdog(mgpu_runtime_t *rt);
 void mgpu__wake_all(mgpu_runtime_t *rt);
 /* Wake up to n sleeping CPU workers to help with a copy job. */
 void mgpu__wake_helpers(mgpu_runtime_t *rt, int n);
@@ -1082,7 +1087,12 @@ struct mgpu__gpu {
   /* Deadlines: under hang_lock. */
   pthread_mutex_t hang_lock;
   double wait_until;          /* host time by which the awaited chunk must end; 0: not waiting */
-  char wait_what[160];        /* that chunk, for the message */
+  /* What it waits for, for the message, formatted only at the deadline: a
+   * chunk (wait_kernel set: its items and kernel) or a driver call. */
+  const char *wait_kernel;
+  size_t wait_first, wait_count;
+  double wait_limit;
+  char wait_what[160];
   mgpu__post_t issuing;             /* the task part being enqueued (t NULL: none): its call may block */
   bool given_up;              /* hung: what it held went back, nothing more is asked of it */
   double task_done;           /* host time the last task part ended */

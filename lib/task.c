@@ -82,6 +82,7 @@ void mgpu__task_post(mgpu_runtime_t *rt, mgpu__task_t *t) {
   for (int i = 0; i < t->ngpus; i++) post(rt->postq[t->gpu[i]], t, t->phase);
   pthread_mutex_unlock(&rt->task_lock);
   mgpu__wake_gpus(rt);
+  if (atomic_load(&rt->gpus_given_up) > 0) mgpu__wake_watchdog(rt); /* it fails parts posted to those */
 }
 
 /* The message of a failed task, for mgpu_event_wait. */

@@ -1,11 +1,12 @@
 /*
  * watchdog.c: the runtime's deadline thread (MGPU_TIMEOUT). A GPU worker's
  * thread that waits for a chunk may never come back from the driver when the
- * device hangs, so another thread has to notice: every MGPU_WATCH_PERIOD_S this one
- * asks each GPU worker whether the chunk its thread waits for passed its
- * deadline (mgpu__gpu_watch, which then gives the device up), and fails the
- * work posted to devices given up. It runs where deadlines exist: with GPUs
- * and MGPU_TIMEOUT not 0.
+ * device hangs, so another thread has to notice. This one wakes ten times per
+ * shortest deadline (within MGPU_WATCH_PERIOD_MIN_S..MGPU_WATCH_PERIOD_MAX_S)
+ * and when work is posted to a device given up; it asks each GPU worker
+ * whether the chunk its thread waits for passed its deadline (mgpu__gpu_watch,
+ * which then gives the device up), and fails the work posted to devices given
+ * up. It runs where deadlines exist: with GPUs and MGPU_TIMEOUT not 0.
  */
 #include "mgpurt_int.h"
 
@@ -14,11 +15,14 @@
 
 static void *watchdog_main(void *arg) {
   mgpu_runtime_t *rt = arg;
+  double shortest = rt->cfg.v.timeout > 0 ? rt->cfg.v.timeout : MGPU_TIMEOUT_FLOOR_S;
+  double period = MGPU_MIN(MGPU_WATCH_PERIOD_MAX_S, MGPU_MAX(MGPU_WATCH_PERIOD_MIN_S, shortest / 10));
   pthread_mutex_lock(&rt->watchdog_lock);
   while (!rt->watchdog_stop) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += (long)(MGPU_WATCH_PERIOD_S * 1e9);
+    ts.tv_sec += (time_t)period;
+    ts.tv_nsec += (long)((period - (double)(time_t)period) * 1e9);
     if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
     int rc = pthread_cond_timedwait(&rt->watchdog_cv, &rt->watchdog_lock, &ts);
     if (rc != 0 && rc != ETIMEDOUT) MGPU_PANIC("pthread_cond_timedwait failed: error %d", rc);

@@ -422,6 +422,7 @@ expect 0 "chain, 3000 items, intensity 50" -- "$run" chain -n 3000 --intensity 5
 # --compare gives it with the gpu mode's share; nothing runs where it cannot be.
 expect 0 "ceiling  .* items/s: the batch as one launch on GPU 0" -- env MGPU_EMULATE_GPUS=1 "$run" chain -n 3000 --intensity 50 --ceiling --repeat 1
 expect 0 "verification: ok (all 3000 items checked" -- env MGPU_EMULATE_GPUS=1 "$run" chain -n 3000 --intensity 50 --ceiling --repeat 1
+expect 0 "^chain: 3000 items, ceiling [0-9.]* s, .* items/s, verification ok" -- env MGPU_EMULATE_GPUS=1 "$run" chain -n 3000 --intensity 50 --ceiling --repeat 1 -q
 expect 0 "gpu mode reaches [0-9]*% of it" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 3000 --intensity 5 --compare --repeat 1
 expect 0 '"ceiling": {"measured": true' -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 3000 --intensity 5 --compare --repeat 1 --json
 [ -z "$nogpu" ] || expect 2 "nothing ran: the ceiling cannot be measured: no GPU is in use" -- env MGPU_EMULATE_GPUS=0 "$run" mulmod -n 3000 --ceiling
