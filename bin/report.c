@@ -12,9 +12,8 @@
 #include "mgpu-run.h"
 
 /* Steal shown on a mode's line from STEAL_SHOW, and above STEAL_NOTE a note
- * that the host, not only the runtime, was measured. The lent 4 x H200
- * virtual machines lost 13-19% of their busy time with 60 of 64 vCPUs busy
- * and 2% with 34, and CPU chunks stalled for 3-8 ms at the higher rates. */
+ * that the host, not only the runtime, was measured: at such rates CPU chunks
+ * stall for milliseconds (doc/tuning.md, "mgpu-run's defaults"). */
 #define STEAL_SHOW 0.005
 #define STEAL_NOTE 0.05
 

@@ -12,10 +12,9 @@
 
 #include "mgpu-run.h"
 
-/* --intensity's defaults. At 2000 iterations a 4096-row image took 4 ms on
- * 4 x H200, most of it copying the rows back, which costs the same for every
- * row: the irregular case was not irregular there. At 10000 the middle rows'
- * cost rules (steal 1.29x static there, against 1.02x at 2000). */
+/* --intensity's defaults. mandelbrot's 10000 iterations make the middle rows'
+ * cost rule, so that its batch is irregular on fast GPUs too (doc/tuning.md,
+ * "mgpu-run's defaults"). */
 #define MULMOD_INTENSITY_DEFAULT 1000
 /* chain: a mean chain of 20000 steps is a few milliseconds per item on one
  * core, and one launch of thousands of items on a GPU. */
@@ -156,22 +155,25 @@ static void setup_saxpy(work_t *w, const opts_t *o) {
   w->bytes_per_item = 12;
 }
 
-static void setup_mulmod(work_t *w, const opts_t *o) {
-  w->n = o->items < 0 ? (size_t)1 << 24 : (size_t)o->items;
-  uint64_t k = o->intensity ? (uint64_t)o->intensity : MULMOD_INTENSITY_DEFAULT;
-  check_status(mgpu_kernel_mulmod(k, &w->k), "mgpu_kernel_mulmod");
-  w->arg.mulmod.intensity = k;
+/* A kernel of one uint64 in and one out whose cost per item is --intensity
+ * (mulmod, chain): made by `make`; returns the intensity used. */
+static uint64_t setup_u64(work_t *w, const opts_t *o, size_t n_default, uint64_t k_default,
+                          mgpu_status_t (*make)(uint64_t, mgpu_kernel_t *), const char *what) {
+  w->n = o->items < 0 ? n_default : (size_t)o->items;
+  uint64_t k = o->intensity ? (uint64_t)o->intensity : k_default;
+  check_status(make(k, &w->k), what);
   w->in_bytes[0] = w->out_bytes = 8 * w->n;
   w->bytes_per_item = 16;
+  return k;
+}
+
+static void setup_mulmod(work_t *w, const opts_t *o) {
+  w->arg.mulmod.intensity =
+      setup_u64(w, o, (size_t)1 << 24, MULMOD_INTENSITY_DEFAULT, mgpu_kernel_mulmod, "mgpu_kernel_mulmod");
 }
 
 static void setup_chain(work_t *w, const opts_t *o) {
-  w->n = o->items < 0 ? (size_t)1 << 16 : (size_t)o->items;
-  uint64_t len = o->intensity ? (uint64_t)o->intensity : CHAIN_LENGTH_DEFAULT;
-  check_status(mgpu_kernel_chain(len, &w->k), "mgpu_kernel_chain");
-  w->arg.chain.length = len;
-  w->in_bytes[0] = w->out_bytes = 8 * w->n;
-  w->bytes_per_item = 16;
+  w->arg.chain.length = setup_u64(w, o, (size_t)1 << 16, CHAIN_LENGTH_DEFAULT, mgpu_kernel_chain, "mgpu_kernel_chain");
 }
 
 /* The input arrays, filled by the plugin or from the seed. */

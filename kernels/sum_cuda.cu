@@ -50,8 +50,8 @@ __global__ void __launch_bounds__(THREADS)
   const size_t G = (size_t)MGPU__SUM_GPU_BLOCKS * THREADS;
   size_t i = (size_t)blockIdx.x * THREADS + threadIdx.x;
   /* UNROLL loads in flight, added one after the other in index order: the same
-   * sum as a plain loop over i, i + G, i + 2G, ... (8 floats in flight measured
-   * slower on an H200 than 4) */
+   * sum as a plain loop over i, i + G, i + 2G, ... (why 4: doc/tuning.md,
+   * "Kernels") */
   double acc = 0.0;
   for (; n > (UNROLL - 1) * G && i < n - (UNROLL - 1) * G; i += UNROLL * G) {
     T v[UNROLL];

@@ -581,7 +581,7 @@ static int lanes_per_sm(int major, int minor)
   case 6: return minor == 0 ? 64 : 128;
   case 7: return 64;
   case 8: return minor == 0 ? 64 : 128;
-  default: return 128; /* 9.0 (Hopper), 10.x and 12.x (Blackwell) and, as a guess, later */
+  default: return 128; /* 9.0, 10.x and 12.x and, as a guess, later */
   }
 }
 
