@@ -195,6 +195,7 @@ static int emul_open(int dev, const mgpu__config_t *cfg, void **ctx) {
 }
 
 _Atomic size_t mgpu__emul_left_bytes;
+_Atomic uint64_t mgpu__emul_allocs, mgpu__emul_frees;
 
 static void emul_close(void *ctx) {
   emul_dev_t *d = ctx;
@@ -238,6 +239,7 @@ static int emul_mem_alloc_on(void *ctx, size_t bytes, void *s, void **p) {
   if (d->allocs) d->allocs->prev = h;
   d->allocs = h;
   pthread_mutex_unlock(&d->lock);
+  atomic_fetch_add(&mgpu__emul_allocs, 1);
   *p = h + 1;
   return 0;
 }
@@ -251,6 +253,7 @@ static void release(emul_dev_t *d, void *p) {
   else d->allocs = h->next;
   if (h->next) h->next->prev = h->prev;
   pthread_mutex_unlock(&d->lock);
+  atomic_fetch_add(&mgpu__emul_frees, 1);
   free(h);
 }
 
@@ -310,6 +313,7 @@ static int emul_host_alloc(size_t bytes, void **p) {
   pinned[npinned].n = bytes;
   npinned++;
   pthread_mutex_unlock(&pinned_lock);
+  atomic_fetch_add(&mgpu__emul_allocs, 1);
   *p = m;
   return 0;
 }
@@ -327,6 +331,7 @@ static void emul_host_free(void *p) {
     pinned_cap = 0;
   }
   pthread_mutex_unlock(&pinned_lock);
+  if (p) atomic_fetch_add(&mgpu__emul_frees, 1);
   free(p);
 }
 

@@ -132,9 +132,9 @@
  *   1      rt->task_lock             the order of task phases on all GPUs    posting one phase (takes 2)
  *   2      mgpu__postq_t.lock        one GPU's queue of posted task parts    a push or a take
  *   3      rt->coll_lock             rt->comms, rt->comms_ready              creating the communicators (NCCL)
- *   4      rt->lock                  active list, activation and completion  short host work; freeing dead
- *                                    of batches, models, constants lists,    constants' device copies
- *                                    live_batches, the batch trace           (mgpu__consts_reap)
+ *   4      rt->lock                  active list, activation and completion  short host work; never a
+ *                                    of batches, models, constants lists,    driver call
+ *                                    live_batches, the batch trace
  *   5      mgpu__batch_t.lock        done, status, dependents, requeue       a few stores
  *   6      mgpu__range_t.lock        one worker's range of one batch         a few stores; never a driver
  *                                                                            call; never two at once
@@ -154,16 +154,11 @@
  *          gpu_worker.c's gone_lock,
  *          log.c's log_lock
  *
- * rt->lock and a range lock are never held together today; where both are
- * needed, rt->lock comes first (claim.c). A function that expects a lock held
- * says so on its prototype ("Under rt->lock").
- *
- * Known departures from the charter, kept as they are by this move and left
- * for the fixes of issue 29's item 3: b->status is written without b->lock
- * where a batch fails before or outside its claims (mgpu__activate's EDEP and
- * EDEVICE, mgpu__retire's EDEVICE, a task's completion), so they may race
- * the writes made under it (a cancel, a kernel failure). mgpu__consts_reap
- * frees device memory (a driver call) under rt->lock.
+ * rt->lock and a range lock are never held together; were both needed,
+ * rt->lock would come first. A function that expects a lock held says so on
+ * its prototype ("Under rt->lock"). A batch's status changes only under its
+ * lock, and the first failure wins (mgpu__batch_fail). No driver call runs
+ * under rt->lock or a range lock.
  */
 
 /* ---------------------------------------------------------------- log.c */
@@ -705,6 +700,10 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b);
 void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b);
 /* Stop batch b at its next chunk boundary (mgpu_event_cancel). */
 void mgpu__cancel(mgpu_runtime_t *rt, mgpu__batch_t *b);
+/* Fail batch b with st (not MGPU_OK), under b->lock: the first failure wins,
+ * so a cancel or a kernel's error is never overwritten by a later cause.
+ * True when st became its status. */
+bool mgpu__batch_fail(mgpu__batch_t *b, int st);
 void mgpu__batch_ref(mgpu__batch_t *b);
 void mgpu__batch_unref(mgpu__batch_t *b);
 
@@ -937,6 +936,7 @@ typedef struct mgpu__task {
   char why[256];             /* message of the first failure */
   double dev_s[MGPU_MAX_DEVICES]; /* device seconds of each GPU's parts; slot g by GPU g only */
   size_t items[MGPU_MAX_DEVICES]; /* items each GPU handled, for statistics */
+  size_t bytes;              /* bytes each GPU's part moves (collectives), 0: not known */
 } mgpu__task_t;
 
 /* New task (zeroed, status OK) for the given GPUs; NULL when out of memory. */
@@ -965,6 +965,9 @@ void mgpu__arrays_free_all(mgpu_runtime_t *rt); /* at finalize, arrays the user 
 void mgpu__device_allocs_free_all(mgpu_runtime_t *rt);
 /* Bytes of emulated device memory still allocated when a device closed (tests). */
 extern _Atomic size_t mgpu__emul_left_bytes;
+/* Allocations of emulated device memory and of host memory through the
+ * emulated back end (mgpu_host_alloc, staging), and their frees (tests). */
+extern _Atomic uint64_t mgpu__emul_allocs, mgpu__emul_frees;
 
 /* ------------------------------------------------------------- coll.c */
 void mgpu__coll_destroy(mgpu_runtime_t *rt); /* at finalize, after the workers stopped */
@@ -1096,6 +1099,10 @@ struct mgpu__gpu {
   mgpu__post_t issuing;             /* the task part being enqueued (t NULL: none): its call may block */
   bool given_up;              /* hung: what it held went back, nothing more is asked of it */
   double task_done;           /* host time the last task part ended */
+  /* Decayed sums of the bytes and device seconds of the task parts that
+   * move data (collectives): the predicted time of the next one, from which
+   * its deadline follows. */
+  double task_bytes_sum, task_secs_sum;
   bool comm_aborted;          /* its NCCL communicator was aborted (rt->comms_abort) */
   long long coll_parts;       /* task parts enqueued, for MGPU_FAULT_HANGCOLL */
 };

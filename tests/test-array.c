@@ -527,9 +527,18 @@ END_TEST
  * pointer the runtime did not give out is refused by mgpu_device_free. */
 START_TEST(test_device_alloc_freed_at_finalize) {
   if (real_mode()) return; /* counts the emulated devices' memory */
+  atomic_store(&mgpu__emul_allocs, 0);
+  atomic_store(&mgpu__emul_frees, 0);
   mgpu_runtime_t *rt = start(1, 2);
   if (!rt) return;
   atomic_store(&mgpu__emul_left_bytes, 0);
+  /* Everything else the runtime allocates on the caller's behalf is left
+   * too: pinned host memory, a constant's copies on each GPU, and a batch's
+   * staging and device buffers. */
+  void *host = mgpu_host_alloc(rt, 4096);
+  ck_assert_ptr_nonnull(host);
+  mgpu_const_t *k;
+  ck_assert_int_eq(mgpu_const_create(rt, host, 64, &k), MGPU_OK);
   void *p[5];
   for (int i = 0; i < 5; i++) ck_assert_int_eq(mgpu_device_alloc(rt, i % 2, 1000 + (size_t)i, &p[i]), MGPU_OK);
   ck_assert_int_eq(mgpu_device_free(rt, 0, p[0]), MGPU_OK);
@@ -538,8 +547,13 @@ START_TEST(test_device_alloc_freed_at_finalize) {
   ck_assert_int_eq(mgpu_device_free(rt, 0, p[1]), MGPU_EINVAL); /* p[1] is GPU 1's */
   int local;
   ck_assert_int_eq(mgpu_device_free(rt, 1, &local), MGPU_EINVAL);
-  mgpu_finalize(rt); /* p[1..4] left: freed here */
+  mgpu_finalize(rt); /* p[1..4], host and k left: freed here */
   ck_assert_uint_eq(atomic_load(&mgpu__emul_left_bytes), 0);
+  uint64_t allocs = atomic_load(&mgpu__emul_allocs), frees = atomic_load(&mgpu__emul_frees);
+  printf("finalize: %llu allocations, %llu frees on the emulated devices\n", (unsigned long long)allocs,
+         (unsigned long long)frees);
+  ck_assert_uint_ge(allocs, 6);
+  ck_assert_uint_eq(frees, allocs);
 }
 END_TEST
 
