@@ -222,6 +222,7 @@ static mgpu_status_t collective(mgpu_runtime_t *rt, int kind, const void *const 
   c->root = root;
   c->in_elems = in_elems;
   c->comms = rt->comms;
+  t->bytes = in_elems * es;
   t->arg = c;
   t->free_arg = free_coll;
   if (count == 0) {

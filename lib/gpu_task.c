@@ -71,7 +71,9 @@ bool mgpu__gpu_task_issue(mgpu__gpu_t *gp) {
  * false when it was. */
 static bool task_late(mgpu__gpu_t *gp, mgpu__tflight_t *f) {
   mgpu_runtime_t *rt = gp->rt;
-  double limit = mgpu__deadline_s(rt->cfg.v.timeout, 0);
+  double predicted = 0;
+  if (f->t->bytes > 0 && gp->task_bytes_sum > 0) predicted = (double)f->t->bytes * gp->task_secs_sum / gp->task_bytes_sum;
+  double limit = mgpu__deadline_s(rt->cfg.v.timeout, predicted);
   double start = MGPU_MAX(f->t0, gp->task_done), now = mgpu__now();
   if (limit == 0 || now < start + (f->late ? 2 : 1) * limit) return true;
   const char *name = f->t->b->kernel.name;
@@ -108,6 +110,10 @@ int mgpu__gpu_task_poll(mgpu__gpu_t *gp) {
     if (rc == 0) rc = q;
   } else if (gp->ops->event_time(gp->ctx, f->ev0, &t0) == 0 && gp->ops->event_time(gp->ctx, f->ev1, &t1) == 0) {
     dev = t1 - t0;
+    if (dev > 0 && f->t->bytes > 0) {
+      gp->task_bytes_sum = gp->task_bytes_sum * MGPU_MODEL_DECAY + (double)f->t->bytes;
+      gp->task_secs_sum = gp->task_secs_sum * MGPU_MODEL_DECAY + dev;
+    }
   }
   mgpu__tflight_t done = *f;
   gp->tf_head = (gp->tf_head + 1) % MGPU_TASKS_IN_FLIGHT;

@@ -145,7 +145,8 @@ typedef struct mgpu_config {
 /** mgpu_config_t.timeout (MGPU_TIMEOUT=auto): a deadline of ten times the
  *  predicted time of the chunk, at least MGPU_TIMEOUT_FLOOR_S seconds, and
  *  MGPU_TIMEOUT_FIRST_S for work with no prediction yet (a kernel's first
- *  chunks on a GPU, collectives). */
+ *  chunks on a GPU, a GPU's first collective). A collective's predicted time
+ *  is its bytes at the rate of the GPU's earlier collectives. */
 #define MGPU_TIMEOUT_AUTO (-2.0)
 #define MGPU_TIMEOUT_FLOOR_S 30.0
 #define MGPU_TIMEOUT_FIRST_S 300.0
