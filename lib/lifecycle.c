@@ -102,10 +102,18 @@ static void list_remove(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   b->next = b->prev = NULL;
 }
 
+bool mgpu__batch_fail(mgpu__batch_t *b, int st) {
+  pthread_mutex_lock(&b->lock);
+  bool first = atomic_load(&b->status) == MGPU_OK;
+  if (first) atomic_store(&b->status, st);
+  pthread_mutex_unlock(&b->lock);
+  return first;
+}
+
 void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   b->t_start = mgpu__now();
   if (atomic_load(&b->dep_failed)) {
-    atomic_store(&b->status, MGPU_EDEP);
+    mgpu__batch_fail(b, MGPU_EDEP);
     mgpu__finish(rt, b);
     return;
   }
@@ -125,7 +133,7 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
     /* No worker can take it (every GPU retired and no CPU worker). */
     free(share);
     pthread_mutex_unlock(&rt->lock);
-    atomic_store(&b->status, MGPU_EDEVICE);
+    mgpu__batch_fail(b, MGPU_EDEVICE);
     mgpu__fail_quiet(MGPU_EDEVICE, "batch of kernel '%s': no worker left that can run it", b->kernel.name);
     mgpu__finish(rt, b);
     return;
@@ -235,7 +243,7 @@ static void task_complete(mgpu_runtime_t *rt, mgpu__task_t *t) {
     w->busy_s = t->dev_s[g];
     w->chunks = 1;
   }
-  atomic_store(&b->status, st);
+  if (st != MGPU_OK) mgpu__batch_fail(b, st);
   mgpu__finish(rt, b);
 }
 

@@ -24,8 +24,10 @@ void mgpu__retire(mgpu_runtime_t *rt, mgpu__worker_t *w, const char *why) {
     }
     pthread_mutex_unlock(&rt->lock);
     if (!orphan) break;
-    /* Fail it and drop the unclaimed items; claimed ones complete as usual. */
-    atomic_store(&orphan->status, MGPU_EDEVICE);
+    /* Fail it (unless it failed already: a cancel or a kernel's error
+     * stays its status) and drop the unclaimed items; claimed ones complete
+     * as usual. */
+    bool fails_now = mgpu__batch_fail(orphan, MGPU_EDEVICE);
     atomic_store(&orphan->failed, 1);
     size_t dropped = 0;
     for (int i = 0; i < rt->nworkers; i++) {
@@ -41,9 +43,11 @@ void mgpu__retire(mgpu_runtime_t *rt, mgpu__worker_t *w, const char *why) {
     orphan->nrequeue = 0;
     atomic_store(&orphan->has_requeue, 0);
     pthread_mutex_unlock(&orphan->lock);
-    mgpu__log(MGPU_LOG_ERROR, "batch of kernel '%s' fails with MGPU_EDEVICE: no worker is left that can run it",
-              orphan->kernel.name);
+    if (fails_now)
+      mgpu__log(MGPU_LOG_ERROR, "batch of kernel '%s' fails with MGPU_EDEVICE: no worker is left that can run it",
+                orphan->kernel.name);
     atomic_fetch_sub(&orphan->unclaimed, dropped);
+    atomic_fetch_add(&orphan->dropped, dropped); /* a canceled batch that lost items stays canceled */
     if (dropped && atomic_fetch_sub(&orphan->remaining, dropped) == dropped) {
       mgpu__finish(rt, orphan);
     } else if (!dropped) {
