@@ -89,24 +89,41 @@ MGPU_API void mgpu_const_destroy(mgpu_const_t *c) {
   mgpu__const_unref(c);
 }
 
+/* GPU g's copies are taken off the dead constants under rt->lock and freed
+ * after it (a driver call, which may wait for the device, never runs under
+ * the lock every claim takes), a few at a time. */
 void mgpu__consts_reap(mgpu_runtime_t *rt, int g, void (*free_fn)(void *ctx, void *p), void *ctx) {
-  if (atomic_load_explicit(&rt->n_dead_consts, memory_order_relaxed) == 0) return;
-  pthread_mutex_lock(&rt->lock);
-  for (mgpu_const_t **p = &rt->dead_consts; *p;) {
-    mgpu_const_t *c = *p;
-    if (c->dev[g]) {
-      free_fn(ctx, c->dev[g]);
-      c->dev[g] = NULL;
+  enum { BATCH = 32 };
+  void *dev[BATCH];
+  mgpu_const_t *gone = NULL;
+  int n;
+  do {
+    if (atomic_load_explicit(&rt->n_dead_consts, memory_order_relaxed) == 0) return;
+    n = 0;
+    pthread_mutex_lock(&rt->lock);
+    for (mgpu_const_t **p = &rt->dead_consts; *p;) {
+      mgpu_const_t *c = *p;
+      if (c->dev[g] && n < BATCH) {
+        dev[n++] = c->dev[g];
+        c->dev[g] = NULL;
+      }
+      if (!has_device_copy(c)) {
+        *p = c->next_live;
+        atomic_fetch_sub(&rt->n_dead_consts, 1);
+        c->next_live = gone;
+        gone = c;
+      } else {
+        p = &c->next_live;
+      }
     }
-    if (!has_device_copy(c)) {
-      *p = c->next_live;
-      atomic_fetch_sub(&rt->n_dead_consts, 1);
-      free_host(c);
-    } else {
-      p = &c->next_live;
+    pthread_mutex_unlock(&rt->lock);
+    for (int i = 0; i < n; i++) free_fn(ctx, dev[i]);
+    while (gone) {
+      mgpu_const_t *next = gone->next_live;
+      free_host(gone);
+      gone = next;
     }
-  }
-  pthread_mutex_unlock(&rt->lock);
+  } while (n == BATCH);
 }
 
 /* At finalize, after every worker stopped and freed its device copies. */
