@@ -798,6 +798,44 @@ static int wide_cpu(const mgpu_chunk_t *c) {
 static const mgpu_kernel_t wide = {
     .name = "wide", .cpu = wide_cpu, .gpu = marker_gpu, .nin = 1, .nout = 1, .in_size = {WIDE}, .out_size = {WIDE}};
 
+/* MGPU_STATS (mgpu_config_t.stats): mgpu_finalize prints the runtime's
+ * numbers, read before its handle goes: two batches of 1000 items on two CPU
+ * workers and one emulated GPU. */
+START_TEST(test_stats_at_finalize) {
+  char path[] = "/tmp/mgpu-stats-XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  fflush(stderr);
+  int saved = dup(STDERR_FILENO);
+  ck_assert_int_ge(saved, 0);
+  ck_assert_int_ge(dup2(fd, STDERR_FILENO), 0);
+  mgpu_config_t cfg = mgpu_test_config(2, 1);
+  cfg.stats = 1;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  enum { N = 1000 };
+  uint64_t x[N], y[N];
+  for (int i = 0; i < N; i++) x[i] = (uint64_t)i;
+  axpk_arg_t a = {5, NULL};
+  mgpu_batch_t b = {.kernel = &axpk, .n = N, .in = {x}, .out = {y}, .arg = &a, .arg_size = sizeof a};
+  for (int r = 0; r < 2; r++) ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
+  mgpu_finalize(rt);
+  fflush(stderr);
+  ck_assert_int_ge(dup2(saved, STDERR_FILENO), 0);
+  close(saved);
+  char text[4096];
+  ssize_t got = pread(fd, text, sizeof text - 1, 0);
+  close(fd);
+  unlink(path);
+  ck_assert_int_gt(got, 0);
+  text[got] = 0;
+  printf("%s", text);
+  ck_assert_ptr_null(strstr(text, "not a live runtime"));
+  ck_assert_ptr_nonnull(strstr(text, "libmgpurt statistics: 2 batches, 2 CPU workers, 1 GPU"));
+  ck_assert_ptr_nonnull(strstr(text, "total: 2000 items"));
+}
+END_TEST
+
 START_TEST(test_staging_shared) {
   /* GPU mode on pageable arrays with idle CPU workers, which may copy pieces
    * of the GPU's staging copies (whether they do in a given run is up to the
@@ -1483,6 +1521,41 @@ END_TEST
  * batch completes with every item computed once and right, the device is
  * retired, the time is bounded, and when the hung chunk ends late its results
  * never reach the caller's arrays. */
+/* Holds its chunk until the test opens the gate, after saying it started. */
+typedef struct {
+  _Atomic int *entered, *gate;
+} hold_arg_t;
+static int hold_item(const mgpu_chunk_t *c) {
+  const hold_arg_t *a = c->arg;
+  atomic_store(a->entered, 1);
+  while (!atomic_load_explicit(a->gate, memory_order_acquire)) mgpu_test_sleep(1e-4);
+  return 0;
+}
+static const mgpu_kernel_t hold_gpu = {.name = "hold", .cpu = hold_item, .gpu = marker_gpu};
+
+START_TEST(test_cancel_then_retire) {
+  /* A batch canceled while its only worker, a GPU, holds a chunk, and that
+   * GPU then retired, which leaves the batch to no worker: it stays
+   * canceled (the first failure wins) rather than becoming MGPU_EDEVICE, and
+   * the items the retirement dropped count as not computed. */
+  mgpu_config_t cfg = mgpu_test_config(0, 1);
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  _Atomic int entered = 0, gate = 0;
+  hold_arg_t a = {&entered, &gate};
+  mgpu_batch_t b = {.kernel = &hold_gpu, .n = 1000, .arg = &a, .arg_size = sizeof a};
+  mgpu_event_t *ev;
+  ck_assert_int_eq(mgpu_submit(rt, &b, 0, NULL, &ev), MGPU_OK);
+  while (!atomic_load(&entered)) mgpu_test_sleep(1e-4);
+  ck_assert_int_eq(mgpu_event_cancel(ev), MGPU_OK);
+  mgpu__retire(rt, &rt->workers[rt->ncpu], "retired by the test");
+  atomic_store(&gate, 1);
+  ck_assert_int_eq(mgpu_event_wait(ev, NULL), MGPU_ECANCELED);
+  mgpu_event_release(ev);
+  mgpu_finalize(rt);
+}
+END_TEST
+
 START_TEST(test_hang_chunk) {
   mgpu_config_t cfg = mgpu_test_config(1, 2);
   cfg.sched = MGPU_SCHED_GPU;
@@ -1605,6 +1678,7 @@ int main(void) {
   tcase_add_test(tc, test_staging_starved_midway);
   tcase_add_test(tc, test_staging_out_edges);
   tcase_add_test(tc, test_finalize_waits);
+  tcase_add_test(tc, test_stats_at_finalize);
   tcase_add_test(tc, test_staging_pinned_once);
   tcase_add_test(tc, test_progress_and_trace_events);
   tcase_add_test(tc, test_buffer_growth_waits_for_no_other_stream);
@@ -1612,6 +1686,7 @@ int main(void) {
   tcase_add_test(tc, test_cancel_cpu);
   tcase_add_test(tc, test_cancel_gpu);
   tcase_add_test(tc, test_hang_chunk);
+  tcase_add_test(tc, test_cancel_then_retire);
   tcase_add_test(tc, test_hang_collective);
   suite_add_tcase(s, tc);
   TCase *inflight = tcase_create("inflight");
