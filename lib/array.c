@@ -114,12 +114,12 @@ static mgpu_status_t check_gpu(mgpu_runtime_t *rt, const char *fn, int gpu) {
 /* The runtime records what mgpu_device_alloc gives out, so that finalize
  * frees what the caller left and mgpu_device_free refuses a stranger. */
 static int record_alloc(mgpu_runtime_t *rt, int gpu, void *p, size_t bytes) {
-  pthread_mutex_lock(&rt->alloc_lock);
+  MGPU_LOCK(&rt->alloc_lock, MGPU_LK_ALLOC);
   if (rt->ndev_allocs == rt->dev_allocs_cap) {
     int cap = rt->dev_allocs_cap ? 2 * rt->dev_allocs_cap : 16;
     void *n = realloc(rt->dev_allocs, sizeof *rt->dev_allocs * (size_t)cap);
     if (!n) {
-      pthread_mutex_unlock(&rt->alloc_lock);
+      MGPU_UNLOCK(&rt->alloc_lock);
       return -1;
     }
     rt->dev_allocs = n;
@@ -129,20 +129,20 @@ static int record_alloc(mgpu_runtime_t *rt, int gpu, void *p, size_t bytes) {
   rt->dev_allocs[rt->ndev_allocs].bytes = bytes;
   rt->dev_allocs[rt->ndev_allocs].gpu = gpu;
   rt->ndev_allocs++;
-  pthread_mutex_unlock(&rt->alloc_lock);
+  MGPU_UNLOCK(&rt->alloc_lock);
   return 0;
 }
 
 /* Take p off the record; false if GPU gpu has no such allocation. */
 static bool forget_alloc(mgpu_runtime_t *rt, int gpu, void *p) {
   bool found = false;
-  pthread_mutex_lock(&rt->alloc_lock);
+  MGPU_LOCK(&rt->alloc_lock, MGPU_LK_ALLOC);
   for (int i = 0; i < rt->ndev_allocs && !found; i++)
     if (rt->dev_allocs[i].p == p && rt->dev_allocs[i].gpu == gpu) {
       rt->dev_allocs[i] = rt->dev_allocs[--rt->ndev_allocs];
       found = true;
     }
-  pthread_mutex_unlock(&rt->alloc_lock);
+  MGPU_UNLOCK(&rt->alloc_lock);
   return found;
 }
 
@@ -229,13 +229,13 @@ static void split(mgpu_array_t *a, const double *shares, int k) {
 
 static void unlink_array(mgpu_array_t *a) {
   mgpu_runtime_t *rt = a->rt;
-  pthread_mutex_lock(&rt->alloc_lock);
+  MGPU_LOCK(&rt->alloc_lock, MGPU_LK_ALLOC);
   for (mgpu_array_t **pp = &rt->arrays; *pp; pp = &(*pp)->next)
     if (*pp == a) {
       *pp = a->next;
       break;
     }
-  pthread_mutex_unlock(&rt->alloc_lock);
+  MGPU_UNLOCK(&rt->alloc_lock);
 }
 
 static void free_array(mgpu_array_t *a) {
@@ -308,10 +308,10 @@ MGPU_API mgpu_status_t mgpu_array_create(mgpu_runtime_t *rt, size_t n, size_t el
     return mgpu__fail(st, "%s: %s", fn, msg);
   }
   memcpy(a->dev, op.dev, sizeof a->dev);
-  pthread_mutex_lock(&rt->alloc_lock);
+  MGPU_LOCK(&rt->alloc_lock, MGPU_LK_ALLOC);
   a->next = rt->arrays;
   rt->arrays = a;
-  pthread_mutex_unlock(&rt->alloc_lock);
+  MGPU_UNLOCK(&rt->alloc_lock);
   *a_p = a;
   return MGPU_OK;
 }

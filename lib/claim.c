@@ -22,13 +22,13 @@
 /* A range's lock, counted per thread so that the device back ends can refuse
  * a driver call made under it (mgpu__range_locks_held). */
 void mgpu__range_lock(mgpu__range_t *r) {
-  MGPU_PTHREAD_CHECK(pthread_mutex_lock(&r->lock));
+  MGPU_LOCK(&r->lock, MGPU_LK_RANGE);
   mgpu__range_locks_held++;
 }
 
 void mgpu__range_unlock(mgpu__range_t *r) {
   mgpu__range_locks_held--;
-  MGPU_PTHREAD_CHECK(pthread_mutex_unlock(&r->lock));
+  MGPU_UNLOCK(&r->lock);
 }
 
 /* Exact, unlike a look at the ranges: a steal empties part of one range
@@ -114,7 +114,7 @@ static bool take_requeue(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w
   bool others = others_can_take(rt, b, w);
   bool got = false;
   mgpu__span_t sp;
-  pthread_mutex_lock(&b->lock);
+  MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
   for (int i = 0; i < b->nrequeue; i++) {
     if (b->requeue[i].avoid == w->id && others) continue;
     sp = b->requeue[i];
@@ -123,7 +123,7 @@ static bool take_requeue(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w
     break;
   }
   if (b->nrequeue == 0) atomic_store_explicit(&b->has_requeue, 0, memory_order_release);
-  pthread_mutex_unlock(&b->lock);
+  MGPU_UNLOCK(&b->lock);
   if (got) install(b, w, sp.first, sp.count);
   return got;
 }
@@ -208,7 +208,7 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
  * keeps the other workers from taking its share). */
 static int candidates(mgpu_runtime_t *rt, mgpu__worker_t *w) {
   int n = 0;
-  pthread_mutex_lock(&rt->lock);
+  MGPU_LOCK(&rt->lock, MGPU_LK_RT);
   /* CPU workers first look at work only CPUs can do. */
   for (int pass = (w->kind == MGPU_WORKER_CPU ? 0 : 1); pass < 2; pass++) {
     for (mgpu__batch_t *b = rt->active_head; b; b = b->next) {
@@ -226,7 +226,7 @@ static int candidates(mgpu_runtime_t *rt, mgpu__worker_t *w) {
       w->cand[n++] = b;
     }
   }
-  pthread_mutex_unlock(&rt->lock);
+  MGPU_UNLOCK(&rt->lock);
   return n;
 }
 

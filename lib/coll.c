@@ -131,9 +131,9 @@ static int nccl_part(mgpu__task_t *t, const mgpu__devcall_t *dc, int phase) {
 
 static mgpu_status_t ensure_comms(mgpu_runtime_t *rt, const char *fn) {
   mgpu_status_t st = MGPU_OK;
-  pthread_mutex_lock(&rt->coll_lock);
+  MGPU_LOCK(&rt->coll_lock, MGPU_LK_COLL);
   if (atomic_load(&rt->comms_abort)) {
-    pthread_mutex_unlock(&rt->coll_lock);
+    MGPU_UNLOCK(&rt->coll_lock);
     return mgpu__fail(MGPU_EDEVICE, "%s: the NCCL communicators were aborted after a collective passed its deadline "
                                     "(MGPU_TIMEOUT); this runtime runs no more collectives", fn);
   }
@@ -148,7 +148,7 @@ static mgpu_status_t ensure_comms(mgpu_runtime_t *rt, const char *fn) {
                 rt->ngpus, mgpu__now() - t0);
     }
   }
-  pthread_mutex_unlock(&rt->coll_lock);
+  MGPU_UNLOCK(&rt->coll_lock);
   return st;
 }
 

@@ -15,9 +15,9 @@ bool mgpu__coll_uses_nccl(const mgpu_runtime_t *rt) { return mgpu__nccl && rt->d
 
 /* Only GPU g's thread uses its communicator, so only it aborts it. */
 void mgpu__coll_abort(mgpu_runtime_t *rt, int g) {
-  pthread_mutex_lock(&rt->coll_lock);
+  MGPU_LOCK(&rt->coll_lock, MGPU_LK_COLL);
   void *comm = rt->comms_ready ? rt->comms[g] : NULL;
   rt->comms[g] = NULL;
-  pthread_mutex_unlock(&rt->coll_lock);
+  MGPU_UNLOCK(&rt->coll_lock);
   if (comm) mgpu__nccl->abort(comm);
 }

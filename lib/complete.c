@@ -15,13 +15,13 @@ static void close_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c,
   mgpu__batch_t *b = c->b;
   mgpu_worker_stats_t *ws = &b->wstats[w->id];
   if (kernel_rc != 0) {
-    pthread_mutex_lock(&b->lock);
+    MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
     if (atomic_load(&b->status) == MGPU_OK) {
       atomic_store(&b->status, MGPU_EKERNEL);
       b->failed_first = c->first;
       b->failed_count = c->count;
     }
-    pthread_mutex_unlock(&b->lock);
+    MGPU_UNLOCK(&b->lock);
     if (!atomic_exchange(&b->failed, 1))
       mgpu__log(MGPU_LOG_ERROR, "kernel '%s' failed (returned %d) on items %zu..%zu; the batch fails with MGPU_EKERNEL",
                 b->kernel.name, kernel_rc, c->first, c->first + c->count - 1);
@@ -64,7 +64,7 @@ void mgpu__giveback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
     return;
   }
   atomic_fetch_add_explicit(&b->unclaimed, c->count, memory_order_release);
-  pthread_mutex_lock(&b->lock);
+  MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
   if (b->nrequeue == b->requeue_cap) {
     int cap = b->requeue_cap ? 2 * b->requeue_cap : 8;
     mgpu__span_t *p = realloc(b->requeue, sizeof *p * (size_t)cap);
@@ -80,7 +80,7 @@ void mgpu__giveback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
     mgpu__trace_add(rt, w, &ev);
   }
   atomic_store_explicit(&b->has_requeue, 1, memory_order_release);
-  pthread_mutex_unlock(&b->lock);
+  MGPU_UNLOCK(&b->lock);
   b->wstats[w->id].retries++;
   atomic_fetch_add_explicit(&w->retries, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&b->ranges[w->id].pending, c->count, memory_order_relaxed);

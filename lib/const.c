@@ -33,10 +33,10 @@ MGPU_API mgpu_status_t mgpu_const_create(mgpu_runtime_t *rt, const void *host, s
     free(c);
     return mgpu__fail(MGPU_ENOMEM, "mgpu_const_create: out of memory");
   }
-  pthread_mutex_lock(&rt->lock);
+  MGPU_LOCK(&rt->lock, MGPU_LK_RT);
   c->next_live = rt->consts;
   rt->consts = c;
-  pthread_mutex_unlock(&rt->lock);
+  MGPU_UNLOCK(&rt->lock);
   *const_p = c;
   return MGPU_OK;
 }
@@ -66,7 +66,7 @@ static bool has_device_copy(const mgpu_const_t *c) {
 void mgpu__const_unref(mgpu_const_t *c) {
   if (atomic_fetch_sub(&c->refs, 1) != 1) return;
   mgpu_runtime_t *rt = c->rt;
-  pthread_mutex_lock(&rt->lock);
+  MGPU_LOCK(&rt->lock, MGPU_LK_RT);
   unlink_live(rt, c);
   bool dev = has_device_copy(c);
   if (dev) {
@@ -74,7 +74,7 @@ void mgpu__const_unref(mgpu_const_t *c) {
     rt->dead_consts = c;
     atomic_fetch_add(&rt->n_dead_consts, 1);
   }
-  pthread_mutex_unlock(&rt->lock);
+  MGPU_UNLOCK(&rt->lock);
   if (dev) mgpu__wake_all(rt);
   else free_host(c);
 }
@@ -100,7 +100,7 @@ void mgpu__consts_reap(mgpu_runtime_t *rt, int g, void (*free_fn)(void *ctx, voi
   do {
     if (atomic_load_explicit(&rt->n_dead_consts, memory_order_relaxed) == 0) return;
     n = 0;
-    pthread_mutex_lock(&rt->lock);
+    MGPU_LOCK(&rt->lock, MGPU_LK_RT);
     for (mgpu_const_t **p = &rt->dead_consts; *p;) {
       mgpu_const_t *c = *p;
       if (c->dev[g] && n < BATCH) {
@@ -116,7 +116,7 @@ void mgpu__consts_reap(mgpu_runtime_t *rt, int g, void (*free_fn)(void *ctx, voi
         p = &c->next_live;
       }
     }
-    pthread_mutex_unlock(&rt->lock);
+    MGPU_UNLOCK(&rt->lock);
     for (int i = 0; i < n; i++) free_fn(ctx, dev[i]);
     while (gone) {
       mgpu_const_t *next = gone->next_live;

@@ -71,21 +71,21 @@ static void team_member(mgpu_runtime_t *rt) {
    * changes only these threads' settings, not the user's OMP_NUM_THREADS. */
   omp_set_num_threads(1);
   omp_set_max_active_levels(1);
-  pthread_mutex_lock(&rt->team_lock);
+  MGPU_LOCK(&rt->team_lock, MGPU_LK_THREADS);
   if (id == 0) rt->team_got = omp_get_num_threads();
   rt->team_ready++;
   pthread_cond_broadcast(&rt->team_cv);
   while (rt->team_go == 0) pthread_cond_wait(&rt->team_cv, &rt->team_lock);
   int go = rt->team_go > 0;
-  pthread_mutex_unlock(&rt->team_lock);
+  MGPU_UNLOCK(&rt->team_lock);
   if (go) mgpu__cpu_worker_loop(rt, &rt->workers[id]);
   /* Check out under the team lock: mgpu__team_join waits for every member,
    * so what a worker wrote is ordered before finalize frees it by a pthread
    * mutex as well as by OpenMP's barrier (which race detectors cannot see). */
-  pthread_mutex_lock(&rt->team_lock);
+  MGPU_LOCK(&rt->team_lock, MGPU_LK_THREADS);
   rt->team_done++;
   pthread_cond_broadcast(&rt->team_cv);
-  pthread_mutex_unlock(&rt->team_lock);
+  MGPU_UNLOCK(&rt->team_lock);
 }
 
 static void *team_main(void *arg) {
@@ -113,13 +113,13 @@ mgpu_status_t mgpu__team_start(mgpu_runtime_t *rt) {
   int rc = pthread_create(&rt->team_thread, NULL, team_main, rt);
   if (rc != 0) return mgpu__fail(MGPU_ESYSTEM, "cannot start the CPU worker team: pthread_create returned %d", rc);
   rt->team_started = 1;
-  pthread_mutex_lock(&rt->team_lock);
+  MGPU_LOCK(&rt->team_lock, MGPU_LK_THREADS);
   /* Every member that OpenMP gave us checks in; the first tells the count. */
   while (rt->team_got == 0 || rt->team_ready < rt->team_got) pthread_cond_wait(&rt->team_cv, &rt->team_lock);
   int got = rt->team_got;
   rt->team_go = got == rt->ncpu ? 1 : -1;
   pthread_cond_broadcast(&rt->team_cv);
-  pthread_mutex_unlock(&rt->team_lock);
+  MGPU_UNLOCK(&rt->team_lock);
   if (got != rt->ncpu) {
     pthread_join(rt->team_thread, NULL);
     rt->team_started = 0;
@@ -131,9 +131,9 @@ mgpu_status_t mgpu__team_start(mgpu_runtime_t *rt) {
 
 void mgpu__team_join(mgpu_runtime_t *rt) {
   if (!rt->team_started) return;
-  pthread_mutex_lock(&rt->team_lock);
+  MGPU_LOCK(&rt->team_lock, MGPU_LK_THREADS);
   while (rt->team_done < rt->team_got) pthread_cond_wait(&rt->team_cv, &rt->team_lock);
-  pthread_mutex_unlock(&rt->team_lock);
+  MGPU_UNLOCK(&rt->team_lock);
   pthread_join(rt->team_thread, NULL);
   rt->team_started = 0;
   pthread_mutex_destroy(&rt->team_lock);

@@ -25,17 +25,17 @@ static pthread_cond_t hang_cv = PTHREAD_COND_INITIALIZER;
 static uint64_t hang_gen;
 
 void mgpu__emul_release_hangs(void) {
-  pthread_mutex_lock(&hang_lock);
+  MGPU_LOCK(&hang_lock, MGPU_LK_BACKEND);
   hang_gen++;
   pthread_cond_broadcast(&hang_cv);
-  pthread_mutex_unlock(&hang_lock);
+  MGPU_UNLOCK(&hang_lock);
 }
 
 static void hang_here(void) {
-  pthread_mutex_lock(&hang_lock);
+  MGPU_LOCK(&hang_lock, MGPU_LK_BACKEND);
   uint64_t gen = hang_gen;
   while (hang_gen == gen) pthread_cond_wait(&hang_cv, &hang_lock);
-  pthread_mutex_unlock(&hang_lock);
+  MGPU_UNLOCK(&hang_lock);
 }
 
 typedef struct op {
@@ -125,7 +125,7 @@ static void sleep_until(double t) {
 
 static void *stream_main(void *arg) {
   emul_stream_t *s = arg;
-  pthread_mutex_lock(&s->lock);
+  MGPU_LOCK(&s->lock, MGPU_LK_BACKEND);
   for (;;) {
     while (!s->head && !s->stop) pthread_cond_wait(&s->cv, &s->lock);
     if (!s->head && s->stop) break;
@@ -134,19 +134,19 @@ static void *stream_main(void *arg) {
     if (!s->head) s->tail = NULL;
     s->running = 1;
     int skip = s->error != 0; /* after a fault the stream does nothing until synced */
-    pthread_mutex_unlock(&s->lock);
+    MGPU_UNLOCK(&s->lock);
     int rc = 0;
     if (op->kind == OP_EVENT) {
       emul_event_t *e = op->dst;
       e->t = mgpu__now();
-      pthread_mutex_lock(&s->lock);
+      MGPU_LOCK(&s->lock, MGPU_LK_BACKEND);
       e->error = s->error;
-      pthread_mutex_unlock(&s->lock);
+      MGPU_UNLOCK(&s->lock);
       atomic_store(&e->state, 1);
     } else if (op->kind == OP_GATE) {
       if (atomic_load(&s->dev->gate_shut)) {
         free(op);
-        pthread_mutex_lock(&hang_lock);
+        MGPU_LOCK(&hang_lock, MGPU_LK_BACKEND);
         for (;;) pthread_cond_wait(&hang_cv, &hang_lock); /* for good: nothing behind it runs */
       }
     } else if (op->kind == OP_HANG) {
@@ -156,7 +156,7 @@ static void *stream_main(void *arg) {
     } else if (!skip && op->kind == OP_COPY) {
       memcpy(op->dst, op->src, op->bytes);
     } else if (!skip) {
-      pthread_mutex_lock(&s->dev->compute);
+      MGPU_LOCK(&s->dev->compute, MGPU_LK_BACKEND);
       double t0 = mgpu__now();
       rc = op->kernel.cpu(&op->chunk);
       if (s->dev->speed > 0) {
@@ -168,16 +168,16 @@ static void *stream_main(void *arg) {
         s->dev->busy_until = start + (double)op->chunk.count / s->dev->speed;
         sleep_until(s->dev->busy_until);
       }
-      pthread_mutex_unlock(&s->dev->compute);
+      MGPU_UNLOCK(&s->dev->compute);
     }
     free(op);
-    pthread_mutex_lock(&s->lock);
+    MGPU_LOCK(&s->lock, MGPU_LK_BACKEND);
     if (rc != 0 && s->error == 0) s->error = MGPU_EKERNEL;
     s->running = 0;
     s->done++;
     pthread_cond_broadcast(&s->cv);
   }
-  pthread_mutex_unlock(&s->lock);
+  MGPU_UNLOCK(&s->lock);
   return NULL;
 }
 
@@ -209,10 +209,10 @@ static void emul_close(void *ctx) {
 
 /* Wait until s has run what was queued on it so far. */
 static void drain_stream(emul_stream_t *s) {
-  pthread_mutex_lock(&s->lock);
+  MGPU_LOCK(&s->lock, MGPU_LK_BACKEND);
   uint64_t upto = s->queued;
   while (s->done < upto) pthread_cond_wait(&s->cv, &s->lock);
-  pthread_mutex_unlock(&s->lock);
+  MGPU_UNLOCK(&s->lock);
 }
 
 /* Wait until every operation queued on the device's streams so far has run. */
@@ -226,9 +226,9 @@ static int emul_mem_alloc_on(void *ctx, size_t bytes, void *s, void **p) {
   MGPU_UNUSED(s);
   emul_alloc_t *h = malloc(bytes + sizeof *h);
   if (!h) return MGPU_ENOMEM;
-  pthread_mutex_lock(&d->lock);
+  MGPU_LOCK(&d->lock, MGPU_LK_BACKEND);
   if (bytes > d->mem_limit - d->mem_used) {
-    pthread_mutex_unlock(&d->lock);
+    MGPU_UNLOCK(&d->lock);
     free(h);
     return MGPU_ENOMEM;
   }
@@ -238,7 +238,7 @@ static int emul_mem_alloc_on(void *ctx, size_t bytes, void *s, void **p) {
   h->next = d->allocs;
   if (d->allocs) d->allocs->prev = h;
   d->allocs = h;
-  pthread_mutex_unlock(&d->lock);
+  MGPU_UNLOCK(&d->lock);
   atomic_fetch_add(&mgpu__emul_allocs, 1);
   *p = h + 1;
   return 0;
@@ -247,12 +247,12 @@ static int emul_mem_alloc_on(void *ctx, size_t bytes, void *s, void **p) {
 static void release(emul_dev_t *d, void *p) {
   if (!p) return;
   emul_alloc_t *h = (emul_alloc_t *)p - 1;
-  pthread_mutex_lock(&d->lock);
+  MGPU_LOCK(&d->lock, MGPU_LK_BACKEND);
   d->mem_used -= h->bytes;
   if (h->prev) h->prev->next = h->next;
   else d->allocs = h->next;
   if (h->next) h->next->prev = h->prev;
-  pthread_mutex_unlock(&d->lock);
+  MGPU_UNLOCK(&d->lock);
   atomic_fetch_add(&mgpu__emul_frees, 1);
   free(h);
 }
@@ -285,10 +285,10 @@ static void emul_mem_trim(void *ctx) { MGPU_UNUSED(ctx); }
 static int emul_mem_info(void *ctx, size_t *free_b, size_t *total_b) {
   not_under_range_lock("mem_info");
   emul_dev_t *d = ctx;
-  pthread_mutex_lock(&d->lock);
+  MGPU_LOCK(&d->lock, MGPU_LK_BACKEND);
   *free_b = d->mem_limit - d->mem_used;
   *total_b = d->mem_limit;
-  pthread_mutex_unlock(&d->lock);
+  MGPU_UNLOCK(&d->lock);
   return 0;
 }
 
@@ -297,12 +297,12 @@ static int emul_host_alloc(size_t bytes, void **p) {
   if (rounded < bytes) return MGPU_ENOMEM;
   char *m = aligned_alloc(64, rounded);
   if (!m) return MGPU_ENOMEM;
-  pthread_mutex_lock(&pinned_lock);
+  MGPU_LOCK(&pinned_lock, MGPU_LK_BACKEND);
   if (npinned == pinned_cap) {
     int cap = pinned_cap ? 2 * pinned_cap : 16;
     void *n = realloc(pinned, sizeof *pinned * (size_t)cap);
     if (!n) {
-      pthread_mutex_unlock(&pinned_lock);
+      MGPU_UNLOCK(&pinned_lock);
       free(m);
       return MGPU_ENOMEM;
     }
@@ -312,14 +312,14 @@ static int emul_host_alloc(size_t bytes, void **p) {
   pinned[npinned].p = m;
   pinned[npinned].n = bytes;
   npinned++;
-  pthread_mutex_unlock(&pinned_lock);
+  MGPU_UNLOCK(&pinned_lock);
   atomic_fetch_add(&mgpu__emul_allocs, 1);
   *p = m;
   return 0;
 }
 
 static void emul_host_free(void *p) {
-  pthread_mutex_lock(&pinned_lock);
+  MGPU_LOCK(&pinned_lock, MGPU_LK_BACKEND);
   for (int i = 0; i < npinned; i++)
     if (pinned[i].p == p) {
       pinned[i] = pinned[--npinned];
@@ -330,7 +330,7 @@ static void emul_host_free(void *p) {
     pinned = NULL;
     pinned_cap = 0;
   }
-  pthread_mutex_unlock(&pinned_lock);
+  MGPU_UNLOCK(&pinned_lock);
   if (p) atomic_fetch_add(&mgpu__emul_frees, 1);
   free(p);
 }
@@ -339,10 +339,10 @@ static int emul_host_is_pinned(const void *p, size_t bytes) {
   not_under_range_lock("host_is_pinned");
   const char *c = p;
   int yes = 0;
-  pthread_mutex_lock(&pinned_lock);
+  MGPU_LOCK(&pinned_lock, MGPU_LK_BACKEND);
   for (int i = 0; i < npinned && !yes; i++)
     yes = c >= pinned[i].p && c + bytes <= pinned[i].p + pinned[i].n;
-  pthread_mutex_unlock(&pinned_lock);
+  MGPU_UNLOCK(&pinned_lock);
   return yes;
 }
 
@@ -382,10 +382,10 @@ static void emul_stream_destroy(void *ctx, void *sp) {
       d->streams[i] = d->streams[--d->nstreams];
       break;
     }
-  pthread_mutex_lock(&s->lock);
+  MGPU_LOCK(&s->lock, MGPU_LK_BACKEND);
   s->stop = 1;
   pthread_cond_broadcast(&s->cv);
-  pthread_mutex_unlock(&s->lock);
+  MGPU_UNLOCK(&s->lock);
   pthread_join(s->thread, NULL);
   pthread_mutex_destroy(&s->lock);
   pthread_cond_destroy(&s->cv);
@@ -394,13 +394,13 @@ static void emul_stream_destroy(void *ctx, void *sp) {
 
 static int enqueue(emul_stream_t *s, op_t *op) {
   op->next = NULL;
-  pthread_mutex_lock(&s->lock);
+  MGPU_LOCK(&s->lock, MGPU_LK_BACKEND);
   if (s->tail) s->tail->next = op;
   else s->head = op;
   s->tail = op;
   s->queued++;
   pthread_cond_broadcast(&s->cv);
-  pthread_mutex_unlock(&s->lock);
+  MGPU_UNLOCK(&s->lock);
   return 0;
 }
 
@@ -465,20 +465,20 @@ static int emul_hang(void *ctx, void *s) {
 static int emul_stream_sync(void *ctx, void *sp) {
   emul_stream_t *s = sp;
   MGPU_UNUSED(ctx);
-  pthread_mutex_lock(&s->lock);
+  MGPU_LOCK(&s->lock, MGPU_LK_BACKEND);
   while (s->head || s->running) pthread_cond_wait(&s->cv, &s->lock);
   int err = s->error;
   s->error = 0;
-  pthread_mutex_unlock(&s->lock);
+  MGPU_UNLOCK(&s->lock);
   return err;
 }
 
 static int emul_stream_query(void *ctx, void *sp) {
   emul_stream_t *s = sp;
   MGPU_UNUSED(ctx);
-  pthread_mutex_lock(&s->lock);
+  MGPU_LOCK(&s->lock, MGPU_LK_BACKEND);
   int r = (s->head || s->running) ? 1 : s->error;
-  pthread_mutex_unlock(&s->lock);
+  MGPU_UNLOCK(&s->lock);
   return r;
 }
 

@@ -34,9 +34,9 @@ MGPU_API mgpu_status_t mgpu_event_wait(mgpu_event_t *ev, mgpu_stats_t *stats) {
   if (!mgpu__handle_live(MGPU_H_EVENT, ev))
     return mgpu__fail(MGPU_EINVAL, "mgpu_event_wait: %p is not a live event (released already?)", (void *)ev);
   mgpu__batch_t *b = (mgpu__batch_t *)ev;
-  pthread_mutex_lock(&b->lock);
+  MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
   while (!b->done) pthread_cond_wait(&b->done_cv, &b->lock);
-  pthread_mutex_unlock(&b->lock);
+  MGPU_UNLOCK(&b->lock);
   if (stats) fill_stats(b, stats);
   mgpu_status_t st = (mgpu_status_t)atomic_load(&b->status);
   if (b->task && st != MGPU_OK)
@@ -61,9 +61,9 @@ MGPU_API mgpu_status_t mgpu_event_test(mgpu_event_t *ev) {
   if (!mgpu__handle_live(MGPU_H_EVENT, ev))
     return mgpu__fail(MGPU_EINVAL, "mgpu_event_test: %p is not a live event (released already?)", (void *)ev);
   mgpu__batch_t *b = (mgpu__batch_t *)ev;
-  pthread_mutex_lock(&b->lock);
+  MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
   int done = b->done;
-  pthread_mutex_unlock(&b->lock);
+  MGPU_UNLOCK(&b->lock);
   return done ? (mgpu_status_t)atomic_load(&b->status) : MGPU_ESTATE;
 }
 
@@ -84,9 +84,9 @@ MGPU_API mgpu_status_t mgpu_event_progress(mgpu_event_t *ev, size_t *done_p, siz
     return mgpu__fail(MGPU_EINVAL, "mgpu_event_progress: %p is not a live event", (void *)ev);
   mgpu__batch_t *b = (mgpu__batch_t *)ev;
   size_t total = b->desc.n, done;
-  pthread_mutex_lock(&b->lock);
+  MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
   int finished = b->done;
-  pthread_mutex_unlock(&b->lock);
+  MGPU_UNLOCK(&b->lock);
   if (finished) done = total;
   else if (!atomic_load(&b->active)) done = 0; /* waiting for its dependencies */
   else done = total - MGPU_MIN(total, atomic_load(&b->remaining));

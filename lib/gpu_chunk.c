@@ -232,11 +232,11 @@ bool mgpu__gpu_retire_oldest(mgpu__gpu_t *gp) {
         ev.kind = MGPU_TEV_D2H, ev.t0 = e + tk, ev.t1 = e + t1, ev.bytes = s->d2h_bytes;
         mgpu__trace_add(gp->rt, gp->w, &ev);
       }
-      pthread_mutex_lock(&gp->tl_lock);
+      MGPU_LOCK(&gp->tl_lock, MGPU_LK_TIMELINE);
       gp->tl_start[gp->tl_n % MGPU_TIMELINE] = t0;
       gp->tl_end[gp->tl_n % MGPU_TIMELINE] = t1;
       gp->tl_n++;
-      pthread_mutex_unlock(&gp->tl_lock);
+      MGPU_UNLOCK(&gp->tl_lock);
     }
     gp->last_done = now;
     gp->failures = 0;

@@ -57,9 +57,9 @@ void mgpu__gpu_give_up(mgpu__gpu_t *gp, mgpu__held_t *h, const char *why) {
   }
   fail_posts(gp);
   /* mgpu__gpu_join waits for the thread or for this. */
-  pthread_mutex_lock(&gp->lock);
+  MGPU_LOCK(&gp->lock, MGPU_LK_GPU);
   pthread_cond_broadcast(&gp->cv);
-  pthread_mutex_unlock(&gp->lock);
+  MGPU_UNLOCK(&gp->lock);
 }
 
 void mgpu__gpu_watch(mgpu_runtime_t *rt, int g, double now) {
@@ -68,7 +68,7 @@ void mgpu__gpu_watch(mgpu_runtime_t *rt, int g, double now) {
   mgpu__held_t h;
   char why[sizeof gp->wait_what];
   bool act = false, gone;
-  pthread_mutex_lock(&gp->hang_lock);
+  MGPU_LOCK(&gp->hang_lock, MGPU_LK_HANG);
   gone = gp->given_up;
   if (!gone && gp->wait_until > 0 && now >= gp->wait_until) {
     if (gp->wait_kernel)
@@ -79,7 +79,7 @@ void mgpu__gpu_watch(mgpu_runtime_t *rt, int g, double now) {
     mgpu__gpu_take_held(gp, &h);
     act = true;
   }
-  pthread_mutex_unlock(&gp->hang_lock);
+  MGPU_UNLOCK(&gp->hang_lock);
   if (act) mgpu__gpu_give_up(gp, &h, why);
   else if (gone) fail_posts(gp);
 }
@@ -95,13 +95,13 @@ void mgpu__gpu_watch_begin(mgpu__gpu_t *gp, const mgpu__slot_t *s) {
     predicted = (double)s->claim.count / speed;
   double limit = mgpu__deadline_s(gp->rt->cfg.v.timeout, predicted);
   if (limit == 0) return;
-  pthread_mutex_lock(&gp->hang_lock);
+  MGPU_LOCK(&gp->hang_lock, MGPU_LK_HANG);
   gp->wait_until = MGPU_MAX(s->t_issue, gp->last_done) + limit;
   gp->wait_kernel = b->kernel.name ? b->kernel.name : "(unnamed)"; /* the claim holds the batch */
   gp->wait_first = s->claim.first;
   gp->wait_count = s->claim.count;
   gp->wait_limit = limit;
-  pthread_mutex_unlock(&gp->hang_lock);
+  MGPU_UNLOCK(&gp->hang_lock);
 }
 
 /* Before a driver call that may block on a hung device (an allocation, a
@@ -110,26 +110,26 @@ void mgpu__gpu_watch_begin(mgpu__gpu_t *gp, const mgpu__slot_t *s) {
 void mgpu__gpu_watch_call(mgpu__gpu_t *gp, const char *what) {
   double limit = mgpu__deadline_s(gp->rt->cfg.v.timeout, 0);
   if (limit == 0) return;
-  pthread_mutex_lock(&gp->hang_lock);
+  MGPU_LOCK(&gp->hang_lock, MGPU_LK_HANG);
   gp->wait_until = mgpu__now() + limit;
   gp->wait_kernel = NULL;
   snprintf(gp->wait_what, sizeof gp->wait_what, "%s did not return from the driver within %.3g s", what, limit);
-  pthread_mutex_unlock(&gp->hang_lock);
+  MGPU_UNLOCK(&gp->hang_lock);
 }
 
 /* After the wait: false when the device was given up meanwhile (what it held
  * went back already; the thread must leave without touching anything). */
 bool mgpu__gpu_watch_end(mgpu__gpu_t *gp) {
-  pthread_mutex_lock(&gp->hang_lock);
+  MGPU_LOCK(&gp->hang_lock, MGPU_LK_HANG);
   bool ok = !gp->given_up;
   gp->wait_until = 0;
-  pthread_mutex_unlock(&gp->hang_lock);
+  MGPU_UNLOCK(&gp->hang_lock);
   return ok;
 }
 
 bool mgpu__gpu_given_up(mgpu__gpu_t *gp) {
-  pthread_mutex_lock(&gp->hang_lock);
+  MGPU_LOCK(&gp->hang_lock, MGPU_LK_HANG);
   bool gone = gp->given_up;
-  pthread_mutex_unlock(&gp->hang_lock);
+  MGPU_UNLOCK(&gp->hang_lock);
   return gone;
 }

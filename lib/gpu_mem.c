@@ -95,9 +95,9 @@ int mgpu__gpu_const_on_device(mgpu__gpu_t *gp, mgpu_const_t *c, void *stream, co
     return rc;
   }
   /* Only this thread writes dev[g]; the lock orders it with the reaper. */
-  pthread_mutex_lock(&c->lock);
+  MGPU_LOCK(&c->lock, MGPU_LK_CONST);
   c->dev[gp->g] = d;
-  pthread_mutex_unlock(&c->lock);
+  MGPU_UNLOCK(&c->lock);
   atomic_fetch_add(&c->uploads, 1);
   *out = d;
   return 0;

@@ -30,9 +30,9 @@ static void pool_put(mgpu__gpu_t *gp, void *ev) {
 bool mgpu__gpu_task_issue(mgpu__gpu_t *gp) {
   mgpu__post_t p;
   mgpu__post_take(&gp->tq, &p); /* one is posted, and only this thread takes */
-  pthread_mutex_lock(&gp->hang_lock);
+  MGPU_LOCK(&gp->hang_lock, MGPU_LK_HANG);
   gp->issuing = p;
-  pthread_mutex_unlock(&gp->hang_lock);
+  MGPU_UNLOCK(&gp->hang_lock);
   char what[96];
   snprintf(what, sizeof what, "its part of %s", p.t->b->kernel.name);
   mgpu__gpu_watch_call(gp, what);
@@ -49,9 +49,9 @@ bool mgpu__gpu_task_issue(mgpu__gpu_t *gp) {
   if (rc == 0) rc = p.t->part(p.t, &dc, p.phase);
   if (rc == 0) rc = gp->ops->event_record(gp->ctx, f.ev1, gp->task_stream);
   if (!mgpu__gpu_watch_end(gp)) return false;
-  pthread_mutex_lock(&gp->hang_lock);
+  MGPU_LOCK(&gp->hang_lock, MGPU_LK_HANG);
   gp->issuing.t = NULL;
-  pthread_mutex_unlock(&gp->hang_lock);
+  MGPU_UNLOCK(&gp->hang_lock);
   if (rc != 0) {
     /* What was enqueued must end before the task is reported. */
     gp->ops->stream_sync(gp->ctx, gp->task_stream);
@@ -90,9 +90,9 @@ static bool task_late(mgpu__gpu_t *gp, mgpu__tflight_t *f) {
   mgpu__held_t h;
   char why[160];
   snprintf(why, sizeof why, "its part of %s did not end within %.3g s, twice its deadline", name, 2 * limit);
-  pthread_mutex_lock(&gp->hang_lock);
+  MGPU_LOCK(&gp->hang_lock, MGPU_LK_HANG);
   mgpu__gpu_take_held(gp, &h);
-  pthread_mutex_unlock(&gp->hang_lock);
+  MGPU_UNLOCK(&gp->hang_lock);
   mgpu__gpu_give_up(gp, &h, why);
   return false;
 }

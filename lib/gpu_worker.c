@@ -41,7 +41,7 @@ static void free_slots(mgpu__gpu_t *gp) {
 
 static void free_const_copies(mgpu__gpu_t *gp) {
   mgpu_runtime_t *rt = gp->rt;
-  pthread_mutex_lock(&rt->lock);
+  MGPU_LOCK(&rt->lock, MGPU_LK_RT);
   mgpu_const_t *lists[2] = {rt->consts, rt->dead_consts};
   for (int l = 0; l < 2; l++)
     for (mgpu_const_t *c = lists[l]; c; c = c->next_live)
@@ -49,7 +49,7 @@ static void free_const_copies(mgpu__gpu_t *gp) {
         gp->ops->mem_free(gp->ctx, c->dev[gp->g]);
         c->dev[gp->g] = NULL;
       }
-  pthread_mutex_unlock(&rt->lock);
+  MGPU_UNLOCK(&rt->lock);
 }
 
 static void *gpu_main(void *arg) {
@@ -99,11 +99,11 @@ static void *gpu_main(void *arg) {
   if (!(gp->estimate > 0)) gp->estimate = 1.0;
 
 report:
-  pthread_mutex_lock(&gp->lock);
+  MGPU_LOCK(&gp->lock, MGPU_LK_GPU);
   gp->open_status = st;
   gp->ready = st == MGPU_OK ? 1 : -1;
   pthread_cond_broadcast(&gp->cv);
-  pthread_mutex_unlock(&gp->lock);
+  MGPU_UNLOCK(&gp->lock);
   if (st != MGPU_OK) {
     if (gp->slots) free_slots(gp);
     if (gp->ctx) gp->ops->close(gp->ctx);
@@ -174,10 +174,10 @@ report:
   gp->ops->close(gp->ctx);
   gp->ctx = NULL;
 exit:
-  pthread_mutex_lock(&gp->lock);
+  MGPU_LOCK(&gp->lock, MGPU_LK_GPU);
   gp->exited = true;
   pthread_cond_broadcast(&gp->cv);
-  pthread_mutex_unlock(&gp->lock);
+  MGPU_UNLOCK(&gp->lock);
   return NULL;
 }
 
@@ -212,10 +212,10 @@ mgpu_status_t mgpu__gpu_start(mgpu_runtime_t *rt, int g) {
     return mgpu__fail(MGPU_ESYSTEM, "cannot start the host thread of GPU %d: pthread_create returned %d", g, rc);
   }
   gp->started = true;
-  pthread_mutex_lock(&gp->lock);
+  MGPU_LOCK(&gp->lock, MGPU_LK_GPU);
   while (gp->ready == 0) pthread_cond_wait(&gp->cv, &gp->lock);
   mgpu_status_t st = gp->open_status;
-  pthread_mutex_unlock(&gp->lock);
+  MGPU_UNLOCK(&gp->lock);
   if (st != MGPU_OK) {
     mgpu__fail(st, "%s", mgpu_last_error()[0] ? mgpu_last_error() : "cannot start a GPU worker");
   }
@@ -225,9 +225,9 @@ mgpu_status_t mgpu__gpu_start(mgpu_runtime_t *rt, int g) {
 void mgpu__gpu_wait(mgpu_runtime_t *rt, int g) {
   mgpu__gpu_t *gp = rt->gpus ? rt->gpus[g] : NULL;
   if (!gp || !gp->started) return;
-  pthread_mutex_lock(&gp->lock);
+  MGPU_LOCK(&gp->lock, MGPU_LK_GPU);
   while (!gp->exited && !mgpu__gpu_given_up(gp)) pthread_cond_wait(&gp->cv, &gp->lock);
-  pthread_mutex_unlock(&gp->lock);
+  MGPU_UNLOCK(&gp->lock);
 }
 
 /* Devices given up, with their threads: never freed (the thread may still
@@ -244,10 +244,10 @@ void mgpu__gpu_join(mgpu_runtime_t *rt, int g) {
     rt->gpus[g] = NULL;
     rt->postq[g] = NULL;
     pthread_detach(gp->thread);
-    pthread_mutex_lock(&gone_lock);
+    MGPU_LOCK(&gone_lock, MGPU_LK_LEAF);
     mgpu__gpu_t **p = realloc(gone, sizeof *p * (size_t)(ngone + 1));
     if (p) gone = p, gone[ngone++] = gp;
-    pthread_mutex_unlock(&gone_lock);
+    MGPU_UNLOCK(&gone_lock);
     return;
   }
   if (gp->started) pthread_join(gp->thread, NULL);
@@ -265,7 +265,7 @@ void mgpu__gpu_join(mgpu_runtime_t *rt, int g) {
 
 int mgpu__gpu_timeline(mgpu_runtime_t *rt, int g, double *start, double *end, int max) {
   mgpu__gpu_t *gp = rt->gpus[g];
-  pthread_mutex_lock(&gp->tl_lock);
+  MGPU_LOCK(&gp->tl_lock, MGPU_LK_TIMELINE);
   uint64_t n = gp->tl_n < MGPU_TIMELINE ? gp->tl_n : MGPU_TIMELINE;
   if ((uint64_t)max < n) n = (uint64_t)max;
   uint64_t first = gp->tl_n - n;
@@ -273,6 +273,6 @@ int mgpu__gpu_timeline(mgpu_runtime_t *rt, int g, double *start, double *end, in
     start[i] = gp->tl_start[(first + i) % MGPU_TIMELINE];
     end[i] = gp->tl_end[(first + i) % MGPU_TIMELINE];
   }
-  pthread_mutex_unlock(&gp->tl_lock);
+  MGPU_UNLOCK(&gp->tl_lock);
   return (int)n;
 }

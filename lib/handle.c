@@ -49,30 +49,30 @@ static int grow(void) {
 
 int mgpu__handle_add(mgpu__handle_kind_t kind, const void *p) {
   uintptr_t k = key_of(kind, p);
-  pthread_mutex_lock(&lock);
+  MGPU_LOCK(&lock, MGPU_LK_LEAF);
   if ((used + 1) * 2 > cap && grow() != 0) {
-    pthread_mutex_unlock(&lock);
+    MGPU_UNLOCK(&lock);
     return -1;
   }
   size_t i = find(k);
   if (!table[i].key) table[i].key = k, used++;
-  pthread_mutex_unlock(&lock);
+  MGPU_UNLOCK(&lock);
   return 0;
 }
 
 bool mgpu__handle_live(mgpu__handle_kind_t kind, const void *p) {
   if (!p) return false;
   uintptr_t k = key_of(kind, p);
-  pthread_mutex_lock(&lock);
+  MGPU_LOCK(&lock, MGPU_LK_LEAF);
   bool live = cap && table[find(k)].key == k;
-  pthread_mutex_unlock(&lock);
+  MGPU_UNLOCK(&lock);
   return live;
 }
 
 bool mgpu__handle_del(mgpu__handle_kind_t kind, const void *p) {
   if (!p) return false;
   uintptr_t k = key_of(kind, p);
-  pthread_mutex_lock(&lock);
+  MGPU_LOCK(&lock, MGPU_LK_LEAF);
   bool found = false;
   if (cap) {
     size_t i = find(k);
@@ -93,7 +93,7 @@ bool mgpu__handle_del(mgpu__handle_kind_t kind, const void *p) {
       cap = 0;
     }
   }
-  pthread_mutex_unlock(&lock);
+  MGPU_UNLOCK(&lock);
   return found;
 }
 

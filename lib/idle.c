@@ -10,9 +10,9 @@
 
 static void wake_gpu_threads(mgpu_runtime_t *rt) {
   if (atomic_load(&rt->gpu_sleepers) > 0) {
-    pthread_mutex_lock(&rt->gpu_sleep_lock);
+    MGPU_LOCK(&rt->gpu_sleep_lock, MGPU_LK_SLEEP);
     pthread_cond_broadcast(&rt->gpu_cv);
-    pthread_mutex_unlock(&rt->gpu_sleep_lock);
+    MGPU_UNLOCK(&rt->gpu_sleep_lock);
   }
 }
 
@@ -21,9 +21,9 @@ void mgpu__wake_all(mgpu_runtime_t *rt) {
   /* The GPU host threads first: each feeds a device. */
   wake_gpu_threads(rt);
   if (atomic_load(&rt->sleepers) > 0) {
-    pthread_mutex_lock(&rt->sleep_lock);
+    MGPU_LOCK(&rt->sleep_lock, MGPU_LK_SLEEP);
     pthread_cond_broadcast(&rt->work_cv);
-    pthread_mutex_unlock(&rt->sleep_lock);
+    MGPU_UNLOCK(&rt->sleep_lock);
   }
 }
 
@@ -34,18 +34,18 @@ void mgpu__wake_gpus(mgpu_runtime_t *rt) {
 
 void mgpu__wake_watchdog(mgpu_runtime_t *rt) {
   if (!rt->watchdog_on) return;
-  pthread_mutex_lock(&rt->watchdog_lock);
+  MGPU_LOCK(&rt->watchdog_lock, MGPU_LK_THREADS);
   pthread_cond_signal(&rt->watchdog_cv);
-  pthread_mutex_unlock(&rt->watchdog_lock);
+  MGPU_UNLOCK(&rt->watchdog_lock);
 }
 
 void mgpu__wake_helpers(mgpu_runtime_t *rt, int n) {
   /* copy_open was raised before this reads sleepers, and a sleeper counts
    * itself before it reads copy_open: one of the two sees the other. */
   if (n <= 0 || atomic_load(&rt->sleepers) == 0) return;
-  pthread_mutex_lock(&rt->sleep_lock);
+  MGPU_LOCK(&rt->sleep_lock, MGPU_LK_SLEEP);
   for (int i = 0; i < n; i++) pthread_cond_signal(&rt->work_cv);
-  pthread_mutex_unlock(&rt->sleep_lock);
+  MGPU_UNLOCK(&rt->sleep_lock);
 }
 
 /* Whether the idle thread has something to do: new work, a copy to help with
@@ -67,11 +67,11 @@ void mgpu__idle_wait(mgpu_runtime_t *rt, uint64_t seen, bool gpu_thread) {
   pthread_cond_t *cv = gpu_thread ? &rt->gpu_cv : &rt->work_cv;
   pthread_mutex_t *lock = gpu_thread ? &rt->gpu_sleep_lock : &rt->sleep_lock;
   _Atomic int *count = gpu_thread ? &rt->gpu_sleepers : &rt->sleepers;
-  pthread_mutex_lock(lock);
+  MGPU_LOCK(lock, MGPU_LK_SLEEP);
   atomic_fetch_add(count, 1);
   while (!idle_over(rt, seen, gpu_thread)) pthread_cond_wait(cv, lock);
   atomic_fetch_sub(count, 1);
-  pthread_mutex_unlock(lock);
+  MGPU_UNLOCK(lock);
 }
 
 /* ------------------------------------------------------------ copy helpers */

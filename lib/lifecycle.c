@@ -56,24 +56,24 @@ mgpu_status_t mgpu__enqueue(mgpu_runtime_t *rt, mgpu__batch_t *b, size_t ndeps, 
   atomic_init(&b->status, MGPU_OK);
   atomic_init(&b->refs, 2); /* the caller's and the runtime's */
 
-  pthread_mutex_lock(&rt->lock);
+  MGPU_LOCK(&rt->lock, MGPU_LK_RT);
   if (rt->finalizing) {
-    pthread_mutex_unlock(&rt->lock);
+    MGPU_UNLOCK(&rt->lock);
     atomic_store(&b->refs, 1);
     mgpu__batch_unref(b);
     return mgpu__fail(MGPU_ESTATE, "the runtime is being finalized");
   }
   rt->live_batches++;
-  pthread_mutex_unlock(&rt->lock);
+  MGPU_UNLOCK(&rt->lock);
 
   /* One extra pending count keeps the batch from starting while deps are added. */
   atomic_init(&b->deps_pending, (int)ndeps + 1);
   for (size_t i = 0; i < ndeps; i++) {
     mgpu__batch_t *dep = (mgpu__batch_t *)deps[i];
-    pthread_mutex_lock(&dep->lock);
+    MGPU_LOCK(&dep->lock, MGPU_LK_BATCH);
     if (dep->done) {
       if (atomic_load(&dep->status) != MGPU_OK) atomic_store(&b->dep_failed, 1);
-      pthread_mutex_unlock(&dep->lock);
+      MGPU_UNLOCK(&dep->lock);
       atomic_fetch_sub(&b->deps_pending, 1);
       continue;
     }
@@ -86,7 +86,7 @@ mgpu_status_t mgpu__enqueue(mgpu_runtime_t *rt, mgpu__batch_t *b, size_t ndeps, 
     }
     mgpu__batch_ref(b);
     dep->dependents[dep->ndependents++] = b;
-    pthread_mutex_unlock(&dep->lock);
+    MGPU_UNLOCK(&dep->lock);
   }
   if (mgpu__handle_add(MGPU_H_EVENT, b) != 0) MGPU_PANIC("out of memory registering an event");
   *done_p = (mgpu_event_t *)b;
@@ -103,10 +103,10 @@ static void list_remove(mgpu_runtime_t *rt, mgpu__batch_t *b) {
 }
 
 bool mgpu__batch_fail(mgpu__batch_t *b, int st) {
-  pthread_mutex_lock(&b->lock);
+  MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
   bool first = atomic_load(&b->status) == MGPU_OK;
   if (first) atomic_store(&b->status, st);
-  pthread_mutex_unlock(&b->lock);
+  MGPU_UNLOCK(&b->lock);
   return first;
 }
 
@@ -125,14 +125,14 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
     mgpu__finish(rt, b);
     return;
   }
-  pthread_mutex_lock(&rt->lock);
+  MGPU_LOCK(&rt->lock, MGPU_LK_RT);
   b->model = mgpu__model_get(rt, &b->kernel);
   size_t *share = calloc((size_t)rt->nworkers, sizeof(size_t));
   if (!share) MGPU_PANIC("out of memory splitting a batch");
   if (!mgpu__plan_split(rt, b, share)) {
     /* No worker can take it (every GPU retired and no CPU worker). */
     free(share);
-    pthread_mutex_unlock(&rt->lock);
+    MGPU_UNLOCK(&rt->lock);
     mgpu__batch_fail(b, MGPU_EDEVICE);
     mgpu__fail_quiet(MGPU_EDEVICE, "batch of kernel '%s': no worker left that can run it", b->kernel.name);
     mgpu__finish(rt, b);
@@ -155,7 +155,7 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   else rt->active_head = b;
   rt->active_tail = b;
   if (!b->gpu_ok) atomic_fetch_add(&rt->n_active_cpu_only, 1);
-  pthread_mutex_unlock(&rt->lock);
+  MGPU_UNLOCK(&rt->lock);
   mgpu__wake_all(rt);
 }
 
@@ -164,12 +164,12 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
 void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   /* A cancel that came after the last item was handed out stopped nothing:
    * the batch completed. */
-  pthread_mutex_lock(&b->lock);
+  MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
   if (atomic_load(&b->status) == MGPU_ECANCELED && atomic_load(&b->dropped) == 0) atomic_store(&b->status, MGPU_OK);
-  pthread_mutex_unlock(&b->lock);
+  MGPU_UNLOCK(&b->lock);
   b->t_end = mgpu__now();
   if (b->t_start == 0) b->t_start = b->t_end;
-  pthread_mutex_lock(&rt->lock);
+  MGPU_LOCK(&rt->lock, MGPU_LK_RT);
   if (atomic_load_explicit(&b->active, memory_order_relaxed)) {
     list_remove(rt, b);
     atomic_store_explicit(&b->active, false, memory_order_relaxed);
@@ -187,20 +187,20 @@ void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
     mgpu__log(MGPU_LOG_DEBUG, "kernel '%s', %zu items: %.4g items/s with %d CPU workers kept out (auto reserve)",
               b->kernel.name ? b->kernel.name : "(unnamed)", b->desc.n, rate, b->nreserve);
   }
-  pthread_mutex_unlock(&rt->lock);
+  MGPU_UNLOCK(&rt->lock);
 
   if (!b->task) atomic_fetch_add(&rt->batches_done, 1); /* batches, not device tasks */
   for (int i = 0; i < b->desc.nconsts; i++) mgpu__const_unref(b->desc.consts[i]);
   b->desc.nconsts = 0;
 
-  pthread_mutex_lock(&b->lock);
+  MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
   b->done = 1;
   mgpu__batch_t **deps = b->dependents;
   int ndeps = b->ndependents;
   b->dependents = NULL;
   b->ndependents = 0;
   pthread_cond_broadcast(&b->done_cv);
-  pthread_mutex_unlock(&b->lock);
+  MGPU_UNLOCK(&b->lock);
 
   bool failed = atomic_load(&b->status) != MGPU_OK;
   for (int i = 0; i < ndeps; i++) {
@@ -212,20 +212,20 @@ void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   free(deps);
 
   /* The runtime's reference, taken at submit. */
-  pthread_mutex_lock(&rt->lock);
+  MGPU_LOCK(&rt->lock, MGPU_LK_RT);
   rt->live_batches--;
   if (rt->live_batches == 0) pthread_cond_broadcast(&rt->idle_cv);
-  pthread_mutex_unlock(&rt->lock);
+  MGPU_UNLOCK(&rt->lock);
   mgpu__batch_unref(b);
 }
 
 void mgpu__cancel(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   /* The status first, under the lock, so that a kernel failing meanwhile
    * does not overwrite it; then the drain flag every claim checks. */
-  pthread_mutex_lock(&b->lock);
+  MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
   bool live = !b->done && atomic_load(&b->status) == MGPU_OK;
   if (live) atomic_store(&b->status, MGPU_ECANCELED);
-  pthread_mutex_unlock(&b->lock);
+  MGPU_UNLOCK(&b->lock);
   if (!live) return;
   atomic_store(&b->failed, 1);
   mgpu__wake_all(rt);

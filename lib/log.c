@@ -1,4 +1,10 @@
-/* log.c: logging at MGPU_DEBUG's level, each thread's last error, clocks, panics. */
+/*
+ * log.c: logging at MGPU_DEBUG's level, each thread's last error, clocks,
+ * panics, and the run-time check of the lock order of mgpurt_int.h in builds
+ * configured with --enable-debug: each thread keeps the locks it holds with
+ * their levels, and taking a lock whose level is not above every level held
+ * is a broken invariant that aborts, naming both locks.
+ */
 #include "mgpurt_int.h"
 
 #include <stdio.h>
@@ -21,9 +27,9 @@ static void vlog(int level, const char *fmt, va_list ap) {
   char buf[1200];
   vsnprintf(buf, sizeof buf, fmt, ap);
   /* One write per message, so lines of concurrent threads do not interleave. */
-  pthread_mutex_lock(&log_lock);
+  MGPU_LOCK(&log_lock, MGPU_LK_LEAF);
   fprintf(stderr, "libmgpurt: %s: %s\n", level_name[level], buf);
-  pthread_mutex_unlock(&log_lock);
+  MGPU_UNLOCK(&log_lock);
 }
 
 void mgpu__log(int level, const char *fmt, ...) {
@@ -75,3 +81,45 @@ double mgpu__now(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+/* ------------------------------------------------------- lock order */
+bool mgpu__lock_order_checked(void) {
+#ifdef MGPU_DEBUG_LOCKS
+  return true;
+#else
+  return false;
+#endif
+}
+
+#ifdef MGPU_DEBUG_LOCKS
+/* Deeper nesting than this is itself a sign of a broken order. */
+#define HELD_MAX 16
+
+typedef struct {
+  const void *m;
+  int level;
+  const char *what, *file;
+  int line;
+} held_t;
+
+static _Thread_local held_t held[HELD_MAX];
+static _Thread_local int nheld;
+
+void mgpu__lock_enter(const void *m, int level, const char *what, const char *file, int line) {
+  for (int i = 0; i < nheld; i++)
+    if (held[i].level >= level)
+      mgpu__panic(file, line, "lock order: %s (level %d) taken while %s (level %d, taken at %s:%d) is held", what, level,
+                  held[i].what, held[i].level, held[i].file, held[i].line);
+  if (nheld == HELD_MAX) mgpu__panic(file, line, "lock order: %s taken with %d locks held", what, nheld);
+  held[nheld++] = (held_t){m, level, what, file, line};
+}
+
+void mgpu__lock_leave(const void *m, const char *what, const char *file, int line) {
+  for (int i = nheld - 1; i >= 0; i--)
+    if (held[i].m == m) {
+      held[i] = held[--nheld]; /* order among the rest does not matter: levels are checked against all */
+      return;
+    }
+  mgpu__panic(file, line, "lock order: %s released but not held by this thread", what);
+}
+#endif

@@ -31,6 +31,49 @@
     if (mgpu_rc_ != 0) MGPU_PANIC("%s failed: error %d", #call, mgpu_rc_); \
   } while (0)
 
+/* Every lock of lib/ is taken and released through this pair, with its
+ * level in the order table below (MGPU_LK_*). Builds configured with
+ * --enable-debug check the order at run time (log.c) and abort on a
+ * lock taken out of order; others make the bare checked calls. */
+enum {
+  MGPU_LK_TASK = 1, /* rt->task_lock */
+  MGPU_LK_POSTQ,    /* mgpu__postq_t.lock */
+  MGPU_LK_COLL,     /* rt->coll_lock */
+  MGPU_LK_RT,       /* rt->lock */
+  MGPU_LK_BATCH,    /* mgpu__batch_t.lock */
+  MGPU_LK_RANGE,    /* mgpu__range_t.lock */
+  MGPU_LK_GPU,      /* gp->lock */
+  MGPU_LK_HANG,     /* gp->hang_lock */
+  MGPU_LK_CONST,    /* mgpu_const.lock */
+  MGPU_LK_COPYJOB,  /* mgpu__copyjob_t.lock */
+  MGPU_LK_ALLOC,    /* rt->alloc_lock */
+  MGPU_LK_TASKMSG,  /* mgpu__task_t.lock */
+  MGPU_LK_TIMELINE, /* gp->tl_lock */
+  MGPU_LK_SLEEP,    /* rt->sleep_lock, rt->gpu_sleep_lock */
+  MGPU_LK_THREADS,  /* rt->watchdog_lock, rt->team_lock */
+  MGPU_LK_BACKEND,  /* device back ends' own locks */
+  MGPU_LK_LEAF      /* handle.c's, gpu_worker.c's gone_lock, log.c's */
+};
+#ifdef MGPU_DEBUG_LOCKS
+void mgpu__lock_enter(const void *m, int level, const char *what, const char *file, int line);
+void mgpu__lock_leave(const void *m, const char *what, const char *file, int line);
+#define MGPU_LOCK(m, level)                                   \
+  do {                                                        \
+    mgpu__lock_enter((m), (level), #m, __FILE__, __LINE__);   \
+    MGPU_PTHREAD_CHECK(pthread_mutex_lock(m));                \
+  } while (0)
+#define MGPU_UNLOCK(m)                                        \
+  do {                                                        \
+    MGPU_PTHREAD_CHECK(pthread_mutex_unlock(m));              \
+    mgpu__lock_leave((m), #m, __FILE__, __LINE__);            \
+  } while (0)
+#else
+#define MGPU_LOCK(m, level) MGPU_PTHREAD_CHECK(pthread_mutex_lock(m))
+#define MGPU_UNLOCK(m) MGPU_PTHREAD_CHECK(pthread_mutex_unlock(m))
+#endif
+/* Whether this build checks the lock order (--enable-debug). */
+bool mgpu__lock_order_checked(void);
+
 /* ------------------------------------------------------------- tunables */
 /* The scheduler's constants, each with its reason in one line; the
  * measurements behind them are in doc/tuning.md ("Internal constants"). */

@@ -12,7 +12,7 @@ void mgpu__retire(mgpu_runtime_t *rt, mgpu__worker_t *w, const char *why) {
   /* Batches that nobody can run any more fail instead of hanging. */
   for (;;) {
     mgpu__batch_t *orphan = NULL;
-    pthread_mutex_lock(&rt->lock);
+    MGPU_LOCK(&rt->lock, MGPU_LK_RT);
     for (mgpu__batch_t *b = rt->active_head; b; b = b->next) {
       bool someone = false;
       for (int i = 0; i < rt->nworkers && !someone; i++) someone = mgpu__eligible(rt, b, &rt->workers[i]);
@@ -22,7 +22,7 @@ void mgpu__retire(mgpu_runtime_t *rt, mgpu__worker_t *w, const char *why) {
         break;
       }
     }
-    pthread_mutex_unlock(&rt->lock);
+    MGPU_UNLOCK(&rt->lock);
     if (!orphan) break;
     /* Fail it (unless it failed already: a cancel or a kernel's error
      * stays its status) and drop the unclaimed items; claimed ones complete
@@ -38,11 +38,11 @@ void mgpu__retire(mgpu_runtime_t *rt, mgpu__worker_t *w, const char *why) {
       atomic_store(&r->begin, end);
       mgpu__range_unlock(r);
     }
-    pthread_mutex_lock(&orphan->lock);
+    MGPU_LOCK(&orphan->lock, MGPU_LK_BATCH);
     for (int i = 0; i < orphan->nrequeue; i++) dropped += orphan->requeue[i].count;
     orphan->nrequeue = 0;
     atomic_store(&orphan->has_requeue, 0);
-    pthread_mutex_unlock(&orphan->lock);
+    MGPU_UNLOCK(&orphan->lock);
     if (fails_now)
       mgpu__log(MGPU_LOG_ERROR, "batch of kernel '%s' fails with MGPU_EDEVICE: no worker is left that can run it",
                 orphan->kernel.name);

@@ -202,14 +202,14 @@ static mgpu_status_t finalize_now(mgpu_runtime_t *rt) {
   mgpu__arrays_free_all(rt);
   /* Device memory is freed by device tasks: after the batches and collectives
    * that may use it, and before new work is refused. */
-  pthread_mutex_lock(&rt->lock);
+  MGPU_LOCK(&rt->lock, MGPU_LK_RT);
   while (rt->live_batches > 0) pthread_cond_wait(&rt->idle_cv, &rt->lock);
-  pthread_mutex_unlock(&rt->lock);
+  MGPU_UNLOCK(&rt->lock);
   mgpu__device_allocs_free_all(rt);
-  pthread_mutex_lock(&rt->lock);
+  MGPU_LOCK(&rt->lock, MGPU_LK_RT);
   rt->finalizing = 1;
   while (rt->live_batches > 0) pthread_cond_wait(&rt->idle_cv, &rt->lock);
-  pthread_mutex_unlock(&rt->lock);
+  MGPU_UNLOCK(&rt->lock);
   stop_workers(rt);
   mgpu__coll_destroy(rt);
   mgpu_status_t st = mgpu__trace_close(rt);
@@ -309,12 +309,12 @@ MGPU_API void *mgpu_host_alloc(mgpu_runtime_t *rt, size_t bytes) {
       return NULL;
     }
   }
-  pthread_mutex_lock(&rt->alloc_lock);
+  MGPU_LOCK(&rt->alloc_lock, MGPU_LK_ALLOC);
   if (rt->nhost_allocs == rt->host_allocs_cap) {
     int cap = rt->host_allocs_cap ? 2 * rt->host_allocs_cap : 16;
     void *n = realloc(rt->host_allocs, sizeof *rt->host_allocs * (size_t)cap);
     if (!n) {
-      pthread_mutex_unlock(&rt->alloc_lock);
+      MGPU_UNLOCK(&rt->alloc_lock);
       if (pinned) rt->dev->host_free(p);
       else free(p);
       mgpu__fail(MGPU_ENOMEM, "mgpu_host_alloc: out of memory");
@@ -326,25 +326,25 @@ MGPU_API void *mgpu_host_alloc(mgpu_runtime_t *rt, size_t bytes) {
   rt->host_allocs[rt->nhost_allocs].p = p;
   rt->host_allocs[rt->nhost_allocs].pinned = pinned;
   rt->nhost_allocs++;
-  pthread_mutex_unlock(&rt->alloc_lock);
+  MGPU_UNLOCK(&rt->alloc_lock);
   return p;
 }
 
 MGPU_API void mgpu_host_free(mgpu_runtime_t *rt, void *p) {
   if (!p || mgpu__check_rt(rt, "mgpu_host_free") != MGPU_OK) return;
-  pthread_mutex_lock(&rt->alloc_lock);
+  MGPU_LOCK(&rt->alloc_lock, MGPU_LK_ALLOC);
   for (int i = 0; i < rt->nhost_allocs; i++) {
     if (rt->host_allocs[i].p != p) continue;
     bool pinned = rt->host_allocs[i].pinned;
     rt->host_allocs[i] = rt->host_allocs[--rt->nhost_allocs];
-    pthread_mutex_unlock(&rt->alloc_lock);
+    MGPU_UNLOCK(&rt->alloc_lock);
     if (!pinned) free(p);
     else if (atomic_load(&rt->gpus_given_up) == 0) rt->dev->host_free(p);
     else mgpu__log(MGPU_LOG_INFO, "mgpu_host_free: %p is kept: a device was given up as hung, and freeing pinned "
                                   "memory could wait for it", p);
     return;
   }
-  pthread_mutex_unlock(&rt->alloc_lock);
+  MGPU_UNLOCK(&rt->alloc_lock);
   mgpu__log(MGPU_LOG_ERROR, "mgpu_host_free: %p was not allocated by mgpu_host_alloc of this runtime, or was freed "
                             "already; ignored", p);
 }

@@ -41,7 +41,7 @@ static bool take_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, bool helper, piec
   if (!atomic_load_explicit(&j->open, memory_order_acquire)) return false;
   if (helper && atomic_load_explicit(&rt->copiers, memory_order_relaxed) >= mgpu__copy_threads_max(rt)) return false;
   bool got = false;
-  pthread_mutex_lock(&j->lock);
+  MGPU_LOCK(&j->lock, MGPU_LK_COPYJOB);
   if (j->next < j->npieces) {
     size_t off = j->next * j->piece;
     *p = (piece_t){j->dst + off, j->src + off, MGPU_MIN(j->piece, j->bytes - off), j->b, j->to_user};
@@ -51,7 +51,7 @@ static bool take_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, bool helper, piec
       atomic_fetch_sub(&rt->copy_open, 1);
     }
   }
-  pthread_mutex_unlock(&j->lock);
+  MGPU_UNLOCK(&j->lock);
   return got;
 }
 
@@ -140,7 +140,7 @@ void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *d
   /* Counted before it opens, so that taking its last piece never takes the
    * count below the jobs really open. */
   atomic_fetch_add(&rt->copy_open, 1);
-  pthread_mutex_lock(&j->lock);
+  MGPU_LOCK(&j->lock, MGPU_LK_COPYJOB);
   j->dst = (char *)dst + off;
   j->src = (const char *)src + off;
   j->bytes = left;
@@ -151,7 +151,7 @@ void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *d
   j->to_user = to_user;
   atomic_store_explicit(&j->done, 0, memory_order_relaxed);
   atomic_store_explicit(&j->open, true, memory_order_release);
-  pthread_mutex_unlock(&j->lock);
+  MGPU_UNLOCK(&j->lock);
   mgpu__wake_helpers(rt, (int)MGPU_MIN(npieces - 1, (size_t)MGPU_COPY_WAKE_MAX));
   piece_t p;
   while (take_piece(rt, j, false, &p)) copy_piece(rt, j, w, &p);

@@ -35,15 +35,15 @@ void mgpu__task_fail(mgpu__task_t *t, int st, const char *fmt, ...) {
   if (!atomic_compare_exchange_strong(&t->status, &ok, st)) return;
   va_list ap;
   va_start(ap, fmt);
-  pthread_mutex_lock(&t->lock);
+  MGPU_LOCK(&t->lock, MGPU_LK_TASKMSG);
   vsnprintf(t->why, sizeof t->why, fmt, ap);
-  pthread_mutex_unlock(&t->lock);
+  MGPU_UNLOCK(&t->lock);
   va_end(ap);
 }
 
 /* Queue part `phase` of t for the GPU that owns q. */
 static void post(mgpu__postq_t *q, mgpu__task_t *t, int phase) {
-  pthread_mutex_lock(&q->lock);
+  MGPU_LOCK(&q->lock, MGPU_LK_POSTQ);
   if (q->n == q->cap) {
     int cap = q->cap ? 2 * q->cap : 16;
     mgpu__post_t *nq = malloc(sizeof *nq * (size_t)cap);
@@ -57,20 +57,20 @@ static void post(mgpu__postq_t *q, mgpu__task_t *t, int phase) {
   q->q[(q->head + q->n) % q->cap] = (mgpu__post_t){t, phase};
   q->n++;
   atomic_fetch_add(&q->count, 1);
-  pthread_mutex_unlock(&q->lock);
+  MGPU_UNLOCK(&q->lock);
 }
 
 bool mgpu__post_take(mgpu__postq_t *q, mgpu__post_t *p) {
-  pthread_mutex_lock(&q->lock);
+  MGPU_LOCK(&q->lock, MGPU_LK_POSTQ);
   if (q->n == 0) {
-    pthread_mutex_unlock(&q->lock);
+    MGPU_UNLOCK(&q->lock);
     return false;
   }
   *p = q->q[q->head];
   q->head = (q->head + 1) % q->cap;
   q->n--;
   atomic_fetch_sub(&q->count, 1);
-  pthread_mutex_unlock(&q->lock);
+  MGPU_UNLOCK(&q->lock);
   return true;
 }
 
@@ -78,9 +78,9 @@ void mgpu__task_post(mgpu_runtime_t *rt, mgpu__task_t *t) {
   atomic_store(&t->left, t->ngpus);
   /* Under one lock, so that every GPU sees the tasks in the same order (NCCL
    * needs the ranks of a communicator to call collectives in one order). */
-  pthread_mutex_lock(&rt->task_lock);
+  MGPU_LOCK(&rt->task_lock, MGPU_LK_TASK);
   for (int i = 0; i < t->ngpus; i++) post(rt->postq[t->gpu[i]], t, t->phase);
-  pthread_mutex_unlock(&rt->task_lock);
+  MGPU_UNLOCK(&rt->task_lock);
   mgpu__wake_gpus(rt);
   if (atomic_load(&rt->gpus_given_up) > 0) mgpu__wake_watchdog(rt); /* it fails parts posted to those */
 }
@@ -88,8 +88,8 @@ void mgpu__task_post(mgpu_runtime_t *rt, mgpu__task_t *t) {
 /* The message of a failed task, for mgpu_event_wait. */
 const char *mgpu__task_why(mgpu__task_t *t) {
   static __thread char buf[256];
-  pthread_mutex_lock(&t->lock);
+  MGPU_LOCK(&t->lock, MGPU_LK_TASKMSG);
   snprintf(buf, sizeof buf, "%s", t->why);
-  pthread_mutex_unlock(&t->lock);
+  MGPU_UNLOCK(&t->lock);
   return buf;
 }

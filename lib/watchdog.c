@@ -17,7 +17,7 @@ static void *watchdog_main(void *arg) {
   mgpu_runtime_t *rt = arg;
   double shortest = rt->cfg.v.timeout > 0 ? rt->cfg.v.timeout : MGPU_TIMEOUT_FLOOR_S;
   double period = MGPU_MIN(MGPU_WATCH_PERIOD_MAX_S, MGPU_MAX(MGPU_WATCH_PERIOD_MIN_S, shortest / 10));
-  pthread_mutex_lock(&rt->watchdog_lock);
+  MGPU_LOCK(&rt->watchdog_lock, MGPU_LK_THREADS);
   while (!rt->watchdog_stop) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -27,12 +27,12 @@ static void *watchdog_main(void *arg) {
     int rc = pthread_cond_timedwait(&rt->watchdog_cv, &rt->watchdog_lock, &ts);
     if (rc != 0 && rc != ETIMEDOUT) MGPU_PANIC("pthread_cond_timedwait failed: error %d", rc);
     if (rt->watchdog_stop) break;
-    pthread_mutex_unlock(&rt->watchdog_lock);
+    MGPU_UNLOCK(&rt->watchdog_lock);
     double now = mgpu__now();
     for (int g = 0; g < rt->ngpus; g++) mgpu__gpu_watch(rt, g, now);
-    pthread_mutex_lock(&rt->watchdog_lock);
+    MGPU_LOCK(&rt->watchdog_lock, MGPU_LK_THREADS);
   }
-  pthread_mutex_unlock(&rt->watchdog_lock);
+  MGPU_UNLOCK(&rt->watchdog_lock);
   return NULL;
 }
 
@@ -53,10 +53,10 @@ mgpu_status_t mgpu__watchdog_start(mgpu_runtime_t *rt) {
 
 void mgpu__watchdog_stop(mgpu_runtime_t *rt) {
   if (!rt->watchdog_on) return;
-  pthread_mutex_lock(&rt->watchdog_lock);
+  MGPU_LOCK(&rt->watchdog_lock, MGPU_LK_THREADS);
   rt->watchdog_stop = true;
   pthread_cond_signal(&rt->watchdog_cv);
-  pthread_mutex_unlock(&rt->watchdog_lock);
+  MGPU_UNLOCK(&rt->watchdog_lock);
   pthread_join(rt->watchdog, NULL);
   pthread_mutex_destroy(&rt->watchdog_lock);
   pthread_cond_destroy(&rt->watchdog_cv);

@@ -5,6 +5,7 @@
  */
 #include "testutil.h"
 
+#include <signal.h>
 #include <stdio.h>
 
 /* Two workers' ranges of a 10-item batch, both empty: between a thief's cut
@@ -66,12 +67,55 @@ START_TEST(test_room_cap) {
 }
 END_TEST
 
+/* Locks taken in the order of the table: the checks of a --enable-debug
+ * build let it pass. */
+START_TEST(test_lock_order_kept) {
+  pthread_mutex_t outer = PTHREAD_MUTEX_INITIALIZER, inner = PTHREAD_MUTEX_INITIALIZER;
+  MGPU_LOCK(&outer, MGPU_LK_RT);
+  MGPU_LOCK(&inner, MGPU_LK_BATCH);
+  MGPU_UNLOCK(&outer); /* released in any order */
+  MGPU_UNLOCK(&inner);
+  MGPU_LOCK(&inner, MGPU_LK_BATCH);
+  MGPU_UNLOCK(&inner);
+}
+END_TEST
+
+/* A batch's lock, then rt->lock: out of order, and a --enable-debug build
+ * aborts (the test expects SIGABRT there; other builds do not check). */
+START_TEST(test_lock_order_broken) {
+  pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER, batch_lock = PTHREAD_MUTEX_INITIALIZER;
+  MGPU_LOCK(&batch_lock, MGPU_LK_BATCH);
+  MGPU_LOCK(&rt_lock, MGPU_LK_RT);
+  MGPU_UNLOCK(&rt_lock);
+  MGPU_UNLOCK(&batch_lock);
+}
+END_TEST
+
+/* Two locks of one level (two range locks) are never held at once. */
+START_TEST(test_lock_order_same_level) {
+  pthread_mutex_t a = PTHREAD_MUTEX_INITIALIZER, b = PTHREAD_MUTEX_INITIALIZER;
+  MGPU_LOCK(&a, MGPU_LK_RANGE);
+  MGPU_LOCK(&b, MGPU_LK_RANGE);
+  MGPU_UNLOCK(&b);
+  MGPU_UNLOCK(&a);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("claim");
   TCase *tc = tcase_create("claim");
   tcase_add_test(tc, test_all_claimed_mid_steal);
   tcase_add_test(tc, test_range_lock_counted);
   tcase_add_test(tc, test_room_cap);
+  tcase_add_test(tc, test_lock_order_kept);
   suite_add_tcase(s, tc);
+  if (mgpu__lock_order_checked()) {
+    TCase *order = tcase_create("lock-order");
+    tcase_add_test_raise_signal(order, test_lock_order_broken, SIGABRT);
+    tcase_add_test_raise_signal(order, test_lock_order_same_level, SIGABRT);
+    suite_add_tcase(s, order);
+  } else {
+    printf("lock order: not checked in this build (./configure --enable-debug checks it)\n");
+  }
   return mgpu_test_main(s);
 }
