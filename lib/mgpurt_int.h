@@ -115,9 +115,8 @@ bool mgpu__lock_order_checked(void);
 #define MGPU_COPY_SPLIT_MIN ((size_t)2 << 20)
 #define MGPU_COPY_PIECE_MIN ((size_t)1 << 20)
 #define MGPU_COPY_PIECES_MAX 16
-/* Sleeping CPU workers woken per copy job: four threads copy at about 3.5
- * times one thread's rate, more add little, and each wake is a system call
- * on the GPU thread's path. */
+/* Sleeping CPU workers woken per copy job: beyond four copying threads more
+ * add little, and each wake is a system call on the GPU thread's path. */
 #define MGPU_COPY_WAKE_MAX 3
 /* Threads copying pieces at once, GPU threads included: two per GPU, at
  * least four; more take memory bandwidth from the devices' own transfers. */

@@ -2,9 +2,9 @@
  * stage.c: the staging copies between the user's pageable arrays and a GPU's
  * pinned buffers, shared out to the CPU workers.
  *
- * One thread copies pageable memory at about a tenth of what the machine's
- * memory can do, so a GPU fed from pageable arrays by its host thread alone
- * waits on that thread. A large copy is therefore cut into pieces; once the
+ * One thread copies pageable memory far slower than the machine's memory
+ * allows (doc/tuning.md, "Internal constants"), so a GPU fed from pageable
+ * arrays by its host thread alone waits on that thread. A large copy is therefore cut into pieces; once the
  * device has run out of work, what is left is posted as the GPU's copy job:
  * the GPU thread takes pieces itself, and CPU workers
  * take them too, before their next chunk (ahead of their own work, since a
