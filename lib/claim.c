@@ -37,20 +37,20 @@ bool mgpu__all_claimed(const mgpu__batch_t *b) {
   return atomic_load_explicit(&b->unclaimed, memory_order_acquire) == 0;
 }
 
-/* Chunk length for worker w: about target_s of work at its speed, growing at
- * most fourfold from its last chunk while the speed is still being learned.
- * A GPU's chunk is not cut to a fraction of what is left of its range: with
- * thieves cutting ranges short, such chunks are so small that their launch
- * latency sets the measured rate, which keeps them small (doc/tuning.md, "Internal constants"). */
+/* Chunk length for worker w from `first`, at most avail: the size its fit
+ * asks for (mgpu__model_chunk: a probe, then growing while the rate rises
+ * with the size, then about target_s of work and never under the saturating
+ * size). A chunk is never cut to a fraction of what is left of the range:
+ * such chunks would pay their latency again and again. In a batch with a
+ * cost profile a GPU's size is in items of average cost, and it takes the
+ * items from `first` that cost as much. */
 static size_t chunk_len(mgpu__batch_t *b, mgpu__worker_t *w, size_t first, size_t avail, size_t max_items,
-                        double target_s, size_t *planned) {
-  mgpu__range_t *r = &b->ranges[w->id];
-  double s = atomic_load_explicit(&b->model->speed[w->id], memory_order_relaxed);
-  if (b->cost && w->kind == MGPU_WORKER_GPU)
-    return mgpu__cost_plan(b->cost, s, &r->last, first, avail, max_items, target_s, planned);
-  size_t n = mgpu__chunk_plan(s, r->last, avail, max_items, target_s, planned);
-  r->last = n;
-  return n;
+                        double prior, double target_s) {
+  bool by_cost = b->cost && w->kind == MGPU_WORKER_GPU;
+  size_t n = mgpu__model_chunk(b->model, w->id, prior, target_s, by_cost ? SIZE_MAX : max_items);
+  if (by_cost) n = MGPU_MIN(mgpu__cost_chunk(b->cost, first, n), max_items);
+  n = MGPU_MIN(n, avail);
+  return n < 1 ? 1 : n;
 }
 
 static uint64_t cost_ns(const mgpu__batch_t *b, size_t first, size_t count) {
@@ -65,6 +65,7 @@ static bool take_own(mgpu__batch_t *b, mgpu__worker_t *w, size_t max_items, doub
   /* A GPU's room may ask the driver (which arrays are pinned): never under
    * the range lock, which thieves wait on. */
   if (w->room) max_items = MGPU_MIN(max_items, mgpu__room_limit(w->room, b));
+  double prior = mgpu__worker_speed(b, w->id);
   mgpu__range_lock(r);
   size_t begin = atomic_load_explicit(&r->begin, memory_order_relaxed);
   size_t end = atomic_load_explicit(&r->end, memory_order_relaxed);
@@ -72,9 +73,7 @@ static bool take_own(mgpu__batch_t *b, mgpu__worker_t *w, size_t max_items, doub
     mgpu__range_unlock(r);
     return false;
   }
-  size_t planned = 0;
-  size_t n =
-      atomic_load(&b->failed) ? end - begin : chunk_len(b, w, begin, end - begin, max_items, target_s, &planned);
+  size_t n = atomic_load(&b->failed) ? end - begin : chunk_len(b, w, begin, end - begin, max_items, prior, target_s);
   atomic_store_explicit(&r->begin, begin + n, memory_order_relaxed);
   atomic_fetch_add_explicit(&r->pending, n, memory_order_relaxed);
   atomic_fetch_sub_explicit(&b->unclaimed, n, memory_order_release);
@@ -85,7 +84,6 @@ static bool take_own(mgpu__batch_t *b, mgpu__worker_t *w, size_t max_items, doub
   c->first = begin;
   c->count = n;
   c->stolen = false;
-  c->planned = planned;
   mgpu__batch_ref(b);
   return true;
 }
@@ -145,6 +143,9 @@ static bool by_cost(const mgpu_runtime_t *rt, const mgpu__cost_t *cost, int i, d
 static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
   double vt = mgpu__worker_speed(b, w->id);
   if (vt <= 0) return false;
+  double at = mgpu__worker_latency(b, w->id);
+  double cpu_lat = rt->ncpu ? mgpu__worker_latency(b, 0) : 0; /* the CPU team's, once */
+#define LATENCY(i) (rt->workers[i].kind == MGPU_WORKER_CPU ? cpu_lat : mgpu__worker_latency(b, (i)))
   const mgpu__cost_t *cost = w->kind == MGPU_WORKER_GPU ? b->cost : NULL;
   double pt = (double)atomic_load_explicit(&b->ranges[w->id].pending, memory_order_relaxed);
   double slowest = atomic_load_explicit(&b->model->slow[w->id], memory_order_relaxed);
@@ -161,7 +162,7 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
       /* In static mode only a retired worker's range may be taken. */
       if (!b->steal_ok && vo > 0) continue;
       double left = (double)(end - begin) + (double)atomic_load_explicit(&r->pending, memory_order_relaxed);
-      double t = vo > 0 ? left / vo : INFINITY;
+      double t = vo > 0 ? LATENCY(i) + left / vo : INFINITY;
       if (by_cost(rt, cost, i, vo)) t = pending_s(r) + mgpu__cost_at(cost, end) - mgpu__cost_at(cost, begin);
       if (victim < 0 || t > worst) victim = i, worst = t;
     }
@@ -176,8 +177,8 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
       continue;
     }
     double R = (double)(end - begin), po = (double)atomic_load_explicit(&r->pending, memory_order_relaxed);
-    mgpu__steal_view_t sv = {.vt = vt, .pt = pt, .vo = vo, .po = po, .left = R, .slowest = slowest,
-                             .worst_item_s = item_s};
+    mgpu__steal_view_t sv = {.vt = vt, .at = at, .pt = pt, .vo = vo, .ao = LATENCY(victim),
+                             .po = po, .left = R, .slowest = slowest, .worst_item_s = item_s};
     size_t take = by_cost(rt, cost, victim, vo)
                       ? mgpu__cost_steal(cost, begin, end, pending_s(&b->ranges[w->id]), pending_s(r))
                       : mgpu__steal_share(&sv);
@@ -200,6 +201,7 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
     return true;
   }
   return false;
+#undef LATENCY
 }
 
 /* Collect every batch worker w may work on into w->cand, in the order it

@@ -180,6 +180,31 @@ void mgpu__gpu_on_failure(mgpu__gpu_t *gp, mgpu__slot_t *s, int rc, const char *
   if (++gp->failures >= MGPU_FAILURES_TO_RETIRE) mgpu__retire(gp->rt, gp->w, "its last chunks failed");
 }
 
+/* Teach the model the sample held, if any. */
+static void learn_flush(mgpu__gpu_t *gp) {
+  if (gp->held_model && gp->held_s > 0)
+    mgpu__model_update(gp->held_model, gp->w->id, (size_t)(gp->held_items + 0.5), gp->held_s);
+  gp->held_model = NULL;
+}
+
+/* The sample of the chunk of slot s, which took `busy` seconds of the
+ * device: held until the next chunk ends, which joins it if it ended inside
+ * this one's time. In a batch with a cost profile a GPU counts in items of
+ * average cost, as it sizes its chunks. */
+static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, bool inside) {
+  const mgpu__claim_t *c = &s->claim;
+  const mgpu__batch_t *b = c->b;
+  double items = b->cost ? (double)mgpu__cost_items(b->cost, c->first, c->count) : (double)c->count;
+  if (inside && gp->held_model == b->model) {
+    gp->held_items += items;
+    return;
+  }
+  learn_flush(gp);
+  gp->held_model = b->model;
+  gp->held_items = items;
+  gp->held_s = busy;
+}
+
 /* Wait for the oldest in-flight chunk and complete it; false when the device
  * was given up while the thread waited. */
 bool mgpu__gpu_retire_oldest(mgpu__gpu_t *gp) {
@@ -212,10 +237,12 @@ bool mgpu__gpu_retire_oldest(mgpu__gpu_t *gp) {
      * slower of the two. */
     double busy = now - MGPU_MAX(s->t_issue, gp->last_done);
     double t0, t1;
+    bool inside = false; /* ended within device time already given to an earlier chunk */
     if (gp->timed && gp->ops->event_time(gp->ctx, s->ev_start, &t0) == 0 &&
         gp->ops->event_time(gp->ctx, s->ev_end, &t1) == 0) {
       double dev = t1 - MGPU_MAX(t0, gp->last_end_dev);
-      gp->last_end_dev = t1;
+      inside = gp->last_done > 0 && t1 <= gp->last_end_dev;
+      gp->last_end_dev = MGPU_MAX(gp->last_end_dev, t1);
       if (gp->last_done == 0 || dev > busy) busy = dev;
       double th, tk;
       if (gp->rt->trace_on && gp->ops->event_time(gp->ctx, s->ev_h2d, &th) == 0 &&
@@ -240,6 +267,7 @@ bool mgpu__gpu_retire_oldest(mgpu__gpu_t *gp) {
     }
     gp->last_done = now;
     gp->failures = 0;
+    if (!atomic_load(&s->claim.b->failed)) learn(gp, s, busy, inside);
     mgpu__complete(gp->rt, gp->w, &s->claim, busy > 0 ? busy : 1e-9, 0);
   } else {
     mgpu__gpu_on_failure(gp, s, rc, "while running");
@@ -247,5 +275,6 @@ bool mgpu__gpu_retire_oldest(mgpu__gpu_t *gp) {
   s->busy = false;
   gp->oldest = (gp->oldest + 1) % gp->nslots;
   gp->inflight--;
+  if (gp->inflight == 0) learn_flush(gp);
   return true;
 }

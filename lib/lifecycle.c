@@ -141,7 +141,6 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   size_t at = 0;
   for (int i = 0; i < rt->nworkers; i++) {
     atomic_store_explicit(&b->ranges[i].begin, at, memory_order_relaxed);
-    b->ranges[i].last = 0;
     at += share[i];
     atomic_store_explicit(&b->ranges[i].end, at, memory_order_relaxed);
   }

@@ -138,9 +138,38 @@ bool mgpu__lock_order_checked(void);
  * public: mgpurt.h.) */
 #define MGPU_WATCH_PERIOD_MIN_S 0.01
 #define MGPU_WATCH_PERIOD_MAX_S 1.0
-/* The model's speed: decayed sums of items and seconds, each chunk's weight
- * falling by this factor per later chunk of the same worker. */
+/* The chunk-time model (fit.c): each chunk's weight in the fit falls by this
+ * factor per later chunk of the same worker. */
 #define MGPU_MODEL_DECAY 0.8
+/* A chunk's latency is at most this share of its time once it reaches the
+ * saturating size (a tenth). */
+#define MGPU_SAT_SHARE 0.9
+/* Chunks grow fourfold per claim while the rate still rises with the size,
+ * by more than 10% from one size class (sizes within 1.5x) to the next. */
+#define MGPU_FIT_GROWTH 4.0
+#define MGPU_FIT_RISE 1.1
+#define MGPU_FIT_SIZE_CLASS 1.5
+/* Chunks of sizes this spread (the weighted variance of the sizes over
+ * their mean square) tell latency from rate; closer ones keep one of them. */
+#define MGPU_FIT_SPREAD 0.02
+/* Time flat in the size over the sizes seen: the rate is taken to rise at
+ * least this much past the largest. */
+#define MGPU_FIT_FLAT 100.0
+/* Chunks whose times scatter about the line by more than this share (items
+ * that differ in cost, streams whose chunks overlap) show no latency: the
+ * fit is then the mean rate alone. */
+#define MGPU_FIT_SCATTER 0.3
+/* Where the sizes cannot tell them apart, latency keeps at most this share
+ * of the time. */
+#define MGPU_FIT_LATENCY_MAX_SHARE 0.9
+/* After this many chunks, a timing counts at most MGPU_FIT_CLIP times faster
+ * than the fit. */
+#define MGPU_FIT_CLIP_AFTER 4
+#define MGPU_FIT_CLIP 4.0
+/* A GPU's fit is trusted over the prior once its chunks stop growing, or
+ * after this many chunks of sizes that never grew (cut by its range or its
+ * memory). */
+#define MGPU_FIT_TRUST_AFTER 8
 /* The slowest chunk rate seen drifts back up by this fraction per chunk. */
 #define MGPU_SLOW_DRIFT 0.05
 /* MGPU_RESERVE_THREADS=auto: batches timed for each way before the choice
@@ -417,18 +446,39 @@ bool mgpu__fault_hit(const mgpu__fault_plan_t *plan, mgpu_fault_kind_t kind, int
 
 /* -------------------------------------------------------------- model.c */
 /*
- * Per-kernel throughput model: items/s of each worker, updated online from
- * finished chunks (exponential average) and kept for the runtime's life.
+ * Per-kernel model: each worker's chunk-time fit (fit.c), updated online from
+ * finished chunks and kept for the runtime's life, with what it publishes to
+ * the other workers; the cost profile; the reserve trials.
  */
 /* MGPU_RESERVE_THREADS=auto's ways, fewer workers out first: every CPU
  * worker in, a quarter out, half out, all out. */
 #define MGPU_RESERVE_LEVELS 4
+/* One worker's chunk-time model of one kernel (fit.c). Owned by that
+ * worker's thread: it claims and completes its own chunks. */
+typedef struct {
+  double sw, sn, snn, st, snt, stt; /* decayed weighted sums of 1, n, n^2, t, n t, t^2 */
+  double items, secs;          /* decayed plain sums of items and seconds: the mean rate */
+  double a, c;                 /* the fit: t(n) = a + c n seconds */
+  uint64_t samples;            /* chunks learnt from */
+  double nmax, rmax;           /* the largest size class learnt from, and its rate */
+  double nprev, rprev;         /* the size class before it (0: none yet) */
+  bool rising;                 /* the rate rose from nprev to nmax */
+  size_t probe, claimed;       /* the first chunk claimed, and the largest */
+  size_t planned;              /* the size the last claim asked for, before the end of its range */
+} mgpu__fit_t;
+
 typedef struct mgpu__model {
   mgpu_kernel_t key;        /* copy of the kernel it describes */
   int nworkers;
-  _Atomic double *speed;    /* items/s per worker; 0 = not measured yet */
+  mgpu__fit_t *fit;         /* slot w: worker w only */
+  /* Published by worker w after each of its chunks, read by everyone: the
+   * rate (items/s) its fit predicts at the size it claims (0: not measured
+   * yet), its latency (s), and whether the fit is trusted over the prior
+   * (mgpu__fit_known, or MGPU_FIT_TRUST_AFTER chunks learnt). */
+  _Atomic double *speed;
+  _Atomic double *latency;
+  _Atomic int *known;
   _Atomic uint64_t *samples;
-  double *items_sum, *time_sum; /* decayed sums; slot w written by worker w only */
   _Atomic double *slow;     /* slowest recent chunk rate per worker (items/s) */
   /* Cost profile, under rt->lock: a GPU's seconds per item in each of
    * MGPU_PROF_BINS equal parts of the index space of batches of prof_n items
@@ -648,7 +698,6 @@ typedef struct {
   _Atomic size_t begin, end; /* unclaimed items owned by this worker */
   _Atomic size_t pending;    /* claimed by the owner, not yet finished */
   _Atomic uint64_t pending_ns; /* their cost in ns, in a batch with a cost (mgpu__cost_t) */
-  size_t last;               /* owner's last chunk length (owner only) */
 } __attribute__((aligned(MGPU_CACHELINE))) mgpu__range_t;
 
 typedef struct {
@@ -707,7 +756,6 @@ typedef struct {
   mgpu__batch_t *b;        /* referenced: release with mgpu__batch_unref */
   size_t first, count;
   bool stolen;
-  size_t planned;          /* > count: the chunk size the model asked for, cut short */
   uint64_t cost_ns;        /* its cost, in a batch with a cost */
 } mgpu__claim_t;
 
@@ -761,8 +809,17 @@ bool mgpu__eligible(const mgpu_runtime_t *rt, const mgpu__batch_t *b, const mgpu
 bool mgpu__any_live_gpu(const mgpu_runtime_t *rt);
 /* Ratio of one GPU to one CPU worker before any measurement. */
 double mgpu__prior_ratio(const mgpu_runtime_t *rt);
-/* Items/s worker w is taken to run b's kernel at (0: retired). */
+/* Items/s worker w is taken to run b's kernel at (0: retired): its fit's rate
+ * at the size it claims; for a CPU worker, the team's mean; before the fit
+ * is known, for a GPU, no less than the prior (MGPU_DEVICE_TO_CORE_RATIO or
+ * the device's estimate, times a CPU worker's speed). */
 double mgpu__worker_speed(const mgpu__batch_t *b, int w);
+/* Seconds of latency worker w's chunks of b's kernel have (the CPU team's
+ * mean for a CPU worker; 0 before measurements). */
+double mgpu__worker_latency(const mgpu__batch_t *b, int w);
+/* The runtime's model of kernel k, made on first use. Under rt->lock. */
+mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k);
+void mgpu__models_free(mgpu_runtime_t *rt);
 /* The longest one item of b's kernel is known to take a CPU worker (0: not known). */
 double mgpu__cpu_item_s(const mgpu__batch_t *b);
 /* group[i] for every worker: for a GPU, the index of the first GPU worker of
@@ -770,7 +827,10 @@ double mgpu__cpu_item_s(const mgpu__batch_t *b);
 void mgpu__gpu_groups(const mgpu_runtime_t *rt, int *group);
 
 /* --------------------------------------------------------------- split.c */
-void mgpu__split(const double *speed, int n, size_t items, size_t *share);
+/* Shares of `items` for n workers that finish them together: worker i
+ * takes latency[i] + share[i] / speed[i] seconds (latency may be NULL: none),
+ * and one whose latency alone passes that time gets nothing. */
+void mgpu__split(const double *speed, const double *latency, int n, size_t items, size_t *share);
 /* Workers of one group (group[i]: the index of the group's first member;
  * -1: none) whose speeds lie within tol of the group's median take the mean
  * of those speeds; the others keep theirs. */
@@ -780,28 +840,34 @@ void mgpu__pool_alike(double *speed, const int *group, int n, double tol);
  * of MGPU_GPU_TARGET_S): its whole range is then in flight at once and
  * nothing of it is left to steal. */
 bool mgpu__ranges_in_flight(const double *speed, int n, size_t items, int streams);
-/* What a thief sees of one victim's range: speeds (items/s) and items pending
- * of thief and owner, items left in the range, the slowest rate the thief has
- * seen on the kernel and the longest one item took a worker of its kind
- * (0: not known). */
+/* What a thief sees of one victim's range: speeds (items/s), latencies (s)
+ * and items pending of thief and owner, items left in the range, the slowest
+ * rate the thief has seen on the kernel and the longest one item took a
+ * worker of its kind (0: not known). */
 typedef struct {
-  double vt, pt, vo, po, left;
+  double vt, at, pt, vo, ao, po, left;
   double slowest, worst_item_s;
 } mgpu__steal_view_t;
-/* Chunk size for a worker of `speed` items/s (0: not measured) whose last
- * chunk in this range had `last` items (0: none): about target_s of work,
- * growing at most fourfold from `last`, at most max_items and avail. Sets
- * *planned to the size the model asks for before the growth limit and avail,
- * so that a chunk cut short by either is known as such. */
-size_t mgpu__chunk_plan(double speed, size_t last, size_t avail, size_t max_items, double target_s, size_t *planned);
 /* Items the thief takes from the back of the range (0: the tail rule). */
 size_t mgpu__steal_share(const mgpu__steal_view_t *v);
-/* A GPU's chunk from `first` in a batch with a cost c: mgpu__chunk_plan's
- * plan in items of average cost (growth limited by *last, which it updates in
- * the same units), then the items that cost as much, at most avail and
- * max_items. */
-size_t mgpu__cost_plan(const mgpu__cost_t *c, double speed, size_t *last, size_t first, size_t avail,
-                       size_t max_items, double target_s, size_t *planned);
+
+/* ----------------------------------------------------------------- fit.c */
+/* Learn a chunk of n items that took t seconds. */
+void mgpu__fit_add(mgpu__fit_t *f, double n, double t);
+/* Predicted seconds of a chunk of n items, and its rate (items/s). */
+double mgpu__fit_time(const mgpu__fit_t *f, double n);
+double mgpu__fit_rate(const mgpu__fit_t *f, double n);
+/* The saturating size: latency is MGPU_SAT_SHARE's complement of the time. */
+double mgpu__fit_sat(const mgpu__fit_t *f);
+/* Two size classes seen and the rate no longer rising: chunks stop growing. */
+bool mgpu__fit_known(const mgpu__fit_t *f);
+/* Items of the worker's next chunk, before the end of its range: the probe
+ * (prior_rate items/s for target_s) before any claim; growing from the
+ * largest claim while the fit is not known; then target_s of work and never
+ * under the saturating size. At most max_items, at least 1. */
+size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s, size_t max_items);
+/* A claim of n items was made from the size mgpu__fit_chunk gave. */
+void mgpu__fit_claimed(mgpu__fit_t *f, size_t n);
 
 /* ---------------------------------------------------------------- room.c */
 size_t mgpu__room_bytes_per_item(const mgpu_kernel_t *k);
@@ -855,12 +921,19 @@ void mgpu__copyjobs_destroy(mgpu_runtime_t *rt);
 void mgpu__runtime_stats(const mgpu_runtime_t *rt, mgpu_stats_t *s);
 
 /* --------------------------------------------------------------- model.c */
-mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k); /* rt->lock held */
-/* Learn from a chunk of worker w: `items` in `seconds`. `planned`: for a
- * device's chunk cut short, the items the model asked for (else
- * 0); a cut chunk that shows a lower rate in less than the planned chunk's
- * time is not learnt. */
-void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, size_t planned);
+/* A model for workers of nworkers slots (kernel k); NULL when out of memory. */
+mgpu__model_t *mgpu__model_new(const mgpu_kernel_t *k, int nworkers);
+void mgpu__model_free(mgpu__model_t *m);
+/* Whether kernel a and b are one kernel: same functions, shapes and name (a
+ * kernel struct rebuilt per call keeps its history). */
+bool mgpu__model_same_kernel(const mgpu_kernel_t *a, const mgpu_kernel_t *b);
+/* Learn from a chunk of worker w (its own thread): `items` in `seconds`;
+ * publishes the worker's speed, latency and whether its fit is known. */
+void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds);
+/* Worker w (its own thread) is about to claim for kernel m: the items of its
+ * next chunk before the end of its range (mgpu__fit_chunk), remembered for
+ * the speed it publishes. */
+size_t mgpu__model_chunk(mgpu__model_t *m, int w, double prior_rate, double target_s, size_t max_items);
 /* MGPU_RESERVE_THREADS=auto: which way a batch of n items runs, of those in
  * the bit mask `offered` (bit l for level l; 0 and 1 always): every CPU
  * worker in (0), a quarter out (1), half out (2), all out (3); and whether
@@ -868,7 +941,6 @@ void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, s
  * the items/s of a recorded batch. Under rt->lock. */
 int mgpu__reserve_pick(mgpu__model_t *m, size_t n, unsigned offered, bool *record);
 void mgpu__reserve_learn(mgpu__model_t *m, int level, double items_per_s);
-void mgpu__models_free(mgpu_runtime_t *rt);
 /* Item cost by position. Items of some kernels differ in cost by where they
  * lie (the rows of a Mandelbrot image), and a GPU's whole range of a short
  * batch goes in flight in a few launches, so a split of alike GPUs by items
@@ -1109,6 +1181,11 @@ struct mgpu__gpu {
   double last_done;           /* host time of the last completion (fallback) */
   int share_ahead;            /* chunks whose copies are shared from their start (mgpu__share_ahead) */
   double last_end_dev;        /* device time when the last chunk ended */
+  /* The chunk-time sample not yet taught to the model (gpu_chunk.c): a chunk
+   * whose device time ended inside time already given to an earlier chunk
+   * (the streams ran them out of order) joins that one's sample. */
+  mgpu__model_t *held_model;  /* NULL: none held */
+  double held_items, held_s;
   double epoch_host;          /* host clock at the device's time 0 (open) */
   bool timed;                 /* the back end has timing events */
   /* Device start and end times of the last chunks (ring), for tests and reports. */

@@ -1,7 +1,10 @@
 /*
- * model.c: the per-kernel throughput model. For each kernel the runtime keeps
- * the items/s of every worker, an exponential average over finished chunks, for
- * the runtime's whole life; the first split of each batch and every steal use it.
+ * model.c: the per-kernel model. For each kernel the runtime keeps every
+ * worker's chunk-time fit (fit.c) for its whole life, and what each worker
+ * publishes of it to the others (its speed and latency, which the first
+ * split of each batch and every steal use); the cost of items by position
+ * (the cost profile); and the trials of MGPU_RESERVE_THREADS=auto. No locks
+ * and no runtime: its callers say which they hold.
  */
 #include "mgpurt_int.h"
 
@@ -9,9 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Kernels are told apart by name and shape, so a kernel struct rebuilt per call
- * (as mgpu_kernel_ntt does) keeps its history. */
-static bool same_kernel(const mgpu_kernel_t *a, const mgpu_kernel_t *b) {
+bool mgpu__model_same_kernel(const mgpu_kernel_t *a, const mgpu_kernel_t *b) {
   if (a->cpu != b->cpu || a->gpu != b->gpu || a->nin != b->nin || a->nout != b->nout) return false;
   if (a->scratch_per_item != b->scratch_per_item) return false;
   for (int i = 0; i < a->nin; i++)
@@ -22,49 +23,53 @@ static bool same_kernel(const mgpu_kernel_t *a, const mgpu_kernel_t *b) {
   return a->name == NULL || strcmp(a->name, b->name) == 0;
 }
 
-mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k) {
-  for (mgpu__model_t *m = rt->models; m; m = m->next)
-    if (same_kernel(&m->key, k)) return m;
+mgpu__model_t *mgpu__model_new(const mgpu_kernel_t *k, int nworkers) {
   mgpu__model_t *m = calloc(1, sizeof *m);
-  if (!m) MGPU_PANIC("out of memory for a kernel model");
+  if (!m) return NULL;
   m->key = *k;
-  m->nworkers = rt->nworkers;
-  m->speed = calloc((size_t)rt->nworkers, sizeof *m->speed);
-  m->samples = calloc((size_t)rt->nworkers, sizeof *m->samples);
-  m->items_sum = calloc((size_t)rt->nworkers, sizeof *m->items_sum);
-  m->time_sum = calloc((size_t)rt->nworkers, sizeof *m->time_sum);
-  m->slow = calloc((size_t)rt->nworkers, sizeof *m->slow);
+  m->nworkers = nworkers;
+  size_t n = (size_t)nworkers;
+  m->fit = calloc(n, sizeof *m->fit);
+  m->speed = calloc(n, sizeof *m->speed);
+  m->latency = calloc(n, sizeof *m->latency);
+  m->known = calloc(n, sizeof *m->known);
+  m->samples = calloc(n, sizeof *m->samples);
+  m->slow = calloc(n, sizeof *m->slow);
   m->prof = calloc(MGPU_PROF_BINS, sizeof *m->prof);
-  if (!m->speed || !m->samples || !m->items_sum || !m->time_sum || !m->slow || !m->prof)
-    MGPU_PANIC("out of memory for a kernel model");
-  m->next = rt->models;
-  rt->models = m;
+  if (!m->fit || !m->speed || !m->latency || !m->known || !m->samples || !m->slow || !m->prof) {
+    mgpu__model_free(m);
+    return NULL;
+  }
   return m;
 }
 
-void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, size_t planned) {
+void mgpu__model_free(mgpu__model_t *m) {
+  if (!m) return;
+  free(m->fit);
+  free((void *)m->speed);
+  free((void *)m->latency);
+  free((void *)m->known);
+  free((void *)m->samples);
+  free((void *)m->slow);
+  free(m->prof);
+  free(m);
+}
+
+/* The rate worker w publishes: its fit's at the size it claims (before its
+ * range cuts the claim short), or at the largest size learnt. */
+static void publish(mgpu__model_t *m, int w) {
+  const mgpu__fit_t *f = &m->fit[w];
+  double n = f->planned ? (double)f->planned : f->nmax;
+  atomic_store_explicit(&m->speed[w], mgpu__fit_rate(f, MGPU_MAX(n, 1.0)), memory_order_relaxed);
+  atomic_store_explicit(&m->latency[w], f->a, memory_order_relaxed);
+  atomic_store_explicit(&m->known[w], mgpu__fit_known(f) || f->samples >= MGPU_FIT_TRUST_AFTER, memory_order_relaxed);
+}
+
+void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds) {
   if (seconds <= 0 || items == 0) return;
-  /* A device's chunk cut short (planned > items: by the end of its range, or
-   * by the growth limit after a run of small stolen chunks) and
-   * done in less time than its planned size would take at the known speed
-   * says little about that speed: a launch's latency weighs more on fewer
-   * items (a kernel of long serial chains takes as long for a hundred items
-   * as for a hundred thousand). Learning a lower speed from it would size the
-   * next batch's chunks smaller and split it towards the CPUs, whose thieves
-   * then cut the device's ranges short again (doc/tuning.md, "Internal constants"). A cut chunk that
-   * took longer than a planned one would is learnt: the device is slower
-   * than the model says (without this, a device whose every chunk is cut,
-   * in short batches, could never be found slower). */
-  double known = atomic_load_explicit(&m->speed[w], memory_order_relaxed);
-  if (planned > items && known > 0 && (double)items / seconds < known && seconds < (double)planned / known) return;
-  /* Speed is the ratio of exponentially decayed sums of items and seconds, so
-   * a chunk weighs by its size: the tiny probe chunks that start a batch, whose
-   * time is mostly overhead, hardly move it, and old history fades. Only
-   * worker w writes slot w. */
+  mgpu__fit_add(&m->fit[w], (double)items, seconds);
   atomic_fetch_add_explicit(&m->samples[w], 1, memory_order_relaxed);
-  m->items_sum[w] = m->items_sum[w] * MGPU_MODEL_DECAY + (double)items;
-  m->time_sum[w] = m->time_sum[w] * MGPU_MODEL_DECAY + seconds;
-  atomic_store_explicit(&m->speed[w], m->items_sum[w] / m->time_sum[w], memory_order_relaxed);
+  publish(m, w);
   /* The slowest rate seen, drifting back up slowly: items of one kernel can
    * differ in cost, and a slow thief plans with its worst case. */
   double rate = (double)items / seconds, slow = atomic_load_explicit(&m->slow[w], memory_order_relaxed);
@@ -72,20 +77,15 @@ void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, s
   atomic_store_explicit(&m->slow[w], slow, memory_order_relaxed);
 }
 
-void mgpu__models_free(mgpu_runtime_t *rt) {
-  mgpu__model_t *m = rt->models;
-  while (m) {
-    mgpu__model_t *next = m->next;
-    free(m->speed);
-    free(m->samples);
-    free(m->items_sum);
-    free(m->time_sum);
-    free((void *)m->slow);
-    free(m->prof);
-    free(m);
-    m = next;
+size_t mgpu__model_chunk(mgpu__model_t *m, int w, double prior_rate, double target_s, size_t max_items) {
+  mgpu__fit_t *f = &m->fit[w];
+  size_t n = mgpu__fit_chunk(f, prior_rate, target_s, max_items);
+  mgpu__fit_claimed(f, n);
+  if (n != f->planned) {
+    f->planned = n;
+    if (f->samples) publish(m, w);
   }
-  rt->models = NULL;
+  return n;
 }
 
 size_t mgpu__prof_lo(size_t n, int j) {

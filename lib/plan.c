@@ -1,6 +1,7 @@
 /*
  * plan.c: a batch's first split. Each eligible worker gets one contiguous
- * range sized by its speed so that all are predicted to finish together,
+ * range sized by its speed and latency so that all are predicted to finish
+ * together,
  * adjusted where the model knows better: alike GPUs split as equals, far
  * slower workers start small, CPU workers sit out where they add too little,
  * the reserve of CPU workers, and GPUs split by cost where items differ in
@@ -195,7 +196,23 @@ bool mgpu__plan_split(mgpu_runtime_t *rt, mgpu__batch_t *b, size_t *share) {
     damp_slow(speed, rt->nworkers);
     skip_coarse(b, speed, b->desc.n);
   }
-  mgpu__split(speed, rt->nworkers, b->desc.n, share);
+  /* By predicted completion: each worker's latency counts against its share
+   * (static mode splits by the ratio alone, as the older runtimes do). */
+  double *latency = NULL;
+  if (b->steal_ok) {
+    latency = calloc((size_t)rt->nworkers, sizeof *latency);
+    if (!latency) MGPU_PANIC("out of memory splitting a batch");
+    for (int i = 0; i < rt->nworkers; i++)
+      if (speed[i] > 0) latency[i] = mgpu__worker_latency(b, i);
+  }
+  mgpu__split(speed, latency, rt->nworkers, b->desc.n, share);
+  if (mgpu__log_level() >= MGPU_LOG_DEBUG)
+    for (int i = 0; i < rt->nworkers; i++)
+      if (share[i] || speed[i] > 0)
+        mgpu__log(MGPU_LOG_DEBUG, "kernel '%s', %zu items: worker %d takes %zu (%.4g items/s, latency %.3g s)",
+                  b->kernel.name ? b->kernel.name : "(unnamed)", b->desc.n, i, share[i], speed[i],
+                  latency ? latency[i] : 0.0);
+  free(latency);
   /* (Under MGPU_PROF_BINS items some bins stay empty: never a profile.) */
   if (b->steal_ok && b->gpu_ok && b->desc.n >= MGPU_PROF_BINS && gpus_of_one_kind(rt)) {
     b->prof_sums = calloc((size_t)rt->ngpus * 2 * MGPU_PROF_BINS, sizeof *b->prof_sums);

@@ -1,8 +1,9 @@
 /*
  * speed.c: which workers take part in a batch, and how fast each is taken to
- * be: the model's measured items/s, the CPU team's mean, or the prior
- * device-to-core ratio before any measurement. Read by the first split, by
- * claims and by thieves; writes nothing.
+ * be: the rate and latency its chunk-time fit predicts, the CPU team's mean,
+ * or the prior device-to-core ratio before the fit is known. Read by the
+ * first split, by claims and by thieves. Also the runtime's list of kernel
+ * models, which these read.
  */
 #include "mgpurt_int.h"
 
@@ -40,16 +41,17 @@ double mgpu__worker_speed(const mgpu__batch_t *b, int wi) {
    * rate. A worker's own items/s reflects which items it happened to take
    * (items differ in cost), and judged by it a core that once took dear items
    * would look slow, get a small share and never steal back. */
-  if (s > 0 && w->kind == MGPU_WORKER_GPU) return s;
-  /* A CPU worker, or not measured: the mean of measured workers of the same
-   * kind, else convert through the device-to-core ratio, else unit speeds. */
+  if (s > 0 && w->kind == MGPU_WORKER_GPU && atomic_load_explicit(&m->known[wi], memory_order_relaxed)) return s;
+  /* A CPU worker, or a GPU whose fit is not known: the mean of measured
+   * workers of the same kind (known GPUs only), else convert through the
+   * device-to-core ratio, else unit speeds. */
   double cpu = 0, gpu = 0;
   int ncpu = 0, ngpu = 0;
   for (int i = 0; i < rt->nworkers; i++) {
     double v = atomic_load_explicit(&m->speed[i], memory_order_relaxed);
     if (v <= 0) continue;
     if (rt->workers[i].kind == MGPU_WORKER_CPU) cpu += v, ncpu++;
-    else gpu += v, ngpu++;
+    else if (atomic_load_explicit(&m->known[i], memory_order_relaxed)) gpu += v, ngpu++;
   }
   double ratio = mgpu__prior_ratio(rt);
   if (w->kind == MGPU_WORKER_CPU) {
@@ -57,9 +59,42 @@ double mgpu__worker_speed(const mgpu__batch_t *b, int wi) {
     if (ngpu) return gpu / ngpu / ratio;
     return 1.0;
   }
-  if (ngpu) return gpu / ngpu;
-  if (ncpu) return cpu / ncpu * ratio;
-  return ratio;
+  /* A GPU still growing its chunks is no slower than the prior: its small
+   * first chunks show its latency more than its rate. */
+  double prior = ngpu ? gpu / ngpu : ncpu ? cpu / ncpu * ratio : ratio;
+  return MGPU_MAX(s, prior);
+}
+
+double mgpu__worker_latency(const mgpu__batch_t *b, int wi) {
+  const mgpu_runtime_t *rt = b->rt;
+  const mgpu__model_t *m = b->model;
+  if (rt->workers[wi].kind == MGPU_WORKER_GPU) return atomic_load_explicit(&m->latency[wi], memory_order_relaxed);
+  double sum = 0;
+  int n = 0;
+  for (int i = 0; i < rt->ncpu; i++)
+    if (atomic_load_explicit(&m->samples[i], memory_order_relaxed) > 0)
+      sum += atomic_load_explicit(&m->latency[i], memory_order_relaxed), n++;
+  return n ? sum / n : 0;
+}
+
+mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k) {
+  for (mgpu__model_t *m = rt->models; m; m = m->next)
+    if (mgpu__model_same_kernel(&m->key, k)) return m;
+  mgpu__model_t *m = mgpu__model_new(k, rt->nworkers);
+  if (!m) MGPU_PANIC("out of memory for a kernel model");
+  m->next = rt->models;
+  rt->models = m;
+  return m;
+}
+
+void mgpu__models_free(mgpu_runtime_t *rt) {
+  mgpu__model_t *m = rt->models;
+  while (m) {
+    mgpu__model_t *next = m->next;
+    mgpu__model_free(m);
+    m = next;
+  }
+  rt->models = NULL;
 }
 
 /* Whether two GPUs are of one kind: the same model with the same

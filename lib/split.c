@@ -1,25 +1,58 @@
 /*
  * split.c: the scheduling policy as pure functions: numbers in, numbers out,
- * no locks and no runtime. How a batch's items are shared among workers by
- * speed, how long a chunk is, and how much a thief takes from a victim's
- * range (the tail rule). Tested with exact values (tests/test-sched.c).
+ * no locks and no runtime. How a batch's items are shared among workers so
+ * that all are predicted to finish together, and how much a thief takes
+ * from a victim's range (the tail rule). Chunk sizes are fit.c's. Tested
+ * with exact values (tests/test-policy.c).
  */
 #include "mgpurt_int.h"
 
 #include <math.h>
 #include <stdlib.h>
 
-void mgpu__split(const double *speed, int n, size_t items, size_t *share) {
+typedef struct {
+  double lat, speed;
+} lat_speed_t;
+
+static int cmp_lat(const void *a, const void *b) {
+  double x = ((const lat_speed_t *)a)->lat, y = ((const lat_speed_t *)b)->lat;
+  return (x > y) - (x < y);
+}
+
+/* The common finish time T at which workers with these speeds and latencies
+ * have done `items` together: the sum of (T - latency) * speed over the
+ * workers whose latency is under T is items. Workers join in order of
+ * latency while T passes the next one's. */
+static double finish_time(const double *speed, const double *latency, int n, double items) {
+  lat_speed_t *w = malloc(sizeof *w * (size_t)(n > 0 ? n : 1));
+  if (!w) MGPU_PANIC("out of memory splitting a batch");
+  int m = 0;
+  for (int i = 0; i < n; i++)
+    if (speed[i] > 0) w[m++] = (lat_speed_t){MGPU_MAX(0.0, latency[i]), speed[i]};
+  qsort(w, (size_t)m, sizeof *w, cmp_lat);
+  double rate = 0, lat = 0, t = 0;
+  for (int k = 0; k < m; k++) {
+    rate += w[k].speed;
+    lat += w[k].lat * w[k].speed;
+    t = (items + lat) / rate;
+    if (k + 1 == m || t <= w[k + 1].lat) break;
+  }
+  free(w);
+  return t;
+}
+
+void mgpu__split(const double *speed, const double *latency, int n, size_t items, size_t *share) {
   double total = 0;
   for (int i = 0; i < n; i++) total += speed[i] > 0 ? speed[i] : 0;
   for (int i = 0; i < n; i++) share[i] = 0;
   if (total <= 0 || items == 0) return;
+  double T = latency ? finish_time(speed, latency, n, (double)items) : 0;
   /* Each share is capped by what is left, so the total never passes items
    * nor wraps, however large items is (a double rounds SIZE_MAX up to 2^64). */
   size_t given = 0;
   for (int i = 0; i < n; i++) {
     if (speed[i] <= 0) continue;
-    double exact = floor((double)items * (speed[i] / total));
+    double exact = latency ? floor(MGPU_MAX(0.0, (T - latency[i]) * speed[i])) : floor((double)items * (speed[i] / total));
     size_t left = items - given;
     share[i] = exact >= (double)left ? left : (size_t)exact;
     given += share[i];
@@ -32,7 +65,7 @@ void mgpu__split(const double *speed, int n, size_t items, size_t *share) {
     double best_t = 0;
     for (int i = 0; i < n; i++) {
       if (speed[i] <= 0) continue;
-      double t = (double)(share[i] + 1) / speed[i];
+      double t = (latency ? latency[i] : 0) + (double)(share[i] + 1) / speed[i];
       if (best < 0 || t < best_t) best = i, best_t = t;
     }
     share[best]++;
@@ -74,43 +107,10 @@ bool mgpu__ranges_in_flight(const double *speed, int n, size_t items, int stream
   return total > 0 && (double)items / total < (streams + 1) * MGPU_GPU_TARGET_S;
 }
 
-size_t mgpu__chunk_plan(double speed, size_t last, size_t avail, size_t max_items, double target_s,
-                        size_t *planned) {
-  size_t want, n;
-  if (speed <= 0) {
-    want = n = last ? last * 4 : 1;
-  } else {
-    double x = speed * target_s;
-    want = n = x < 1 ? 1 : x > (double)SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)x;
-    if (last && n > last * 4) n = last * 4;
-  }
-  if (want > max_items) want = max_items;
-  if (n > max_items) n = max_items;
-  /* The size the model asks for, not the one the growth limit allows: after
-   * a run of small stolen chunks (a batch's tail) the growth limit keeps the
-   * next ones small too, and judged against that limit their launch latency
-   * would look like a slow device (doc/tuning.md, "Internal constants"). */
-  *planned = want;
-  if (n > avail) n = avail;
-  return n < 1 ? 1 : n;
-}
-
-size_t mgpu__cost_plan(const mgpu__cost_t *c, double speed, size_t *last, size_t first, size_t avail,
-                       size_t max_items, double target_s, size_t *planned) {
-  /* The plan in items of average cost, then the items from `first` that cost
-   * as much. *last, which limits growth, stays in average items too: counted
-   * in items, chunks in a stretch over four times the average cost would
-   * shrink fourfold each time (doc/tuning.md, "Internal constants"). */
-  size_t avg = mgpu__chunk_plan(speed, *last, SIZE_MAX, SIZE_MAX, target_s, planned);
-  *planned = MGPU_MIN(mgpu__cost_chunk(c, first, *planned), max_items);
-  size_t n = MGPU_MIN(mgpu__cost_chunk(c, first, avg), MGPU_MIN(avail, max_items));
-  *last = mgpu__cost_items(c, first, n);
-  return n;
-}
-
 size_t mgpu__steal_share(const mgpu__steal_view_t *v) {
   if (v->vo <= 0) return (size_t)v->left; /* a retired owner: take it all */
-  /* Equal finish: (pt + s)/vt == (po + left - s)/vo. A thief far slower than
+  /* Equal finish: at + (pt + s)/vt == ao + (po + left - s)/vo, latencies at
+   * and ao for the chunk each still has to start. A thief far slower than
    * the owner plans with its worst case, the slower of a quarter of its speed
    * and the slowest rate it has seen on this kernel: items differ in cost (a
    * row of the Mandelbrot set), and one expensive item on a slow worker would
@@ -125,7 +125,7 @@ size_t mgpu__steal_share(const mgpu__steal_view_t *v) {
     vt /= MGPU_SLOW_THIEF_MARGIN;
     if (v->slowest > 0 && v->slowest < vt) vt = v->slowest;
   }
-  double s = (vt * (v->po + v->left) - v->vo * v->pt) / (v->vo + vt);
+  double s = (vt * (v->po + v->left) - v->vo * v->pt + vt * v->vo * (v->ao - v->at)) / (v->vo + vt);
   if (s > v->left) s = v->left;
   return s >= 1 ? (size_t)floor(s) : 0;
 }

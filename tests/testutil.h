@@ -29,7 +29,9 @@ static inline mgpu_config_t mgpu_test_config(int cpus, int emulated) {
   c.num_threads = cpus;
   c.emulate_gpus = emulated;
   c.num_gpus = emulated;
-  c.debug = 1;
+  /* MGPU_TEST_DEBUG=4 shows the library's debug log (splits, chunks) in a test. */
+  const char *dbg = getenv("MGPU_TEST_DEBUG");
+  c.debug = dbg && *dbg >= '0' && *dbg <= '4' && !dbg[1] ? *dbg - '0' : 1;
   return c;
 }
 

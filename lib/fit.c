@@ -1,0 +1,129 @@
+/*
+ * fit.c: the chunk-time model of one worker on one kernel, as pure numbers.
+ * A chunk of n items takes t(n) = a + c n seconds: a latency a (a launch,
+ * its copies' set-up, a divergent item that holds the whole launch) and c
+ * seconds per item, so its rate n / t(n) rises with n towards 1 / c. The
+ * fit is a least-squares line through the timings of real chunks, each
+ * weighted by its relative error (so that small chunks tell the latency and
+ * large ones the rate) and decayed so that old chunks fade when the kernel's
+ * cost changes. Where chunk times scatter about any line (items that differ
+ * in cost by position, streams whose chunks overlap) the fit is the mean
+ * rate alone. From the fit follow the saturating size (where latency is a tenth
+ * of a chunk's time), the size of the next chunk, and the rate at that size,
+ * by which other workers judge this one (doc/tuning.md, "Completion times").
+ */
+#include "mgpurt_int.h"
+
+#include <math.h>
+
+/* Refit a and c from the sums. Where the chunks in the sums are all of about
+ * one size, one line through them cannot tell a from c: the time is given
+ * to whichever term dominates at that size, and the other is kept. */
+static void solve(mgpu__fit_t *f) {
+  double d = f->sw * f->snn - f->sn * f->sn;
+  double n0 = f->sn / f->sw, t0 = f->st / f->sw;
+  if (d > MGPU_FIT_SPREAD * f->sw * f->snn) {
+    double a = (f->snn * f->st - f->sn * f->snt) / d, c = (f->sw * f->snt - f->sn * f->st) / d;
+    if (a < 0) {
+      a = 0;
+      c = f->snt / f->snn;
+    }
+    /* Time that does not grow with the size over the sizes seen: the rate
+     * rises at least a hundredfold past the largest. */
+    double c_min = t0 / (f->nmax * MGPU_FIT_FLAT);
+    if (c < c_min) c = c_min;
+    f->a = a;
+    f->c = c;
+  } else if (f->c > 0 && f->a > f->c * n0) {
+    f->a = MGPU_MAX(0.0, t0 - f->c * n0);
+  } else {
+    double a = MGPU_MIN(f->a, MGPU_FIT_LATENCY_MAX_SHARE * t0);
+    f->a = a;
+    f->c = (t0 - a) / n0;
+  }
+  /* The weighted squared residuals about the line, against those about 0. */
+  double a = f->a, c = f->c;
+  double rss = f->stt - 2 * a * f->st - 2 * c * f->snt + a * a * f->sw + 2 * a * c * f->sn + c * c * f->snn;
+  if (rss > MGPU_FIT_SCATTER * MGPU_FIT_SCATTER * f->stt) {
+    f->a = 0;
+    f->c = f->secs / f->items;
+  }
+}
+
+void mgpu__fit_add(mgpu__fit_t *f, double n, double t) {
+  if (!(n > 0) || !(t > 0)) return;
+  /* Relative error: a chunk weighs by 1 / t^2, with t its predicted time
+   * once there is a prediction, so that a chunk's own noise does not set its
+   * weight; one far faster than the line (a result found in a warm cache)
+   * counts at most MGPU_FIT_CLIP times faster, and a slow one (held up by the
+   * OS) weighs no more than a chunk on time. */
+  double tw = t, tp = t; /* the time as weighed, and as summed for the mean rate (clipped both ways) */
+  if (f->samples >= MGPU_FIT_CLIP_AFTER) {
+    double pred = mgpu__fit_time(f, n);
+    t = MGPU_MAX(t, pred / MGPU_FIT_CLIP);
+    tw = MGPU_MAX(t, pred);
+    tp = MGPU_MIN(t, pred * MGPU_FIT_CLIP);
+  }
+  double w = 1.0 / (tw * tw), k = MGPU_MODEL_DECAY;
+  f->sw = f->sw * k + w;
+  f->sn = f->sn * k + w * n;
+  f->snn = f->snn * k + w * n * n;
+  f->st = f->st * k + w * t;
+  f->snt = f->snt * k + w * n * t;
+  f->stt = f->stt * k + w * t * t;
+  f->items = f->items * k + n;
+  f->secs = f->secs * k + tp;
+  f->samples++;
+  /* The rate at the largest size seen against the size class below it: a
+   * rate still rising with the size keeps the chunks growing. */
+  double r = n / t;
+  if (n > MGPU_FIT_SIZE_CLASS * f->nmax) {
+    f->nprev = f->nmax;
+    f->rprev = f->rmax;
+    f->nmax = n;
+    f->rmax = r;
+  } else if (n * MGPU_FIT_SIZE_CLASS >= f->nmax) {
+    f->rmax = 0.5 * (f->rmax + r);
+  }
+  f->rising = f->nprev == 0 || f->rmax > MGPU_FIT_RISE * f->rprev;
+  solve(f);
+}
+
+double mgpu__fit_time(const mgpu__fit_t *f, double n) { return f->a + f->c * n; }
+
+double mgpu__fit_rate(const mgpu__fit_t *f, double n) {
+  double t = mgpu__fit_time(f, n);
+  return t > 0 ? n / t : 0;
+}
+
+double mgpu__fit_sat(const mgpu__fit_t *f) {
+  if (!(f->c > 0)) return 0;
+  return MGPU_SAT_SHARE / (1 - MGPU_SAT_SHARE) * f->a / f->c;
+}
+
+bool mgpu__fit_known(const mgpu__fit_t *f) { return f->nprev > 0 && !f->rising; }
+
+size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s, size_t max_items) {
+  double n;
+  if (f->claimed == 0) {
+    /* The probe: the prior's guess of target_s of work. */
+    n = prior_rate * target_s;
+  } else if (!mgpu__fit_known(f)) {
+    /* Growing: each claim a step larger than the largest so far, at most two
+     * steps past the largest chunk that has completed. */
+    double done = f->samples ? f->nmax : (double)f->probe;
+    n = MGPU_MIN(MGPU_FIT_GROWTH * (double)f->claimed, MGPU_FIT_GROWTH * MGPU_FIT_GROWTH * done);
+  } else {
+    /* Saturated: target_s of work, and never less than the saturating size:
+     * the fit's, or the size from which the rate stopped rising. */
+    n = MGPU_MAX(MGPU_MAX(target_s / f->c, mgpu__fit_sat(f)), f->nprev);
+  }
+  if (!(n >= 1)) n = 1;
+  if (n > (double)max_items) n = (double)max_items;
+  return (size_t)n;
+}
+
+void mgpu__fit_claimed(mgpu__fit_t *f, size_t n) {
+  if (f->claimed == 0) f->probe = n;
+  if (n > f->claimed) f->claimed = n;
+}

@@ -1,0 +1,631 @@
+/*
+ * test-policy.c: the scheduling policy's pure functions with exact numbers:
+ * the chunk-time fit and the chunk sizes it gives (fit.c), the split by
+ * predicted completion and the thief's share (split.c), the cost profile and
+ * the reserve trials (model.c). No runtime, no threads, no clock.
+ */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+
+/* ------------------------------------------------------- chunk-time fit */
+
+/* A device whose chunk of n items takes a + c n seconds, exactly. */
+static double dev_time(double a, double c, double n) { return a + c * n; }
+
+/* Chunks of growing sizes on an exact line: the fit finds the line, and
+ * the saturating size is where latency is a tenth of the time. */
+START_TEST(test_fit_line) {
+  mgpu__fit_t f = {0};
+  const double a = 5e-3, c = 0.5e-6;
+  for (double n = 1; n <= 1 << 20; n *= 4) mgpu__fit_add(&f, n, dev_time(a, c, n));
+  ck_assert_double_eq_tol(f.a, a, a * 1e-6);
+  ck_assert_double_eq_tol(f.c, c, c * 1e-6);
+  ck_assert_double_eq_tol(mgpu__fit_sat(&f), 9 * a / c, 1e-3 * a / c);
+  ck_assert_double_eq_tol(mgpu__fit_rate(&f, 1000), 1000 / (a + c * 1000), 1e-3);
+  /* From 4^9 to 4^10 items, past the saturating size, the rate rose by
+   * under MGPU_FIT_RISE: the chunks stop growing. */
+  ck_assert(!f.rising);
+  ck_assert(mgpu__fit_known(&f));
+}
+END_TEST
+
+/* Claims and completions one after the other (as a CPU worker or a GPU with
+ * one stream makes them) on a device of given latency and rate, from a probe
+ * of prior_rate * target_s items; returns the claims made until the chunk
+ * size stops changing, and that size in *settled. */
+static int settle(double a, double c, double prior_rate, double target_s, size_t max_items, size_t *settled,
+                  size_t *sizes, int nsizes) {
+  mgpu__fit_t f = {0};
+  size_t last = 0;
+  for (int k = 0; k < 40; k++) {
+    size_t n = mgpu__fit_chunk(&f, prior_rate, target_s, max_items);
+    mgpu__fit_claimed(&f, n);
+    if (k < nsizes) sizes[k] = n;
+    if (n == last) {
+      *settled = n;
+      return k;
+    }
+    mgpu__fit_add(&f, (double)n, dev_time(a, c, (double)n));
+    last = n;
+  }
+  *settled = last;
+  return 40;
+}
+
+/* A latency-bound device (a launch 18 ms whatever its size up to tens of
+ * thousands of items, 4e6 items/s beyond) probed with one item: the chunks
+ * grow fourfold a claim and settle at the memory cap, under the saturating
+ * size (9 a / c = 648,000 items) where the rate still rises. */
+START_TEST(test_fit_grows_latency_bound) {
+  size_t sizes[16], settled;
+  int claims = settle(18e-3, 0.25e-6, 100, 2e-3, 1 << 20, &settled, sizes, 16);
+  printf("latency-bound: %d claims, settled at %zu:", claims, settled);
+  for (int k = 0; k < MGPU_MIN(claims, 16); k++) printf(" %zu", sizes[k]);
+  printf("\n");
+  ck_assert_uint_eq(sizes[0], 1); /* the probe: 100 items/s for 2 ms */
+  for (int k = 1; k < 10; k++) ck_assert_uint_eq(sizes[k], MGPU_MIN(sizes[k - 1] * 4, (size_t)1 << 20));
+  ck_assert_uint_eq(settled, 1 << 20);
+  ck_assert_int_le(claims, 14);
+}
+END_TEST
+
+/* A cheap kernel (20 us of latency, 1 ns an item): after the growth the
+ * chunks are target_s of work, the saturating size (180,000) being smaller. */
+START_TEST(test_fit_cheap_kernel) {
+  size_t sizes[16], settled;
+  int claims = settle(20e-6, 1e-9, 2e8, 2e-3, SIZE_MAX, &settled, sizes, 16);
+  printf("cheap: %d claims, settled at %zu\n", claims, settled);
+  ck_assert_uint_eq(sizes[0], 400000);
+  ck_assert_double_eq_tol((double)settled, 2e-3 / 1e-9, 1e-3 * 2e6);
+  ck_assert_int_le(claims, 5);
+}
+END_TEST
+
+/* The tail of a batch as a device sees it: after full chunks (80,000 items
+ * in 2 ms), forty stolen pieces of 5 items each 0.1 ms. Their time is
+ * latency, and the rate at the size the device claims stays where the full
+ * chunks put it. */
+START_TEST(test_fit_tail_pieces) {
+  mgpu__fit_t f = {0};
+  for (int i = 0; i < 20; i++) mgpu__fit_add(&f, i % 2 ? 80000 : 20000, i % 2 ? 2e-3 : 0.5e-3);
+  double full = mgpu__fit_rate(&f, 80000);
+  ck_assert_double_eq_tol(full, 4e7, 4e7 * 1e-3);
+  for (int i = 0; i < 40; i++) mgpu__fit_add(&f, 5, 1e-4);
+  double after = mgpu__fit_rate(&f, 80000);
+  printf("tail pieces: rate at 80,000 items %.4g before, %.4g after; latency %.3g s\n", full, after, f.a);
+  ck_assert_double_ge(after, 0.9 * full);
+  ck_assert_double_eq_tol(f.a, 1e-4, 2e-5);
+}
+END_TEST
+
+/* The kernel's cost doubles (another input): the fit follows within a few
+ * dozen chunks. */
+START_TEST(test_fit_forgets) {
+  mgpu__fit_t f = {0};
+  for (int i = 0; i < 30; i++) {
+    double n = i % 3 == 0 ? 1000 : 4000;
+    mgpu__fit_add(&f, n, dev_time(1e-4, 1e-6, n));
+  }
+  ck_assert_double_eq_tol(f.c, 1e-6, 1e-8);
+  int k = 0;
+  for (; k < 60 && fabs(f.c - 2e-6) > 0.05 * 2e-6; k++) {
+    double n = k % 3 == 0 ? 1000 : 4000;
+    mgpu__fit_add(&f, n, dev_time(1e-4, 2e-6, n));
+  }
+  printf("cost doubled: the fit followed in %d chunks\n", k);
+  ck_assert_int_lt(k, 40);
+}
+END_TEST
+
+/* One chunk a hundred times too slow (the OS took the core) moves the fit
+ * by a bounded amount, and the fit returns. */
+START_TEST(test_fit_robust) {
+  mgpu__fit_t f = {0};
+  for (int i = 0; i < 20; i++) mgpu__fit_add(&f, i % 2 ? 4000 : 1000, dev_time(1e-4, 1e-6, i % 2 ? 4000 : 1000));
+  double before = mgpu__fit_rate(&f, 4000);
+  mgpu__fit_add(&f, 4000, 100 * dev_time(1e-4, 1e-6, 4000));
+  double hit = mgpu__fit_rate(&f, 4000);
+  ck_assert_double_ge(hit, before / MGPU_FIT_CLIP);
+  for (int i = 0; i < 20; i++) mgpu__fit_add(&f, i % 2 ? 4000 : 1000, dev_time(1e-4, 1e-6, i % 2 ? 4000 : 1000));
+  ck_assert_double_eq_tol(mgpu__fit_rate(&f, 4000), before, 0.02 * before);
+}
+END_TEST
+
+/* Chunks that never grow (each the whole of a short batch): the fit keeps
+ * growing the claims from the largest so far, capped by the range's end in
+ * the claim, never shrinking them to target_s of the rate they show. */
+START_TEST(test_fit_never_shrinks_below_claims) {
+  mgpu__fit_t f = {0};
+  size_t n = mgpu__fit_chunk(&f, 100, 2e-3, SIZE_MAX);
+  mgpu__fit_claimed(&f, n);
+  mgpu__fit_add(&f, 8192, dev_time(18e-3, 0.25e-6, 8192)); /* the whole batch, cut to 8192 */
+  mgpu__fit_claimed(&f, 8192);
+  for (int b = 0; b < 20; b++) {
+    size_t next = mgpu__fit_chunk(&f, 100, 2e-3, SIZE_MAX);
+    ck_assert_uint_ge(next, 8192);
+    mgpu__fit_claimed(&f, MGPU_MIN(next, (size_t)8192));
+    mgpu__fit_add(&f, 8192, dev_time(18e-3, 0.25e-6, 8192));
+  }
+}
+END_TEST
+
+/* ---------------------------------------------------------------- split */
+
+/* Latency counts against a worker's share: a GPU of 1e6 items/s whose
+ * launch takes 18 ms, beside a CPU worker of 1000 items/s. Ten items: the
+ * CPU worker finishes them in 10 ms, before the GPU could start, so the GPU
+ * gets none. 100,000 items: both finish at T with 1000 T + 1e6 (T - 0.018)
+ * = 100,000. */
+START_TEST(test_split_latency) {
+  const double speed[2] = {1000, 1e6}, latency[2] = {0, 18e-3};
+  size_t share[2];
+  mgpu__split(speed, latency, 2, 10, share);
+  ck_assert_uint_eq(share[0], 10);
+  ck_assert_uint_eq(share[1], 0);
+  mgpu__split(speed, latency, 2, 100000, share);
+  double T = (100000 + 1e6 * 18e-3) / (1000 + 1e6);
+  ck_assert_uint_eq(share[0] + share[1], 100000);
+  ck_assert(share[0] >= (size_t)floor(1000 * T) && share[0] <= (size_t)floor(1000 * T) + 1);
+  /* Zero latencies split as speeds alone do. */
+  const double none[2] = {0, 0};
+  size_t by_speed[2];
+  mgpu__split(speed, none, 2, 100000, share);
+  mgpu__split(speed, NULL, 2, 100000, by_speed);
+  ck_assert_uint_eq(share[0], by_speed[0]);
+  ck_assert_uint_eq(share[1], by_speed[1]);
+  /* Three workers, the middle latency between the others' finish times. */
+  const double s3[3] = {100, 100, 100}, l3[3] = {0, 0.5, 2};
+  size_t sh3[3];
+  mgpu__split(s3, l3, 3, 200, sh3); /* T: 100 T + 100 (T - 0.5) = 200, T = 1.25 < 2 */
+  ck_assert_uint_eq(sh3[0], 125);
+  ck_assert_uint_eq(sh3[1], 75);
+  ck_assert_uint_eq(sh3[2], 0);
+}
+END_TEST
+
+/* A thief's latency counts against what it takes; an owner's latency (the
+ * launch its range still needs) for. */
+START_TEST(test_steal_latency) {
+  /* A GPU thief whose launch takes 18 ms, a CPU owner with 5 ms left. */
+  mgpu__steal_view_t gpu_thief = {.vt = 1e6, .at = 18e-3, .vo = 1e4, .left = 50};
+  ck_assert_uint_eq(mgpu__steal_share(&gpu_thief), 0);
+  /* With 100 ms left it takes what levels both finish times. */
+  gpu_thief.left = 1000;
+  size_t got = mgpu__steal_share(&gpu_thief);
+  double s = (1e6 * 1000 + 1e6 * 1e4 * (0 - 18e-3)) / (1e4 + 1e6);
+  ck_assert_uint_eq(got, (size_t)floor(s));
+  /* A CPU thief takes more of a GPU owner with 18 ms latency than of one
+   * without. */
+  mgpu__steal_view_t from_gpu = {.vt = 1e4, .vo = 1e5, .left = 1e4};
+  size_t plain = mgpu__steal_share(&from_gpu);
+  from_gpu.ao = 18e-3;
+  ck_assert_uint_gt(mgpu__steal_share(&from_gpu), plain);
+}
+END_TEST
+
+/* ------------------------------------- cost profile, shares by speed, reserve */
+
+/* A profile of n = 4096 items whose cost is c(j) in bin j. */
+static void prof_fill(double *prof, int peak) {
+  for (int j = 0; j < MGPU_PROF_BINS; j++) {
+    double x = (j + 0.5 - MGPU_PROF_BINS / 2.0) / (0.15 * MGPU_PROF_BINS);
+    prof[j] = 1e-6 * (1 + (peak - 1) * exp(-x * x));
+  }
+}
+
+START_TEST(test_prof_bins) {
+  /* Bins cover [0, n) in order, for small n, n not a multiple of the bin
+   * count, and n near the top of size_t (no overflow). */
+  const size_t ns[] = {1, 5, 127, 128, 4096, 1000003, SIZE_MAX - 3};
+  for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
+    size_t n = ns[k];
+    ck_assert_uint_eq(mgpu__prof_lo(n, 0), 0);
+    for (int j = 1; j < MGPU_PROF_BINS; j++) ck_assert(mgpu__prof_lo(n, j) >= mgpu__prof_lo(n, j - 1));
+    ck_assert(mgpu__prof_lo(n, MGPU_PROF_BINS - 1) < n);
+    ck_assert_uint_eq(mgpu__prof_lo(n, MGPU_PROF_BINS), n); /* the end of the last bin */
+    if (n >= MGPU_PROF_BINS) ck_assert(mgpu__prof_lo(n, 1) > 0);
+  }
+  ck_assert_uint_eq(mgpu__prof_lo(SIZE_MAX - 3, 64), (SIZE_MAX - 3) / 2);
+  /* A chunk's seconds and items land in the bins it covers, in proportion. */
+  double t[MGPU_PROF_BINS] = {0}, it[MGPU_PROF_BINS] = {0};
+  mgpu__prof_add(t, it, 4096, 30, 100, 1.0); /* bins of 32: items 30..129 */
+  double st = 0, si = 0;
+  for (int j = 0; j < MGPU_PROF_BINS; j++) st += t[j], si += it[j];
+  ck_assert_double_eq_tol(st, 1.0, 1e-12);
+  ck_assert_double_eq_tol(si, 100, 1e-12);
+  ck_assert_double_eq_tol(it[0], 2, 1e-12);
+  ck_assert_double_eq_tol(it[1], 32, 1e-12);
+  ck_assert_double_eq_tol(it[4], 2, 1e-12);
+  ck_assert_double_eq_tol(t[1], 0.32, 1e-12);
+  ck_assert_double_eq(it[5], 0);
+  mgpu__prof_add(t, it, 4096, 4090, 50, 1.0); /* clipped at n */
+  ck_assert_double_eq_tol(it[MGPU_PROF_BINS - 1], 6, 1e-12);
+}
+END_TEST
+
+START_TEST(test_prof_cuts) {
+  double prof[MGPU_PROF_BINS];
+  size_t cut[4] = {7, 7, 7, 7};
+  /* Alike items, or noise: no cut (the speeds split them). */
+  for (int j = 0; j < MGPU_PROF_BINS; j++) prof[j] = 1e-6;
+  ck_assert(!mgpu__prof_cuts(prof, 4096, 0, 2, cut));
+  uint64_t rs = 7;
+  for (int j = 0; j < MGPU_PROF_BINS; j++) prof[j] = 1e-6 * (1 + (double)(mgpu_test_rand(&rs) % 1000) / 1000);
+  ck_assert(!mgpu__prof_cuts(prof, 4096, 0, 2, cut));
+  /* A few dear bins, as the odd slow chunk leaves: no cut either. */
+  for (int j = 0; j < MGPU_PROF_BINS; j++) prof[j] = j % 40 == 3 ? 2e-5 : 1e-6;
+  ck_assert(!mgpu__prof_cuts(prof, 4096, 0, 2, cut));
+  ck_assert_uint_eq(cut[0], 7);
+  /* Smooth but mild (2x): no cut. */
+  prof_fill(prof, 2);
+  ck_assert(!mgpu__prof_cuts(prof, 4096, 0, 2, cut));
+  /* A 30x peak in the middle: two parts meet in the middle, and four parts
+   * have equal cost, each within one item's cost. */
+  prof_fill(prof, 30);
+  ck_assert(mgpu__prof_cuts(prof, 4096, 0, 2, cut));
+  ck_assert_uint_eq(cut[0] + cut[1], 4096);
+  ck_assert_uint_le(cut[0] > 2048 ? cut[0] - 2048 : 2048 - cut[0], 1);
+  ck_assert(mgpu__prof_cuts(prof, 4096, 100, 4, cut));
+  size_t at = 100;
+  double total = 0, part[4];
+  for (int p = 0; p < 4; p++) {
+    part[p] = 0;
+    for (size_t i = at; i < at + cut[p]; i++) part[p] += prof[i / 32];
+    total += part[p];
+    at += cut[p];
+  }
+  ck_assert_uint_eq(at, 4096);
+  for (int p = 0; p < 4; p++) ck_assert_double_eq_tol(part[p], total / 4, 30e-6);
+  /* The outer parts, over cheap items, have more of them. */
+  ck_assert_uint_gt(cut[0], 2 * cut[1]);
+  /* A bin not learnt: no cut. */
+  prof[100] = 0;
+  ck_assert(!mgpu__prof_cuts(prof, 4096, 0, 2, cut));
+  /* ...unless it lies before the part to cut. */
+  prof_fill(prof, 30);
+  prof[2] = 0;
+  ck_assert(mgpu__prof_cuts(prof, 4096, 32 * 3, 2, cut));
+  ck_assert(!mgpu__prof_cuts(prof, 4096, 32 * 3 - 1, 2, cut));
+}
+END_TEST
+
+START_TEST(test_prof_learn) {
+  mgpu__model_t m = {0};
+  double prof[MGPU_PROF_BINS] = {0};
+  m.prof = prof;
+  double sums[2 * 2 * MGPU_PROF_BINS] = {0};
+  /* Two GPUs' rows: the first did bins 0..63 at 1 us an item, the second
+   * bins 32..127 at 3 us an item. */
+  mgpu__prof_add(sums, sums + MGPU_PROF_BINS, 4096, 0, 2048, 2048 * 1e-6);
+  mgpu__prof_add(sums + 2 * MGPU_PROF_BINS, sums + 3 * MGPU_PROF_BINS, 4096, 1024, 3072, 3072 * 3e-6);
+  mgpu__prof_learn(&m, 4096, sums, 2);
+  ck_assert_uint_eq(m.prof_n, 4096);
+  ck_assert_double_eq_tol(prof[0], 1e-6, 1e-15);
+  ck_assert_double_eq_tol(prof[40], 2e-6, 1e-15); /* both: the mean per item */
+  ck_assert_double_eq_tol(prof[100], 3e-6, 1e-15);
+  /* The next batch moves each bin halfway to what it measured. */
+  memset(sums, 0, sizeof sums);
+  mgpu__prof_add(sums, sums + MGPU_PROF_BINS, 4096, 0, 4096, 4096 * 5e-6);
+  mgpu__prof_learn(&m, 4096, sums, 2);
+  ck_assert_double_eq_tol(prof[0], 3e-6, 1e-15);
+  ck_assert_double_eq_tol(prof[100], 4e-6, 1e-15);
+  /* A batch no GPU worked on (all zero sums) changes nothing, even of
+   * another size. */
+  memset(sums, 0, sizeof sums);
+  mgpu__prof_learn(&m, 1000, sums, 2);
+  ck_assert_uint_eq(m.prof_n, 4096);
+  ck_assert_double_eq_tol(prof[0], 3e-6, 1e-15);
+  /* Another batch size starts over. */
+  memset(sums, 0, sizeof sums);
+  mgpu__prof_add(sums, sums + MGPU_PROF_BINS, 1000, 0, 10, 1e-3);
+  mgpu__prof_learn(&m, 1000, sums, 2);
+  ck_assert_uint_eq(m.prof_n, 1000);
+  ck_assert_double_eq_tol(prof[0], 1e-4, 1e-15);
+  ck_assert_double_eq(prof[100], 0);
+}
+END_TEST
+
+/* A batch's cost by position: its running cost and inverse, chunks of equal
+ * cost and the share a GPU steals by cost, and the window that keeps a bin
+ * learnt too cheap from sizing chunks. */
+START_TEST(test_cost_model) {
+  static mgpu__cost_t c;
+  double prof[MGPU_PROF_BINS];
+  const size_t n = 1280; /* bins of 10 items */
+  for (int j = 0; j < MGPU_PROF_BINS; j++) prof[j] = 1e-6;
+  mgpu__cost_init(&c, prof, n);
+  for (size_t x = 0; x <= n; x++) {
+    ck_assert_double_eq_tol(mgpu__cost_at(&c, x), 1e-6 * (double)x, 1e-15);
+    ck_assert_uint_eq(mgpu__cost_find(&c, mgpu__cost_at(&c, x)), x);
+  }
+  ck_assert_uint_eq(mgpu__cost_chunk(&c, 100, 37), 37); /* flat: items are items */
+  /* Even: each ends at (100 + 300) / 2 of the owner's 300 left and 100 in flight. */
+  ck_assert_uint_eq(mgpu__cost_steal(&c, 500, 800, 100e-6, 100e-6), 150);
+  ck_assert_uint_eq(mgpu__cost_steal(&c, 500, 800, 400e-6, 100e-6), 0); /* the tail rule */
+  /* Cheap first half, ten times dearer second half: the window of
+   * MGPU_COST_REACH bins each way makes the last cheap bins dear too. */
+  for (int j = 0; j < MGPU_PROF_BINS; j++) prof[j] = j < 64 ? 1e-6 : 1e-5;
+  mgpu__cost_init(&c, prof, n);
+  ck_assert_double_eq_tol(c.per[64 - MGPU_COST_REACH - 1], 1e-6, 1e-18);
+  ck_assert_double_eq_tol(c.per[64 - MGPU_COST_REACH], 1e-5, 1e-18);
+  size_t edge = 10 * (64 - MGPU_COST_REACH);
+  double avg = mgpu__cost_at(&c, n) / (double)n;
+  /* A chunk of 100 average items from 0: the fewest cheap items that cost 100 * avg. */
+  ck_assert_uint_eq(mgpu__cost_chunk(&c, 0, 100), (size_t)ceil(100 * avg / 1e-6 - 1e-9));
+  /* From the edge on, a tenth as many items as cheap ones. */
+  ck_assert_uint_eq(mgpu__cost_chunk(&c, edge, 100), (size_t)ceil(100 * avg / 1e-5 - 1e-9));
+  ck_assert_uint_eq(mgpu__cost_chunk(&c, n - 1, 100), 1); /* at least one */
+  /* Stealing from [0, n) with nothing in flight: half the cost, from the back. */
+  size_t take = mgpu__cost_steal(&c, 0, n, 0, 0);
+  double half = mgpu__cost_at(&c, n) / 2;
+  ck_assert_double_le(mgpu__cost_at(&c, n) - mgpu__cost_at(&c, n - take), half + 1e-12);
+  ck_assert_double_gt(mgpu__cost_at(&c, n) - mgpu__cost_at(&c, n - take - 1), half);
+  /* Never past the range, whatever the rounding: tiny and huge costs, shares
+   * of an item or less (a steal past the owner's end computed items twice). */
+  uint64_t rng = 7;
+  for (int trial = 0; trial < 20000; trial++) {
+    size_t m = 128 + mgpu_test_rand(&rng) % 100000;
+    for (int j = 0; j < MGPU_PROF_BINS; j++)
+      prof[j] = (mgpu_test_rand(&rng) % 4 == 0 ? 1e-12 : 1e-6) * (1 + (double)(mgpu_test_rand(&rng) % 1000));
+    mgpu__cost_init(&c, prof, m);
+    size_t b0 = mgpu_test_rand(&rng) % m, b1 = b0 + 1 + mgpu_test_rand(&rng) % (m - b0);
+    double left = mgpu__cost_at(&c, b1) - mgpu__cost_at(&c, b0);
+    double po = left * (double)(mgpu_test_rand(&rng) % 3), pt = po + left * (1 - 1e-12 * (double)(mgpu_test_rand(&rng) % 8));
+    size_t tk = mgpu__cost_steal(&c, b0, b1, pt, po);
+    if (tk > b1 - b0) ck_abort_msg("took %zu of [%zu, %zu) of %zu", tk, b0, b1, m);
+    size_t ch = mgpu__cost_chunk(&c, b0, 1 + mgpu_test_rand(&rng) % 1000);
+    ck_assert_uint_ge(ch, 1);
+    ck_assert_uint_le(ch, m - b0 > 0 ? MGPU_MAX(m - b0, (size_t)1) : 1);
+    size_t x = mgpu_test_rand(&rng) % (m + 1);
+    ck_assert_uint_le(mgpu__cost_find(&c, mgpu__cost_at(&c, x)), x);
+  }
+}
+END_TEST
+
+/* MGPU_RESERVE_THREADS=auto, the choice alone: warm-up with the reserve out
+ * (not timed), two timed batches each way by turns, then the faster by the
+ * better of each way's last two, with the other timed again every
+ * MGPU_RESERVE_REFRESH-th batch; a batch size more than twice off starts
+ * again. Offered none and a quarter only (0x3). */
+START_TEST(test_reserve_pick) {
+  mgpu__model_t m;
+  memset(&m, 0, sizeof m);
+  bool rec;
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 1);
+  ck_assert(!rec);
+  const int trial[4] = {1, 0, 1, 0};
+  const double rate[4] = {100, 120, 130, 90}; /* reserve best 130, none best 120 */
+  for (int i = 0; i < 4; i++) {
+    ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), trial[i]);
+    ck_assert(rec);
+    mgpu__reserve_learn(&m, trial[i], rate[i]);
+  }
+  for (int k = 1 + 4; k < MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1500, 0x3, &rec), 1);
+  /* The refresh times no reserve again: 140 replaces its older time (120),
+   * and beats the reserve's better one. */
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 0);
+  mgpu__reserve_learn(&m, 0, 140);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 0);
+  /* Within 1% the reserve does not win: every worker stays in. */
+  mgpu__reserve_learn(&m, 1, 141); /* replaces 100: the reserve's best is 141 */
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 0);
+  mgpu__reserve_learn(&m, 1, 142); /* replaces 130 */
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 1);
+  /* Five times larger: both ways are tried again. */
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 5000, 0x3, &rec), 1);
+  ck_assert(rec);
+  ck_assert_int_eq(m.reserve_runs[0] + m.reserve_runs[1], 0);
+  mgpu__reserve_learn(&m, 1, 10);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 5000, 0x3, &rec), 0);
+  mgpu__reserve_learn(&m, 0, 0); /* no time: not learnt */
+  ck_assert_int_eq(m.reserve_runs[0], 0);
+  mgpu__reserve_learn(&m, MGPU_RESERVE_LEVELS, 10); /* no such way */
+  ck_assert_int_eq(m.reserve_runs[0] + m.reserve_runs[1] + m.reserve_runs[2] + m.reserve_runs[3], 1);
+  /* None and a quarter are always offered. */
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 5000, 0x0, &rec), 0);
+}
+END_TEST
+
+/* More ways: none, a quarter and all out (0xb), or all four (0xf): warm-up,
+ * then two trials each by turns, the fastest kept, and the refresh batches
+ * take the others in turn, fewer workers out first. */
+START_TEST(test_reserve_pick3) {
+  mgpu__model_t m;
+  memset(&m, 0, sizeof m);
+  bool rec;
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xb, &rec), 1);
+  ck_assert(!rec);
+  const int trial[6] = {1, 0, 3, 1, 0, 3};
+  const double rate[6] = {100, 110, 150, 105, 120, 140}; /* best: all out, 150 */
+  for (int i = 0; i < 6; i++) {
+    ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xb, &rec), trial[i]);
+    ck_assert(rec);
+    mgpu__reserve_learn(&m, trial[i], rate[i]);
+  }
+  for (int k = 1 + 6; k < MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xb, &rec), 3);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xb, &rec), 1); /* refresh 1: the first other way */
+  for (int k = MGPU_RESERVE_REFRESH + 1; k < 2 * MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xb, &rec), 3);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xb, &rec), 0); /* refresh 2: the second */
+  /* Offered only two ways now, it keeps the better of those (none, 120). */
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 0);
+  /* Within 1% of a way with fewer workers out, more out does not win. */
+  memset(&m, 0, sizeof m);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xb, &rec), 1);
+  const double close[6] = {100, 100, 100.5, 100, 100, 100.5};
+  for (int i = 0; i < 6; i++) mgpu__reserve_learn(&m, mgpu__reserve_pick(&m, 1000, 0xb, &rec), close[i]);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xb, &rec), 0);
+  /* A way offered late (all out) is timed twice before the choice. */
+  memset(&m, 0, sizeof m);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x7, &rec), 1);
+  for (int i = 0; i < 6; i++) mgpu__reserve_learn(&m, mgpu__reserve_pick(&m, 1000, 0x7, &rec), 100 + i);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), 3);
+  mgpu__reserve_learn(&m, 3, 50);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), 3);
+  mgpu__reserve_learn(&m, 3, 60);
+  /* none 104, a quarter 103, half 105 (not 1% over 104), all 60 */
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), 0);
+  /* All four: trials 1, 0, 2, 3 by turns; half out the fastest is kept, and
+   * the refresh batches take none, a quarter and all in turn. */
+  memset(&m, 0, sizeof m);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), 1);
+  const int trial4[8] = {1, 0, 2, 3, 1, 0, 2, 3};
+  const double rate4[8] = {100, 90, 130, 110, 105, 95, 125, 100};
+  for (int i = 0; i < 8; i++) {
+    ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), trial4[i]);
+    mgpu__reserve_learn(&m, trial4[i], rate4[i]);
+  }
+  ck_assert_int_eq(1 + 8, MGPU_RESERVE_TRIALS);
+  for (int k = MGPU_RESERVE_TRIALS; k < MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), 2);
+  const int refresh[4] = {1, 3, 0, 1}; /* k = 16, 32, 48, 64: others {0, 1, 3} at (k / 16) % 3 */
+  for (int r = 0; r < 4; r++) {
+    ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), refresh[r]);
+    for (int k = 1; k < MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), 2);
+  }
+}
+END_TEST
+
+START_TEST(test_split) {
+  size_t share[4];
+  double sp[4] = {1, 1, 3, 3};
+  mgpu__split(sp, NULL, 4, 1001, share);
+  ck_assert_uint_eq(share[0] + share[1] + share[2] + share[3], 1001);
+  ck_assert_uint_eq(share[2], 376);
+  double one[3] = {1, 0, 2};
+  mgpu__split(one, NULL, 3, 10, share);
+  ck_assert_uint_eq(share[1], 0);
+  ck_assert_uint_eq(share[0] + share[2], 10);
+  /* 1:5000, 2000 items: the slow workers get nothing, not the remainder. */
+  double tail[3] = {1, 1, 5000};
+  mgpu__split(tail, NULL, 3, 2000, share);
+  ck_assert_uint_eq(share[0], 0);
+  ck_assert_uint_eq(share[1], 0);
+  ck_assert_uint_eq(share[2], 2000);
+  /* Many equal workers: remainder spread one each. */
+  double eq[7] = {1, 1, 1, 1, 1, 1, 1};
+  size_t s7[7];
+  mgpu__split(eq, NULL, 7, 20, s7);
+  for (int i = 0; i < 7; i++) ck_assert(s7[i] == 2 || s7[i] == 3);
+  /* Counts near SIZE_MAX: the shares add up exactly, with no wrap (the test's
+   * timeout catches a remainder loop of 2^64 steps). */
+  size_t huge[] = {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX / 3 * 2, (size_t)1 << 63};
+  double sp3[3] = {1, 3, 7};
+  for (size_t h = 0; h < sizeof huge / sizeof huge[0]; h++) {
+    mgpu__split(sp3, NULL, 3, huge[h], share);
+    ck_assert_uint_ge(share[2], share[1]);
+    ck_assert_uint_ge(share[1], share[0]);
+    ck_assert_uint_eq(share[0] + share[1], huge[h] - share[2]);
+    mgpu__split(sp, NULL, 4, huge[h], share);
+    ck_assert_uint_eq(share[0] + share[1] + share[2], huge[h] - share[3]);
+  }
+}
+END_TEST
+
+/* GPUs of one kind measured within the tolerance of their median split as
+ * equals; an outlier, other groups and CPU workers keep their speeds. */
+START_TEST(test_pool_alike) {
+  /* Workers: 2 CPUs (no group), 4 GPUs of group 2 (one at half speed, one
+   * retired), 2 GPUs of group 6. */
+  int group[8] = {-1, -1, 2, 2, 2, 2, 6, 6};
+  double sp[8] = {10, 30, 1.00e6, 1.06e6, 0.5e6, 0, 2e6, 2.2e6};
+  mgpu__pool_alike(sp, group, 8, 0.2);
+  ck_assert(sp[0] == 10 && sp[1] == 30);
+  /* Group 2's median is 1.00e6: 1.00e6 and 1.06e6 lie within 20% of it and
+   * take their mean; 0.5e6 is half of it and keeps its own. */
+  ck_assert(fabs(sp[2] - 1.03e6) < 1 && fabs(sp[3] - 1.03e6) < 1);
+  ck_assert(sp[4] == 0.5e6 && sp[5] == 0);
+  ck_assert(fabs(sp[6] - 2.1e6) < 1 && fabs(sp[7] - 2.1e6) < 1);
+  /* Alone in its group, or nobody within the tolerance: unchanged. */
+  int two[2] = {0, 1};
+  double apart[2] = {1e6, 1.1e6};
+  mgpu__pool_alike(apart, two, 2, 0.2);
+  ck_assert(apart[0] == 1e6 && apart[1] == 1.1e6);
+  int one[2] = {0, 0};
+  double far[2] = {1e6, 3e6};
+  mgpu__pool_alike(far, one, 2, 0.2);
+  ck_assert(far[0] == 1e6 && far[1] == 3e6);
+  /* Four GPUs measured 249k-274k items/s (4 x H200, mulmod 10000): one speed. */
+  int four[4] = {0, 0, 0, 0};
+  double h200[4] = {2.60e5, 2.70e5, 2.74e5, 2.49e5};
+  mgpu__pool_alike(h200, four, 4, 0.2);
+  for (int i = 0; i < 4; i++) ck_assert(fabs(h200[i] - 2.6325e5) < 1e-3);
+}
+END_TEST
+
+/* Which batches are short enough that each GPU's range goes in flight at
+ * once (their GPUs split as equals). */
+START_TEST(test_ranges_in_flight) {
+  /* 4 x H200 mulmod 10000: 4 GPUs at 4e7 items/s, 1 048 576 items: 6.6 ms,
+   * under (3 + 1) chunks of 2 ms. */
+  double h200[5] = {6e5, 4e7, 4e7, 4e7, 4e7};
+  ck_assert(mgpu__ranges_in_flight(h200, 5, 1048576, 3));
+  /* With one stream a GPU, 4 ms: not. */
+  ck_assert(!mgpu__ranges_in_flight(h200, 5, 1048576, 1));
+  /* mulmod 10: 67 108 864 items at 2e9 items/s in all, 34 ms: not. */
+  double mm10[2] = {5e8, 1.5e9};
+  ck_assert(!mgpu__ranges_in_flight(mm10, 2, 67108864, 3));
+  /* Nothing measured or able: not. */
+  double none[2] = {0, 0};
+  ck_assert(!mgpu__ranges_in_flight(none, 2, 100, 3));
+}
+END_TEST
+
+/* How much a thief takes from a victim's range. */
+START_TEST(test_steal_share) {
+  /* Equal speeds, nothing pending: half each. */
+  mgpu__steal_view_t eq = {.vt = 100, .vo = 100, .left = 1000};
+  ck_assert_uint_eq(mgpu__steal_share(&eq), 500);
+  /* A retired owner (speed 0) gives up the whole range. */
+  mgpu__steal_view_t gone = {.vt = 100, .vo = 0, .left = 77};
+  ck_assert_uint_eq(mgpu__steal_share(&gone), 77);
+  /* A CPU core (1e3 items/s) against a GPU (1e6 items/s) with 0.1 s of work
+   * left: it plans with a quarter of its speed, so it takes what it finishes
+   * in well under the GPU's time. */
+  mgpu__steal_view_t far = {.vt = 1e3, .vo = 1e6, .left = 1e5};
+  size_t far_take = mgpu__steal_share(&far);
+  ck_assert(far_take >= 20 && far_take <= 30);
+  /* The slowest rate it has seen itself (an item of 50 ms) lowers that. */
+  far.slowest = 20;
+  ck_assert_uint_le(mgpu__steal_share(&far), 2);
+  /* Another core of its kind once took 0.2 s over one item, more than the
+   * owner has left: it takes nothing, though its own history says it could. */
+  far.slowest = 0;
+  far.worst_item_s = 0.2;
+  ck_assert_uint_eq(mgpu__steal_share(&far), 0);
+  /* With more left than that, the amount is as before: the worst item only
+   * gates, it does not shrink the share of evenly costly work. */
+  far.left = 1e6;
+  mgpu__steal_view_t ungated = {.vt = 1e3, .vo = 1e6, .left = 1e6};
+  ck_assert_uint_eq(mgpu__steal_share(&far), mgpu__steal_share(&ungated));
+  /* Workers of similar speed are not gated by the worst item. */
+  mgpu__steal_view_t near = {.vt = 100, .vo = 200, .left = 30, .worst_item_s = 10};
+  ck_assert_uint_eq(mgpu__steal_share(&near), 10);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("policy");
+  TCase *tc = tcase_create("policy");
+  tcase_add_test(tc, test_fit_line);
+  tcase_add_test(tc, test_fit_grows_latency_bound);
+  tcase_add_test(tc, test_fit_cheap_kernel);
+  tcase_add_test(tc, test_fit_tail_pieces);
+  tcase_add_test(tc, test_fit_forgets);
+  tcase_add_test(tc, test_fit_robust);
+  tcase_add_test(tc, test_fit_never_shrinks_below_claims);
+  tcase_add_test(tc, test_split);
+  tcase_add_test(tc, test_split_latency);
+  tcase_add_test(tc, test_pool_alike);
+  tcase_add_test(tc, test_ranges_in_flight);
+  tcase_add_test(tc, test_steal_share);
+  tcase_add_test(tc, test_steal_latency);
+  tcase_add_test(tc, test_prof_bins);
+  tcase_add_test(tc, test_prof_cuts);
+  tcase_add_test(tc, test_prof_learn);
+  tcase_add_test(tc, test_cost_model);
+  tcase_add_test(tc, test_reserve_pick);
+  tcase_add_test(tc, test_reserve_pick3);
+  suite_add_tcase(s, tc);
+  return mgpu_test_main(s);
+}
