@@ -36,6 +36,21 @@ static void pool_alike_gpus(const mgpu_runtime_t *rt, double *speed) {
   if (rt->ngpus >= 2) mgpu__pool_alike(speed, rt->gpu_group, rt->nworkers, MGPU_ALIKE_TOL);
 }
 
+/* GPUs of one group that split as equals (the same pooled speed) take the
+ * mean of their latencies too, so that noise in each one's fit does not
+ * tilt their shares. */
+static void pool_latencies(const mgpu_runtime_t *rt, const double *speed, double *latency) {
+  for (int i = rt->ncpu; i < rt->nworkers; i++) {
+    if (speed[i] <= 0 || rt->gpu_group[i] != i) continue;
+    double sum = 0;
+    int n = 0;
+    for (int j = i; j < rt->nworkers; j++)
+      if (rt->gpu_group[j] == i && speed[j] == speed[i]) sum += latency[j], n++;
+    for (int j = i; j < rt->nworkers && n > 1; j++)
+      if (rt->gpu_group[j] == i && speed[j] == speed[i]) latency[j] = sum / n;
+  }
+}
+
 /* When the far slower workers add little in all, each starts with the share
  * of a worker MGPU_SLOW_THIEF_MARGIN times slower still, and steals the rest later
  * under the same margin. Its range then ends early instead of late: the fast workers do
@@ -204,6 +219,7 @@ bool mgpu__plan_split(mgpu_runtime_t *rt, mgpu__batch_t *b, size_t *share) {
     if (!latency) MGPU_PANIC("out of memory splitting a batch");
     for (int i = 0; i < rt->nworkers; i++)
       if (speed[i] > 0) latency[i] = mgpu__worker_latency(b, i);
+    pool_latencies(rt, speed, latency);
   }
   mgpu__split(speed, latency, rt->nworkers, b->desc.n, share);
   if (mgpu__log_level() >= MGPU_LOG_DEBUG)
