@@ -121,10 +121,6 @@ typedef struct mgpu_config {
   int stats;                  /**< MGPU_STATS: 0/1, per-worker table at finalize */
   const char *trace;          /**< MGPU_TRACE: trace file path, NULL = unset */
   int debug;                  /**< MGPU_DEBUG: 0 none, 1 error, 2 warn, 3 info, 4 debug */
-  int emulate_gpus;           /**< MGPU_EMULATE_GPUS (tests only): emulated devices, 0..64 */
-  double emulate_speed;       /**< MGPU_EMULATE_SPEED (tests only): items/s of an emulated device */
-  long long emulate_mem;      /**< MGPU_EMULATE_MEM (tests only): bytes of an emulated device */
-  const char *fault_inject;   /**< MGPU_FAULT_INJECT (tests only): fault plan */
   /** MGPU_TENSOR_SPLIT: default shares of split arrays (mgpu_array_create), one per
    *  GPU, optionally one more for the host; each >= 0, not all 0. -1 = unset. */
   int ntensor_split;

@@ -1,4 +1,5 @@
-/* test-config.c: every setting, from the environment and from mgpu_config_t:
+/* test-config.c: every setting, from the environment and from mgpu_config_t
+ * (or mgpu__testcfg_t for the settings for tests):
  * valid values, boundaries, garbage, negatives, overflow, empty, whitespace. */
 #include "testutil.h"
 
@@ -16,7 +17,7 @@ static mgpu_status_t parse_env(const char *name, const char *value, mgpu__config
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) unsetenv(all[i]);
   if (value) setenv(name, value, 1);
   mgpu__log_set_level(MGPU_LOG_NONE);
-  return mgpu__config_parse(NULL, out);
+  return mgpu__config_parse(NULL, NULL, out);
 }
 
 typedef struct {
@@ -146,7 +147,7 @@ START_TEST(test_env_values) {
   ck_assert_int_eq(c.v.devices[0], 3);
   ck_assert_int_eq(c.v.devices[1], 1);
   ck_assert_int_eq(parse_env("MGPU_EMULATE_MEM", "64M", &c), MGPU_OK);
-  ck_assert_int_eq(c.v.emulate_mem, 64LL << 20);
+  ck_assert_int_eq(c.test.emulate_mem, 64LL << 20);
   ck_assert_int_eq(parse_env("MGPU_SCHED", "Static", &c), MGPU_OK);
   ck_assert_int_eq(c.v.sched, MGPU_SCHED_STATIC);
   ck_assert_int_eq(parse_env("MGPU_DEBUG", "info", &c), MGPU_OK);
@@ -184,16 +185,16 @@ START_TEST(test_arg_wins_over_env) {
   mgpu_config_t a;
   mgpu_config_init(&a);
   a.num_threads = 3;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_OK);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_OK);
   ck_assert_int_eq(c.v.num_threads, 3);
   ck_assert_int_eq(c.source[MGPU_SET_NUM_THREADS], MGPU_SRC_ARG);
   /* An unset field falls back to the environment... */
   a.num_threads = -1;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_OK);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_OK);
   ck_assert_int_eq(c.v.num_threads, 7);
   /* ...unless the environment is ignored. */
   a.ignore_env = 1;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_OK);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_OK);
   ck_assert_int_eq(c.source[MGPU_SET_NUM_THREADS], MGPU_SRC_DEFAULT);
   unsetenv("MGPU_NUM_THREADS");
 }
@@ -216,73 +217,76 @@ START_TEST(test_bad_args) {
     case 4: a.max_batch_size = cases[i].value; break;
     case 5: a.reserve_threads = (int)cases[i].value; break;
     }
-    ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+    ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
     ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_config_t."));
   }
   mgpu_config_init(&a);
   a.ignore_env = 1;
   a.reserve_threads = MGPU_RESERVE_AUTO;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_OK);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_OK);
   ck_assert_int_eq(c.v.reserve_threads, MGPU_RESERVE_AUTO);
   ck_assert_int_eq(c.source[MGPU_SET_RESERVE_THREADS], MGPU_SRC_ARG);
   /* A blank or overlong trace path is named for what it is. */
   mgpu_config_init(&a);
   a.ignore_env = 1;
   a.trace = "  ";
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_config_t.trace=\"\" (a blank path)"));
   static char long_path[1100];
   memset(long_path, 'a', sizeof long_path - 1);
   a.trace = long_path;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "(a path of 1099 characters)"));
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "1..1023 characters"));
   /* MGPU_TIMEOUT's field: seconds, 0 (off) or MGPU_TIMEOUT_AUTO. */
   mgpu_config_init(&a);
   a.ignore_env = 1;
   a.timeout = -5;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_config_t.timeout=-5 is invalid (the field of MGPU_TIMEOUT)"));
   a.timeout = 0.25;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_OK);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_OK);
   ck_assert(c.v.timeout == 0.25);
   a.timeout = -1;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_OK);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_OK);
   ck_assert(c.v.timeout == MGPU_TIMEOUT_AUTO);
   /* A negative zero is a negative, from a field as from the environment. */
   mgpu_config_init(&a);
   a.ignore_env = 1;
-  a.emulate_speed = -0.0;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
-  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_config_t.emulate_speed"));
+  mgpu__testcfg_t t;
+  mgpu__testcfg_init(&t);
+  t.emulate_speed = -0.0;
+  ck_assert_int_eq(mgpu__config_parse(&a, &t, &c), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu__testcfg_t.emulate_speed=-0 is invalid (the field of "
+                                                  "MGPU_EMULATE_SPEED)"));
   mgpu_config_init(&a);
   a.ignore_env = 1;
   a.ntensor_split = 2;
   a.tensor_split[0] = 1;
   a.tensor_split[1] = -0.0;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
   mgpu_config_init(&a);
   a.ignore_env = 1;
   a.device_to_core_ratio = -1;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
   mgpu_config_init(&a);
   a.ignore_env = 1;
   a.ndevices = 2;
   a.devices[0] = a.devices[1] = 1;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "twice"));
   mgpu_config_init(&a);
   a.ignore_env = 1;
   a.ntensor_split = 2;
   a.tensor_split[0] = 1;
   a.tensor_split[1] = -1;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_config_t.tensor_split"));
   a.ntensor_split = 0;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
   a.ntensor_split = 2;
   a.tensor_split[1] = 3;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_OK);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_OK);
   ck_assert_int_eq(c.v.ntensor_split, 2);
   ck_assert_int_eq(c.source[MGPU_SET_TENSOR_SPLIT], MGPU_SRC_ARG);
 }
@@ -438,16 +442,12 @@ START_TEST(test_fault_gpu_range) {
   parse_env("MGPU_FAULT_INJECT", "alloc:0:0", &c);
   ck_assert_int_eq(mgpu__config_resolve(&c, 8, 0), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "no GPU"));
-  /* Through mgpu_init, from the config argument, on emulated GPUs. */
-  mgpu_config_t a;
-  mgpu_config_init(&a);
-  a.ignore_env = 1;
-  a.num_threads = 1;
-  a.emulate_gpus = 2;
-  a.fault_inject = "launch:5:1";
-  a.debug = MGPU_LOG_NONE;
+  /* Through mgpu__init_test, from the settings for tests, on emulated GPUs. */
+  mgpu_test_config_t a = mgpu_test_config(1, 2);
+  a.test.fault_inject = "launch:5:1";
+  a.cfg.debug = MGPU_LOG_NONE;
   mgpu_runtime_t *rt = (mgpu_runtime_t *)0x1;
-  ck_assert_int_eq(mgpu_init(&a, &rt), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu_test_init(&a, &rt), MGPU_EINVAL);
   ck_assert_ptr_eq(rt, (mgpu_runtime_t *)0x1);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "entry 'launch:5:1'"));
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "2 GPUs"));
