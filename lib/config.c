@@ -60,6 +60,13 @@ static const setting_t settings[MGPU_SET_COUNT] = {
   [MGPU_SET_EMULATE_MEM] = {"MGPU_EMULATE_MEM", K_BYTES, 1LL << 20, 1LL << 40, 0, 0, 0,
                             "a size in 1M..1T (bytes, or with a K, M, G or T suffix)",
                             "TESTS ONLY: memory of an emulated device (default 1G)"},
+  [MGPU_SET_EMULATE_LATENCY] = {"MGPU_EMULATE_LATENCY", K_DOUBLE, 0, 0, 0, 10, 0, "a number of seconds in 0..10",
+                                "TESTS ONLY: seconds each kernel launch of an emulated device takes on top of its "
+                                "items' time (default 0)"},
+  [MGPU_SET_EMULATE_WIDTH] = {"MGPU_EMULATE_WIDTH", K_LL, 0, LL_MAX_ITEMS, 0, 0, 0,
+                              "an integer in 0..1099511627776 (0: no limit)",
+                              "TESTS ONLY: items an emulated device runs at once; a launch takes whole rounds of "
+                              "them (default 0: no limit)"},
   [MGPU_SET_FAULT_INJECT] = {"MGPU_FAULT_INJECT", K_FAULT, 0, 0, 0, 0, 0,
                              "a comma-separated list of launch:GPU:K|all, alloc:GPU:K, const:GPU:K, hang:GPU:K, "
                              "hangcoll:GPU:K",
@@ -110,6 +117,8 @@ void mgpu__testcfg_init(mgpu__testcfg_t *t) {
   t->emulate_gpus = -1;
   t->emulate_speed = -1;
   t->emulate_mem = 0;
+  t->emulate_latency = -1;
+  t->emulate_width = -1;
   t->fault_inject = NULL;
 }
 
@@ -169,7 +178,7 @@ static mgpu_status_t bad_env(int id, const char *value, const char *why) {
 static mgpu_status_t bad_arg(int id, const char *field, const char *value) {
   const setting_t *s = &settings[id];
   bool test = id == MGPU_SET_EMULATE_GPUS || id == MGPU_SET_EMULATE_SPEED || id == MGPU_SET_EMULATE_MEM ||
-              id == MGPU_SET_FAULT_INJECT;
+              id == MGPU_SET_EMULATE_LATENCY || id == MGPU_SET_EMULATE_WIDTH || id == MGPU_SET_FAULT_INJECT;
   return mgpu__fail(MGPU_EINVAL, "%s.%s=%s is invalid (the field of %s): expected %s, or leave it unset",
                     test ? "mgpu__testcfg_t" : "mgpu_config_t", field, value, s->name, s->accepted);
 }
@@ -239,6 +248,12 @@ static mgpu_status_t from_text(int id, const char *value, mgpu__config_t *c) {
     break;
   case MGPU_SET_EMULATE_MEM:
     if ((rc = mgpu__parse_bytes(value, s->lo, s->hi, &ll)) == 0) tc->emulate_mem = ll;
+    break;
+  case MGPU_SET_EMULATE_LATENCY:
+    if ((rc = mgpu__parse_double(value, s->dlo, s->dhi, &d)) == 0) tc->emulate_latency = d;
+    break;
+  case MGPU_SET_EMULATE_WIDTH:
+    if ((rc = mgpu__parse_ll(value, s->lo, s->hi, &ll)) == 0) tc->emulate_width = ll;
     break;
   case MGPU_SET_FAULT_INJECT: {
     mgpu__fault_plan_t plan;
@@ -378,6 +393,24 @@ static mgpu_status_t from_arg(int id, const mgpu_config_t *a, const mgpu__testcf
     tc->emulate_mem = ta->emulate_mem;
     *set = true;
     return MGPU_OK;
+  case MGPU_SET_EMULATE_LATENCY:
+    if (ta->emulate_latency == -1) return MGPU_OK;
+    if (!(ta->emulate_latency >= 0 && !signbit(ta->emulate_latency) && ta->emulate_latency <= s->dhi)) {
+      snprintf(num, sizeof num, "%g", ta->emulate_latency);
+      return bad_arg(id, "emulate_latency", num);
+    }
+    tc->emulate_latency = ta->emulate_latency;
+    *set = true;
+    return MGPU_OK;
+  case MGPU_SET_EMULATE_WIDTH:
+    if (ta->emulate_width == -1) return MGPU_OK;
+    if (ta->emulate_width < s->lo || ta->emulate_width > s->hi) {
+      snprintf(num, sizeof num, "%lld", ta->emulate_width);
+      return bad_arg(id, "emulate_width", num);
+    }
+    tc->emulate_width = ta->emulate_width;
+    *set = true;
+    return MGPU_OK;
   case MGPU_SET_FAULT_INJECT: {
     if (!ta->fault_inject) return MGPU_OK;
     mgpu__fault_plan_t plan;
@@ -427,6 +460,8 @@ mgpu_status_t mgpu__config_parse(const mgpu_config_t *arg, const mgpu__testcfg_t
   out->test.emulate_gpus = 0;
   out->test.emulate_speed = 0;
   out->test.emulate_mem = 1LL << 30;
+  out->test.emulate_latency = 0;
+  out->test.emulate_width = 0;
   out->test.fault_inject = NULL;
   out->v.timeout = MGPU_TIMEOUT_AUTO;
   out->v.ignore_env = arg->ignore_env;
@@ -593,6 +628,11 @@ mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visi
   else
     snprintf(c->text[MGPU_SET_EMULATE_SPEED], sizeof c->text[0], "unlimited");
   snprintf(c->text[MGPU_SET_EMULATE_MEM], sizeof c->text[0], "%lld", tc->emulate_mem);
+  snprintf(c->text[MGPU_SET_EMULATE_LATENCY], sizeof c->text[0], "%g s", tc->emulate_latency);
+  if (tc->emulate_width > 0)
+    snprintf(c->text[MGPU_SET_EMULATE_WIDTH], sizeof c->text[0], "%lld", tc->emulate_width);
+  else
+    snprintf(c->text[MGPU_SET_EMULATE_WIDTH], sizeof c->text[0], "no limit");
   snprintf(c->text[MGPU_SET_FAULT_INJECT], sizeof c->text[0], "%s", tc->fault_inject ? tc->fault_inject : "(none)");
   t = c->text[MGPU_SET_TENSOR_SPLIT];
   t[0] = '\0';

@@ -252,6 +252,8 @@ enum {
   MGPU_SET_EMULATE_GPUS,
   MGPU_SET_EMULATE_SPEED,
   MGPU_SET_EMULATE_MEM,
+  MGPU_SET_EMULATE_LATENCY,
+  MGPU_SET_EMULATE_WIDTH,
   MGPU_SET_FAULT_INJECT,
   MGPU_SET_TENSOR_SPLIT,
   MGPU_SET_RESERVE_THREADS,
@@ -263,11 +265,15 @@ enum {
  * their MGPU_* variables like the others, but kept out of the public
  * mgpu_config_t so that no program comes to depend on them. The Check suites
  * set them through mgpu__init_test. Unset: -1, or 0 for emulate_mem and NULL
- * for fault_inject (mgpu__testcfg_init). */
+ * for fault_inject (mgpu__testcfg_init). An emulated device's kernel of n
+ * items takes emulate_latency + ceil(n / width) * width / speed seconds with
+ * a width, latency + n / speed without (speed 0: the latency alone). */
 typedef struct {
   int emulate_gpus;         /* MGPU_EMULATE_GPUS: emulated devices, 0..64 */
   double emulate_speed;     /* MGPU_EMULATE_SPEED: items/s of an emulated device, 0 = unlimited */
   long long emulate_mem;    /* MGPU_EMULATE_MEM: bytes of an emulated device */
+  double emulate_latency;   /* MGPU_EMULATE_LATENCY: seconds a launch takes on top of its items, 0..10 */
+  long long emulate_width;  /* MGPU_EMULATE_WIDTH: items run at once, 0..2^40, 0 = no limit */
   const char *fault_inject; /* MGPU_FAULT_INJECT: the fault plan (fault.c) */
 } mgpu__testcfg_t;
 

@@ -12,7 +12,8 @@ static mgpu_status_t parse_env(const char *name, const char *value, mgpu__config
   static const char *const all[] = {"MGPU_NUM_THREADS", "MGPU_NUM_GPUS", "MGPU_DEVICES", "MGPU_DEVICE_TO_CORE_RATIO",
                                     "MGPU_MAX_BATCH_SIZE", "MGPU_STREAMS_PER_GPU", "MGPU_SCHED", "MGPU_STATS",
                                     "MGPU_TRACE", "MGPU_DEBUG", "MGPU_EMULATE_GPUS", "MGPU_EMULATE_SPEED",
-                                    "MGPU_EMULATE_MEM", "MGPU_FAULT_INJECT", "MGPU_TENSOR_SPLIT",
+                                    "MGPU_EMULATE_MEM", "MGPU_EMULATE_LATENCY", "MGPU_EMULATE_WIDTH",
+                                    "MGPU_FAULT_INJECT", "MGPU_TENSOR_SPLIT",
                                     "MGPU_RESERVE_THREADS", "MGPU_TIMEOUT"};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) unsetenv(all[i]);
   if (value) setenv(name, value, 1);
@@ -118,6 +119,19 @@ static const env_case_t env_cases[] = {
     {"MGPU_DEVICES", "1,,2", 0},             {"MGPU_DEVICES", ",1", 0},
     {"MGPU_NUM_THREADS", "-0", 0},           {"MGPU_DEVICES", "1,-0", 0},
     {"MGPU_STREAMS_PER_GPU", "+2", 1},       {"MGPU_DEBUG", "-0", 0},
+    {"MGPU_EMULATE_LATENCY", "0", 1},        {"MGPU_EMULATE_LATENCY", "10", 1},
+    {"MGPU_EMULATE_LATENCY", " 1e-3 ", 1},   {"MGPU_EMULATE_LATENCY", "0.25", 1},
+    {"MGPU_EMULATE_LATENCY", "10.5", 0},     {"MGPU_EMULATE_LATENCY", "-1", 0},
+    {"MGPU_EMULATE_LATENCY", "-0", 0},       {"MGPU_EMULATE_LATENCY", "abc", 0},
+    {"MGPU_EMULATE_LATENCY", "", 0},         {"MGPU_EMULATE_LATENCY", "inf", 0},
+    {"MGPU_EMULATE_LATENCY", "nan", 0},      {"MGPU_EMULATE_LATENCY", "0x1p-2", 0},
+    {"MGPU_EMULATE_LATENCY", "1s", 0},       {"MGPU_EMULATE_WIDTH", "0", 1},
+    {"MGPU_EMULATE_WIDTH", "1", 1},          {"MGPU_EMULATE_WIDTH", "1099511627776", 1},
+    {"MGPU_EMULATE_WIDTH", " 256 ", 1},      {"MGPU_EMULATE_WIDTH", "1099511627777", 0},
+    {"MGPU_EMULATE_WIDTH", "-1", 0},         {"MGPU_EMULATE_WIDTH", "-0", 0},
+    {"MGPU_EMULATE_WIDTH", "1.5", 0},        {"MGPU_EMULATE_WIDTH", "64K", 0},
+    {"MGPU_EMULATE_WIDTH", "", 0},           {"MGPU_EMULATE_WIDTH", "x", 0},
+    {"MGPU_EMULATE_WIDTH", "0x100", 0},
 };
 #define NCASES ((int)(sizeof env_cases / sizeof env_cases[0]))
 
@@ -148,6 +162,21 @@ START_TEST(test_env_values) {
   ck_assert_int_eq(c.v.devices[1], 1);
   ck_assert_int_eq(parse_env("MGPU_EMULATE_MEM", "64M", &c), MGPU_OK);
   ck_assert_int_eq(c.test.emulate_mem, 64LL << 20);
+  ck_assert_int_eq(parse_env("MGPU_EMULATE_LATENCY", " 0.25 ", &c), MGPU_OK);
+  ck_assert(c.test.emulate_latency == 0.25);
+  ck_assert_int_eq(c.source[MGPU_SET_EMULATE_LATENCY], MGPU_SRC_ENV);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 4, 0), MGPU_OK);
+  ck_assert_str_eq(c.text[MGPU_SET_EMULATE_LATENCY], "0.25 s");
+  ck_assert_int_eq(parse_env("MGPU_EMULATE_WIDTH", "4096", &c), MGPU_OK);
+  ck_assert_int_eq(c.test.emulate_width, 4096);
+  ck_assert_int_eq(c.source[MGPU_SET_EMULATE_WIDTH], MGPU_SRC_ENV);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 4, 0), MGPU_OK);
+  ck_assert_str_eq(c.text[MGPU_SET_EMULATE_WIDTH], "4096");
+  ck_assert_int_eq(parse_env("MGPU_EMULATE_WIDTH", "1.5", &c), MGPU_EINVAL);
+  ck_assert_str_eq(mgpu_last_error(),
+                   "MGPU_EMULATE_WIDTH='1.5' is invalid: expected an integer in 0..1099511627776 (0: no limit)");
+  ck_assert_int_eq(parse_env("MGPU_EMULATE_LATENCY", "11", &c), MGPU_EINVAL);
+  ck_assert_str_eq(mgpu_last_error(), "MGPU_EMULATE_LATENCY='11' is invalid: expected a number of seconds in 0..10");
   ck_assert_int_eq(parse_env("MGPU_SCHED", "Static", &c), MGPU_OK);
   ck_assert_int_eq(c.v.sched, MGPU_SCHED_STATIC);
   ck_assert_int_eq(parse_env("MGPU_DEBUG", "info", &c), MGPU_OK);
@@ -176,6 +205,14 @@ START_TEST(test_env_values) {
   ck_assert_int_eq(c.source[MGPU_SET_NUM_THREADS], MGPU_SRC_DEFAULT);
   ck_assert_int_eq(c.v.streams_per_gpu, 3);
   ck_assert_int_eq(c.v.sched, MGPU_SCHED_STEAL);
+  /* The settings for tests: no emulated device, no latency, no width. */
+  ck_assert_int_eq(c.test.emulate_gpus, 0);
+  ck_assert(c.test.emulate_latency == 0);
+  ck_assert_int_eq(c.test.emulate_width, 0);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 4, 0), MGPU_OK);
+  ck_assert_str_eq(c.text[MGPU_SET_EMULATE_LATENCY], "0 s");
+  ck_assert_str_eq(c.text[MGPU_SET_EMULATE_WIDTH], "no limit");
+  ck_assert_int_eq(c.source[MGPU_SET_EMULATE_WIDTH], MGPU_SRC_DEFAULT);
 }
 END_TEST
 
@@ -289,6 +326,80 @@ START_TEST(test_bad_args) {
   ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_OK);
   ck_assert_int_eq(c.v.ntensor_split, 2);
   ck_assert_int_eq(c.source[MGPU_SET_TENSOR_SPLIT], MGPU_SRC_ARG);
+}
+END_TEST
+
+START_TEST(test_test_args) {
+  /* The settings for tests from mgpu__testcfg_t: range-checked like their
+   * variables, named by their field, and winning over the environment. */
+  mgpu__config_t c;
+  mgpu__log_set_level(MGPU_LOG_NONE);
+  mgpu__testcfg_t t;
+  struct { int field; double value; const char *name; } bad[] = {
+      {0, 65, "emulate_gpus=65"},          {0, -2, "emulate_gpus=-2"},         {1, -3, "emulate_speed=-3"},
+      {1, 2e12, "emulate_speed=2e+12"},    {2, 1024, "emulate_mem=1024"},      {3, 10.5, "emulate_latency=10.5"},
+      {3, -0.0, "emulate_latency=-0"},     {3, -2, "emulate_latency=-2"},      {4, -2, "emulate_width=-2"},
+      {4, 1099511627777.0, "emulate_width=1099511627777"}, {5, 0, "fault_inject=boom:0:1"}};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    mgpu__testcfg_init(&t);
+    switch (bad[i].field) {
+    case 0: t.emulate_gpus = (int)bad[i].value; break;
+    case 1: t.emulate_speed = bad[i].value; break;
+    case 2: t.emulate_mem = (long long)bad[i].value; break;
+    case 3: t.emulate_latency = bad[i].value; break;
+    case 4: t.emulate_width = (long long)bad[i].value; break;
+    case 5: t.fault_inject = "boom:0:1"; break;
+    }
+    ck_assert_int_eq(mgpu__config_parse(NULL, &t, &c), MGPU_EINVAL);
+    char want[128];
+    snprintf(want, sizeof want, "mgpu__testcfg_t.%s is invalid (the field of MGPU_", bad[i].name);
+    ck_assert_msg(strstr(mgpu_last_error(), want) != NULL, "%s: %s", want, mgpu_last_error());
+  }
+  setenv("MGPU_EMULATE_LATENCY", "2", 1);
+  setenv("MGPU_EMULATE_WIDTH", "8", 1);
+  mgpu__testcfg_init(&t);
+  t.emulate_latency = 0.5;
+  t.emulate_width = 1 << 20;
+  ck_assert_int_eq(mgpu__config_parse(NULL, &t, &c), MGPU_OK);
+  ck_assert(c.test.emulate_latency == 0.5);
+  ck_assert_int_eq(c.test.emulate_width, 1 << 20);
+  ck_assert_int_eq(c.source[MGPU_SET_EMULATE_LATENCY], MGPU_SRC_ARG);
+  ck_assert_int_eq(c.source[MGPU_SET_EMULATE_WIDTH], MGPU_SRC_ARG);
+  /* Unset fields take the environment. */
+  mgpu__testcfg_init(&t);
+  ck_assert_int_eq(mgpu__config_parse(NULL, &t, &c), MGPU_OK);
+  ck_assert(c.test.emulate_latency == 2);
+  ck_assert_int_eq(c.test.emulate_width, 8);
+  ck_assert_int_eq(c.source[MGPU_SET_EMULATE_WIDTH], MGPU_SRC_ENV);
+  unsetenv("MGPU_EMULATE_LATENCY");
+  unsetenv("MGPU_EMULATE_WIDTH");
+  /* A runtime's emulated devices open with them (emul_open reads rt->cfg.test),
+   * and mgpu_info_setting shows them. */
+  mgpu_test_config_t tc = mgpu_test_config(1, 1);
+  tc.test.emulate_latency = 0.125;
+  tc.test.emulate_width = 256;
+  tc.cfg.debug = MGPU_LOG_NONE;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&tc, &rt), MGPU_OK);
+  ck_assert(rt->cfg.test.emulate_latency == 0.125);
+  ck_assert_int_eq(rt->cfg.test.emulate_width, 256);
+  int seen = 0;
+  mgpu_setting_t s = {0};
+  for (int i = 0; mgpu_info_setting(rt, i, &s) == MGPU_OK; i++) {
+    if (!strcmp(s.name, "MGPU_EMULATE_LATENCY")) {
+      ck_assert_str_eq(s.value, "0.125 s");
+      ck_assert_str_eq(s.source, "argument");
+      ck_assert_ptr_nonnull(strstr(s.doc, "TESTS ONLY"));
+      seen++;
+    }
+    if (!strcmp(s.name, "MGPU_EMULATE_WIDTH")) {
+      ck_assert_str_eq(s.value, "256");
+      ck_assert_ptr_nonnull(strstr(s.doc, "TESTS ONLY"));
+      seen++;
+    }
+  }
+  ck_assert_int_eq(seen, 2);
+  mgpu_finalize(rt);
 }
 END_TEST
 
@@ -557,6 +668,7 @@ int main(void) {
   tcase_add_test(tc, test_env_values);
   tcase_add_test(tc, test_arg_wins_over_env);
   tcase_add_test(tc, test_bad_args);
+  tcase_add_test(tc, test_test_args);
   tcase_add_test(tc, test_resolve);
   tcase_add_test(tc, test_init_rejects_env);
   tcase_add_test(tc, test_unknown_warning);
