@@ -160,6 +160,13 @@ static void *submitter(void *arg) {
   return NULL;
 }
 
+/* MGPU_FAULT_INJECT as the user set it (NULL: unset), or plan. */
+static void set_plan(const char *user, const char *plan) {
+  const char *v = plan ? plan : user;
+  if (v) setenv("MGPU_FAULT_INJECT", v, 1);
+  else unsetenv("MGPU_FAULT_INJECT");
+}
+
 int main(int argc, char **argv) {
   double seconds = 300, phase = 30;
   int threads = 16;
@@ -183,9 +190,14 @@ int main(int argc, char **argv) {
   double t0 = now(), end = t0 + seconds;
   int phases = 0, planned = 0, given_up = 0;
   uint64_t rng = seed * 2654435761u + 1;
+  /* A phase's fault plan goes to its runtime through MGPU_FAULT_INJECT, the
+   * way a program reaches the library's settings for tests; the user's own
+   * value holds for the probes and for phases without a plan. */
+  char *user_plan = getenv("MGPU_FAULT_INJECT") ? strdup(getenv("MGPU_FAULT_INJECT")) : NULL;
   while (now() < end) {
     /* This phase's fault plan: launch and allocation failures on random GPUs
      * and, on emulated devices, a hung chunk and a hung collective. */
+    set_plan(user_plan, NULL);
     mgpu_config_t probe_cfg;
     mgpu_config_init(&probe_cfg);
     probe_cfg.debug = 0;
@@ -216,7 +228,7 @@ int main(int argc, char **argv) {
     mgpu_config_t cfg;
     mgpu_config_init(&cfg);
     cfg.debug = 1;
-    cfg.fault_inject = nplan ? plan : NULL;
+    set_plan(user_plan, nplan ? plan : NULL);
     if (d0.emulated) cfg.timeout = 1;
     mgpu_runtime_t *rt;
     if (mgpu_init(&cfg, &rt) != MGPU_OK) {
@@ -259,5 +271,6 @@ int main(int argc, char **argv) {
          now() - t0, phases, threads, (unsigned long long)batches, (unsigned long long)items,
          (unsigned long long)canceled, (unsigned long long)collectives, planned, (unsigned long long)retries, given_up,
          (unsigned long long)lost, (unsigned long long)failed_calls, (double)ru.ru_maxrss / 1024);
+  free(user_plan);
   return lost || failed_calls ? 1 : 0;
 }

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "hostcpu.h"
-#include "mgpurt.h"
+#include "mgpurt_plugin.h" /* the runtime (mgpurt.h) and the plugin interface */
 #include "mgpurt_kernels.h"
 #include "multi.h"
 

@@ -117,7 +117,7 @@ static const opt_desc_t options[] = {
       "run with --compare) to FILE, as MGPU_TRACE does"},
   {"plugin", 0, "FILE", O_PLUGIN, G_WORKLOAD,
       "load workloads from a shared library (entry point\n"
-      "mgpu_plugin_init, see mgpurt.h); name one as\n"
+      "mgpu_plugin_init, see mgpurt_plugin.h); name one as\n"
       "WORKLOAD, or the only one runs"},
   {"overlay", 0, NULL, O_OVERLAY, G_WORKLOAD,
       "mandelbrot: tint each row by the worker that computed it"},

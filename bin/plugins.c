@@ -98,7 +98,7 @@ static void check_plugin_file(const char *path, const char *shown) {
   if (why) usage_error("--plugin '%s' is not a loadable shared library: %s", shown, why);
 }
 
-/* The command line's sizes, for plugins (MGPU_PLUGIN_PARAMS in mgpurt.h). */
+/* The command line's sizes, for plugins (MGPU_PLUGIN_PARAMS in mgpurt_plugin.h). */
 static mgpu_plugin_params_t plugin_params = {-1, -1, -1};
 void mgpu_plugin_params(mgpu_plugin_params_t *p);
 void mgpu_plugin_params(mgpu_plugin_params_t *p) {
@@ -118,7 +118,7 @@ void plugin_load(const char *path, const opts_t *o) {
   if (!h) usage_error("--plugin '%s' is not a loadable shared library: %s", path, dlerror());
   mgpu_plugin_init_fn init;
   *(void **)&init = dlsym(h, MGPU_PLUGIN_ENTRY);
-  if (!init) usage_error("--plugin '%s' has no entry point %s() (see mgpurt.h, \"mgpu-run plugins\")", path,
+  if (!init) usage_error("--plugin '%s' has no entry point %s() (see mgpurt_plugin.h)", path,
                          MGPU_PLUGIN_ENTRY);
   mgpu_plugin_registry_t reg = {.abi = MGPU_PLUGIN_ABI, .add = plugin_add, .loader = NULL};
   int rc = init(&reg);

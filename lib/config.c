@@ -1,6 +1,7 @@
 /*
- * config.c: turns mgpu_config_t fields and MGPU_* environment variables into the
- * runtime's settings, strictly, once, at mgpu_init. One table describes every
+ * config.c: turns mgpu_config_t fields (and for the settings for tests,
+ * mgpu__testcfg_t fields) and MGPU_* environment variables into the runtime's
+ * settings, strictly, once, at mgpu_init. One table describes every
  * setting; each is parsed by the parser of its kind and range-checked.
  */
 #include "mgpurt_int.h"
@@ -59,6 +60,13 @@ static const setting_t settings[MGPU_SET_COUNT] = {
   [MGPU_SET_EMULATE_MEM] = {"MGPU_EMULATE_MEM", K_BYTES, 1LL << 20, 1LL << 40, 0, 0, 0,
                             "a size in 1M..1T (bytes, or with a K, M, G or T suffix)",
                             "TESTS ONLY: memory of an emulated device (default 1G)"},
+  [MGPU_SET_EMULATE_LATENCY] = {"MGPU_EMULATE_LATENCY", K_DOUBLE, 0, 0, 0, 10, 0, "a number of seconds in 0..10",
+                                "TESTS ONLY: seconds each kernel launch of an emulated device takes on top of its "
+                                "items' time (default 0)"},
+  [MGPU_SET_EMULATE_WIDTH] = {"MGPU_EMULATE_WIDTH", K_LL, 0, LL_MAX_ITEMS, 0, 0, 0,
+                              "an integer in 0..1099511627776 (0: no limit)",
+                              "TESTS ONLY: items an emulated device runs at once; a launch takes whole rounds of "
+                              "them (default 0: no limit)"},
   [MGPU_SET_FAULT_INJECT] = {"MGPU_FAULT_INJECT", K_FAULT, 0, 0, 0, 0, 0,
                              "a comma-separated list of launch:GPU:K|all, alloc:GPU:K, const:GPU:K, hang:GPU:K, "
                              "hangcoll:GPU:K",
@@ -99,13 +107,19 @@ MGPU_API void mgpu_config_init(mgpu_config_t *cfg) {
   cfg->stats = -1;
   cfg->trace = NULL;
   cfg->debug = -1;
-  cfg->emulate_gpus = -1;
-  cfg->emulate_speed = -1;
-  cfg->emulate_mem = 0;
-  cfg->fault_inject = NULL;
   cfg->ntensor_split = -1;
   cfg->ignore_env = 0;
   cfg->timeout = -1;
+}
+
+void mgpu__testcfg_init(mgpu__testcfg_t *t) {
+  memset(t, 0, sizeof *t);
+  t->emulate_gpus = -1;
+  t->emulate_speed = -1;
+  t->emulate_mem = 0;
+  t->emulate_latency = -1;
+  t->emulate_width = -1;
+  t->fault_inject = NULL;
 }
 
 static int parse_bool(const char *s, int *out) {
@@ -160,16 +174,20 @@ static mgpu_status_t bad_env(int id, const char *value, const char *why) {
                     why ? why : "", s->accepted);
 }
 
+/* A field of mgpu_config_t, or of mgpu__testcfg_t for the settings for tests. */
 static mgpu_status_t bad_arg(int id, const char *field, const char *value) {
   const setting_t *s = &settings[id];
-  return mgpu__fail(MGPU_EINVAL, "mgpu_config_t.%s=%s is invalid (the field of %s): expected %s, or leave it unset",
-                    field, value, s->name, s->accepted);
+  bool test = id == MGPU_SET_EMULATE_GPUS || id == MGPU_SET_EMULATE_SPEED || id == MGPU_SET_EMULATE_MEM ||
+              id == MGPU_SET_EMULATE_LATENCY || id == MGPU_SET_EMULATE_WIDTH || id == MGPU_SET_FAULT_INJECT;
+  return mgpu__fail(MGPU_EINVAL, "%s.%s=%s is invalid (the field of %s): expected %s, or leave it unset",
+                    test ? "mgpu__testcfg_t" : "mgpu_config_t", field, value, s->name, s->accepted);
 }
 
 /* Parse one environment value into the resolved config. */
 static mgpu_status_t from_text(int id, const char *value, mgpu__config_t *c) {
   const setting_t *s = &settings[id];
   mgpu_config_t *v = &c->v;
+  mgpu__testcfg_t *tc = &c->test;
   long long ll;
   double d;
   char why[256] = "";
@@ -219,17 +237,23 @@ static mgpu_status_t from_text(int id, const char *value, mgpu__config_t *c) {
   }
   case MGPU_SET_DEBUG: rc = parse_level(value, &v->debug); break;
   case MGPU_SET_EMULATE_GPUS:
-    if ((rc = mgpu__parse_ll(value, s->lo, s->hi, &ll)) == 0) v->emulate_gpus = (int)ll;
+    if ((rc = mgpu__parse_ll(value, s->lo, s->hi, &ll)) == 0) tc->emulate_gpus = (int)ll;
     break;
   case MGPU_SET_EMULATE_SPEED:
-    if ((rc = mgpu__parse_double(value, s->dlo, s->dhi, &d)) == 0) v->emulate_speed = d;
+    if ((rc = mgpu__parse_double(value, s->dlo, s->dhi, &d)) == 0) tc->emulate_speed = d;
     break;
   case MGPU_SET_TIMEOUT:
     if (mgpu__parse_keyword(value, "auto")) v->timeout = MGPU_TIMEOUT_AUTO, rc = 0;
     else if ((rc = mgpu__parse_double(value, s->dlo, s->dhi, &d)) == 0) v->timeout = d;
     break;
   case MGPU_SET_EMULATE_MEM:
-    if ((rc = mgpu__parse_bytes(value, s->lo, s->hi, &ll)) == 0) v->emulate_mem = ll;
+    if ((rc = mgpu__parse_bytes(value, s->lo, s->hi, &ll)) == 0) tc->emulate_mem = ll;
+    break;
+  case MGPU_SET_EMULATE_LATENCY:
+    if ((rc = mgpu__parse_double(value, s->dlo, s->dhi, &d)) == 0) tc->emulate_latency = d;
+    break;
+  case MGPU_SET_EMULATE_WIDTH:
+    if ((rc = mgpu__parse_ll(value, s->lo, s->hi, &ll)) == 0) tc->emulate_width = ll;
     break;
   case MGPU_SET_FAULT_INJECT: {
     mgpu__fault_plan_t plan;
@@ -239,7 +263,7 @@ static mgpu_status_t from_text(int id, const char *value, mgpu__config_t *c) {
     }
     if ((rc = mgpu__fault_parse(value, &plan, why, sizeof why)) == 0) {
       snprintf(c->fault_spec, sizeof c->fault_spec, "%s", value);
-      v->fault_inject = c->fault_spec;
+      tc->fault_inject = c->fault_spec;
     }
     break;
   }
@@ -250,19 +274,23 @@ static mgpu_status_t from_text(int id, const char *value, mgpu__config_t *c) {
   return rc == 0 ? MGPU_OK : bad_env(id, value, why);
 }
 
-/* Take a field set in the caller's mgpu_config_t, checking its range. */
-static mgpu_status_t from_arg(int id, const mgpu_config_t *a, mgpu__config_t *c, bool *set) {
+/* Take a field set in the caller's mgpu_config_t, or for the settings for
+ * tests in *ta, checking its range. */
+static mgpu_status_t from_arg(int id, const mgpu_config_t *a, const mgpu__testcfg_t *ta, mgpu__config_t *c,
+                              bool *set) {
   const setting_t *s = &settings[id];
   mgpu_config_t *v = &c->v;
+  mgpu__testcfg_t *tc = &c->test;
   char num[64];
   *set = false;
-#define INT_FIELD(field)                                                   \
-  if (a->field == -1) return MGPU_OK;                                      \
-  if (a->field < s->lo || a->field > s->hi) {                              \
-    snprintf(num, sizeof num, "%lld", (long long)a->field);                \
+#define INT_FIELD(field) INT_FIELD_OF(a, v, field)
+#define INT_FIELD_OF(from, to, field)                                      \
+  if ((from)->field == -1) return MGPU_OK;                                 \
+  if ((from)->field < s->lo || (from)->field > s->hi) {                    \
+    snprintf(num, sizeof num, "%lld", (long long)(from)->field);           \
     return bad_arg(id, #field, num);                                       \
   }                                                                        \
-  v->field = a->field;                                                     \
+  (to)->field = (from)->field;                                             \
   *set = true;                                                             \
   return MGPU_OK
   switch (id) {
@@ -276,7 +304,7 @@ static mgpu_status_t from_arg(int id, const mgpu_config_t *a, mgpu__config_t *c,
     INT_FIELD(reserve_threads);
   case MGPU_SET_NUM_GPUS: INT_FIELD(num_gpus);
   case MGPU_SET_STREAMS: INT_FIELD(streams_per_gpu);
-  case MGPU_SET_EMULATE_GPUS: INT_FIELD(emulate_gpus);
+  case MGPU_SET_EMULATE_GPUS: INT_FIELD_OF(ta, tc, emulate_gpus);
   case MGPU_SET_STATS: INT_FIELD(stats);
   case MGPU_SET_DEBUG: INT_FIELD(debug);
   case MGPU_SET_DEVICES:
@@ -339,12 +367,12 @@ static mgpu_status_t from_arg(int id, const mgpu_config_t *a, mgpu__config_t *c,
     *set = true;
     return MGPU_OK;
   case MGPU_SET_EMULATE_SPEED:
-    if (a->emulate_speed == -1) return MGPU_OK;
-    if (!(a->emulate_speed >= 0 && !signbit(a->emulate_speed) && a->emulate_speed <= s->dhi)) {
-      snprintf(num, sizeof num, "%g", a->emulate_speed);
+    if (ta->emulate_speed == -1) return MGPU_OK;
+    if (!(ta->emulate_speed >= 0 && !signbit(ta->emulate_speed) && ta->emulate_speed <= s->dhi)) {
+      snprintf(num, sizeof num, "%g", ta->emulate_speed);
       return bad_arg(id, "emulate_speed", num);
     }
-    v->emulate_speed = a->emulate_speed;
+    tc->emulate_speed = ta->emulate_speed;
     *set = true;
     return MGPU_OK;
   case MGPU_SET_TIMEOUT:
@@ -357,23 +385,41 @@ static mgpu_status_t from_arg(int id, const mgpu_config_t *a, mgpu__config_t *c,
     *set = true;
     return MGPU_OK;
   case MGPU_SET_EMULATE_MEM:
-    if (a->emulate_mem == 0) return MGPU_OK;
-    if (a->emulate_mem < s->lo || a->emulate_mem > s->hi) {
-      snprintf(num, sizeof num, "%lld", a->emulate_mem);
+    if (ta->emulate_mem == 0) return MGPU_OK;
+    if (ta->emulate_mem < s->lo || ta->emulate_mem > s->hi) {
+      snprintf(num, sizeof num, "%lld", ta->emulate_mem);
       return bad_arg(id, "emulate_mem", num);
     }
-    v->emulate_mem = a->emulate_mem;
+    tc->emulate_mem = ta->emulate_mem;
+    *set = true;
+    return MGPU_OK;
+  case MGPU_SET_EMULATE_LATENCY:
+    if (ta->emulate_latency == -1) return MGPU_OK;
+    if (!(ta->emulate_latency >= 0 && !signbit(ta->emulate_latency) && ta->emulate_latency <= s->dhi)) {
+      snprintf(num, sizeof num, "%g", ta->emulate_latency);
+      return bad_arg(id, "emulate_latency", num);
+    }
+    tc->emulate_latency = ta->emulate_latency;
+    *set = true;
+    return MGPU_OK;
+  case MGPU_SET_EMULATE_WIDTH:
+    if (ta->emulate_width == -1) return MGPU_OK;
+    if (ta->emulate_width < s->lo || ta->emulate_width > s->hi) {
+      snprintf(num, sizeof num, "%lld", ta->emulate_width);
+      return bad_arg(id, "emulate_width", num);
+    }
+    tc->emulate_width = ta->emulate_width;
     *set = true;
     return MGPU_OK;
   case MGPU_SET_FAULT_INJECT: {
-    if (!a->fault_inject) return MGPU_OK;
+    if (!ta->fault_inject) return MGPU_OK;
     mgpu__fault_plan_t plan;
     char why[256];
-    if (strlen(a->fault_inject) >= sizeof c->fault_spec ||
-        mgpu__fault_parse(a->fault_inject, &plan, why, sizeof why) != 0)
-      return bad_arg(id, "fault_inject", a->fault_inject);
-    snprintf(c->fault_spec, sizeof c->fault_spec, "%s", a->fault_inject);
-    v->fault_inject = c->fault_spec;
+    if (strlen(ta->fault_inject) >= sizeof c->fault_spec ||
+        mgpu__fault_parse(ta->fault_inject, &plan, why, sizeof why) != 0)
+      return bad_arg(id, "fault_inject", ta->fault_inject);
+    snprintf(c->fault_spec, sizeof c->fault_spec, "%s", ta->fault_inject);
+    tc->fault_inject = c->fault_spec;
     *set = true;
     return MGPU_OK;
   }
@@ -393,13 +439,17 @@ static mgpu_status_t from_arg(int id, const mgpu_config_t *a, mgpu__config_t *c,
   }
   }
 #undef INT_FIELD
+#undef INT_FIELD_OF
   return MGPU_OK;
 }
 
-mgpu_status_t mgpu__config_parse(const mgpu_config_t *arg, mgpu__config_t *out) {
+mgpu_status_t mgpu__config_parse(const mgpu_config_t *arg, const mgpu__testcfg_t *test, mgpu__config_t *out) {
   mgpu_config_t unset;
   mgpu_config_init(&unset);
   if (!arg) arg = &unset;
+  mgpu__testcfg_t test_unset;
+  mgpu__testcfg_init(&test_unset);
+  if (!test) test = &test_unset;
   memset(out, 0, sizeof *out);
   mgpu_config_init(&out->v);
   /* Defaults that do not depend on the machine. */
@@ -407,16 +457,19 @@ mgpu_status_t mgpu__config_parse(const mgpu_config_t *arg, mgpu__config_t *out) 
   out->v.sched = MGPU_SCHED_STEAL;
   out->v.stats = 0;
   out->v.debug = MGPU_LOG_WARN;
-  out->v.emulate_gpus = 0;
-  out->v.emulate_speed = 0;
-  out->v.emulate_mem = 1LL << 30;
+  out->test.emulate_gpus = 0;
+  out->test.emulate_speed = 0;
+  out->test.emulate_mem = 1LL << 30;
+  out->test.emulate_latency = 0;
+  out->test.emulate_width = 0;
+  out->test.fault_inject = NULL;
   out->v.timeout = MGPU_TIMEOUT_AUTO;
   out->v.ignore_env = arg->ignore_env;
   out->thread_limit = omp_get_thread_limit();
 
   for (int id = 0; id < MGPU_SET_COUNT; id++) {
     bool set;
-    mgpu_status_t st = from_arg(id, arg, out, &set);
+    mgpu_status_t st = from_arg(id, arg, test, out, &set);
     if (st != MGPU_OK) return st;
     if (set) {
       out->source[id] = MGPU_SRC_ARG;
@@ -460,7 +513,8 @@ int mgpu__auto_reserve_half(int threads) {
 
 mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visible_gpus) {
   mgpu_config_t *v = &c->v;
-  const char *gpu_what = v->emulate_gpus > 0 ? "emulated GPUs" : "GPUs";
+  const mgpu__testcfg_t *tc = &c->test;
+  const char *gpu_what = tc->emulate_gpus > 0 ? "emulated GPUs" : "GPUs";
   /* GPUs: an explicit list, a count, or every visible one. */
   if (v->ndevices > 0) {
     if (v->num_gpus >= 0 && v->num_gpus != v->ndevices)
@@ -496,12 +550,12 @@ mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visi
 
   /* A fault plan names the runtime's GPU numbers: one past them would never fire
    * and the test that set it would pass without testing anything. */
-  if (v->fault_inject) {
+  if (tc->fault_inject) {
     mgpu__fault_plan_t plan;
     char why[256];
-    if (mgpu__fault_parse(v->fault_inject, &plan, why, sizeof why) != 0 ||
+    if (mgpu__fault_parse(tc->fault_inject, &plan, why, sizeof why) != 0 ||
         mgpu__fault_check_gpus(&plan, v->num_gpus, why, sizeof why) != 0)
-      return mgpu__fail(MGPU_EINVAL, "MGPU_FAULT_INJECT='%s' is invalid: %s", v->fault_inject, why);
+      return mgpu__fail(MGPU_EINVAL, "MGPU_FAULT_INJECT='%s' is invalid: %s", tc->fault_inject, why);
   }
 
   /* CPU workers: undersubscribe by one core per GPU host thread. They are one
@@ -568,13 +622,18 @@ mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visi
   snprintf(c->text[MGPU_SET_STATS], sizeof c->text[0], "%d", v->stats);
   snprintf(c->text[MGPU_SET_TRACE], sizeof c->text[0], "%s", v->trace ? v->trace : "(off)");
   snprintf(c->text[MGPU_SET_DEBUG], sizeof c->text[0], "%s", level_text(v->debug));
-  snprintf(c->text[MGPU_SET_EMULATE_GPUS], sizeof c->text[0], "%d", v->emulate_gpus);
-  if (v->emulate_speed > 0)
-    snprintf(c->text[MGPU_SET_EMULATE_SPEED], sizeof c->text[0], "%g", v->emulate_speed);
+  snprintf(c->text[MGPU_SET_EMULATE_GPUS], sizeof c->text[0], "%d", tc->emulate_gpus);
+  if (tc->emulate_speed > 0)
+    snprintf(c->text[MGPU_SET_EMULATE_SPEED], sizeof c->text[0], "%g", tc->emulate_speed);
   else
     snprintf(c->text[MGPU_SET_EMULATE_SPEED], sizeof c->text[0], "unlimited");
-  snprintf(c->text[MGPU_SET_EMULATE_MEM], sizeof c->text[0], "%lld", v->emulate_mem);
-  snprintf(c->text[MGPU_SET_FAULT_INJECT], sizeof c->text[0], "%s", v->fault_inject ? v->fault_inject : "(none)");
+  snprintf(c->text[MGPU_SET_EMULATE_MEM], sizeof c->text[0], "%lld", tc->emulate_mem);
+  snprintf(c->text[MGPU_SET_EMULATE_LATENCY], sizeof c->text[0], "%g s", tc->emulate_latency);
+  if (tc->emulate_width > 0)
+    snprintf(c->text[MGPU_SET_EMULATE_WIDTH], sizeof c->text[0], "%lld", tc->emulate_width);
+  else
+    snprintf(c->text[MGPU_SET_EMULATE_WIDTH], sizeof c->text[0], "no limit");
+  snprintf(c->text[MGPU_SET_FAULT_INJECT], sizeof c->text[0], "%s", tc->fault_inject ? tc->fault_inject : "(none)");
   t = c->text[MGPU_SET_TENSOR_SPLIT];
   t[0] = '\0';
   for (int i = 0; i < v->ntensor_split; i++) {

@@ -185,9 +185,9 @@ static int emul_open(int dev, const mgpu__config_t *cfg, void **ctx) {
   emul_dev_t *d = calloc(1, sizeof *d);
   if (!d) return MGPU_ENOMEM;
   d->index = dev;
-  d->speed = cfg->v.emulate_speed;
+  d->speed = cfg->test.emulate_speed;
   d->epoch = mgpu__now(); /* device time 0, as the CUDA back end's epoch event */
-  d->mem_limit = (size_t)cfg->v.emulate_mem;
+  d->mem_limit = (size_t)cfg->test.emulate_mem;
   pthread_mutex_init(&d->lock, NULL);
   pthread_mutex_init(&d->compute, NULL);
   *ctx = d;

@@ -121,10 +121,6 @@ typedef struct mgpu_config {
   int stats;                  /**< MGPU_STATS: 0/1, per-worker table at finalize */
   const char *trace;          /**< MGPU_TRACE: trace file path, NULL = unset */
   int debug;                  /**< MGPU_DEBUG: 0 none, 1 error, 2 warn, 3 info, 4 debug */
-  int emulate_gpus;           /**< MGPU_EMULATE_GPUS (tests only): emulated devices, 0..64 */
-  double emulate_speed;       /**< MGPU_EMULATE_SPEED (tests only): items/s of an emulated device */
-  long long emulate_mem;      /**< MGPU_EMULATE_MEM (tests only): bytes of an emulated device */
-  const char *fault_inject;   /**< MGPU_FAULT_INJECT (tests only): fault plan */
   /** MGPU_TENSOR_SPLIT: default shares of split arrays (mgpu_array_create), one per
    *  GPU, optionally one more for the host; each >= 0, not all 0. -1 = unset. */
   int ntensor_split;
@@ -609,65 +605,6 @@ MGPU_API mgpu_status_t mgpu_array_run(mgpu_runtime_t *rt, const mgpu_array_batch
  * practice).
  */
 MGPU_API mgpu_status_t mgpu_array_sum(mgpu_array_t *a, mgpu_dtype_t dt, double *sum);
-
-/* ------------------------------------------------------------------------- */
-/* mgpu-run plugins                                                           */
-/* ------------------------------------------------------------------------- */
-
-/**
- * A workload that a plugin adds to mgpu-run (`mgpu-run --plugin FILE.so NAME`).
- * mgpu-run makes the arrays from the kernel's item sizes (n items, -n), fills
- * the inputs (with init_input, or with random bytes when it is NULL), runs the
- * batch with `arg` as its argument, and checks the outputs against the
- * kernel's CPU function run on sampled items. The struct and everything it
- * points to must stay valid until the process exits.
- */
-typedef struct mgpu_plugin_workload {
-  const char *name;          /**< the name on mgpu-run's command line */
-  const char *doc;           /**< one line for --list */
-  mgpu_kernel_t kernel;
-  const void *arg;           /**< the batch's argument (may be NULL with arg_size 0) */
-  size_t arg_size;
-  size_t default_items;      /**< items when -n is not given (0: 1048576) */
-  /** Fill input k for items [0, n); return 0, or non-zero to fail the run. */
-  int (*init_input)(int k, void *data, size_t n, uint64_t seed);
-} mgpu_plugin_workload_t;
-
-/** Version of this interface; a plugin compiled for another is refused. */
-#define MGPU_PLUGIN_ABI 1
-
-/** What a plugin's entry point receives. */
-typedef struct mgpu_plugin_registry {
-  int abi;                   /**< MGPU_PLUGIN_ABI of the loading program */
-  /** Add one workload; returns 0, or non-zero (bad or duplicate name). */
-  int (*add)(struct mgpu_plugin_registry *reg, const mgpu_plugin_workload_t *w);
-  void *loader;              /**< the loader's own state */
-} mgpu_plugin_registry_t;
-
-/**
- * The entry point a plugin defines: check reg->abi == MGPU_PLUGIN_ABI, add its
- * workloads with reg->add, return 0 (non-zero makes mgpu-run stop with an
- * error). Build the plugin as a shared library: cc -shared -fPIC plugin.c.
- */
-typedef int (*mgpu_plugin_init_fn)(mgpu_plugin_registry_t *reg);
-#define MGPU_PLUGIN_ENTRY "mgpu_plugin_init"
-
-/**
- * The command line's sizes for a plugin's workloads, -1 where not given:
- * items (-n), size (--size) and intensity (--intensity). mgpu-run exports
- * the function named MGPU_PLUGIN_PARAMS from its executable; a plugin finds
- * it in mgpu_plugin_init with dlsym(RTLD_DEFAULT, MGPU_PLUGIN_PARAMS) and
- * keeps its own defaults where it is NULL (a loader without it) or a value is
- * -1. A function looked up, not a registry field, so that plugins and loaders
- * of either age keep working with MGPU_PLUGIN_ABI 1.
- */
-typedef struct mgpu_plugin_params {
-  long long items;
-  long long size;
-  long long intensity;
-} mgpu_plugin_params_t;
-typedef void (*mgpu_plugin_params_fn)(mgpu_plugin_params_t *p);
-#define MGPU_PLUGIN_PARAMS "mgpu_plugin_params"
 
 #ifdef __cplusplus
 }

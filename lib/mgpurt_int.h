@@ -281,6 +281,8 @@ enum {
   MGPU_SET_EMULATE_GPUS,
   MGPU_SET_EMULATE_SPEED,
   MGPU_SET_EMULATE_MEM,
+  MGPU_SET_EMULATE_LATENCY,
+  MGPU_SET_EMULATE_WIDTH,
   MGPU_SET_FAULT_INJECT,
   MGPU_SET_TENSOR_SPLIT,
   MGPU_SET_RESERVE_THREADS,
@@ -288,8 +290,25 @@ enum {
   MGPU_SET_COUNT
 };
 
+/* The settings for tests only (emulated devices, injected faults): read from
+ * their MGPU_* variables like the others, but kept out of the public
+ * mgpu_config_t so that no program comes to depend on them. The Check suites
+ * set them through mgpu__init_test. Unset: -1, or 0 for emulate_mem and NULL
+ * for fault_inject (mgpu__testcfg_init). An emulated device's kernel of n
+ * items takes emulate_latency + ceil(n / width) * width / speed seconds with
+ * a width, latency + n / speed without (speed 0: the latency alone). */
+typedef struct {
+  int emulate_gpus;         /* MGPU_EMULATE_GPUS: emulated devices, 0..64 */
+  double emulate_speed;     /* MGPU_EMULATE_SPEED: items/s of an emulated device, 0 = unlimited */
+  long long emulate_mem;    /* MGPU_EMULATE_MEM: bytes of an emulated device */
+  double emulate_latency;   /* MGPU_EMULATE_LATENCY: seconds a launch takes on top of its items, 0..10 */
+  long long emulate_width;  /* MGPU_EMULATE_WIDTH: items run at once, 0..2^40, 0 = no limit */
+  const char *fault_inject; /* MGPU_FAULT_INJECT: the fault plan (fault.c) */
+} mgpu__testcfg_t;
+
 typedef struct {
   mgpu_config_t v;             /* resolved values; every field set */
+  mgpu__testcfg_t test;        /* resolved test-only values; every field set */
   int source[MGPU_SET_COUNT];  /* MGPU_SRC_* */
   char text[MGPU_SET_COUNT][160]; /* effective value as text, for --info */
   char trace_path[1024];
@@ -298,8 +317,11 @@ typedef struct {
   char thread_limit_text[32];  /* OMP_THREAD_LIMIT as mgpu_info_setting shows it */
 } mgpu__config_t;
 
-/* Syntax and range of every setting: cfg fields, then the environment. */
-mgpu_status_t mgpu__config_parse(const mgpu_config_t *arg, mgpu__config_t *out);
+/* Fill *t with "unset" in every field. */
+void mgpu__testcfg_init(mgpu__testcfg_t *t);
+/* Syntax and range of every setting: the fields of arg and of test (either
+ * may be NULL: all unset), then the environment. */
+mgpu_status_t mgpu__config_parse(const mgpu_config_t *arg, const mgpu__testcfg_t *test, mgpu__config_t *out);
 /* Seconds a GPU chunk or collective may take under the MGPU_TIMEOUT setting
  * `timeout` (mgpu_config_t.timeout, resolved), given its predicted seconds
  * (<= 0: no prediction); 0 = no deadline. */
@@ -683,6 +705,11 @@ struct mgpu_runtime {
   pthread_cond_t team_cv;
   int team_ready, team_got, team_go, team_done;
 };
+
+/* mgpu_init with the test-only settings of *test (NULL: the environment's
+ * alone), for the Check suites, which link the library's objects. Hidden:
+ * not part of the library's exports. */
+mgpu_status_t mgpu__init_test(const mgpu_config_t *cfg, const mgpu__testcfg_t *test, mgpu_runtime_t **rt_p);
 
 /* -------------------------------------------------------------- claim.c */
 #define MGPU_PROF_BINS 128 /* see mgpu__prof_lo */

@@ -12,8 +12,8 @@ extern char **environ;
 
 static const mgpu_dev_ops_t *pick_backend(const mgpu__config_t *c, int *visible) {
   *visible = 0;
-  if (c->v.emulate_gpus > 0) {
-    *visible = c->v.emulate_gpus;
+  if (c->test.emulate_gpus > 0) {
+    *visible = c->test.emulate_gpus;
     return &mgpu__dev_emul;
   }
   /* MGPU_NUM_GPUS=0 means CPU only: do not even load the GPU driver. */
@@ -77,10 +77,14 @@ static void stop_workers(mgpu_runtime_t *rt) {
 }
 
 MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p) {
+  return mgpu__init_test(cfg, NULL, rt_p);
+}
+
+mgpu_status_t mgpu__init_test(const mgpu_config_t *cfg, const mgpu__testcfg_t *test, mgpu_runtime_t **rt_p) {
   mgpu__clear_error();
   if (!rt_p) return mgpu__fail(MGPU_EINVAL, "mgpu_init: rt_p is NULL");
   mgpu__config_t c;
-  mgpu_status_t st = mgpu__config_parse(cfg, &c);
+  mgpu_status_t st = mgpu__config_parse(cfg, test, &c);
   if (st != MGPU_OK) return st;
   mgpu__log_set_level(c.v.debug);
   if (!c.v.ignore_env) mgpu__config_warn_unknown(environ);
@@ -108,8 +112,8 @@ MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p
   rt->cfg = c;
   /* The config holds pointers into itself; point them at the runtime's copy. */
   if (c.v.trace) rt->cfg.v.trace = rt->cfg.trace_path;
-  if (c.v.fault_inject) {
-    rt->cfg.v.fault_inject = rt->cfg.fault_spec;
+  if (c.test.fault_inject) {
+    rt->cfg.test.fault_inject = rt->cfg.fault_spec;
     char why[256];
     mgpu__fault_parse(rt->cfg.fault_spec, &rt->faults, why, sizeof why);
   }

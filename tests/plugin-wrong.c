@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "mgpurt.h"
+#include "mgpurt_plugin.h"
 
 static int wrong_cpu(const mgpu_chunk_t *c) {
   const uint64_t *x = c->in[0];

@@ -30,10 +30,10 @@ static mgpu_runtime_t *start(int cpus, int ngpus) {
     printf("needs %d GPU%s, skipped\n", ngpus, ngpus == 1 ? "" : "s");
     return NULL;
   }
-  mgpu_config_t c = mgpu_test_config(cpus, real_mode() ? 0 : ngpus);
-  c.num_gpus = ngpus;
+  mgpu_test_config_t c = mgpu_test_config(cpus, real_mode() ? 0 : ngpus);
+  c.cfg.num_gpus = ngpus;
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
   return rt;
 }
 
@@ -108,13 +108,13 @@ START_TEST(test_split_default_and_env) {
   mgpu_finalize(rt);
 
   if (gpus_available() < 2) return;
-  mgpu_config_t c = mgpu_test_config(1, real_mode() ? 0 : 2);
-  c.num_gpus = 2;
-  c.ntensor_split = 3;
-  c.tensor_split[0] = 0.6, c.tensor_split[1] = 0.3, c.tensor_split[2] = 0.1;
-  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  mgpu_test_config_t c = mgpu_test_config(1, real_mode() ? 0 : 2);
+  c.cfg.num_gpus = 2;
+  c.cfg.ntensor_split = 3;
+  c.cfg.tensor_split[0] = 0.6, c.cfg.tensor_split[1] = 0.3, c.cfg.tensor_split[2] = 0.1;
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
   ck_assert_int_eq(mgpu_array_create(rt, 1000, 4, 0, NULL, &a), MGPU_OK);
-  check_parts(a, 1000, 2, c.tensor_split, 3);
+  check_parts(a, 1000, 2, c.cfg.tensor_split, 3);
   mgpu_array_part_t p;
   ck_assert_int_eq(mgpu_array_part(a, 0, &p), MGPU_OK);
   ck_assert_uint_eq(p.count, 600);
@@ -122,9 +122,9 @@ START_TEST(test_split_default_and_env) {
   mgpu_finalize(rt);
 
   /* MGPU_TENSOR_SPLIT with a count that does not fit the GPUs. */
-  c.ntensor_split = 4;
-  c.tensor_split[3] = 1;
-  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  c.cfg.ntensor_split = 4;
+  c.cfg.tensor_split[3] = 1;
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
   ck_assert_int_eq(mgpu_array_create(rt, 10, 4, 0, NULL, &a), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "MGPU_TENSOR_SPLIT has 4 entries but the runtime has 2 GPUs"));
   mgpu_finalize(rt);
@@ -583,9 +583,9 @@ START_TEST(test_collective_errors) {
   for (int g = 0; g < 2; g++) mgpu_device_free(rt, g, buf[g]);
   mgpu_finalize(rt);
   /* No GPU. */
-  mgpu_config_t c = mgpu_test_config(1, 0);
-  c.num_gpus = 0;
-  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  mgpu_test_config_t c = mgpu_test_config(1, 0);
+  c.cfg.num_gpus = 0;
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
   ck_assert_int_eq(mgpu_allreduce(rt, s, buf, 4, MGPU_FLOAT32, MGPU_OP_SUM), MGPU_ENODEV);
   mgpu_array_t *a;
   ck_assert_int_eq(mgpu_array_create(rt, 5, 4, 0, NULL, &a), MGPU_OK); /* all on the host */

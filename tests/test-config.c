@@ -1,4 +1,5 @@
-/* test-config.c: every setting, from the environment and from mgpu_config_t:
+/* test-config.c: every setting, from the environment and from mgpu_config_t
+ * (or mgpu__testcfg_t for the settings for tests):
  * valid values, boundaries, garbage, negatives, overflow, empty, whitespace. */
 #include "testutil.h"
 
@@ -11,12 +12,13 @@ static mgpu_status_t parse_env(const char *name, const char *value, mgpu__config
   static const char *const all[] = {"MGPU_NUM_THREADS", "MGPU_NUM_GPUS", "MGPU_DEVICES", "MGPU_DEVICE_TO_CORE_RATIO",
                                     "MGPU_MAX_BATCH_SIZE", "MGPU_STREAMS_PER_GPU", "MGPU_SCHED", "MGPU_STATS",
                                     "MGPU_TRACE", "MGPU_DEBUG", "MGPU_EMULATE_GPUS", "MGPU_EMULATE_SPEED",
-                                    "MGPU_EMULATE_MEM", "MGPU_FAULT_INJECT", "MGPU_TENSOR_SPLIT",
+                                    "MGPU_EMULATE_MEM", "MGPU_EMULATE_LATENCY", "MGPU_EMULATE_WIDTH",
+                                    "MGPU_FAULT_INJECT", "MGPU_TENSOR_SPLIT",
                                     "MGPU_RESERVE_THREADS", "MGPU_TIMEOUT"};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) unsetenv(all[i]);
   if (value) setenv(name, value, 1);
   mgpu__log_set_level(MGPU_LOG_NONE);
-  return mgpu__config_parse(NULL, out);
+  return mgpu__config_parse(NULL, NULL, out);
 }
 
 typedef struct {
@@ -117,6 +119,19 @@ static const env_case_t env_cases[] = {
     {"MGPU_DEVICES", "1,,2", 0},             {"MGPU_DEVICES", ",1", 0},
     {"MGPU_NUM_THREADS", "-0", 0},           {"MGPU_DEVICES", "1,-0", 0},
     {"MGPU_STREAMS_PER_GPU", "+2", 1},       {"MGPU_DEBUG", "-0", 0},
+    {"MGPU_EMULATE_LATENCY", "0", 1},        {"MGPU_EMULATE_LATENCY", "10", 1},
+    {"MGPU_EMULATE_LATENCY", " 1e-3 ", 1},   {"MGPU_EMULATE_LATENCY", "0.25", 1},
+    {"MGPU_EMULATE_LATENCY", "10.5", 0},     {"MGPU_EMULATE_LATENCY", "-1", 0},
+    {"MGPU_EMULATE_LATENCY", "-0", 0},       {"MGPU_EMULATE_LATENCY", "abc", 0},
+    {"MGPU_EMULATE_LATENCY", "", 0},         {"MGPU_EMULATE_LATENCY", "inf", 0},
+    {"MGPU_EMULATE_LATENCY", "nan", 0},      {"MGPU_EMULATE_LATENCY", "0x1p-2", 0},
+    {"MGPU_EMULATE_LATENCY", "1s", 0},       {"MGPU_EMULATE_WIDTH", "0", 1},
+    {"MGPU_EMULATE_WIDTH", "1", 1},          {"MGPU_EMULATE_WIDTH", "1099511627776", 1},
+    {"MGPU_EMULATE_WIDTH", " 256 ", 1},      {"MGPU_EMULATE_WIDTH", "1099511627777", 0},
+    {"MGPU_EMULATE_WIDTH", "-1", 0},         {"MGPU_EMULATE_WIDTH", "-0", 0},
+    {"MGPU_EMULATE_WIDTH", "1.5", 0},        {"MGPU_EMULATE_WIDTH", "64K", 0},
+    {"MGPU_EMULATE_WIDTH", "", 0},           {"MGPU_EMULATE_WIDTH", "x", 0},
+    {"MGPU_EMULATE_WIDTH", "0x100", 0},
 };
 #define NCASES ((int)(sizeof env_cases / sizeof env_cases[0]))
 
@@ -146,7 +161,22 @@ START_TEST(test_env_values) {
   ck_assert_int_eq(c.v.devices[0], 3);
   ck_assert_int_eq(c.v.devices[1], 1);
   ck_assert_int_eq(parse_env("MGPU_EMULATE_MEM", "64M", &c), MGPU_OK);
-  ck_assert_int_eq(c.v.emulate_mem, 64LL << 20);
+  ck_assert_int_eq(c.test.emulate_mem, 64LL << 20);
+  ck_assert_int_eq(parse_env("MGPU_EMULATE_LATENCY", " 0.25 ", &c), MGPU_OK);
+  ck_assert(c.test.emulate_latency == 0.25);
+  ck_assert_int_eq(c.source[MGPU_SET_EMULATE_LATENCY], MGPU_SRC_ENV);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 4, 0), MGPU_OK);
+  ck_assert_str_eq(c.text[MGPU_SET_EMULATE_LATENCY], "0.25 s");
+  ck_assert_int_eq(parse_env("MGPU_EMULATE_WIDTH", "4096", &c), MGPU_OK);
+  ck_assert_int_eq(c.test.emulate_width, 4096);
+  ck_assert_int_eq(c.source[MGPU_SET_EMULATE_WIDTH], MGPU_SRC_ENV);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 4, 0), MGPU_OK);
+  ck_assert_str_eq(c.text[MGPU_SET_EMULATE_WIDTH], "4096");
+  ck_assert_int_eq(parse_env("MGPU_EMULATE_WIDTH", "1.5", &c), MGPU_EINVAL);
+  ck_assert_str_eq(mgpu_last_error(),
+                   "MGPU_EMULATE_WIDTH='1.5' is invalid: expected an integer in 0..1099511627776 (0: no limit)");
+  ck_assert_int_eq(parse_env("MGPU_EMULATE_LATENCY", "11", &c), MGPU_EINVAL);
+  ck_assert_str_eq(mgpu_last_error(), "MGPU_EMULATE_LATENCY='11' is invalid: expected a number of seconds in 0..10");
   ck_assert_int_eq(parse_env("MGPU_SCHED", "Static", &c), MGPU_OK);
   ck_assert_int_eq(c.v.sched, MGPU_SCHED_STATIC);
   ck_assert_int_eq(parse_env("MGPU_DEBUG", "info", &c), MGPU_OK);
@@ -175,6 +205,14 @@ START_TEST(test_env_values) {
   ck_assert_int_eq(c.source[MGPU_SET_NUM_THREADS], MGPU_SRC_DEFAULT);
   ck_assert_int_eq(c.v.streams_per_gpu, 3);
   ck_assert_int_eq(c.v.sched, MGPU_SCHED_STEAL);
+  /* The settings for tests: no emulated device, no latency, no width. */
+  ck_assert_int_eq(c.test.emulate_gpus, 0);
+  ck_assert(c.test.emulate_latency == 0);
+  ck_assert_int_eq(c.test.emulate_width, 0);
+  ck_assert_int_eq(mgpu__config_resolve(&c, 4, 0), MGPU_OK);
+  ck_assert_str_eq(c.text[MGPU_SET_EMULATE_LATENCY], "0 s");
+  ck_assert_str_eq(c.text[MGPU_SET_EMULATE_WIDTH], "no limit");
+  ck_assert_int_eq(c.source[MGPU_SET_EMULATE_WIDTH], MGPU_SRC_DEFAULT);
 }
 END_TEST
 
@@ -184,16 +222,16 @@ START_TEST(test_arg_wins_over_env) {
   mgpu_config_t a;
   mgpu_config_init(&a);
   a.num_threads = 3;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_OK);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_OK);
   ck_assert_int_eq(c.v.num_threads, 3);
   ck_assert_int_eq(c.source[MGPU_SET_NUM_THREADS], MGPU_SRC_ARG);
   /* An unset field falls back to the environment... */
   a.num_threads = -1;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_OK);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_OK);
   ck_assert_int_eq(c.v.num_threads, 7);
   /* ...unless the environment is ignored. */
   a.ignore_env = 1;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_OK);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_OK);
   ck_assert_int_eq(c.source[MGPU_SET_NUM_THREADS], MGPU_SRC_DEFAULT);
   unsetenv("MGPU_NUM_THREADS");
 }
@@ -216,75 +254,152 @@ START_TEST(test_bad_args) {
     case 4: a.max_batch_size = cases[i].value; break;
     case 5: a.reserve_threads = (int)cases[i].value; break;
     }
-    ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+    ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
     ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_config_t."));
   }
   mgpu_config_init(&a);
   a.ignore_env = 1;
   a.reserve_threads = MGPU_RESERVE_AUTO;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_OK);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_OK);
   ck_assert_int_eq(c.v.reserve_threads, MGPU_RESERVE_AUTO);
   ck_assert_int_eq(c.source[MGPU_SET_RESERVE_THREADS], MGPU_SRC_ARG);
   /* A blank or overlong trace path is named for what it is. */
   mgpu_config_init(&a);
   a.ignore_env = 1;
   a.trace = "  ";
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_config_t.trace=\"\" (a blank path)"));
   static char long_path[1100];
   memset(long_path, 'a', sizeof long_path - 1);
   a.trace = long_path;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "(a path of 1099 characters)"));
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "1..1023 characters"));
   /* MGPU_TIMEOUT's field: seconds, 0 (off) or MGPU_TIMEOUT_AUTO. */
   mgpu_config_init(&a);
   a.ignore_env = 1;
   a.timeout = -5;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_config_t.timeout=-5 is invalid (the field of MGPU_TIMEOUT)"));
   a.timeout = 0.25;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_OK);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_OK);
   ck_assert(c.v.timeout == 0.25);
   a.timeout = -1;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_OK);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_OK);
   ck_assert(c.v.timeout == MGPU_TIMEOUT_AUTO);
   /* A negative zero is a negative, from a field as from the environment. */
   mgpu_config_init(&a);
   a.ignore_env = 1;
-  a.emulate_speed = -0.0;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
-  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_config_t.emulate_speed"));
+  mgpu__testcfg_t t;
+  mgpu__testcfg_init(&t);
+  t.emulate_speed = -0.0;
+  ck_assert_int_eq(mgpu__config_parse(&a, &t, &c), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu__testcfg_t.emulate_speed=-0 is invalid (the field of "
+                                                  "MGPU_EMULATE_SPEED)"));
   mgpu_config_init(&a);
   a.ignore_env = 1;
   a.ntensor_split = 2;
   a.tensor_split[0] = 1;
   a.tensor_split[1] = -0.0;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
   mgpu_config_init(&a);
   a.ignore_env = 1;
   a.device_to_core_ratio = -1;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
   mgpu_config_init(&a);
   a.ignore_env = 1;
   a.ndevices = 2;
   a.devices[0] = a.devices[1] = 1;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "twice"));
   mgpu_config_init(&a);
   a.ignore_env = 1;
   a.ntensor_split = 2;
   a.tensor_split[0] = 1;
   a.tensor_split[1] = -1;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_config_t.tensor_split"));
   a.ntensor_split = 0;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
   a.ntensor_split = 2;
   a.tensor_split[1] = 3;
-  ck_assert_int_eq(mgpu__config_parse(&a, &c), MGPU_OK);
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_OK);
   ck_assert_int_eq(c.v.ntensor_split, 2);
   ck_assert_int_eq(c.source[MGPU_SET_TENSOR_SPLIT], MGPU_SRC_ARG);
+}
+END_TEST
+
+START_TEST(test_test_args) {
+  /* The settings for tests from mgpu__testcfg_t: range-checked like their
+   * variables, named by their field, and winning over the environment. */
+  mgpu__config_t c;
+  mgpu__log_set_level(MGPU_LOG_NONE);
+  mgpu__testcfg_t t;
+  struct { int field; double value; const char *name; } bad[] = {
+      {0, 65, "emulate_gpus=65"},          {0, -2, "emulate_gpus=-2"},         {1, -3, "emulate_speed=-3"},
+      {1, 2e12, "emulate_speed=2e+12"},    {2, 1024, "emulate_mem=1024"},      {3, 10.5, "emulate_latency=10.5"},
+      {3, -0.0, "emulate_latency=-0"},     {3, -2, "emulate_latency=-2"},      {4, -2, "emulate_width=-2"},
+      {4, 1099511627777.0, "emulate_width=1099511627777"}, {5, 0, "fault_inject=boom:0:1"}};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    mgpu__testcfg_init(&t);
+    switch (bad[i].field) {
+    case 0: t.emulate_gpus = (int)bad[i].value; break;
+    case 1: t.emulate_speed = bad[i].value; break;
+    case 2: t.emulate_mem = (long long)bad[i].value; break;
+    case 3: t.emulate_latency = bad[i].value; break;
+    case 4: t.emulate_width = (long long)bad[i].value; break;
+    case 5: t.fault_inject = "boom:0:1"; break;
+    }
+    ck_assert_int_eq(mgpu__config_parse(NULL, &t, &c), MGPU_EINVAL);
+    char want[128];
+    snprintf(want, sizeof want, "mgpu__testcfg_t.%s is invalid (the field of MGPU_", bad[i].name);
+    ck_assert_msg(strstr(mgpu_last_error(), want) != NULL, "%s: %s", want, mgpu_last_error());
+  }
+  setenv("MGPU_EMULATE_LATENCY", "2", 1);
+  setenv("MGPU_EMULATE_WIDTH", "8", 1);
+  mgpu__testcfg_init(&t);
+  t.emulate_latency = 0.5;
+  t.emulate_width = 1 << 20;
+  ck_assert_int_eq(mgpu__config_parse(NULL, &t, &c), MGPU_OK);
+  ck_assert(c.test.emulate_latency == 0.5);
+  ck_assert_int_eq(c.test.emulate_width, 1 << 20);
+  ck_assert_int_eq(c.source[MGPU_SET_EMULATE_LATENCY], MGPU_SRC_ARG);
+  ck_assert_int_eq(c.source[MGPU_SET_EMULATE_WIDTH], MGPU_SRC_ARG);
+  /* Unset fields take the environment. */
+  mgpu__testcfg_init(&t);
+  ck_assert_int_eq(mgpu__config_parse(NULL, &t, &c), MGPU_OK);
+  ck_assert(c.test.emulate_latency == 2);
+  ck_assert_int_eq(c.test.emulate_width, 8);
+  ck_assert_int_eq(c.source[MGPU_SET_EMULATE_WIDTH], MGPU_SRC_ENV);
+  unsetenv("MGPU_EMULATE_LATENCY");
+  unsetenv("MGPU_EMULATE_WIDTH");
+  /* A runtime's emulated devices open with them (emul_open reads rt->cfg.test),
+   * and mgpu_info_setting shows them. */
+  mgpu_test_config_t tc = mgpu_test_config(1, 1);
+  tc.test.emulate_latency = 0.125;
+  tc.test.emulate_width = 256;
+  tc.cfg.debug = MGPU_LOG_NONE;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&tc, &rt), MGPU_OK);
+  ck_assert(rt->cfg.test.emulate_latency == 0.125);
+  ck_assert_int_eq(rt->cfg.test.emulate_width, 256);
+  int seen = 0;
+  mgpu_setting_t s = {0};
+  for (int i = 0; mgpu_info_setting(rt, i, &s) == MGPU_OK; i++) {
+    if (!strcmp(s.name, "MGPU_EMULATE_LATENCY")) {
+      ck_assert_str_eq(s.value, "0.125 s");
+      ck_assert_str_eq(s.source, "argument");
+      ck_assert_ptr_nonnull(strstr(s.doc, "TESTS ONLY"));
+      seen++;
+    }
+    if (!strcmp(s.name, "MGPU_EMULATE_WIDTH")) {
+      ck_assert_str_eq(s.value, "256");
+      ck_assert_ptr_nonnull(strstr(s.doc, "TESTS ONLY"));
+      seen++;
+    }
+  }
+  ck_assert_int_eq(seen, 2);
+  mgpu_finalize(rt);
 }
 END_TEST
 
@@ -438,16 +553,12 @@ START_TEST(test_fault_gpu_range) {
   parse_env("MGPU_FAULT_INJECT", "alloc:0:0", &c);
   ck_assert_int_eq(mgpu__config_resolve(&c, 8, 0), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "no GPU"));
-  /* Through mgpu_init, from the config argument, on emulated GPUs. */
-  mgpu_config_t a;
-  mgpu_config_init(&a);
-  a.ignore_env = 1;
-  a.num_threads = 1;
-  a.emulate_gpus = 2;
-  a.fault_inject = "launch:5:1";
-  a.debug = MGPU_LOG_NONE;
+  /* Through mgpu__init_test, from the settings for tests, on emulated GPUs. */
+  mgpu_test_config_t a = mgpu_test_config(1, 2);
+  a.test.fault_inject = "launch:5:1";
+  a.cfg.debug = MGPU_LOG_NONE;
   mgpu_runtime_t *rt = (mgpu_runtime_t *)0x1;
-  ck_assert_int_eq(mgpu_init(&a, &rt), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu_test_init(&a, &rt), MGPU_EINVAL);
   ck_assert_ptr_eq(rt, (mgpu_runtime_t *)0x1);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "entry 'launch:5:1'"));
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "2 GPUs"));
@@ -557,6 +668,7 @@ int main(void) {
   tcase_add_test(tc, test_env_values);
   tcase_add_test(tc, test_arg_wins_over_env);
   tcase_add_test(tc, test_bad_args);
+  tcase_add_test(tc, test_test_args);
   tcase_add_test(tc, test_resolve);
   tcase_add_test(tc, test_init_rejects_env);
   tcase_add_test(tc, test_unknown_warning);

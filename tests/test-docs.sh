@@ -4,8 +4,8 @@
 #    are the same set, and every short option of --help is in the man page;
 #  - every variable of the settings table (lib/config.c) is in doc/tuning.md
 #    and README.md;
-#  - every MGPU_API function and public type of lib/mgpurt.h and
-#    lib/mgpurt_kernels.h is in doc/api.md;
+#  - every MGPU_API function and public type of lib/mgpurt.h,
+#    lib/mgpurt_kernels.h and lib/mgpurt_plugin.h is in doc/api.md;
 #  - doc/guide.md shows the example programs exactly as they are;
 #  - the man page formats without warnings (where groff is installed).
 # Sources are read from ${top_srcdir}, the driver from ${top_builddir}, so it
@@ -22,7 +22,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/mgpu-docs-XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
 
 for f in "$man" "$srcdir/doc/tuning.md" "$srcdir/doc/api.md" "$srcdir/README.md" \
-         "$srcdir/lib/config.c" "$srcdir/lib/mgpurt.h" "$srcdir/lib/mgpurt_kernels.h"; do
+         "$srcdir/lib/config.c" "$srcdir/lib/mgpurt.h" "$srcdir/lib/mgpurt_kernels.h" "$srcdir/lib/mgpurt_plugin.h"; do
   if [ -r "$f" ]; then ok; else bad "$f is missing"; fi
 done
 
@@ -58,7 +58,7 @@ for v in $(cat "$tmp/vars"); do
 done
 
 # ---------------------------------------------------------------- API
-for h in lib/mgpurt.h lib/mgpurt_kernels.h; do
+for h in lib/mgpurt.h lib/mgpurt_kernels.h lib/mgpurt_plugin.h; do
   sed -n 's/^MGPU_API[^(]*[^A-Za-z0-9_]\([A-Za-z_][A-Za-z0-9_]*\)(.*/\1/p' "$srcdir/$h"
 done | sort -u > "$tmp/funcs"
 if [ ! -s "$tmp/funcs" ]; then bad "no MGPU_API function found in lib/mgpurt.h"; fi
@@ -66,7 +66,7 @@ for fn in $(cat "$tmp/funcs"); do
   if grep -qw -- "$fn" "$srcdir/doc/api.md"; then ok; else bad "function $fn is not in doc/api.md"; fi
 done
 # Public types: the names that typedefs give (mgpu_*_t and the *_fn pointers).
-cat "$srcdir/lib/mgpurt.h" "$srcdir/lib/mgpurt_kernels.h" | grep -E '^(typedef|\})' |
+cat "$srcdir/lib/mgpurt.h" "$srcdir/lib/mgpurt_kernels.h" "$srcdir/lib/mgpurt_plugin.h" | grep -E '^(typedef|\})' |
   grep -oE 'mgpu_[a-z0-9_]*_(t|fn)\b' | sort -u > "$tmp/types"
 for t in $(cat "$tmp/types"); do
   if grep -qw -- "$t" "$srcdir/doc/api.md"; then ok; else bad "type $t is not in doc/api.md"; fi

@@ -30,13 +30,13 @@ static int gpus_present(void) {
   } while (0)
 
 static mgpu_runtime_t *start_gpu(int cpus, int ngpus, mgpu_sched_t mode, const char *faults) {
-  mgpu_config_t c = mgpu_test_config(cpus, 0);
-  c.num_gpus = ngpus;
-  c.sched = mode;
-  c.debug = faults ? 0 : 1;
-  c.fault_inject = faults;
+  mgpu_test_config_t c = mgpu_test_config(cpus, 0);
+  c.cfg.num_gpus = ngpus;
+  c.cfg.sched = mode;
+  c.cfg.debug = faults ? 0 : 1;
+  c.test.fault_inject = faults;
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
   return rt;
 }
 
@@ -432,12 +432,12 @@ START_TEST(test_hung_gpu_real) {
   NEED_GPUS(1);
   volatile uint32_t *flag = mgpu_test_spin_flag();
   ck_assert_ptr_nonnull((void *)flag);
-  mgpu_config_t c = mgpu_test_config(2, 0);
-  c.num_gpus = 1;
-  c.timeout = 2;
-  c.debug = 1;
+  mgpu_test_config_t c = mgpu_test_config(2, 0);
+  c.cfg.num_gpus = 1;
+  c.cfg.timeout = 2;
+  c.cfg.debug = 1;
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
   mgpu_kernel_t k = {.name = "spin", .cpu = spin_cpu, .gpu = mgpu_test_gpu_spin, .nout = 1, .out_size = {4}};
   const size_t n = 1 << 20;
   uint32_t *y = mgpu_host_alloc(rt, 4 * n);
@@ -477,13 +477,13 @@ END_TEST
  * finalize returns. */
 START_TEST(test_hung_collective_real) {
   NEED_GPUS(1);
-  mgpu_config_t c = mgpu_test_config(2, 0);
-  c.num_gpus = 1;
-  c.timeout = 1;
-  c.debug = 1;
-  c.fault_inject = "hangcoll:0:1"; /* part 0 is the buffer's allocation */
+  mgpu_test_config_t c = mgpu_test_config(2, 0);
+  c.cfg.num_gpus = 1;
+  c.cfg.timeout = 1;
+  c.cfg.debug = 1;
+  c.test.fault_inject = "hangcoll:0:1"; /* part 0 is the buffer's allocation */
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
   bool nccl = !strncmp(mgpu_collectives_backend(rt), "nccl", 4);
   void *buf;
   ck_assert_int_eq(mgpu_device_alloc(rt, 0, 64, &buf), MGPU_OK);

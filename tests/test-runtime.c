@@ -55,9 +55,9 @@ static const mgpu_kernel_t gate_kernel = {.name = "gate", .cpu = gate_item};
 static const mgpu_kernel_t gpu_sleep = {.name = "gpu-sleep", .cpu = sleep_item, .gpu = marker_gpu};
 
 static mgpu_runtime_t *start(int cpus, int emu) {
-  mgpu_config_t c = mgpu_test_config(cpus, emu);
+  mgpu_test_config_t c = mgpu_test_config(cpus, emu);
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
   return rt;
 }
 
@@ -307,9 +307,9 @@ END_TEST
 
 START_TEST(test_no_worker_for_kernel) {
   /* GPU-only runtime and a kernel without a GPU version: a clear error. */
-  mgpu_config_t c = mgpu_test_config(0, 1);
+  mgpu_test_config_t c = mgpu_test_config(0, 1);
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
   uint64_t x[4] = {0}, y[4];
   axpk_arg_t a = {0, NULL};
   mgpu_batch_t b = axpk_batch(&axpk_cpu_only, 4, x, y, &a);
@@ -430,11 +430,11 @@ static void *watchdog(void *arg) {
 }
 
 START_TEST(test_stress_16_threads) {
-  mgpu_config_t c = mgpu_test_config(2, 2);
-  c.fault_inject = "launch:0:7,launch:1:13,launch:0:29";
-  c.debug = 0;
+  mgpu_test_config_t c = mgpu_test_config(2, 2);
+  c.test.fault_inject = "launch:0:7,launch:1:13,launch:0:29";
+  c.cfg.debug = 0;
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
   double bound = mgpu_test_timing() ? 60 : 900;
   pthread_t wd;
   atomic_store(&stress_done, 0);
@@ -488,10 +488,10 @@ static void *inflight_submitter(void *arg) {
 
 static void run_inflight(int cpus, int emu) {
   enum { NB = 1000, T = 4 };
-  mgpu_config_t c = mgpu_test_config(cpus, emu);
-  c.debug = 0;
+  mgpu_test_config_t c = mgpu_test_config(cpus, emu);
+  c.cfg.debug = 0;
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
   size_t n = (size_t)NB * INFLIGHT_ITEMS;
   uint64_t *x = malloc(n * sizeof *x), *y = calloc(n, sizeof *y);
   _Atomic uint32_t *hits = calloc(n, sizeof *hits);
@@ -549,10 +549,10 @@ START_TEST(test_overlap_cpu_and_gpu_batches) {
    * their chunks overlap for most of the shorter one (one after the other
    * they would not overlap at all). Spans, not the wall time, so that a
    * loaded machine stretches both alike. */
-  mgpu_config_t c = mgpu_test_config(2, 1);
-  c.emulate_speed = 1e5;
+  mgpu_test_config_t c = mgpu_test_config(2, 1);
+  c.test.emulate_speed = 1e5;
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
   cost_arg_t wa = {1e-3};
   mgpu_batch_t warm = {.kernel = &gpu_sleep, .n = 3000, .arg = &wa, .arg_size = sizeof wa};
   ck_assert_int_eq(mgpu_run(rt, &warm, NULL), MGPU_OK);
@@ -588,9 +588,9 @@ static const mgpu_kernel_t addc = {
     .name = "addc", .cpu = addc_cpu, .gpu = marker_gpu, .nin = 1, .nout = 1, .in_size = {8}, .out_size = {8}};
 
 START_TEST(test_constants_uploaded_once) {
-  mgpu_config_t cfg = mgpu_test_config(1, 2);
+  mgpu_test_config_t cfg = mgpu_test_config(1, 2);
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   uint64_t table[16];
   for (int i = 0; i < 16; i++) table[i] = 1000u * (unsigned)i;
   mgpu_const_t *c;
@@ -679,12 +679,12 @@ END_TEST
 /* ------------------------------------------------------------ faults (emulated) */
 
 static void run_with_faults(const char *plan, int cpus, int emu, int expect_retired, mgpu_sched_t mode) {
-  mgpu_config_t cfg = mgpu_test_config(cpus, emu);
-  cfg.sched = mode;
-  cfg.fault_inject = plan;
-  cfg.debug = 0;
+  mgpu_test_config_t cfg = mgpu_test_config(cpus, emu);
+  cfg.cfg.sched = mode;
+  cfg.test.fault_inject = plan;
+  cfg.cfg.debug = 0;
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   const size_t n = 200000;
   uint64_t *x = malloc(8 * n), *y = malloc(8 * n);
   _Atomic uint32_t *cnt = calloc(n, sizeof *cnt);
@@ -731,11 +731,11 @@ END_TEST
 START_TEST(test_init_props_failure) {
   /* A device whose properties cannot be read fails mgpu_init cleanly (this
    * once crashed while freeing the half-made runtime). */
-  mgpu_config_t c = mgpu_test_config(2, 2);
-  c.fault_inject = "props:1:0";
-  c.debug = 0;
+  mgpu_test_config_t c = mgpu_test_config(2, 2);
+  c.test.fault_inject = "props:1:0";
+  c.cfg.debug = 0;
   mgpu_runtime_t *rt = NULL;
-  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_EDEVICE);
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_EDEVICE);
   ck_assert_ptr_null(rt);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "cannot read the properties of device 1"));
 }
@@ -743,11 +743,11 @@ END_TEST
 
 START_TEST(test_gpu_only_all_retired) {
   /* Every GPU fails and no CPU worker exists: the batch fails, nothing hangs. */
-  mgpu_config_t cfg = mgpu_test_config(0, 1);
-  cfg.fault_inject = "launch:0:all";
-  cfg.debug = 0;
+  mgpu_test_config_t cfg = mgpu_test_config(0, 1);
+  cfg.test.fault_inject = "launch:0:all";
+  cfg.cfg.debug = 0;
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   uint64_t x[1000] = {0}, y[1000];
   axpk_arg_t a = {1, NULL};
   mgpu_batch_t b = axpk_batch(&axpk, 1000, x, y, &a);
@@ -759,13 +759,13 @@ END_TEST
 START_TEST(test_oom_cap) {
   /* A kernel with 1 MiB of scratch per item on a 16 MiB emulated device: the
    * cap comes from memory, and an injected OOM halves it; results correct. */
-  mgpu_config_t cfg = mgpu_test_config(1, 1);
-  cfg.emulate_mem = 16LL << 20;
-  cfg.fault_inject = "alloc:0:1";
-  cfg.sched = MGPU_SCHED_GPU;
-  cfg.debug = 0;
+  mgpu_test_config_t cfg = mgpu_test_config(1, 1);
+  cfg.test.emulate_mem = 16LL << 20;
+  cfg.test.fault_inject = "alloc:0:1";
+  cfg.cfg.sched = MGPU_SCHED_GPU;
+  cfg.cfg.debug = 0;
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   mgpu_kernel_t k = axpk;
   k.scratch_per_item = 1 << 20;
   const size_t n = 300;
@@ -833,10 +833,10 @@ START_TEST(test_stats_at_finalize) {
   int saved = dup(STDERR_FILENO);
   ck_assert_int_ge(saved, 0);
   ck_assert_int_ge(dup2(fd, STDERR_FILENO), 0);
-  mgpu_config_t cfg = mgpu_test_config(2, 1);
-  cfg.stats = 1;
+  mgpu_test_config_t cfg = mgpu_test_config(2, 1);
+  cfg.cfg.stats = 1;
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   enum { N = 1000 };
   uint64_t x[N], y[N];
   for (int i = 0; i < N; i++) x[i] = (uint64_t)i;
@@ -865,10 +865,10 @@ START_TEST(test_staging_shared) {
    * of the GPU's staging copies (whether they do in a given run is up to the
    * OS; test_staging_helpers below shows that they can). Every byte is staged
    * exactly once in and once out, and every result is right. */
-  mgpu_config_t cfg = mgpu_test_config(2, 1);
-  cfg.sched = MGPU_SCHED_GPU;
+  mgpu_test_config_t cfg = mgpu_test_config(2, 1);
+  cfg.cfg.sched = MGPU_SCHED_GPU;
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   const size_t n = 256;
   uint8_t *x = malloc(n * WIDE), *y = malloc(n * WIDE);
   for (size_t i = 0; i < n * WIDE; i++) x[i] = (uint8_t)(i * 7 + i / 4093);
@@ -914,9 +914,9 @@ START_TEST(test_staging_helpers) {
    * copiers' counts add up. Under valgrind, which runs one thread at a time,
    * the GPU thread may copy them all: there (MGPURT_NO_TIMING) only the bytes
    * and counts are checked. */
-  mgpu_config_t cfg = mgpu_test_config(2, 1);
+  mgpu_test_config_t cfg = mgpu_test_config(2, 1);
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   const size_t bytes = (size_t)64 << 20;
   char *src = malloc(bytes), *dst = malloc(bytes);
   ck_assert_ptr_nonnull(src);
@@ -976,9 +976,9 @@ START_TEST(test_staging_starved_midway) {
    * waits; from then on, the pieces left are posted for the CPU workers. A
    * device that keeps computing gets the whole copy from its own thread. The
    * test thread copies as GPU 0's worker, whose own thread is idle. */
-  mgpu_config_t cfg = mgpu_test_config(2, 1);
+  mgpu_test_config_t cfg = mgpu_test_config(2, 1);
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   const size_t bytes = (size_t)8 << 20; /* 8 pieces of 1 MiB */
   uint8_t *src = malloc(bytes), *dst = malloc(bytes);
   for (size_t i = 0; i < bytes; i++) src[i] = (uint8_t)(i * 13 + i / 4091);
@@ -1025,7 +1025,7 @@ START_TEST(test_staging_starved_midway) {
   /* With four GPUs, whose host threads are already the copying threads, a
    * copy is shared only when its device waits as it starts. */
   cfg = mgpu_test_config(1, 4);
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   w = &rt->workers[rt->ncpu];
   mgpu_worker_stats_t ws4[5];
   memset(ws4, 0, sizeof ws4);
@@ -1054,9 +1054,9 @@ START_TEST(test_staging_out_edges) {
    * destination, lengths around MGPU_STREAM_MIN and lengths that are not
    * whole lines copy exactly their bytes, alone and in pieces shared with a
    * CPU worker, and nothing beside the destination changes. */
-  mgpu_config_t cfg = mgpu_test_config(2, 1);
+  mgpu_test_config_t cfg = mgpu_test_config(2, 1);
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   mgpu__worker_t *w = &rt->workers[rt->ncpu];
   mgpu_worker_stats_t ws[3];
   mgpu__batch_t fake;
@@ -1105,12 +1105,12 @@ static void temp_file(char *path) {
  * (a mkstemp template). */
 static mgpu_runtime_t *start_traced_gpu(char *path, int streams) {
   temp_file(path);
-  mgpu_config_t c = mgpu_test_config(1, 1);
-  c.sched = MGPU_SCHED_GPU;
-  c.streams_per_gpu = streams;
-  c.trace = path;
+  mgpu_test_config_t c = mgpu_test_config(1, 1);
+  c.cfg.sched = MGPU_SCHED_GPU;
+  c.cfg.streams_per_gpu = streams;
+  c.cfg.trace = path;
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
   return rt;
 }
 
@@ -1325,11 +1325,11 @@ START_TEST(test_tail_copy_out_shared) {
   int runs = 0, ordered = 0;
   for (; runs < max_runs && helped == 0 && (runs < 2 || mgpu__now() < until); runs++) {
     atomic_store(&mib_next, 0);
-    mgpu_config_t cfg = mgpu_test_config(1, 1);
-    cfg.sched = MGPU_SCHED_GPU;
-    cfg.streams_per_gpu = 3;
+    mgpu_test_config_t cfg = mgpu_test_config(1, 1);
+    cfg.cfg.sched = MGPU_SCHED_GPU;
+    cfg.cfg.streams_per_gpu = 3;
     mgpu_runtime_t *rt; /* a fresh runtime: the same first chunks each time */
-    ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+    ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
     memset(y, 0, n * MIB_ITEM);
     mgpu_worker_stats_t ws[2];
     mgpu_stats_t st = {.worker = ws, .worker_cap = 2};
@@ -1356,10 +1356,10 @@ END_TEST
 START_TEST(test_progress_and_trace_events) {
   char path[] = "/tmp/mgpu-trace-test-XXXXXX";
   temp_file(path);
-  mgpu_config_t c = mgpu_test_config(2, 1);
-  c.trace = path;
+  mgpu_test_config_t c = mgpu_test_config(2, 1);
+  c.cfg.trace = path;
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
   /* A gated batch: no progress until the gate opens, then all of it. */
   _Atomic int open = 0, *gate = &open;
   mgpu_batch_t blocker = {.kernel = &gate_kernel, .n = 1, .arg = &gate, .arg_size = sizeof gate};
@@ -1562,9 +1562,9 @@ START_TEST(test_cancel_then_retire) {
    * GPU then retired, which leaves the batch to no worker: it stays
    * canceled (the first failure wins) rather than becoming MGPU_EDEVICE, and
    * the items the retirement dropped count as not computed. */
-  mgpu_config_t cfg = mgpu_test_config(0, 1);
+  mgpu_test_config_t cfg = mgpu_test_config(0, 1);
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   _Atomic int entered = 0, gate = 0;
   hold_arg_t a = {&entered, &gate};
   mgpu_batch_t b = {.kernel = &hold_gpu, .n = 1000, .arg = &a, .arg_size = sizeof a};
@@ -1581,14 +1581,14 @@ START_TEST(test_cancel_then_retire) {
 END_TEST
 
 START_TEST(test_hang_chunk) {
-  mgpu_config_t cfg = mgpu_test_config(1, 2);
-  cfg.sched = MGPU_SCHED_GPU;
-  cfg.fault_inject = "hang:0:0";
-  cfg.timeout = 0.5;
-  cfg.streams_per_gpu = 1; /* one chunk in flight: the hung one is all GPU 0 holds */
-  cfg.debug = 0;
+  mgpu_test_config_t cfg = mgpu_test_config(1, 2);
+  cfg.cfg.sched = MGPU_SCHED_GPU;
+  cfg.test.fault_inject = "hang:0:0";
+  cfg.cfg.timeout = 0.5;
+  cfg.cfg.streams_per_gpu = 1; /* one chunk in flight: the hung one is all GPU 0 holds */
+  cfg.cfg.debug = 0;
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   const size_t n = 100000;
   /* Pinned arrays: results go straight from the device to them, behind the gate. */
   uint64_t *x = mgpu_host_alloc(rt, 8 * n), *y = mgpu_host_alloc(rt, 8 * n);
@@ -1638,12 +1638,12 @@ END_TEST
  * an error naming the GPU; the device is given up; batches go on; finalize
  * returns. Finalizing with the hang still in place is bounded too. */
 START_TEST(test_hang_collective) {
-  mgpu_config_t cfg = mgpu_test_config(1, 2);
-  cfg.fault_inject = "hangcoll:1:1"; /* part 0 is the buffer's allocation */
-  cfg.timeout = 0.3;
-  cfg.debug = 0;
+  mgpu_test_config_t cfg = mgpu_test_config(1, 2);
+  cfg.test.fault_inject = "hangcoll:1:1"; /* part 0 is the buffer's allocation */
+  cfg.cfg.timeout = 0.3;
+  cfg.cfg.debug = 0;
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   void *buf[2];
   for (int g = 0; g < 2; g++) ck_assert_int_eq(mgpu_device_alloc(rt, g, 64, &buf[g]), MGPU_OK);
   double t0 = mgpu__now();

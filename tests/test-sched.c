@@ -36,11 +36,11 @@ static const mgpu_kernel_t count_kernel = {
 
 static void check_once(int cpus, int emu, mgpu_sched_t mode, size_t n) {
   double t_start = mgpu__now();
-  mgpu_config_t cfg = mgpu_test_config(cpus, emu);
-  cfg.sched = mode;
-  if (mode == MGPU_SCHED_GPU && emu == 0) cfg.debug = 0; /* the error is expected */
+  mgpu_test_config_t cfg = mgpu_test_config(cpus, emu);
+  cfg.cfg.sched = mode;
+  if (mode == MGPU_SCHED_GPU && emu == 0) cfg.cfg.debug = 0; /* the error is expected */
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   uint64_t *in = malloc(8 * (n ? n : 1)), *out = malloc(8 * (n ? n : 1));
   _Atomic uint32_t *cnt = calloc(n ? n : 1, sizeof *cnt);
   for (size_t i = 0; i < n; i++) in[i] = i, out[i] = 0;
@@ -122,10 +122,10 @@ static double run_sleep(mgpu_runtime_t *rt, size_t n, double cpu_cost, mgpu_work
 START_TEST(test_balance) {
   /* Two CPU workers at 20,000 items/s each, one emulated GPU 50x faster. */
   const double cpu_cost = 50e-6, gpu_speed = 1e6;
-  mgpu_config_t cfg = mgpu_test_config(2, 1);
-  cfg.emulate_speed = gpu_speed;
+  mgpu_test_config_t cfg = mgpu_test_config(2, 1);
+  cfg.test.emulate_speed = gpu_speed;
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   mgpu_worker_stats_t ws[3];
   run_sleep(rt, 20000, cpu_cost, ws, 3, NULL); /* first batch: the model learns */
   const size_t n = 300000;
@@ -152,10 +152,10 @@ END_TEST
 START_TEST(test_balance_irregular_first_batch) {
   /* No prior knowledge at all (ratio unknown): stealing still fixes the split. */
   const double cpu_cost = 100e-6, gpu_speed = 2e5;
-  mgpu_config_t cfg = mgpu_test_config(2, 1);
-  cfg.emulate_speed = gpu_speed;
+  mgpu_test_config_t cfg = mgpu_test_config(2, 1);
+  cfg.test.emulate_speed = gpu_speed;
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   mgpu_worker_stats_t ws[3];
   const size_t n = 60000;
   double ideal = (double)n / (2 / cpu_cost + gpu_speed);
@@ -207,14 +207,14 @@ START_TEST(test_cost_profile_split) {
    * does. Judged in cost: how far from its ideal start each range begins, as a
    * share of one GPU's ideal cost. */
   enum { GPUS = 4, BATCHES = 16, LAST = 8 };
-  mgpu_config_t cfg = mgpu_test_config(1, GPUS);
-  cfg.sched = MGPU_SCHED_GPU;
+  mgpu_test_config_t cfg = mgpu_test_config(1, GPUS);
+  cfg.cfg.sched = MGPU_SCHED_GPU;
   /* One chunk in flight a GPU, so that the first chunk each one runs is the
    * first it claimed (an emulated device runs its streams' kernels in any
    * order), which begins its range. */
-  cfg.streams_per_gpu = 1;
+  cfg.cfg.streams_per_gpu = 1;
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   mgpu_kernel_t k = {.name = "peak", .cpu = peak_fn, .gpu = never_gpu};
   const size_t n = 4096;
   double *cum = malloc((n + 1) * sizeof *cum);
@@ -258,11 +258,11 @@ START_TEST(test_tail_rule) {
   /* A GPU 5000x faster than a CPU worker: no CPU item may delay the batch. */
   const double gpu_speed = 1e5, cpu_cost = 5000 / gpu_speed; /* 50 ms per CPU item */
   for (int known = 0; known < 2; known++) {
-    mgpu_config_t cfg = mgpu_test_config(2, 1);
-    cfg.emulate_speed = gpu_speed;
-    if (known) cfg.device_to_core_ratio = 5000;
+    mgpu_test_config_t cfg = mgpu_test_config(2, 1);
+    cfg.test.emulate_speed = gpu_speed;
+    if (known) cfg.cfg.device_to_core_ratio = 5000;
     mgpu_runtime_t *rt;
-    ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+    ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
     mgpu_worker_stats_t ws[3];
     if (!known) { /* learn the speeds: the first batch starts from nothing */
       run_sleep(rt, 3000, cpu_cost, ws, 3, NULL);
@@ -291,11 +291,11 @@ START_TEST(test_cpus_sit_out) {
   const double cpu_cost = 100e-6; /* two CPU workers: 2e4 items/s */
   const double gpu_speeds[] = {2e6, 2e5};
   for (int k = 0; k < 2; k++) {
-    mgpu_config_t cfg = mgpu_test_config(2, 1);
-    cfg.emulate_speed = gpu_speeds[k];
-    if (k == 0) cfg.reserve_threads = MGPU_RESERVE_AUTO;
+    mgpu_test_config_t cfg = mgpu_test_config(2, 1);
+    cfg.test.emulate_speed = gpu_speeds[k];
+    if (k == 0) cfg.cfg.reserve_threads = MGPU_RESERVE_AUTO;
     mgpu_runtime_t *rt;
-    ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+    ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
     mgpu_worker_stats_t ws[3];
     run_sleep(rt, 20000, cpu_cost, ws, 3, NULL); /* the model learns both kinds */
     ck_assert_uint_gt(ws[0].items + ws[1].items, 0);
@@ -319,11 +319,11 @@ END_TEST
 /* Reserve workers (MGPU_RESERVE_THREADS) take no item of a batch that a GPU
  * also runs, and their share of a batch without a GPU function. */
 START_TEST(test_reserve_workers) {
-  mgpu_config_t cfg = mgpu_test_config(3, 1);
-  cfg.emulate_speed = 1e5;
-  cfg.reserve_threads = 2;
+  mgpu_test_config_t cfg = mgpu_test_config(3, 1);
+  cfg.test.emulate_speed = 1e5;
+  cfg.cfg.reserve_threads = 2;
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   mgpu_worker_stats_t ws[4];
   for (int rep = 0; rep < 3; rep++) {
     run_sleep(rt, 4000, 50e-6, ws, 4, NULL);
@@ -395,10 +395,10 @@ static const mgpu_kernel_t contend_kernel = {
 
 /* want[k]: the CPU workers batch k must keep out, k < 11. */
 static void run_contend(double gpu_cost, double slow, int busy_at, int trials, const int *want) {
-  mgpu_config_t cfg = mgpu_test_config(4, 1);
-  cfg.reserve_threads = MGPU_RESERVE_AUTO;
+  mgpu_test_config_t cfg = mgpu_test_config(4, 1);
+  cfg.cfg.reserve_threads = MGPU_RESERVE_AUTO;
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   const size_t n = 16000;
   uint32_t *out = malloc(4 * n);
   contend_arg_t a = {50e-6, gpu_cost, slow, busy_at};
@@ -486,11 +486,11 @@ static const mgpu_kernel_t irregular_kernel = {
     .name = "irregular", .cpu = irregular_cpu, .gpu = never_gpu, .nin = 0, .nout = 1, .out_size = {4}};
 
 static double run_irregular(mgpu_sched_t mode) {
-  mgpu_config_t cfg = mgpu_test_config(2, 1);
-  cfg.emulate_speed = 2e4;
-  cfg.sched = mode;
+  mgpu_test_config_t cfg = mgpu_test_config(2, 1);
+  cfg.test.emulate_speed = 2e4;
+  cfg.cfg.sched = mode;
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   const size_t n = 4000;
   uint32_t *out = malloc(4 * n);
   irregular_arg_t a = {1e-3, n - 60, 40}; /* near the back, where thieves take from */
@@ -522,9 +522,9 @@ END_TEST
  * cores are alike: in every batch each must do a fair part of the work (by
  * busy time), neither sits idle because it once looked slow. */
 START_TEST(test_cpu_cost_by_position) {
-  mgpu_config_t cfg = mgpu_test_config(2, 0);
+  mgpu_test_config_t cfg = mgpu_test_config(2, 0);
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   const size_t n = 256;
   uint32_t *out = malloc(4 * n);
   irregular_arg_t a = {0.1e-3, 96, 32};
@@ -552,10 +552,10 @@ END_TEST
  * times dearer. Such a worker must get no first share: the batch then takes
  * about what the GPU alone needs, not the time of two dear items on a CPU. */
 START_TEST(test_coarse_items) {
-  mgpu_config_t cfg = mgpu_test_config(2, 1);
-  cfg.emulate_speed = 1e4;
+  mgpu_test_config_t cfg = mgpu_test_config(2, 1);
+  cfg.test.emulate_speed = 1e4;
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   const size_t n = 2400;
   uint32_t *out = malloc(4 * n);
   irregular_arg_t a = {30e-3, 0, 8}; /* 30 ms per item on a CPU; items 0..7 cost 300 ms */
@@ -579,11 +579,11 @@ END_TEST
 START_TEST(test_static_shares) {
   /* Static mode with ratio 3, two CPU workers and two GPUs: the fixed split
    * of the older runtimes, no stealing, leftovers to the earliest finisher. */
-  mgpu_config_t cfg = mgpu_test_config(2, 2);
-  cfg.sched = MGPU_SCHED_STATIC;
-  cfg.device_to_core_ratio = 3;
+  mgpu_test_config_t cfg = mgpu_test_config(2, 2);
+  cfg.cfg.sched = MGPU_SCHED_STATIC;
+  cfg.cfg.device_to_core_ratio = 3;
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   mgpu_worker_stats_t ws[4];
   mgpu_stats_t st;
   run_sleep(rt, 1001, 0, ws, 4, &st);
@@ -603,9 +603,9 @@ END_TEST
 /* Which GPUs are of one kind: emulated devices all are; a device with other
  * multiprocessors or another clock is not. */
 START_TEST(test_gpu_groups) {
-  mgpu_config_t cfg = mgpu_test_config(2, 3);
+  mgpu_test_config_t cfg = mgpu_test_config(2, 3);
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&cfg, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   int group[5];
   mgpu__gpu_groups(rt, group);
   /* The runtime found the same groups at init. */

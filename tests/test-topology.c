@@ -221,10 +221,10 @@ static int bound_child(void) {
     if (p != place && other < 0) other = ids[0];
   }
   mgpu_runtime_t *rt;
-  mgpu_config_t c = mgpu_test_config(0, 1);
-  c.num_threads = -1; /* the default: usable cores less the GPUs */
-  c.sched = MGPU_SCHED_GPU;
-  if (mgpu_init(&c, &rt) != MGPU_OK) return 10;
+  mgpu_test_config_t c = mgpu_test_config(0, 1);
+  c.cfg.num_threads = -1; /* the default: usable cores less the GPUs */
+  c.cfg.sched = MGPU_SCHED_GPU;
+  if (mgpu_test_init(&c, &rt) != MGPU_OK) return 10;
   const char *how;
   int cores = mgpu_usable_cores(rt, &how);
   if (!strstr(how, "in the OpenMP places (OpenMP binds the calling thread to 1)")) return 11;
@@ -281,9 +281,9 @@ static int note_worker(const mgpu_chunk_t *c) {
 static int master_child(void) {
   if (omp_get_num_places() < 2 || omp_get_place_num_procs(0) != 1 || omp_get_place_num_procs(1) != 1) return 77;
   mgpu_runtime_t *rt;
-  mgpu_config_t c = mgpu_test_config(2, 0);
-  c.sched = MGPU_SCHED_CPU;
-  if (mgpu_init(&c, &rt) != MGPU_OK) return 10;
+  mgpu_test_config_t c = mgpu_test_config(2, 0);
+  c.cfg.sched = MGPU_SCHED_CPU;
+  if (mgpu_test_init(&c, &rt) != MGPU_OK) return 10;
   static uint64_t y[64];
   mgpu_kernel_t k = {.name = "note_worker", .cpu = note_worker, .nout = 1, .out_size = {8}};
   mgpu_batch_t b = {.kernel = &k, .n = 64, .out = {y}};
@@ -346,10 +346,10 @@ END_TEST
 
 START_TEST(test_cpu_only_runtime) {
   /* Without GPUs (none here, or a CPU-only build) the runtime is CPU only. */
-  mgpu_config_t c = mgpu_test_config(2, 0);
-  c.num_gpus = 0;
+  mgpu_test_config_t c = mgpu_test_config(2, 0);
+  c.cfg.num_gpus = 0;
   mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_init(&c, &rt), MGPU_OK);
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
   ck_assert_int_eq(mgpu_num_gpus(rt), 0);
   ck_assert_int_eq(mgpu_num_cpu_workers(rt), 2);
   mgpu_device_info_t info;

@@ -21,18 +21,31 @@ static inline int mgpu_test_main(Suite *s) {
   return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
-/* A config that ignores the environment, with n CPU workers and e emulated GPUs. */
-static inline mgpu_config_t mgpu_test_config(int cpus, int emulated) {
-  mgpu_config_t c;
-  mgpu_config_init(&c);
-  c.ignore_env = 1;
-  c.num_threads = cpus;
-  c.emulate_gpus = emulated;
-  c.num_gpus = emulated;
+/* What a suite starts a runtime with: the public settings, and those for
+ * tests only (emulated devices, injected faults), which no public struct has. */
+typedef struct {
+  mgpu_config_t cfg;
+  mgpu__testcfg_t test;
+} mgpu_test_config_t;
+
+/* Settings that ignore the environment, with n CPU workers and e emulated GPUs. */
+static inline mgpu_test_config_t mgpu_test_config(int cpus, int emulated) {
+  mgpu_test_config_t c;
+  mgpu_config_init(&c.cfg);
+  mgpu__testcfg_init(&c.test);
+  c.cfg.ignore_env = 1;
+  c.cfg.num_threads = cpus;
+  c.cfg.num_gpus = emulated;
   /* MGPU_TEST_DEBUG=4 shows the library's debug log (splits, chunks) in a test. */
   const char *dbg = getenv("MGPU_TEST_DEBUG");
-  c.debug = dbg && *dbg >= '0' && *dbg <= '4' && !dbg[1] ? *dbg - '0' : 1;
+  c.cfg.debug = dbg && *dbg >= '0' && *dbg <= '4' && !dbg[1] ? *dbg - '0' : 1;
+  c.test.emulate_gpus = emulated;
   return c;
+}
+
+/* mgpu_init with both. */
+static inline mgpu_status_t mgpu_test_init(const mgpu_test_config_t *c, mgpu_runtime_t **rt_p) {
+  return mgpu__init_test(&c->cfg, &c->test, rt_p);
 }
 
 static inline void mgpu_test_sleep(double s) {

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "mgpurt.h"
+#include "mgpurt_plugin.h"
 
 #define COLLATZ_CAP 100000u
 
