@@ -4,7 +4,11 @@
  * runs its operations in order; kernels run the kernel's CPU function on the
  * staged buffers, one kernel at a time per device (one compute engine), while
  * copies of other streams overlap. With MGPU_EMULATE_SPEED a kernel lasts at
- * least count / speed seconds. A kernel's CPU function can tell it runs on an
+ * least count / speed seconds; MGPU_EMULATE_LATENCY adds a fixed time to
+ * each launch, and MGPU_EMULATE_WIDTH makes the device run that many items at
+ * once, a launch of n items lasting ceil(n / width) waves of width / speed
+ * seconds (the shape of a latency-bound kernel: one launch costs about the
+ * same for one item as for width items). A kernel's CPU function can tell it runs on an
  * emulated device by chunk->stream != NULL. As CUDA's cudaMalloc and cudaFree,
  * mem_alloc and mem_free first wait for the operations queued on the device's
  * streams; the stream-ordered mem_alloc_on and mem_free_on wait for nothing
@@ -12,6 +16,7 @@
  */
 #include "mgpurt_int.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -60,7 +65,8 @@ typedef struct {
 typedef struct emul_dev {
   int index;
   double epoch;
-  double speed;
+  double speed, latency;
+  size_t width;            /* items at once, 0: no limit */
   size_t mem_limit;
   pthread_mutex_t lock;    /* guards mem_used */
   size_t mem_used;
@@ -123,6 +129,14 @@ static void sleep_until(double t) {
   nanosleep(&ts, NULL);
 }
 
+/* Seconds a launch of n items takes on device d (0: as long as its CPU
+ * function runs). */
+static double kernel_time(const emul_dev_t *d, size_t n) {
+  double items = (double)n;
+  if (d->width > 0) items = ceil(items / (double)d->width) * (double)d->width;
+  return d->latency + (d->speed > 0 ? items / d->speed : 0);
+}
+
 static void *stream_main(void *arg) {
   emul_stream_t *s = arg;
   MGPU_LOCK(&s->lock, MGPU_LK_BACKEND);
@@ -159,13 +173,14 @@ static void *stream_main(void *arg) {
       MGPU_LOCK(&s->dev->compute, MGPU_LK_BACKEND);
       double t0 = mgpu__now();
       rc = op->kernel.cpu(&op->chunk);
-      if (s->dev->speed > 0) {
-        /* A virtual clock of the compute engine: a kernel ends count/speed
-         * after the later of its start and the previous kernel's end, so the
-         * host's sleep overshoot does not pile up from kernel to kernel and a
-         * device kept busy runs at its declared speed. */
+      double took = kernel_time(s->dev, op->chunk.count);
+      if (took > 0) {
+        /* A virtual clock of the compute engine: a kernel ends its time after
+         * the later of its start and the previous kernel's end, so the host's
+         * sleep overshoot does not pile up from kernel to kernel and a device
+         * kept busy runs at its declared speed. */
         double start = t0 < s->dev->busy_until ? s->dev->busy_until : t0;
-        s->dev->busy_until = start + (double)op->chunk.count / s->dev->speed;
+        s->dev->busy_until = start + took;
         sleep_until(s->dev->busy_until);
       }
       MGPU_UNLOCK(&s->dev->compute);
@@ -186,6 +201,8 @@ static int emul_open(int dev, const mgpu__config_t *cfg, void **ctx) {
   if (!d) return MGPU_ENOMEM;
   d->index = dev;
   d->speed = cfg->test.emulate_speed;
+  d->latency = cfg->test.emulate_latency > 0 ? cfg->test.emulate_latency : 0;
+  d->width = cfg->test.emulate_width > 0 ? (size_t)cfg->test.emulate_width : 0;
   d->epoch = mgpu__now(); /* device time 0, as the CUDA back end's epoch event */
   d->mem_limit = (size_t)cfg->test.emulate_mem;
   pthread_mutex_init(&d->lock, NULL);

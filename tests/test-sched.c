@@ -254,6 +254,75 @@ START_TEST(test_cost_profile_split) {
 }
 END_TEST
 
+/* A latency-bound emulated device: each launch takes 5 ms, and it runs 2048
+ * items at once in waves of 1.024 ms (2e6 items/s): a launch costs about the
+ * same for one item as for 2048, and 16,384 items take 13.2 ms as one. */
+#define LB_LATENCY 5e-3
+#define LB_WIDTH 2048
+#define LB_SPEED 2e6
+static double lb_launch(size_t n) {
+  return LB_LATENCY + ceil((double)n / LB_WIDTH) * LB_WIDTH / LB_SPEED;
+}
+static mgpu_runtime_t *lb_runtime(int cpus, mgpu_sched_t mode) {
+  mgpu_test_config_t cfg = mgpu_test_config(cpus, 1);
+  cfg.cfg.sched = mode;
+  cfg.test.emulate_latency = LB_LATENCY;
+  cfg.test.emulate_width = LB_WIDTH;
+  cfg.test.emulate_speed = LB_SPEED;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+  return rt;
+}
+
+/* GPU-only on the latency-bound device: chunks sized by their rate alone
+ * stay at a few items (a launch of one item looks 2000 times slower than the
+ * device), and the batch takes thousands of launches (over 20 times the one
+ * launch). From a probe, the chunks grow until the rate stops rising: the
+ * first batch takes a few launches, the next ones one or two. */
+START_TEST(test_latency_bound_gpu_only) {
+  mgpu_runtime_t *rt = lb_runtime(1, MGPU_SCHED_GPU);
+  const size_t n = 16384;
+  double one = lb_launch(n);
+  mgpu_worker_stats_t ws[2];
+  for (int b = 0; b < 3; b++) {
+    mgpu_stats_t st;
+    double t = run_sleep(rt, n, 0, ws, 2, &st);
+    printf("latency-bound, GPU only, batch %d: %.4f s in %llu launches, one launch %.4f s (%.1fx)\n", b, t,
+           (unsigned long long)ws[1].chunks, one, t / one);
+    ck_assert_uint_eq(ws[1].items, n);
+    ck_assert_uint_le(ws[1].chunks, b == 0 ? 16 : 2);
+    ck_assert_msg(t < 20 * one, "batch %d took %.3f s, %.0f times one launch", b, t, t / one);
+  }
+  mgpu_finalize(rt);
+}
+END_TEST
+
+/* Steal mode with two CPU workers (1e4 items/s each) beside the
+ * latency-bound device: the CPU workers must not starve it. 65,536 items are
+ * 38 ms as one launch and 3.3 s on the CPU workers; judged by the rate of
+ * small probe chunks the device looks slower than one core, gets a sliver
+ * of the split and has its range stolen. By predicted completion time it
+ * takes nearly all. */
+START_TEST(test_latency_bound_steal) {
+  mgpu_runtime_t *rt = lb_runtime(2, MGPU_SCHED_STEAL);
+  const size_t n = 65536;
+  double one = lb_launch(n);
+  mgpu_worker_stats_t ws[3];
+  for (int b = 0; b < 4; b++) {
+    mgpu_stats_t st;
+    double t = run_sleep(rt, n, 100e-6, ws, 3, &st);
+    printf("latency-bound, steal, batch %d: %.4f s; GPU %llu items in %llu launches, CPU %llu + %llu; one launch "
+           "%.4f s\n",
+           b, t, (unsigned long long)ws[2].items, (unsigned long long)ws[2].chunks, (unsigned long long)ws[0].items,
+           (unsigned long long)ws[1].items, one);
+    if (b == 0) continue; /* the model learns */
+    ck_assert_uint_ge(ws[2].items, (size_t)(0.9 * (double)n));
+    ck_assert_msg(t < 10 * one, "batch %d took %.3f s, %.0f times the device's one launch", b, t, t / one);
+  }
+  mgpu_finalize(rt);
+}
+END_TEST
+
 START_TEST(test_tail_rule) {
   /* A GPU 5000x faster than a CPU worker: no CPU item may delay the batch. */
   const double gpu_speed = 1e5, cpu_cost = 5000 / gpu_speed; /* 50 ms per CPU item */
@@ -641,6 +710,8 @@ int main(void) {
   tcase_add_loop_test(tc, test_exactly_once, 0, 4);
   tcase_add_test(tc, test_static_shares);
   tcase_add_test(tc, test_tail_rule);
+  tcase_add_test(tc, test_latency_bound_gpu_only);
+  tcase_add_test(tc, test_latency_bound_steal);
   tcase_add_test(tc, test_cpus_sit_out);
   tcase_add_test(tc, test_reserve_workers);
   tcase_add_test(tc, test_reserve_auto);
