@@ -7,7 +7,8 @@
         one table, KIND one of: compare sweep scaling transfer allreduce
         resident overhead; PATH a bench/run.sh folder (its JSON files) or a
         text file of mgpu-run output (see parse_text). KIND peers or
-        peers-overhead: PATH the peers.json of bench/peers/run.sh. KIND text:
+        peers-overhead: PATH the peers.json of bench/peers/run.sh (for
+        peers-overhead, several joined by commas, a row of each). KIND text:
         the file in a code block (in a document, last=N keeps its last N lines)
     python3 bench/report.py --update DOC.md      (or --check DOC.md)
         regenerate (or compare) every block of DOC.md between a line
@@ -293,20 +294,25 @@ def t_peers(d):
     return out
 
 
-def t_peers_overhead(d):
+def t_peers_overhead(runs):
     """Both runtimes on one CPU worker: the round trip of a one-item batch (a
-    one-task submission), and the wall time not spent in the kernel per chunk (task)."""
-    mo = d["text"].get("mgpu-overhead.txt", "")
-    rt = re.search(r"round trip.*median ([\d.]+) us, 90th percentile ([\d.]+) us", mo)
-    pc = re.search(r"per-chunk overhead: ([\d.-]+) us", mo)
-    out = ["| runtime | round trip, median (us) | 90th percentile (us) | overhead per 0.5 ms task (us) | "
-           "empty task, many in flight (us) |", "| --- | ---: | ---: | ---: | ---: |",
-           f"| libmgpurt (`bench/mgpu-overhead 1`) | {rt.group(1) if rt else '—'} | {rt.group(2) if rt else '—'} | "
-           f"{pc.group(1) if pc else '—'} | — |"]
-    so = d["json"].get("starpu-overhead") or {}
-    for r in so.get("results", []):
-        out.append(f"| StarPU {so['starpu_version']}, `{r['sched']}` | {r['round_trip_median_us']:.2f} | "
-                   f"{r['round_trip_p90_us']:.2f} | {r['per_task_overhead_us']:.2f} | {r['empty_task_us']:.2f} |")
+    one-task submission), and the wall time not spent in the kernel per chunk
+    (task). runs: [(name, peers.json)]; with several, a column names each run."""
+    many = len(runs) > 1
+    out = ["| " + ("run | " if many else "") + "runtime | round trip, median (us) | 90th percentile (us) | "
+           "overhead per 0.5 ms task (us) | empty task, many in flight (us) |",
+           "|" + (" --- |" if many else "") + " --- | ---: | ---: | ---: | ---: |"]
+    for name, d in runs:
+        run = f"{name} | " if many else ""
+        mo = d["text"].get("mgpu-overhead.txt", "")
+        rt = re.search(r"round trip.*median ([\d.]+) us, 90th percentile ([\d.]+) us", mo)
+        pc = re.search(r"per-chunk overhead: ([\d.-]+) us", mo)
+        out.append(f"| {run}libmgpurt (`bench/mgpu-overhead 1`) | {rt.group(1) if rt else '—'} | "
+                   f"{rt.group(2) if rt else '—'} | {pc.group(1) if pc else '—'} | — |")
+        so = d["json"].get("starpu-overhead") or {}
+        for r in so.get("results", []):
+            out.append(f"| {run}StarPU {so['starpu_version']}, `{r['sched']}` | {r['round_trip_median_us']:.2f} | "
+                       f"{r['round_trip_p90_us']:.2f} | {r['per_task_overhead_us']:.2f} | {r['empty_task_us']:.2f} |")
     return out
 
 
@@ -410,8 +416,10 @@ def table(kind, path, every=1, last=None):
     if kind == "text":
         lines = open(path).read().rstrip("\n").splitlines()
         return ["```"] + (lines[-last:] if last else lines) + ["```"]
-    if kind in ("peers", "peers-overhead"):
-        return (t_peers if kind == "peers" else t_peers_overhead)(load(path))
+    if kind == "peers":
+        return t_peers(load(path))
+    if kind == "peers-overhead":
+        return t_peers_overhead([(f"`{os.path.basename(p)}`", load(p)) for p in path.split(",")])
     if os.path.isdir(path):
         if kind == "compare":
             return t_compare(json_compare(path, False))
@@ -555,9 +563,10 @@ def render(doc, write=True):
         if not m:
             continue
         opts = dict(o.split("=", 1) for o in m.group(3).split())
-        path = os.path.join(ROOT, m.group(2))
-        if not os.path.exists(path):
-            raise SystemExit(f"{doc}: {m.group(2)}: no such file or folder")
+        path = ",".join(os.path.join(ROOT, p) for p in m.group(2).split(","))
+        for p in path.split(","):
+            if not os.path.exists(p):
+                raise SystemExit(f"{doc}: {os.path.relpath(p, ROOT)}: no such file or folder")
         out.extend(table(m.group(1), path, int(opts.get("every", 1)), int(opts["last"]) if "last" in opts else None))
         if "svg" in opts:
             svg = os.path.join(ROOT, opts["svg"])

@@ -126,6 +126,12 @@ want = {
 | --- | ---: | ---: | ---: | ---: |
 | libmgpurt (`bench/mgpu-overhead 1`) | 9.62 | 10.32 | 0.56 | — |
 | StarPU 1.3.10, `eager` | 8.50 | 9.00 | 3.20 | 2.70 |""",
+ ("peers-overhead", peers + "," + peers): """| run | runtime | round trip, median (us) | 90th percentile (us) | overhead per 0.5 ms task (us) | empty task, many in flight (us) |
+| --- | --- | ---: | ---: | ---: | ---: |
+| `peers.json` | libmgpurt (`bench/mgpu-overhead 1`) | 9.62 | 10.32 | 0.56 | — |
+| `peers.json` | StarPU 1.3.10, `eager` | 8.50 | 9.00 | 3.20 | 2.70 |
+| `peers.json` | libmgpurt (`bench/mgpu-overhead 1`) | 9.62 | 10.32 | 0.56 | — |
+| `peers.json` | StarPU 1.3.10, `eager` | 8.50 | 9.00 | 3.20 | 2.70 |""",
  ("text", ceiling): "```\n" + open(ceiling).read().rstrip("\n") + "\n```",
  ("compare", run): """| workload | cpu | gpu | static | steal | E | steal / static | host steal (cpu, gpu, static, steal) |
 | --- | --- | --- | --- | --- | --- | --- | --- |
