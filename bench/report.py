@@ -6,10 +6,14 @@
     python3 bench/report.py --table KIND PATH
         one table, KIND one of: compare sweep scaling transfer allreduce
         resident overhead; PATH a bench/run.sh folder (its JSON files) or a
-        text file of mgpu-run output (see parse_text)
+        text file of mgpu-run output (see parse_text). KIND peers or
+        peers-overhead: PATH the peers.json of bench/peers/run.sh (for
+        peers-overhead, several joined by commas, a row of each). KIND text:
+        the file in a code block (in a document, last=N keeps its last N lines)
     python3 bench/report.py --update DOC.md      (or --check DOC.md)
         regenerate (or compare) every block of DOC.md between a line
-        "<!-- report.py KIND PATH [svg=FILE] -->" and the next "<!-- end -->";
+        "<!-- report.py KIND PATH [every=N] [last=N] [svg=FILE] -->" and the
+        next "<!-- end -->" (every=N: the all-reduce sizes N times apart);
         PATH and FILE are relative to the source tree. --check exits 1 when a
         block differs from what the raw output gives.
 """
@@ -131,6 +135,7 @@ RE_MATVEC = re.compile(r"^\s*gpu(\d+): (\d+) rows in [\d.]+ s of device time: ([
 RE_RESIDENT = re.compile(r"^\s*gpu(\d+): saxpy ([\d.]+) GB/s, device-to-device copy ([\d.]+) GB/s "
                          r"\(read \+ write\): ([\d.]+)%")
 RE_REDUCE = re.compile(r"^sum = \S+ in ([\d.]+) s \(median of \d+\): ([\d.]+) GB/s")
+RE_CEILING = re.compile(r"^ceiling\s+[\d.]+ s, ([\d.e+-]+) items/s: .*gpu mode reaches (\d+)% of it")
 RE_SCALE = re.compile(r"^(\S.*?):\s+([\d.e+]+)\s+([\d.e+]+)\s+([\d.]+)x$")
 
 
@@ -159,16 +164,19 @@ def summary_record(label, rest, tail):
 def parse_text(path):
     """mgpu-run's text output, or a log of several runs of it, as the sections
     above read them: '== W | cpu X gpu Y static Z steal S' summaries with their
-    E and steal vs static (diag sweep logs), 'mode M ... items/s' blocks of a
-    --compare, the allreduce table, matvec / saxpy-resident / reduce lines, and
-    '--gpus' scaling summaries 'W: A B Sx'."""
+    E and steal vs static (bench/sweep.sh logs), 'mode M ... items/s' blocks of a
+    --compare (named by a '== W' line before them, else by mgpu-run's title
+    line) with their ceiling line, the allreduce table, matvec /
+    saxpy-resident / reduce lines, and '--gpus' scaling summaries 'W: A B Sx'."""
     lines = open(path).read().splitlines()
     res = {"compare": [], "allreduce": [], "matvec": [], "resident": [], "reduce": None,
            "scaling": [], "transfer": []}
-    title, cur, heading = None, None, None
+    title, cur, heading, section = None, None, None, None
     for i, line in enumerate(lines):
         if line.startswith("== "):
             heading = line[3:].split(" | ")[0].strip()
+            # "== W" alone names the run whose mode lines follow, by its arguments.
+            title, cur, section = None, None, (None if " | " in line else heading)
         m = RE_SUMMARY.match(line)
         if m and " cpu " in " " + m.group(2):
             tail = line + " " + (lines[i + 1] if i + 1 < len(lines) else "")
@@ -183,7 +191,7 @@ def parse_text(path):
             if m.group(1) == "gpu" and m.group(3) and (title or "").startswith("saxpy "):
                 res["transfer"].append((heading or title, num(m.group(2)), num(m.group(3))))
             if cur is None:
-                cur = {"label": title or "?"}
+                cur = {"label": section or title or "?"}
                 for k in MODES:
                     cur[k], cur["st_" + k] = None, None
                 cur["e"] = cur["sp"] = None
@@ -198,6 +206,10 @@ def parse_text(path):
                 cur["e"], cur["e_by"] = num(e.group(1)), by_round(e.group(2))
             if sp:
                 cur["sp"], cur["sp_by"] = num(sp.group(1)), by_round(sp.group(2))
+            continue
+        m = RE_CEILING.match(line)
+        if m and cur is not None:
+            cur["ceiling"], cur["gpu_ceiling"] = num(m.group(1)), num(m.group(2)) / 100
             continue
         m = RE_AR.match(line)
         if m:
@@ -234,11 +246,86 @@ def parse_text(path):
     return res
 
 
+# ---------------------------------------------------------------- peers input
+
+PEER_ORDER = ["mulmod-10", "mulmod-100", "mulmod-1000", "mulmod-10000", "chain", "sha256", "ntt", "mandelbrot"]
+
+
+def peers_rows(d):
+    """The comparisons of a peers.json of bench/peers/run.sh ({"json": {name:
+    run}, "text": {...}}), in run.sh's order: (workload, memory, libmgpurt
+    items/s by mode, StarPU best by mode, verified)."""
+    files = d["json"]
+    keys = [re.match(r"mgpu-(.+)-(pageable|pinned)-steal$", k) for k in files]
+    rows = sorted({(m.group(1), m.group(2)) for m in keys if m},
+                  key=lambda r: (r[1] != "pageable", PEER_ORDER.index(r[0]) if r[0] in PEER_ORDER else 99, r[0]))
+    out = []
+    for name, mem in rows:
+        mg = {m: files.get(f"mgpu-{name}-{mem}-{m}") for m in ("steal", "gpu", "cpu")}
+        sp = {m: files.get(f"starpu-{name}-{mem}-{m}") for m in ("all", "gpu", "cpu")}
+        rate = {m: (r["results"][0]["items_per_s"] if r and r["results"][0].get("ran") else None)
+                for m, r in mg.items()}
+        best = {m: r["best"] for m, r in sp.items() if r and r.get("best")}
+        ok = all(r.get("verification", {}).get("failed", 0) == 0 for r in mg.values() if r) and \
+            all(r.get("verified", True) for r in sp.values() if r)
+        out.append((name, mem, rate, best, ok))
+    return out
+
+
+def t_peers(d):
+    """libmgpurt's steal, gpu and cpu modes against StarPU's best scheduler and
+    task count with CPU and CUDA workers, CUDA workers only and CPU workers only."""
+    rows = peers_rows(d)
+    mems = {mem for _, mem, _, _, _ in rows}
+    out = ["| workload | libmgpurt steal | libmgpurt gpu | libmgpurt cpu | StarPU CPU+GPU | StarPU gpu | "
+           "StarPU cpu | StarPU best at | steal / StarPU best |",
+           "| --- |" + " ---: |" * 6 + " --- | ---: |"]
+    label = {"all": "CPU+GPU", "gpu": "gpu", "cpu": "cpu"}
+    for name, mem, rate, best, ok in rows:
+        top = max(best, key=lambda m: best[m]["items_per_s"]) if best else None
+        ratio = rate["steal"] / best[top]["items_per_s"] if rate["steal"] and top else None
+        at = f"{label[top]}: {best[top]['sched']}, {best[top]['tasks']} tasks" if top else "—"
+        if top and best[top].get("calibrated") is False:
+            at += " (model not calibrated)"
+        w = name + (f" ({mem})" if len(mems) > 1 else "") + ("" if ok else " (outputs NOT verified)")
+        sb = [fmt(best[m]["items_per_s"]) if m in best else "—" for m in ("all", "gpu", "cpu")]
+        out.append(f"| {w} | {fmt(rate['steal'])} | {fmt(rate['gpu'])} | {fmt(rate['cpu'])} | "
+                   f"{' | '.join(sb)} | {at} | {'—' if ratio is None else f'{ratio:.2f}'} |")
+    return out
+
+
+def t_peers_overhead(runs):
+    """Both runtimes on one CPU worker: the round trip of a one-item batch (a
+    one-task submission), and the wall time not spent in the kernel per chunk
+    (task). runs: [(name, peers.json)]; with several, a column names each run."""
+    many = len(runs) > 1
+    out = ["| " + ("run | " if many else "") + "runtime | round trip, median (us) | 90th percentile (us) | "
+           "overhead per 0.5 ms task (us) | empty task, many in flight (us) |",
+           "|" + (" --- |" if many else "") + " --- | ---: | ---: | ---: | ---: |"]
+    for name, d in runs:
+        run = f"{name} | " if many else ""
+        mo = d["text"].get("mgpu-overhead.txt", "")
+        rt = re.search(r"round trip.*median ([\d.]+) us, 90th percentile ([\d.]+) us", mo)
+        pc = re.search(r"per-chunk overhead: ([\d.-]+) us", mo)
+        out.append(f"| {run}libmgpurt (`bench/mgpu-overhead 1`) | {rt.group(1) if rt else '—'} | "
+                   f"{rt.group(2) if rt else '—'} | {pc.group(1) if pc else '—'} | — |")
+        so = d["json"].get("starpu-overhead") or {}
+        for r in so.get("results", []):
+            out.append(f"| {run}StarPU {so['starpu_version']}, `{r['sched']}` | {r['round_trip_median_us']:.2f} | "
+                       f"{r['round_trip_p90_us']:.2f} | {r['per_task_overhead_us']:.2f} | {r['empty_task_us']:.2f} |")
+    return out
+
+
 # ---------------------------------------------------------------- tables
 
 def t_compare(recs, first="workload"):
+    """One row per comparison; a host steal column where a mode had some, and
+    the ceiling (the batch as one launch on GPU 0) where --compare measured it."""
     steal_col = any(r.get("st_" + k) for r in recs for k in MODES)
+    ceiling_col = any(r.get("ceiling") for r in recs)
     head = f"| {first} | cpu | gpu | static | steal | E | steal / static |"
+    if ceiling_col:
+        head += " ceiling | gpu / ceiling |"
     if steal_col:
         head += " host steal (cpu, gpu, static, steal) |"
     out = [head, "|" + " --- |" * (head.count("|") - 1)]
@@ -246,6 +333,10 @@ def t_compare(recs, first="workload"):
         label = r["label"] if "(" in r["label"] else f"`{r['label']}`"
         row = (f"| {label} | {fmt(r['cpu'])} | {fmt(r['gpu'])} | {fmt(r['static'])} | {fmt(r['steal'])} | "
                f"{rounds(r['e'], r['e_by'])} | {rounds(r['sp'], r['sp_by'])} |")
+        if ceiling_col:
+            c = r.get("ceiling")
+            share = f"{100 * r['gpu_ceiling']:.0f}%" if c else "—"
+            row += f" {fmt(c)} | {share} |"
         if steal_col:
             row += " " + ", ".join(f"{r.get('st_' + k) or 0:.0f}%" for k in MODES) + " |"
         out.append(row)
@@ -318,8 +409,17 @@ def t_resident(matvec, resident, reduce):
     return out
 
 
-def table(kind, path, every=1):
-    """The lines of one table of KIND from PATH (a run.sh folder or a text file)."""
+def table(kind, path, every=1, last=None):
+    """The lines of one table of KIND from PATH (a run.sh folder, a text file,
+    or for the peers kinds a peers.json). KIND text: the file as it is, or its
+    last lines, in a code block."""
+    if kind == "text":
+        lines = open(path).read().rstrip("\n").splitlines()
+        return ["```"] + (lines[-last:] if last else lines) + ["```"]
+    if kind == "peers":
+        return t_peers(load(path))
+    if kind == "peers-overhead":
+        return t_peers_overhead([(f"`{os.path.basename(p)}`", load(p)) for p in path.split(",")])
     if os.path.isdir(path):
         if kind == "compare":
             return t_compare(json_compare(path, False))
@@ -449,7 +549,7 @@ def report(out):
 
 # ---------------------------------------------------------------- blocks of a document
 
-RE_BLOCK = re.compile(r"^<!-- report\.py (\w+) (\S+)((?: \w+=\S+)*) -->$")
+RE_BLOCK = re.compile(r"^<!-- report\.py ([\w-]+) (\S+)((?: \w+=\S+)*) -->$")
 
 
 def render(doc, write=True):
@@ -463,10 +563,11 @@ def render(doc, write=True):
         if not m:
             continue
         opts = dict(o.split("=", 1) for o in m.group(3).split())
-        path = os.path.join(ROOT, m.group(2))
-        if not os.path.exists(path):
-            raise SystemExit(f"{doc}: {m.group(2)}: no such file or folder")
-        out.extend(table(m.group(1), path, int(opts.get("every", 1))))
+        path = ",".join(os.path.join(ROOT, p) for p in m.group(2).split(","))
+        for p in path.split(","):
+            if not os.path.exists(p):
+                raise SystemExit(f"{doc}: {os.path.relpath(p, ROOT)}: no such file or folder")
+        out.extend(table(m.group(1), path, int(opts.get("every", 1)), int(opts["last"]) if "last" in opts else None))
         if "svg" in opts:
             svg = os.path.join(ROOT, opts["svg"])
             text = sweep_svg(sweep_points(path))

@@ -2,8 +2,9 @@
 # test-bench.sh: the benchmark scripts and report.
 #  - bench/run.sh end to end in its smoke mode (tiny sizes, emulated devices):
 #    every JSON file parses, the report has its tables, the plot parses;
-#  - bench/report.py on small fixtures (JSON as bench/run.sh writes it, and
-#    mgpu-run text output): each kind of table, exactly;
+#  - bench/report.py on small fixtures (JSON as bench/run.sh writes it,
+#    mgpu-run text output, and the peers.json of bench/peers/run.sh): each
+#    kind of table, exactly;
 #  - its --update and --check on a document with blocks;
 #  - every table and the plot of doc/benchmarks.md are what report.py makes
 #    of their raw output in bench/results.
@@ -75,7 +76,63 @@ heterogeneous efficiency E = steal / (cpu + gpu) = 1.022 (by round: 1.002, 1.003
 steal vs static: 1.025x (by round: 0.999x, 1.017x)
   gpu0: saxpy 3656.2 GB/s, device-to-device copy 4196.6 GB/s (read + write): 87.1% (target 85%)
 """)
+# mgpu-run --compare runs named by "== W" lines, with the ceiling.
+ceiling = os.path.join(fix, "ceiling.txt")
+open(ceiling, "w").write("""== chain -n 64
+mode cpu    0.9 s (median of 3), 7e+04 items/s, 0.00112 GB/s moved
+mode gpu    0.005 s (median of 3), 1.25e+07 items/s, 0.201 GB/s moved
+mode static 0.005 s (median of 3), 1.28e+07 items/s, 0.204 GB/s moved
+mode steal  0.005 s (median of 3), 1.28e+07 items/s, 0.204 GB/s moved, host steal 2%
+heterogeneous efficiency E = steal / (cpu + gpu) = 1.012
+steal vs static: 1.000x
+ceiling  0.0051 s, 1.3e+07 items/s: the batch as one launch on GPU 0, copied in and out in one piece from pinned memory (best of the timed runs); gpu mode reaches 96% of it
+== sha256 --pinned
+libmgpurt 0.1.0: sha256, 64 items; 15 CPU workers, 1 GPU (NVIDIA H100 80GB HBM3)
+mode cpu    2.1 s (median of 3), 1.6e+07 items/s, 1.52 GB/s moved
+mode gpu    0.15 s (median of 3), 2.2e+08 items/s, 21.2 GB/s moved
+mode static 0.15 s (median of 3), 2.3e+08 items/s, 21.9 GB/s moved
+mode steal  0.13 s (median of 3), 2.6e+08 items/s, 25.2 GB/s moved
+heterogeneous efficiency E = steal / (cpu + gpu) = 1.108
+steal vs static: 1.152x
+""")
+# bench/peers/run.sh's peers.json.
+peers = os.path.join(fix, "peers.json")
+def mg(rate):
+    return {"items": 64, "results": [{"mode": "steal", "ran": True, "items_per_s": rate}],
+            "verification": {"enabled": True, "failed": 0}}
+def sp(sched, tasks, rate, **kw):
+    return {"best": dict({"sched": sched, "tasks": tasks, "items_per_s": rate}, **kw), "verified": True}
+json.dump({"json": {
+    "mgpu-ntt-pageable-steal": mg(300.0), "mgpu-ntt-pageable-gpu": mg(250.0), "mgpu-ntt-pageable-cpu": mg(50.0),
+    "mgpu-mulmod-10-pageable-steal": mg(1000.0), "mgpu-mulmod-10-pageable-gpu": mg(900.0),
+    "starpu-ntt-pageable-all": sp("dmda", 4, 200.0, calibrated=False), "starpu-ntt-pageable-gpu": sp("eager", 16, 150.0),
+    "starpu-ntt-pageable-cpu": sp("lws", 2, 40.0),
+    "starpu-mulmod-10-pageable-gpu": dict(sp("dmda", 4, 1250.0, calibrated=True), verified=False),
+    "starpu-overhead": {"starpu_version": "1.3.10", "results": [
+        {"sched": "eager", "round_trip_median_us": 8.5, "round_trip_p90_us": 9.0, "per_task_overhead_us": 3.2,
+         "empty_task_us": 2.7}]}},
+    "text": {"mgpu-overhead.txt": "1-item batch round trip (1 CPU workers): median 9.62 us, 90th percentile 10.32 us\n"
+                                  "per-chunk overhead: 0.56 us (1712 chunks)\n"}}, open(peers, "w"))
 want = {
+ ("compare", ceiling): """| workload | cpu | gpu | static | steal | E | steal / static | ceiling | gpu / ceiling | host steal (cpu, gpu, static, steal) |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| `chain -n 64` | 7e+04 | 1.25e+07 | 1.28e+07 | 1.28e+07 | 1.012 | 1.000 | 1.3e+07 | 96% | 0%, 0%, 0%, 2% |
+| `sha256 --pinned` | 1.6e+07 | 2.2e+08 | 2.3e+08 | 2.6e+08 | 1.108 | 1.152 | — | — | 0%, 0%, 0%, 0% |""",
+ ("peers", peers): """| workload | libmgpurt steal | libmgpurt gpu | libmgpurt cpu | StarPU CPU+GPU | StarPU gpu | StarPU cpu | StarPU best at | steal / StarPU best |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |
+| mulmod-10 (outputs NOT verified) | 1e+03 | 900 | — | — | 1.25e+03 | — | gpu: dmda, 4 tasks | 0.80 |
+| ntt | 300 | 250 | 50 | 200 | 150 | 40 | CPU+GPU: dmda, 4 tasks (model not calibrated) | 1.50 |""",
+ ("peers-overhead", peers): """| runtime | round trip, median (us) | 90th percentile (us) | overhead per 0.5 ms task (us) | empty task, many in flight (us) |
+| --- | ---: | ---: | ---: | ---: |
+| libmgpurt (`bench/mgpu-overhead 1`) | 9.62 | 10.32 | 0.56 | — |
+| StarPU 1.3.10, `eager` | 8.50 | 9.00 | 3.20 | 2.70 |""",
+ ("peers-overhead", peers + "," + peers): """| run | runtime | round trip, median (us) | 90th percentile (us) | overhead per 0.5 ms task (us) | empty task, many in flight (us) |
+| --- | --- | ---: | ---: | ---: | ---: |
+| `peers.json` | libmgpurt (`bench/mgpu-overhead 1`) | 9.62 | 10.32 | 0.56 | — |
+| `peers.json` | StarPU 1.3.10, `eager` | 8.50 | 9.00 | 3.20 | 2.70 |
+| `peers.json` | libmgpurt (`bench/mgpu-overhead 1`) | 9.62 | 10.32 | 0.56 | — |
+| `peers.json` | StarPU 1.3.10, `eager` | 8.50 | 9.00 | 3.20 | 2.70 |""",
+ ("text", ceiling): "```\n" + open(ceiling).read().rstrip("\n") + "\n```",
  ("compare", run): """| workload | cpu | gpu | static | steal | E | steal / static | host steal (cpu, gpu, static, steal) |
 | --- | --- | --- | --- | --- | --- | --- | --- |
 | ntt (64 items) | 100 | 300 | 300 | 360 | 0.900 (0.800, 1.000) | 1.200 (1.100, 1.300) | 0%, 0%, 0%, 12% |
@@ -119,7 +176,8 @@ for (kind, path), w in want.items():
 doc = os.path.join(fix, "doc.md")
 svg = os.path.join(fix, "sweep.svg")
 open(doc, "w").write(f"# Doc\n\nBefore.\n\n<!-- report.py allreduce {run} every=16 -->\nstale\n<!-- end -->\n\n"
-                     f"<!-- report.py sweep {run} svg={svg} -->\n<!-- end -->\nAfter.\n")
+                     f"<!-- report.py sweep {run} svg={svg} -->\n<!-- end -->\n"
+                     f"<!-- report.py text {ceiling} last=2 -->\n<!-- end -->\nAfter.\n")
 def rc(mode):
     return subprocess.run([sys.executable, report, mode, doc], capture_output=True, text=True).returncode
 if rc("--check") != 1:
@@ -128,7 +186,9 @@ if rc("--update") != 0 or rc("--check") != 0 or not os.path.exists(svg):
     print("FAIL: report.py --update did not make the document current"); bad += 1
 d = open(doc).read()
 if "stale" in d or "| 128 | 10.0 | 1.00 | 8.0 | 1.25 | 80.0% |" not in d or "| 16 |" in d \
-        or "| 256 |" not in d or not d.startswith("# Doc\n\nBefore.") or not d.endswith("After.\n"):
+        or "| 256 |" not in d or not d.startswith("# Doc\n\nBefore.") or not d.endswith("After.\n") \
+        or "```\nheterogeneous efficiency E = steal / (cpu + gpu) = 1.108\nsteal vs static: 1.152x\n```\n<!-- end -->" \
+        not in d or "mode steal  0.13 s" in d:
     print("FAIL: report.py --update wrote:\n" + d); bad += 1
 open(svg, "a").write("<!-- changed -->\n")
 if rc("--check") != 1:

@@ -7,7 +7,13 @@
 #  - every MGPU_API function and public type of lib/mgpurt.h,
 #    lib/mgpurt_kernels.h and lib/mgpurt_plugin.h is in doc/api.md;
 #  - doc/guide.md shows the example programs exactly as they are;
-#  - the man page formats without warnings (where groff is installed).
+#  - the man page formats without warnings (where groff is installed);
+#  - every command of the sh blocks of README.md and doc/guide.md is run as
+#    written and exits as the text says, or is skipped here with the reason
+#    (it needs a GPU, installs packages, or is the build that make check is);
+#    a command this script does not know fails the test. The commands that
+#    need an installed library run against a staged `make install DESTDIR=`
+#    in a temporary directory.
 # Sources are read from ${top_srcdir}, the driver from ${top_builddir}, so it
 # also runs in a VPATH build (make distcheck).
 set -u
@@ -91,6 +97,109 @@ if command -v groff > /dev/null 2>&1; then
   if groff -man -ww -z "$man" > "$tmp/groff" 2>&1 && [ ! -s "$tmp/groff" ]; then ok
   else bad "groff warns about doc/mgpu-run.1: $(cat "$tmp/groff")"; fi
 fi
+
+# ---------------------------------------------------------------- commands
+# The commands of the ```sh blocks, one per line: comments dropped, lines
+# ending in a backslash joined to the next.
+build=$(cd "${top_builddir:-.}" && pwd)
+for f in README.md doc/guide.md; do
+  awk -v f="$f" '
+    /^```sh$/ { inb = 1; next }
+    /^```/ { inb = 0; next }
+    !inb { next }
+    { line = $0; sub(/[ \t]+#.*$/, "", line); sub(/^[ \t]+/, "", line) }
+    line ~ /\\$/ { sub(/[ \t]*\\$/, "", line); cont = cont line " "; next }
+    { line = cont line; cont = ""; if (line != "") print f "\t" line }' "$srcdir/$f"
+done > "$tmp/commands"
+if [ ! -s "$tmp/commands" ]; then bad "no command found in the sh blocks of README.md and doc/guide.md"; fi
+
+# A staged install: the library, headers, mgpurt.pc and mgpu-run under
+# $stage, with mgpurt.pc pointing there, as an install with --prefix=$stage.
+stage=
+prefix=$(sed -n 's/^prefix=//p' "$build/mgpurt.pc")
+if (cd "$build" && env -u MAKEFLAGS -u MFLAGS ${MAKE:-make} install DESTDIR="$tmp/dest") > "$tmp/install.log" 2>&1; then
+  stage=$tmp/dest$prefix
+  pc=$(find "$tmp/dest" -name mgpurt.pc | head -1)
+  sed -E "s#^(prefix|exec_prefix|libdir|includedir)=/#\1=$tmp/dest/#" "$pc" > "$tmp/pc" && cat "$tmp/pc" > "$pc"
+else
+  bad "make install DESTDIR=$tmp/dest failed: $(tail -5 "$tmp/install.log")"
+fi
+unset PKG_CONFIG_SYSROOT_DIR
+# The build's compiler and flags for the documented `cc` (a sanitizer build's
+# library needs its runtime), and its GPU count for the commands that need GPUs.
+cc() { ${CC:-cc} ${MGPU_TEST_CFLAGS:-} "$@" ${MGPU_TEST_LDFLAGS:-}; }
+ngpu=$("$run" --info 2>/dev/null | sed -n 's/^GPUs: \([0-9]*\) in use.*/\1/p')
+[ -n "$ngpu" ] || bad "mgpu-run --info does not say how many GPUs are in use"
+# run DIR EXPECT CMD: CMD (a documented command) in DIR; EXPECT is the exit
+# status it must have, or "fail" for any status but 0.
+run_doc() {
+  (cd "$1" && eval "$3") < /dev/null > "$tmp/out" 2>&1
+  rc=$?
+  case $2 in
+    fail) [ "$rc" != 0 ] ;;
+    *) [ "$rc" = "$2" ] ;;
+  esac
+}
+skip() { echo "SKIP: $f: $cmd: $*"; }
+work=$tmp/work
+mkdir -p "$work/doc/examples"
+cp "$srcdir/doc/examples/example.c" "$srcdir/doc/examples/example_cuda.cu" "$srcdir/doc/examples/plugin.c" "$work/doc/examples/"
+cp "$srcdir/doc/examples/example.c" "$srcdir/doc/examples/example_cuda.cu" "$work/"
+# The program of README.md's "Using it", which its commands build as app.c.
+awk '/^```c$/ { n++; inb = (n == 1); next } /^```/ { inb = 0 } inb' "$srcdir/README.md" > "$work/app.c"
+while IFS='	' read -r f cmd; do
+  case $cmd in
+    "./bootstrap --deps && ./configure && make && bin/mgpu-run")
+      # --deps installs packages (as root, from the network), and configure
+      # and make are the build this test runs in: only its last step runs.
+      if run_doc "$build" 0 "bin/mgpu-run" && grep -q '^verification: ok' "$tmp/out"; then ok
+      else bad "$f: bin/mgpu-run (the default workload) failed or did not verify: $(tail -3 "$tmp/out")"; fi ;;
+    "make check")
+      skip "this test is part of it" ;;
+    "bin/mgpu-run allreduce" | "bin/mgpu-run mulmod --gpus 1,2")
+      # "The last two need GPUs": without one they refuse, saying so (--gpus
+      # with the exit status of a usage error).
+      if [ "${ngpu:-0}" -gt 0 ]; then want=0
+      elif [ "$cmd" = "bin/mgpu-run allreduce" ]; then want=fail
+      else want=2; fi
+      if run_doc "$build" $want "$cmd" && { [ $want = 0 ] || grep -q 'GPU' "$tmp/out"; }; then ok
+      else bad "$f: $cmd: exit $rc, expected $want with ${ngpu:-0} GPUs: $(tail -3 "$tmp/out")"; fi ;;
+    "export PKG_CONFIG_PATH=\$prefix/lib/pkgconfig")
+      ;; # with the next command
+    "cc app.c \$(pkg-config --cflags --libs mgpurt) -Wl,-rpath,\$(pkg-config --variable=libdir mgpurt)")
+      if [ -z "$stage" ]; then skip "no staged install"
+      elif [ ! -f "$stage/lib/pkgconfig/mgpurt.pc" ]; then skip "configured with a libdir outside PREFIX/lib"
+      elif run_doc "$work" 0 "prefix=$stage; export PKG_CONFIG_PATH=\$prefix/lib/pkgconfig; $cmd && ./a.out"; then ok
+      else bad "$f: $cmd, then ./a.out: exit $rc: $(tail -5 "$tmp/out")"; fi ;;
+    "cc example.c \$(pkg-config --cflags --libs mgpurt) -o example" | \
+    "cc -shared -fPIC -o plugin.so doc/examples/plugin.c \$(pkg-config --cflags mgpurt)" | \
+    "nvcc -c example_cuda.cu \$(pkg-config --cflags mgpurt) -o example_cuda.o" | \
+    "cc -DEXAMPLE_WITH_CUDA example.c example_cuda.o \$(pkg-config --cflags --libs mgpurt) -L/usr/local/cuda/lib64 -lcudart -lstdc++ -o example-cuda")
+      # Built here, run by the next command; with PKG_CONFIG_PATH and
+      # LD_LIBRARY_PATH set as the guide says for a library under a prefix.
+      case $cmd in nvcc*|*EXAMPLE_WITH_CUDA*)
+        if ! command -v nvcc > /dev/null 2>&1 || [ ! -d /usr/local/cuda/lib64 ]; then
+          skip "needs the CUDA toolkit (nvcc, /usr/local/cuda/lib64)"; cuda_built=no; continue
+        fi ;;
+      esac
+      if [ -z "$stage" ]; then skip "no staged install"; continue; fi
+      if run_doc "$work" 0 "PKG_CONFIG_PATH=$stage/lib/pkgconfig; export PKG_CONFIG_PATH; $cmd"; then ok
+      else bad "$f: $cmd: exit $rc: $(tail -5 "$tmp/out")"; fi ;;
+    "./example" | "./example-cuda")
+      if [ "$cmd" = ./example-cuda ] && [ "${cuda_built:-}" = no ]; then skip "not built here"; continue; fi
+      if [ -z "$stage" ]; then skip "no staged install"; continue; fi
+      if run_doc "$work" 0 "LD_LIBRARY_PATH=$stage/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}; export LD_LIBRARY_PATH; $cmd" &&
+         grep -q '^example: ok$' "$tmp/out"; then ok
+      else bad "$f: $cmd: exit $rc: $(tail -5 "$tmp/out")"; fi ;;
+    "mgpu-run --plugin ./plugin.so collatz --compare")
+      if [ -z "$stage" ]; then skip "no staged install"; continue; fi
+      if run_doc "$work" 0 "PATH=$stage/bin:\$PATH; LD_LIBRARY_PATH=$stage/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}; export PATH LD_LIBRARY_PATH; $cmd" &&
+         grep -q '^verification: ok' "$tmp/out"; then ok
+      else bad "$f: $cmd: exit $rc: $(tail -5 "$tmp/out")"; fi ;;
+    *)
+      bad "$f: the command '$cmd' is neither run nor skipped by tests/test-docs.sh" ;;
+  esac
+done < "$tmp/commands"
 
 echo "docs: $passes passed, $fails failed"
 [ "$fails" = 0 ]

@@ -15,8 +15,8 @@
 # --memory: host arrays from malloc (pageable, default), pinned (mgpu-run
 #   --pinned, starpu_malloc), or both one after the other.
 # Environment:
-#   PEERS_MGPU_BUILD     a built libmgpurt tree (default: /tmp/mgpurt-build/src, the
-#                  tree .gpu/build.sh leaves, else the checkout itself)
+#   PEERS_MGPU_BUILD     a built libmgpurt tree (default: /tmp/mgpurt-build/src where
+#                  a built tree is there, else the checkout itself)
 #   PEERS_STARPU_PREFIX  a StarPU installed by bench/peers/starpu/build.sh (default:
 #                  bench/peers/starpu/prefix, else .peers/starpu-prefix.tar.gz
 #                  unpacked, else built from .peers/starpu-src.tar.gz)
@@ -59,7 +59,7 @@ if [ -n "${PEERS_MGPU_BUILD:-}" ]; then mgpu=$PEERS_MGPU_BUILD
 elif [ -x /tmp/mgpurt-build/src/bin/mgpu-run ]; then mgpu=/tmp/mgpurt-build/src
 else mgpu=$top; fi
 mgpu=$(cd "$mgpu" 2>/dev/null && pwd) || die "PEERS_MGPU_BUILD=$mgpu is not a directory"
-[ -x "$mgpu/bin/mgpu-run" ] || die "no $mgpu/bin/mgpu-run: build libmgpurt first (bash .gpu/build.sh --with-cuda on a GPU machine, or make), or set PEERS_MGPU_BUILD"
+[ -x "$mgpu/bin/mgpu-run" ] || die "no $mgpu/bin/mgpu-run: build libmgpurt first (./bootstrap && ./configure --with-cuda && make), or set PEERS_MGPU_BUILD"
 [ -f "$mgpu/lib/.libs/libmgpurt.so" ] || die "no $mgpu/lib/.libs/libmgpurt.so: set PEERS_MGPU_BUILD to a built libmgpurt tree"
 mgpu_run=$mgpu/bin/mgpu-run
 log "libmgpurt: $("$mgpu_run" --version) from $mgpu"

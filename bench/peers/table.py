@@ -98,6 +98,8 @@ def main():
         items_s = f"{items}" + (f" ({cpu_items})" if cpu_items != items else "")
         label = {"all": "CPU+GPU", "gpu": "gpu", "cpu": "cpu"}
         at = f"{label[top]}: {sbest[top]['sched']}, {sbest[top]['tasks']} tasks" if top else "—"
+        if top and sbest[top].get("calibrated") is False:
+            at += " (model not calibrated)"
         print(f"| {name} | {mem} | {items_s} | {fmt(steal)} | {fmt(mgpu_gpu)} | {fmt(mgpu_cpu)} | "
               f"{fmt(rate('all'))} | {fmt(rate('gpu'))} | {fmt(rate('cpu'))} | {at} | "
               f"{fmt(ratio)} | {'yes' if ok else 'NO'} |")

@@ -1,11 +1,11 @@
 #!/bin/bash
-# pack.sh: packs the StarPU that build.sh installed, for a GPU machine without
-# network that gets at most 64 MiB of carried files.
+# pack.sh: packs the StarPU that build.sh installed, small enough to carry to
+# a GPU machine without network (6.2 MiB for StarPU 1.3.10 with CUDA 13).
 #
 #   bash bench/peers/starpu/pack.sh [PREFIX] [DEST]
 #
 # PREFIX defaults to bench/peers/starpu/prefix, DEST to .peers/ at the top of
-# the git checkout (added to .git/info/exclude, like gpu-pack's .gpu/). DEST
+# the git checkout (added to .git/info/exclude). DEST
 # gets:
 #   starpu-prefix.tar.gz  the prefix with stripped shared libraries, without
 #                         static libraries, libtool files, documentation or
@@ -13,7 +13,7 @@
 #   starpu-src.tar.gz     the unpatched Debian source that build.sh used, so
 #                         that bench/peers/run.sh can rebuild StarPU there
 #                         (STARPU_SRC) where the carried prefix does not load
-# Carry DEST (e.g. `carry: [".peers"]`); bench/peers/run.sh finds it there.
+# Carry DEST with the checkout; bench/peers/run.sh finds it there.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 die() { echo "pack.sh: $*" >&2; exit 1; }

@@ -5,7 +5,7 @@
 #   bash bench/peers/starpu/peer-build.sh MGPU_BUILD STARPU_PREFIX OUTPUT
 #
 # MGPU_BUILD is a configured and built libmgpurt tree (lib/mgpurt.h and
-# lib/.libs/libmgpurt.so in it; /tmp/mgpurt-build/src after .gpu/build.sh).
+# lib/.libs/libmgpurt.so in it).
 # The program finds both libraries through its run path.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

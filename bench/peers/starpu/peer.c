@@ -91,6 +91,8 @@ typedef struct {
   long long tasks[MAX_LIST];     /* task counts of the sweep */
   int ntasks;
   int repeat, warmup;
+  int calibrate_max;             /* dmda: at most this many calibration batches per point */
+  double calibrate_s;            /* dmda: and at most this long calibrating one point */
   bool pinned, json, overhead;
   double slow_factor;            /* stop a scheduler's sweep past this many times its best */
 } opts_t;
@@ -126,7 +128,10 @@ static void usage(void) {
          "      --sched LIST     StarPU schedulers to try, comma-separated (default lws,dmda,eager)\n"
          "      --tasks LIST     task counts of the sweep, comma-separated (default 4,16,64,256,1024)\n"
          "      --repeat R       timed batches per point, median kept (default 3)\n"
-         "      --warmup W       untimed batches per point first (default 1; dmda: W + 2 for calibration)\n"
+         "      --warmup W       untimed batches per point first (default 1)\n"
+         "      --calibrate N,S  dmda: then untimed batches until its performance model is calibrated for the\n"
+         "                       point's task size on every worker kind, at most N batches and S seconds\n"
+         "                       (default 50,20)\n"
          "      --slow F         stop a scheduler's sweep once a point is F times slower than its best (default 4)\n"
          "      --pinned         inputs and outputs from starpu_malloc (pinned), not malloc\n"
          "      --json           print the results as JSON\n"
@@ -146,7 +151,7 @@ static int split_list(char *s, char **out, int max, const char *opt) {
 
 static void parse_args(int argc, char **argv, opts_t *o) {
   *o = (opts_t){.items = -1, .size = -1, .intensity = -1, .mode = MODE_ALL, .repeat = 3, .warmup = 1,
-                .slow_factor = 4};
+                .calibrate_max = 50, .calibrate_s = 20, .slow_factor = 4};
   static const char *def_scheds[] = {"lws", "dmda", "eager"};
   static const long long def_tasks[] = {4, 16, 64, 256, 1024};
   for (int i = 0; i < 3; i++) o->scheds[i] = def_scheds[i];
@@ -190,6 +195,13 @@ static void parse_args(int argc, char **argv, opts_t *o) {
       o->repeat = (int)parse_ll(a, VALUE(), 1, 1000);
     } else if (!strcmp(a, "--warmup")) {
       o->warmup = (int)parse_ll(a, VALUE(), 0, 100);
+    } else if (!strcmp(a, "--calibrate")) {
+      const char *v = VALUE(), *comma = strchr(v, ',');
+      if (!comma) usage_error("--calibrate '%s' is invalid: expected N,S (batches, seconds), e.g. 50,20", v);
+      char nbuf[32];
+      snprintf(nbuf, sizeof nbuf, "%.*s", (int)(comma - v), v);
+      o->calibrate_max = (int)parse_ll("--calibrate batches", nbuf, 0, 10000);
+      o->calibrate_s = parse_double("--calibrate seconds", comma + 1, 0, 1e6);
     } else if (!strcmp(a, "--slow")) {
       o->slow_factor = parse_double(a, VALUE(), 1, 1e9);
     } else if (!strcmp(a, "--pinned")) {
@@ -471,6 +483,8 @@ typedef struct {
   double gpu_item_share; /* of the last timed batch */
   size_t checked, bad;
   const char *skipped;
+  int calib_batches;     /* dmda: untimed batches run to calibrate the model (-1: no model) */
+  bool calibrated;       /* dmda: the model was calibrated before the timed batches */
 } point_t;
 
 static int ncpu_workers, ncuda_workers;
@@ -520,6 +534,49 @@ static void free_arrays(work_t *w, bool pinned) {
   w->in = w->out = NULL;
 }
 
+/* Whether the codelet's history-based model (dmda's) is calibrated for the
+ * tasks of a batch of ntasks tasks on every worker that can run them. StarPU
+ * keeps one history entry per task footprint (here the block's size) and
+ * worker kind, and counts an entry calibrated from STARPU_CALIBRATE_MINIMUM
+ * measurements on (10 by default); until then starpu_task_expected_length
+ * is NaN, and dmda places such tasks to measure them rather than by the model.
+ * starpu_vector_filter_block makes blocks of two sizes at most, the first
+ * and the last block's. */
+static bool model_calibrated(work_t *w, size_t ntasks) {
+  starpu_data_handle_t hin = NULL, hout;
+  struct starpu_data_filter f = {.filter_func = starpu_vector_filter_block, .nchildren = (unsigned)ntasks};
+  if (w->k.nin) {
+    starpu_vector_data_register(&hin, STARPU_MAIN_RAM, (uintptr_t)w->in, w->n, w->k.in_size[0]);
+    starpu_data_partition(hin, &f);
+  }
+  starpu_vector_data_register(&hout, STARPU_MAIN_RAM, (uintptr_t)w->out, w->n, w->k.out_size[0]);
+  starpu_data_partition(hout, &f);
+  bool ok = true;
+  unsigned blocks[2] = {0, (unsigned)ntasks - 1};
+  for (int i = 0; i < (ntasks > 1 ? 2 : 1) && ok; i++) {
+    struct starpu_task *task = starpu_task_create();
+    task->cl = &codelet;
+    task->destroy = 0;
+    int b = 0;
+    if (w->k.nin) task->handles[b++] = starpu_data_get_sub_data(hin, 1, blocks[i]);
+    task->handles[b] = starpu_data_get_sub_data(hout, 1, blocks[i]);
+    for (unsigned wid = 0; wid < starpu_worker_get_count() && ok; wid++) {
+      if (!starpu_worker_can_execute_task(wid, task, 0)) continue;
+      /* STARPU_NMAX_SCHED_CTXS: the worker's own kind, whatever its context. */
+      struct starpu_perfmodel_arch *arch = starpu_worker_get_perf_archtype((int)wid, STARPU_NMAX_SCHED_CTXS);
+      if (isnan(starpu_task_expected_length(task, arch, 0))) ok = false;
+    }
+    starpu_task_destroy(task);
+  }
+  starpu_data_unpartition(hout, STARPU_MAIN_RAM);
+  starpu_data_unregister(hout);
+  if (w->k.nin) {
+    starpu_data_unpartition(hin, STARPU_MAIN_RAM);
+    starpu_data_unregister(hin);
+  }
+  return ok;
+}
+
 /* One scheduler: every task count of the sweep, fewest items per task first,
  * until a point is slow_factor times slower than the best so far. */
 static int sweep(work_t *w, const opts_t *o, const char *sched, point_t *pts, int *npts, bool *any_bad) {
@@ -549,7 +606,7 @@ static int sweep(work_t *w, const opts_t *o, const char *sched, point_t *pts, in
   bool stop = false;
   for (int i = 0; i < n; i++) {
     point_t *p = &pts[(*npts)++];
-    *p = (point_t){.sched = sched, .tasks = (size_t)order[i]};
+    *p = (point_t){.sched = sched, .tasks = (size_t)order[i], .calib_batches = dmda_like ? 0 : -1};
     if ((size_t)order[i] > w->n) {
       p->skipped = "more tasks than items";
       continue;
@@ -568,15 +625,27 @@ static int sweep(work_t *w, const opts_t *o, const char *sched, point_t *pts, in
       stop = true;
       continue;
     }
-    /* dmda's history-based model is kept per task size, and StarPU forces
-     * tasks onto every worker kind until it has ten measurements of each:
-     * two more untimed batches calibrate it before the timed ones. */
-    int warm = o->warmup + (dmda_like ? 2 : 0);
     double t = 0;
     bool slow = false;
-    for (int k = 0; k < warm && !slow; k++) {
+    for (int k = 0; k < o->warmup && !slow; k++) {
       if ((t = run_batch(w, p->tasks)) < 0) fail("scheduler %s, %zu tasks: a warm-up batch failed", sched, p->tasks);
       slow = best > 0 && t > o->slow_factor * best;
+    }
+    /* dmda's model is kept per task size and worker kind: until it is
+     * calibrated, dmda places tasks to measure them, not to finish early.
+     * More untimed batches calibrate it, within the bounds. */
+    if (dmda_like && !slow) {
+      double t_cal = now();
+      while (!(p->calibrated = model_calibrated(w, p->tasks)) && p->calib_batches < o->calibrate_max &&
+             now() - t_cal < o->calibrate_s && !slow) {
+        if ((t = run_batch(w, p->tasks)) < 0)
+          fail("scheduler %s, %zu tasks: a calibration batch failed", sched, p->tasks);
+        p->calib_batches++;
+        slow = best > 0 && t > o->slow_factor * best;
+      }
+      if (!p->calibrated && !o->json)
+        fprintf(stderr, "  %-6s %7zu tasks: the model is not calibrated after %d batches (%.1f s)\n", sched, p->tasks,
+                p->calib_batches, now() - t_cal);
     }
     if (slow) {
       p->skipped = "a warm-up batch took longer than the slow factor times the best batch";
@@ -608,9 +677,10 @@ static int sweep(work_t *w, const opts_t *o, const char *sched, point_t *pts, in
     if (best == 0 || p->wall_s < best) best = p->wall_s;
     if (p->wall_s > o->slow_factor * best) stop = true;
     if (!o->json)
-      fprintf(stderr, "  %-6s %-4s %7zu tasks (%zu items each): %.4f s, %.4g items/s, GPU share %.2f, %s\n", sched,
+      fprintf(stderr, "  %-6s %-4s %7zu tasks (%zu items each): %.4f s, %.4g items/s, GPU share %.2f, %s%s\n", sched,
               mode_names[o->mode], p->tasks, w->n / p->tasks, p->wall_s, p->items_per_s, p->gpu_item_share,
-              p->bad ? "WRONG" : "verified");
+              p->bad ? "WRONG" : "verified",
+              p->calib_batches < 0 ? "" : p->calibrated ? ", model calibrated" : ", model NOT calibrated");
   }
   free_arrays(w, o->pinned);
   starpu_shutdown();
@@ -790,6 +860,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < npts; i++) {
       const point_t *p = &pts[i];
       printf("    {\"sched\": \"%s\", \"tasks\": %zu", p->sched, p->tasks);
+      if (p->calib_batches >= 0)
+        printf(", \"calibration_batches\": %d, \"calibrated\": %s", p->calib_batches, p->calibrated ? "true" : "false");
       if (p->skipped) printf(", \"skipped\": \"%s\"}", p->skipped);
       else
         printf(", \"runs\": %d, \"wall_s\": %.6f, \"items_per_s\": %.3f, \"gpu_item_share\": %.4f, \"checked\": %zu, "
@@ -797,9 +869,14 @@ int main(int argc, char **argv) {
       printf("%s\n", i == npts - 1 ? "" : ",");
     }
     printf("  ],\n  \"best\": ");
-    if (best) printf("{\"sched\": \"%s\", \"tasks\": %zu, \"wall_s\": %.6f, \"items_per_s\": %.3f}", best->sched,
-                     best->tasks, best->wall_s, best->items_per_s);
-    else printf("null");
+    if (best) {
+      printf("{\"sched\": \"%s\", \"tasks\": %zu, \"wall_s\": %.6f, \"items_per_s\": %.3f", best->sched, best->tasks,
+             best->wall_s, best->items_per_s);
+      if (best->calib_batches >= 0) printf(", \"calibrated\": %s", best->calibrated ? "true" : "false");
+      printf("}");
+    } else {
+      printf("null");
+    }
     printf(",\n  \"verified\": %s\n}\n", any_bad ? "false" : "true");
   } else {
     if (skipped) printf("%s: %s mode not run: %s\n", w.name, mode_names[o.mode], skipped);
