@@ -38,16 +38,17 @@ bool mgpu__all_claimed(const mgpu__batch_t *b) {
 }
 
 /* Chunk length for worker w from `first`, at most avail: the size its fit
- * asks for (mgpu__model_chunk: a probe, then growing while the rate rises
- * with the size, then about target_s of work and never under the saturating
- * size). A chunk is never cut to a fraction of what is left of the range:
+ * asks for (mgpu__model_chunk: a probe; for a GPU, then growing while the
+ * rate rises with the size, then about target_s of work and never under the
+ * saturating size; for a CPU worker, target_s of work at its mean rate). A chunk is never cut to a fraction of what is left of the range:
  * such chunks would pay their latency again and again. In a batch with a
  * cost profile a GPU's size is in items of average cost, and it takes the
  * items from `first` that cost as much. */
 static size_t chunk_len(mgpu__batch_t *b, mgpu__worker_t *w, size_t first, size_t avail, size_t max_items,
                         double prior, double target_s) {
   bool by_cost = b->cost && w->kind == MGPU_WORKER_GPU;
-  size_t n = mgpu__model_chunk(b->model, w->id, prior, target_s, by_cost ? SIZE_MAX : max_items);
+  size_t n = mgpu__model_chunk(b->model, w->id, prior, target_s, by_cost ? SIZE_MAX : max_items,
+                               w->kind == MGPU_WORKER_GPU);
   if (by_cost) n = MGPU_MIN(mgpu__cost_chunk(b->cost, first, n), max_items);
   n = MGPU_MIN(n, avail);
   return n < 1 ? 1 : n;

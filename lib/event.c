@@ -4,6 +4,7 @@
  */
 #include "mgpurt_int.h"
 
+#include <sched.h>
 #include <string.h>
 
 static void fill_stats(const mgpu__batch_t *b, mgpu_stats_t *s) {
@@ -34,9 +35,17 @@ MGPU_API mgpu_status_t mgpu_event_wait(mgpu_event_t *ev, mgpu_stats_t *stats) {
   if (!mgpu__handle_live(MGPU_H_EVENT, ev))
     return mgpu__fail(MGPU_EINVAL, "mgpu_event_wait: %p is not a live event (released already?)", (void *)ev);
   mgpu__batch_t *b = (mgpu__batch_t *)ev;
-  MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
-  while (!b->done) pthread_cond_wait(&b->done_cv, &b->lock);
-  MGPU_UNLOCK(&b->lock);
+  /* Spin first: a short batch ends within microseconds, and a sleep and a
+   * wake-up would cost more than the batch. */
+  double until = mgpu__now() + MGPU_WAIT_SPIN_S;
+  while (!atomic_load_explicit(&b->done, memory_order_acquire) && mgpu__now() < until) sched_yield();
+  if (!atomic_load_explicit(&b->done, memory_order_acquire)) {
+    MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
+    b->waiters++;
+    while (!b->done) pthread_cond_wait(&b->done_cv, &b->lock);
+    b->waiters--;
+    MGPU_UNLOCK(&b->lock);
+  }
   if (stats) fill_stats(b, stats);
   mgpu_status_t st = (mgpu_status_t)atomic_load(&b->status);
   if (b->task && st != MGPU_OK)

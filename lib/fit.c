@@ -103,11 +103,16 @@ double mgpu__fit_sat(const mgpu__fit_t *f) {
 
 bool mgpu__fit_known(const mgpu__fit_t *f) { return f->nprev > 0 && !f->rising; }
 
-size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s, size_t max_items) {
+size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s, size_t max_items, bool grows) {
   double n;
-  if (f->claimed == 0) {
+  if (f->claimed == 0 || (!grows && f->samples == 0)) {
     /* The probe: the prior's guess of target_s of work. */
     n = prior_rate * target_s;
+  } else if (!grows) {
+    /* A CPU worker's chunk costs it next to nothing to start: where its
+     * chunks' times seem to have a latency, their items differ in cost, and
+     * larger chunks would only leave less to balance. */
+    n = target_s * f->items / f->secs;
   } else if (!mgpu__fit_known(f)) {
     /* Growing: each claim a step larger than the largest so far, at most two
      * steps past the largest chunk that has completed. */

@@ -193,13 +193,16 @@ void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   b->desc.nconsts = 0;
 
   MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
-  b->done = 1;
+  atomic_store_explicit(&b->done, 1, memory_order_release);
   mgpu__batch_t **deps = b->dependents;
   int ndeps = b->ndependents;
   b->dependents = NULL;
   b->ndependents = 0;
-  pthread_cond_broadcast(&b->done_cv);
+  bool sleepers = b->waiters > 0;
   MGPU_UNLOCK(&b->lock);
+  /* After the unlock, so that a woken waiter does not block on the lock; b
+   * lives until the runtime's reference goes below. */
+  if (sleepers) pthread_cond_broadcast(&b->done_cv);
 
   bool failed = atomic_load(&b->status) != MGPU_OK;
   for (int i = 0; i < ndeps; i++) {

@@ -131,6 +131,9 @@ bool mgpu__lock_order_checked(void);
 /* An idle worker spins this long before it sleeps, so that a batch that
  * follows closely finds its workers awake. */
 #define MGPU_IDLE_SPIN_S 50e-6
+/* A thread waiting for an event spins this long before it sleeps, so that a
+ * short batch's end is seen without a sleep and a wake-up. */
+#define MGPU_WAIT_SPIN_S 50e-6
 /* The watchdog checks the deadlines ten times per shortest deadline (a fixed
  * MGPU_TIMEOUT, or MGPU_TIMEOUT_FLOOR_S under auto), between these bounds:
  * once a second under auto, so that it costs nothing, and a hung device is
@@ -736,9 +739,10 @@ struct mgpu__batch {
   /* The event part: lives until the last reference goes. */
   _Atomic int refs;
   uint64_t id;             /* submission number, for traces */
-  pthread_mutex_t lock;    /* guards done, status, dependents, requeue */
+  pthread_mutex_t lock;    /* guards done's change, status, dependents, requeue, waiters */
   pthread_cond_t done_cv;
-  int done;
+  _Atomic int done;        /* set under lock; read without it by a waiter that spins */
+  int waiters;             /* threads asleep on done_cv */
   _Atomic int status;
   size_t failed_first, failed_count;
   double t_submit, t_start, t_end;
@@ -889,10 +893,11 @@ double mgpu__fit_sat(const mgpu__fit_t *f);
 /* Two size classes seen and the rate no longer rising: chunks stop growing. */
 bool mgpu__fit_known(const mgpu__fit_t *f);
 /* Items of the worker's next chunk, before the end of its range: the probe
- * (prior_rate items/s for target_s) before any claim; growing from the
- * largest claim while the fit is not known; then target_s of work and never
- * under the saturating size. At most max_items, at least 1. */
-size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s, size_t max_items);
+ * (prior_rate items/s for target_s) before any claim; where it `grows` (a
+ * GPU), growing from the largest claim while the fit is not known, then
+ * target_s of work and never under the saturating size; else target_s at its
+ * mean rate. At most max_items, at least 1. */
+size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s, size_t max_items, bool grows);
 /* A claim of n items was made from the size mgpu__fit_chunk gave. */
 void mgpu__fit_claimed(mgpu__fit_t *f, size_t n);
 
@@ -960,7 +965,7 @@ void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds);
 /* Worker w (its own thread) is about to claim for kernel m: the items of its
  * next chunk before the end of its range (mgpu__fit_chunk), remembered for
  * the speed it publishes. */
-size_t mgpu__model_chunk(mgpu__model_t *m, int w, double prior_rate, double target_s, size_t max_items);
+size_t mgpu__model_chunk(mgpu__model_t *m, int w, double prior_rate, double target_s, size_t max_items, bool grows);
 /* MGPU_RESERVE_THREADS=auto: which way a batch of n items runs, of those in
  * the bit mask `offered` (bit l for level l; 0 and 1 always): every CPU
  * worker in (0), a quarter out (1), half out (2), all out (3); and whether

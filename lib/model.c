@@ -77,9 +77,9 @@ void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds) {
   atomic_store_explicit(&m->slow[w], slow, memory_order_relaxed);
 }
 
-size_t mgpu__model_chunk(mgpu__model_t *m, int w, double prior_rate, double target_s, size_t max_items) {
+size_t mgpu__model_chunk(mgpu__model_t *m, int w, double prior_rate, double target_s, size_t max_items, bool grows) {
   mgpu__fit_t *f = &m->fit[w];
-  size_t n = mgpu__fit_chunk(f, prior_rate, target_s, max_items);
+  size_t n = mgpu__fit_chunk(f, prior_rate, target_s, max_items, grows);
   mgpu__fit_claimed(f, n);
   if (n != f->planned) {
     f->planned = n;

@@ -40,7 +40,7 @@ static int settle(double a, double c, double prior_rate, double target_s, size_t
   mgpu__fit_t f = {0};
   size_t last = 0;
   for (int k = 0; k < 40; k++) {
-    size_t n = mgpu__fit_chunk(&f, prior_rate, target_s, max_items);
+    size_t n = mgpu__fit_chunk(&f, prior_rate, target_s, max_items, true);
     mgpu__fit_claimed(&f, n);
     if (k < nsizes) sizes[k] = n;
     if (n == last) {
@@ -138,16 +138,33 @@ END_TEST
  * the claim, never shrinking them to target_s of the rate they show. */
 START_TEST(test_fit_never_shrinks_below_claims) {
   mgpu__fit_t f = {0};
-  size_t n = mgpu__fit_chunk(&f, 100, 2e-3, SIZE_MAX);
+  size_t n = mgpu__fit_chunk(&f, 100, 2e-3, SIZE_MAX, true);
   mgpu__fit_claimed(&f, n);
   mgpu__fit_add(&f, 8192, dev_time(18e-3, 0.25e-6, 8192)); /* the whole batch, cut to 8192 */
   mgpu__fit_claimed(&f, 8192);
   for (int b = 0; b < 20; b++) {
-    size_t next = mgpu__fit_chunk(&f, 100, 2e-3, SIZE_MAX);
+    size_t next = mgpu__fit_chunk(&f, 100, 2e-3, SIZE_MAX, true);
     ck_assert_uint_ge(next, 8192);
     mgpu__fit_claimed(&f, MGPU_MIN(next, (size_t)8192));
     mgpu__fit_add(&f, 8192, dev_time(18e-3, 0.25e-6, 8192));
   }
+}
+END_TEST
+
+/* A CPU worker's chunks are target_s of work at its mean rate, whatever its
+ * chunks' times suggest of a latency: there it is items that differ in cost
+ * (here the chunks of a dear stretch, 40 times the others), and chunks grown
+ * to amortize it would leave the team less to balance. */
+START_TEST(test_fit_cpu_chunks) {
+  mgpu__fit_t f = {0};
+  ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, false), 5); /* the probe */
+  mgpu__fit_claimed(&f, 5);
+  for (int i = 0; i < 40; i++) mgpu__fit_add(&f, 5, (i % 8 == 7 ? 40 : 1) * 1e-4 * 5);
+  size_t n = mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, false);
+  ck_assert_uint_eq(n, MGPU_MAX((size_t)1, (size_t)(0.5e-3 * f.items / f.secs)));
+  ck_assert_uint_le(n, 5);
+  /* A GPU's fit of the same chunks would grow them. */
+  ck_assert_uint_gt(mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, true), 5);
 }
 END_TEST
 
@@ -614,6 +631,7 @@ int main(void) {
   tcase_add_test(tc, test_fit_forgets);
   tcase_add_test(tc, test_fit_robust);
   tcase_add_test(tc, test_fit_never_shrinks_below_claims);
+  tcase_add_test(tc, test_fit_cpu_chunks);
   tcase_add_test(tc, test_split);
   tcase_add_test(tc, test_split_latency);
   tcase_add_test(tc, test_pool_alike);
