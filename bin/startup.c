@@ -65,7 +65,7 @@ const char *reserve_setting(mgpu_runtime_t *rt) {
 
 void print_info(mgpu_runtime_t *rt) {
   printf("libmgpurt %s\n\nSettings (value, source):\n", mgpu_version());
-  mgpu_setting_t s;
+  mgpu_setting_t s = MGPU_SETTING_INIT;
   for (int i = 0; mgpu_info_setting(rt, i, &s) == MGPU_OK; i++)
     printf("  %-26s %-24s %-11s %s\n", s.name, s.value, s.source, s.doc);
   const char *how;
@@ -95,7 +95,7 @@ void print_info(mgpu_runtime_t *rt) {
   int g = mgpu_num_gpus(rt);
   printf("GPUs: %d in use\n", g);
   for (int i = 0; i < g; i++) {
-    mgpu_device_info_t d;
+    mgpu_device_info_t d = MGPU_DEVICE_INFO_INIT;
     mgpu_device_info(rt, i, &d);
     printf("  GPU %d: device %d, %s, %d SMs, compute capability %d.%d, %.1f GiB (%.1f GiB free), PCI %s%s\n", i,
            d.index, d.name, d.sm_count, d.cc_major, d.cc_minor, (double)d.total_mem / (1 << 30),
