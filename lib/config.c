@@ -52,7 +52,8 @@ static const setting_t settings[MGPU_SET_COUNT] = {
                       "print a per-worker table at mgpu_finalize (default 0)"},
   [MGPU_SET_TRACE] = {"MGPU_TRACE", K_PATH, 0, 0, 0, 0, 0, "a file path of 1..1023 characters, not blank", "write a trace to this file (default: none)"},
   [MGPU_SET_DEBUG] = {"MGPU_DEBUG", K_LEVEL, 0, 4, 0, 0, 0, "0..4 or none, error, warn, info, debug",
-                      "log level on stderr (default warn)"},
+                      "log level on stderr; errors returned to the program are printed at info and above "
+                      "(default warn)"},
   [MGPU_SET_EMULATE_GPUS] = {"MGPU_EMULATE_GPUS", K_INT, 0, MGPU_MAX_DEVICES, 0, 0, 0, "an integer in 0..64",
                              "TESTS ONLY: replace GPUs by N emulated devices on host memory (default 0)"},
   [MGPU_SET_EMULATE_SPEED] = {"MGPU_EMULATE_SPEED", K_DOUBLE, 0, 0, 0, 1e12, 0, "a number in 0..1e12",

@@ -208,7 +208,10 @@ enum { MGPU_LOG_NONE = 0, MGPU_LOG_ERROR, MGPU_LOG_WARN, MGPU_LOG_INFO, MGPU_LOG
 void mgpu__log_set_level(int level);
 int mgpu__log_level(void);
 void mgpu__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Record `fmt` as this thread's last error, log it at ERROR level, return st. */
+/* Record `fmt` as this thread's last error (mgpu_last_error), log it at INFO
+ * level, return st: for errors returned to the caller. What the caller cannot
+ * otherwise see (a GPU retired, a batch failed on a worker, memory left at
+ * finalize) is logged with mgpu__log at WARN or ERROR instead. */
 mgpu_status_t mgpu__fail(mgpu_status_t st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Record without logging (for errors a caller is expected to handle). */
 mgpu_status_t mgpu__fail_quiet(mgpu_status_t st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

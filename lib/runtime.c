@@ -200,7 +200,11 @@ MGPU_API mgpu_status_t mgpu_finalize_checked(mgpu_runtime_t *rt) {
   return finalize_now(rt);
 }
 
-MGPU_API void mgpu_finalize(mgpu_runtime_t *rt) { (void)mgpu_finalize_checked(rt); }
+/* No status reaches the caller here: what failed (a trace not written, a
+ * runtime finalized twice) is logged at the error level. */
+MGPU_API void mgpu_finalize(mgpu_runtime_t *rt) {
+  if (mgpu_finalize_checked(rt) != MGPU_OK) mgpu__log(MGPU_LOG_ERROR, "%s", mgpu_last_error());
+}
 
 static mgpu_status_t finalize_now(mgpu_runtime_t *rt) {
   mgpu__arrays_free_all(rt);
