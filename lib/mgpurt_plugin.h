@@ -34,8 +34,8 @@ typedef struct mgpu_plugin_workload {
 } mgpu_plugin_workload_t;
 
 /** Version of this interface; a plugin compiled for another is refused. The
- * workload holds an mgpu_kernel_t by value, so its layout follows the
- * kernel's: 2 since mgpu_kernel_t starts with its size. */
+ * workload holds an mgpu_kernel_t by value, so a change of the kernel's
+ * layout changes this number too. */
 #define MGPU_PLUGIN_ABI 2
 
 /** What a plugin's entry point receives. */
