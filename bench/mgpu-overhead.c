@@ -44,7 +44,10 @@ int main(int argc, char **argv) {
   c.num_threads = workers;
   c.num_gpus = 0;
   mgpu_runtime_t *rt;
-  if (mgpu_init(&c, &rt) != MGPU_OK) return 1;
+  if (mgpu_init(&c, &rt) != MGPU_OK) {
+    fprintf(stderr, "mgpu-overhead: mgpu_init: %s\n", mgpu_last_error());
+    return 1;
+  }
 
   static const mgpu_kernel_t k0 = {.name = "nothing", .cpu = nothing};
   mgpu_batch_t one = {.kernel = &k0, .n = 1};

@@ -101,7 +101,7 @@ static void one_batch(mgpu_runtime_t *rt, uint64_t *rng, bool cancel) {
 
 static bool any_retired(mgpu_runtime_t *rt) {
   for (int g = 0; g < mgpu_num_gpus(rt); g++) {
-    mgpu_device_info_t d;
+    mgpu_device_info_t d = MGPU_DEVICE_INFO_INIT;
     if (mgpu_device_info(rt, g, &d) == MGPU_OK && d.retired) return true;
   }
   return false;
@@ -247,7 +247,7 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; i < threads; i++) pthread_join(th[i], NULL);
     for (int g = 0; g < ng; g++) {
-      mgpu_device_info_t d;
+      mgpu_device_info_t d = MGPU_DEVICE_INFO_INIT;
       if (mgpu_device_info(rt, g, &d) == MGPU_OK && d.retired) given_up++;
     }
     double tf = now();

@@ -120,7 +120,7 @@ int multi_allreduce(mgpu_runtime_t *rt, const multi_opts_t *o) {
   void *send[MGPU_MAX_DEVICES], *recv[MGPU_MAX_DEVICES];
   int devs[MGPU_MAX_DEVICES];
   for (int g = 0; g < ng; g++) {
-    mgpu_device_info_t d;
+    mgpu_device_info_t d = MGPU_DEVICE_INFO_INIT;
     mgpu_device_info(rt, g, &d);
     devs[g] = d.index;
     if (mgpu_device_alloc(rt, g, hi, &send[g]) != MGPU_OK || mgpu_device_alloc(rt, g, hi, &recv[g]) != MGPU_OK)
@@ -133,7 +133,7 @@ int multi_allreduce(mgpu_runtime_t *rt, const multi_opts_t *o) {
   if (ns < 0) return 1;
   for (int g = 0; g < ng; g++) mgpu_device_free(rt, g, send[g]), mgpu_device_free(rt, g, recv[g]);
   char why[256] = "";
-  mgpu_device_info_t d0;
+  mgpu_device_info_t d0 = MGPU_DEVICE_INFO_INIT;
   mgpu_device_info(rt, 0, &d0);
   int have_raw = 0;
   if (ns == 0) {

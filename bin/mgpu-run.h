@@ -170,6 +170,7 @@ int plot_trace_make(void);
 void plot_trace_remove(void);
 mgpu_runtime_t *start_runtime(const opts_t *o, mgpu_sched_t mode, double ratio, bool traced);
 void finish_runtime(work_t *w, mgpu_runtime_t *rt);
+bool finalize_runtime(mgpu_runtime_t *rt);
 const char *reserve_setting(mgpu_runtime_t *rt);
 void print_info(mgpu_runtime_t *rt);
 void print_list(const char *plugin);

@@ -82,7 +82,7 @@ static int shares_of(const multi_opts_t *o, mgpu_runtime_t *rt, double host_shar
 static void print_parts(const mgpu_array_t *a, const char *what) {
   printf("%s split:", what);
   for (int p = 0; p < mgpu_array_nparts(a); p++) {
-    mgpu_array_part_t part;
+    mgpu_array_part_t part = MGPU_ARRAY_PART_INIT;
     mgpu_array_part(a, p, &part);
     if (part.gpu >= 0) printf("%s gpu%d %zu", p ? "," : "", part.gpu, part.count);
     else printf("%s host %zu", p ? "," : "", part.count);
@@ -242,7 +242,7 @@ static int run_matvec(mgpu_runtime_t *rt, const multi_opts_t *o) {
   double cbw[MGPU_MAX_DEVICES] = {0};
   size_t cbytes = 0;
   for (int g = 0; g < ng; g++) {
-    mgpu_array_part_t p;
+    mgpu_array_part_t p = MGPU_ARRAY_PART_INIT;
     mgpu_array_part(aw, g, &p);
     if (p.count * cols * 4 > cbytes) cbytes = p.count * cols * 4;
   }
@@ -250,7 +250,7 @@ static int run_matvec(mgpu_runtime_t *rt, const multi_opts_t *o) {
   if (ng > 0 && copy_bandwidth(rt, cbytes, 3, cbw) != 0) return 1;
   matvec_report_t m = {rows, cols, ng, ncpu, reps, med, t_scatter, checked, bad, {0}, {0}, {0}};
   for (int g = 0; g < ng; g++) {
-    mgpu_array_part_t p;
+    mgpu_array_part_t p = MGPU_ARRAY_PART_INIT;
     mgpu_array_part(aw, g, &p);
     m.grows[g] = p.count;
     m.dev_s[g] = best_dev[g];
@@ -390,7 +390,7 @@ static int run_saxpy_resident(mgpu_runtime_t *rt, const multi_opts_t *o) {
   else printf("saxpy-resident: r = a x + y on %zu floats resident on %d GPU%s (12 bytes moved per element)\n", n, ng,
                    ng == 1 ? "" : "s");
   for (int g = 0; g < ng; g++) {
-    mgpu_array_part_t p;
+    mgpu_array_part_t p = MGPU_ARRAY_PART_INIT;
     mgpu_array_part(x, g, &p);
     double sbw = best[g] > 0 ? 12.0 * (double)p.count / best[g] : 0, cbw = cbest[g] > 0 ? 8.0 * (double)p.count / cbest[g] : 0;
     double frac = cbw > 0 ? sbw / cbw : 0;

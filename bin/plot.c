@@ -57,7 +57,7 @@ static int layout(mgpu_runtime_t *rt, layout_t *L) {
   L->nw = mgpu_num_workers(rt), L->ncpu = mgpu_num_cpu_workers(rt), L->ngpu = mgpu_num_gpus(rt);
   /* A lane per configured stream, whether or not it got work. */
   int streams = 0;
-  mgpu_setting_t set;
+  mgpu_setting_t set = MGPU_SETTING_INIT;
   for (int i = 0; mgpu_info_setting(rt, i, &set) == MGPU_OK; i++)
     if (!strcmp(set.name, "MGPU_STREAMS_PER_GPU")) streams = atoi(set.value);
   for (size_t i = 0; i < n; i++)

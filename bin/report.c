@@ -70,7 +70,7 @@ void report_header(const work_t *w, mgpu_runtime_t *base, int ncpu, int ngpu) {
   if (work_intensity(w)) printf(", intensity %llu", work_intensity(w));
   printf("; %d CPU worker%s, %d GPU%s", ncpu, ncpu == 1 ? "" : "s", ngpu, ngpu == 1 ? "" : "s");
   for (int g = 0; g < ngpu; g++) {
-    mgpu_device_info_t d;
+    mgpu_device_info_t d = MGPU_DEVICE_INFO_INIT;
     mgpu_device_info(base, g, &d);
     printf("%s%s", g ? ", " : " (", d.name);
     if (g == ngpu - 1) printf(")");

@@ -41,12 +41,12 @@ static void json_setup(const opts_t *o, const work_t *w, const outcome_t *oc, mg
   if (o->compare) printf("  \"rounds\": %d,\n", o->rounds);
   if (work_intensity(w)) printf("  \"intensity\": %llu,\n", work_intensity(w));
   printf("  \"config\": {");
-  mgpu_setting_t s;
+  mgpu_setting_t s = MGPU_SETTING_INIT;
   for (int i = 0; mgpu_info_setting(base, i, &s) == MGPU_OK; i++)
     printf("%s\"%s\": {\"value\": \"%s\", \"source\": \"%s\"}", i ? ", " : "", s.name, s.value, s.source);
   printf("},\n  \"devices\": [");
   for (int g = 0; g < oc->ngpu; g++) {
-    mgpu_device_info_t d;
+    mgpu_device_info_t d = MGPU_DEVICE_INFO_INIT;
     mgpu_device_info(base, g, &d);
     printf("%s{\"index\": %d, \"name\": \"%s\", \"sm_count\": %d, \"memory\": %zu, \"emulated\": %s}", g ? ", " : "",
            d.index, d.name, d.sm_count, d.total_mem, d.emulated ? "true" : "false");

@@ -43,8 +43,9 @@ mgpu_runtime_t *start_runtime(const opts_t *o, mgpu_sched_t mode, double ratio, 
   mgpu_runtime_t *rt;
   mgpu_status_t st = mgpu_init(&c, &rt);
   if (st != MGPU_OK) {
-    /* The library has printed the reason; settings errors are usage errors. */
-    if (mgpu_last_error()[0] && c.debug == 0) fprintf(stderr, "%s: %s\n", prog, mgpu_last_error());
+    /* The library gives the reason in mgpu_last_error (it prints errors it
+     * returns only at MGPU_DEBUG=info); settings errors are usage errors. */
+    fprintf(stderr, "%s: %s\n", prog, mgpu_last_error()[0] ? mgpu_last_error() : mgpu_strerror(st));
     fprintf(stderr, "%s: cannot start the runtime (%s)\n", prog, mgpu_status_name(st));
     /* Asking for GPUs that the runtime does not see is a usage error, however
      * many the machine has (the man page's EXIT STATUS). */
@@ -65,7 +66,7 @@ const char *reserve_setting(mgpu_runtime_t *rt) {
 
 void print_info(mgpu_runtime_t *rt) {
   printf("libmgpurt %s\n\nSettings (value, source):\n", mgpu_version());
-  mgpu_setting_t s;
+  mgpu_setting_t s = MGPU_SETTING_INIT;
   for (int i = 0; mgpu_info_setting(rt, i, &s) == MGPU_OK; i++)
     printf("  %-26s %-24s %-11s %s\n", s.name, s.value, s.source, s.doc);
   const char *how;
@@ -95,7 +96,7 @@ void print_info(mgpu_runtime_t *rt) {
   int g = mgpu_num_gpus(rt);
   printf("GPUs: %d in use\n", g);
   for (int i = 0; i < g; i++) {
-    mgpu_device_info_t d;
+    mgpu_device_info_t d = MGPU_DEVICE_INFO_INIT;
     mgpu_device_info(rt, i, &d);
     printf("  GPU %d: device %d, %s, %d SMs, compute capability %d.%d, %.1f GiB (%.1f GiB free), PCI %s%s\n", i,
            d.index, d.name, d.sm_count, d.cc_major, d.cc_minor, (double)d.total_mem / (1 << 30),
@@ -113,6 +114,14 @@ void print_info(mgpu_runtime_t *rt) {
   }
 }
 
+/* Finalize rt, saying why where the trace could not be written; true then. */
+bool finalize_runtime(mgpu_runtime_t *rt) {
+  if (mgpu_finalize_checked(rt) == MGPU_OK) return false;
+  fprintf(stderr, "%s: %s\n", prog, mgpu_last_error());
+  trace_lost = true;
+  return true;
+}
+
 /* Finalize a runtime of one mode (or GPU count), with the constant made on it. */
 void finish_runtime(work_t *w, mgpu_runtime_t *rt) {
   if (w->kconst_rt == rt) {
@@ -120,7 +129,7 @@ void finish_runtime(work_t *w, mgpu_runtime_t *rt) {
     w->kconst = NULL;
     w->kconst_rt = NULL;
   }
-  if (mgpu_finalize_checked(rt) != MGPU_OK) trace_lost = true;
+  finalize_runtime(rt);
 }
 
 /* --list: the workloads, the built-in kernels and the plugin's workloads. */

@@ -16,7 +16,8 @@ static int no_cuda(const mgpu_chunk_t *c) {
 const mgpu__builtin_gpu_t mgpu__builtin_gpu = {no_cuda, no_cuda, no_cuda, no_cuda,
                                                no_cuda, no_cuda, no_cuda, no_cuda};
 
-const mgpu_kernel_t mgpu__sum_kernel = {.name = "sum",
+const mgpu_kernel_t mgpu__sum_kernel = {.size = sizeof(mgpu_kernel_t),
+                                        .name = "sum",
                                         .cpu = mgpu__sum_cpu,
                                         .gpu = NULL,
                                         .nin = 1,

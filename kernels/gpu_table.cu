@@ -11,5 +11,5 @@ extern "C" const mgpu__builtin_gpu_t mgpu__builtin_gpu = {
 
 /* C++17 has no designated initialisers: the fields in mgpu_kernel_t's order. */
 extern "C" const mgpu_kernel_t mgpu__sum_kernel = {
-    "sum", mgpu__sum_cpu, mgpu__sum_gpu, 1, 1, {sizeof(float)}, {sizeof(double)}, 0,
+    sizeof(mgpu_kernel_t), "sum", mgpu__sum_cpu, mgpu__sum_gpu, 1, 1, {sizeof(float)}, {sizeof(double)}, 0,
 };

@@ -38,10 +38,14 @@ const char *mgpu_builtin_name(int i) { return i >= 0 && i < NBUILTINS ? builtins
 
 const char *mgpu_builtin_doc(int i) { return i >= 0 && i < NBUILTINS ? builtins[i].doc : NULL; }
 
-/* A kernel of one input and one output; sizes in bytes per item. */
+/* A kernel of one input and one output; sizes in bytes per item. The
+ * constructors fill the first version's layout, which every caller's struct
+ * has (the usual `mgpu_kernel_t k;` has no size set to read), with size 0 to
+ * say so; the fields of later versions are left alone. */
 static void kernel_fill(mgpu_kernel_t *k, const char *name, mgpu_kernel_fn cpu, mgpu_kernel_fn gpu,
                         size_t in_size, size_t out_size) {
-  memset(k, 0, sizeof *k);
+  memset(k, 0, MGPU__KERNEL_SIZE_V1);
+  k->size = 0;
   k->name = name;
   k->cpu = cpu;
   k->gpu = gpu;

@@ -335,12 +335,16 @@ MGPU_API int mgpu_array_nparts(const mgpu_array_t *a) { return a ? a->ngpus + 1 
 
 MGPU_API mgpu_status_t mgpu_array_part(const mgpu_array_t *a, int i, mgpu_array_part_t *out) {
   if (!a || !out) return mgpu__fail(MGPU_EINVAL, "mgpu_array_part: %s is NULL", a ? "out" : "a");
+  size_t bytes;
+  mgpu_status_t st = mgpu__abi_size("mgpu_array_part", "out->size", "mgpu_array_part_t", out->size,
+                                    MGPU__ARRAY_PART_SIZE_V1, sizeof *out, true, &bytes);
+  if (st != MGPU_OK) return st;
   if (i < 0 || i > a->ngpus)
     return mgpu__fail(MGPU_EINVAL, "mgpu_array_part: part %d does not exist: expected 0..%d", i, a->ngpus);
-  out->gpu = i < a->ngpus ? i : -1;
-  out->first = a->bound[i];
-  out->count = part_count(a, i);
-  out->data = out->count == 0 ? NULL : i < a->ngpus ? a->dev[i] : a->host;
+  mgpu_array_part_t p = {.size = out->size, .gpu = i < a->ngpus ? i : -1, .first = a->bound[i],
+                         .count = part_count(a, i)};
+  p.data = p.count == 0 ? NULL : i < a->ngpus ? a->dev[i] : a->host;
+  mgpu__abi_out(out, bytes, &p, sizeof p);
   return MGPU_OK;
 }
 
@@ -378,17 +382,11 @@ static bool same_split(const mgpu_array_t *a, const mgpu_array_t *b) {
          memcmp(a->bound, b->bound, sizeof(size_t) * (size_t)(a->ngpus + 2)) == 0;
 }
 
-static void stats_from(mgpu_event_t *ev, mgpu_stats_t *stats) {
-  if (!stats) return;
-  if (ev) {
-    mgpu_event_wait(ev, stats);
-  } else {
-    mgpu_worker_stats_t *w = stats->worker;
-    int cap = stats->worker_cap;
-    memset(stats, 0, sizeof *stats);
-    stats->worker = w;
-    stats->worker_cap = cap;
-  }
+/* The figures of event ev (NULL: nothing ran on the GPUs) into s, in full,
+ * and its workers' into r's array. */
+static void stats_from(mgpu_event_t *ev, mgpu_stats_t *s, const mgpu__stats_ref_t *r) {
+  if (ev) mgpu__event_wait(ev, s, r);
+  else memset(s, 0, sizeof *s);
 }
 
 MGPU_API mgpu_status_t mgpu_array_copy(mgpu_array_t *dst, const mgpu_array_t *src, mgpu_stats_t *stats) {
@@ -396,17 +394,24 @@ MGPU_API mgpu_status_t mgpu_array_copy(mgpu_array_t *dst, const mgpu_array_t *sr
   if (!dst || !src) return mgpu__fail(MGPU_EINVAL, "%s: %s is NULL", fn, dst ? "src" : "dst");
   if (!same_split(dst, src) || dst->elem != src->elem)
     return mgpu__fail(MGPU_EINVAL, "%s: the arrays differ in length, element size or split", fn);
+  mgpu__stats_ref_t ref;
+  mgpu_status_t st = mgpu__stats_ref(fn, stats, &ref);
+  if (st != MGPU_OK) return st;
   double t0 = mgpu__now();
   int gpu[MGPU_MAX_DEVICES];
   int ng = gpus_with_parts(dst, gpu);
   op_t op = {.a = dst, .src = src};
   mgpu_event_t *ev = NULL;
-  mgpu_status_t st = ng > 0 ? on_gpus(dst->rt, fn, ng, gpu, 1, copy_part, &op, &ev) : MGPU_OK;
+  st = ng > 0 ? on_gpus(dst->rt, fn, ng, gpu, 1, copy_part, &op, &ev) : MGPU_OK;
   size_t bytes = part_count(dst, dst->ngpus) * dst->elem;
   if (bytes) memcpy(dst->host, src->host, bytes);
   if (ev) st = mgpu_event_wait(ev, NULL);
-  stats_from(ev, stats);
-  if (stats) stats->wall_s = mgpu__now() - t0;
+  if (stats) {
+    mgpu_stats_t s;
+    stats_from(ev, &s, &ref);
+    s.wall_s = mgpu__now() - t0;
+    mgpu__stats_put(&ref, &s);
+  }
   mgpu_event_release(ev);
   return st;
 }
@@ -460,11 +465,33 @@ static int host_wrap_cpu(const mgpu_chunk_t *c) {
   return w->k->cpu(&u);
 }
 
-MGPU_API mgpu_status_t mgpu_array_run(mgpu_runtime_t *rt, const mgpu_array_batch_t *ab, mgpu_stats_t *stats) {
+/* The caller's batch and its kernel, copied in full (abi.c). */
+static mgpu_status_t array_batch_in(const char *fn, const mgpu_array_batch_t *user, mgpu_array_batch_t *ab,
+                                    mgpu_kernel_t *k) {
+  memset(ab, 0, sizeof *ab);
+  size_t bytes;
+  mgpu_status_t st = mgpu__abi_size(fn, "batch->size", "mgpu_array_batch_t", user->size, MGPU__ARRAY_BATCH_SIZE_V1,
+                                    sizeof *ab, true, &bytes);
+  if (st != MGPU_OK) return st;
+  mgpu__abi_in(ab, sizeof *ab, user, bytes);
+  ab->size = sizeof *ab;
+  if (!ab->kernel) return mgpu__fail(MGPU_EINVAL, "%s: batch->kernel is NULL", fn);
+  st = mgpu__kernel_in(fn, "batch->kernel->size", ab->kernel, k);
+  ab->kernel = k;
+  return st;
+}
+
+MGPU_API mgpu_status_t mgpu_array_run(mgpu_runtime_t *rt, const mgpu_array_batch_t *user, mgpu_stats_t *stats) {
   const char *fn = "mgpu_array_run";
   mgpu_status_t st = mgpu__check_rt(rt, fn);
   if (st != MGPU_OK) return st;
-  if (!ab || !ab->kernel) return mgpu__fail(MGPU_EINVAL, "%s: %s is NULL", fn, ab ? "batch->kernel" : "batch");
+  if (!user) return mgpu__fail(MGPU_EINVAL, "%s: batch is NULL", fn);
+  mgpu_array_batch_t batch;
+  mgpu_kernel_t kernel;
+  if ((st = array_batch_in(fn, user, &batch, &kernel)) != MGPU_OK) return st;
+  mgpu__stats_ref_t ref;
+  if ((st = mgpu__stats_ref(fn, stats, &ref)) != MGPU_OK) return st;
+  const mgpu_array_batch_t *ab = &batch;
   const mgpu_kernel_t *k = ab->kernel;
   const char *name = k->name ? k->name : "(unnamed)";
   if (!k->cpu) return mgpu__fail(MGPU_EINVAL, "%s: kernel '%s' has no cpu function (it is required)", fn, name);
@@ -530,33 +557,32 @@ MGPU_API mgpu_status_t mgpu_array_run(mgpu_runtime_t *rt, const mgpu_array_batch
   hk.gpu = NULL;
   hk.cpu = host_wrap_cpu;
   if (hn > 0) {
-    mgpu_batch_t hb = {.kernel = &hk, .n = hn, .nconsts = ab->nconsts, .arg = &hw, .arg_size = sizeof hw};
+    mgpu_batch_t hb = {
+        .size = sizeof hb, .kernel = &hk, .n = hn, .nconsts = ab->nconsts, .arg = &hw, .arg_size = sizeof hw};
     for (int i = 0; i < k->nin; i++) hb.in[i] = ab->in[i]->host;
     for (int i = 0; i < k->nout; i++) hb.out[i] = ab->out[i]->host;
     for (int i = 0; i < ab->nconsts; i++) hb.consts[i] = ab->consts[i];
     hst = mgpu_submit(rt, &hb, 0, NULL, &hev);
   }
-  if (gev) st = mgpu_event_wait(gev, stats);
-  else stats_from(NULL, stats);
+  mgpu_stats_t s;
+  if (gev) st = mgpu__event_wait(gev, &s, &ref);
+  else stats_from(NULL, &s, &ref);
   if (hev) {
     mgpu_stats_t hs;
-    mgpu_worker_stats_t *hw_stats = stats && stats->worker ? calloc((size_t)rt->nworkers, sizeof *hw_stats) : NULL;
-    hs.worker = hw_stats;
-    hs.worker_cap = hw_stats ? rt->nworkers : 0;
-    hst = mgpu_event_wait(hev, &hs);
-    if (stats) {
-      stats->items += hs.items;
-      stats->chunks += hs.chunks;
-      stats->nworkers = rt->nworkers;
-      for (int i = 0; hw_stats && i < rt->ncpu && i < stats->worker_cap; i++) stats->worker[i] = hw_stats[i];
-    }
+    mgpu_worker_stats_t *hw_stats = ref.worker ? calloc((size_t)rt->nworkers, sizeof *hw_stats) : NULL;
+    mgpu__stats_ref_t href;
+    mgpu__stats_ref_own(&href, hw_stats, rt->nworkers);
+    hst = mgpu__event_wait(hev, &hs, &href);
+    s.items += hs.items;
+    s.chunks += hs.chunks;
+    s.nworkers = rt->nworkers;
+    for (int i = 0; hw_stats && i < rt->ncpu; i++) mgpu__stats_put_worker(&ref, i, &hw_stats[i]);
     free(hw_stats);
     mgpu_event_release(hev);
   }
-  if (stats) {
-    stats->wall_s = mgpu__now() - t0;
-    if (st == MGPU_OK) stats->status = hst;
-  }
+  s.wall_s = mgpu__now() - t0;
+  if (st == MGPU_OK) s.status = hst;
+  if (stats) mgpu__stats_put(&ref, &s);
   mgpu_event_release(gev);
   free(op);
   return st != MGPU_OK ? st : hst;

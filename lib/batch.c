@@ -9,6 +9,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+mgpu_status_t mgpu__kernel_in(const char *fn, const char *what, const mgpu_kernel_t *user, mgpu_kernel_t *k) {
+  memset(k, 0, sizeof *k);
+  size_t bytes;
+  mgpu_status_t st =
+      mgpu__abi_size(fn, what, "mgpu_kernel_t", user->size, MGPU__KERNEL_SIZE_V1, sizeof *k, true, &bytes);
+  if (st != MGPU_OK) return st;
+  mgpu__abi_in(k, sizeof *k, user, bytes);
+  k->size = sizeof *k;
+  return MGPU_OK;
+}
+
+mgpu_status_t mgpu__batch_in(const char *fn, const mgpu_batch_t *user, mgpu_batch_t *d, mgpu_kernel_t *k) {
+  memset(d, 0, sizeof *d);
+  size_t bytes;
+  mgpu_status_t st =
+      mgpu__abi_size(fn, "batch->size", "mgpu_batch_t", user->size, MGPU__BATCH_SIZE_V1, sizeof *d, true, &bytes);
+  if (st != MGPU_OK) return st;
+  mgpu__abi_in(d, sizeof *d, user, bytes);
+  d->size = sizeof *d;
+  if (!d->kernel) return MGPU_OK; /* check_batch names it */
+  st = mgpu__kernel_in(fn, "batch->kernel->size", d->kernel, k);
+  d->kernel = k;
+  return st;
+}
+
 static mgpu_status_t check_batch(const mgpu_runtime_t *rt, const mgpu_batch_t *d) {
   const mgpu_kernel_t *k = d->kernel;
   if (!k) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch->kernel is NULL");
@@ -56,13 +81,18 @@ static mgpu_status_t check_batch(const mgpu_runtime_t *rt, const mgpu_batch_t *d
   return MGPU_OK;
 }
 
-MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *d, size_t ndeps, mgpu_event_t *const *deps,
-                                   mgpu_event_t **done_p) {
+MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *user, size_t ndeps,
+                                   mgpu_event_t *const *deps, mgpu_event_t **done_p) {
   mgpu_status_t rst = mgpu__check_rt(rt, "mgpu_submit");
   if (rst != MGPU_OK) return rst;
-  if (!d) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch is NULL");
+  if (!user) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch is NULL");
   if (!done_p) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: done_p is NULL");
-  mgpu_status_t st = mgpu__check_deps(rt, "mgpu_submit", ndeps, deps);
+  mgpu_batch_t desc;
+  mgpu_kernel_t kernel;
+  mgpu_status_t st = mgpu__batch_in("mgpu_submit", user, &desc, &kernel);
+  if (st != MGPU_OK) return st;
+  const mgpu_batch_t *d = &desc;
+  st = mgpu__check_deps(rt, "mgpu_submit", ndeps, deps);
   if (st != MGPU_OK) return st;
   st = check_batch(rt, d);
   if (st != MGPU_OK) return st;
@@ -100,7 +130,7 @@ MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *d, si
   }
   b->rt = rt;
   b->desc = *d;
-  b->kernel = *d->kernel;
+  b->kernel = kernel;
   b->desc.kernel = &b->kernel;
   if (d->arg_size) {
     memcpy(b->arg_copy, d->arg, d->arg_size);
@@ -114,11 +144,17 @@ MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *d, si
 }
 
 MGPU_API mgpu_status_t mgpu_run(mgpu_runtime_t *rt, const mgpu_batch_t *batch, mgpu_stats_t *stats) {
-  mgpu_event_t *ev;
-  mgpu_status_t st = mgpu_submit(rt, batch, 0, NULL, &ev);
+  /* A statistics struct the library cannot fill is refused before the batch runs. */
+  mgpu__stats_ref_t ref;
+  mgpu_status_t st = mgpu__stats_ref("mgpu_run", stats, &ref);
   if (st != MGPU_OK) return st;
-  st = mgpu_event_wait(ev, stats);
+  mgpu_event_t *ev;
+  st = mgpu_submit(rt, batch, 0, NULL, &ev);
+  if (st != MGPU_OK) return st;
+  mgpu_stats_t s;
+  st = mgpu__event_wait(ev, stats ? &s : NULL, &ref);
   mgpu_event_release(ev);
+  if (stats) mgpu__stats_put(&ref, &s);
   return st;
 }
 
@@ -140,9 +176,9 @@ MGPU_API mgpu_status_t mgpu_parallel_for(mgpu_runtime_t *rt, size_t n, mgpu_loop
   if (!fn) return mgpu__fail(MGPU_EINVAL, "mgpu_parallel_for: fn is NULL");
   if (rt->ncpu == 0)
     return mgpu__fail(MGPU_ENOTSUP, "mgpu_parallel_for: the runtime has no CPU workers (MGPU_NUM_THREADS=0)");
-  static const mgpu_kernel_t loop_kernel = {.name = "mgpu_parallel_for", .cpu = loop_cpu};
+  static const mgpu_kernel_t loop_kernel = {.size = sizeof loop_kernel, .name = "mgpu_parallel_for", .cpu = loop_cpu};
   loop_arg_t la = {fn, arg};
-  mgpu_batch_t b = {.kernel = &loop_kernel, .n = n, .arg = &la, .arg_size = sizeof la};
+  mgpu_batch_t b = {.size = sizeof b, .kernel = &loop_kernel, .n = n, .arg = &la, .arg_size = sizeof la};
   return mgpu_run(rt, &b, NULL);
 }
 

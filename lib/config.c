@@ -52,7 +52,8 @@ static const setting_t settings[MGPU_SET_COUNT] = {
                       "print a per-worker table at mgpu_finalize (default 0)"},
   [MGPU_SET_TRACE] = {"MGPU_TRACE", K_PATH, 0, 0, 0, 0, 0, "a file path of 1..1023 characters, not blank", "write a trace to this file (default: none)"},
   [MGPU_SET_DEBUG] = {"MGPU_DEBUG", K_LEVEL, 0, 4, 0, 0, 0, "0..4 or none, error, warn, info, debug",
-                      "log level on stderr (default warn)"},
+                      "log level on stderr; errors returned to the program are printed at info and above "
+                      "(default warn)"},
   [MGPU_SET_EMULATE_GPUS] = {"MGPU_EMULATE_GPUS", K_INT, 0, MGPU_MAX_DEVICES, 0, 0, 0, "an integer in 0..64",
                              "TESTS ONLY: replace GPUs by N emulated devices on host memory (default 0)"},
   [MGPU_SET_EMULATE_SPEED] = {"MGPU_EMULATE_SPEED", K_DOUBLE, 0, 0, 0, 1e12, 0, "a number in 0..1e12",
@@ -93,9 +94,10 @@ const char *mgpu__config_source_name(int src) {
   return names[src];
 }
 
-MGPU_API void mgpu_config_init(mgpu_config_t *cfg) {
-  if (!cfg) return;
+/* Every field "unset". */
+static void config_unset(mgpu_config_t *cfg) {
   memset(cfg, 0, sizeof *cfg);
+  cfg->size = sizeof *cfg;
   cfg->num_threads = -1;
   cfg->reserve_threads = -1;
   cfg->num_gpus = -1;
@@ -110,6 +112,17 @@ MGPU_API void mgpu_config_init(mgpu_config_t *cfg) {
   cfg->ntensor_split = -1;
   cfg->ignore_env = 0;
   cfg->timeout = -1;
+}
+
+/* The caller's sizeof, not the library's: a program built against an older
+ * header has fewer fields, and nothing past them is written. */
+MGPU_API void mgpu_config_init_size(mgpu_config_t *cfg, size_t size) {
+  if (!cfg || size < sizeof cfg->size) return;
+  mgpu_config_t unset;
+  config_unset(&unset);
+  mgpu__abi_out(cfg, size, &unset, sizeof unset);
+  if (size > sizeof unset) memset((char *)cfg + sizeof unset, 0, size - sizeof unset);
+  cfg->size = size;
 }
 
 void mgpu__testcfg_init(mgpu__testcfg_t *t) {
@@ -443,15 +456,24 @@ static mgpu_status_t from_arg(int id, const mgpu_config_t *a, const mgpu__testcf
   return MGPU_OK;
 }
 
-mgpu_status_t mgpu__config_parse(const mgpu_config_t *arg, const mgpu__testcfg_t *test, mgpu__config_t *out) {
-  mgpu_config_t unset;
-  mgpu_config_init(&unset);
-  if (!arg) arg = &unset;
+mgpu_status_t mgpu__config_parse(const mgpu_config_t *user, const mgpu__testcfg_t *test, mgpu__config_t *out) {
+  /* The caller's fields over "unset" for those its layout lacks. */
+  mgpu_config_t a;
+  config_unset(&a);
+  if (user) {
+    size_t bytes;
+    mgpu_status_t st = mgpu__abi_size("mgpu_init", "cfg->size", "mgpu_config_t", user->size, MGPU__CONFIG_SIZE_V1,
+                                      sizeof a, true, &bytes);
+    if (st != MGPU_OK) return st;
+    mgpu__abi_in(&a, sizeof a, user, bytes);
+    a.size = sizeof a;
+  }
+  const mgpu_config_t *arg = &a;
   mgpu__testcfg_t test_unset;
   mgpu__testcfg_init(&test_unset);
   if (!test) test = &test_unset;
   memset(out, 0, sizeof *out);
-  mgpu_config_init(&out->v);
+  config_unset(&out->v);
   /* Defaults that do not depend on the machine. */
   out->v.streams_per_gpu = 3;
   out->v.sched = MGPU_SCHED_STEAL;

@@ -7,12 +7,63 @@
 #include <sched.h>
 #include <string.h>
 
-static void fill_stats(const mgpu__batch_t *b, mgpu_stats_t *s) {
-  mgpu_worker_stats_t *user = s->worker;
-  int cap = s->worker_cap;
+/* ------------------------------------------------- the caller's statistics */
+
+mgpu_status_t mgpu__stats_ref(const char *fn, const mgpu_stats_t *user, mgpu__stats_ref_t *r) {
+  memset(r, 0, sizeof *r);
+  r->in.size = sizeof r->in;
+  if (!user) return MGPU_OK;
+  size_t bytes, wbytes = 0;
+  mgpu_status_t st =
+      mgpu__abi_size(fn, "stats->size", "mgpu_stats_t", user->size, MGPU__STATS_SIZE_V1, sizeof r->in, true, &bytes);
+  if (st != MGPU_OK) return st;
+  mgpu__abi_in(&r->in, sizeof r->in, user, bytes);
+  if (r->in.worker) {
+    st = mgpu__abi_size(fn, "stats->worker_size", "mgpu_worker_stats_t", r->in.worker_size,
+                        MGPU__WORKER_STATS_SIZE_V1, sizeof(mgpu_worker_stats_t), false, &wbytes);
+    if (st != MGPU_OK) return st;
+  }
+  r->user = (mgpu_stats_t *)user;
+  r->bytes = bytes;
+  r->worker = r->in.worker_cap > 0 ? (char *)r->in.worker : NULL;
+  r->worker_bytes = wbytes;
+  r->worker_cap = r->worker ? r->in.worker_cap : 0;
+  return MGPU_OK;
+}
+
+void mgpu__stats_ref_own(mgpu__stats_ref_t *r, mgpu_worker_stats_t *w, int cap) {
+  memset(r, 0, sizeof *r);
+  r->in.size = sizeof r->in;
+  r->worker = w && cap > 0 ? (char *)w : NULL;
+  r->worker_bytes = sizeof *w;
+  r->worker_cap = r->worker ? cap : 0;
+}
+
+void mgpu__stats_put_worker(const mgpu__stats_ref_t *r, int i, const mgpu_worker_stats_t *w) {
+  if (!r->worker || i < 0 || i >= r->worker_cap) return;
+  mgpu__abi_out(r->worker + (size_t)i * r->worker_bytes, r->worker_bytes, w, sizeof *w);
+}
+
+void mgpu__stats_get_worker(const mgpu__stats_ref_t *r, int i, mgpu_worker_stats_t *w) {
+  memset(w, 0, sizeof *w);
+  if (r->worker && i >= 0 && i < r->worker_cap)
+    mgpu__abi_in(w, sizeof *w, r->worker + (size_t)i * r->worker_bytes, r->worker_bytes);
+}
+
+void mgpu__stats_put(const mgpu__stats_ref_t *r, mgpu_stats_t *s) {
+  if (!r->user) return;
+  /* The fields the caller gave stay as it gave them. */
+  s->size = r->in.size;
+  s->worker = r->in.worker;
+  s->worker_cap = r->in.worker_cap;
+  s->worker_size = r->in.worker_size;
+  mgpu__abi_out(r->user, r->bytes, s, sizeof *s);
+}
+
+/* ------------------------------------------------------------------ events */
+
+static void fill_stats(const mgpu__batch_t *b, mgpu_stats_t *s, const mgpu__stats_ref_t *r) {
   memset(s, 0, sizeof *s);
-  s->worker = user;
-  s->worker_cap = cap;
   s->status = (mgpu_status_t)atomic_load(&b->status);
   s->wall_s = b->t_end - b->t_start;
   s->batches = 1;
@@ -26,7 +77,7 @@ static void fill_stats(const mgpu__batch_t *b, mgpu_stats_t *s) {
     s->chunks += w->chunks;
     s->steals += w->steals;
     s->retries += w->retries;
-    if (user && i < cap) user[i] = *w;
+    if (r) mgpu__stats_put_worker(r, i, w);
   }
 }
 
@@ -34,6 +85,16 @@ MGPU_API mgpu_status_t mgpu_event_wait(mgpu_event_t *ev, mgpu_stats_t *stats) {
   if (!ev) return mgpu__fail(MGPU_EINVAL, "mgpu_event_wait: event is NULL");
   if (!mgpu__handle_live(MGPU_H_EVENT, ev))
     return mgpu__fail(MGPU_EINVAL, "mgpu_event_wait: %p is not a live event (released already?)", (void *)ev);
+  mgpu__stats_ref_t ref;
+  mgpu_status_t st = mgpu__stats_ref("mgpu_event_wait", stats, &ref);
+  if (st != MGPU_OK) return st;
+  mgpu_stats_t s;
+  st = mgpu__event_wait(ev, stats ? &s : NULL, &ref);
+  if (stats) mgpu__stats_put(&ref, &s);
+  return st;
+}
+
+mgpu_status_t mgpu__event_wait(mgpu_event_t *ev, mgpu_stats_t *stats, const mgpu__stats_ref_t *r) {
   mgpu__batch_t *b = (mgpu__batch_t *)ev;
   /* Spin first: a short batch ends within microseconds, and a sleep and a
    * wake-up would cost more than the batch. */
@@ -46,7 +107,7 @@ MGPU_API mgpu_status_t mgpu_event_wait(mgpu_event_t *ev, mgpu_stats_t *stats) {
     b->waiters--;
     MGPU_UNLOCK(&b->lock);
   }
-  if (stats) fill_stats(b, stats);
+  if (stats) fill_stats(b, stats, r);
   mgpu_status_t st = (mgpu_status_t)atomic_load(&b->status);
   if (b->task && st != MGPU_OK)
     mgpu__fail_quiet(st, "%s", st == MGPU_EDEP ? "an event this one depends on failed" : mgpu__task_why(b->task));

@@ -40,9 +40,12 @@ void mgpu__log(int level, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* An error returned to the caller is the caller's to report: it goes to
+ * mgpu_last_error, and to stderr only at MGPU_DEBUG=info and above, so that a
+ * program decides what its users see. */
 static mgpu_status_t record(mgpu_status_t st, bool loud, const char *fmt, va_list ap) {
   vsnprintf(last_error, sizeof last_error, fmt, ap);
-  if (loud && MGPU_LOG_ERROR <= atomic_load(&log_level)) mgpu__log(MGPU_LOG_ERROR, "%s", last_error);
+  if (loud) mgpu__log(MGPU_LOG_INFO, "returns %s: %s", mgpu_status_name(st), last_error);
   return st;
 }
 

@@ -20,6 +20,15 @@
  * new handle at the same address makes a stale one look valid).
  * Errors: functions return an mgpu_status_t; mgpu_strerror() names it and
  * mgpu_last_error() gives the message of the last failure in the calling thread.
+ * The library writes to stderr only what MGPU_DEBUG asks for.
+ * Structs and versions: every struct that the caller allocates and the
+ * library reads or fills starts with `size_t size`, the caller's sizeof of it,
+ * set by its initializer (mgpu_config_init, MGPU_BATCH_INIT, ...). Size 0
+ * stands for the layout of this first version, so a struct zeroed or filled
+ * with designated initializers works as it is. A program built against an
+ * older header (a smaller size) is read and written within its size, the
+ * fields it lacks taking their defaults; a size larger than this library
+ * knows is refused with MGPU_EINVAL, naming the struct and both sizes.
  */
 #ifndef MGPURT_H
 #define MGPURT_H
@@ -110,6 +119,7 @@ typedef enum {
  * Numeric fields use -1 (integers) or 0 (ratio, sizes) for "unset".
  */
 typedef struct mgpu_config {
+  size_t size;                /**< sizeof(mgpu_config_t), as mgpu_config_init sets it */
   int num_threads;            /**< MGPU_NUM_THREADS: CPU workers, 0..4096 */
   int num_gpus;               /**< MGPU_NUM_GPUS: GPUs to use, 0..MGPU_MAX_DEVICES */
   int ndevices;               /**< MGPU_DEVICES: entries in devices[], -1 = unset */
@@ -159,8 +169,13 @@ typedef struct mgpu_config {
  *  runs this many first. */
 #define MGPU_RESERVE_TRIALS 9
 
-/** Fill *cfg with "unset" in every field. */
-MGPU_API void mgpu_config_init(mgpu_config_t *cfg);
+/** Fill the `size` bytes at cfg with "unset" in every field and set
+ * cfg->size = size; fields past what the library knows are zeroed (mgpu_init
+ * then refuses the size). Call it through mgpu_config_init. */
+MGPU_API void mgpu_config_init_size(mgpu_config_t *cfg, size_t size);
+/** Fill *cfg with "unset" in every field, and its size as this program sees
+ * it. NULL is a no-op. */
+static inline void mgpu_config_init(mgpu_config_t *cfg) { mgpu_config_init_size(cfg, sizeof *cfg); }
 
 /* ------------------------------------------------------------------------- */
 /* Runtime                                                                    */
@@ -204,17 +219,20 @@ MGPU_API int mgpu_num_gpus(const mgpu_runtime_t *rt);
 
 /** What mgpu_info_setting() reports. */
 typedef struct {
+  size_t size;        /**< sizeof(mgpu_setting_t) (MGPU_SETTING_INIT), or 0 */
   const char *name;   /**< "MGPU_NUM_THREADS" */
   const char *value;  /**< effective value as text */
   const char *source; /**< "default", "environment", "argument" or "derived" */
   const char *doc;    /**< one line: meaning and accepted values */
 } mgpu_setting_t;
+#define MGPU_SETTING_INIT {.size = sizeof(mgpu_setting_t)}
 
 /** Effective setting number i (0-based); MGPU_EINVAL past the last one. */
 MGPU_API mgpu_status_t mgpu_info_setting(const mgpu_runtime_t *rt, int i, mgpu_setting_t *out);
 
 /** Description of one GPU used by the runtime. */
 typedef struct {
+  size_t size;           /**< sizeof(mgpu_device_info_t) (MGPU_DEVICE_INFO_INIT), or 0 */
   int index;             /**< device index as the driver numbers it */
   char name[128];
   char pci_bus_id[32];
@@ -226,6 +244,7 @@ typedef struct {
   int retired;           /**< 1 when the runtime stopped using it after faults */
   size_t batch_cap;      /**< current items-per-launch cap */
 } mgpu_device_info_t;
+#define MGPU_DEVICE_INFO_INIT {.size = sizeof(mgpu_device_info_t)}
 
 MGPU_API mgpu_status_t mgpu_device_info(const mgpu_runtime_t *rt, int gpu, mgpu_device_info_t *out);
 /** 1 when GPU a can access GPU b's memory directly (peer access), else 0. */
@@ -262,6 +281,7 @@ typedef int (*mgpu_kernel_fn)(const mgpu_chunk_t *chunk);
  * The struct must stay valid while batches that use it are in flight.
  */
 typedef struct mgpu_kernel {
+  size_t size;             /**< sizeof(mgpu_kernel_t) (MGPU_KERNEL_INIT), or 0 */
   const char *name;
   mgpu_kernel_fn cpu;
   mgpu_kernel_fn gpu;
@@ -270,11 +290,13 @@ typedef struct mgpu_kernel {
   size_t out_size[MGPU_MAX_ARGS];
   size_t scratch_per_item; /**< bytes of scratch per item, on the worker's memory */
 } mgpu_kernel_t;
+#define MGPU_KERNEL_INIT {.size = sizeof(mgpu_kernel_t)}
 
 typedef struct mgpu_const mgpu_const_t;
 
 /** A batch: n items of one kernel. Arrays must stay valid until it completes. */
 typedef struct mgpu_batch {
+  size_t size;      /**< sizeof(mgpu_batch_t) (MGPU_BATCH_INIT), or 0 */
   const mgpu_kernel_t *kernel;
   size_t n;
   const void *in[MGPU_MAX_ARGS];
@@ -284,6 +306,7 @@ typedef struct mgpu_batch {
   const void *arg;  /**< copied at submit: may be reused right after */
   size_t arg_size;
 } mgpu_batch_t;
+#define MGPU_BATCH_INIT {.size = sizeof(mgpu_batch_t)}
 
 /* ------------------------------------------------------------------------- */
 /* Statistics                                                                 */
@@ -291,6 +314,8 @@ typedef struct mgpu_batch {
 
 typedef enum { MGPU_WORKER_CPU = 0, MGPU_WORKER_GPU = 1 } mgpu_worker_kind_t;
 
+/** One worker's figures: an element of mgpu_stats_t.worker, whose size the
+ * array's owner gives in mgpu_stats_t.worker_size (the elements carry none). */
 typedef struct {
   mgpu_worker_kind_t kind;
   int device;        /**< GPU index for a GPU worker, -1 for a CPU worker */
@@ -309,8 +334,10 @@ typedef struct {
  * Statistics of one batch (mgpu_event_wait) or of the runtime's life
  * (mgpu_runtime_stats). Set `worker` to an array of `worker_cap` entries to get
  * per-worker figures (nworkers tells how many exist), or leave it NULL.
+ * Start from MGPU_STATS_INIT (or zero it): `worker` is read.
  */
 typedef struct {
+  size_t size;            /**< sizeof(mgpu_stats_t) (MGPU_STATS_INIT), or 0 */
   mgpu_status_t status;
   double wall_s;          /**< batch: from start (dependencies met) to completion */
   uint64_t items;         /**< items a kernel computed (a failed batch: fewer than n) */
@@ -323,10 +350,13 @@ typedef struct {
   int nworkers;
   int worker_cap;
   mgpu_worker_stats_t *worker;
+  /** sizeof(mgpu_worker_stats_t) (MGPU_STATS_INIT), or 0: the element size of `worker` */
+  size_t worker_size;
   /** batch: CPU workers kept out of it because GPUs also run it (the last
    *  ones; MGPU_RESERVE_THREADS); runtime stats: 0 */
   int reserve_workers;
 } mgpu_stats_t;
+#define MGPU_STATS_INIT {.size = sizeof(mgpu_stats_t), .worker_size = sizeof(mgpu_worker_stats_t)}
 
 /* ------------------------------------------------------------------------- */
 /* Submission and events                                                      */
@@ -417,8 +447,16 @@ typedef struct {
  * workers append to their buffers as they run. Events are grouped by worker
  * (a GPU's device events follow its host events, as chunks retire), then the
  * "batch" events, in the order the batches completed.
+ * The elements carry no size: mgpu_trace_events passes the program's
+ * sizeof(mgpu_trace_event_t) to mgpu_trace_events_size, which writes each
+ * within it (an elem_size larger than the library knows: 0 events, and
+ * mgpu_last_error says why).
  */
-MGPU_API size_t mgpu_trace_events(const mgpu_runtime_t *rt, mgpu_trace_event_t *out, size_t max);
+MGPU_API size_t mgpu_trace_events_size(const mgpu_runtime_t *rt, mgpu_trace_event_t *out, size_t max,
+                                       size_t elem_size);
+static inline size_t mgpu_trace_events(const mgpu_runtime_t *rt, mgpu_trace_event_t *out, size_t max) {
+  return mgpu_trace_events_size(rt, out, max, sizeof *out);
+}
 
 /**
  * Progress of a batch: items completed so far and in all. Any thread, at any
@@ -533,11 +571,13 @@ typedef struct mgpu_array mgpu_array_t;
 
 /** One part of an array: elements [first, first + count), stored at data. */
 typedef struct {
+  size_t size;  /**< sizeof(mgpu_array_part_t) (MGPU_ARRAY_PART_INIT), or 0 */
   int gpu;      /**< runtime GPU number, or -1 for the host part */
   size_t first; /**< index of its first element in the array */
   size_t count; /**< elements in it (may be 0) */
   void *data;   /**< device pointer (GPU part) or host pointer; NULL when count is 0 */
 } mgpu_array_part_t;
+#define MGPU_ARRAY_PART_INIT {.size = sizeof(mgpu_array_part_t)}
 
 /**
  * Create an array of n elements of elem_size bytes, split by shares: shares[g]
@@ -572,6 +612,7 @@ MGPU_API mgpu_status_t mgpu_array_copy(mgpu_array_t *dst, const mgpu_array_t *sr
 
 /** A kernel run over split arrays: see mgpu_array_run. */
 typedef struct {
+  size_t size;  /**< sizeof(mgpu_array_batch_t) (MGPU_ARRAY_BATCH_INIT), or 0 */
   const mgpu_kernel_t *kernel;
   const mgpu_array_t *in[MGPU_MAX_ARGS];
   mgpu_array_t *out[MGPU_MAX_ARGS];
@@ -580,6 +621,7 @@ typedef struct {
   const void *arg;
   size_t arg_size;
 } mgpu_array_batch_t;
+#define MGPU_ARRAY_BATCH_INIT {.size = sizeof(mgpu_array_batch_t)}
 
 /**
  * Run a kernel where the data lives: items are the arrays' elements; each GPU

@@ -240,7 +240,10 @@ enum { MGPU_LOG_NONE = 0, MGPU_LOG_ERROR, MGPU_LOG_WARN, MGPU_LOG_INFO, MGPU_LOG
 void mgpu__log_set_level(int level);
 int mgpu__log_level(void);
 void mgpu__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Record `fmt` as this thread's last error, log it at ERROR level, return st. */
+/* Record `fmt` as this thread's last error (mgpu_last_error), log it at INFO
+ * level, return st: for errors returned to the caller. What the caller cannot
+ * otherwise see (a GPU retired, a batch failed on a worker, memory left at
+ * finalize) is logged with mgpu__log at WARN or ERROR instead. */
 mgpu_status_t mgpu__fail(mgpu_status_t st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Record without logging (for errors a caller is expected to handle). */
 mgpu_status_t mgpu__fail_quiet(mgpu_status_t st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -250,6 +253,45 @@ double mgpu__now(void); /* seconds, CLOCK_MONOTONIC */
 /* Range locks (claim.c) this thread holds: thieves wait on them, so nothing
  * slow (a driver call) runs under one; the emulated device panics if it does. */
 extern _Thread_local int mgpu__range_locks_held;
+
+/* ---------------------------------------------------------------- abi.c */
+/*
+ * The structs that callers allocate start with their size (the caller's
+ * sizeof; mgpurt.h, "Structs and versions"). Size 0 stands for the layout of
+ * the first extensible version, whose sizes are below. A later version
+ * appends its fields at or after the previous version's size (its sizeof,
+ * tail padding included), so that a caller's size alone tells which fields
+ * it has. Each struct's owner copies what the caller has over a full struct
+ * of defaults (config.c, batch.c, event.c, runtime.c, array.c, trace.c) and
+ * writes outputs back within the caller's size.
+ */
+#define MGPU__ROUND_UP(n, a) (((n) + (a) - 1) / (a) * (a))
+/* The size of a layout that ends with field `last`, as the compiler pads it. */
+#define MGPU__SIZE_TO(type, last) \
+  MGPU__ROUND_UP(offsetof(type, last) + sizeof(((type *)0)->last), _Alignof(type))
+#define MGPU__CONFIG_SIZE_V1 MGPU__SIZE_TO(mgpu_config_t, timeout)
+#define MGPU__SETTING_SIZE_V1 MGPU__SIZE_TO(mgpu_setting_t, doc)
+#define MGPU__DEVICE_INFO_SIZE_V1 MGPU__SIZE_TO(mgpu_device_info_t, batch_cap)
+#define MGPU__KERNEL_SIZE_V1 MGPU__SIZE_TO(mgpu_kernel_t, scratch_per_item)
+#define MGPU__BATCH_SIZE_V1 MGPU__SIZE_TO(mgpu_batch_t, arg_size)
+#define MGPU__WORKER_STATS_SIZE_V1 MGPU__SIZE_TO(mgpu_worker_stats_t, staged_bytes)
+#define MGPU__STATS_SIZE_V1 MGPU__SIZE_TO(mgpu_stats_t, reserve_workers)
+#define MGPU__TRACE_EVENT_SIZE_V1 MGPU__SIZE_TO(mgpu_trace_event_t, t1)
+#define MGPU__ARRAY_PART_SIZE_V1 MGPU__SIZE_TO(mgpu_array_part_t, data)
+#define MGPU__ARRAY_BATCH_SIZE_V1 MGPU__SIZE_TO(mgpu_array_batch_t, arg_size)
+/* The bytes of a caller's struct to read and write: its size (`what` names
+ * it in messages, e.g. "batch->size"; `type` is the struct's type name), v1
+ * for 0. MGPU_EINVAL, naming the struct and both sizes, for a size past
+ * `known` (the library's sizeof: a caller built against a newer header) or
+ * one that does not even hold its size field; has_size says whether the
+ * struct starts with a size field (an array's elements do not). */
+mgpu_status_t mgpu__abi_size(const char *fn, const char *what, const char *type, size_t size, size_t v1,
+                             size_t known, bool has_size, size_t *bytes_p);
+/* Copy min(bytes, known) bytes of the caller's struct `from` over `to`,
+ * which holds the defaults (and is `known` bytes long). */
+void mgpu__abi_in(void *to, size_t known, const void *from, size_t bytes);
+/* Copy a full struct `from` (known bytes) into the caller's, within bytes. */
+void mgpu__abi_out(void *to, size_t bytes, const void *from, size_t known);
 
 /* -------------------------------------------------------------- parse.c */
 /* Strict parsers, shared with mgpu-run's option parsing through the tests:
@@ -948,9 +990,42 @@ void mgpu__copy_help(mgpu_runtime_t *rt, mgpu__worker_t *w);
 void mgpu__copyjobs_init(mgpu_runtime_t *rt);
 void mgpu__copyjobs_destroy(mgpu_runtime_t *rt);
 
+/* --------------------------------------------------------------- batch.c */
+/* The caller's kernel (what: "batch->kernel->size", for messages) and batch,
+ * copied in full (abi.c): k gets the kernel, d->kernel points at it. */
+mgpu_status_t mgpu__kernel_in(const char *fn, const char *what, const mgpu_kernel_t *user, mgpu_kernel_t *k);
+mgpu_status_t mgpu__batch_in(const char *fn, const mgpu_batch_t *user, mgpu_batch_t *d, mgpu_kernel_t *k);
+
+/* --------------------------------------------------------------- event.c */
+/* A caller's mgpu_stats_t as its layout says (abi.c): what it gave, in full
+ * (`in`), and where its figures go. */
+typedef struct {
+  mgpu_stats_t in;        /* its fields, the missing ones 0 */
+  mgpu_stats_t *user;     /* NULL: none given */
+  size_t bytes;           /* bytes of *user to write */
+  char *worker;           /* its worker array (NULL: none, or worker_cap <= 0) */
+  size_t worker_bytes;    /* the array's element size */
+  int worker_cap;
+} mgpu__stats_ref_t;
+/* Check a caller's stats (NULL: a ref that writes nothing); fn names the call. */
+mgpu_status_t mgpu__stats_ref(const char *fn, const mgpu_stats_t *user, mgpu__stats_ref_t *r);
+/* A ref over the library's own full array w of cap workers, for no caller's struct. */
+void mgpu__stats_ref_own(mgpu__stats_ref_t *r, mgpu_worker_stats_t *w, int cap);
+/* Write worker i's figures into the caller's array, within its element size. */
+void mgpu__stats_put_worker(const mgpu__stats_ref_t *r, int i, const mgpu_worker_stats_t *w);
+/* Read worker i's figures from the caller's array (0 past its element size). */
+void mgpu__stats_get_worker(const mgpu__stats_ref_t *r, int i, mgpu_worker_stats_t *w);
+/* Write the full figures s into the caller's struct within its size, keeping
+ * the fields that the caller gives (size, worker, worker_cap, worker_size). */
+void mgpu__stats_put(const mgpu__stats_ref_t *r, mgpu_stats_t *s);
+/* mgpu_event_wait of an event the caller holds: the figures into *s (full;
+ * NULL: none) and the workers' into r's array (r NULL: none). */
+mgpu_status_t mgpu__event_wait(mgpu_event_t *ev, mgpu_stats_t *s, const mgpu__stats_ref_t *r);
+
 /* --------------------------------------------------------------- stats.c */
-/* mgpu_runtime_stats without the handle check, for finalize. */
-void mgpu__runtime_stats(const mgpu_runtime_t *rt, mgpu_stats_t *s);
+/* mgpu_runtime_stats without the handle check, for finalize: the figures
+ * into *s (full), the workers' into r's array. */
+void mgpu__runtime_stats(const mgpu_runtime_t *rt, mgpu_stats_t *s, const mgpu__stats_ref_t *r);
 
 /* --------------------------------------------------------------- model.c */
 /* A model for workers of nworkers slots (kernel k); NULL when out of memory. */

@@ -33,8 +33,10 @@ typedef struct mgpu_plugin_workload {
   int (*init_input)(int k, void *data, size_t n, uint64_t seed);
 } mgpu_plugin_workload_t;
 
-/** Version of this interface; a plugin compiled for another is refused. */
-#define MGPU_PLUGIN_ABI 1
+/** Version of this interface; a plugin compiled for another is refused. The
+ * workload holds an mgpu_kernel_t by value, so a change of the kernel's
+ * layout changes this number too. */
+#define MGPU_PLUGIN_ABI 2
 
 /** What a plugin's entry point receives. */
 typedef struct mgpu_plugin_registry {
@@ -58,8 +60,8 @@ typedef int (*mgpu_plugin_init_fn)(mgpu_plugin_registry_t *reg);
  * the function named MGPU_PLUGIN_PARAMS from its executable; a plugin finds
  * it in mgpu_plugin_init with dlsym(RTLD_DEFAULT, MGPU_PLUGIN_PARAMS) and
  * keeps its own defaults where it is NULL (a loader without it) or a value is
- * -1. A function looked up, not a registry field, so that plugins and loaders
- * of either age keep working with MGPU_PLUGIN_ABI 1.
+ * -1. A function looked up, not a registry field, so that a plugin that
+ * reads it also loads in an mgpu-run without it.
  */
 typedef struct mgpu_plugin_params {
   long long items;

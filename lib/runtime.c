@@ -200,7 +200,11 @@ MGPU_API mgpu_status_t mgpu_finalize_checked(mgpu_runtime_t *rt) {
   return finalize_now(rt);
 }
 
-MGPU_API void mgpu_finalize(mgpu_runtime_t *rt) { (void)mgpu_finalize_checked(rt); }
+/* No status reaches the caller here: what failed (a trace not written, a
+ * runtime finalized twice) is logged at the error level. */
+MGPU_API void mgpu_finalize(mgpu_runtime_t *rt) {
+  if (mgpu_finalize_checked(rt) != MGPU_OK) mgpu__log(MGPU_LOG_ERROR, "%s", mgpu_last_error());
+}
 
 static mgpu_status_t finalize_now(mgpu_runtime_t *rt) {
   mgpu__arrays_free_all(rt);
@@ -219,8 +223,13 @@ static mgpu_status_t finalize_now(mgpu_runtime_t *rt) {
   mgpu_status_t st = mgpu__trace_close(rt);
   if (rt->cfg.v.stats) {
     mgpu_worker_stats_t *ws = calloc((size_t)rt->nworkers, sizeof *ws);
-    mgpu_stats_t s = {.worker = ws, .worker_cap = ws ? rt->nworkers : 0};
-    mgpu__runtime_stats(rt, &s); /* the handle is gone already: no mgpu_runtime_stats */
+    mgpu__stats_ref_t ref;
+    mgpu__stats_ref_own(&ref, ws, rt->nworkers);
+    mgpu_stats_t s;
+    mgpu__runtime_stats(rt, &s, &ref); /* the handle is gone already: no mgpu_runtime_stats */
+    s.worker = ws;
+    s.worker_cap = ws ? rt->nworkers : 0;
+    s.worker_size = sizeof *ws;
     fprintf(stderr, "libmgpurt statistics: %llu batch%s, %d CPU worker%s, %d GPU%s\n", (unsigned long long)s.batches,
             s.batches == 1 ? "" : "es", rt->ncpu, rt->ncpu == 1 ? "" : "s", rt->ngpus, rt->ngpus == 1 ? "" : "s");
     mgpu_stats_print(rt, &s, stderr);
@@ -246,10 +255,8 @@ MGPU_API int mgpu_usable_cores(const mgpu_runtime_t *rt, const char **how) {
   return rt->usable_cores;
 }
 
-MGPU_API mgpu_status_t mgpu_info_setting(const mgpu_runtime_t *rt, int i, mgpu_setting_t *out) {
-  mgpu_status_t st = mgpu__check_rt(rt, "mgpu_info_setting");
-  if (st != MGPU_OK) return st;
-  if (!out) return mgpu__fail(MGPU_EINVAL, "mgpu_info_setting: out is NULL");
+/* Setting i into *out (full). */
+static mgpu_status_t info_setting(const mgpu_runtime_t *rt, int i, mgpu_setting_t *out) {
   if (i >= 0 && i < MGPU_SET_COUNT) {
     out->name = mgpu__config_name(i);
     out->value = rt->cfg.text[i];
@@ -275,17 +282,39 @@ MGPU_API mgpu_status_t mgpu_info_setting(const mgpu_runtime_t *rt, int i, mgpu_s
   return mgpu__fail_quiet(MGPU_EINVAL, "mgpu_info_setting: no setting number %d", i);
 }
 
+MGPU_API mgpu_status_t mgpu_info_setting(const mgpu_runtime_t *rt, int i, mgpu_setting_t *out) {
+  mgpu_status_t st = mgpu__check_rt(rt, "mgpu_info_setting");
+  if (st != MGPU_OK) return st;
+  if (!out) return mgpu__fail(MGPU_EINVAL, "mgpu_info_setting: out is NULL");
+  mgpu_setting_t s = {.size = sizeof s};
+  size_t bytes;
+  st = mgpu__abi_size("mgpu_info_setting", "out->size", "mgpu_setting_t", out->size, MGPU__SETTING_SIZE_V1, sizeof s,
+                      true, &bytes);
+  if (st != MGPU_OK) return st;
+  st = info_setting(rt, i, &s);
+  if (st != MGPU_OK) return st;
+  s.size = out->size;
+  mgpu__abi_out(out, bytes, &s, sizeof s);
+  return MGPU_OK;
+}
+
 MGPU_API mgpu_status_t mgpu_device_info(const mgpu_runtime_t *rt, int gpu, mgpu_device_info_t *out) {
   mgpu_status_t st = mgpu__check_rt(rt, "mgpu_device_info");
   if (st != MGPU_OK) return st;
   if (!out) return mgpu__fail(MGPU_EINVAL, "mgpu_device_info: out is NULL");
+  size_t bytes;
+  st = mgpu__abi_size("mgpu_device_info", "out->size", "mgpu_device_info_t", out->size, MGPU__DEVICE_INFO_SIZE_V1,
+                      sizeof *out, true, &bytes);
+  if (st != MGPU_OK) return st;
   if (gpu < 0 || gpu >= rt->ngpus) {
     if (rt->ngpus == 0) return mgpu__fail(MGPU_EINVAL, "mgpu_device_info: gpu %d: the runtime has no GPU", gpu);
     return mgpu__fail(MGPU_EINVAL, "mgpu_device_info: gpu %d: expected 0..%d", gpu, rt->ngpus - 1);
   }
-  *out = rt->gpu_info[gpu];
-  out->retired = atomic_load(&rt->workers[rt->ncpu + gpu].retired);
-  out->batch_cap = mgpu__gpu_cap((mgpu_runtime_t *)rt, gpu);
+  mgpu_device_info_t d = rt->gpu_info[gpu];
+  d.size = out->size;
+  d.retired = atomic_load(&rt->workers[rt->ncpu + gpu].retired);
+  d.batch_cap = mgpu__gpu_cap((mgpu_runtime_t *)rt, gpu);
+  mgpu__abi_out(out, bytes, &d, sizeof d);
   return MGPU_OK;
 }
 

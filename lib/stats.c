@@ -7,20 +7,21 @@
 #include <stdio.h>
 #include <string.h>
 
-MGPU_API mgpu_status_t mgpu_runtime_stats(const mgpu_runtime_t *rt, mgpu_stats_t *s) {
+MGPU_API mgpu_status_t mgpu_runtime_stats(const mgpu_runtime_t *rt, mgpu_stats_t *user) {
   mgpu_status_t st = mgpu__check_rt(rt, "mgpu_runtime_stats");
   if (st != MGPU_OK) return st;
-  if (!s) return mgpu__fail(MGPU_EINVAL, "mgpu_runtime_stats: stats is NULL");
-  mgpu__runtime_stats(rt, s);
+  if (!user) return mgpu__fail(MGPU_EINVAL, "mgpu_runtime_stats: stats is NULL");
+  mgpu__stats_ref_t ref;
+  st = mgpu__stats_ref("mgpu_runtime_stats", user, &ref);
+  if (st != MGPU_OK) return st;
+  mgpu_stats_t s;
+  mgpu__runtime_stats(rt, &s, &ref);
+  mgpu__stats_put(&ref, &s);
   return MGPU_OK;
 }
 
-void mgpu__runtime_stats(const mgpu_runtime_t *rt, mgpu_stats_t *s) {
-  mgpu_worker_stats_t *user = s->worker;
-  int cap = s->worker_cap;
+void mgpu__runtime_stats(const mgpu_runtime_t *rt, mgpu_stats_t *s, const mgpu__stats_ref_t *r) {
   memset(s, 0, sizeof *s);
-  s->worker = user;
-  s->worker_cap = cap;
   s->nworkers = rt->nworkers;
   s->batches = atomic_load(&rt->batches_done);
   for (int i = 0; i < rt->nworkers; i++) {
@@ -40,19 +41,27 @@ void mgpu__runtime_stats(const mgpu_runtime_t *rt, mgpu_stats_t *s) {
     s->chunks += ws.chunks;
     s->steals += ws.steals;
     s->retries += ws.retries;
-    if (user && i < cap) user[i] = ws;
+    mgpu__stats_put_worker(r, i, &ws);
   }
   s->wall_s = mgpu__now() - rt->t_init;
 }
 
-MGPU_API void mgpu_stats_print(const mgpu_runtime_t *rt, const mgpu_stats_t *s, FILE *fp) {
-  if (!s || !fp) return;
+MGPU_API void mgpu_stats_print(const mgpu_runtime_t *rt, const mgpu_stats_t *user, FILE *fp) {
+  if (!user || !fp) return;
+  mgpu__stats_ref_t ref;
+  if (mgpu__stats_ref("mgpu_stats_print", user, &ref) != MGPU_OK) {
+    fprintf(fp, "(statistics not printed: %s)\n", mgpu_last_error());
+    return;
+  }
+  const mgpu_stats_t *s = &ref.in;
   uint64_t total = s->items ? s->items : 1;
   fprintf(fp, "%-8s %-7s %12s %7s %9s %7s %8s %7s %11s\n", "worker", "kind", "items", "share", "chunks", "steals",
           "retries", "busy", "staged MiB");
-  int n = s->worker ? MGPU_MIN(s->nworkers, s->worker_cap) : 0;
+  int n = ref.worker ? MGPU_MIN(s->nworkers, ref.worker_cap) : 0;
   for (int i = 0; i < n; i++) {
-    const mgpu_worker_stats_t *w = &s->worker[i];
+    mgpu_worker_stats_t ws;
+    mgpu__stats_get_worker(&ref, i, &ws);
+    const mgpu_worker_stats_t *w = &ws;
     char kind[16];
     if (w->kind == MGPU_WORKER_GPU) snprintf(kind, sizeof kind, "gpu%d", w->device);
     else snprintf(kind, sizeof kind, "cpu");

@@ -186,19 +186,33 @@ static mgpu_trace_event_t public_event(const mgpu_runtime_t *rt, const mgpu__tev
                               .t1 = ev->t1 - rt->t_init};
 }
 
-MGPU_API size_t mgpu_trace_events(const mgpu_runtime_t *rt, mgpu_trace_event_t *out, size_t max) {
-  if (mgpu__check_rt(rt, "mgpu_trace_events") != MGPU_OK || !rt->trace_on) return 0;
+/* Event n of the caller's array, whose elements are elem bytes long. */
+static void put_event(mgpu_trace_event_t *out, size_t elem, size_t n, const mgpu_trace_event_t *ev) {
+  mgpu__abi_out((char *)out + n * elem, elem, ev, sizeof *ev);
+}
+
+MGPU_API size_t mgpu_trace_events_size(const mgpu_runtime_t *rt, mgpu_trace_event_t *out, size_t max,
+                                       size_t elem_size) {
+  if (mgpu__check_rt(rt, "mgpu_trace_events") != MGPU_OK) return 0;
+  size_t elem;
+  if (mgpu__abi_size("mgpu_trace_events", "elem_size", "mgpu_trace_event_t", elem_size, MGPU__TRACE_EVENT_SIZE_V1,
+                     sizeof(mgpu_trace_event_t), false, &elem) != MGPU_OK)
+    return 0;
+  if (!rt->trace_on) return 0;
   size_t n = 0;
   for (int i = 0; i < rt->nworkers; i++) {
     const mgpu__worker_t *w = &rt->workers[i];
     for (size_t e = 0; e < w->ntrace; e++, n++) {
       if (!out || n >= max) continue;
-      const mgpu__tev_t *ev = &w->trace[e];
-      out[n] = public_event(rt, ev, i);
+      const mgpu_trace_event_t ev = public_event(rt, &w->trace[e], i);
+      put_event(out, elem, n, &ev);
     }
   }
   for (size_t e = 0; e < rt->nbtrace; e++, n++)
-    if (out && n < max) out[n] = public_event(rt, &rt->btrace[e], -1);
+    if (out && n < max) {
+      const mgpu_trace_event_t ev = public_event(rt, &rt->btrace[e], -1);
+      put_event(out, elem, n, &ev);
+    }
   return n;
 }
 

@@ -45,7 +45,7 @@ static void check_parts(const mgpu_array_t *a, size_t n, int ngpus, const double
   for (int i = 0; i < nshares; i++) sum += shares[i];
   size_t next = 0;
   for (int p = 0; p <= ngpus; p++) {
-    mgpu_array_part_t part;
+    mgpu_array_part_t part = MGPU_ARRAY_PART_INIT;
     ck_assert_int_eq(mgpu_array_part(a, p, &part), MGPU_OK);
     ck_assert_int_eq(part.gpu, p < ngpus ? p : -1);
     ck_assert_uint_eq(part.first, next); /* consecutive: every element exactly once */
@@ -80,7 +80,7 @@ START_TEST(test_split_exact) {
       ck_assert_int_eq(mgpu_array_gather(a, y), MGPU_OK);
       ck_assert(n == 0 || memcmp(x, y, 4 * n) == 0);
       /* A GPU part read on its own holds its own elements. */
-      mgpu_array_part_t p;
+      mgpu_array_part_t p = MGPU_ARRAY_PART_INIT;
       ck_assert_int_eq(mgpu_array_part(a, 1, &p), MGPU_OK);
       if (p.count) {
         uint32_t *z = malloc(4 * p.count);
@@ -115,7 +115,7 @@ START_TEST(test_split_default_and_env) {
   ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
   ck_assert_int_eq(mgpu_array_create(rt, 1000, 4, 0, NULL, &a), MGPU_OK);
   check_parts(a, 1000, 2, c.cfg.tensor_split, 3);
-  mgpu_array_part_t p;
+  mgpu_array_part_t p = MGPU_ARRAY_PART_INIT;
   ck_assert_int_eq(mgpu_array_part(a, 0, &p), MGPU_OK);
   ck_assert_uint_eq(p.count, 600);
   mgpu_array_destroy(a);
@@ -154,7 +154,7 @@ START_TEST(test_array_errors) {
     ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "out of device memory"));
   }
   ck_assert_int_eq(mgpu_array_create(rt, 10, 4, 0, NULL, &a), MGPU_OK);
-  mgpu_array_part_t p;
+  mgpu_array_part_t p = MGPU_ARRAY_PART_INIT;
   ck_assert_int_eq(mgpu_array_part(a, 3, &p), MGPU_EINVAL);
   ck_assert_int_eq(mgpu_array_part(a, -1, &p), MGPU_EINVAL);
   ck_assert_int_eq(mgpu_array_scatter(a, NULL), MGPU_EINVAL);
@@ -208,7 +208,7 @@ START_TEST(test_array_run) {
   mgpu_stats_t st = {.worker = ws, .worker_cap = 16};
   ck_assert_int_eq(mgpu_array_run(rt, &b, &st), MGPU_OK);
   ck_assert_uint_eq(st.items, n);
-  mgpu_array_part_t hp;
+  mgpu_array_part_t hp = MGPU_ARRAY_PART_INIT;
   ck_assert_int_eq(mgpu_array_part(ax, 2, &hp), MGPU_OK);
   ck_assert_uint_eq(ws[2].items + ws[3].items, (uint64_t)(n - hp.count)); /* the GPUs' parts */
   ck_assert_uint_eq(ws[0].items + ws[1].items, (uint64_t)hp.count);       /* the CPU workers: the host part */
@@ -506,7 +506,7 @@ START_TEST(test_collective_async_chain) {
     ck_assert_int_eq(mgpu_event_test(ev[r]), MGPU_OK);
     mgpu_event_release(ev[r]);
   }
-  mgpu_stats_t st;
+  mgpu_stats_t st = MGPU_STATS_INIT;
   st.worker = NULL;
   ck_assert_int_eq(mgpu_event_wait(ev0, &st), MGPU_OK);
   mgpu_event_release(ev0);
@@ -589,7 +589,7 @@ START_TEST(test_collective_errors) {
   ck_assert_int_eq(mgpu_allreduce(rt, s, buf, 4, MGPU_FLOAT32, MGPU_OP_SUM), MGPU_ENODEV);
   mgpu_array_t *a;
   ck_assert_int_eq(mgpu_array_create(rt, 5, 4, 0, NULL, &a), MGPU_OK); /* all on the host */
-  mgpu_array_part_t p;
+  mgpu_array_part_t p = MGPU_ARRAY_PART_INIT;
   ck_assert_int_eq(mgpu_array_part(a, 0, &p), MGPU_OK);
   ck_assert_int_eq(p.gpu, -1);
   ck_assert_uint_eq(p.count, 5);

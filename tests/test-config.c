@@ -611,29 +611,84 @@ START_TEST(test_trace_write_fails) {
 }
 END_TEST
 
-START_TEST(test_unknown_warning) {
-  /* The warning names the nearest known variable; capture stderr in a file. */
-  char path[] = "/tmp/mgpu-test-XXXXXX";
-  int fd = mkstemp(path);
-  ck_assert_int_ge(fd, 0);
+/* What the library writes to stderr between capture_begin and capture_end,
+ * into buf. */
+typedef struct {
+  char path[32];
+  int fd, saved;
+} capture_t;
+
+static void capture_begin(capture_t *c) {
+  snprintf(c->path, sizeof c->path, "/tmp/mgpu-test-XXXXXX");
+  c->fd = mkstemp(c->path);
+  ck_assert_int_ge(c->fd, 0);
   fflush(stderr);
-  int saved = dup(2);
-  dup2(fd, 2);
+  c->saved = dup(2);
+  dup2(c->fd, 2);
+}
+
+static ssize_t capture_end(capture_t *c, char *buf, size_t len) {
+  fflush(stderr);
+  dup2(c->saved, 2);
+  close(c->saved);
+  memset(buf, 0, len);
+  lseek(c->fd, 0, SEEK_SET);
+  ssize_t n = read(c->fd, buf, len - 1);
+  close(c->fd);
+  unlink(c->path);
+  return n;
+}
+
+START_TEST(test_unknown_warning) {
+  /* The warning names the nearest known variable. */
+  capture_t cap;
+  capture_begin(&cap);
   mgpu__log_set_level(MGPU_LOG_WARN);
   char *env[] = {"MGPU_NUM_THREAD=4", "MGPU_SCHED=steal", "PATH=/bin", NULL};
   mgpu__config_warn_unknown(env);
-  fflush(stderr);
-  dup2(saved, 2);
-  close(saved);
-  char buf[1024] = {0};
-  lseek(fd, 0, SEEK_SET);
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  unlink(path);
+  char buf[1024];
+  ssize_t n = capture_end(&cap, buf, sizeof buf);
   ck_assert_int_gt(n, 0);
   ck_assert_ptr_nonnull(strstr(buf, "MGPU_NUM_THREAD "));
   ck_assert_ptr_nonnull(strstr(buf, "MGPU_NUM_THREADS"));
   ck_assert_ptr_null(strstr(buf, "MGPU_SCHED"));
+}
+END_TEST
+
+START_TEST(test_errors_quiet) {
+  /* An error returned to the caller is not printed at the default level
+   * (warn): mgpu_last_error names the setting, and the program reports it.
+   * MGPU_DEBUG=info prints it as well. */
+  unsetenv("MGPU_DEBUG");
+  setenv("MGPU_NUM_THREADS", "abc", 1);
+  mgpu__log_set_level(MGPU_LOG_WARN);
+  capture_t cap;
+  capture_begin(&cap);
+  mgpu_runtime_t *rt = (mgpu_runtime_t *)0x1;
+  mgpu_status_t st = mgpu_init(NULL, &rt);
+  mgpu_config_t a;
+  mgpu_config_init(&a);
+  a.ignore_env = 1;
+  a.num_threads = 5000;
+  mgpu_status_t st2 = mgpu_init(&a, &rt);
+  char buf[1024];
+  ssize_t n = capture_end(&cap, buf, sizeof buf);
+  ck_assert_int_eq(st, MGPU_EINVAL);
+  ck_assert_int_eq(st2, MGPU_EINVAL);
+  ck_assert_ptr_eq(rt, (mgpu_runtime_t *)0x1);
+  ck_assert_msg(n == 0, "printed at the default level: %s", buf);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_config_t.num_threads=5000"));
+  ck_assert_int_eq(mgpu_init(NULL, &rt), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "MGPU_NUM_THREADS='abc' is invalid"));
+  mgpu__log_set_level(MGPU_LOG_INFO);
+  capture_begin(&cap);
+  ck_assert_int_eq(mgpu_init(NULL, &rt), MGPU_EINVAL);
+  n = capture_end(&cap, buf, sizeof buf);
+  ck_assert_int_gt(n, 0);
+  ck_assert_msg(strstr(buf, "libmgpurt: info: returns MGPU_EINVAL: MGPU_NUM_THREADS='abc' is invalid") != NULL,
+                "%s", buf);
+  unsetenv("MGPU_NUM_THREADS");
+  mgpu__log_set_level(MGPU_LOG_NONE);
 }
 END_TEST
 
@@ -672,6 +727,7 @@ int main(void) {
   tcase_add_test(tc, test_resolve);
   tcase_add_test(tc, test_init_rejects_env);
   tcase_add_test(tc, test_unknown_warning);
+  tcase_add_test(tc, test_errors_quiet);
   tcase_add_test(tc, test_trace_write_fails);
   tcase_add_test(tc, test_thread_limit);
   tcase_add_test(tc, test_fault_gpu_range);

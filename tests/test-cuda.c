@@ -65,7 +65,7 @@ static uint32_t fill_value(size_t i)
 START_TEST(test_bad_device)
 {
   int n = OPS->count();
-  mgpu_device_info_t info;
+  mgpu_device_info_t info = MGPU_DEVICE_INFO_INIT;
   void *ctx = (void *)&info;
   int x = 0;
 
@@ -99,7 +99,7 @@ START_TEST(test_props)
   /* props must put back the calling thread's current device. */
   ck_assert_int_eq(cudaSetDevice(n - 1), cudaSuccess);
   for (d = 0; d < n; d++) {
-    mgpu_device_info_t info;
+    mgpu_device_info_t info = MGPU_DEVICE_INFO_INIT;
     ck_assert_int_eq(OPS->props(d, &info), MGPU_OK);
     fprintf(stderr, "device %d: %s, %s, cc %d.%d, %d SMs, %d MHz, %zu MiB (%zu free)\n", d, info.name,
             info.pci_bus_id, info.cc_major, info.cc_minor, info.sm_count, info.clock_khz / 1000,

@@ -207,7 +207,7 @@ START_TEST(test_real_out_of_memory) {
   mgpu_stats_t st = {0};
   ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
   for (size_t i = 0; i < n; i++) ck_assert_uint_eq(cpu_ref(&k, &a, x, i), y[i]);
-  mgpu_device_info_t info;
+  mgpu_device_info_t info = MGPU_DEVICE_INFO_INIT;
   mgpu_device_info(rt, 0, &info);
   printf("oom: %llu retries, cap %zu items at the end\n", (unsigned long long)st.retries, info.batch_cap);
   ck_assert_uint_ge(st.retries, 1);
@@ -229,7 +229,7 @@ START_TEST(test_fault_injection_real) {
   /* A device that fails every chunk is retired; the others finish the batch. */
   rt = start_gpu(2, g, MGPU_SCHED_STEAL, "launch:0:all");
   mulmod_check(rt, 1000000, 300, &st, 1);
-  mgpu_device_info_t info;
+  mgpu_device_info_t info = MGPU_DEVICE_INFO_INIT;
   mgpu_device_info(rt, 0, &info);
   ck_assert_int_eq(info.retired, 1);
   mgpu_finalize(rt);
@@ -453,7 +453,7 @@ START_TEST(test_hung_gpu_real) {
     if (y[i] != (uint32_t)i * 3u + 1u) ck_abort_msg("item %zu: %#x", i, y[i]);
   ck_assert_uint_eq(st.items, n);
   ck_assert_uint_eq(ws[2].items, 0);
-  mgpu_device_info_t info;
+  mgpu_device_info_t info = MGPU_DEVICE_INFO_INIT;
   ck_assert_int_eq(mgpu_device_info(rt, 0, &info), MGPU_OK);
   ck_assert_int_eq(info.retired, 1);
   printf("hung GPU: batch of %zu items done in %.2f s with a 2 s deadline, GPU 0 retired\n", n, t);
@@ -494,7 +494,7 @@ START_TEST(test_hung_collective_real) {
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "GPU 0 within 1 s (MGPU_TIMEOUT)"));
   if (nccl) ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "NCCL communicators are aborted"));
   ck_assert_msg(t < 20, "the hung collective took %.1f s to fail", t);
-  mgpu_device_info_t info;
+  mgpu_device_info_t info = MGPU_DEVICE_INFO_INIT;
   ck_assert_int_eq(mgpu_device_info(rt, 0, &info), MGPU_OK);
   ck_assert_int_eq(info.retired, 1);
   ck_assert_int_eq(mgpu_allreduce(rt, (const void *const *)&buf, &buf, 8, MGPU_FLOAT64, MGPU_OP_SUM), MGPU_EDEVICE);

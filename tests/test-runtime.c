@@ -297,7 +297,7 @@ START_TEST(test_stale_handles) {
   ck_assert_int_eq(mgpu_parallel_for(rt, 4, NULL, NULL), MGPU_ESTATE);
   ck_assert_int_eq(mgpu_const_create(rt, x, 8, &c), MGPU_ESTATE);
   ck_assert_ptr_null(mgpu_host_alloc(rt, 64));
-  mgpu_stats_t st;
+  mgpu_stats_t st = MGPU_STATS_INIT;
   ck_assert_int_eq(mgpu_runtime_stats(rt, &st), MGPU_ESTATE);
   ck_assert_int_eq(mgpu_num_workers(rt), 0);
   mgpu_const_destroy(kept); /* freed by finalize: logged, ignored */
@@ -648,7 +648,7 @@ START_TEST(test_parallel_for) {
   _Atomic int maxthreads = 0;
   ck_assert_int_eq(mgpu_parallel_for(rt, 64, nested_body, &maxthreads), MGPU_OK);
   ck_assert_int_eq(atomic_load(&maxthreads), 1);
-  mgpu_stats_t st;
+  mgpu_stats_t st = MGPU_STATS_INIT;
   mgpu_worker_stats_t ws[3];
   st.worker = ws;
   st.worker_cap = 3;
@@ -708,7 +708,7 @@ static void run_with_faults(const char *plan, int cpus, int emu, int expect_reti
   ck_assert_uint_ge(st.retries, 1);
   ck_assert_uint_eq(st.items, n);
   if (mgpu_test_timing()) ck_assert_msg(t < 10, "the faulty run took %.1f s", t);
-  mgpu_device_info_t info;
+  mgpu_device_info_t info = MGPU_DEVICE_INFO_INIT;
   ck_assert_int_eq(mgpu_device_info(rt, 0, &info), MGPU_OK);
   ck_assert_int_eq(info.retired, expect_retired);
   printf("faults '%s': %llu retries, %.3f s, GPU 0 %s\n", plan, (unsigned long long)st.retries, t,
@@ -779,7 +779,7 @@ START_TEST(test_oom_cap) {
   for (size_t i = 0; i < n; i++)
     if (y[i] != i * 3 + 2) ck_abort_msg("item %zu wrong", i);
   ck_assert_uint_eq(ws[1].items, n);
-  mgpu_device_info_t info;
+  mgpu_device_info_t info = MGPU_DEVICE_INFO_INIT;
   mgpu_device_info(rt, 0, &info);
   printf("oom: cap %zu items after the injected failure\n", info.batch_cap);
   ck_assert_uint_ge(info.batch_cap, 1);
@@ -1172,7 +1172,7 @@ START_TEST(test_staging_pinned_once) {
     ck_assert_uint_eq(ws[1].items, n);
   }
   /* 16 bytes staged per item: the cap is what 32 MiB holds, less alignment. */
-  mgpu_device_info_t info;
+  mgpu_device_info_t info = MGPU_DEVICE_INFO_INIT;
   ck_assert_int_eq(mgpu_device_info(rt, 0, &info), MGPU_OK);
   size_t stage_cap = info.batch_cap;
   ck_assert_uint_gt(stage_cap, (32u << 20) / 16 - 1024);
@@ -1610,7 +1610,7 @@ START_TEST(test_hang_chunk) {
   ck_assert_uint_eq(st.items, n);
   ck_assert_uint_ge(st.retries, 1);
   ck_assert_msg(t < 30, "the run with a hung GPU took %.1f s", t);
-  mgpu_device_info_t info;
+  mgpu_device_info_t info = MGPU_DEVICE_INFO_INIT;
   ck_assert_int_eq(mgpu_device_info(rt, 0, &info), MGPU_OK);
   ck_assert_int_eq(info.retired, 1);
   ck_assert_int_eq(mgpu_device_info(rt, 1, &info), MGPU_OK);
@@ -1651,7 +1651,7 @@ START_TEST(test_hang_collective) {
   double t = mgpu__now() - t0;
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "GPU 1"));
   ck_assert_msg(t < 30, "the hung collective took %.1f s to fail", t);
-  mgpu_device_info_t info;
+  mgpu_device_info_t info = MGPU_DEVICE_INFO_INIT;
   ck_assert_int_eq(mgpu_device_info(rt, 1, &info), MGPU_OK);
   ck_assert_int_eq(info.retired, 1);
   /* Work posted to the device given up fails at once. */

@@ -130,7 +130,7 @@ START_TEST(test_balance) {
   run_sleep(rt, 20000, cpu_cost, ws, 3, NULL); /* first batch: the model learns */
   const size_t n = 300000;
   double ideal = (double)n / (2 / cpu_cost + gpu_speed);
-  mgpu_stats_t st;
+  mgpu_stats_t st = MGPU_STATS_INIT;
   /* Best of three: a busy machine delays thread wake-ups, not the scheduler. */
   double t = 1e9;
   for (int rep = 0; rep < 3 && t > ideal * 1.15; rep++) {
@@ -159,7 +159,7 @@ START_TEST(test_balance_irregular_first_batch) {
   mgpu_worker_stats_t ws[3];
   const size_t n = 60000;
   double ideal = (double)n / (2 / cpu_cost + gpu_speed);
-  mgpu_stats_t st;
+  mgpu_stats_t st = MGPU_STATS_INIT;
   double t = run_sleep(rt, n, cpu_cost, ws, 3, &st);
   printf("first batch: makespan %.3f s, ideal %.3f s, steals %llu\n", t, ideal, (unsigned long long)st.steals);
   ck_assert_uint_gt(st.steals, 0);
@@ -371,7 +371,7 @@ START_TEST(test_cpus_sit_out) {
     uint64_t cpu_items = 0;
     const size_t n = (size_t)(gpu_speeds[k] * 0.05);
     for (int rep = 0; rep < 3; rep++) {
-      mgpu_stats_t st;
+      mgpu_stats_t st = MGPU_STATS_INIT;
       run_sleep(rt, n, cpu_cost, ws, 3, &st);
       cpu_items += ws[0].items + ws[1].items;
       if (k == 0) ck_assert_int_eq(st.reserve_workers, 0);
@@ -654,7 +654,7 @@ START_TEST(test_static_shares) {
   mgpu_runtime_t *rt;
   ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   mgpu_worker_stats_t ws[4];
-  mgpu_stats_t st;
+  mgpu_stats_t st = MGPU_STATS_INIT;
   run_sleep(rt, 1001, 0, ws, 4, &st);
   ck_assert_uint_eq(ws[0].items, 125);
   ck_assert_uint_eq(ws[1].items, 125);

@@ -315,7 +315,7 @@ static int limit_child(void) {
   mgpu_runtime_t *rt;
   if (mgpu_init(&c, &rt) != MGPU_OK) return 21;
   int ok = mgpu_num_cpu_workers(rt) == 1;
-  mgpu_setting_t set;
+  mgpu_setting_t set = MGPU_SETTING_INIT;
   bool shown = false;
   for (int i = 0; mgpu_info_setting(rt, i, &set) == MGPU_OK; i++)
     if (strcmp(set.name, "OMP_THREAD_LIMIT") == 0) shown = strcmp(set.value, "1") == 0;
@@ -352,7 +352,7 @@ START_TEST(test_cpu_only_runtime) {
   ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
   ck_assert_int_eq(mgpu_num_gpus(rt), 0);
   ck_assert_int_eq(mgpu_num_cpu_workers(rt), 2);
-  mgpu_device_info_t info;
+  mgpu_device_info_t info = MGPU_DEVICE_INFO_INIT;
   ck_assert_int_eq(mgpu_device_info(rt, 0, &info), MGPU_EINVAL);
   ck_assert_str_eq(mgpu_last_error(), "mgpu_device_info: gpu 0: the runtime has no GPU");
   mgpu_finalize(rt);
