@@ -198,6 +198,10 @@ void progress_begin(mgpu_event_t *ev);
 void progress_end(void);
 bool canceled(mgpu_status_t s, size_t computed, size_t n);
 
+/* measure.c */
+void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const char *mode);
+void free_result(result_t *r);
+
 /* modes.c */
 const char *mode_name(mgpu_sched_t m);
 int run_multi(mgpu_runtime_t *base, opts_t *o);
