@@ -207,7 +207,7 @@ int run_batch_workload(mgpu_runtime_t *base, opts_t *o, const mgpu_plugin_worklo
   if (o->ngpus_list) run_scaling(&w, o, &oc);
   else if (o->compare) run_compare(&w, o, w.k.gpu != NULL, &oc);
   else if (o->ceiling) {
-    ceiling_run(o, &w, oc.ngpu, &oc.ceiling);
+    ceiling_run(o, &w, oc.ngpu, 0, &oc.ceiling);
     if (oc.ceiling.skipped) {
       fprintf(stderr, "%s: nothing ran: the ceiling cannot be measured: %s\n", prog, oc.ceiling.skipped);
       work_free(&w, base, o);
@@ -224,7 +224,7 @@ int run_batch_workload(mgpu_runtime_t *base, opts_t *o, const mgpu_plugin_worklo
   progress_finish();
   oc.vd = (verdict_t){.first = -1, .worker = -1};
   if (o->verify && w.complete) verify(&w, base, &oc.vd); /* the last run's results are in w.out */
-  if (o->compare && !interrupted) ceiling_run(o, &w, oc.ngpu, &oc.ceiling);
+  if (o->compare && !interrupted) ceiling_run(o, &w, oc.ngpu, oc.res[1].ran ? oc.res[1].throughput : 0, &oc.ceiling);
   if (o->output) write_image(&w, o, oc.ncpu);
   if (o->compare) compare_figures(&oc);
   if (o->json) report_json(o, &w, &oc, base);

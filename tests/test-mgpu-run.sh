@@ -126,10 +126,25 @@ expect 0 "no GPU is in use" -- "$run" mulmod -n 2000 --intensity 10 --compare --
 expect 2 "" -- "$run" --compare --mode cpu
 # --rounds: the four modes in turn, each figure the median of every round's runs.
 expect 0 "median of 2 in 2 rounds" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --compare --rounds 2 --repeat 1 --threads 1
-expect 0 "(by round: " -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --compare --rounds 2 --repeat 1 --threads 1
+expect 0 "^steal vs static: [0-9.]*x (by round: [0-9.]*x, [0-9.]*x)$" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --compare --rounds 2 --repeat 1 --threads 1
 expect 2 "--rounds is for --compare" -- "$run" mulmod --rounds 2
 expect 2 "--rounds '0' is invalid: expected an integer in 1..100" -- "$run" --compare --rounds 0
 expect 2 "--rounds 'x'" -- "$run" --compare --rounds x
+# --max-run-time: a mode whose run of the whole batch would take longer is
+# timed on a prefix, and says so; the runs after it compute and verify only it.
+expect 2 "--max-run-time '-1' is invalid: expected a number of seconds in 0..1e+06 (0: no bound)" -- "$run" --max-run-time -1 --info
+for v in -0 x inf 0x1 1e7 ""; do expect 2 "--max-run-time '$v' is invalid" -- "$run" --max-run-time "$v" --info; done
+for v in " 0 " 2.5 1e-3; do expect 0 "MGPU_NUM_THREADS" -- "$run" --max-run-time "$v" --info; done
+out=$("$run" mulmod -n 300000 --intensity 1000 --mode cpu --repeat 2 --threads 2 --num-gpus 0 --max-run-time 0.2 2>&1); rc=$?
+k=$(printf '%s\n' "$out" | sed -n 's/^mode cpu .*(median of 2 on the first \([0-9]*\) items).*/\1/p')
+if [ $rc = 0 ] && [ -n "$k" ] && [ "$k" -lt 300000 ] &&
+   printf '%s' "$out" | grep -q "^note: timed on the first items of the batch (as many as shown above), as a run of all 300000 would take over --max-run-time 0.2 s: mode cpu (about [0-9.e+]* s); its items/s are those of that prefix" &&
+   printf '%s' "$out" | grep -q "^total: $k items" &&
+   printf '%s' "$out" | grep -q "verification: ok ([0-9]* of the $k items of the last run (a prefix of the batch), one in [0-9]*, checked against the CPU function)"; then ok
+else bad "--max-run-time 0.2, mode cpu: exit $rc: $out"; fi
+expect 0 "^mulmod: 300000 items (timed on the first [0-9]*), [0-9.]* s, .* items/s, verification ok" -- "$run" mulmod -n 300000 --intensity 1000 --mode cpu --repeat 1 --threads 2 --num-gpus 0 --max-run-time 0.2 -q
+out=$("$run" mulmod -n 3000 --intensity 1000 --mode cpu --repeat 1 --threads 2 --num-gpus 0 --max-run-time 0 2>&1)
+if printf '%s' "$out" | grep -q "first\|prefix"; then bad "--max-run-time 0 ran a prefix: $out"; else ok; fi
 # Multi-GPU workloads on two emulated devices (collectives through host memory).
 expect 0 "verification: ok" -- env MGPU_EMULATE_GPUS=2 "$run" matvec -n 200 --size 300
 expect 0 "gpu0 40000, gpu1 40000, host 20000" -- env MGPU_EMULATE_GPUS=2 "$run" reduce -n 100000 --split 1,1,0.5
@@ -229,6 +244,28 @@ assert len(d["efficiency_by_round"]) == 3 and all(e > 0 for e in d["efficiency_b
 assert len(d["speedup_vs_static_by_round"]) == 3 and all(x > 0 for x in d["speedup_vs_static_by_round"]), d
 assert d["verification"]["failed"] == 0
 ' && printf '%s' "$out" | python3 -c "$schema_keys"; then ok; else bad "--rounds JSON: $out"; fi
+fi
+# --compare with every run of the whole batch over --max-run-time (about 10 s
+# each unbounded: 4 modes and the ceiling, 2 rounds): each is
+# timed on a prefix, the same in both rounds, and the whole comparison ends
+# within a bounded time.
+if command -v python3 >/dev/null 2>&1; then
+  t0=$(date +%s)
+  out=$(MGPU_EMULATE_GPUS=1 "$run" mulmod -n 2000000 --intensity 1000 --compare --rounds 2 --repeat 1 --json --threads 1 --max-run-time 0.2 2>/dev/null); rc=$?
+  took=$(( $(date +%s) - t0 ))
+  if [ $rc = 0 ] && [ $took -lt 60 ] && printf '%s' "$out" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+n = d["items"]
+assert d["max_run_time"] == 0.2
+for r in d["results"]:
+    assert r["ran"] and r["runs"] == 2 and 0 < r["prefix_items"] < n, r
+    assert sum(w["items"] for w in r["workers"]) == r["prefix_items"], r
+assert 0 < d["ceiling"]["prefix_items"] < n and not d["ceiling"]["differs"], d["ceiling"]
+v = d["verification"]
+assert v["enabled"] and v["failed"] == 0 and v["checked"] > 0, v
+' && printf '%s' "$out" | python3 -c "$schema_keys"; then ok
+  else bad "--compare --max-run-time 0.2: exit $rc after $took s: $out"; fi
 fi
 # --reserve auto: the JSON says so, and the last run kept 0, a quarter or half
 # of the 4 CPU workers out of the batch.
