@@ -19,8 +19,8 @@
 #define EXIT_INTERRUPTED 130
 #define MAX_ROUNDS 100 /* --rounds */
 /* --max-run-time's default: a mode whose run would take longer is timed on a
- * prefix, so that --compare (four modes and the ceiling, each a warm-up and
- * --repeat runs) stays within a minute or so. */
+ * prefix, so that --compare (four modes, six fixed splits and the ceiling,
+ * each a warm-up and --repeat runs) stays within a minute or so. */
 #define MAX_RUN_S_DEFAULT 3.0
 
 /* The command line, as options.c reads it. */
@@ -137,6 +137,23 @@ typedef struct {
   size_t prefix;        /* items of the launch where the whole batch would take over --max-run-time; 0: all */
 } ceiling_t;
 
+/* The sweep of fixed splits of --compare (sweep.c): static mode at factors of
+ * the static mode's ratio; its ends are the cpu and gpu modes. */
+#define SWEEP_POINTS 6
+#define SWEEP_RUNS 1 /* timed runs of each point */
+typedef struct {
+  const char *skipped;  /* why it was not run, or NULL */
+  bool ran;             /* at least one point ran */
+  double ratio;         /* the static mode's ratio, at which the factors apply */
+  double factor[SWEEP_POINTS];
+  result_t pt[SWEEP_POINTS];
+  double share[SWEEP_POINTS]; /* share of the items the GPUs computed in the point's last run */
+  double static_share;  /* that of the static mode */
+  /* The best fixed split: the fastest of cpu, gpu, static and the points. */
+  const char *best_mode; /* "cpu", "gpu", "static" (the static mode) or "sweep"; NULL: none ran */
+  double best_ratio;     /* 0 for cpu; -1 for gpu (all on the GPUs) */
+  double best_tp, best_share;
+} sweep_t;
 
 /* Everything a batch workload's report shows: the modes run, the scaling
  * table, the comparison's figures and the verification. */
@@ -149,6 +166,8 @@ typedef struct {
   const char *note;
   int ngpu, ncpu;   /* of the base runtime */
   double e, speedup; /* --compare: steal / (cpu + gpu), steal / static; 0: not run */
+  double vs_best;    /* --compare: steal / the best fixed split of the sweep; 0: not known */
+  sweep_t sweep;     /* --compare */
   double e_round[MAX_ROUNDS], sp_round[MAX_ROUNDS];
   int ne, nsp;
   verdict_t vd;
@@ -219,6 +238,13 @@ bool canceled(mgpu_status_t s, size_t computed, size_t n);
 /* measure.c */
 void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const char *mode);
 void free_result(result_t *r);
+
+/* sweep.c */
+void run_sweep(work_t *w, const opts_t *o, outcome_t *oc, const char *skip);
+void sweep_best(outcome_t *oc);
+void sweep_report(const opts_t *o, const outcome_t *oc);
+void sweep_json(const outcome_t *oc);
+double gpu_share(const result_t *r);
 
 /* modes.c */
 const char *mode_name(mgpu_sched_t m);

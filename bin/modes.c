@@ -1,8 +1,8 @@
 /*
  * modes.c: what mgpu-run runs and how often: one mode, the four modes of
- * --compare (round by round with --rounds), or the GPU counts of --gpus, each
- * mode timed by measure.c; and the data-parallel workloads (multi.c), once or
- * per GPU count.
+ * --compare (round by round with --rounds) and its sweep of fixed splits
+ * (sweep.c), or the GPU counts of --gpus, each mode timed by measure.c; and
+ * the data-parallel workloads (multi.c), once or per GPU count.
  */
 #include "config.h"
 
@@ -111,12 +111,12 @@ static void run_scaling(work_t *w, const opts_t *o, outcome_t *oc) {
 static const char *compare_skip(mgpu_sched_t m, bool has_gpu_fn, outcome_t *oc) {
   bool needs_gpu = m == MGPU_SCHED_GPU || m == MGPU_SCHED_STATIC;
   if (needs_gpu && oc->ngpu == 0) {
-    oc->note = "no GPU is in use: only the CPU modes were compared";
+    oc->note = "no GPU is in use: only the CPU modes were compared, and no fixed split";
     return "no GPU";
   }
   if (needs_gpu && !has_gpu_fn) {
-    oc->note = "the kernel has no GPU function: the CPU workers run every item, so gpu and static were not run "
-               "and E is not given";
+    oc->note = "the kernel has no GPU function: the CPU workers run every item, so gpu, static and the sweep of "
+               "fixed splits were not run and E is not given";
     return "the kernel has no GPU function";
   }
   if (m == MGPU_SCHED_CPU && oc->ncpu == 0) return "no CPU worker";
@@ -124,7 +124,9 @@ static const char *compare_skip(mgpu_sched_t m, bool has_gpu_fn, outcome_t *oc) 
 }
 
 /* --compare: the same inputs, one runtime per mode. static uses the ratio
- * measured by the cpu and gpu runs: the best a fixed split can do. With
+ * measured by the cpu and gpu runs, unless --ratio is given; in the last
+ * round, the sweep of fixed splits around it runs before steal (so that the
+ * steal run is the last, the one verified, traced and plotted). With
  * --rounds the four modes run in turn again, so that a machine whose speed
  * drifts during the comparison affects every mode alike. */
 static void run_compare(work_t *w, const opts_t *o, bool has_gpu_fn, outcome_t *oc) {
@@ -138,12 +140,16 @@ static void run_compare(work_t *w, const opts_t *o, bool has_gpu_fn, outcome_t *
     for (int m = 0; m < 4 && !interrupted; m++) {
       result_t *r = &res[m];
       const char *skip = compare_skip(modes[m], has_gpu_fn, oc);
+      if (modes[m] == MGPU_SCHED_STEAL && last)
+        run_sweep(w, o, oc, compare_skip(MGPU_SCHED_STATIC, has_gpu_fn, oc));
       if (skip) {
         r->skipped = skip;
         continue;
       }
       if (modes[m] == MGPU_SCHED_STATIC && res[0].ran && res[1].ran && res[0].throughput > 0)
         ratio = (res[1].throughput / oc->ngpu) / (res[0].throughput / res[0].ncpu);
+      if (modes[m] == MGPU_SCHED_STATIC)
+        oc->sweep.ratio = o->cfg.device_to_core_ratio > 0 ? o->cfg.device_to_core_ratio : ratio;
       mgpu_runtime_t *rt = start_runtime(o, modes[m], modes[m] == MGPU_SCHED_STATIC ? ratio : 0,
                                          modes[m] == MGPU_SCHED_STEAL && last);
       measure(rt, w, o, r, r->mode);
@@ -165,6 +171,8 @@ static void compare_figures(outcome_t *oc) {
     oc->speedup = res[3].throughput / res[2].throughput;
     oc->nsp = ratio_by_round(&res[3], &res[2], NULL, oc->sp_round);
   }
+  sweep_best(oc);
+  if (res[3].ran && oc->sweep.best_tp > 0) oc->vs_best = res[3].throughput / oc->sweep.best_tp;
 }
 
 /* A kernel without a GPU function runs only on CPU workers: a "gpu" figure
@@ -184,6 +192,7 @@ static void free_outcome(outcome_t *oc) {
   }
   free(oc->sres);
   for (int i = 0; i < nres; i++) free_result(&oc->res[i]);
+  for (int i = 0; i < SWEEP_POINTS; i++) free_result(&oc->sweep.pt[i]);
 }
 
 /* A batch workload: set up, run in the modes asked for, verified, reported;

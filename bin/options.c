@@ -60,8 +60,10 @@ static const opt_desc_t options[] = {
   {"mode", 0, "MODE", O_MODE, G_WORKLOAD,
       "steal (default), static, cpu or gpu"},
   {"compare", 0, NULL, O_COMPARE, G_WORKLOAD,
-      "run cpu, gpu, static and steal on the same inputs and\n"
-      "compare them, then the ceiling (--ceiling)"},
+      "run cpu, gpu, static and steal on the same inputs,\n"
+      "and static at 1/8 to 8 times the measured ratio,\n"
+      "and compare them with the best fixed split; then\n"
+      "the ceiling (--ceiling)"},
   {"ceiling", 0, NULL, O_CEILING, G_WORKLOAD,
       "run only the ceiling: the whole batch as one launch\n"
       "on GPU 0, copied in and out in one piece from pinned\n"

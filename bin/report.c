@@ -1,8 +1,8 @@
 /*
  * report.c: the text reports of a batch workload: the header line, a line
- * per mode with the per-worker table, the scaling table of --gpus, E and the
- * speedup of --compare, notes, and the verification line; and --quiet's one
- * line.
+ * per mode with the per-worker table, the scaling table of --gpus, the fixed
+ * splits (sweep.c), E and the speedups of --compare, notes, and the
+ * verification line; and --quiet's one line.
  */
 #include "config.h"
 
@@ -153,8 +153,10 @@ void report_text(const opts_t *o, const work_t *w, const outcome_t *oc) {
   double worst_steal = report_modes(o, w, oc);
   if (oc->nsres) report_scaling(o, oc);
   if (o->compare) {
-    if (oc->e > 0)
-      print_ratio("heterogeneous efficiency E = steal / (cpu + gpu) = ", oc->e, oc->e_round, oc->ne, ""), printf("\n");
+    sweep_report(o, oc);
+    if (oc->e > 0) print_ratio("heterogeneous efficiency E = steal / (cpu + gpu) = ", oc->e, oc->e_round, oc->ne, "");
+    if (oc->vs_best > 0) printf("%ssteal / best static = %.3fx", oc->e > 0 ? "; " : "", oc->vs_best);
+    if (oc->e > 0 || oc->vs_best > 0) printf("\n");
     if (oc->speedup > 0) print_ratio("steal vs static: ", oc->speedup, oc->sp_round, oc->nsp, "x"), printf("\n");
   }
   if (oc->ceiling.asked) ceiling_report(&oc->ceiling, o->compare ? &oc->res[1] : NULL);
@@ -175,8 +177,8 @@ void report_text(const opts_t *o, const work_t *w, const outcome_t *oc) {
  * the whole batch would have taken over --max-run-time, with how long that
  * would have been. */
 void print_prefix_note(const opts_t *o, const work_t *w, const outcome_t *oc) {
-  const result_t *rs = oc->nsres ? oc->sres : oc->res, *pr[4 + MGPU_MAX_DEVICES];
-  char name[4 + MGPU_MAX_DEVICES][32];
+  const result_t *rs = oc->nsres ? oc->sres : oc->res, *pr[4 + SWEEP_POINTS + MGPU_MAX_DEVICES];
+  char name[4 + SWEEP_POINTS + MGPU_MAX_DEVICES][32];
   int n = 0;
   for (int i = 0; i < (oc->nsres ? oc->nsres : oc->nres); i++) {
     if (!rs[i].prefix) continue;
@@ -184,6 +186,9 @@ void print_prefix_note(const opts_t *o, const work_t *w, const outcome_t *oc) {
     else snprintf(name[n], sizeof name[n], "mode %s", rs[i].mode);
     pr[n++] = &rs[i];
   }
+  for (int i = 0; i < SWEEP_POINTS; i++)
+    if (oc->sweep.pt[i].prefix)
+      snprintf(name[n], sizeof name[n], "%s", oc->sweep.pt[i].mode), pr[n++] = &oc->sweep.pt[i];
   if (!n && !oc->ceiling.prefix) return;
   printf("note: timed on the first items of the batch (as many as shown above), as a run of all %zu would take over "
          "--max-run-time %g s: ", w->n, o->max_run_s);
