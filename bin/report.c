@@ -27,7 +27,7 @@ static void print_ratio(const char *label, double v, const double *by, int n, co
 /* The per-worker table of the mode's last timed run: the library's own. */
 static void print_workers(const result_t *r, const work_t *w) {
   if (!strcmp(w->name, "pipeline"))
-    printf("pipeline: items of the last run's three stages (%zu per stage), by worker:\n", w->n);
+    printf("pipeline: items of the last run's three stages (%zu per stage), by worker:\n", r->prefix ? r->prefix : w->n);
   mgpu_stats_print(NULL, &r->st, stdout);
   if (r->reserve >= r->ncpu && r->reserve_auto)
     printf("Every CPU worker was kept out of the last run, which this kernel's trials found faster "

@@ -171,6 +171,12 @@ sum=$(printf '%s\n' "$out" | awk '($2 == "cpu" || $2 ~ /^gpu/) && $4 ~ /%$/ {s +
 if [ "$sum" = 100 ] && printf '%s' "$out" | grep -q "^total: 192 items" &&
    printf '%s' "$out" | grep -q "pipeline: items of the last run's three stages (64 per stage)"; then ok
 else bad "pipeline table: shares add up to $sum%: $out"; fi
+# On a prefix (--max-run-time), the pipeline's table is of the prefix's items.
+out=$(env MGPU_EMULATE_GPUS=1 "$run" pipeline -n 64 --size 12 --repeat 1 --threads 2 --max-run-time 0.002 2>&1)
+k=$(printf '%s\n' "$out" | sed -n 's/^mode steal .*(median of 1 on the first \([0-9]*\) items).*/\1/p')
+if [ -n "$k" ] && printf '%s' "$out" | grep -q "three stages ($k per stage)" &&
+   printf '%s' "$out" | grep -q "^total: $((3 * k)) items" && printf '%s' "$out" | grep -q "verification: ok (all $k items of the last run"; then ok
+else bad "pipeline on a prefix: $out"; fi
 # Counts of one are singular; a split lists its parts with commas.
 expect 0 "== 1 GPU ==" -- env MGPU_EMULATE_GPUS=2 "$run" reduce -n 10000 --gpus 1,2
 expect 0 "; 1 CPU worker, 1 GPU (" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 100 --intensity 2 --repeat 1 --threads 1
