@@ -1,8 +1,10 @@
 /*
- * batch.c: one run of a batch workload on a runtime: its outputs poisoned,
- * the batch submitted (the pipeline as dependent sub-batches), waited for
- * under the progress bar and SIGINT's watch, and timed, with the host's steal
- * time over the timed span.
+ * batch.c: one run of a batch workload on a runtime, on its first w->nrun
+ * items (the whole batch, or a prefix): its outputs poisoned, the batch
+ * submitted (the pipeline as dependent sub-batches), waited for under the
+ * progress bar and SIGINT's watch, and timed, with the host's steal time over
+ * the timed span; and a mode's first warm-up, stopped where a run of the whole
+ * batch would take over --max-run-time.
  */
 #include "config.h"
 
@@ -50,7 +52,9 @@ static double run_single(mgpu_runtime_t *rt, work_t *w, mgpu_stats_t *st, steala
   mgpu_event_t *ev;
   steal_mark(sa, false);
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  check_status(mgpu_submit(rt, &w->b, 0, NULL, &ev), "submitting the batch");
+  mgpu_batch_t b = w->b;
+  b.n = w->nrun;
+  check_status(mgpu_submit(rt, &b, 0, NULL, &ev), "submitting the batch");
   watch_events(&ev, 1);
   progress_begin(ev);
   mgpu_stats_t own = {0};
@@ -60,7 +64,7 @@ static double run_single(mgpu_runtime_t *rt, work_t *w, mgpu_stats_t *st, steala
   progress_end();
   watch_events(NULL, 0);
   mgpu_event_release(ev);
-  if (canceled(s, (st ? st : &own)->items, w->n)) return -1;
+  if (canceled(s, (st ? st : &own)->items, w->nrun)) return -1;
   check_status(s, "the batch");
   return seconds_between(&t0, &t1);
 }
@@ -80,10 +84,10 @@ static size_t pipeline_submit(mgpu_runtime_t *rt, work_t *w, stages_t *sg, mgpu_
   sg->a1 = (mgpu_ntt_arg_t){w->log_n, 0};
   sg->a2 = (mgpu_pipeline_arg_t){w->log_n, 0, w->key};
   size_t per = (size_t)8 << w->log_n;
-  size_t sub = w->n < 16 ? 1 : w->n / 16;
-  size_t nsub = (w->n + sub - 1) / sub;
+  size_t sub = w->nrun < 16 ? 1 : w->nrun / 16;
+  size_t nsub = (w->nrun + sub - 1) / sub;
   for (size_t s = 0; s < nsub; s++) {
-    size_t first = s * sub, cnt = first + sub > w->n ? w->n - first : sub;
+    size_t first = s * sub, cnt = first + sub > w->nrun ? w->nrun - first : sub;
     char *x = (char *)w->in[0] + first * per, *m1 = (char *)w->mid1 + first * per, *m2 = (char *)w->mid2 + first * per,
          *z = (char *)w->out + first * per;
     mgpu_batch_t b1 = {.kernel = &w->k, .n = cnt, .in = {x}, .out = {m1}, .arg = &sg->a1, .arg_size = sizeof sg->a1};
@@ -121,8 +125,8 @@ static double run_pipeline(mgpu_runtime_t *rt, work_t *w, mgpu_stats_t *st, stea
   check_status(mgpu_kernel_pipeline_decompose(w->log_n, &sg.kdec), "mgpu_kernel_pipeline_decompose");
   check_status(mgpu_kernel_pipeline_mul_intt(w->log_n, &sg.kmul), "mgpu_kernel_pipeline_mul_intt");
   size_t per = (size_t)8 << w->log_n;
-  size_t sub = w->n < 16 ? 1 : w->n / 16;
-  size_t nsub = (w->n + sub - 1) / sub;
+  size_t sub = w->nrun < 16 ? 1 : w->nrun / 16;
+  size_t nsub = (w->nrun + sub - 1) / sub;
   mgpu_event_t **ev = calloc(3 * (nsub ? nsub : 1), sizeof *ev);
   /* One constant per runtime, made once: later runs reuse its device copies. */
   if (w->kconst_rt != rt) {
@@ -156,19 +160,80 @@ static double run_pipeline(mgpu_runtime_t *rt, work_t *w, mgpu_stats_t *st, stea
   free(ev);
   bool stopped = false;
   for (size_t s = 0; s < nev; s++)
-    if (stage_st[s] != MGPU_OK && !(stopped |= canceled(stage_st[s], finished, w->n)))
+    if (stage_st[s] != MGPU_OK && !(stopped |= canceled(stage_st[s], finished, w->nrun)))
       check_status(stage_st[s], "a pipeline stage");
   if (!stopped && st) pipeline_stats(rt, &before, st, seconds_between(&t0, &t1));
   free(before.worker);
   return stopped ? -1 : seconds_between(&t0, &t1);
 }
 
-/* Run the workload once on rt; returns wall seconds and fills stats (and,
- * unless NULL, the steal time sa); -1 when SIGINT canceled the run. */
-double run_once(mgpu_runtime_t *rt, work_t *w, mgpu_stats_t *st, stealacc_t *sa) {
-  /* Poison the outputs: every item must be written again. */
+/* Items checked by verification: every one of a small run, else about 2000
+ * spread over it. */
+size_t verify_step(size_t n) { return n <= 4096 ? 1 : n / 2000; }
+
+/* Before a run: its outputs poisoned (every item must be written again), and
+ * the items whose worker is recorded for verification chosen. */
+static void run_prepare(work_t *w) {
   w->complete = false;
   for (int i = 0; i < MGPU_MAX_ARGS; i++)
-    if (w->outs[i]) memset(w->outs[i], 0xA5, w->outs_bytes[i]);
-  return strcmp(w->name, "pipeline") != 0 ? run_single(rt, w, st, sa) : run_pipeline(rt, w, st, sa);
+    if (w->outs[i]) memset(w->outs[i], 0xA5, w->outs_bytes[i] / w->n * w->nrun);
+  w->vstep = verify_step(w->nrun);
+  for (size_t i = 0; i < w->sample_cap; i++) w->sample_worker[i] = -1;
+}
+
+/* Run the workload once on rt, on its first w->nrun items; returns wall
+ * seconds and fills stats (and, unless NULL, the steal time sa); -1 when
+ * SIGINT canceled the run. */
+double run_once(mgpu_runtime_t *rt, work_t *w, mgpu_stats_t *st, stealacc_t *sa) {
+  run_prepare(w);
+  double t = strcmp(w->name, "pipeline") != 0 ? run_single(rt, w, st, sa) : run_pipeline(rt, w, st, sa);
+  if (t >= 0) w->complete = true, w->ndone = w->nrun;
+  return t;
+}
+
+/* Whether a batch that has run el seconds and computed done of its total
+ * items should stop: once it has run half the bound, where its rate so far
+ * says that it would run past the bound (at the bound where nothing is done). */
+static bool past_bound(double el, size_t done, size_t total, double bound_s) {
+  if (el < bound_s / 2) return false;
+  return done == 0 ? el >= bound_s : el * (double)total / (double)done > bound_s;
+}
+
+/* A mode's first warm-up: the whole batch (w->nrun = w->n), stopped at its
+ * next chunk once past_bound says that it would take over bound_s seconds (0:
+ * never). Returns the seconds it ran and sets *done to the items it computed
+ * (all of them where it completed, the outputs then holding them); -1 when
+ * SIGINT canceled it. The pipeline's stages run to their end. */
+double run_bounded(mgpu_runtime_t *rt, work_t *w, double bound_s, size_t *done) {
+  w->nrun = w->n;
+  *done = w->n;
+  if (bound_s <= 0 || !strcmp(w->name, "pipeline")) return run_once(rt, w, NULL, NULL);
+  run_prepare(w);
+  mgpu_event_t *ev;
+  double t0 = now_s();
+  check_status(mgpu_submit(rt, &w->b, 0, NULL, &ev), "submitting the batch");
+  watch_events(&ev, 1);
+  progress_begin(ev);
+  bool stopped = false;
+  while (mgpu_event_test(ev) == MGPU_ESTATE) {
+    struct timespec ts = {0, 5 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    size_t d = 0, total = 0;
+    if (!stopped && mgpu_event_progress(ev, &d, &total) == MGPU_OK && past_bound(now_s() - t0, d, total, bound_s))
+      stopped = mgpu_event_cancel(ev) == MGPU_OK;
+  }
+  mgpu_stats_t own = {0};
+  mgpu_status_t s = mgpu_event_wait(ev, &own);
+  double t = now_s() - t0;
+  progress_end();
+  watch_events(NULL, 0);
+  mgpu_event_release(ev);
+  if (canceled(s, own.items, w->n)) return -1;
+  if (s == MGPU_ECANCELED && stopped) {
+    *done = own.items;
+    return t;
+  }
+  check_status(s, "the batch");
+  w->complete = true, w->ndone = w->n;
+  return t;
 }

@@ -18,7 +18,7 @@
 #include "mgpu-run.h"
 
 /* Write w's image to o->output; ncpu: the CPU workers, whose colours differ
- * from the GPUs'. */
+ * from the GPUs'. Rows past the last run's (a prefix of the batch) are black. */
 void write_image(const work_t *w, const opts_t *o, int ncpu) {
   uint32_t wd = w->arg.mandel.width, ht = (uint32_t)w->n, maxit = w->arg.mandel.max_iter;
   unsigned char *rgb = malloc((size_t)wd * ht * 3);
@@ -27,7 +27,7 @@ void write_image(const work_t *w, const opts_t *o, int ncpu) {
                                              {180, 90, 220}, {60, 210, 200}, {240, 130, 40}, {150, 150, 150}};
   for (uint32_t y = 0; y < ht; y++)
     for (uint32_t x = 0; x < wd; x++) {
-      uint32_t v = it[(size_t)y * wd + x];
+      uint32_t v = y < w->ndone ? it[(size_t)y * wd + x] : maxit;
       double t = v >= maxit ? 0 : sqrt((double)v / maxit);
       unsigned char g = (unsigned char)(255 * t);
       unsigned char *p = rgb + ((size_t)y * wd + x) * 3;

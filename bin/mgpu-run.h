@@ -18,6 +18,10 @@
 #define EXIT_USAGE 2
 #define EXIT_INTERRUPTED 130
 #define MAX_ROUNDS 100 /* --rounds */
+/* --max-run-time's default: a mode whose run would take longer is timed on a
+ * prefix, so that --compare (four modes, six fixed splits and the ceiling,
+ * each a warm-up and --repeat runs) stays within a minute or so. */
+#define MAX_RUN_S_DEFAULT 3.0
 
 /* The command line, as options.c reads it. */
 typedef struct {
@@ -29,6 +33,7 @@ typedef struct {
   bool compare, verify, json, quiet, info, list, pinned, ceiling;
   int repeat;
   int rounds;          /* --compare: the four modes run this many times in turn */
+  double max_run_s;    /* --max-run-time: longer runs are timed on a prefix; 0: no bound */
   unsigned long long seed;
   const char *output;  /* mandelbrot image */
   const char *plugin;  /* shared library adding workloads */
@@ -48,6 +53,8 @@ typedef struct {
   mgpu_kernel_t k;
   mgpu_batch_t b;
   size_t n;
+  size_t nrun;           /* items of the runs being made: the first nrun (n, or a prefix) */
+  size_t ndone;          /* items the outputs hold, from the last completed run */
   double bytes_per_item; /* moved between host and device, for reports */
   union {
     mgpu_ntt_arg_t ntt;
@@ -65,8 +72,9 @@ typedef struct {
   int *row_worker; /* mandelbrot overlay */
   mgpu_kernel_fn ref_cpu;  /* the kernel's own CPU function, for verification */
   mgpu_kernel_t k_real;    /* the kernel before verification's recording wrappers */
-  size_t vstep;            /* verification checks items 0, vstep, 2 vstep, ... */
+  size_t vstep;            /* verification checks items 0, vstep, 2 vstep, ... of the last run */
   int *sample_worker;      /* the worker that computed each checked item in the last run */
+  size_t sample_cap;       /* entries of sample_worker */
   bool complete;           /* a run has completed: the outputs hold its results */
   /* pipeline */
   unsigned log_n;
@@ -103,6 +111,10 @@ typedef struct {
   bool reserve_auto; /* MGPU_RESERVE_THREADS=auto */
   stealacc_t steal; /* host steal time over the timed runs */
   const char *skipped;
+  bool sized;       /* the first warm-up has decided between the whole batch and a prefix */
+  size_t prefix;    /* items of each timed run where a run of the whole batch would take over
+                     * --max-run-time (the first ones of the batch); 0: the whole batch */
+  double whole_s;   /* with a prefix: the seconds a run of the whole batch would take, as estimated */
 } result_t;
 
 /* What verification found: the first wrong item is the lowest checked one. */
@@ -122,7 +134,26 @@ typedef struct {
   double wall_s;        /* best pass: copies in, one launch, copies out */
   double throughput;
   bool differs;         /* its outputs differ from the last run's */
+  size_t prefix;        /* items of the launch where the whole batch would take over --max-run-time; 0: all */
 } ceiling_t;
+
+/* The sweep of fixed splits of --compare (sweep.c): static mode at factors of
+ * the static mode's ratio; its ends are the cpu and gpu modes. */
+#define SWEEP_POINTS 6
+#define SWEEP_RUNS 1 /* timed runs of each point */
+typedef struct {
+  const char *skipped;  /* why it was not run, or NULL */
+  bool ran;             /* at least one point ran */
+  double ratio;         /* the static mode's ratio, at which the factors apply */
+  double factor[SWEEP_POINTS];
+  result_t pt[SWEEP_POINTS];
+  double share[SWEEP_POINTS]; /* share of the items the GPUs computed in the point's last run */
+  double static_share;  /* that of the static mode */
+  /* The best fixed split: the fastest of cpu, gpu, static and the points. */
+  const char *best_mode; /* "cpu", "gpu", "static" (the static mode) or "sweep"; NULL: none ran */
+  double best_ratio;     /* 0 for cpu; -1 for gpu (all on the GPUs) */
+  double best_tp, best_share;
+} sweep_t;
 
 /* Everything a batch workload's report shows: the modes run, the scaling
  * table, the comparison's figures and the verification. */
@@ -135,6 +166,8 @@ typedef struct {
   const char *note;
   int ngpu, ncpu;   /* of the base runtime */
   double e, speedup; /* --compare: steal / (cpu + gpu), steal / static; 0: not run */
+  double vs_best;    /* --compare: steal / the best fixed split of the sweep; 0: not known */
+  sweep_t sweep;     /* --compare */
   double e_round[MAX_ROUNDS], sp_round[MAX_ROUNDS];
   int ne, nsp;
   verdict_t vd;
@@ -151,6 +184,7 @@ void options_parse(int argc, char **argv, opts_t *o);
 /* parse.c: the library's rules for settings (lib/config.c), for flags. */
 long long parse_ll_opt(const char *opt, const char *v, long long lo, long long hi);
 double parse_double_opt(const char *opt, const char *v, double lo, double hi);
+double parse_seconds_opt(const char *opt, const char *v, double hi);
 bool parse_keyword(const char *v, const char *word);
 mgpu_sched_t parse_mode(const char *v);
 int parse_split(const char *v, double *out);
@@ -183,6 +217,8 @@ unsigned long long work_intensity(const work_t *w);
 /* batch.c */
 void check_status(mgpu_status_t st, const char *what);
 double run_once(mgpu_runtime_t *rt, work_t *w, mgpu_stats_t *st, stealacc_t *sa);
+double run_bounded(mgpu_runtime_t *rt, work_t *w, double bound_s, size_t *done);
+size_t verify_step(size_t n);
 double steal_share(const stealacc_t *a);
 
 /* verify.c */
@@ -195,9 +231,21 @@ void watch_events(mgpu_event_t *const *ev, size_t n);
 bool progress_start(const opts_t *o);
 void progress_finish(void);
 void progress_label(const char *mode, const char *what, int k, int n);
+double now_s(void);
 void progress_begin(mgpu_event_t *ev);
 void progress_end(void);
 bool canceled(mgpu_status_t s, size_t computed, size_t n);
+
+/* measure.c */
+void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const char *mode);
+void free_result(result_t *r);
+
+/* sweep.c */
+void run_sweep(work_t *w, const opts_t *o, outcome_t *oc, const char *skip);
+void sweep_best(outcome_t *oc);
+void sweep_report(const opts_t *o, const outcome_t *oc);
+void sweep_json(const outcome_t *oc);
+double gpu_share(const result_t *r);
 
 /* modes.c */
 const char *mode_name(mgpu_sched_t m);
@@ -206,9 +254,10 @@ int run_batch_workload(mgpu_runtime_t *base, opts_t *o, const mgpu_plugin_worklo
 
 /* report.c */
 void report_header(const work_t *w, mgpu_runtime_t *base, int ncpu, int ngpu);
+void print_prefix_note(const opts_t *o, const work_t *w, const outcome_t *oc);
 
 /* ceiling.c */
-void ceiling_run(const opts_t *o, work_t *w, int ngpu, ceiling_t *c);
+void ceiling_run(const opts_t *o, work_t *w, int ngpu, double expect_tp, ceiling_t *c);
 void ceiling_report(const ceiling_t *c, const result_t *gpu);
 void report_text(const opts_t *o, const work_t *w, const outcome_t *oc);
 void report_quiet(const opts_t *o, const work_t *w, const outcome_t *oc);

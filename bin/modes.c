@@ -1,8 +1,8 @@
 /*
  * modes.c: what mgpu-run runs and how often: one mode, the four modes of
- * --compare (round by round with --rounds), or the GPU counts of --gpus, each
- * mode timed over --repeat runs after a warm-up; and the data-parallel
- * workloads (multi.c), once or per GPU count.
+ * --compare (round by round with --rounds) and its sweep of fixed splits
+ * (sweep.c), or the GPU counts of --gpus, each mode timed by measure.c; and
+ * the data-parallel workloads (multi.c), once or per GPU count.
  */
 #include "config.h"
 
@@ -14,12 +14,6 @@
 #include "mgpu-run.h"
 #include "plot.h"
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-
 static void plot_run(mgpu_runtime_t *rt, const opts_t *o, const result_t *r, const work_t *w) {
   char title[256];
   snprintf(title, sizeof title, "mgpu-run %s, %zu items, mode %s: %.4f s (libmgpurt %s)", w->name, w->n, r->mode,
@@ -28,56 +22,6 @@ static void plot_run(mgpu_runtime_t *rt, const opts_t *o, const result_t *r, con
     fprintf(stderr, "%s: cannot write %s: %s\n", prog, o->plot, strerror(errno));
     exit(EXIT_FAIL);
   }
-}
-
-/* Time o->repeat runs of the workload on rt, after its warm-up, and add them to
- * r: with --rounds, r gathers every round's runs, and its figures are the
- * median of all of them (each round's own median is kept for E by round). */
-static void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const char *mode) {
-  int nw = mgpu_num_workers(rt);
-  r->mode = mode;
-  if (r->ws && r->nw != nw) free(r->ws), r->ws = NULL;
-  if (!r->ws) r->ws = calloc((size_t)nw, sizeof *r->ws);
-  r->nw = nw;
-  r->ncpu = mgpu_num_cpu_workers(rt);
-  r->reserve_auto = !strncmp(reserve_setting(rt), "auto", 4);
-  double *all = realloc(r->times, sizeof *all * (size_t)(r->runs + o->repeat + 1));
-  if (!all || !r->ws) {
-    fprintf(stderr, "%s: out of memory\n", prog);
-    exit(EXIT_FAIL);
-  }
-  r->times = all;
-  double *times = all + r->runs;
-  mgpu_stats_t st = {.worker = r->ws, .worker_cap = nw};
-  /* Warm-up: the speed model learns, buffers are made; under
-   * MGPU_RESERVE_THREADS=auto, the trials of the reserve as well. */
-  bool mixed = (!strcmp(mode, "steal") || !strcmp(mode, "static")) && mgpu_num_gpus(rt) > 0 && r->ncpu > 0;
-  int warm = r->reserve_auto && mixed ? MGPU_RESERVE_TRIALS : 1;
-  for (int i = 0; i < warm && !interrupted; i++) {
-    progress_label(mode, "warm-up", i + 1, warm);
-    if (run_once(rt, w, NULL, NULL) < 0) break;
-    w->complete = true;
-  }
-  /* SIGINT cancels the run in flight (it stops at its next chunk): the report
-   * then covers the runs completed, and a mode with none is skipped. */
-  int done = 0;
-  for (int i = 0; i < o->repeat && !interrupted; i++) {
-    progress_label(mode, "timed run", i + 1, o->repeat);
-    double t = run_once(rt, w, &st, &r->steal);
-    if (t < 0) break;
-    times[done++] = t;
-    w->complete = true;
-  }
-  if (done == 0) return;
-  qsort(times, (size_t)done, sizeof *times, cmp_double);
-  if (r->nround < MAX_ROUNDS) r->round_tp[r->nround++] = times[done / 2] > 0 ? (double)w->n / times[done / 2] : 0;
-  r->runs += done;
-  qsort(all, (size_t)r->runs, sizeof *all, cmp_double);
-  r->wall_s = all[r->runs / 2];
-  r->throughput = r->wall_s > 0 ? (double)w->n / r->wall_s : 0;
-  r->st = st;
-  r->reserve = st.reserve_workers;
-  r->ran = 1;
 }
 
 /* Round by round, num's throughput over den's (plus den2's unless NULL), into
@@ -167,12 +111,12 @@ static void run_scaling(work_t *w, const opts_t *o, outcome_t *oc) {
 static const char *compare_skip(mgpu_sched_t m, bool has_gpu_fn, outcome_t *oc) {
   bool needs_gpu = m == MGPU_SCHED_GPU || m == MGPU_SCHED_STATIC;
   if (needs_gpu && oc->ngpu == 0) {
-    oc->note = "no GPU is in use: only the CPU modes were compared";
+    oc->note = "no GPU is in use: only the CPU modes were compared, and no fixed split";
     return "no GPU";
   }
   if (needs_gpu && !has_gpu_fn) {
-    oc->note = "the kernel has no GPU function: the CPU workers run every item, so gpu and static were not run "
-               "and E is not given";
+    oc->note = "the kernel has no GPU function: the CPU workers run every item, so gpu, static and the sweep of "
+               "fixed splits were not run and E is not given";
     return "the kernel has no GPU function";
   }
   if (m == MGPU_SCHED_CPU && oc->ncpu == 0) return "no CPU worker";
@@ -180,7 +124,9 @@ static const char *compare_skip(mgpu_sched_t m, bool has_gpu_fn, outcome_t *oc) 
 }
 
 /* --compare: the same inputs, one runtime per mode. static uses the ratio
- * measured by the cpu and gpu runs: the best a fixed split can do. With
+ * measured by the cpu and gpu runs, unless --ratio is given; in the last
+ * round, the sweep of fixed splits around it runs before steal (so that the
+ * steal run is the last, the one verified, traced and plotted). With
  * --rounds the four modes run in turn again, so that a machine whose speed
  * drifts during the comparison affects every mode alike. */
 static void run_compare(work_t *w, const opts_t *o, bool has_gpu_fn, outcome_t *oc) {
@@ -194,12 +140,16 @@ static void run_compare(work_t *w, const opts_t *o, bool has_gpu_fn, outcome_t *
     for (int m = 0; m < 4 && !interrupted; m++) {
       result_t *r = &res[m];
       const char *skip = compare_skip(modes[m], has_gpu_fn, oc);
+      if (modes[m] == MGPU_SCHED_STEAL && last)
+        run_sweep(w, o, oc, compare_skip(MGPU_SCHED_STATIC, has_gpu_fn, oc));
       if (skip) {
         r->skipped = skip;
         continue;
       }
       if (modes[m] == MGPU_SCHED_STATIC && res[0].ran && res[1].ran && res[0].throughput > 0)
         ratio = (res[1].throughput / oc->ngpu) / (res[0].throughput / res[0].ncpu);
+      if (modes[m] == MGPU_SCHED_STATIC)
+        oc->sweep.ratio = o->cfg.device_to_core_ratio > 0 ? o->cfg.device_to_core_ratio : ratio;
       mgpu_runtime_t *rt = start_runtime(o, modes[m], modes[m] == MGPU_SCHED_STATIC ? ratio : 0,
                                          modes[m] == MGPU_SCHED_STEAL && last);
       measure(rt, w, o, r, r->mode);
@@ -221,6 +171,8 @@ static void compare_figures(outcome_t *oc) {
     oc->speedup = res[3].throughput / res[2].throughput;
     oc->nsp = ratio_by_round(&res[3], &res[2], NULL, oc->sp_round);
   }
+  sweep_best(oc);
+  if (res[3].ran && oc->sweep.best_tp > 0) oc->vs_best = res[3].throughput / oc->sweep.best_tp;
 }
 
 /* A kernel without a GPU function runs only on CPU workers: a "gpu" figure
@@ -235,11 +187,12 @@ static bool gpu_mode_refused(const opts_t *o, const work_t *w, const outcome_t *
 static void free_outcome(outcome_t *oc) {
   int nres = oc->nres;
   if (oc->nsres) {
-    for (int i = 0; i < oc->nsres; i++) free(oc->sres[i].ws), free(oc->sres[i].times);
+    for (int i = 0; i < oc->nsres; i++) free_result(&oc->sres[i]);
     nres = 0; /* res[0] is a copy of the last of them */
   }
   free(oc->sres);
-  for (int i = 0; i < nres; i++) free(oc->res[i].ws), free(oc->res[i].times);
+  for (int i = 0; i < nres; i++) free_result(&oc->res[i]);
+  for (int i = 0; i < SWEEP_POINTS; i++) free_result(&oc->sweep.pt[i]);
 }
 
 /* A batch workload: set up, run in the modes asked for, verified, reported;
@@ -263,7 +216,7 @@ int run_batch_workload(mgpu_runtime_t *base, opts_t *o, const mgpu_plugin_worklo
   if (o->ngpus_list) run_scaling(&w, o, &oc);
   else if (o->compare) run_compare(&w, o, w.k.gpu != NULL, &oc);
   else if (o->ceiling) {
-    ceiling_run(o, &w, oc.ngpu, &oc.ceiling);
+    ceiling_run(o, &w, oc.ngpu, 0, &oc.ceiling);
     if (oc.ceiling.skipped) {
       fprintf(stderr, "%s: nothing ran: the ceiling cannot be measured: %s\n", prog, oc.ceiling.skipped);
       work_free(&w, base, o);
@@ -280,7 +233,7 @@ int run_batch_workload(mgpu_runtime_t *base, opts_t *o, const mgpu_plugin_worklo
   progress_finish();
   oc.vd = (verdict_t){.first = -1, .worker = -1};
   if (o->verify && w.complete) verify(&w, base, &oc.vd); /* the last run's results are in w.out */
-  if (o->compare && !interrupted) ceiling_run(o, &w, oc.ngpu, &oc.ceiling);
+  if (o->compare && !interrupted) ceiling_run(o, &w, oc.ngpu, oc.res[1].ran ? oc.res[1].throughput : 0, &oc.ceiling);
   if (o->output) write_image(&w, o, oc.ncpu);
   if (o->compare) compare_figures(&oc);
   if (o->json) report_json(o, &w, &oc, base);

@@ -21,7 +21,7 @@
 
 typedef enum {
   O_ITEMS, O_SIZE, O_INTENSITY, O_MODE, O_COMPARE, O_CEILING, O_ROUNDS, O_GPUS, O_SPLIT, O_DTYPE, O_MIN_BYTES, O_MAX_BYTES,
-  O_REPEAT, O_SEED, O_NO_VERIFY, O_PINNED, O_OUTPUT, O_PLOT, O_TRACE, O_PLUGIN, O_OVERLAY, O_THREADS, O_RESERVE,
+  O_REPEAT, O_MAX_RUN_TIME, O_SEED, O_NO_VERIFY, O_PINNED, O_OUTPUT, O_PLOT, O_TRACE, O_PLUGIN, O_OVERLAY, O_THREADS, O_RESERVE,
   O_NUM_GPUS, O_DEVICES, O_RATIO, O_MAX_BATCH, O_STREAMS, O_JSON, O_QUIET, O_INFO, O_LIST, O_HELP, O_VERSION
 } opt_id_t;
 
@@ -60,8 +60,10 @@ static const opt_desc_t options[] = {
   {"mode", 0, "MODE", O_MODE, G_WORKLOAD,
       "steal (default), static, cpu or gpu"},
   {"compare", 0, NULL, O_COMPARE, G_WORKLOAD,
-      "run cpu, gpu, static and steal on the same inputs and\n"
-      "compare them, then the ceiling (--ceiling)"},
+      "run cpu, gpu, static and steal on the same inputs,\n"
+      "and static at 1/8 to 8 times the measured ratio,\n"
+      "and compare them with the best fixed split; then\n"
+      "the ceiling (--ceiling)"},
   {"ceiling", 0, NULL, O_CEILING, G_WORKLOAD,
       "run only the ceiling: the whole batch as one launch\n"
       "on GPU 0, copied in and out in one piece from pinned\n"
@@ -97,6 +99,12 @@ static const opt_desc_t options[] = {
       "median is reported, with the share of the busy\n"
       "CPU time the host took (steal time) where it\n"
       "reached 0.5%"},
+  {"max-run-time", 0, "T", O_MAX_RUN_TIME, G_WORKLOAD,
+      "time a mode on a prefix of the batch where a run of\n"
+      "the whole batch would take over T seconds, 0..1e6\n"
+      "(default 3; 0: no bound): its first warm-up stops\n"
+      "early, the prefix is what its rate computes in T\n"
+      "seconds, and the report says so; the ceiling too"},
   {"seed", 0, "S", O_SEED, G_WORKLOAD,
       "seed of the random inputs (default 1)"},
   {"no-verify", 0, NULL, O_NO_VERIFY, G_WORKLOAD,
@@ -273,6 +281,7 @@ static void apply_workload_option(opts_t *o, opt_id_t id, const char *v) {
   case O_MIN_BYTES: o->multi.min_bytes = parse_bytes_opt("--min-bytes", v); break;
   case O_MAX_BYTES: o->multi.max_bytes = parse_bytes_opt("--max-bytes", v); break;
   case O_REPEAT: o->repeat = (int)parse_ll_opt("--repeat", v, 1, 1000); break;
+  case O_MAX_RUN_TIME: o->max_run_s = parse_seconds_opt("--max-run-time", v, 1e6); break;
   case O_SEED: o->seed = (unsigned long long)parse_ll_opt("--seed", v, 0, LLONG_MAX); break;
   case O_NO_VERIFY: o->verify = false; break;
   case O_PINNED: o->pinned = true; break;
@@ -359,6 +368,7 @@ void options_parse(int argc, char **argv, opts_t *o) {
   o->size = -1;
   o->verify = true;
   o->repeat = 3;
+  o->max_run_s = MAX_RUN_S_DEFAULT;
   o->rounds = 1;
   o->seed = 1;
   mgpu_config_init(&o->cfg);

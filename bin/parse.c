@@ -64,6 +64,21 @@ double parse_double_opt(const char *opt, const char *v, double lo, double hi) {
   return x;
 }
 
+/* Seconds in 0..hi, 0 meaning none (MGPU_TIMEOUT's rule: -0 is refused). */
+double parse_seconds_opt(const char *opt, const char *v, double hi) {
+  char buf[VALUE_MAX], *end;
+  const char *t = trim(v, buf, sizeof buf);
+  double x = 0;
+  bool ok = t && mgpu_is_decimal(t) && *t != '-';
+  if (ok) {
+    errno = 0;
+    x = strtod(t, &end);
+    ok = errno != ERANGE && end != t && *end == '\0' && isfinite(x) && x >= 0 && x <= hi;
+  }
+  if (!ok) usage_error("%s '%s' is invalid: expected a number of seconds in 0..%g (0: no bound)", opt, v, hi);
+  return x;
+}
+
 bool parse_keyword(const char *v, const char *word) {
   char buf[64];
   const char *t = trim(v, buf, sizeof buf);

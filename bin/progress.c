@@ -40,7 +40,7 @@ static char progress_what[96]; /* which run: "mode steal, timed run 2 of 3" */
 static double progress_t0;
 static int progress_shown, progress_stop;
 
-static double now_s(void) {
+double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;

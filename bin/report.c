@@ -1,8 +1,8 @@
 /*
  * report.c: the text reports of a batch workload: the header line, a line
- * per mode with the per-worker table, the scaling table of --gpus, E and the
- * speedup of --compare, notes, and the verification line; and --quiet's one
- * line.
+ * per mode with the per-worker table, the scaling table of --gpus, the fixed
+ * splits (sweep.c), E and the speedups of --compare, notes, and the
+ * verification line; and --quiet's one line.
  */
 #include "config.h"
 
@@ -21,13 +21,13 @@
 static void print_ratio(const char *label, double v, const double *by, int n, const char *unit) {
   printf("%s%.3f%s", label, v, unit);
   for (int k = 0; k < n && n > 1; k++) printf("%s%.3f%s", k ? ", " : " (by round: ", by[k], unit);
-  printf("%s\n", n > 1 ? ")" : "");
+  printf("%s", n > 1 ? ")" : "");
 }
 
 /* The per-worker table of the mode's last timed run: the library's own. */
 static void print_workers(const result_t *r, const work_t *w) {
   if (!strcmp(w->name, "pipeline"))
-    printf("pipeline: items of the last run's three stages (%zu per stage), by worker:\n", w->n);
+    printf("pipeline: items of the last run's three stages (%zu per stage), by worker:\n", r->prefix ? r->prefix : w->n);
   mgpu_stats_print(NULL, &r->st, stdout);
   if (r->reserve >= r->ncpu && r->reserve_auto)
     printf("Every CPU worker was kept out of the last run, which this kernel's trials found faster "
@@ -44,8 +44,11 @@ static void print_workers(const result_t *r, const work_t *w) {
 static void print_verdict(const work_t *w, const verdict_t *v, const result_t *r) {
   char scope[160];
   const char *how = !strcmp(w->name, "pipeline") ? "on the host" : "against the CPU function";
-  if (w->vstep == 1) snprintf(scope, sizeof scope, "all %zu items checked %s", v->checked, how);
-  else snprintf(scope, sizeof scope, "%zu of %zu items, one in %zu, checked %s", v->checked, w->n, w->vstep, how);
+  const char *of = w->ndone < w->n ? " of the last run (a prefix of the batch)" : "";
+  if (w->vstep == 1) snprintf(scope, sizeof scope, "all %zu items%s checked %s", v->checked, of, how);
+  else
+    snprintf(scope, sizeof scope, "%zu of %s%zu items%s, one in %zu, checked %s", v->checked, *of ? "the " : "",
+             w->ndone, of, w->vstep, how);
   bool rt = !strcmp(w->name, "ntt");
   if (!v->bad) {
     printf("verification: ok (%s%s)\n", scope, rt ? ", plus an inverse round trip" : "");
@@ -89,14 +92,16 @@ const result_t *main_result(const outcome_t *oc) {
 }
 
 void report_quiet(const opts_t *o, const work_t *w, const outcome_t *oc) {
+  const char *verdict = !o->verify ? "off" : oc->vd.bad ? "FAILED" : "ok";
+  size_t prefix = o->ceiling ? oc->ceiling.prefix : main_result(oc)->prefix;
+  printf("%s: %zu items", w->name, w->n);
+  if (prefix) printf(" (timed on the first %zu)", prefix);
   if (o->ceiling) {
-    printf("%s: %zu items, ceiling %.4f s, %.4g items/s, verification %s\n", w->name, w->n, oc->ceiling.wall_s,
-           oc->ceiling.throughput, !o->verify ? "off" : oc->vd.bad ? "FAILED" : "ok");
+    printf(", ceiling %.4f s, %.4g items/s, verification %s\n", oc->ceiling.wall_s, oc->ceiling.throughput, verdict);
     return;
   }
   const result_t *r = main_result(oc);
-  printf("%s: %zu items, %.4f s, %.4g items/s, verification %s\n", w->name, w->n, r->wall_s, r->throughput,
-         !o->verify ? "off" : oc->vd.bad ? "FAILED" : "ok");
+  printf(", %.4f s, %.4g items/s, verification %s\n", r->wall_s, r->throughput, verdict);
 }
 
 /* A line per mode, and the per-worker table of the last (of each with one
@@ -111,6 +116,7 @@ static double report_modes(const opts_t *o, const work_t *w, const outcome_t *oc
     }
     printf("mode %-6s %.4f s (median of %d", r->mode, r->wall_s, r->runs);
     if (r->nround > 1) printf(" in %d rounds", r->nround);
+    if (r->prefix) printf(" on the first %zu items", r->prefix);
     printf("), %.4g items/s, %.3g GB/s moved", r->throughput, r->throughput * w->bytes_per_item / 1e9);
     if (r->ncpu != oc->ncpu) printf(", %d CPU worker%s", r->ncpu, r->ncpu == 1 ? "" : "s");
     double sh = steal_share(&r->steal);
@@ -136,8 +142,10 @@ static void report_scaling(const opts_t *o, const outcome_t *oc) {
     }
     if (!r0) r0 = r, k0 = o->gpus_list[i];
     double sp = r0->throughput > 0 ? r->throughput / r0->throughput : 0;
-    printf("  %5d %10.4f %14.4g %7.3fx %9.1f%%\n", o->gpus_list[i], r->wall_s, r->throughput, sp,
+    printf("  %5d %10.4f %14.4g %7.3fx %9.1f%%", o->gpus_list[i], r->wall_s, r->throughput, sp,
            100 * sp / ((double)o->gpus_list[i] / k0));
+    if (r->prefix) printf("  on the first %zu items", r->prefix);
+    printf("\n");
   }
 }
 
@@ -145,11 +153,15 @@ void report_text(const opts_t *o, const work_t *w, const outcome_t *oc) {
   double worst_steal = report_modes(o, w, oc);
   if (oc->nsres) report_scaling(o, oc);
   if (o->compare) {
+    sweep_report(o, oc);
     if (oc->e > 0) print_ratio("heterogeneous efficiency E = steal / (cpu + gpu) = ", oc->e, oc->e_round, oc->ne, "");
-    if (oc->speedup > 0) print_ratio("steal vs static: ", oc->speedup, oc->sp_round, oc->nsp, "x");
+    if (oc->vs_best > 0) printf("%ssteal / best static = %.3fx", oc->e > 0 ? "; " : "", oc->vs_best);
+    if (oc->e > 0 || oc->vs_best > 0) printf("\n");
+    if (oc->speedup > 0) print_ratio("steal vs static: ", oc->speedup, oc->sp_round, oc->nsp, "x"), printf("\n");
   }
   if (oc->ceiling.asked) ceiling_report(&oc->ceiling, o->compare ? &oc->res[1] : NULL);
   if (oc->note) printf("note: %s\n", oc->note);
+  print_prefix_note(o, w, oc);
   if (worst_steal >= STEAL_NOTE)
     printf("note: the host took up to %.0f%% of the busy CPU time (steal time in /proc/stat): this "
            "machine's CPUs are shared by its hypervisor, CPU chunks stall while it runs something else, and "
@@ -159,4 +171,31 @@ void report_text(const opts_t *o, const work_t *w, const outcome_t *oc) {
     printf("verification: none (%s)\n", interrupted ? "SIGINT stopped the last run" : "no run completed");
   else if (o->verify) print_verdict(w, &oc->vd, main_result(oc));
   else printf("verification: off\n");
+}
+
+/* The note that names the runs timed on a prefix of the batch, where a run of
+ * the whole batch would have taken over --max-run-time, with how long that
+ * would have been. */
+void print_prefix_note(const opts_t *o, const work_t *w, const outcome_t *oc) {
+  const result_t *rs = oc->nsres ? oc->sres : oc->res, *pr[4 + SWEEP_POINTS + MGPU_MAX_DEVICES];
+  char name[4 + SWEEP_POINTS + MGPU_MAX_DEVICES][32];
+  int n = 0;
+  for (int i = 0; i < (oc->nsres ? oc->nsres : oc->nres); i++) {
+    if (!rs[i].prefix) continue;
+    if (oc->nsres) snprintf(name[n], sizeof name[n], "%d GPU%s", o->gpus_list[i], o->gpus_list[i] == 1 ? "" : "s");
+    else snprintf(name[n], sizeof name[n], "mode %s", rs[i].mode);
+    pr[n++] = &rs[i];
+  }
+  for (int i = 0; i < SWEEP_POINTS; i++)
+    if (oc->sweep.pt[i].prefix)
+      snprintf(name[n], sizeof name[n], "%s", oc->sweep.pt[i].mode), pr[n++] = &oc->sweep.pt[i];
+  if (!n && !oc->ceiling.prefix) return;
+  printf("note: timed on the first items of the batch (as many as shown above), as a run of all %zu would take over "
+         "--max-run-time %g s: ", w->n, o->max_run_s);
+  for (int i = 0; i < n; i++)
+    printf("%s%s (about %.3g s)", i == 0 ? "" : i == n - 1 && !oc->ceiling.prefix ? " and " : ", ", name[i],
+           pr[i]->whole_s);
+  if (oc->ceiling.prefix) printf("%sthe ceiling", n ? " and " : "");
+  printf("; %s items/s are those of that prefix (--max-run-time 0 times the whole batch)\n",
+         n + (oc->ceiling.prefix ? 1 : 0) > 1 ? "their" : "its");
 }

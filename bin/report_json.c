@@ -17,9 +17,11 @@ static void json_result(const result_t *r, bool last) {
     return;
   }
   printf(", \"runs\": %d, \"wall_s\": %.6f, \"items_per_s\": %.3f, \"cpu_workers\": %d, \"reserve_workers\": %d, "
-         "\"reserve_auto\": %s, \"chunks\": %llu, \"steals\": %llu, \"retries\": %llu, \"host_steal\": ",
-         r->runs, r->wall_s, r->throughput, r->ncpu, r->reserve, r->reserve_auto ? "true" : "false", (unsigned long long)r->st.chunks, (unsigned long long)r->st.steals,
-         (unsigned long long)r->st.retries);
+         "\"reserve_auto\": %s, \"chunks\": %llu, \"steals\": %llu, \"retries\": %llu",
+         r->runs, r->wall_s, r->throughput, r->ncpu, r->reserve, r->reserve_auto ? "true" : "false",
+         (unsigned long long)r->st.chunks, (unsigned long long)r->st.steals, (unsigned long long)r->st.retries);
+  if (r->prefix) printf(", \"prefix_items\": %zu", r->prefix);
+  printf(", \"host_steal\": ");
   double sh = steal_share(&r->steal);
   if (sh >= 0) printf("%.4f, \"workers\": [", sh);
   else printf("null, \"workers\": [");
@@ -39,6 +41,7 @@ static void json_setup(const opts_t *o, const work_t *w, const outcome_t *oc, mg
   printf("{\n  \"version\": \"%s\",\n  \"workload\": \"%s\",\n  \"items\": %zu,\n  \"repeat\": %d,\n", mgpu_version(),
          w->name, w->n, o->repeat);
   if (o->compare) printf("  \"rounds\": %d,\n", o->rounds);
+  printf("  \"max_run_time\": %g,\n", o->max_run_s);
   if (work_intensity(w)) printf("  \"intensity\": %llu,\n", work_intensity(w));
   printf("  \"config\": {");
   mgpu_setting_t s = MGPU_SETTING_INIT;
@@ -55,7 +58,10 @@ static void json_setup(const opts_t *o, const work_t *w, const outcome_t *oc, mg
 }
 
 static void json_compare(const outcome_t *oc) {
-  printf("  \"efficiency\": %.4f,\n  \"speedup_vs_static\": %.4f,\n  \"efficiency_by_round\": [", oc->e, oc->speedup);
+  printf("  \"efficiency\": %.4f,\n  \"speedup_vs_static\": %.4f,\n  \"speedup_vs_best_static\": %.4f,\n",
+         oc->e, oc->speedup, oc->vs_best);
+  sweep_json(oc);
+  printf("  \"efficiency_by_round\": [");
   for (int k = 0; k < oc->ne; k++) printf("%s%.4f", k ? ", " : "", oc->e_round[k]);
   printf("],\n  \"speedup_vs_static_by_round\": [");
   for (int k = 0; k < oc->nsp; k++) printf("%s%.4f", k ? ", " : "", oc->sp_round[k]);
@@ -71,9 +77,11 @@ static void json_scaling(const opts_t *o, const outcome_t *oc) {
     if (!r0 && r->ran) r0 = r, k0 = o->gpus_list[i];
     double sp = r0 && r->ran && r0->throughput > 0 ? r->throughput / r0->throughput : 0;
     printf("%s{\"gpus\": %d, \"ran\": %s, \"wall_s\": %.6f, \"items_per_s\": %.3f, \"speedup\": %.4f, "
-           "\"efficiency\": %.4f}",
+           "\"efficiency\": %.4f",
            i ? ", " : "", o->gpus_list[i], r->ran ? "true" : "false", r->wall_s, r->throughput, sp,
            k0 ? sp / ((double)o->gpus_list[i] / k0) : 0);
+    if (r->prefix) printf(", \"prefix_items\": %zu", r->prefix);
+    printf("}");
   }
   printf("],\n");
 }
@@ -87,9 +95,12 @@ void report_json(const opts_t *o, const work_t *w, const outcome_t *oc, mgpu_run
   if (oc->nsres) json_scaling(o, oc);
   if (oc->ceiling.asked) {
     if (oc->ceiling.skipped) printf("  \"ceiling\": {\"measured\": false, \"why\": \"%s\"},\n", oc->ceiling.skipped);
-    else
-      printf("  \"ceiling\": {\"measured\": true, \"wall_s\": %.6f, \"items_per_s\": %.3f, \"differs\": %s},\n",
+    else {
+      printf("  \"ceiling\": {\"measured\": true, \"wall_s\": %.6f, \"items_per_s\": %.3f, \"differs\": %s",
              oc->ceiling.wall_s, oc->ceiling.throughput, oc->ceiling.differs ? "true" : "false");
+      if (oc->ceiling.prefix) printf(", \"prefix_items\": %zu", oc->ceiling.prefix);
+      printf("},\n");
+    }
   }
   printf("  \"verification\": {\"enabled\": %s, \"checked\": %zu, \"failed\": %lld}\n}\n", o->verify ? "true" : "false",
          oc->vd.checked, oc->vd.bad);

@@ -1,6 +1,7 @@
 /*
- * verify.c: the check of a run's results against the kernel's CPU function
- * run here (every item of a small batch, else about 2000 spread over it, on
+ * verify.c: the check of the last run's results (the items it computed: the
+ * whole batch, or a prefix) against the kernel's CPU function run here
+ * (every item of a small run, else about 2000 spread over it, on
  * as many threads as the runtime has CPU workers), plus ntt's inverse round
  * trip and the pipeline's direct computation.
  */
@@ -33,7 +34,7 @@ static void describe_diff(char *buf, size_t len, int k, const unsigned char *wan
 static void verify_pipeline(const work_t *w, verdict_t *v) {
   size_t nn = (size_t)1 << w->log_n;
   const uint64_t *x = w->in[0], *z = w->out;
-  for (size_t i = 0; i < w->n; i += w->vstep, v->checked++)
+  for (size_t i = 0; i < w->ndone; i += w->vstep, v->checked++)
     for (size_t c = 0; c < nn; c++) {
       uint64_t xv = x[i * nn + ((c + nn - w->shift) % nn)];
       uint64_t want = (uint64_t)(((unsigned __int128)xv * w->key) % MGPU_GOLDILOCKS_P);
@@ -48,11 +49,11 @@ static void verify_pipeline(const work_t *w, verdict_t *v) {
     }
 }
 
-/* Check results: every item for small runs, a sample of about 2000 spread over
- * the batch otherwise, against the kernel's CPU function run here; ntt also
- * round-trips. */
+/* Check the last run's results: every item for small runs, a sample of about
+ * 2000 spread over the run otherwise, against the kernel's CPU function run
+ * here; ntt also round-trips them. */
 void verify(work_t *w, mgpu_runtime_t *rt, verdict_t *v) {
-  size_t n = w->n, step = w->vstep;
+  size_t n = w->ndone, step = w->vstep;
   memset(v, 0, sizeof *v);
   v->first = -1;
   v->worker = -1;
@@ -112,10 +113,11 @@ void verify(work_t *w, mgpu_runtime_t *rt, verdict_t *v) {
   if (!strcmp(w->name, "ntt") && n > 0) {
     /* Round trip on the runtime: inverse(forward(x)) == x. */
     mgpu_ntt_arg_t inv = {w->log_n, 1};
-    void *back = malloc(w->out_bytes);
+    size_t bytes = w->out_bytes / w->n * n;
+    void *back = malloc(bytes);
     mgpu_batch_t b = {.kernel = &w->k, .n = n, .in = {w->out}, .out = {back}, .arg = &inv, .arg_size = sizeof inv};
     check_status(mgpu_run(rt, &b, NULL), "the inverse ntt");
-    if (memcmp(back, w->in[0], w->out_bytes) != 0) bad++, v->roundtrip_bad = true;
+    if (memcmp(back, w->in[0], bytes) != 0) bad++, v->roundtrip_bad = true;
     free(back);
   }
   v->bad = bad;

@@ -41,9 +41,6 @@ static void free_array(mgpu_runtime_t *base, const opts_t *o, void *p) {
   else free(p);
 }
 
-/* Items checked: every one of a small batch, else about 2000 spread over it. */
-static size_t verify_step(size_t n) { return n <= 4096 ? 1 : n / 2000; }
-
 /* The kernel's functions wrapped to record which worker computed each checked
  * item, so that a wrong answer names its worker. */
 static work_t *sample_target;
@@ -199,11 +196,13 @@ static void fill_inputs(work_t *w, const opts_t *o, mgpu_runtime_t *base, const 
   }
 }
 
-/* Record the worker of each checked item, so that a wrong one names it. */
+/* Record the worker of each checked item, so that a wrong one names it. A
+ * run of up to 4096 items has each checked, a longer one fewer than 3000
+ * (batch.c), whatever its length. */
 static void setup_sampling(work_t *w) {
-  size_t nchecks = (w->n + w->vstep - 1) / w->vstep;
-  w->sample_worker = malloc((nchecks ? nchecks : 1) * sizeof(int));
-  for (size_t i = 0; i < nchecks; i++) w->sample_worker[i] = -1;
+  w->sample_cap = w->n < 4096 ? w->n : 4096;
+  w->sample_worker = malloc((w->sample_cap ? w->sample_cap : 1) * sizeof(int));
+  for (size_t i = 0; i < w->sample_cap; i++) w->sample_worker[i] = -1;
   sample_target = w;
   sample_cpu_fn = w->k.cpu;
   sample_gpu_fn = w->k.gpu;
@@ -256,7 +255,8 @@ void work_setup(work_t *w, const opts_t *o, mgpu_runtime_t *base, const mgpu_plu
   w->b = (mgpu_batch_t){.kernel = &w->k, .n = w->n, .arg = w->argp, .arg_size = w->arg_size};
   for (int i = 0; i < MGPU_MAX_ARGS; i++) w->b.in[i] = w->in[i], w->b.out[i] = w->outs[i];
   w->ref_cpu = mandel_cpu_fn && w->row_worker ? mandel_cpu_fn : w->k.cpu;
-  w->vstep = verify_step(w->n);
+  w->nrun = w->ndone = w->n;
+  w->vstep = verify_step(w->n); /* set again by each run */
   w->k_real = w->k;
   if (o->verify && strcmp(wl, "pipeline") != 0) setup_sampling(w);
   if (!strcmp(wl, "pipeline")) setup_pipeline(w, o, base, &rng);

@@ -126,10 +126,37 @@ expect 0 "no GPU is in use" -- "$run" mulmod -n 2000 --intensity 10 --compare --
 expect 2 "" -- "$run" --compare --mode cpu
 # --rounds: the four modes in turn, each figure the median of every round's runs.
 expect 0 "median of 2 in 2 rounds" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --compare --rounds 2 --repeat 1 --threads 1
-expect 0 "(by round: " -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --compare --rounds 2 --repeat 1 --threads 1
+expect 0 "^steal vs static: [0-9.]*x (by round: [0-9.]*x, [0-9.]*x)$" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --compare --rounds 2 --repeat 1 --threads 1
 expect 2 "--rounds is for --compare" -- "$run" mulmod --rounds 2
 expect 2 "--rounds '0' is invalid: expected an integer in 1..100" -- "$run" --compare --rounds 0
 expect 2 "--rounds 'x'" -- "$run" --compare --rounds x
+# --compare sweeps fixed splits between its cpu and gpu modes, marks the best
+# and sets steal against it beside E; without a GPU it says why it did not.
+out=$(env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --compare --repeat 2 --threads 1 2>&1); rc=$?
+rows=$(printf '%s\n' "$out" | awk '/^fixed splits: static/ {on = 1; next} /^best static/ {on = 0} on && /%/ {n++} END {print n + 0}')
+if [ $rc = 0 ] && printf '%s' "$out" | grep -q "^fixed splits: static mode at 1/8 to 8 times its ratio [0-9.e+-]*, 1 timed run each after a warm-up (the modes: 2)" &&
+   [ "$rows" = 9 ] && printf '%s' "$out" | grep -q "^    cpu only .*mode cpu" &&
+   printf '%s' "$out" | grep -q "^    gpu only  *100.0% .*mode gpu" && printf '%s' "$out" | grep -q "mode static" &&
+   [ "$(printf '%s\n' "$out" | grep -c ' best$')" = 1 ] && printf '%s' "$out" | grep -q "^best static: [0-9.e+-]* items/s, " &&
+   printf '%s' "$out" | grep -q "^heterogeneous efficiency E = steal / (cpu + gpu) = [0-9.]*; steal / best static = [0-9.]*x$" &&
+   printf '%s' "$out" | grep -q "^steal vs static: "; then ok
+else bad "--compare sweep of fixed splits: exit $rc, $rows rows: $out"; fi
+expect 0 "fixed splits: not swept (no GPU)" -- "$run" mulmod -n 2000 --intensity 10 --compare --repeat 1 --num-gpus 0
+# --max-run-time: a mode whose run of the whole batch would take longer is
+# timed on a prefix, and says so; the runs after it compute and verify only it.
+expect 2 "--max-run-time '-1' is invalid: expected a number of seconds in 0..1e+06 (0: no bound)" -- "$run" --max-run-time -1 --info
+for v in -0 x inf 0x1 1e7 ""; do expect 2 "--max-run-time '$v' is invalid" -- "$run" --max-run-time "$v" --info; done
+for v in " 0 " 2.5 1e-3; do expect 0 "MGPU_NUM_THREADS" -- "$run" --max-run-time "$v" --info; done
+out=$("$run" mulmod -n 300000 --intensity 1000 --mode cpu --repeat 2 --threads 2 --num-gpus 0 --max-run-time 0.2 2>&1); rc=$?
+k=$(printf '%s\n' "$out" | sed -n 's/^mode cpu .*(median of 2 on the first \([0-9]*\) items).*/\1/p')
+if [ $rc = 0 ] && [ -n "$k" ] && [ "$k" -lt 300000 ] &&
+   printf '%s' "$out" | grep -q "^note: timed on the first items of the batch (as many as shown above), as a run of all 300000 would take over --max-run-time 0.2 s: mode cpu (about [0-9.e+]* s); its items/s are those of that prefix" &&
+   printf '%s' "$out" | grep -q "^total: $k items" &&
+   printf '%s' "$out" | grep -q "verification: ok ([0-9]* of the $k items of the last run (a prefix of the batch), one in [0-9]*, checked against the CPU function)"; then ok
+else bad "--max-run-time 0.2, mode cpu: exit $rc: $out"; fi
+expect 0 "^mulmod: 300000 items (timed on the first [0-9]*), [0-9.]* s, .* items/s, verification ok" -- "$run" mulmod -n 300000 --intensity 1000 --mode cpu --repeat 1 --threads 2 --num-gpus 0 --max-run-time 0.2 -q
+out=$("$run" mulmod -n 3000 --intensity 1000 --mode cpu --repeat 1 --threads 2 --num-gpus 0 --max-run-time 0 2>&1)
+if printf '%s' "$out" | grep -q "first\|prefix"; then bad "--max-run-time 0 ran a prefix: $out"; else ok; fi
 # Multi-GPU workloads on two emulated devices (collectives through host memory).
 expect 0 "verification: ok" -- env MGPU_EMULATE_GPUS=2 "$run" matvec -n 200 --size 300
 expect 0 "gpu0 40000, gpu1 40000, host 20000" -- env MGPU_EMULATE_GPUS=2 "$run" reduce -n 100000 --split 1,1,0.5
@@ -144,6 +171,12 @@ sum=$(printf '%s\n' "$out" | awk '($2 == "cpu" || $2 ~ /^gpu/) && $4 ~ /%$/ {s +
 if [ "$sum" = 100 ] && printf '%s' "$out" | grep -q "^total: 192 items" &&
    printf '%s' "$out" | grep -q "pipeline: items of the last run's three stages (64 per stage)"; then ok
 else bad "pipeline table: shares add up to $sum%: $out"; fi
+# On a prefix (--max-run-time), the pipeline's table is of the prefix's items.
+out=$(env MGPU_EMULATE_GPUS=1 "$run" pipeline -n 64 --size 12 --repeat 1 --threads 2 --max-run-time 0.002 2>&1)
+k=$(printf '%s\n' "$out" | sed -n 's/^mode steal .*(median of 1 on the first \([0-9]*\) items).*/\1/p')
+if [ -n "$k" ] && printf '%s' "$out" | grep -q "three stages ($k per stage)" &&
+   printf '%s' "$out" | grep -q "^total: $((3 * k)) items" && printf '%s' "$out" | grep -q "verification: ok (all $k items of the last run"; then ok
+else bad "pipeline on a prefix: $out"; fi
 # Counts of one are singular; a split lists its parts with commas.
 expect 0 "== 1 GPU ==" -- env MGPU_EMULATE_GPUS=2 "$run" reduce -n 10000 --gpus 1,2
 expect 0 "; 1 CPU worker, 1 GPU (" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 100 --intensity 2 --repeat 1 --threads 1
@@ -229,6 +262,52 @@ assert len(d["efficiency_by_round"]) == 3 and all(e > 0 for e in d["efficiency_b
 assert len(d["speedup_vs_static_by_round"]) == 3 and all(x > 0 for x in d["speedup_vs_static_by_round"]), d
 assert d["verification"]["failed"] == 0
 ' && printf '%s' "$out" | python3 -c "$schema_keys"; then ok; else bad "--rounds JSON: $out"; fi
+fi
+# The sweep in JSON: the fixed splits by ratio, ends included, and the best.
+if command -v python3 >/dev/null 2>&1; then
+  out=$(MGPU_EMULATE_GPUS=1 "$run" mulmod -n 3000 --intensity 20 --compare --repeat 1 --json --threads 1 2>/dev/null)
+  if printf '%s' "$out" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+s = d["static_sweep"]
+assert s["ran"] and s["ratio"] > 0, s
+p = s["points"]
+assert [x["mode"] for x in p] == ["cpu", "sweep", "sweep", "sweep", "static", "sweep", "sweep", "sweep", "gpu"], p
+assert [x["factor"] for x in p] == [0, 0.125, 0.25, 0.5, 1, 2, 4, 8, None], p
+assert p[0]["ratio"] == 0 and p[-1]["ratio"] is None and p[-1]["gpu_share"] == 1 and p[0]["gpu_share"] == 0, p
+assert all(x["ran"] and x["items_per_s"] > 0 and "prefix_items" not in x for x in p), p
+assert all(x["runs"] == 1 for x in p), p
+assert all(abs(x["ratio"] - x["factor"] * s["ratio"]) <= 1e-4 * x["ratio"] for x in p[1:-1]), p
+best = max(p, key=lambda x: x["items_per_s"])
+assert s["best"]["items_per_s"] == best["items_per_s"] and s["best"]["mode"] == best["mode"], (s["best"], best)
+steal = [r for r in d["results"] if r["mode"] == "steal"][0]
+assert abs(d["speedup_vs_best_static"] - steal["items_per_s"] / best["items_per_s"]) < 1e-3, d["speedup_vs_best_static"]
+assert d["max_run_time"] == 3 and d["verification"]["failed"] == 0
+' && printf '%s' "$out" | python3 -c "$schema_keys"; then ok; else bad "--compare --json sweep: $out"; fi
+fi
+# --compare with every run of the whole batch over --max-run-time (about 10 s
+# each unbounded: 4 modes, 6 fixed splits and the ceiling, 2 rounds): each is
+# timed on a prefix, the same in both rounds, and the whole comparison ends
+# within a bounded time.
+if command -v python3 >/dev/null 2>&1; then
+  t0=$(date +%s)
+  out=$(MGPU_EMULATE_GPUS=1 "$run" mulmod -n 2000000 --intensity 1000 --compare --rounds 2 --repeat 1 --json --threads 1 --max-run-time 0.2 2>/dev/null); rc=$?
+  took=$(( $(date +%s) - t0 ))
+  if [ $rc = 0 ] && [ $took -lt 60 ] && printf '%s' "$out" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+n = d["items"]
+assert d["max_run_time"] == 0.2
+for r in d["results"]:
+    assert r["ran"] and r["runs"] == 2 and 0 < r["prefix_items"] < n, r
+    assert sum(w["items"] for w in r["workers"]) == r["prefix_items"], r
+for x in d["static_sweep"]["points"]:
+    assert x["ran"] and 0 < x["prefix_items"] < n, x
+assert 0 < d["ceiling"]["prefix_items"] < n and not d["ceiling"]["differs"], d["ceiling"]
+v = d["verification"]
+assert v["enabled"] and v["failed"] == 0 and v["checked"] > 0, v
+' && printf '%s' "$out" | python3 -c "$schema_keys"; then ok
+  else bad "--compare --max-run-time 0.2: exit $rc after $took s: $out"; fi
 fi
 # --reserve auto: the JSON says so, and the last run kept 0, a quarter or half
 # of the 4 CPU workers out of the batch.
@@ -407,6 +486,7 @@ expect 0 "note: the kernel has no GPU function: the CPU workers ran every item" 
 out=$(env MGPU_EMULATE_GPUS=1 "$run" --plugin "$cpuplugin" -n 2000 --compare --repeat 1 --threads 1 2>&1); rc=$?
 if [ $rc = 0 ] && printf '%s' "$out" | grep -q "mode gpu    skipped (the kernel has no GPU function)" &&
    printf '%s' "$out" | grep -q "mode static skipped (the kernel has no GPU function)" &&
+   printf '%s' "$out" | grep -q "fixed splits: not swept (the kernel has no GPU function)" &&
    ! printf '%s' "$out" | grep -q "efficiency E"; then ok
 else bad "--compare, kernel without a GPU function: exit $rc: $out"; fi
 # Verification says what it checked and, on a failure, the number wrong and the
