@@ -89,6 +89,12 @@ void mgpu__fit_add(mgpu__fit_t *f, double n, double t) {
   solve(f);
 }
 
+void mgpu__fit_sample(mgpu__fit_t *f, double n, double t, bool isolated) {
+  f->piped = f->piped * MGPU_MODEL_DECAY + (isolated ? 0 : 1);
+  if (isolated && f->piped >= MGPU_FIT_PIPED_MIN) return;
+  mgpu__fit_add(f, n, t);
+}
+
 double mgpu__fit_time(const mgpu__fit_t *f, double n) { return f->a + f->c * n; }
 
 double mgpu__fit_rate(const mgpu__fit_t *f, double n) {

@@ -183,7 +183,7 @@ void mgpu__gpu_on_failure(mgpu__gpu_t *gp, mgpu__slot_t *s, int rc, const char *
 /* Teach the model the sample held, if any. */
 static void learn_flush(mgpu__gpu_t *gp) {
   if (gp->held_model && gp->held_s > 0)
-    mgpu__model_update(gp->held_model, gp->w->id, (size_t)(gp->held_items + 0.5), gp->held_s);
+    mgpu__model_update(gp->held_model, gp->w->id, (size_t)(gp->held_items + 0.5), gp->held_s, gp->held_alone);
   gp->held_model = NULL;
 }
 
@@ -191,7 +191,7 @@ static void learn_flush(mgpu__gpu_t *gp) {
  * device: held until the next chunk ends, which joins it if it ended inside
  * this one's time. In a batch with a cost profile a GPU counts in items of
  * average cost, as it sizes its chunks. */
-static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, bool inside) {
+static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, bool inside, bool alone) {
   const mgpu__claim_t *c = &s->claim;
   const mgpu__batch_t *b = c->b;
   double items = b->cost ? (double)mgpu__cost_items(b->cost, c->first, c->count) : (double)c->count;
@@ -203,6 +203,7 @@ static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, bool insi
   gp->held_model = b->model;
   gp->held_items = items;
   gp->held_s = busy;
+  gp->held_alone = alone;
 }
 
 /* Wait for the oldest in-flight chunk and complete it; false when the device
@@ -238,10 +239,12 @@ bool mgpu__gpu_retire_oldest(mgpu__gpu_t *gp) {
     double busy = now - MGPU_MAX(s->t_issue, gp->last_done);
     double t0, t1;
     bool inside = false; /* ended within device time already given to an earlier chunk */
+    bool alone = true;   /* started with nothing else in flight on the device */
     if (gp->timed && gp->ops->event_time(gp->ctx, s->ev_start, &t0) == 0 &&
         gp->ops->event_time(gp->ctx, s->ev_end, &t1) == 0) {
       double dev = t1 - MGPU_MAX(t0, gp->last_end_dev);
       inside = gp->last_done > 0 && t1 <= gp->last_end_dev;
+      alone = gp->last_done == 0 || t0 >= gp->last_end_dev;
       gp->last_end_dev = MGPU_MAX(gp->last_end_dev, t1);
       if (gp->last_done == 0 || dev > busy) busy = dev;
       double th, tk;
@@ -267,7 +270,7 @@ bool mgpu__gpu_retire_oldest(mgpu__gpu_t *gp) {
     }
     gp->last_done = now;
     gp->failures = 0;
-    if (!atomic_load(&s->claim.b->failed)) learn(gp, s, busy, inside);
+    if (!atomic_load(&s->claim.b->failed)) learn(gp, s, busy, inside, alone);
     mgpu__complete(gp->rt, gp->w, &s->claim, busy > 0 ? busy : 1e-9, 0);
   } else {
     mgpu__gpu_on_failure(gp, s, rc, "while running");

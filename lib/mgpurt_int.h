@@ -169,6 +169,9 @@ bool mgpu__lock_order_checked(void);
  * than the fit. */
 #define MGPU_FIT_CLIP_AFTER 4
 #define MGPU_FIT_CLIP 4.0
+/* A chunk that ran alone is learnt while fewer than this many (decayed) of
+ * the worker's recent chunks ran among others. */
+#define MGPU_FIT_PIPED_MIN 0.5
 /* A GPU's fit is trusted over the prior once its chunks stop growing, or
  * after this many chunks of sizes that never grew (cut by its range or its
  * memory). */
@@ -532,6 +535,7 @@ typedef struct {
   bool rising;                 /* the rate rose from nprev to nmax */
   size_t probe, claimed;       /* the first chunk claimed, and the largest */
   size_t planned;              /* the size the last claim asked for, before the end of its range */
+  double piped;                /* decayed count of chunks that ran while another was in flight */
 } mgpu__fit_t;
 
 typedef struct mgpu__model {
@@ -927,6 +931,12 @@ size_t mgpu__steal_share(const mgpu__steal_view_t *v);
 /* ----------------------------------------------------------------- fit.c */
 /* Learn a chunk of n items that took t seconds. */
 void mgpu__fit_add(mgpu__fit_t *f, double n, double t);
+/* A GPU's chunk of n items in t seconds, `isolated` when the device had
+ * nothing else in flight as it started: then its time holds the fill of the
+ * pipeline (copies in, the kernel, copies out one after the other), which a
+ * chunk among others in flight does not pay, and it is learnt only where the
+ * worker's chunks run alone. */
+void mgpu__fit_sample(mgpu__fit_t *f, double n, double t, bool isolated);
 /* Predicted seconds of a chunk of n items, and its rate (items/s). */
 double mgpu__fit_time(const mgpu__fit_t *f, double n);
 double mgpu__fit_rate(const mgpu__fit_t *f, double n);
@@ -1036,7 +1046,7 @@ void mgpu__model_free(mgpu__model_t *m);
 bool mgpu__model_same_kernel(const mgpu_kernel_t *a, const mgpu_kernel_t *b);
 /* Learn from a chunk of worker w (its own thread): `items` in `seconds`;
  * publishes the worker's speed, latency and whether its fit is known. */
-void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds);
+void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, bool isolated);
 /* Worker w (its own thread) is about to claim for kernel m: the items of its
  * next chunk before the end of its range (mgpu__fit_chunk), remembered for
  * the speed it publishes. */
@@ -1293,6 +1303,7 @@ struct mgpu__gpu {
    * (the streams ran them out of order) joins that one's sample. */
   mgpu__model_t *held_model;  /* NULL: none held */
   double held_items, held_s;
+  bool held_alone;            /* its chunk started with nothing else in flight */
   double epoch_host;          /* host clock at the device's time 0 (open) */
   bool timed;                 /* the back end has timing events */
   /* Device start and end times of the last chunks (ring), for tests and reports. */

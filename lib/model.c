@@ -65,9 +65,9 @@ static void publish(mgpu__model_t *m, int w) {
   atomic_store_explicit(&m->known[w], mgpu__fit_known(f) || f->samples >= MGPU_FIT_TRUST_AFTER, memory_order_relaxed);
 }
 
-void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds) {
+void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, bool isolated) {
   if (seconds <= 0 || items == 0) return;
-  mgpu__fit_add(&m->fit[w], (double)items, seconds);
+  mgpu__fit_sample(&m->fit[w], (double)items, seconds, isolated);
   atomic_fetch_add_explicit(&m->samples[w], 1, memory_order_relaxed);
   publish(m, w);
   /* The slowest rate seen, drifting back up slowly: items of one kernel can

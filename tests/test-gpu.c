@@ -220,7 +220,16 @@ END_TEST
 START_TEST(test_fault_injection_real) {
   NEED_GPUS(1);
   int g = gpus_present();
-  mgpu_runtime_t *rt = start_gpu(2, g, MGPU_SCHED_STEAL, "launch:0:2,launch:0:5,alloc:0:1");
+  /* Chunks of at most 100,000 items, so that the GPU's launches reach the
+   * fifth of the plan (its chunks grow past that size otherwise). */
+  mgpu_test_config_t c = mgpu_test_config(2, 0);
+  c.cfg.num_gpus = g;
+  c.cfg.sched = MGPU_SCHED_STEAL;
+  c.cfg.debug = 0;
+  c.cfg.max_batch_size = 100000;
+  c.test.fault_inject = "launch:0:2,launch:0:5,alloc:0:1";
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
   mgpu_stats_t st = {0};
   mulmod_check(rt, 2000000, 300, &st, 0);
   printf("faults: %llu retries\n", (unsigned long long)st.retries);

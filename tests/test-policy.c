@@ -151,6 +151,26 @@ START_TEST(test_fit_never_shrinks_below_claims) {
 }
 END_TEST
 
+/* A GPU's batches, each a chunk that starts alone (its time holds the fill
+ * of the pipeline: 3 ms of copies before and after) and ten that run among
+ * others (20 us of launch, 1 ns an item). The fill is not a chunk's latency:
+ * learnt as one, it would make the chunks large enough to leave nothing to
+ * overlap. Where every chunk runs alone (one chunk a batch), those are
+ * learnt. */
+START_TEST(test_fit_pipeline_fill) {
+  mgpu__fit_t f = {0};
+  for (int b = 0; b < 6; b++) {
+    mgpu__fit_sample(&f, 2e6, 3e-3 + dev_time(20e-6, 1e-9, 2e6), true);
+    for (int k = 0; k < 10; k++) mgpu__fit_sample(&f, k % 2 ? 2e6 : 5e5, dev_time(20e-6, 1e-9, k % 2 ? 2e6 : 5e5), false);
+  }
+  ck_assert_double_lt(f.a, 1e-4);
+  ck_assert_double_lt(mgpu__fit_sat(&f), 1e6);
+  mgpu__fit_t g = {0};
+  for (int b = 0; b < 6; b++) mgpu__fit_sample(&g, b % 2 ? 8192 : 2048, dev_time(18e-3, 0.25e-6, b % 2 ? 8192 : 2048), true);
+  ck_assert_double_eq_tol(g.a, 18e-3, 1e-6);
+}
+END_TEST
+
 /* A CPU worker's chunks are target_s of work at its mean rate, whatever its
  * chunks' times suggest of a latency: there it is items that differ in cost
  * (here the chunks of a dear stretch, 40 times the others), and chunks grown
@@ -632,6 +652,7 @@ int main(void) {
   tcase_add_test(tc, test_fit_robust);
   tcase_add_test(tc, test_fit_never_shrinks_below_claims);
   tcase_add_test(tc, test_fit_cpu_chunks);
+  tcase_add_test(tc, test_fit_pipeline_fill);
   tcase_add_test(tc, test_split);
   tcase_add_test(tc, test_split_latency);
   tcase_add_test(tc, test_pool_alike);
