@@ -566,13 +566,8 @@ END_TEST
  * numbers, read before its handle goes: two batches of 1000 items on two CPU
  * workers and one emulated GPU. */
 START_TEST(test_stats_at_finalize) {
-  char path[] = "/tmp/mgpu-stats-XXXXXX";
-  int fd = mkstemp(path);
-  ck_assert_int_ge(fd, 0);
-  fflush(stderr);
-  int saved = dup(STDERR_FILENO);
-  ck_assert_int_ge(saved, 0);
-  ck_assert_int_ge(dup2(fd, STDERR_FILENO), 0);
+  capture_t cap;
+  capture_begin(&cap);
   mgpu_test_config_t cfg = mgpu_test_config(2, 1);
   cfg.cfg.stats = 1;
   mgpu_runtime_t *rt;
@@ -584,15 +579,8 @@ START_TEST(test_stats_at_finalize) {
   mgpu_batch_t b = {.kernel = &axpk, .n = N, .in = {x}, .out = {y}, .arg = &a, .arg_size = sizeof a};
   for (int r = 0; r < 2; r++) ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
   mgpu_finalize(rt);
-  fflush(stderr);
-  ck_assert_int_ge(dup2(saved, STDERR_FILENO), 0);
-  close(saved);
   char text[4096];
-  ssize_t got = pread(fd, text, sizeof text - 1, 0);
-  close(fd);
-  unlink(path);
-  ck_assert_int_gt(got, 0);
-  text[got] = 0;
+  capture_end(&cap, text, sizeof text);
   printf("%s", text);
   ck_assert_ptr_null(strstr(text, "not a live runtime"));
   ck_assert_ptr_nonnull(strstr(text, "libmgpurt statistics: 2 batches, 2 CPU workers, 1 GPU"));

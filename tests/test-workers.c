@@ -708,10 +708,12 @@ START_TEST(test_hang_chunk) {
   cfg.test.fault_inject = "hang:0:0";
   cfg.cfg.timeout = 0.5;
   cfg.cfg.streams_per_gpu = 1; /* one chunk in flight: the hung one is all GPU 0 holds */
-  cfg.cfg.debug = 0;
+  cfg.cfg.debug = 1;
   mgpu_runtime_t *rt;
   ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   const size_t n = 100000;
+  capture_t cap;
+  capture_begin(&cap);
   /* Pinned arrays: results go straight from the device to them, behind the gate. */
   uint64_t *x = mgpu_host_alloc(rt, 8 * n), *y = mgpu_host_alloc(rt, 8 * n);
   ck_assert_ptr_nonnull(x);
@@ -725,6 +727,10 @@ START_TEST(test_hang_chunk) {
   double t0 = mgpu__now();
   ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
   double t = mgpu__now() - t0;
+  char log[4096];
+  capture_end(&cap, log, sizeof log);
+  /* The user is told which device was given up, and why. */
+  ck_assert_msg(strstr(log, "GPU 0 (device 0) is hung") != NULL, "no message naming the hung GPU: '%s'", log);
   for (size_t i = 0; i < n; i++) {
     if (y[i] != i * 3 + 5) ck_abort_msg("item %zu wrong", i);
     if (atomic_load(&cnt[i]) != 1) ck_abort_msg("item %zu ran %u times", i, atomic_load(&cnt[i]));

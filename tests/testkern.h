@@ -69,6 +69,31 @@ static MGPU_MAYBE_UNUSED mgpu_batch_t axpk_batch(const mgpu_kernel_t *k, size_t 
   return b;
 }
 
+/* What the library writes to stderr between capture_begin and capture_end
+ * goes to a temporary file, read back into text (at most len - 1 bytes). */
+typedef struct {
+  char path[32];
+  int fd, saved;
+} capture_t;
+static MGPU_MAYBE_UNUSED void capture_begin(capture_t *c) {
+  strcpy(c->path, "/tmp/mgpu-stderr-XXXXXX");
+  c->fd = mkstemp(c->path);
+  ck_assert_int_ge(c->fd, 0);
+  fflush(stderr);
+  c->saved = dup(STDERR_FILENO);
+  ck_assert_int_ge(c->saved, 0);
+  ck_assert_int_ge(dup2(c->fd, STDERR_FILENO), 0);
+}
+static MGPU_MAYBE_UNUSED void capture_end(capture_t *c, char *text, size_t len) {
+  fflush(stderr);
+  ck_assert_int_ge(dup2(c->saved, STDERR_FILENO), 0);
+  close(c->saved);
+  ssize_t got = pread(c->fd, text, len - 1, 0);
+  close(c->fd);
+  unlink(c->path);
+  text[got > 0 ? got : 0] = 0;
+}
+
 /* Create a temporary file from the mkstemp template path (for trace files). */
 static MGPU_MAYBE_UNUSED void temp_file(char *path) {
   int fd = mkstemp(path);
