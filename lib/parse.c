@@ -1,7 +1,8 @@
 /*
  * parse.c: the strict parsers of settings and option values: the whole text
  * is read, blanks around it aside, and a value out of range is an error, never
- * clamped. config.c, fault.c and mgpu-run's options read through them.
+ * clamped. config.c and fault.c read through them, and so does mgpu-run,
+ * which builds this file in, so that a flag and its variable agree.
  */
 #include "mgpurt_int.h"
 
@@ -165,7 +166,7 @@ int mgpu__parse_int_list(const char *s, int lo, int hi, int *out, int max, int *
     }
     for (int i = 0; i < n; i++)
       if (out[i] == (int)v) {
-        snprintf(why, whylen, "device %lld is listed twice", v);
+        snprintf(why, whylen, "%lld is listed twice", v);
         return -1;
       }
     if (n == max) {
