@@ -105,7 +105,7 @@ MGPU_API const char *mgpu_version(void);
 
 typedef enum {
   MGPU_SCHED_UNSET = 0,
-  MGPU_SCHED_STEAL,  /**< split by speed, then balance by work stealing (default) */
+  MGPU_SCHED_STEAL,  /**< split by predicted completion time, then balance by work stealing (default) */
   MGPU_SCHED_STATIC, /**< fixed split by the device-to-core ratio, no stealing */
   MGPU_SCHED_CPU,    /**< CPU workers only */
   MGPU_SCHED_GPU     /**< GPU workers only (kernels without a GPU version still run on CPUs) */
