@@ -363,8 +363,8 @@ static mgpu_status_t host_copy(mgpu_array_t *a, char *host, int dir, const char 
     else memcpy(host + off, a->host, bytes);
   }
   if (ev) {
-    st = mgpu_event_wait(ev, NULL);
-    mgpu_event_release(ev);
+    st = mgpu__node_event_wait(ev, NULL);
+    mgpu__node_event_release(ev);
   }
   return st;
 }
@@ -405,14 +405,14 @@ MGPU_API mgpu_status_t mgpu_array_copy(mgpu_array_t *dst, const mgpu_array_t *sr
   st = ng > 0 ? on_gpus(dst->rt, fn, ng, gpu, 1, copy_part, &op, &ev) : MGPU_OK;
   size_t bytes = part_count(dst, dst->ngpus) * dst->elem;
   if (bytes) memcpy(dst->host, src->host, bytes);
-  if (ev) st = mgpu_event_wait(ev, NULL);
+  if (ev) st = mgpu__node_event_wait(ev, NULL);
   if (stats) {
     mgpu_stats_t s;
     stats_from(ev, &s, &ref);
     s.wall_s = mgpu__now() - t0;
     mgpu__stats_put(&ref, &s);
   }
-  mgpu_event_release(ev);
+  mgpu__node_event_release(ev);
   return st;
 }
 
@@ -562,7 +562,7 @@ MGPU_API mgpu_status_t mgpu_array_run(mgpu_runtime_t *rt, const mgpu_array_batch
     for (int i = 0; i < k->nin; i++) hb.in[i] = ab->in[i]->host;
     for (int i = 0; i < k->nout; i++) hb.out[i] = ab->out[i]->host;
     for (int i = 0; i < ab->nconsts; i++) hb.consts[i] = ab->consts[i];
-    hst = mgpu_submit(rt, &hb, 0, NULL, &hev);
+    hst = mgpu__node_submit(rt, &hb, 0, 0, NULL, &hev);
   }
   mgpu_stats_t s;
   if (gev) st = mgpu__event_wait(gev, &s, &ref);
@@ -578,12 +578,12 @@ MGPU_API mgpu_status_t mgpu_array_run(mgpu_runtime_t *rt, const mgpu_array_batch
     s.nworkers = rt->nworkers;
     for (int i = 0; hw_stats && i < rt->ncpu; i++) mgpu__stats_put_worker(&ref, i, &hw_stats[i]);
     free(hw_stats);
-    mgpu_event_release(hev);
+    mgpu__node_event_release(hev);
   }
   s.wall_s = mgpu__now() - t0;
   if (st == MGPU_OK) s.status = hst;
   if (stats) mgpu__stats_put(&ref, &s);
-  mgpu_event_release(gev);
+  mgpu__node_event_release(gev);
   free(op);
   return st != MGPU_OK ? st : hst;
 }
@@ -667,15 +667,16 @@ MGPU_API mgpu_status_t mgpu_array_sum(mgpu_array_t *a, mgpu_dtype_t dt, double *
     free(h.partial);
   }
   if (ev) {
-    mgpu_status_t gst = mgpu_event_wait(ev, NULL);
-    mgpu_event_release(ev);
+    mgpu_status_t gst = mgpu__node_event_wait(ev, NULL);
+    mgpu__node_event_release(ev);
     if (st == MGPU_OK) st = gst;
   }
   double gsum = 0;
   if (st == MGPU_OK && a->ngpus > 0) {
     void *buf[MGPU_MAX_DEVICES];
     for (int g = 0; g < a->ngpus; g++) buf[g] = op.dev[g];
-    st = mgpu_allreduce(rt, (const void *const *)buf, buf, 1, MGPU_FLOAT64, MGPU_OP_SUM);
+    st = mgpu__node_collective(rt, MGPU__COLL_ALLREDUCE, (const void *const *)buf, buf, 1, MGPU_FLOAT64, MGPU_OP_SUM, 0,
+                                0, NULL, NULL, false);
     if (st == MGPU_OK) st = mgpu_memcpy_from_device(rt, 0, &gsum, op.dev[0], sizeof gsum);
   }
   if (st == MGPU_OK) *sum = gsum + host;

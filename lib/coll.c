@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { COLL_ALLREDUCE = 0, COLL_BROADCAST, COLL_ALLGATHER, COLL_REDUCE_SCATTER };
 static const char *const coll_names[] = {"mgpu_allreduce", "mgpu_broadcast", "mgpu_allgather", "mgpu_reduce_scatter"};
 
 typedef struct {
@@ -85,15 +84,15 @@ static int host_part(mgpu__task_t *t, const mgpu__devcall_t *dc, int phase) {
   char *result = c->host + (size_t)c->ngpus * in_bytes;
   int g = dc->g;
   if (phase == 0) {
-    if (c->kind == COLL_BROADCAST && g != c->root) return 0;
+    if (c->kind == MGPU__COLL_BROADCAST && g != c->root) return 0;
     t->items[g] += c->in_elems;
     return dc->ops->copy_d2h(dc->ctx, c->host + (size_t)g * in_bytes, c->send[g], in_bytes, dc->stream);
   }
   switch (c->kind) {
-  case COLL_ALLREDUCE: return dc->ops->copy_h2d(dc->ctx, c->recv[g], result, c->count * es, dc->stream);
-  case COLL_BROADCAST:
+  case MGPU__COLL_ALLREDUCE: return dc->ops->copy_h2d(dc->ctx, c->recv[g], result, c->count * es, dc->stream);
+  case MGPU__COLL_BROADCAST:
     return dc->ops->copy_h2d(dc->ctx, c->recv[g], c->host + (size_t)c->root * in_bytes, c->count * es, dc->stream);
-  case COLL_ALLGATHER: return dc->ops->copy_h2d(dc->ctx, c->recv[g], c->host, (size_t)c->ngpus * in_bytes, dc->stream);
+  case MGPU__COLL_ALLGATHER: return dc->ops->copy_h2d(dc->ctx, c->recv[g], c->host, (size_t)c->ngpus * in_bytes, dc->stream);
   default:
     return dc->ops->copy_h2d(dc->ctx, c->recv[g], result + (size_t)g * c->count * es, c->count * es, dc->stream);
   }
@@ -102,7 +101,7 @@ static int host_part(mgpu__task_t *t, const mgpu__devcall_t *dc, int phase) {
 static int host_between(mgpu__task_t *t, int phase) {
   coll_t *c = t->arg;
   MGPU_UNUSED(phase);
-  if (c->kind != COLL_ALLREDUCE && c->kind != COLL_REDUCE_SCATTER) return 0;
+  if (c->kind != MGPU__COLL_ALLREDUCE && c->kind != MGPU__COLL_REDUCE_SCATTER) return 0;
   size_t es = mgpu_dtype_size(c->dt), in_bytes = c->in_elems * es;
   char *result = c->host + (size_t)c->ngpus * in_bytes;
   memcpy(result, c->host, in_bytes);
@@ -169,9 +168,9 @@ static void free_coll(void *arg) {
   free(c);
 }
 
-static mgpu_status_t collective(mgpu_runtime_t *rt, int kind, const void *const *send, void *const *recv, size_t count,
-                                mgpu_dtype_t dt, mgpu_redop_t op, int root, size_t ndeps, mgpu_event_t *const *deps,
-                                mgpu_event_t **done_p, bool async) {
+mgpu_status_t mgpu__node_collective(mgpu_runtime_t *rt, int kind, const void *const *send, void *const *recv,
+                                    size_t count, mgpu_dtype_t dt, mgpu_redop_t op, int root, size_t ndeps,
+                                    mgpu_event_t *const *deps, mgpu_event_t **done_p, bool async) {
   const char *fn = coll_names[kind];
   char afn[40];
   if (async) {
@@ -186,18 +185,18 @@ static mgpu_status_t collective(mgpu_runtime_t *rt, int kind, const void *const 
   size_t es = mgpu_dtype_size(dt);
   if (es == 0) return mgpu__fail(MGPU_EINVAL, "%s: dtype %d is not one of MGPU_INT32, MGPU_INT64, MGPU_UINT64, "
                                               "MGPU_FLOAT32, MGPU_FLOAT64", fn, (int)dt);
-  if ((kind == COLL_ALLREDUCE || kind == COLL_REDUCE_SCATTER) && (unsigned)op > MGPU_OP_MAX)
+  if ((kind == MGPU__COLL_ALLREDUCE || kind == MGPU__COLL_REDUCE_SCATTER) && (unsigned)op > MGPU_OP_MAX)
     return mgpu__fail(MGPU_EINVAL, "%s: op %d is not one of MGPU_OP_SUM, MGPU_OP_PROD, MGPU_OP_MIN, MGPU_OP_MAX", fn,
                       (int)op);
-  if (kind == COLL_BROADCAST && (root < 0 || root >= rt->ngpus))
+  if (kind == MGPU__COLL_BROADCAST && (root < 0 || root >= rt->ngpus))
     return mgpu__fail(MGPU_EINVAL, "%s: root %d is not a GPU of the runtime: expected 0..%d", fn, root, rt->ngpus - 1);
   if (!send || !recv) return mgpu__fail(MGPU_EINVAL, "%s: %s is NULL", fn, send ? "recv" : "send");
-  size_t in_elems = kind == COLL_REDUCE_SCATTER ? count * (size_t)rt->ngpus : count;
+  size_t in_elems = kind == MGPU__COLL_REDUCE_SCATTER ? count * (size_t)rt->ngpus : count;
   if (count > SIZE_MAX / es / (size_t)rt->ngpus / 2)
     return mgpu__fail(MGPU_EINVAL, "%s: count %zu of %zu-byte elements overflows size_t", fn, count, es);
   for (int g = 0; g < rt->ngpus && count > 0; g++) {
     if (!recv[g]) return mgpu__fail(MGPU_EINVAL, "%s: recv[%d] is NULL", fn, g);
-    if (!send[g] && (kind != COLL_BROADCAST || g == root))
+    if (!send[g] && (kind != MGPU__COLL_BROADCAST || g == root))
       return mgpu__fail(MGPU_EINVAL, "%s: send[%d] is NULL", fn, g);
   }
   bool nccl = mgpu__coll_uses_nccl(rt);
@@ -242,41 +241,4 @@ static mgpu_status_t collective(mgpu_runtime_t *rt, int kind, const void *const 
     t->between = host_between;
   }
   return mgpu__task_submit(rt, t, coll_names[kind], ndeps, deps, async ? done_p : NULL);
-}
-
-MGPU_API mgpu_status_t mgpu_allreduce(mgpu_runtime_t *rt, const void *const *send, void *const *recv, size_t count,
-                                      mgpu_dtype_t dt, mgpu_redop_t op) {
-  return collective(rt, COLL_ALLREDUCE, send, recv, count, dt, op, 0, 0, NULL, NULL, false);
-}
-MGPU_API mgpu_status_t mgpu_broadcast(mgpu_runtime_t *rt, const void *const *send, void *const *recv, size_t count,
-                                      mgpu_dtype_t dt, int root) {
-  return collective(rt, COLL_BROADCAST, send, recv, count, dt, MGPU_OP_SUM, root, 0, NULL, NULL, false);
-}
-MGPU_API mgpu_status_t mgpu_allgather(mgpu_runtime_t *rt, const void *const *send, void *const *recv, size_t count,
-                                      mgpu_dtype_t dt) {
-  return collective(rt, COLL_ALLGATHER, send, recv, count, dt, MGPU_OP_SUM, 0, 0, NULL, NULL, false);
-}
-MGPU_API mgpu_status_t mgpu_reduce_scatter(mgpu_runtime_t *rt, const void *const *send, void *const *recv,
-                                           size_t count, mgpu_dtype_t dt, mgpu_redop_t op) {
-  return collective(rt, COLL_REDUCE_SCATTER, send, recv, count, dt, op, 0, 0, NULL, NULL, false);
-}
-MGPU_API mgpu_status_t mgpu_allreduce_async(mgpu_runtime_t *rt, const void *const *send, void *const *recv,
-                                            size_t count, mgpu_dtype_t dt, mgpu_redop_t op, size_t ndeps,
-                                            mgpu_event_t *const *deps, mgpu_event_t **done_p) {
-  return collective(rt, COLL_ALLREDUCE, send, recv, count, dt, op, 0, ndeps, deps, done_p, true);
-}
-MGPU_API mgpu_status_t mgpu_broadcast_async(mgpu_runtime_t *rt, const void *const *send, void *const *recv,
-                                            size_t count, mgpu_dtype_t dt, int root, size_t ndeps,
-                                            mgpu_event_t *const *deps, mgpu_event_t **done_p) {
-  return collective(rt, COLL_BROADCAST, send, recv, count, dt, MGPU_OP_SUM, root, ndeps, deps, done_p, true);
-}
-MGPU_API mgpu_status_t mgpu_allgather_async(mgpu_runtime_t *rt, const void *const *send, void *const *recv,
-                                            size_t count, mgpu_dtype_t dt, size_t ndeps, mgpu_event_t *const *deps,
-                                            mgpu_event_t **done_p) {
-  return collective(rt, COLL_ALLGATHER, send, recv, count, dt, MGPU_OP_SUM, 0, ndeps, deps, done_p, true);
-}
-MGPU_API mgpu_status_t mgpu_reduce_scatter_async(mgpu_runtime_t *rt, const void *const *send, void *const *recv,
-                                                 size_t count, mgpu_dtype_t dt, mgpu_redop_t op, size_t ndeps,
-                                                 mgpu_event_t *const *deps, mgpu_event_t **done_p) {
-  return collective(rt, COLL_REDUCE_SCATTER, send, recv, count, dt, op, 0, ndeps, deps, done_p, true);
 }

@@ -81,7 +81,7 @@ static void fill_stats(const mgpu__batch_t *b, mgpu_stats_t *s, const mgpu__stat
   }
 }
 
-MGPU_API mgpu_status_t mgpu_event_wait(mgpu_event_t *ev, mgpu_stats_t *stats) {
+mgpu_status_t mgpu__node_event_wait(mgpu_event_t *ev, mgpu_stats_t *stats) {
   if (!ev) return mgpu__fail(MGPU_EINVAL, "mgpu_event_wait: event is NULL");
   if (!mgpu__handle_live(MGPU_H_EVENT, ev))
     return mgpu__fail(MGPU_EINVAL, "mgpu_event_wait: %p is not a live event (released already?)", (void *)ev);
@@ -126,7 +126,7 @@ mgpu_status_t mgpu__event_wait(mgpu_event_t *ev, mgpu_stats_t *stats, const mgpu
   return st;
 }
 
-MGPU_API mgpu_status_t mgpu_event_test(mgpu_event_t *ev) {
+mgpu_status_t mgpu__node_event_test(mgpu_event_t *ev) {
   if (!ev) return mgpu__fail(MGPU_EINVAL, "mgpu_event_test: event is NULL");
   if (!mgpu__handle_live(MGPU_H_EVENT, ev))
     return mgpu__fail(MGPU_EINVAL, "mgpu_event_test: %p is not a live event (released already?)", (void *)ev);
@@ -137,7 +137,7 @@ MGPU_API mgpu_status_t mgpu_event_test(mgpu_event_t *ev) {
   return done ? (mgpu_status_t)atomic_load(&b->status) : MGPU_ESTATE;
 }
 
-MGPU_API mgpu_status_t mgpu_event_cancel(mgpu_event_t *ev) {
+mgpu_status_t mgpu__node_event_cancel(mgpu_event_t *ev) {
   if (!ev) return mgpu__fail(MGPU_EINVAL, "mgpu_event_cancel: event is NULL");
   if (!mgpu__handle_live(MGPU_H_EVENT, ev))
     return mgpu__fail(MGPU_EINVAL, "mgpu_event_cancel: %p is not a live event (released already?)", (void *)ev);
@@ -149,7 +149,7 @@ MGPU_API mgpu_status_t mgpu_event_cancel(mgpu_event_t *ev) {
   return MGPU_OK;
 }
 
-MGPU_API mgpu_status_t mgpu_event_progress(mgpu_event_t *ev, size_t *done_p, size_t *total_p) {
+mgpu_status_t mgpu__node_event_progress(mgpu_event_t *ev, size_t *done_p, size_t *total_p) {
   if (!ev || !mgpu__handle_live(MGPU_H_EVENT, ev))
     return mgpu__fail(MGPU_EINVAL, "mgpu_event_progress: %p is not a live event", (void *)ev);
   mgpu__batch_t *b = (mgpu__batch_t *)ev;
@@ -165,7 +165,7 @@ MGPU_API mgpu_status_t mgpu_event_progress(mgpu_event_t *ev, size_t *done_p, siz
   return MGPU_OK;
 }
 
-MGPU_API void mgpu_event_release(mgpu_event_t *ev) {
+void mgpu__node_event_release(mgpu_event_t *ev) {
   if (!ev) return;
   if (!mgpu__handle_del(MGPU_H_EVENT, ev)) {
     mgpu__log(MGPU_LOG_ERROR, "mgpu_event_release: %p is not a live event (released twice?); ignored", (void *)ev);

@@ -751,10 +751,14 @@ struct mgpu_runtime {
   int team_ready, team_got, team_go, team_done;
 };
 
-/* mgpu_init with the test-only settings of *test (NULL: the environment's
- * alone), for the Check suites, which link the library's objects. Hidden:
- * not part of the library's exports. */
+/* mgpu_init of one process (api.c's mgpu_init starts here), with the
+ * test-only settings of *test (NULL: the environment's alone); the Check
+ * suites, which link the library's objects, call it for a runtime that is
+ * never distributed. Hidden: not part of the library's exports. */
 mgpu_status_t mgpu__init_test(const mgpu_config_t *cfg, const mgpu__testcfg_t *test, mgpu_runtime_t **rt_p);
+/* mgpu_finalize_checked of one process: rt's handle given back, then its
+ * batches waited for, its workers stopped and its memory freed. */
+mgpu_status_t mgpu__node_finalize(mgpu_runtime_t *rt);
 
 /* -------------------------------------------------------------- claim.c */
 #define MGPU_PROF_BINS 128 /* see mgpu__prof_lo */
@@ -798,6 +802,7 @@ struct mgpu__batch {
   /* The work part: valid while the runtime runs it. */
   mgpu_runtime_t *rt;
   mgpu_batch_t desc;
+  size_t base;             /* global index of its item 0: chunk->first is base + the item's index */
   mgpu_kernel_t kernel;    /* copy of the user's kernel */
   void *arg_copy;
   bool cpu_ok, gpu_ok;     /* which worker kinds may take items */
@@ -995,6 +1000,13 @@ void mgpu__copyjobs_destroy(mgpu_runtime_t *rt);
  * copied in full (abi.c): k gets the kernel, d->kernel points at it. */
 mgpu_status_t mgpu__kernel_in(const char *fn, const char *what, const mgpu_kernel_t *user, mgpu_kernel_t *k);
 mgpu_status_t mgpu__batch_in(const char *fn, const mgpu_batch_t *user, mgpu_batch_t *d, mgpu_kernel_t *k);
+/* mgpu_submit and mgpu_run on this process's workers. A batch submitted with
+ * a base shows its kernel chunk->first = base + the item's index in it (the
+ * ranks' layer runs a part of a larger batch so); its arrays hold its own n
+ * items. */
+mgpu_status_t mgpu__node_submit(mgpu_runtime_t *rt, const mgpu_batch_t *batch, size_t base, size_t ndeps,
+                                mgpu_event_t *const *deps, mgpu_event_t **done_p);
+mgpu_status_t mgpu__node_run(mgpu_runtime_t *rt, const mgpu_batch_t *batch, mgpu_stats_t *stats);
 
 /* --------------------------------------------------------------- event.c */
 /* A caller's mgpu_stats_t as its layout says (abi.c): what it gave, in full
@@ -1021,6 +1033,13 @@ void mgpu__stats_put(const mgpu__stats_ref_t *r, mgpu_stats_t *s);
 /* mgpu_event_wait of an event the caller holds: the figures into *s (full;
  * NULL: none) and the workers' into r's array (r NULL: none). */
 mgpu_status_t mgpu__event_wait(mgpu_event_t *ev, mgpu_stats_t *s, const mgpu__stats_ref_t *r);
+/* The mgpu_event_* calls on the event of a batch or device task of this
+ * process (api.c's start here). */
+mgpu_status_t mgpu__node_event_wait(mgpu_event_t *ev, mgpu_stats_t *stats);
+mgpu_status_t mgpu__node_event_test(mgpu_event_t *ev);
+mgpu_status_t mgpu__node_event_cancel(mgpu_event_t *ev);
+mgpu_status_t mgpu__node_event_progress(mgpu_event_t *ev, size_t *done_p, size_t *total_p);
+void mgpu__node_event_release(mgpu_event_t *ev);
 
 /* --------------------------------------------------------------- stats.c */
 /* mgpu_runtime_stats without the handle check, for finalize: the figures
@@ -1191,6 +1210,13 @@ extern _Atomic size_t mgpu__emul_left_bytes;
 extern _Atomic uint64_t mgpu__emul_allocs, mgpu__emul_frees;
 
 /* ------------------------------------------------------------- coll.c */
+enum { MGPU__COLL_ALLREDUCE = 0, MGPU__COLL_BROADCAST, MGPU__COLL_ALLGATHER, MGPU__COLL_REDUCE_SCATTER };
+/* A collective of the given kind over this process's GPUs (mgpurt.h gives
+ * each's rule); async names the _async form in messages and needs done_p,
+ * else it waits. */
+mgpu_status_t mgpu__node_collective(mgpu_runtime_t *rt, int kind, const void *const *send, void *const *recv,
+                                    size_t count, mgpu_dtype_t dt, mgpu_redop_t op, int root, size_t ndeps,
+                                    mgpu_event_t *const *deps, mgpu_event_t **done_p, bool async);
 void mgpu__coll_destroy(mgpu_runtime_t *rt); /* at finalize, after the workers stopped */
 bool mgpu__coll_uses_nccl(const mgpu_runtime_t *rt);
 /* GPU g's thread aborts its own NCCL communicator (rt->comms_abort). */
