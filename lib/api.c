@@ -1,15 +1,27 @@
 /*
  * api.c: the entry points of runtimes, batches, events and collectives. Each
- * hands its call to the files below that do the work (runtime.c, batch.c,
- * event.c, coll.c), so that everything under this file calls only downward.
+ * hands its call to the files below that do the work: those of one process
+ * (runtime.c, batch.c, event.c, coll.c), or for a runtime or event across
+ * MPI ranks those of the ranks' layer (dist.c, dist_batch.c, dist_coll.c;
+ * dist_none.c in a build without MPI), so that everything under this file
+ * calls only downward.
  */
 #include "mgpurt_int.h"
 
 MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p) {
-  return mgpu__init_test(cfg, NULL, rt_p);
+  return mgpu__dist_init(cfg, NULL, rt_p);
 }
 
-MGPU_API mgpu_status_t mgpu_finalize_checked(mgpu_runtime_t *rt) { return mgpu__node_finalize(rt); }
+/* A runtime's fields are read only once it is known to be live. */
+static bool dist_rt(const mgpu_runtime_t *rt) {
+  return rt && mgpu__handle_live(MGPU_H_RUNTIME, rt) && rt->dist;
+}
+
+MGPU_API mgpu_status_t mgpu_finalize_checked(mgpu_runtime_t *rt) {
+  if (!dist_rt(rt)) return mgpu__node_finalize(rt);
+  mgpu__dist_close(rt);
+  return mgpu__dist_finalize(rt);
+}
 
 /* No status reaches the caller here: what failed (a trace not written, a
  * runtime finalized twice) is logged at the error level. */
@@ -17,28 +29,75 @@ MGPU_API void mgpu_finalize(mgpu_runtime_t *rt) {
   if (mgpu_finalize_checked(rt) != MGPU_OK) mgpu__log(MGPU_LOG_ERROR, "%s", mgpu_last_error());
 }
 
+MGPU_API int mgpu_num_ranks(const mgpu_runtime_t *rt) {
+  return mgpu__check_rt(rt, "mgpu_num_ranks") == MGPU_OK ? mgpu__dist_size(rt) : 0;
+}
+
+MGPU_API int mgpu_rank(const mgpu_runtime_t *rt) {
+  return mgpu__check_rt(rt, "mgpu_rank") == MGPU_OK ? mgpu__dist_rank(rt) : 0;
+}
+
 MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *batch, size_t ndeps,
                                    mgpu_event_t *const *deps, mgpu_event_t **done_p) {
+  if (dist_rt(rt)) return mgpu__dist_submit(rt, batch, ndeps, deps, done_p);
   return mgpu__node_submit(rt, batch, 0, ndeps, deps, done_p);
 }
 
 MGPU_API mgpu_status_t mgpu_run(mgpu_runtime_t *rt, const mgpu_batch_t *batch, mgpu_stats_t *stats) {
-  return mgpu__node_run(rt, batch, stats);
+  if (!dist_rt(rt)) return mgpu__node_run(rt, batch, stats);
+  /* The statistics are checked before the batch runs, as for one process. */
+  mgpu__stats_ref_t ref;
+  mgpu_status_t st = mgpu__stats_ref("mgpu_run", stats, &ref);
+  if (st != MGPU_OK) return st;
+  mgpu_event_t *ev;
+  st = mgpu__dist_submit(rt, batch, 0, NULL, &ev);
+  if (st != MGPU_OK) return st;
+  st = mgpu__dist_event_wait(ev, stats);
+  mgpu__dist_event_release(ev);
+  return st;
+}
+
+MGPU_API mgpu_status_t mgpu_batch_plan(mgpu_runtime_t *rt, const mgpu_batch_t *batch, size_t *first_p,
+                                       size_t *count_p) {
+  mgpu_status_t st = mgpu__check_rt(rt, "mgpu_batch_plan");
+  if (st != MGPU_OK) return st;
+  if (!first_p || !count_p)
+    return mgpu__fail(MGPU_EINVAL, "mgpu_batch_plan: %s is NULL", first_p ? "count_p" : "first_p");
+  if (rt->dist) return mgpu__dist_plan(rt, batch, first_p, count_p);
+  if (!batch) return mgpu__fail(MGPU_EINVAL, "mgpu_batch_plan: batch is NULL");
+  mgpu_batch_t d;
+  mgpu_kernel_t k;
+  if ((st = mgpu__batch_in("mgpu_batch_plan", batch, &d, &k)) != MGPU_OK) return st;
+  if (!d.kernel) return mgpu__fail(MGPU_EINVAL, "mgpu_batch_plan: batch->kernel is NULL");
+  *first_p = 0;
+  *count_p = d.n;
+  return MGPU_OK;
 }
 
 MGPU_API mgpu_status_t mgpu_event_wait(mgpu_event_t *ev, mgpu_stats_t *stats) {
+  if (mgpu__dist_is_event(ev)) return mgpu__dist_event_wait(ev, stats);
   return mgpu__node_event_wait(ev, stats);
 }
 
-MGPU_API mgpu_status_t mgpu_event_test(mgpu_event_t *ev) { return mgpu__node_event_test(ev); }
+MGPU_API mgpu_status_t mgpu_event_test(mgpu_event_t *ev) {
+  if (mgpu__dist_is_event(ev)) return mgpu__dist_event_test(ev);
+  return mgpu__node_event_test(ev);
+}
 
-MGPU_API mgpu_status_t mgpu_event_cancel(mgpu_event_t *ev) { return mgpu__node_event_cancel(ev); }
+MGPU_API mgpu_status_t mgpu_event_cancel(mgpu_event_t *ev) {
+  if (mgpu__dist_is_event(ev)) return mgpu__dist_event_cancel(ev);
+  return mgpu__node_event_cancel(ev);
+}
 
 MGPU_API mgpu_status_t mgpu_event_progress(mgpu_event_t *ev, size_t *done_p, size_t *total_p) {
+  if (mgpu__dist_is_event(ev)) return mgpu__dist_event_progress(ev, done_p, total_p);
   return mgpu__node_event_progress(ev, done_p, total_p);
 }
 
-MGPU_API void mgpu_event_release(mgpu_event_t *ev) { mgpu__node_event_release(ev); }
+MGPU_API void mgpu_event_release(mgpu_event_t *ev) {
+  if (mgpu__dist_is_event(ev)) mgpu__dist_event_release(ev);
+  else mgpu__node_event_release(ev);
+}
 
 /* ------------------------------------------------------------ collectives */
 

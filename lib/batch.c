@@ -28,13 +28,13 @@ mgpu_status_t mgpu__batch_in(const char *fn, const mgpu_batch_t *user, mgpu_batc
   if (st != MGPU_OK) return st;
   mgpu__abi_in(d, sizeof *d, user, bytes);
   d->size = sizeof *d;
-  if (!d->kernel) return MGPU_OK; /* check_batch names it */
+  if (!d->kernel) return MGPU_OK; /* mgpu__batch_check names it */
   st = mgpu__kernel_in(fn, "batch->kernel->size", d->kernel, k);
   d->kernel = k;
   return st;
 }
 
-static mgpu_status_t check_batch(const mgpu_runtime_t *rt, const mgpu_batch_t *d) {
+mgpu_status_t mgpu__batch_check(const mgpu_runtime_t *rt, const mgpu_batch_t *d) {
   const mgpu_kernel_t *k = d->kernel;
   if (!k) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch->kernel is NULL");
   const char *name = k->name ? k->name : "(unnamed)";
@@ -94,7 +94,7 @@ mgpu_status_t mgpu__node_submit(mgpu_runtime_t *rt, const mgpu_batch_t *user, si
   const mgpu_batch_t *d = &desc;
   st = mgpu__check_deps(rt, "mgpu_submit", ndeps, deps);
   if (st != MGPU_OK) return st;
-  st = check_batch(rt, d);
+  st = mgpu__batch_check(rt, d);
   if (st != MGPU_OK) return st;
 
   const mgpu__config_t *cfg = &rt->cfg;

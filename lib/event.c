@@ -23,6 +23,16 @@ mgpu_status_t mgpu__stats_ref(const char *fn, const mgpu_stats_t *user, mgpu__st
                         MGPU__WORKER_STATS_SIZE_V1, sizeof(mgpu_worker_stats_t), false, &wbytes);
     if (st != MGPU_OK) return st;
   }
+  /* A layout without the rank fields reads them as 0 (mgpu__abi_in). */
+  if (r->in.rank && r->in.rank_cap > 0) {
+    size_t kbytes;
+    st = mgpu__abi_size(fn, "stats->rank_size", "mgpu_rank_stats_t", r->in.rank_size, MGPU__RANK_STATS_SIZE_V1,
+                        sizeof(mgpu_rank_stats_t), false, &kbytes);
+    if (st != MGPU_OK) return st;
+    r->rank = (char *)r->in.rank;
+    r->rank_bytes = kbytes;
+    r->rank_cap = r->in.rank_cap;
+  }
   r->user = (mgpu_stats_t *)user;
   r->bytes = bytes;
   r->worker = r->in.worker_cap > 0 ? (char *)r->in.worker : NULL;
@@ -44,6 +54,11 @@ void mgpu__stats_put_worker(const mgpu__stats_ref_t *r, int i, const mgpu_worker
   mgpu__abi_out(r->worker + (size_t)i * r->worker_bytes, r->worker_bytes, w, sizeof *w);
 }
 
+void mgpu__stats_put_rank(const mgpu__stats_ref_t *r, int i, const mgpu_rank_stats_t *k) {
+  if (!r->rank || i < 0 || i >= r->rank_cap) return;
+  mgpu__abi_out(r->rank + (size_t)i * r->rank_bytes, r->rank_bytes, k, sizeof *k);
+}
+
 void mgpu__stats_get_worker(const mgpu__stats_ref_t *r, int i, mgpu_worker_stats_t *w) {
   memset(w, 0, sizeof *w);
   if (r->worker && i >= 0 && i < r->worker_cap)
@@ -57,6 +72,9 @@ void mgpu__stats_put(const mgpu__stats_ref_t *r, mgpu_stats_t *s) {
   s->worker = r->in.worker;
   s->worker_cap = r->in.worker_cap;
   s->worker_size = r->in.worker_size;
+  s->rank = r->in.rank;
+  s->rank_cap = r->in.rank_cap;
+  s->rank_size = r->in.rank_size;
   mgpu__abi_out(r->user, r->bytes, s, sizeof *s);
 }
 

@@ -36,7 +36,8 @@
  * --enable-debug check the order at run time (log.c) and abort on a
  * lock taken out of order; others make the bare checked calls. */
 enum {
-  MGPU_LK_TASK = 1, /* rt->task_lock */
+  MGPU_LK_DIST = 1, /* the ranks' lock (struct mgpu__dist, dist.h) */
+  MGPU_LK_TASK,     /* rt->task_lock */
   MGPU_LK_POSTQ,    /* mgpu__postq_t.lock */
   MGPU_LK_COLL,     /* rt->coll_lock */
   MGPU_LK_RT,       /* rt->lock */
@@ -95,6 +96,20 @@ bool mgpu__lock_order_checked(void);
 #define MGPU_CPU_OUT_TRY 0.2
 /* GPUs of one kind measured within 20% of their median split as equals. */
 #define MGPU_ALIKE_TOL 0.2
+/* Across MPI ranks (dist_batch.c): a steal must save the owner at least
+ * this many times what moving its bytes costs, predictions being uncertain. */
+#define MGPU_RANK_STEAL_GAIN 4.0
+/* A rank runs its share in parts of about this many seconds of its work,
+ * claimed one at a time, so that what is not yet claimed can be stolen... */
+#define MGPU_RANK_PART_S 0.05
+/* ... and in at least this many parts, whatever its speed. */
+#define MGPU_RANK_PARTS_MIN 8
+/* Parts a rank keeps running at once: the next one is under way when the
+ * last ends, so its workers do not wait between parts. */
+#define MGPU_RANK_FLIGHT 2
+/* The rate at which a rank is taken to move a stolen range's bytes before
+ * it has moved any (bytes/s). */
+#define MGPU_RANK_BW_PRIOR 1e9
 
 /* Device buffers and each array in them are aligned to this many bytes. */
 #define MGPU_ALIGN_DEV 256
@@ -203,6 +218,8 @@ bool mgpu__lock_order_checked(void);
  * one while it holds one further down the table):
  *
  *   order  lock                      guards                                  held for
+ *   0      the ranks' lock (dist.h)  MPI calls and the batch across ranks    a whole call of the caller's
+ *                                    of one runtime                          thread (takes any below)
  *   1      rt->task_lock             the order of task phases on all GPUs    posting one phase (takes 2)
  *   2      mgpu__postq_t.lock        one GPU's queue of posted task parts    a push or a take
  *   3      rt->coll_lock             rt->comms, rt->comms_ready              creating the communicators (NCCL)
@@ -276,6 +293,7 @@ extern _Thread_local int mgpu__range_locks_held;
 #define MGPU__BATCH_SIZE_V1 MGPU__SIZE_TO(mgpu_batch_t, arg_size)
 #define MGPU__WORKER_STATS_SIZE_V1 MGPU__SIZE_TO(mgpu_worker_stats_t, staged_bytes)
 #define MGPU__STATS_SIZE_V1 MGPU__SIZE_TO(mgpu_stats_t, reserve_workers)
+#define MGPU__RANK_STATS_SIZE_V1 sizeof(mgpu_rank_stats_t)
 #define MGPU__TRACE_EVENT_SIZE_V1 MGPU__SIZE_TO(mgpu_trace_event_t, t1)
 #define MGPU__ARRAY_PART_SIZE_V1 MGPU__SIZE_TO(mgpu_array_part_t, data)
 #define MGPU__ARRAY_BATCH_SIZE_V1 MGPU__SIZE_TO(mgpu_array_batch_t, arg_size)
@@ -332,6 +350,7 @@ enum {
   MGPU_SET_TENSOR_SPLIT,
   MGPU_SET_RESERVE_THREADS,
   MGPU_SET_TIMEOUT,
+  MGPU_SET_MPI,
   MGPU_SET_COUNT
 };
 
@@ -744,6 +763,13 @@ struct mgpu_runtime {
   bool watchdog_on, watchdog_stop; /* stop: under watchdog_lock */
   pthread_mutex_t watchdog_lock;
   pthread_cond_t watchdog_cv;
+  /* The runtime across MPI ranks (dist.c), NULL for one process; set at
+   * mgpu_init, read-only afterwards. The collectives span what it sets
+   * here (before any collective): coll_ranks ranks (1: this process), GPUs
+   * numbered 0..coll_gpu_total-1 of which this process's are coll_gpu_base
+   * on (coll.c checks roots and sizes by them). */
+  struct mgpu__dist *dist;
+  int coll_ranks, coll_gpu_total, coll_gpu_base;
   pthread_t team_thread;       /* runs the OpenMP team of CPU workers */
   int team_started;
   pthread_mutex_t team_lock;
@@ -928,6 +954,22 @@ typedef struct {
 } mgpu__steal_view_t;
 /* Items the thief takes from the back of the range (0: the tail rule). */
 size_t mgpu__steal_share(const mgpu__steal_view_t *v);
+/* What a rank that steals from another rank sees: rates (items/s) and
+ * latencies (s) of thief and owner, the items each has running and the items
+ * left in the owner's range; the bytes of an item's inputs and outputs
+ * together, the rate (bytes/s) at which the thief moves them and the seconds
+ * a steal costs besides its bytes (round trips, a batch's start). */
+typedef struct {
+  double vt, at, pt, vo, ao, po, left;
+  double bytes_per_item, bw, fixed_s;
+} mgpu__rank_steal_view_t;
+/* Items a rank takes from the back of another rank's range (0: none): the
+ * share that equalises both finish times, the thief's including the time to
+ * fetch the inputs and put the outputs back; none where that saves the
+ * owner less than MGPU_RANK_STEAL_GAIN times the time the transfer costs, or
+ * where the steal's fixed cost would be over 1 / MGPU_RANK_STEAL_GAIN of its
+ * work. */
+size_t mgpu__rank_steal_share(const mgpu__rank_steal_view_t *v);
 
 /* ----------------------------------------------------------------- fit.c */
 /* Learn a chunk of n items that took t seconds. */
@@ -1000,6 +1042,8 @@ void mgpu__copyjobs_destroy(mgpu_runtime_t *rt);
  * copied in full (abi.c): k gets the kernel, d->kernel points at it. */
 mgpu_status_t mgpu__kernel_in(const char *fn, const char *what, const mgpu_kernel_t *user, mgpu_kernel_t *k);
 mgpu_status_t mgpu__batch_in(const char *fn, const mgpu_batch_t *user, mgpu_batch_t *d, mgpu_kernel_t *k);
+/* mgpu_submit's checks of a batch copied in by mgpu__batch_in. */
+mgpu_status_t mgpu__batch_check(const mgpu_runtime_t *rt, const mgpu_batch_t *d);
 /* mgpu_submit and mgpu_run on this process's workers. A batch submitted with
  * a base shows its kernel chunk->first = base + the item's index in it (the
  * ranks' layer runs a part of a larger batch so); its arrays hold its own n
@@ -1018,6 +1062,9 @@ typedef struct {
   char *worker;           /* its worker array (NULL: none, or worker_cap <= 0) */
   size_t worker_bytes;    /* the array's element size */
   int worker_cap;
+  char *rank;             /* its rank array (NULL: none, rank_cap <= 0, or a layout without one) */
+  size_t rank_bytes;
+  int rank_cap;
 } mgpu__stats_ref_t;
 /* Check a caller's stats (NULL: a ref that writes nothing); fn names the call. */
 mgpu_status_t mgpu__stats_ref(const char *fn, const mgpu_stats_t *user, mgpu__stats_ref_t *r);
@@ -1027,6 +1074,8 @@ void mgpu__stats_ref_own(mgpu__stats_ref_t *r, mgpu_worker_stats_t *w, int cap);
 void mgpu__stats_put_worker(const mgpu__stats_ref_t *r, int i, const mgpu_worker_stats_t *w);
 /* Read worker i's figures from the caller's array (0 past its element size). */
 void mgpu__stats_get_worker(const mgpu__stats_ref_t *r, int i, mgpu_worker_stats_t *w);
+/* Write rank i's figures into the caller's rank array, within its element size. */
+void mgpu__stats_put_rank(const mgpu__stats_ref_t *r, int i, const mgpu_rank_stats_t *k);
 /* Write the full figures s into the caller's struct within its size, keeping
  * the fields that the caller gives (size, worker, worker_cap, worker_size). */
 void mgpu__stats_put(const mgpu__stats_ref_t *r, mgpu_stats_t *s);
@@ -1244,7 +1293,8 @@ mgpu_status_t mgpu__trace_close(mgpu_runtime_t *rt); /* after the workers stoppe
 void mgpu__trace_free(mgpu__worker_t *w);
 
 /* ------------------------------------------------------------ handle.c */
-typedef enum { MGPU_H_RUNTIME = 1, MGPU_H_EVENT = 2, MGPU_H_CONST = 3 } mgpu__handle_kind_t;
+/* MGPU_H_DEVENT: the event of a batch across MPI ranks (dist_batch.c). */
+typedef enum { MGPU_H_RUNTIME = 1, MGPU_H_EVENT = 2, MGPU_H_CONST = 3, MGPU_H_DEVENT = 4 } mgpu__handle_kind_t;
 int mgpu__handle_add(mgpu__handle_kind_t kind, const void *p);   /* 0, or -1 out of memory */
 bool mgpu__handle_live(mgpu__handle_kind_t kind, const void *p);
 bool mgpu__handle_del(mgpu__handle_kind_t kind, const void *p);  /* false if it was not live */
@@ -1404,5 +1454,39 @@ void mgpu__gpu_watch_call(mgpu__gpu_t *gp, const char *what);
 /* After the wait or the call: false when the device was given up meanwhile. */
 bool mgpu__gpu_watch_end(mgpu__gpu_t *gp);
 bool mgpu__gpu_given_up(mgpu__gpu_t *gp);
+
+/* ------------------------------------------ dist.c (dist_none.c without MPI) */
+/* The runtime across MPI ranks (rt->dist; dist.h holds its state). Its files
+ * sit above the rest of lib/ and run each rank's part of a batch as batches
+ * of this process (mgpu__node_submit). In a build without MPI, dist_none.c
+ * gives the same calls for a runtime that is never distributed. */
+/* mgpu_init: this process's runtime (mgpu__init_test), then its part of the
+ * runtime across ranks where MPI spans more than one. */
+mgpu_status_t mgpu__dist_init(const mgpu_config_t *cfg, const mgpu__testcfg_t *test, mgpu_runtime_t **rt_p);
+/* mgpu_finalize_checked of a runtime across ranks (every rank calls it),
+ * after mgpu__dist_close; then this process's runtime. */
+mgpu_status_t mgpu__dist_finalize(mgpu_runtime_t *rt);
+int mgpu__dist_rank(const mgpu_runtime_t *rt);
+int mgpu__dist_size(const mgpu_runtime_t *rt);
+
+/* dist_batch.c: a batch across ranks. Its event is its own object (a
+ * handle of kind MGPU_H_DEVENT); the calls on it make the MPI calls that
+ * drive it, from the caller's thread. */
+mgpu_status_t mgpu__dist_submit(mgpu_runtime_t *rt, const mgpu_batch_t *batch, size_t ndeps,
+                                mgpu_event_t *const *deps, mgpu_event_t **done_p);
+mgpu_status_t mgpu__dist_plan(mgpu_runtime_t *rt, const mgpu_batch_t *batch, size_t *first_p, size_t *count_p);
+/* Run the batch across ranks still open to its end (before finalize). */
+void mgpu__dist_close(mgpu_runtime_t *rt);
+bool mgpu__dist_is_event(const mgpu_event_t *ev);
+mgpu_status_t mgpu__dist_event_wait(mgpu_event_t *ev, mgpu_stats_t *stats);
+mgpu_status_t mgpu__dist_event_test(mgpu_event_t *ev);
+mgpu_status_t mgpu__dist_event_cancel(mgpu_event_t *ev);
+mgpu_status_t mgpu__dist_event_progress(mgpu_event_t *ev, size_t *done_p, size_t *total_p);
+void mgpu__dist_event_release(mgpu_event_t *ev);
+
+/* dist_coll.c: the collectives over every GPU of every rank. */
+mgpu_status_t mgpu__dist_collective(mgpu_runtime_t *rt, int kind, const void *const *send, void *const *recv,
+                                    size_t count, mgpu_dtype_t dt, mgpu_redop_t op, int root, size_t ndeps,
+                                    mgpu_event_t *const *deps, mgpu_event_t **done_p, bool async);
 
 #endif /* MGPURT_INT_H */

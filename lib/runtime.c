@@ -123,6 +123,9 @@ mgpu_status_t mgpu__init_test(const mgpu_config_t *cfg, const mgpu__testcfg_t *t
     }
   rt->ncpu = rt->cfg.v.num_threads;
   rt->nworkers = rt->ncpu + rt->ngpus;
+  rt->coll_ranks = 1;
+  rt->coll_gpu_total = rt->ngpus;
+  rt->coll_gpu_base = 0;
 
   for (int g = 0; g < rt->ngpus; g++) {
     rt->gpu_index[g] = rt->cfg.v.devices[g];

@@ -129,3 +129,23 @@ size_t mgpu__steal_share(const mgpu__steal_view_t *v) {
   if (s > v->left) s = v->left;
   return s >= 1 ? (size_t)floor(s) : 0;
 }
+
+size_t mgpu__rank_steal_share(const mgpu__rank_steal_view_t *v) {
+  if (!(v->vt > 0) || !(v->vo > 0) || !(v->left >= 1)) return 0;
+  double per_byte = v->bw > 0 ? v->bytes_per_item / v->bw : 0;
+  /* Equal finish: the owner at ao + (po + left - s) / vo, the thief at
+   * at + pt / vt + fixed + s (per_byte + 1 / vt). */
+  double owner = v->ao + (v->po + v->left) / v->vo;
+  double thief = v->at + v->pt / v->vt + v->fixed_s;
+  double s = (owner - thief) / (1 / v->vo + 1 / v->vt + per_byte);
+  if (s > v->left) s = v->left;
+  /* Rounding must not lose an item that equal finish gives exactly. */
+  s = floor(s + 1e-6);
+  if (!(s >= 1)) return 0;
+  /* The owner's finish moves earlier by s / vo; the transfer is what the
+   * thief pays for it, and the fixed part a share of its work. */
+  double move = v->fixed_s + s * per_byte;
+  if (s / v->vo < MGPU_RANK_STEAL_GAIN * move) return 0;
+  if (s / v->vt < MGPU_RANK_STEAL_GAIN * v->fixed_s) return 0;
+  return (size_t)s;
+}
