@@ -104,6 +104,7 @@ MGPU_API void mgpu_event_release(mgpu_event_t *ev) {
 static mgpu_status_t collective(mgpu_runtime_t *rt, int kind, const void *const *send, void *const *recv, size_t count,
                                 mgpu_dtype_t dt, mgpu_redop_t op, int root, size_t ndeps, mgpu_event_t *const *deps,
                                 mgpu_event_t **done_p, bool async) {
+  if (dist_rt(rt)) return mgpu__dist_collective(rt, kind, send, recv, count, dt, op, root, ndeps, deps, done_p, async);
   return mgpu__node_collective(rt, kind, send, recv, count, dt, op, root, ndeps, deps, done_p, async);
 }
 

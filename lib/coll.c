@@ -4,7 +4,11 @@
  * communicators are created on first use and destroyed at finalize. Without
  * NCCL (a build without it, or emulated devices) the same calls go through
  * host memory: every GPU copies its buffer out, one thread combines them, and
- * every GPU copies its result back.
+ * every GPU copies its result back. On a runtime across MPI ranks the NCCL
+ * communicators span the GPUs of every rank: the ranks' layer (dist_coll.c)
+ * makes them and hands them over (mgpu__coll_adopt), and GPUs, roots and
+ * sizes are numbered over all ranks (rt->coll_gpu_total, coll_gpu_base);
+ * without NCCL that layer combines the ranks' results through MPI itself.
  */
 #include "mgpurt_int.h"
 
@@ -48,8 +52,13 @@ MGPU_API const char *mgpu_redop_name(mgpu_redop_t op) {
 MGPU_API const char *mgpu_collectives_backend(const mgpu_runtime_t *rt) {
   static __thread char buf[64];
   if (mgpu__check_rt(rt, "mgpu_collectives_backend") != MGPU_OK) return "none";
-  if (!mgpu__coll_uses_nccl(rt)) return "host";
-  snprintf(buf, sizeof buf, "nccl %s", mgpu__nccl->version());
+  if (!mgpu__coll_uses_nccl(rt)) {
+    if (rt->coll_ranks <= 1) return "host";
+    snprintf(buf, sizeof buf, "host, MPI across %d ranks", rt->coll_ranks);
+    return buf;
+  }
+  if (rt->coll_ranks <= 1) snprintf(buf, sizeof buf, "nccl %s", mgpu__nccl->version());
+  else snprintf(buf, sizeof buf, "nccl %s across %d ranks", mgpu__nccl->version(), rt->coll_ranks);
   return buf;
 }
 
@@ -68,7 +77,7 @@ MGPU_API const char *mgpu_collectives_backend(const mgpu_runtime_t *rt) {
     }                                                                   \
   } while (0)
 
-static void combine(void *res, const void *in, size_t n, mgpu_dtype_t dt, mgpu_redop_t op) {
+void mgpu__coll_combine(void *res, const void *in, size_t n, mgpu_dtype_t dt, mgpu_redop_t op) {
   switch (dt) {
   case MGPU_INT32: COMBINE(int32_t); break;
   case MGPU_INT64: COMBINE(int64_t); break;
@@ -105,7 +114,7 @@ static int host_between(mgpu__task_t *t, int phase) {
   size_t es = mgpu_dtype_size(c->dt), in_bytes = c->in_elems * es;
   char *result = c->host + (size_t)c->ngpus * in_bytes;
   memcpy(result, c->host, in_bytes);
-  for (int g = 1; g < c->ngpus; g++) combine(result, c->host + (size_t)g * in_bytes, c->in_elems, c->dt, c->op);
+  for (int g = 1; g < c->ngpus; g++) mgpu__coll_combine(result, c->host + (size_t)g * in_bytes, c->in_elems, c->dt, c->op);
   return 0;
 }
 
@@ -136,6 +145,11 @@ static mgpu_status_t ensure_comms(mgpu_runtime_t *rt, const char *fn) {
     return mgpu__fail(MGPU_EDEVICE, "%s: the NCCL communicators were aborted after a collective passed its deadline "
                                     "(MGPU_TIMEOUT); this runtime runs no more collectives", fn);
   }
+  if (!rt->comms_ready && rt->coll_ranks > 1) {
+    /* Only all ranks together make communicators that span them. */
+    MGPU_UNLOCK(&rt->coll_lock);
+    return mgpu__fail(MGPU_ESTATE, "%s: the NCCL communicators across ranks do not exist", fn);
+  }
   if (!rt->comms_ready) {
     char why[256] = "";
     double t0 = mgpu__now();
@@ -149,6 +163,20 @@ static mgpu_status_t ensure_comms(mgpu_runtime_t *rt, const char *fn) {
   }
   MGPU_UNLOCK(&rt->coll_lock);
   return st;
+}
+
+void mgpu__coll_adopt(mgpu_runtime_t *rt, void *const *comms) {
+  MGPU_LOCK(&rt->coll_lock, MGPU_LK_COLL);
+  for (int g = 0; g < rt->ngpus; g++) rt->comms[g] = comms[g];
+  rt->comms_ready = 1;
+  MGPU_UNLOCK(&rt->coll_lock);
+}
+
+bool mgpu__coll_ready(mgpu_runtime_t *rt) {
+  MGPU_LOCK(&rt->coll_lock, MGPU_LK_COLL);
+  bool ready = rt->comms_ready && !atomic_load(&rt->comms_abort);
+  MGPU_UNLOCK(&rt->coll_lock);
+  return ready;
 }
 
 void mgpu__coll_destroy(mgpu_runtime_t *rt) {
@@ -188,15 +216,17 @@ mgpu_status_t mgpu__node_collective(mgpu_runtime_t *rt, int kind, const void *co
   if ((kind == MGPU__COLL_ALLREDUCE || kind == MGPU__COLL_REDUCE_SCATTER) && (unsigned)op > MGPU_OP_MAX)
     return mgpu__fail(MGPU_EINVAL, "%s: op %d is not one of MGPU_OP_SUM, MGPU_OP_PROD, MGPU_OP_MIN, MGPU_OP_MAX", fn,
                       (int)op);
-  if (kind == MGPU__COLL_BROADCAST && (root < 0 || root >= rt->ngpus))
-    return mgpu__fail(MGPU_EINVAL, "%s: root %d is not a GPU of the runtime: expected 0..%d", fn, root, rt->ngpus - 1);
+  /* GPUs numbered over all ranks where the collectives span several. */
+  int total = rt->coll_gpu_total, base = rt->coll_gpu_base;
+  if (kind == MGPU__COLL_BROADCAST && (root < 0 || root >= total))
+    return mgpu__fail(MGPU_EINVAL, "%s: root %d is not a GPU of the runtime: expected 0..%d", fn, root, total - 1);
   if (!send || !recv) return mgpu__fail(MGPU_EINVAL, "%s: %s is NULL", fn, send ? "recv" : "send");
-  size_t in_elems = kind == MGPU__COLL_REDUCE_SCATTER ? count * (size_t)rt->ngpus : count;
-  if (count > SIZE_MAX / es / (size_t)rt->ngpus / 2)
+  size_t in_elems = kind == MGPU__COLL_REDUCE_SCATTER ? count * (size_t)total : count;
+  if (count > SIZE_MAX / es / (size_t)total / 2)
     return mgpu__fail(MGPU_EINVAL, "%s: count %zu of %zu-byte elements overflows size_t", fn, count, es);
   for (int g = 0; g < rt->ngpus && count > 0; g++) {
     if (!recv[g]) return mgpu__fail(MGPU_EINVAL, "%s: recv[%d] is NULL", fn, g);
-    if (!send[g] && (kind != MGPU__COLL_BROADCAST || g == root))
+    if (!send[g] && (kind != MGPU__COLL_BROADCAST || g + base == root))
       return mgpu__fail(MGPU_EINVAL, "%s: send[%d] is NULL", fn, g);
   }
   bool nccl = mgpu__coll_uses_nccl(rt);

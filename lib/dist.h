@@ -124,4 +124,12 @@ mgpu_status_t mgpu__dist_thread_ok(struct mgpu__dist *d, const char *fn);
 /* The model of kernel k, made on first use (NULL: out of memory). */
 mgpu__dmodel_t *mgpu__dist_model(struct mgpu__dist *d, const mgpu_kernel_t *k);
 
+/* dist_batch.c, under the ranks' lock */
+/* Run the batch across ranks that is still open to its end. */
+void mgpu__dist_close_open(struct mgpu__dist *d);
+/* Wait for dependencies (events of this process's batches and tasks, or of
+ * batches across ranks): *failed_p when one failed. */
+mgpu_status_t mgpu__dist_deps(mgpu_runtime_t *rt, const char *fn, size_t ndeps, mgpu_event_t *const *deps,
+                              bool *failed_p);
+
 #endif

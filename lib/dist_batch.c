@@ -711,7 +711,7 @@ static void dbatch_free(mgpu__dbatch_t *db) {
 
 /* Close the batch across ranks that is still open (before another call that
  * the ranks make together). Under the ranks' lock. */
-static void close_open(struct mgpu__dist *d) {
+void mgpu__dist_close_open(struct mgpu__dist *d) {
   mgpu__dbatch_t *db = d->cur;
   if (!db) return;
   drive(db, INFINITY);
@@ -722,7 +722,7 @@ static void close_open(struct mgpu__dist *d) {
 void mgpu__dist_close(mgpu_runtime_t *rt) {
   struct mgpu__dist *d = rt->dist;
   MGPU_LOCK(&d->lock, MGPU_LK_DIST);
-  close_open(d);
+  mgpu__dist_close_open(d);
   MGPU_UNLOCK(&d->lock);
 }
 
@@ -899,7 +899,7 @@ mgpu_status_t mgpu__dist_plan(mgpu_runtime_t *rt, const mgpu_batch_t *batch, siz
   mgpu_status_t st = mgpu__dist_thread_ok(d, fn);
   if (st != MGPU_OK) return st;
   MGPU_LOCK(&d->lock, MGPU_LK_DIST);
-  close_open(d);
+  mgpu__dist_close_open(d);
   mgpu_batch_t desc;
   mgpu_kernel_t kernel;
   memset(&kernel, 0, sizeof kernel);
@@ -935,6 +935,25 @@ mgpu_status_t mgpu__dist_plan(mgpu_runtime_t *rt, const mgpu_batch_t *batch, siz
   return st;
 }
 
+mgpu_status_t mgpu__dist_deps(mgpu_runtime_t *rt, const char *fn, size_t ndeps, mgpu_event_t *const *deps,
+                              bool *failed_p) {
+  *failed_p = false;
+  if (ndeps > 0 && !deps) return mgpu__fail(MGPU_EINVAL, "%s: deps is NULL with ndeps = %zu", fn, ndeps);
+  for (size_t i = 0; i < ndeps; i++) {
+    if (!deps[i]) return mgpu__fail(MGPU_EINVAL, "%s: deps[%zu] is NULL", fn, i);
+    if (mgpu__handle_live(MGPU_H_DEVENT, deps[i])) {
+      mgpu__dbatch_t *dep = (mgpu__dbatch_t *)deps[i];
+      if (dep->state != DB_DONE) drive(dep, INFINITY);
+      *failed_p |= dep->final != MGPU_OK;
+      continue;
+    }
+    mgpu_status_t st = mgpu__check_deps(rt, fn, 1, &deps[i]);
+    if (st != MGPU_OK) return st;
+    *failed_p |= mgpu__node_event_wait(deps[i], NULL) != MGPU_OK;
+  }
+  return MGPU_OK;
+}
+
 mgpu_status_t mgpu__dist_submit(mgpu_runtime_t *rt, const mgpu_batch_t *user, size_t ndeps,
                                 mgpu_event_t *const *deps, mgpu_event_t **done_p) {
   struct mgpu__dist *d = rt->dist;
@@ -944,26 +963,12 @@ mgpu_status_t mgpu__dist_submit(mgpu_runtime_t *rt, const mgpu_batch_t *user, si
   if (st != MGPU_OK) return st;
   /* Dependencies end first: a batch across ranks starts at once. */
   bool dep_failed = false;
-  if (ndeps > 0 && !deps) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: deps is NULL with ndeps = %zu", ndeps);
   MGPU_LOCK(&d->lock, MGPU_LK_DIST);
-  close_open(d);
-  for (size_t i = 0; i < ndeps; i++) {
-    if (!deps[i]) {
-      MGPU_UNLOCK(&d->lock);
-      return mgpu__fail(MGPU_EINVAL, "mgpu_submit: deps[%zu] is NULL", i);
-    }
-    if (mgpu__handle_live(MGPU_H_DEVENT, deps[i])) {
-      mgpu__dbatch_t *dep = (mgpu__dbatch_t *)deps[i];
-      if (dep->state != DB_DONE) drive(dep, INFINITY);
-      dep_failed |= dep->final != MGPU_OK;
-      continue;
-    }
-    st = mgpu__check_deps(rt, fn, 1, &deps[i]);
-    if (st != MGPU_OK) {
-      MGPU_UNLOCK(&d->lock);
-      return st;
-    }
-    dep_failed |= mgpu__node_event_wait(deps[i], NULL) != MGPU_OK;
+  mgpu__dist_close_open(d);
+  st = mgpu__dist_deps(rt, fn, ndeps, deps, &dep_failed);
+  if (st != MGPU_OK) {
+    MGPU_UNLOCK(&d->lock);
+    return st;
   }
   mgpu__dbatch_t *db = calloc(1, sizeof *db);
   char *all = malloc((size_t)d->size * MGPU_DIST_PAYLOAD);

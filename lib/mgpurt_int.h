@@ -1267,6 +1267,13 @@ mgpu_status_t mgpu__node_collective(mgpu_runtime_t *rt, int kind, const void *co
                                     size_t count, mgpu_dtype_t dt, mgpu_redop_t op, int root, size_t ndeps,
                                     mgpu_event_t *const *deps, mgpu_event_t **done_p, bool async);
 void mgpu__coll_destroy(mgpu_runtime_t *rt); /* at finalize, after the workers stopped */
+/* The NCCL communicators of this process's GPUs, made across the ranks by
+ * dist_coll.c: the collectives use them from now on. */
+void mgpu__coll_adopt(mgpu_runtime_t *rt, void *const *comms);
+/* Whether the communicators exist and were not aborted. */
+bool mgpu__coll_ready(mgpu_runtime_t *rt);
+/* r[i] = r[i] op x[i] for n elements of type dt (the host path's combine). */
+void mgpu__coll_combine(void *r, const void *x, size_t n, mgpu_dtype_t dt, mgpu_redop_t op);
 bool mgpu__coll_uses_nccl(const mgpu_runtime_t *rt);
 /* GPU g's thread aborts its own NCCL communicator (rt->comms_abort). */
 void mgpu__coll_abort(mgpu_runtime_t *rt, int g);
@@ -1282,6 +1289,13 @@ typedef struct {
   int (*run)(void *comm, int kind, const void *send, void *recv, size_t count, mgpu_dtype_t dt, mgpu_redop_t op,
              int root, void *stream, char *why, size_t whylen);
   void (*abort)(void *comm); /* ncclCommAbort: ends its operations in flight and frees it */
+  /* Across processes: bytes of a unique id, a new one (by one process),
+   * and the communicators of this process's devices devs[0..n), ranks
+   * first..first+n-1 of nranks, from the id every process got. */
+  size_t id_bytes;
+  int (*unique_id)(void *id, char *why, size_t whylen);
+  int (*init_ranks)(int n, const int *devs, int nranks, int first, const void *id, void **comms, char *why,
+                    size_t whylen);
 } mgpu__nccl_t;
 extern const mgpu__nccl_t *const mgpu__nccl;
 

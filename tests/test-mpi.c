@@ -508,6 +508,96 @@ static void scenario_single(void) {
   mgpu_finalize(rt);
 }
 
+/* Collectives over every GPU of every rank: rank r has (r % 3 == 2 ? 0 :
+ * r % 2 + 1) emulated GPUs, so that some rank has none once there are three;
+ * GPUs are numbered over the ranks, rank 0's first. */
+static void scenario_coll(void) {
+  cfg_threads = 1;
+  cfg_gpus = rank % 3 == 2 ? 0 : rank % 2 + 1;
+  mgpu_runtime_t *rt;
+  if (start(&rt, NULL, 20) != MGPU_OK) {
+    check(false, "mgpu_init: %s", mgpu_last_error());
+    return;
+  }
+  int ng = mgpu_num_gpus(rt), base = 0, total = 0;
+  MPI_Exscan(&ng, &base, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) base = 0;
+  MPI_Allreduce(&ng, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  check(strstr(mgpu_collectives_backend(rt), "across") != NULL, "mgpu_collectives_backend: %s",
+        mgpu_collectives_backend(rt));
+  const size_t count = 1000;
+  double *send[4] = {0}, *recv[4] = {0}, *host = malloc(sizeof(double) * count * (size_t)total);
+  int32_t *isend[4] = {0}, *irecv[4] = {0};
+  for (int g = 0; g < ng; g++) {
+    check(mgpu_device_alloc(rt, g, sizeof(double) * count * (size_t)total, (void **)&send[g]) == MGPU_OK &&
+          mgpu_device_alloc(rt, g, sizeof(double) * count * (size_t)total, (void **)&recv[g]) == MGPU_OK &&
+          mgpu_device_alloc(rt, g, sizeof(int32_t) * count, (void **)&isend[g]) == MGPU_OK &&
+          mgpu_device_alloc(rt, g, sizeof(int32_t) * count, (void **)&irecv[g]) == MGPU_OK,
+          "mgpu_device_alloc: %s", mgpu_last_error());
+  }
+  /* send[g][j] = G * 1000 + j, G the GPU's number over all ranks. */
+  for (int g = 0; g < ng; g++) {
+    for (size_t j = 0; j < count * (size_t)total; j++) host[j] = (base + g) * 1000.0 + (double)j;
+    mgpu_memcpy_to_device(rt, g, send[g], host, sizeof(double) * count * (size_t)total);
+    int32_t iv[1000];
+    for (size_t j = 0; j < count; j++) iv[j] = (int32_t)((base + g) * 1000 + (int)j);
+    mgpu_memcpy_to_device(rt, g, isend[g], iv, sizeof iv);
+  }
+  double gsum = (double)total * (total - 1) / 2; /* sum of the GPUs' numbers */
+#define EACH_GPU_CHECK(what, n, expect)                                                             \
+  for (int g = 0; g < ng; g++) {                                                                    \
+    mgpu_memcpy_from_device(rt, g, host, recv[g], sizeof(double) * (n));                            \
+    size_t bad = 0, at = 0;                                                                         \
+    for (size_t i = 0; i < (n); i++)                                                                \
+      if (host[i] != (expect) && bad++ == 0) at = i;                                               \
+    check(bad == 0, "%s on GPU %d: %zu wrong (element %zu: %g)", what, g, bad, at, host[at]);      \
+  }
+  mgpu_status_t st = mgpu_allreduce(rt, (const void *const *)send, (void *const *)recv, count, MGPU_FLOAT64, MGPU_OP_SUM);
+  check(st == MGPU_OK, "mgpu_allreduce: %s", mgpu_last_error());
+  EACH_GPU_CHECK("allreduce sum", count, 1000 * gsum + (double)total * (double)i);
+  st = mgpu_allreduce(rt, (const void *const *)isend, (void *const *)irecv, count, MGPU_INT32, MGPU_OP_MAX);
+  check(st == MGPU_OK, "mgpu_allreduce max: %s", mgpu_last_error());
+  for (int g = 0; g < ng; g++) {
+    int32_t iv[1000];
+    mgpu_memcpy_from_device(rt, g, iv, irecv[g], sizeof iv);
+    check(iv[7] == (total - 1) * 1000 + 7, "allreduce max on GPU %d: %d", g, iv[7]);
+  }
+  int root = total - 1;
+  st = mgpu_broadcast(rt, (const void *const *)send, (void *const *)recv, count, MGPU_FLOAT64, root);
+  check(st == MGPU_OK, "mgpu_broadcast: %s", mgpu_last_error());
+  EACH_GPU_CHECK("broadcast", count, root * 1000.0 + (double)i);
+  st = mgpu_allgather(rt, (const void *const *)send, (void *const *)recv, count, MGPU_FLOAT64);
+  check(st == MGPU_OK, "mgpu_allgather: %s", mgpu_last_error());
+  EACH_GPU_CHECK("allgather", count * (size_t)total, (double)(i / count) * 1000.0 + (double)(i % count));
+  st = mgpu_reduce_scatter(rt, (const void *const *)send, (void *const *)recv, count, MGPU_FLOAT64, MGPU_OP_SUM);
+  check(st == MGPU_OK, "mgpu_reduce_scatter: %s", mgpu_last_error());
+  EACH_GPU_CHECK("reduce_scatter", count, 1000 * gsum + (double)total * (double)((base + g) * count + i));
+  mgpu_event_t *ev = NULL;
+  st = mgpu_allreduce_async(rt, (const void *const *)send, (void *const *)recv, count, MGPU_FLOAT64, MGPU_OP_SUM, 0,
+                            NULL, &ev);
+  check(st == MGPU_OK && mgpu_event_wait(ev, NULL) == MGPU_OK, "mgpu_allreduce_async: %s", mgpu_last_error());
+  mgpu_event_release(ev);
+  EACH_GPU_CHECK("allreduce_async", count, 1000 * gsum + (double)total * (double)i);
+  /* Ranks that disagree on the count: refused on every rank, naming it. */
+  st = mgpu_allreduce(rt, (const void *const *)send, (void *const *)recv, rank == 1 ? count - 1 : count, MGPU_FLOAT64,
+                      MGPU_OP_SUM);
+  check(st == MGPU_EINVAL && strstr(mgpu_last_error(), "disagree on count"), "counts that differ: %s",
+        mgpu_last_error());
+  if (rank == 0) printf("%s; counts that differ: %s\n", mgpu_collectives_backend(rt), mgpu_last_error());
+  /* A root past the GPUs of all ranks. */
+  st = mgpu_broadcast(rt, (const void *const *)send, (void *const *)recv, count, MGPU_FLOAT64, total);
+  check(st == MGPU_EINVAL && strstr(mgpu_last_error(), "root"), "a root past the GPUs: %s", mgpu_last_error());
+#undef EACH_GPU_CHECK
+  for (int g = 0; g < ng; g++) {
+    mgpu_device_free(rt, g, send[g]);
+    mgpu_device_free(rt, g, recv[g]);
+    mgpu_device_free(rt, g, isend[g]);
+    mgpu_device_free(rt, g, irecv[g]);
+  }
+  free(host);
+  mgpu_finalize(rt);
+}
+
 int main(int argc, char **argv) {
   int provided;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
@@ -523,6 +613,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(sc, "lost")) scenario_lost(argc, argv);
   else if (!strcmp(sc, "comm")) scenario_comm();
   else if (!strcmp(sc, "single")) scenario_single();
+  else if (!strcmp(sc, "coll")) scenario_coll();
   else {
     fprintf(stderr, "test-mpi: unknown scenario '%s'\n", sc);
     failures++;
