@@ -324,8 +324,8 @@ static size_t own_running(const mgpu__dbatch_t *db) {
 static bool steal(mgpu__dbatch_t *db, int slot) {
   struct mgpu__dist *d = db->d;
   if (db->none_to_steal) return false;
-  int me = db->rank, victim = -1;
-  double worst = 0;
+  int me = db->rank, victim = -1, nidle = 0;
+  double worst = 0, idle_v[db->size], idle_p[db->size];
   bool unpublished = false, any = false;
   uint64_t sig = 0;
   for (int r = 0; r < db->size; r++) {
@@ -340,10 +340,14 @@ static bool steal(mgpu__dbatch_t *db, int slot) {
       unpublished = true; /* it has not started the batch yet */
       continue;
     }
-    if (w[W_BEGIN] >= w[W_END]) continue;
-    any = true;
     double vo = bitsd(w[W_RATE]);
     if (!(vo > 0)) vo = db->rate[r];
+    if (w[W_BEGIN] >= w[W_END]) {
+      /* Idle, or soon: a thief too, with which this one shares the victim. */
+      idle_v[nidle] = vo, idle_p[nidle++] = (double)w[W_FLIGHT];
+      continue;
+    }
+    any = true;
     double t = vo > 0 ? db->lat[r] + (double)(w[W_END] - w[W_BEGIN] + w[W_FLIGHT]) / vo : INFINITY;
     if (victim < 0 || t > worst) victim = r, worst = t;
   }
@@ -366,7 +370,8 @@ static bool steal(mgpu__dbatch_t *db, int slot) {
     if (!(vo > 0)) vo = db->rate[victim];
     mgpu__rank_steal_view_t v = {.vt = vt, .at = at, .pt = (double)own_running(db), .vo = vo, .ao = db->lat[victim],
                                  .po = (double)w[W_FLIGHT], .left = (double)(w[W_END] - w[W_BEGIN]),
-                                 .bytes_per_item = (double)db->bytes_per_item, .bw = d->bw, .fixed_s = d->xlat};
+                                 .bytes_per_item = (double)db->bytes_per_item, .bw = d->bw, .fixed_s = d->xlat,
+                                 .nothers = nidle, .ov = idle_v, .op = idle_p};
     take = mgpu__rank_steal_share(&v);
     if (take > 0) {
       uint64_t end = w[W_END] - take;

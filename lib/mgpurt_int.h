@@ -962,13 +962,17 @@ size_t mgpu__steal_share(const mgpu__steal_view_t *v);
 typedef struct {
   double vt, at, pt, vo, ao, po, left;
   double bytes_per_item, bw, fixed_s;
+  /* The other ranks whose ranges are empty, thieves too before long: their
+   * rates and items running (nothers of each; NULL for none). */
+  int nothers;
+  const double *ov, *op;
 } mgpu__rank_steal_view_t;
 /* Items a rank takes from the back of another rank's range (0: none): the
- * share that equalises both finish times, the thief's including the time to
- * fetch the inputs and put the outputs back; none where that saves the
- * owner less than MGPU_RANK_STEAL_GAIN times the time the transfer costs, or
- * where the steal's fixed cost would be over 1 / MGPU_RANK_STEAL_GAIN of its
- * work. */
+ * share at which the owner, the thief and the other idle ranks (taking
+ * theirs next) all finish together, the thieves' times including moving the
+ * inputs and outputs; none where that saves the owner less than
+ * MGPU_RANK_STEAL_GAIN times the time the transfer costs, or where the
+ * steal's fixed cost would be over 1 / MGPU_RANK_STEAL_GAIN of its work. */
 size_t mgpu__rank_steal_share(const mgpu__rank_steal_view_t *v);
 
 /* ----------------------------------------------------------------- fit.c */

@@ -652,6 +652,15 @@ START_TEST(test_rank_steal_share) {
   /* A thief that ends later than the owner even with nothing taken. */
   mgpu__rank_steal_view_t busy = {.vt = 1000, .vo = 1000, .left = 100, .pt = 500};
   ck_assert_uint_eq(mgpu__rank_steal_share(&busy), 0);
+  /* Two more idle ranks of the thief's speed will take their part next:
+   * four equal ranks share the 1000 items, so the thief takes 250. */
+  double ov[2] = {1000, 1000}, op[2] = {0, 0};
+  mgpu__rank_steal_view_t team = {.vt = 1000, .vo = 1000, .left = 1000, .nothers = 2, .ov = ov, .op = op};
+  ck_assert_uint_eq(mgpu__rank_steal_share(&team), 250);
+  /* One of them still has 500 items running: it starts 0.5 s later, and
+   * the thief takes (1000 + 500) / 4 = 375. */
+  op[1] = 500;
+  ck_assert_uint_eq(mgpu__rank_steal_share(&team), 375);
   /* Unknown speeds, nothing left: none. */
   mgpu__rank_steal_view_t none = {.vt = 0, .vo = 1000, .left = 100};
   ck_assert_uint_eq(mgpu__rank_steal_share(&none), 0);
