@@ -11,8 +11,9 @@
 #     kernel's first batch, when the split knows no rate (tests/test-mpi).
 # Every run is `mgpu-run mulmod --intensity 10 --threads 0 --json` (a warm-up,
 # then the median of --repeat timed runs); the JSON of each goes to OUT, the
-# tables to OUT/mpi-scaling.txt and their three lines for doc/benchmarks.md
+# tables to OUT/mpi-scaling.txt and their two lines for doc/benchmarks.md
 # to OUT/mpi-summary.txt.
+# Run from the build tree, after make tests/test-mpi (the first-batch run).
 # Usage: bash bench/mpi-scaling.sh OUT [S items/s, default 2e5] [ITEMS per rank, default 300000]
 #        bash bench/mpi-scaling.sh --report OUT [S] [ITEMS]: the summaries again from OUT's raw output
 # The launcher is $MGPU_BENCH_MPIEXEC, else mpirun with Open MPI's flags for

@@ -54,6 +54,15 @@ run "collectives over two ranks" 2 ok 1e6 coll
 run "one rank: one process" 1 ok 1e6 single
 run "MGPU_MPI off: one process each" 2 ok 1e6 single
 
+# The guide's example (doc/examples/mpi.c) on two ranks.
+example=$top_builddir/doc/examples/mpi
+if [ -x "$example" ]; then
+  if MGPU_NUM_GPUS=0 bound 120 $launch -np 2 "$example" > "$out" 2>&1 && grep -q '^mpi example: ok (2 ranks)$' "$out"; then
+    echo "ok: doc/examples/mpi on 2 ranks"
+  else echo "FAIL: doc/examples/mpi on 2 ranks"; fails=$((fails + 1)); fi
+  sed 's/^/    /' "$out"
+fi
+
 # mgpu-run under the launcher: every batch across the ranks, rank 0's report.
 run_mgpu=$top_builddir/bin/mgpu-run
 # mpmd SPEED... -- ARGS: one rank per speed, each an emulated GPU of that speed.
