@@ -100,11 +100,16 @@ mgpu_status_t mgpu__dist_exchange(struct mgpu__dist *d, const char *fn, int op, 
   memcpy(send + sizeof h, mine, bytes);
   MPI_Request req;
   int rc = MPI_Iallgather(send, MGPU_DIST_REC, MPI_BYTE, recv, MGPU_DIST_REC, MPI_BYTE, d->comm, &req);
-  mgpu_status_t st = rc == MPI_SUCCESS ? mgpu__dist_wait(d, fn, &req, deadline_s, mgpu__dist_op_name(op))
-                                       : mgpu__dist_mpi(d, fn, "MPI_Iallgather", rc);
-  /* A request that never completed still owns its buffers. */
-  free(send);
+  if (rc != MPI_SUCCESS) {
+    free(send);
+    free(recv);
+    return mgpu__dist_mpi(d, fn, "MPI_Iallgather", rc);
+  }
+  /* A request that never completed still owns its buffers: MPI may write
+   * them should the others come after all. They are left to it. */
+  mgpu_status_t st = mgpu__dist_wait(d, fn, &req, deadline_s, mgpu__dist_op_name(op));
   if (st != MGPU_OK) return st;
+  free(send);
   d->calls++;
   for (int r = 0; r < d->size; r++) {
     mgpu__dist_hdr_t o;
@@ -322,12 +327,14 @@ mgpu_status_t mgpu__dist_init(const mgpu_config_t *cfg, const mgpu__testcfg_t *t
   MPI_Request req;
   int rc = MPI_Comm_idup(user, &d->comm, &req);
   double deadline = mgpu__deadline_s(c.v.timeout, 0);
-  st = rc == MPI_SUCCESS ? mgpu__dist_wait(d, "mgpu_init", &req, deadline, "mgpu_init")
-                         : mgpu__dist_mpi(d, "mgpu_init", "MPI_Comm_idup", rc);
-  if (st != MGPU_OK) {
+  if (rc != MPI_SUCCESS) {
+    st = mgpu__dist_mpi(d, "mgpu_init", "MPI_Comm_idup", rc);
     dist_free(d);
     return st;
   }
+  /* A duplication that never completed may still write d->comm: d is left to it. */
+  st = mgpu__dist_wait(d, "mgpu_init", &req, deadline, "mgpu_init");
+  if (st != MGPU_OK) return st;
   MPI_Comm_set_errhandler(d->comm, MPI_ERRORS_RETURN);
 
   /* Every rank starts its runtime, then all learn whether all did. */

@@ -108,6 +108,7 @@ typedef struct mgpu__dbatch {
   /* The end: every rank's record, then the batch's figures. */
   MPI_Request end_req;
   char *end_send, *end_recv;
+  bool end_pending;          /* end_req runs: MPI owns the buffers until it completes */
   mgpu_status_t final;
   char final_why[768];
   mgpu_rank_stats_t *ranks;    /* [size] */
@@ -556,6 +557,7 @@ static void start_end(mgpu__dbatch_t *db) {
   int rc = MPI_Iallgather(db->end_send, MGPU_DIST_REC, MPI_BYTE, db->end_recv, MGPU_DIST_REC, MPI_BYTE, d->comm,
                           &db->end_req);
   if (rc != MPI_SUCCESS) mgpu__dist_mpi(d, "mgpu_event_wait", "MPI_Iallgather", rc);
+  else db->end_pending = true;
   db->last_change = mgpu__now();
 }
 
@@ -604,8 +606,11 @@ static void close_batch(mgpu__dbatch_t *db) {
     db->ranks[db->rank].rank = db->rank;
     db->ranks[db->rank].items = db->items;
   }
-  free(db->end_send);
-  free(db->end_recv);
+  /* Buffers of an exchange that never completed are left to MPI. */
+  if (!db->end_pending) {
+    free(db->end_send);
+    free(db->end_recv);
+  }
   db->end_send = db->end_recv = NULL;
   /* No rank reads this rank's arrays any more: every rank has ended. */
   if (!d->broken)
@@ -688,7 +693,7 @@ static void drive(mgpu__dbatch_t *db, double block_s) {
                            "(MGPU_TIMEOUT)", db->deadline);
       }
       if (!flag && !d->broken) return;
-      if (flag) d->calls++;
+      if (flag) d->calls++, db->end_pending = false;
     }
     close_batch(db);
   }

@@ -135,23 +135,31 @@ static mgpu_status_t make_comms(mgpu_runtime_t *rt, const char *fn) {
   int rc = 0;
   if (d->rank == owner) rc = mgpu__nccl->unique_id(id, why, sizeof why);
   /* A failed id reaches the others as a zero id with the failure beside it. */
-  struct {
+  struct idmsg {
     int32_t rc;
     char id[256];
-  } msg = {rc, {0}};
-  memcpy(msg.id, id, sizeof id);
+  } *msg = calloc(1, sizeof *msg);
+  if (!msg) return mgpu__dist_break(d, fn, "out of memory");
+  msg->rc = rc;
+  memcpy(msg->id, id, sizeof id);
   MPI_Request req;
-  int mrc = MPI_Ibcast(&msg, (int)sizeof msg, MPI_BYTE, owner, d->comm, &req);
-  mgpu_status_t st = mrc == MPI_SUCCESS ? mgpu__dist_wait(d, fn, &req, mgpu__dist_deadline(d, 0), fn)
-                                        : mgpu__dist_mpi(d, fn, "MPI_Ibcast", mrc);
+  int mrc = MPI_Ibcast(msg, (int)sizeof *msg, MPI_BYTE, owner, d->comm, &req);
+  if (mrc != MPI_SUCCESS) {
+    free(msg);
+    return mgpu__dist_mpi(d, fn, "MPI_Ibcast", mrc);
+  }
+  /* One that never completed may still write msg: it is left to MPI. */
+  mgpu_status_t st = mgpu__dist_wait(d, fn, &req, mgpu__dist_deadline(d, 0), fn);
   if (st != MGPU_OK) return st;
-  if (msg.rc != 0)
+  struct idmsg got = *msg;
+  free(msg);
+  if (got.rc != 0)
     return mgpu__fail(MGPU_EDEVICE, "%s: rank %d could not make an NCCL unique id%s%s", fn, owner, *why ? ": " : "",
                       why);
   if (rt->ngpus == 0) return MGPU_OK;
   void *comms[MGPU_MAX_DEVICES] = {0};
   double t0 = mgpu__now();
-  rc = mgpu__nccl->init_ranks(rt->ngpus, rt->gpu_index, d->gpu_total, d->gpu_base, msg.id, comms, why, sizeof why);
+  rc = mgpu__nccl->init_ranks(rt->ngpus, rt->gpu_index, d->gpu_total, d->gpu_base, got.id, comms, why, sizeof why);
   if (rc != 0)
     return mgpu__fail(MGPU_EDEVICE, "%s: rank %d cannot make the NCCL communicators of its %d GPUs (of %d in all): %s",
                       fn, d->rank, rt->ngpus, d->gpu_total, why);
@@ -250,6 +258,8 @@ static mgpu_status_t host_path(mgpu_runtime_t *rt, const char *fn, int kind, con
     break;
   }
   }
+  /* An MPI call that never completed may still use them: left to MPI. */
+  if (d->broken) return st != MGPU_OK ? st : local;
   free(host);
   free(tmp);
   free(counts);
