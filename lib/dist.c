@@ -20,6 +20,23 @@
 #include <string.h>
 #include <time.h>
 
+static pthread_mutex_t left_lock = PTHREAD_MUTEX_INITIALIZER;
+static void **left;
+static size_t nleft, left_cap;
+
+void mgpu__dist_leave(void *p) {
+  if (!p) return;
+  MGPU_LOCK(&left_lock, MGPU_LK_LEAF);
+  if (nleft == left_cap) {
+    size_t cap = left_cap ? 2 * left_cap : 16;
+    void **n = realloc(left, sizeof *n * cap);
+    if (n) left = n, left_cap = cap;
+  }
+  /* Without room the pointer is dropped: the memory stays allocated all the same. */
+  if (nleft < left_cap) left[nleft++] = p;
+  MGPU_UNLOCK(&left_lock);
+}
+
 mgpu_status_t mgpu__dist_break(struct mgpu__dist *d, const char *fn, const char *fmt, ...) {
   char msg[256];
   va_list ap;
@@ -108,7 +125,11 @@ mgpu_status_t mgpu__dist_exchange(struct mgpu__dist *d, const char *fn, int op, 
   /* A request that never completed still owns its buffers: MPI may write
    * them should the others come after all. They are left to it. */
   mgpu_status_t st = mgpu__dist_wait(d, fn, &req, deadline_s, mgpu__dist_op_name(op));
-  if (st != MGPU_OK) return st;
+  if (st != MGPU_OK) {
+    mgpu__dist_leave(send);
+    mgpu__dist_leave(recv);
+    return st;
+  }
   free(send);
   d->calls++;
   for (int r = 0; r < d->size; r++) {
@@ -334,7 +355,10 @@ mgpu_status_t mgpu__dist_init(const mgpu_config_t *cfg, const mgpu__testcfg_t *t
   }
   /* A duplication that never completed may still write d->comm: d is left to it. */
   st = mgpu__dist_wait(d, "mgpu_init", &req, deadline, "mgpu_init");
-  if (st != MGPU_OK) return st;
+  if (st != MGPU_OK) {
+    mgpu__dist_leave(d);
+    return st;
+  }
   MPI_Comm_set_errhandler(d->comm, MPI_ERRORS_RETURN);
 
   /* Every rank starts its runtime, then all learn whether all did. */

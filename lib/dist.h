@@ -99,6 +99,9 @@ struct mgpu__dist {
 };
 
 /* dist.c */
+/* Memory that MPI may still write (the buffers of a request that passed its
+ * deadline): kept, reachable, for the process's life. NULL is ignored. */
+void mgpu__dist_leave(void *p);
 /* Fail as MGPU_EREMOTE and mark d broken, with a message naming fn. */
 mgpu_status_t mgpu__dist_break(struct mgpu__dist *d, const char *fn, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -610,6 +610,9 @@ static void close_batch(mgpu__dbatch_t *db) {
   if (!db->end_pending) {
     free(db->end_send);
     free(db->end_recv);
+  } else {
+    mgpu__dist_leave(db->end_send);
+    mgpu__dist_leave(db->end_recv);
   }
   db->end_send = db->end_recv = NULL;
   /* No rank reads this rank's arrays any more: every rank has ended. */

@@ -150,7 +150,10 @@ static mgpu_status_t make_comms(mgpu_runtime_t *rt, const char *fn) {
   }
   /* One that never completed may still write msg: it is left to MPI. */
   mgpu_status_t st = mgpu__dist_wait(d, fn, &req, mgpu__dist_deadline(d, 0), fn);
-  if (st != MGPU_OK) return st;
+  if (st != MGPU_OK) {
+    mgpu__dist_leave(msg);
+    return st;
+  }
   struct idmsg got = *msg;
   free(msg);
   if (got.rc != 0)
@@ -259,7 +262,13 @@ static mgpu_status_t host_path(mgpu_runtime_t *rt, const char *fn, int kind, con
   }
   }
   /* An MPI call that never completed may still use them: left to MPI. */
-  if (d->broken) return st != MGPU_OK ? st : local;
+  if (d->broken) {
+    mgpu__dist_leave(host);
+    mgpu__dist_leave(tmp);
+    mgpu__dist_leave(counts);
+    mgpu__dist_leave(displs);
+    return st != MGPU_OK ? st : local;
+  }
   free(host);
   free(tmp);
   free(counts);
