@@ -128,6 +128,7 @@ unset PKG_CONFIG_SYSROOT_DIR
 # The build's compiler and flags for the documented `cc` (a sanitizer build's
 # library needs its runtime), and its GPU count for the commands that need GPUs.
 cc() { ${CC:-cc} ${MGPU_TEST_CFLAGS:-} "$@" ${MGPU_TEST_LDFLAGS:-}; }
+mpicc() { command mpicc ${MGPU_TEST_CFLAGS:-} "$@" ${MGPU_TEST_LDFLAGS:-}; }
 ngpu=$("$run" --info 2>/dev/null | sed -n 's/^GPUs: \([0-9]*\) in use.*/\1/p')
 [ -n "$ngpu" ] || bad "mgpu-run --info does not say how many GPUs are in use"
 # run DIR EXPECT CMD: CMD (a documented command) in DIR; EXPECT is the exit
@@ -202,8 +203,13 @@ while IFS='	' read -r f cmd; do
       if [ "${mpi_built:-}" = no ]; then skip "not built here"; continue; fi
       if ! command -v mpirun > /dev/null 2>&1; then skip "no mpirun"; continue; fi
       # As written; Open MPI is told through its environment that the two
-      # ranks may share fewer cores, and that root may run them.
-      if run_doc "$work" 0 "OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MGPU_NUM_GPUS=0 LD_LIBRARY_PATH=$stage/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}; export OMPI_MCA_rmaps_base_oversubscribe OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM MGPU_NUM_GPUS LD_LIBRARY_PATH; $cmd" &&
+      # ranks may share fewer cores, and that root may run them; a sanitizer
+      # build is told what MPI keeps until exit (tests/test-mpi.sh).
+      mpienv="OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
+      mpienv="$mpienv OMPI_MCA_mca_base_component_disable_dlclose=1 MGPU_NUM_GPUS=0"
+      mpienv="$mpienv LSAN_OPTIONS=\${LSAN_OPTIONS:+\$LSAN_OPTIONS:}suppressions=$(cd "$srcdir" && pwd)/tests/lsan-mpi.supp"
+      mpienv="$mpienv ASAN_OPTIONS=\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
+      if run_doc "$work" 0 "$mpienv LD_LIBRARY_PATH=$stage/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}; export OMPI_MCA_rmaps_base_oversubscribe OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM OMPI_MCA_mca_base_component_disable_dlclose MGPU_NUM_GPUS LSAN_OPTIONS ASAN_OPTIONS LD_LIBRARY_PATH; $cmd" &&
          grep -q '^mpi example: ok (2 ranks)$' "$tmp/out"; then ok
       else bad "$f: $cmd: exit $rc: $(tail -5 "$tmp/out")"; fi ;;
     "mgpu-run --plugin ./plugin.so collatz --compare")
