@@ -99,6 +99,19 @@ MGPU_API void mgpu_event_release(mgpu_event_t *ev) {
   else mgpu__node_event_release(ev);
 }
 
+/* ------------------------------------------------------------ split arrays */
+
+MGPU_API mgpu_status_t mgpu_array_create(mgpu_runtime_t *rt, size_t n, size_t elem_size, int nshares,
+                                         const double *shares, mgpu_array_t **a_p) {
+  if (dist_rt(rt)) return mgpu__dist_array_create(rt, n, elem_size, nshares, shares, a_p);
+  return mgpu__array_create(rt, n, 0, elem_size, nshares, shares, a_p);
+}
+
+MGPU_API mgpu_status_t mgpu_array_sum(mgpu_array_t *a, mgpu_dtype_t dt, double *sum) {
+  if (dist_rt(mgpu__array_rt(a))) return mgpu__dist_array_sum(a, dt, sum);
+  return mgpu__array_sum(a, dt, sum);
+}
+
 /* ------------------------------------------------------------ collectives */
 
 static mgpu_status_t collective(mgpu_runtime_t *rt, int kind, const void *const *send, void *const *recv, size_t count,

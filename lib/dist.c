@@ -84,14 +84,15 @@ mgpu_status_t mgpu__dist_wait(struct mgpu__dist *d, const char *fn, MPI_Request 
 static const char *const op_names[] = {
     [MGPU_DOP_INIT] = "mgpu_init",       [MGPU_DOP_FINALIZE] = "mgpu_finalize",
     [MGPU_DOP_SUBMIT] = "mgpu_submit",   [MGPU_DOP_PLAN] = "mgpu_batch_plan",
-    [MGPU_DOP_END] = "the end of a batch (mgpu_event_wait)",
+    [MGPU_DOP_END] = "the end of a batch (mgpu_event_wait)", [MGPU_DOP_ARRAY] = "mgpu_array_create",
+    [MGPU_DOP_ARRAY_SUM] = "mgpu_array_sum",
 };
 static const char *const coll_op_names[] = {"mgpu_allreduce", "mgpu_broadcast", "mgpu_allgather",
                                             "mgpu_reduce_scatter"};
 
 const char *mgpu__dist_op_name(int op) {
   if (op >= MGPU_DOP_COLL && op < MGPU_DOP_COLL + 4) return coll_op_names[op - MGPU_DOP_COLL];
-  if (op >= MGPU_DOP_INIT && op <= MGPU_DOP_END) return op_names[op];
+  if (op >= MGPU_DOP_INIT && op <= MGPU_DOP_ARRAY_SUM) return op_names[op];
   return "an unknown call";
 }
 

@@ -52,6 +52,8 @@ enum {
   MGPU_DOP_SUBMIT,
   MGPU_DOP_PLAN,
   MGPU_DOP_END,       /* a batch's end, in mgpu_event_wait or the call after it */
+  MGPU_DOP_ARRAY,     /* mgpu_array_create */
+  MGPU_DOP_ARRAY_SUM, /* mgpu_array_sum */
   MGPU_DOP_COLL       /* + MGPU__COLL_* */
 };
 

@@ -1,9 +1,9 @@
 /*
- * dist_none.c: stands in for the ranks' layer (dist.c, dist_batch.c) in
- * builds without MPI: every runtime is one process's, and a configuration
- * that names a communicator is refused. The other calls are never reached:
- * api.c makes them only for a runtime or event across ranks, of which this
- * build has none.
+ * dist_none.c: stands in for the ranks' layer (dist.c, dist_batch.c,
+ * dist_coll.c, dist_array.c) in builds without MPI: every runtime is one
+ * process's, and a configuration that names a communicator is refused. The
+ * other calls are never reached: api.c makes them only for a runtime or event
+ * across ranks, of which this build has none.
  */
 #include "mgpurt_int.h"
 
@@ -49,3 +49,8 @@ mgpu_status_t mgpu__dist_collective(mgpu_runtime_t *rt, int kind, const void *co
                                     mgpu_event_t *const *deps, mgpu_event_t **done_p, bool async) {
   return none("a collective across ranks");
 }
+mgpu_status_t mgpu__dist_array_create(mgpu_runtime_t *rt, size_t n, size_t elem_size, int nshares,
+                                      const double *shares, mgpu_array_t **a_p) {
+  return none("mgpu_array_create");
+}
+mgpu_status_t mgpu__dist_array_sum(mgpu_array_t *a, mgpu_dtype_t dt, double *sum) { return none("mgpu_array_sum"); }

@@ -1253,6 +1253,14 @@ void mgpu__task_part_done(mgpu_runtime_t *rt, mgpu__task_t *t, int g, int phase,
 void mgpu__task_free(mgpu__task_t *t);
 
 /* ------------------------------------------------------------ array.c */
+/* mgpu_array_create of an array of n elements of this process that are
+ * elements base.. of an array across MPI ranks (base 0: the whole array). */
+mgpu_status_t mgpu__array_create(mgpu_runtime_t *rt, size_t n, size_t base, size_t elem_size, int nshares,
+                                 const double *shares, mgpu_array_t **a_p);
+/* mgpu_array_sum of this process's elements. */
+mgpu_status_t mgpu__array_sum(mgpu_array_t *a, mgpu_dtype_t dt, double *sum);
+/* The runtime of an array (NULL for NULL). */
+mgpu_runtime_t *mgpu__array_rt(const mgpu_array_t *a);
 void mgpu__arrays_free_all(mgpu_runtime_t *rt); /* at finalize, arrays the user left */
 /* At finalize: device memory from mgpu_device_alloc the user left, with a warning. */
 void mgpu__device_allocs_free_all(mgpu_runtime_t *rt);
@@ -1501,6 +1509,12 @@ mgpu_status_t mgpu__dist_event_test(mgpu_event_t *ev);
 mgpu_status_t mgpu__dist_event_cancel(mgpu_event_t *ev);
 mgpu_status_t mgpu__dist_event_progress(mgpu_event_t *ev, size_t *done_p, size_t *total_p);
 void mgpu__dist_event_release(mgpu_event_t *ev);
+
+/* dist_array.c: arrays split across the ranks, then each rank's part
+ * across its GPUs and host as on one process. */
+mgpu_status_t mgpu__dist_array_create(mgpu_runtime_t *rt, size_t n, size_t elem_size, int nshares,
+                                      const double *shares, mgpu_array_t **a_p);
+mgpu_status_t mgpu__dist_array_sum(mgpu_array_t *a, mgpu_dtype_t dt, double *sum);
 
 /* dist_coll.c: the collectives over every GPU of every rank. */
 mgpu_status_t mgpu__dist_collective(mgpu_runtime_t *rt, int kind, const void *const *send, void *const *recv,

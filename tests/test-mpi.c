@@ -598,6 +598,67 @@ static void scenario_coll(void) {
   mgpu_finalize(rt);
 }
 
+/* Split arrays across the ranks: rank r has r % 2 + 1 emulated GPUs, so the
+ * ranks' parts differ in size; parts are numbered over all ranks. */
+static void scenario_array(void) {
+  cfg_threads = 1;
+  cfg_gpus = rank % 2 + 1;
+  mgpu_runtime_t *rt;
+  if (start(&rt, NULL, 20) != MGPU_OK) {
+    check(false, "mgpu_init: %s", mgpu_last_error());
+    return;
+  }
+  const size_t n = 10007;
+  arrays_t h;
+  arrays(&h, n); /* full-size host arrays and the counts of the kernel's calls */
+  mgpu_array_t *x = NULL, *y = NULL;
+  check(mgpu_array_create(rt, n, sizeof(double), 0, NULL, &x) == MGPU_OK &&
+        mgpu_array_create(rt, n, sizeof(double), 0, NULL, &y) == MGPU_OK, "mgpu_array_create: %s", mgpu_last_error());
+  if (!x || !y) return;
+  /* This rank's parts: consecutive, and over the ranks they cover [0, n). */
+  size_t lo = SIZE_MAX, hi = 0, cnt = 0;
+  for (int i = 0; i < mgpu_array_nparts(x); i++) {
+    mgpu_array_part_t p = MGPU_ARRAY_PART_INIT;
+    mgpu_array_part(x, i, &p);
+    if (p.count) lo = p.first < lo ? p.first : lo, hi = p.first + p.count > hi ? p.first + p.count : hi;
+    cnt += p.count;
+  }
+  if (cnt == 0) lo = hi = 0;
+  unsigned long long mine[2] = {lo, hi}, *all = calloc(2 * (size_t)nranks, sizeof *all);
+  MPI_Allgather(mine, 2, MPI_UNSIGNED_LONG_LONG, all, 2, MPI_UNSIGNED_LONG_LONG, MPI_COMM_WORLD);
+  unsigned long long at = 0;
+  for (int r = 0; r < nranks; r++) {
+    check(all[2 * r] == at || all[2 * r] == all[2 * r + 1], "rank %d's part starts at %llu, expected %llu", r,
+          all[2 * r], at);
+    if (all[2 * r + 1] > all[2 * r]) at = all[2 * r + 1];
+  }
+  check(at == n, "the ranks' parts end at %llu, expected %zu", at, n);
+  free(all);
+  check(mgpu_array_scatter(x, h.x) == MGPU_OK, "mgpu_array_scatter: %s", mgpu_last_error());
+  mgpu_array_batch_t ab = MGPU_ARRAY_BATCH_INIT;
+  ab.kernel = &lin;
+  ab.in[0] = x;
+  ab.out[0] = y;
+  ab.arg = coef;
+  ab.arg_size = sizeof coef;
+  check(mgpu_array_run(rt, &ab, NULL) == MGPU_OK, "mgpu_array_run: %s", mgpu_last_error());
+  check(mgpu_array_gather(y, h.y) == MGPU_OK, "mgpu_array_gather: %s", mgpu_last_error());
+  check_share(&h, lo, hi - lo, "mgpu_array_run over this rank's part");
+  check_once(&h, "mgpu_array_run over the ranks' parts");
+  double s = 0, want = (double)n * (double)(n - 1) / 2;
+  check(mgpu_array_sum(x, MGPU_FLOAT64, &s) == MGPU_OK && s == want, "mgpu_array_sum: %g, expected %g (%s)", s, want,
+        mgpu_last_error());
+  if (rank == 0) printf("an array of %zu elements over %d ranks: sum %g\n", n, nranks, s);
+  mgpu_array_destroy(x);
+  mgpu_array_destroy(y);
+  /* Ranks that disagree on n: refused on every rank. */
+  mgpu_array_t *z = NULL;
+  mgpu_status_t st = mgpu_array_create(rt, rank == 1 ? n - 1 : n, sizeof(double), 0, NULL, &z);
+  check(st == MGPU_EINVAL && strstr(mgpu_last_error(), "disagree on n"), "n that differs: %s", mgpu_last_error());
+  arrays_free(&h);
+  mgpu_finalize(rt);
+}
+
 int main(int argc, char **argv) {
   int provided;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
@@ -614,6 +675,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(sc, "comm")) scenario_comm();
   else if (!strcmp(sc, "single")) scenario_single();
   else if (!strcmp(sc, "coll")) scenario_coll();
+  else if (!strcmp(sc, "array")) scenario_array();
   else {
     fprintf(stderr, "test-mpi: unknown scenario '%s'\n", sc);
     failures++;

@@ -59,6 +59,7 @@ run "rank 1 killed in a batch" 2 fail 1e6 lost kill
 run "communicators" 4 ok 1e6 comm
 run "collectives over the GPUs of every rank (one rank without)" 4 ok 1e6 coll
 run "collectives over two ranks" 2 ok 1e6 coll
+run "split arrays across three ranks" 3 ok 1e6 array
 run "one rank: one process" 1 ok 1e6 single
 run "MGPU_MPI off: one process each" 2 ok 1e6 single
 
