@@ -182,6 +182,13 @@ mgpu_status_t mgpu__dist_thread_ok(struct mgpu__dist *d, const char *fn) {
                     "MPI_THREAD_SERIALIZED", fn, level_name(d->level));
 }
 
+uint64_t mgpu__dist_hash(const void *p, size_t n) {
+  const unsigned char *c = p;
+  uint64_t h = 14695981039346656037ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211ull;
+  return h;
+}
+
 mgpu__dmodel_t *mgpu__dist_model(struct mgpu__dist *d, const mgpu_kernel_t *k) {
   for (mgpu__dmodel_t *m = d->models; m; m = m->next)
     if (mgpu__model_same_kernel(&m->key, k)) return m;

@@ -1,8 +1,10 @@
 /*
- * dist.h: the state of a runtime across MPI ranks, shared by the files of the
- * ranks' layer (dist.c, dist_batch.c, dist_coll.c). It stands apart from
- * mgpurt_int.h because its fields have MPI's types, and mpi.h exists only in
- * builds with MPI; the layer's functions are declared there, under dist.c.
+ * dist.h: the state of a runtime across MPI ranks and of a batch across
+ * them, shared by the files of the ranks' layer (dist.c, dist_part.c,
+ * dist_batch.c, dist_coll.c, dist_array.c), with the functions they call in
+ * one another. It stands apart from mgpurt_int.h because its fields have
+ * MPI's types, and mpi.h exists only in builds with MPI; what the rest of
+ * lib/ calls is declared there, under dist.c.
  */
 #ifndef MGPU_DIST_H
 #define MGPU_DIST_H
@@ -128,6 +130,89 @@ double mgpu__dist_deadline(const struct mgpu__dist *d, double predicted_s);
 mgpu_status_t mgpu__dist_thread_ok(struct mgpu__dist *d, const char *fn);
 /* The model of kernel k, made on first use (NULL: out of memory). */
 mgpu__dmodel_t *mgpu__dist_model(struct mgpu__dist *d, const mgpu_kernel_t *k);
+/* FNV-1a of n bytes: what a rank compares of others' data without sending it. */
+uint64_t mgpu__dist_hash(const void *p, size_t n);
+
+/* A batch across ranks (dist_batch.c submits it, dist_part.c runs it). Its
+ * fields are the caller's thread's, under the ranks' lock, but cancel and
+ * progress, which any thread may touch. */
+enum {
+  MGPU_DB_RUNNING = 0, /* parts run, ranges are taken */
+  MGPU_DB_ENDING,      /* this rank's part is over: the ranks exchange their records */
+  MGPU_DB_DONE         /* every rank's record is in: the outcome is known */
+};
+
+/* A part of the batch running on this rank's workers. */
+typedef struct {
+  mgpu_event_t *ev;          /* NULL: a free slot */
+  size_t first, count;
+  int victim;                /* the owner it was stolen from; -1: this rank's own */
+  void *buf[2 * MGPU_MAX_ARGS]; /* a stolen part's inputs, then its outputs */
+  double t0;                 /* when its workers could start it */
+} mgpu__dpart_t;
+
+typedef struct mgpu__dbatch {
+  mgpu_runtime_t *rt;
+  struct mgpu__dist *d;
+  uint64_t seq;
+  int state;
+  mgpu_batch_t desc;         /* this rank's arrays (item 0 of each), a copy of the argument */
+  mgpu_kernel_t kernel;
+  void *arg_copy;
+  mgpu__dmodel_t *model;
+  size_t n;
+  int size, rank;
+  size_t *first, *count;     /* every rank's share [size] */
+  double *rate, *lat;        /* and its predicted rate and latency */
+  uint64_t *addr;            /* every rank's item-0 addresses [size][2 * MGPU_MAX_ARGS] */
+  void *att[2 * MGPU_MAX_ARGS]; /* regions of the data window this rank attached */
+  int natt;
+  size_t bytes_per_item;
+  mgpu__dpart_t part[MGPU_RANK_FLIGHT];
+  int nflight;
+  size_t own_flight;         /* items of its own parts running */
+  bool own_empty;            /* its range has nothing left to claim */
+  bool none_to_steal;        /* the last look found every range published and empty */
+  size_t own_done;           /* items of its share it computed itself */
+  uint64_t done_remote;      /* items of its share thieves computed (W_DONE, as last read) */
+  double last_change;        /* when it last saw the batch move */
+  double deadline;           /* seconds it waits without seeing the batch move */
+  double t_start, t_end, busy_s, busy_from, last_end;
+  /* Its outcome: failed is set at the first failure it sees. */
+  bool failed;
+  int status;
+  int origin;
+  char why[640];
+  size_t failed_first, failed_count;
+  _Atomic int cancel;
+  _Atomic size_t progress;   /* items of its share done, for mgpu_event_progress */
+  /* Its figures. */
+  mgpu_worker_stats_t *wstats; /* [rt->nworkers] */
+  mgpu_worker_stats_t *pws;    /* one part's [rt->nworkers] */
+  uint64_t items, steals_in, items_in, bytes_moved;
+  /* The end: every rank's record, then the batch's figures. */
+  MPI_Request end_req;
+  char *end_send, *end_recv;
+  bool end_pending;          /* end_req runs: MPI owns the buffers until it completes */
+  mgpu_status_t final;
+  char final_why[768];
+  mgpu_rank_stats_t *ranks;    /* [size] */
+  bool released;
+  uint64_t scan_sig;         /* what its last look at the other ranges saw, to tell that they moved */
+} mgpu__dbatch_t;
+
+/* dist_part.c, under the ranks' lock */
+/* Run the batch for at most block_s seconds (<= 0: one look; INFINITY: to its end). */
+void mgpu__dist_drive(mgpu__dbatch_t *db, double block_s);
+/* The batch fails on this rank (the first failure wins): its parts stop at
+ * their next chunk, and where the failure began here (origin) the other
+ * ranks are told to stop. */
+void mgpu__dist_fail(mgpu__dbatch_t *db, int st, bool origin, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* This rank's range for the batch, published in its control window. */
+mgpu_status_t mgpu__dist_publish(mgpu__dbatch_t *db);
+/* A rank's rate (items/s) and latency (s) on a kernel from its model; rate 0
+ * where it has learnt nothing yet. */
+void mgpu__dist_rate(const mgpu__dmodel_t *m, double *rate, double *lat);
 
 /* dist_batch.c, under the ranks' lock */
 /* Run the batch across ranks that is still open to its end. */
