@@ -405,11 +405,11 @@ typedef struct {
    * above are then this rank's (its workers on the items it computed);
    * these give every rank's. Set `rank` to an array of `rank_cap` entries to
    * get them, or leave it NULL. */
-  int nranks;             /**< ranks of the batch (0: a batch of one process) */
-  int rank_cap;
   mgpu_rank_stats_t *rank;
   /** sizeof(mgpu_rank_stats_t) (MGPU_STATS_INIT), or 0: the element size of `rank` */
   size_t rank_size;
+  int rank_cap;
+  int nranks;             /**< ranks of the batch (0: a batch of one process) */
 } mgpu_stats_t;
 #define MGPU_STATS_INIT                                                                  \
   {.size = sizeof(mgpu_stats_t), .worker_size = sizeof(mgpu_worker_stats_t),           \

@@ -294,6 +294,9 @@ extern _Thread_local int mgpu__range_locks_held;
 #define MGPU__WORKER_STATS_SIZE_V1 MGPU__SIZE_TO(mgpu_worker_stats_t, staged_bytes)
 #define MGPU__STATS_SIZE_V1 MGPU__SIZE_TO(mgpu_stats_t, reserve_workers)
 #define MGPU__RANK_STATS_SIZE_V1 sizeof(mgpu_rank_stats_t)
+/* Version 2's fields start past version 1's size, tail padding included. */
+_Static_assert(offsetof(mgpu_config_t, mpi) >= MGPU__CONFIG_SIZE_V1, "mgpu_config_t version 2 overlaps version 1");
+_Static_assert(offsetof(mgpu_stats_t, rank) >= MGPU__STATS_SIZE_V1, "mgpu_stats_t version 2 overlaps version 1");
 #define MGPU__TRACE_EVENT_SIZE_V1 MGPU__SIZE_TO(mgpu_trace_event_t, t1)
 #define MGPU__ARRAY_PART_SIZE_V1 MGPU__SIZE_TO(mgpu_array_part_t, data)
 #define MGPU__ARRAY_BATCH_SIZE_V1 MGPU__SIZE_TO(mgpu_array_batch_t, arg_size)
