@@ -16,7 +16,6 @@
  */
 #include "dist.h"
 
-#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -230,6 +229,24 @@ static size_t own_running(const mgpu__dbatch_t *db) {
   return n;
 }
 
+/* MPI counts are ints: a range's bytes go in pieces of at most 1 GiB. The
+ * origin buffer is the first argument of both calls (a put's source, a
+ * get's destination). */
+typedef int (*rma_fn)(void *buf, int count, MPI_Datatype t, int rank, MPI_Aint at, int tcount, MPI_Datatype tt,
+                      MPI_Win w);
+static int put(void *buf, int count, MPI_Datatype t, int rank, MPI_Aint at, int tcount, MPI_Datatype tt, MPI_Win w) {
+  return MPI_Put(buf, count, t, rank, at, tcount, tt, w);
+}
+static int move(rma_fn fn, void *buf, size_t bytes, int rank, MPI_Aint at, MPI_Win w) {
+  const size_t piece = (size_t)1 << 30;
+  int rc = MPI_SUCCESS;
+  for (size_t off = 0; off < bytes && rc == MPI_SUCCESS; off += piece) {
+    int n = (int)MGPU_MIN(piece, bytes - off);
+    rc = fn((char *)buf + off, n, MPI_BYTE, rank, at + (MPI_Aint)off, n, MPI_BYTE, w);
+  }
+  return rc;
+}
+
 /* Steal from the rank predicted to finish last, when that pays. */
 static bool steal(mgpu__dbatch_t *db, int slot) {
   struct mgpu__dist *d = db->d;
@@ -311,16 +328,8 @@ static bool steal(mgpu__dbatch_t *db, int slot) {
   double t0 = mgpu__now();
   const uint64_t *va = db->addr + (size_t)victim * 2 * MGPU_MAX_ARGS;
   rc = MPI_Win_lock(MPI_LOCK_SHARED, victim, 0, d->data);
-  for (int i = 0; i < k->nin && rc == MPI_SUCCESS; i++) {
-    size_t bytes = take * k->in_size[i];
-    if (bytes == 0) continue;
-    if (bytes > INT_MAX) {
-      rc = MPI_ERR_COUNT;
-      break;
-    }
-    MPI_Aint at = (MPI_Aint)(va[i] + first * k->in_size[i]);
-    rc = MPI_Get(p->buf[i], (int)bytes, MPI_BYTE, victim, at, (int)bytes, MPI_BYTE, d->data);
-  }
+  for (int i = 0; i < k->nin && rc == MPI_SUCCESS; i++)
+    rc = move(MPI_Get, p->buf[i], take * k->in_size[i], victim, (MPI_Aint)(va[i] + first * k->in_size[i]), d->data);
   urc = MPI_Win_unlock(victim, d->data);
   if (mpi(db, "fetching the inputs of a stolen range", rc != MPI_SUCCESS ? rc : urc) != MGPU_OK) {
     mgpu__dist_fail(db, MGPU_EREMOTE, true, "%s", mgpu_last_error());
@@ -357,13 +366,7 @@ static void return_part(mgpu__dbatch_t *db, mgpu__dpart_t *p) {
   int rc = MPI_Win_lock(MPI_LOCK_SHARED, p->victim, 0, d->data);
   for (int i = 0; i < k->nout && rc == MPI_SUCCESS; i++) {
     size_t bytes = p->count * k->out_size[i];
-    if (bytes == 0) continue;
-    if (bytes > INT_MAX) {
-      rc = MPI_ERR_COUNT;
-      break;
-    }
-    MPI_Aint at = (MPI_Aint)(va[i] + p->first * k->out_size[i]);
-    rc = MPI_Put(p->buf[MGPU_MAX_ARGS + i], (int)bytes, MPI_BYTE, p->victim, at, (int)bytes, MPI_BYTE, d->data);
+    rc = move(put, p->buf[MGPU_MAX_ARGS + i], bytes, p->victim, (MPI_Aint)(va[i] + p->first * k->out_size[i]), d->data);
     bytes_all += (double)bytes;
   }
   int urc = MPI_Win_unlock(p->victim, d->data);
