@@ -432,6 +432,11 @@ typedef struct mgpu_event mgpu_event_t;
  * 0..MGPU_MAX_ARGS, a destroyed constant, a NULL dependency or an event of
  * another runtime: wait on such an event first), MGPU_ESTATE (runtime
  * finalizing), MGPU_ENOMEM.
+ * On a runtime across MPI ranks (mgpu_num_ranks > 1) every rank submits the
+ * batch, with the same kernel and n, and it runs once over all of them: each
+ * rank's arrays hold all n items at their global index, of which it reads
+ * and writes its share (mgpu_stats_t.rank, mgpu_batch_plan); the calls on
+ * its event drive it (doc/api.md, "Across MPI ranks").
  */
 MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *batch, size_t ndeps,
                                    mgpu_event_t *const *deps, mgpu_event_t **done_p);
@@ -530,8 +535,9 @@ static inline size_t mgpu_trace_events(const mgpu_runtime_t *rt, mgpu_trace_even
 }
 
 /**
- * Progress of a batch: items completed so far and in all. Any thread, at any
- * time while the event is held. MGPU_EINVAL for a NULL or released event.
+ * Progress of a batch: items completed so far and in all (across MPI ranks:
+ * of this rank's share). Any thread, at any time while the event is held.
+ * MGPU_EINVAL for a NULL or released event.
  */
 MGPU_API mgpu_status_t mgpu_event_progress(mgpu_event_t *ev, size_t *done_p, size_t *total_p);
 
