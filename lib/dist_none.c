@@ -9,6 +9,7 @@
 
 mgpu_status_t mgpu__dist_init(const mgpu_config_t *cfg, const mgpu__testcfg_t *test, mgpu_runtime_t **rt_p) {
   mgpu__clear_error();
+  if (!rt_p) return mgpu__fail(MGPU_EINVAL, "mgpu_init: rt_p is NULL");
   if (cfg && cfg->size >= MGPU__SIZE_TO(mgpu_config_t, mpi_comm) && cfg->size <= sizeof *cfg && cfg->mpi_comm)
     return mgpu__fail(MGPU_ENOTSUP, "mgpu_init: cfg->mpi_comm is set, but this libmgpurt was built without MPI "
                                     "(configure --with-mpi)");
