@@ -4,7 +4,10 @@
  * submitted (the pipeline as dependent sub-batches), waited for under the
  * progress bar and SIGINT's watch, and timed, with the host's steal time over
  * the timed span; and a mode's first warm-up, stopped where a run of the whole
- * batch would take over --max-run-time.
+ * batch would take over --max-run-time. On a runtime across MPI ranks each
+ * rank holds the results of its share: they are gathered on every rank after
+ * the timed span (ranks.c), and the pipeline's stages run one after the
+ * other, each reading what the last gathered.
  */
 #include "config.h"
 
@@ -46,10 +49,39 @@ static double seconds_between(const struct timespec *t0, const struct timespec *
   return (double)(t1->tv_sec - t0->tv_sec) + 1e-9 * (double)(t1->tv_nsec - t0->tv_nsec);
 }
 
+/* The ranks' shares of a batch across ranks (NULL for one process), in
+ * s->rank when the caller asked for them, else in *own (freed by the caller). */
+static mgpu_rank_stats_t *shares(mgpu_runtime_t *rt, mgpu_stats_t *s, mgpu_rank_stats_t **own) {
+  *own = NULL;
+  int n = mgpu_num_ranks(rt);
+  if (n < 2) return NULL;
+  s->size = sizeof *s; /* a layout with the ranks' fields */
+  if (s->rank && s->rank_cap >= n) return s->rank;
+  *own = calloc((size_t)n, sizeof **own);
+  if (!*own) {
+    fprintf(stderr, "%s: out of memory\n", prog);
+    exit(EXIT_FAIL);
+  }
+  s->rank = *own;
+  s->rank_cap = n;
+  return *own;
+}
+
+/* Every output of the batch of n items at item `first` of the workload's
+ * arrays, gathered from the ranks' shares (rs) on every rank. */
+static void gather_outputs(mgpu_runtime_t *rt, const work_t *w, const mgpu_kernel_t *k, void *const *out,
+                           const mgpu_rank_stats_t *rs) {
+  if (!rs) return;
+  for (int i = 0; i < k->nout; i++) ranks_gather(out[i], k->out_size[i], rs, mgpu_num_ranks(rt));
+  (void)w;
+}
+
 /* One batch of the whole workload. */
 static double run_single(mgpu_runtime_t *rt, work_t *w, mgpu_stats_t *st, stealacc_t *sa) {
   struct timespec t0, t1;
   mgpu_event_t *ev;
+  mgpu_stats_t own = {0}, *s = st ? st : &own;
+  mgpu_rank_stats_t *own_rs, *rs = shares(rt, s, &own_rs);
   steal_mark(sa, false);
   clock_gettime(CLOCK_MONOTONIC, &t0);
   mgpu_batch_t b = w->b;
@@ -57,15 +89,20 @@ static double run_single(mgpu_runtime_t *rt, work_t *w, mgpu_stats_t *st, steala
   check_status(mgpu_submit(rt, &b, 0, NULL, &ev), "submitting the batch");
   watch_events(&ev, 1);
   progress_begin(ev);
-  mgpu_stats_t own = {0};
-  mgpu_status_t s = mgpu_event_wait(ev, st ? st : &own);
+  mgpu_status_t st_ = mgpu_event_wait(ev, s);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   steal_mark(sa, true);
   progress_end();
   watch_events(NULL, 0);
   mgpu_event_release(ev);
-  if (canceled(s, (st ? st : &own)->items, w->nrun)) return -1;
-  check_status(s, "the batch");
+  if (canceled(st_, s->items, w->nrun)) {
+    free(own_rs);
+    return -1;
+  }
+  check_status(st_, "the batch");
+  gather_outputs(rt, w, b.kernel, b.out, rs);
+  if (own_rs) s->rank = NULL, s->rank_cap = 0;
+  free(own_rs);
   return seconds_between(&t0, &t1);
 }
 
@@ -77,10 +114,28 @@ typedef struct {
   mgpu_pipeline_arg_t a2;
 } stages_t;
 
+/* Across ranks a stage reads the outputs of the last one, which each rank
+ * holds for its share only: the stages run one after the other, each
+ * gathered on every rank before the next. */
+static void pipeline_ranks(mgpu_runtime_t *rt, const mgpu_batch_t *const *stage, mgpu_status_t *st) {
+  mgpu_rank_stats_t *rs = calloc((size_t)mgpu_num_ranks(rt), sizeof *rs);
+  if (!rs) {
+    fprintf(stderr, "%s: out of memory\n", prog);
+    exit(EXIT_FAIL);
+  }
+  for (int i = 0; i < 3; i++) {
+    mgpu_stats_t s = {.size = sizeof s, .rank = rs, .rank_cap = mgpu_num_ranks(rt)};
+    st[i] = i && st[i - 1] != MGPU_OK ? MGPU_EDEP : mgpu_run(rt, stage[i], &s);
+    if (st[i] == MGPU_OK) ranks_gather(stage[i]->out[0], stage[i]->kernel->out_size[0], rs, s.nranks);
+  }
+  free(rs);
+}
+
 /* Submit the pipeline's sub-batches of three dependent stages into ev, all up
  * front, so that the CPU-only middle stage of one overlaps the GPU stages of
- * others; returns their count (three per sub-batch). */
-static size_t pipeline_submit(mgpu_runtime_t *rt, work_t *w, stages_t *sg, mgpu_event_t **ev) {
+ * others; returns their count (three per sub-batch). Across ranks they run
+ * here, stage after stage (pipeline_ranks), and stat gets their outcomes. */
+static size_t pipeline_submit(mgpu_runtime_t *rt, work_t *w, stages_t *sg, mgpu_event_t **ev, mgpu_status_t *stat) {
   sg->a1 = (mgpu_ntt_arg_t){w->log_n, 0};
   sg->a2 = (mgpu_pipeline_arg_t){w->log_n, 0, w->key};
   size_t per = (size_t)8 << w->log_n;
@@ -94,6 +149,11 @@ static size_t pipeline_submit(mgpu_runtime_t *rt, work_t *w, stages_t *sg, mgpu_
     mgpu_batch_t b2 = {.kernel = &sg->kdec, .n = cnt, .in = {m1}, .out = {m2}, .arg = &sg->a2, .arg_size = sizeof sg->a2};
     mgpu_batch_t b3 = {.kernel = &sg->kmul, .n = cnt, .in = {m2}, .out = {z}, .arg = &sg->a2, .arg_size = sizeof sg->a2,
                        .nconsts = 1, .consts = {w->kconst}};
+    if (mgpu_num_ranks(rt) > 1) {
+      const mgpu_batch_t *stage[3] = {&b1, &b2, &b3};
+      pipeline_ranks(rt, stage, stat + 3 * s);
+      continue;
+    }
     check_status(mgpu_submit(rt, &b1, 0, NULL, &ev[3 * s]), "submitting stage 1");
     check_status(mgpu_submit(rt, &b2, 1, &ev[3 * s], &ev[3 * s + 1]), "submitting stage 2");
     check_status(mgpu_submit(rt, &b3, 1, &ev[3 * s + 1], &ev[3 * s + 2]), "submitting stage 3");
@@ -144,19 +204,21 @@ static double run_pipeline(mgpu_runtime_t *rt, work_t *w, mgpu_stats_t *st, stea
   struct timespec t0, t1;
   steal_mark(sa, false);
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  size_t nev = pipeline_submit(rt, w, &sg, ev);
-  watch_events(ev, nev);
-  mgpu_status_t stage_st[nev];
+  mgpu_status_t stage_st[3 * (nsub ? nsub : 1)];
+  size_t nev = pipeline_submit(rt, w, &sg, ev, stage_st);
+  bool ranks = mgpu_num_ranks(rt) > 1;
+  watch_events(ev, ranks ? 0 : nev);
   size_t finished = 0;
   for (size_t s = 0; s < nev; s++) {
     mgpu_stats_t one = {0};
-    stage_st[s] = mgpu_event_wait(ev[s], &one);
+    if (!ranks) stage_st[s] = mgpu_event_wait(ev[s], &one);
+    else if (stage_st[s] == MGPU_OK) one.items = w->nrun - s / 3 * sub < sub ? w->nrun - s / 3 * sub : sub;
     finished += s % 3 == 2 ? one.items : 0;
   }
   clock_gettime(CLOCK_MONOTONIC, &t1);
   steal_mark(sa, true);
   watch_events(NULL, 0);
-  for (size_t s = 0; s < nev; s++) mgpu_event_release(ev[s]);
+  for (size_t s = 0; s < nev && !ranks; s++) mgpu_event_release(ev[s]);
   free(ev);
   bool stopped = false;
   for (size_t s = 0; s < nev; s++)
@@ -223,17 +285,29 @@ double run_bounded(mgpu_runtime_t *rt, work_t *w, double bound_s, size_t *done) 
       stopped = mgpu_event_cancel(ev) == MGPU_OK;
   }
   mgpu_stats_t own = {0};
+  mgpu_rank_stats_t *own_rs, *rs = shares(rt, &own, &own_rs);
   mgpu_status_t s = mgpu_event_wait(ev, &own);
   double t = now_s() - t0;
   progress_end();
   watch_events(NULL, 0);
   mgpu_event_release(ev);
-  if (canceled(s, own.items, w->n)) return -1;
-  if (s == MGPU_ECANCELED && stopped) {
-    *done = own.items;
+  /* Across ranks: the items of every rank, and a stop by any rank (each
+   * judges the bound by its own share) stops all. */
+  size_t items = own.items;
+  if (rs) items = 0;
+  for (int r = 0; rs && r < mgpu_num_ranks(rt); r++) items += rs[r].items;
+  if (canceled(s, items, w->n)) {
+    free(own_rs);
+    return -1;
+  }
+  if (s == MGPU_ECANCELED && (stopped || rs)) {
+    *done = items;
+    free(own_rs);
     return t;
   }
   check_status(s, "the batch");
+  gather_outputs(rt, w, w->b.kernel, w->b.out, rs);
+  free(own_rs);
   w->complete = true, w->ndone = w->n;
   return t;
 }

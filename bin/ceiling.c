@@ -19,6 +19,7 @@
 
 /* Why the ceiling cannot be measured for w here, or NULL. */
 static const char *ceiling_skip(const work_t *w, int ngpu) {
+  if (ranks_size() > 1) return "it is of one process, and this run spans MPI ranks";
   if (ngpu == 0) return "no GPU is in use";
   if (!w->k_real.gpu) return "the kernel has no GPU function";
   if (!strcmp(w->name, "pipeline")) return "the pipeline is three dependent batches, not one launch";

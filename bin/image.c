@@ -20,6 +20,7 @@
 /* Write w's image to o->output; ncpu: the CPU workers, whose colours differ
  * from the GPUs'. Rows past the last run's (a prefix of the batch) are black. */
 void write_image(const work_t *w, const opts_t *o, int ncpu) {
+  if (ranks_rank() > 0) return; /* one image, rank 0's: the results are gathered on every rank */
   uint32_t wd = w->arg.mandel.width, ht = (uint32_t)w->n, maxit = w->arg.mandel.max_iter;
   unsigned char *rgb = malloc((size_t)wd * ht * 3);
   const uint32_t *it = w->out;

@@ -24,6 +24,9 @@ static int cmp_double(const void *a, const void *b) {
  * items as the warm-up's rate computes in the bound. */
 static void choose_prefix(const opts_t *o, const work_t *w, result_t *r, double t, size_t done) {
   r->sized = true;
+  /* Across ranks every rank must run the same prefix: rank 0's choice. */
+  t = ranks_bcast(t);
+  done = (size_t)ranks_bcast((double)done);
   if (o->max_run_s <= 0 || (done >= w->n && t <= o->max_run_s) || done == 0 || t <= 0) return;
   double rate = (double)done / t, k = rate * o->max_run_s;
   if (k >= (double)w->n) return;
@@ -61,15 +64,19 @@ void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const 
   if (!r->ws) r->ws = calloc((size_t)nw, sizeof *r->ws);
   r->nw = nw;
   r->ncpu = mgpu_num_cpu_workers(rt);
+  int nranks = mgpu_num_ranks(rt);
+  if (r->rs && r->nranks != nranks) free(r->rs), r->rs = NULL;
+  if (!r->rs && nranks > 1) r->rs = calloc((size_t)nranks, sizeof *r->rs);
+  r->nranks = nranks;
   r->reserve_auto = !strncmp(reserve_setting(rt), "auto", 4);
   double *all = realloc(r->times, sizeof *all * (size_t)(r->runs + o->repeat + 1));
-  if (!all || !r->ws) {
+  if (!all || !r->ws || (nranks > 1 && !r->rs)) {
     fprintf(stderr, "%s: out of memory\n", prog);
     exit(EXIT_FAIL);
   }
   r->times = all;
   double *times = all + r->runs;
-  mgpu_stats_t st = {.worker = r->ws, .worker_cap = nw};
+  mgpu_stats_t st = {.size = sizeof st, .worker = r->ws, .worker_cap = nw, .rank = r->rs, .rank_cap = nranks > 1 ? nranks : 0};
   /* Warm-up: the speed model learns, buffers are made; under
    * MGPU_RESERVE_THREADS=auto, the trials of the reserve as well. */
   bool mixed = (!strcmp(mode, "steal") || !strcmp(mode, "static")) && mgpu_num_gpus(rt) > 0 && r->ncpu > 0;
@@ -100,6 +107,8 @@ void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const 
 void free_result(result_t *r) {
   free(r->ws);
   free(r->times);
+  free(r->rs);
   r->ws = NULL;
   r->times = NULL;
+  r->rs = NULL;
 }

@@ -32,16 +32,16 @@ static bool gpus_unrunnable(const opts_t *o, int ngpu) {
   return true;
 }
 
-int main(int argc, char **argv) {
-  opts_t o;
-  options_parse(argc, argv, &o);
+/* Under an MPI launcher every rank runs this with the same options, and the
+ * runtimes span the ranks (ranks.c). */
+static int run(opts_t *op) {
+  opts_t o = *op;
   if (o.plugin) plugin_load(o.plugin, &o);
   if (o.list) {
     print_list(o.plugin);
     return 0;
   }
   const mgpu_plugin_workload_t *pw = o.info ? NULL : resolve_workload(&o);
-  if (sigint_start() != 0) return EXIT_FAIL;
   if (o.plot && !o.trace && plot_trace_make() != 0) return EXIT_FAIL;
   mgpu_runtime_t *base = start_runtime(&o, o.mode, 0, !o.compare);
   if (o.info) {
@@ -58,9 +58,26 @@ int main(int argc, char **argv) {
     plot_trace_remove();
     return EXIT_USAGE;
   }
+  if (multi_is_workload(o.workload) && mgpu_num_ranks(base) > 1) {
+    fprintf(stderr, "%s: nothing ran: workload '%s' runs in one process (its split arrays and device memory are "
+            "each rank's own): run it without an MPI launcher, or with --no-mpi\n", prog, o.workload);
+    mgpu_finalize(base);
+    return EXIT_USAGE;
+  }
   if (multi_is_workload(o.workload)) return run_multi(base, &o);
   if (o.multi.nshares || o.multi.min_bytes || o.multi.max_bytes || o.dtype_given)
     usage_error("--split, --dtype, --min-bytes and --max-bytes are for the matvec, reduce, allreduce and "
                 "saxpy-resident workloads");
   return run_batch_workload(base, &o, pw);
+}
+
+int main(int argc, char **argv) {
+  opts_t o;
+  options_parse(argc, argv, &o);
+  /* SIGINT's thread first: MPI's threads inherit the blocked signal. */
+  if (sigint_start() != 0) return EXIT_FAIL;
+  ranks_init(o.no_mpi || o.list);
+  int rc = run(&o);
+  ranks_finalize();
+  return rc;
 }

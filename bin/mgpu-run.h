@@ -31,6 +31,7 @@ typedef struct {
   long long intensity;
   mgpu_sched_t mode;
   bool compare, verify, json, quiet, info, list, pinned, ceiling;
+  bool no_mpi;         /* --no-mpi: each process alone under a launcher */
   int repeat;
   int rounds;          /* --compare: the four modes run this many times in turn */
   double max_run_s;    /* --max-run-time: longer runs are timed on a prefix; 0: no bound */
@@ -107,6 +108,8 @@ typedef struct {
   int nround;   /* rounds it ran in */
   double round_tp[MAX_ROUNDS]; /* throughput of each round (median of that round's runs) */
   int nw, ncpu; /* workers and CPU workers of the mode's runtime (with --gpus, counts differ) */
+  int nranks;   /* ranks of its runtime (1: one process) */
+  mgpu_rank_stats_t *rs; /* [nranks]: every rank's figures of the last timed run, across ranks */
   int reserve;  /* of those, kept out of the last timed run (a batch that GPUs also run) */
   bool reserve_auto; /* MGPU_RESERVE_THREADS=auto */
   stealacc_t steal; /* host steal time over the timed runs */
@@ -268,5 +271,21 @@ void report_json(const opts_t *o, const work_t *w, const outcome_t *oc, mgpu_run
 
 /* image.c */
 void write_image(const work_t *w, const opts_t *o, int ncpu);
+
+/* ranks.c (ranks_none.c without MPI): under an MPI launcher. */
+/* Initialise MPI where a launcher started this process, unless no_mpi;
+ * ranks past 0 print nothing on stdout. */
+void ranks_init(bool no_mpi);
+void ranks_finalize(void);
+int ranks_rank(void); /* 0 alone */
+int ranks_size(void); /* 1 alone */
+/* After a batch across ranks whose item 0 of an array is at base (items of
+ * item_bytes): the shares of every rank (rs, from mgpu_stats_t.rank),
+ * gathered in place on every rank. */
+void ranks_gather(void *base, size_t item_bytes, const mgpu_rank_stats_t *rs, int nranks);
+/* Over all ranks: the sum, the least; rank 0's value. */
+long long ranks_sum(long long v);
+long long ranks_min(long long v);
+double ranks_bcast(double v);
 
 #endif

@@ -14,7 +14,9 @@
 #include "mgpu-run.h"
 #include "plot.h"
 
+/* Rank 0's run, from its own trace, under an MPI launcher. */
 static void plot_run(mgpu_runtime_t *rt, const opts_t *o, const result_t *r, const work_t *w) {
+  if (ranks_rank() > 0) return;
   char title[256];
   snprintf(title, sizeof title, "mgpu-run %s, %zu items, mode %s: %.4f s (libmgpurt %s)", w->name, w->n, r->mode,
            r->wall_s, mgpu_version());

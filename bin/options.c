@@ -22,7 +22,7 @@
 typedef enum {
   O_ITEMS, O_SIZE, O_INTENSITY, O_MODE, O_COMPARE, O_CEILING, O_ROUNDS, O_GPUS, O_SPLIT, O_DTYPE, O_MIN_BYTES, O_MAX_BYTES,
   O_REPEAT, O_MAX_RUN_TIME, O_SEED, O_NO_VERIFY, O_PINNED, O_OUTPUT, O_PLOT, O_TRACE, O_PLUGIN, O_OVERLAY, O_THREADS, O_RESERVE,
-  O_NUM_GPUS, O_DEVICES, O_RATIO, O_MAX_BATCH, O_STREAMS, O_JSON, O_QUIET, O_INFO, O_LIST, O_HELP, O_VERSION
+  O_NUM_GPUS, O_DEVICES, O_RATIO, O_MAX_BATCH, O_STREAMS, O_NO_MPI, O_JSON, O_QUIET, O_INFO, O_LIST, O_HELP, O_VERSION
 } opt_id_t;
 
 /* The groups of --help and of the man page's OPTIONS (its .SS headings). */
@@ -147,6 +147,10 @@ static const opt_desc_t options[] = {
       "items per GPU launch (MGPU_MAX_BATCH_SIZE)"},
   {"streams", 0, "N", O_STREAMS, G_RUNTIME,
       "chunks in flight per GPU (MGPU_STREAMS_PER_GPU), 1..32"},
+  {"no-mpi", 0, NULL, O_NO_MPI, G_RUNTIME,
+      "under an MPI launcher, each process runs alone\n"
+      "(MGPU_MPI=off; else MPI is initialised and every\n"
+      "batch runs once over all ranks, rank 0 reporting)"},
   {"json", 0, NULL, O_JSON, G_OUTPUT,
       "print the report as JSON on stdout"},
   {"quiet", 'q', NULL, O_QUIET, G_OUTPUT,
@@ -318,6 +322,10 @@ static void apply_runtime_option(opts_t *o, opt_id_t id, const char *v) {
   case O_RATIO: c->device_to_core_ratio = parse_double_opt("--ratio", v, 0, 1e7); break;
   case O_MAX_BATCH: c->max_batch_size = parse_ll_opt("--max-batch", v, 1, 1LL << 40); break;
   case O_STREAMS: c->streams_per_gpu = (int)parse_ll_opt("--streams", v, 1, 32); break;
+  case O_NO_MPI:
+    o->no_mpi = true;
+    c->mpi = 0;
+    break;
   case O_JSON: o->json = true; break;
   case O_QUIET: o->quiet = true; break;
   case O_INFO: o->info = true; break;

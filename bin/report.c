@@ -2,7 +2,8 @@
  * report.c: the text reports of a batch workload: the header line, a line
  * per mode with the per-worker table, the scaling table of --gpus, the fixed
  * splits (sweep.c), E and the speedups of --compare, notes, and the
- * verification line; and --quiet's one line.
+ * verification line; and --quiet's one line. Under an MPI launcher, rank 0
+ * prints them, with a table of the ranks after a mode's workers.
  */
 #include "config.h"
 
@@ -40,6 +41,32 @@ static void print_workers(const result_t *r, const work_t *w) {
            r->ncpu - r->reserve, r->ncpu - 1, r->reserve);
 }
 
+/* The ranks of the mode's last timed run, across MPI ranks. */
+static void print_ranks(const result_t *r) {
+  if (r->nranks < 2 || !r->rs) return;
+  size_t n = 0;
+  double busy = 0;
+  for (int i = 0; i < r->nranks; i++) n += r->rs[i].share_count, busy += r->rs[i].busy_s;
+  if (n == 0) return; /* the pipeline: its stages are batches of their own */
+  printf("ranks of the last timed run (the table above is rank 0's workers):\n");
+  printf("  %4s %4s %4s %12s %7s %12s %20s %20s %8s %12s\n", "rank", "cpus", "gpus", "share", "share%", "items",
+         "steals in (items)", "steals out (items)", "busy s", "rate items/s");
+  for (int i = 0; i < r->nranks; i++) {
+    const mgpu_rank_stats_t *k = &r->rs[i];
+    char in[32], out[32], rate[16];
+    snprintf(in, sizeof in, "%llu (%llu)", (unsigned long long)k->steals_in, (unsigned long long)k->items_in);
+    snprintf(out, sizeof out, "%llu (%llu)", (unsigned long long)k->steals_out, (unsigned long long)k->items_out);
+    if (k->rate > 0) snprintf(rate, sizeof rate, "%.4g", k->rate);
+    else snprintf(rate, sizeof rate, "-");
+    printf("  %4d %4d %4d %12zu %6.1f%% %12llu %20s %20s %8.4f %12s%s%s\n", k->rank, k->ncpu, k->ngpus, k->share_count,
+           n ? 100.0 * (double)k->share_count / (double)n : 0, (unsigned long long)k->items, in, out, k->busy_s, rate,
+           k->status != MGPU_OK ? " " : "", k->status != MGPU_OK ? mgpu_status_name(k->status) : "");
+  }
+  printf("  total: %zu items on %d ranks in %.4f s, %.4g items/s; ranks busy %.1f%% of the time\n", n, r->nranks,
+         r->wall_s, r->wall_s > 0 ? (double)n / r->wall_s : 0,
+         r->wall_s > 0 ? 100 * busy / (r->wall_s * r->nranks) : 0);
+}
+
 /* The verification line of the text report; r is the run whose outputs were checked. */
 static void print_verdict(const work_t *w, const verdict_t *v, const result_t *r) {
   char scope[160];
@@ -71,7 +98,9 @@ static void print_verdict(const work_t *w, const verdict_t *v, const result_t *r
 void report_header(const work_t *w, mgpu_runtime_t *base, int ncpu, int ngpu) {
   printf("libmgpurt %s: %s, %zu items", mgpu_version(), w->name, w->n);
   if (work_intensity(w)) printf(", intensity %llu", work_intensity(w));
-  printf("; %d CPU worker%s, %d GPU%s", ncpu, ncpu == 1 ? "" : "s", ngpu, ngpu == 1 ? "" : "s");
+  if (mgpu_num_ranks(base) > 1) printf("; %d MPI ranks, rank 0 with ", mgpu_num_ranks(base));
+  else printf("; ");
+  printf("%d CPU worker%s, %d GPU%s", ncpu, ncpu == 1 ? "" : "s", ngpu, ngpu == 1 ? "" : "s");
   for (int g = 0; g < ngpu; g++) {
     mgpu_device_info_t d = MGPU_DEVICE_INFO_INIT;
     mgpu_device_info(base, g, &d);
@@ -123,7 +152,7 @@ static double report_modes(const opts_t *o, const work_t *w, const outcome_t *oc
     if (sh >= STEAL_SHOW) printf(", host steal %.0f%%", 100 * sh);
     if (sh > worst_steal) worst_steal = sh;
     printf("\n");
-    if (!o->compare || i == oc->nres - 1) print_workers(r, w);
+    if (!o->compare || i == oc->nres - 1) print_workers(r, w), print_ranks(r);
   }
   return worst_steal;
 }

@@ -33,7 +33,24 @@ static void json_result(const result_t *r, bool last) {
            (unsigned long long)s->chunks, (unsigned long long)s->steals, (unsigned long long)s->retries, s->busy_s,
            s->batch_cap, (unsigned long long)s->staged_bytes);
   }
-  printf("]}%s\n", last ? "" : ",");
+  printf("]");
+  size_t shared = 0;
+  for (int i = 0; i < r->nranks && r->rs; i++) shared += r->rs[i].share_count;
+  if (r->nranks > 1 && r->rs && shared) {
+    printf(", \"ranks\": [");
+    for (int i = 0; i < r->nranks; i++) {
+      const mgpu_rank_stats_t *k = &r->rs[i];
+      printf("%s{\"rank\": %d, \"status\": \"%s\", \"cpu_workers\": %d, \"gpus\": %d, \"share_first\": %zu, "
+             "\"share\": %zu, \"items\": %llu, \"steals_in\": %llu, \"items_in\": %llu, \"steals_out\": %llu, "
+             "\"items_out\": %llu, \"bytes_moved\": %llu, \"busy_s\": %.6f, \"wall_s\": %.6f, \"rate\": %.3f}",
+             i ? ", " : "", k->rank, mgpu_status_name(k->status), k->ncpu, k->ngpus, k->share_first, k->share_count,
+             (unsigned long long)k->items, (unsigned long long)k->steals_in, (unsigned long long)k->items_in,
+             (unsigned long long)k->steals_out, (unsigned long long)k->items_out, (unsigned long long)k->bytes_moved,
+             k->busy_s, k->wall_s, k->rate);
+    }
+    printf("]");
+  }
+  printf("}%s\n", last ? "" : ",");
 }
 
 /* What ran and where: the version, the workload, every setting and the GPUs. */
@@ -54,7 +71,7 @@ static void json_setup(const opts_t *o, const work_t *w, const outcome_t *oc, mg
     printf("%s{\"index\": %d, \"name\": \"%s\", \"sm_count\": %d, \"memory\": %zu, \"emulated\": %s}", g ? ", " : "",
            d.index, d.name, d.sm_count, d.total_mem, d.emulated ? "true" : "false");
   }
-  printf("],\n  \"cpu_workers\": %d,\n", oc->ncpu);
+  printf("],\n  \"cpu_workers\": %d,\n  \"mpi_ranks\": %d,\n", oc->ncpu, mgpu_num_ranks(base));
 }
 
 static void json_compare(const outcome_t *oc) {

@@ -36,8 +36,14 @@ void plot_trace_remove(void) {
 
 mgpu_runtime_t *start_runtime(const opts_t *o, mgpu_sched_t mode, double ratio, bool traced) {
   mgpu_config_t c = o->cfg;
-  if (traced && o->trace) c.trace = o->trace;
-  else if (traced && o->plot) c.trace = plot_trace;
+  /* Under an MPI launcher each rank writes its own trace: FILE.rankN past rank 0. */
+  static char rank_trace[1100];
+  const char *trace = traced && o->trace ? o->trace : traced && o->plot ? plot_trace : NULL;
+  if (trace && trace == o->trace && ranks_rank() > 0) {
+    snprintf(rank_trace, sizeof rank_trace, "%s.rank%d", trace, ranks_rank());
+    trace = rank_trace;
+  }
+  if (trace) c.trace = trace;
   if (mode) c.sched = mode;
   if (ratio > 0 && c.device_to_core_ratio == 0) c.device_to_core_ratio = ratio;
   mgpu_runtime_t *rt;

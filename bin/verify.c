@@ -3,18 +3,34 @@
  * whole batch, or a prefix) against the kernel's CPU function run here
  * (every item of a small run, else about 2000 spread over it, on
  * as many threads as the runtime has CPU workers), plus ntt's inverse round
- * trip and the pipeline's direct computation.
+ * trip and the pipeline's direct computation. Under an MPI launcher the
+ * results are on every rank (batch.c gathers them), and each rank checks
+ * its part of the sample: the verdict is the ranks' together.
  */
 #include "config.h"
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mgpu-run.h"
+
+/* The verdicts of all ranks as one: checks and failures summed, the first
+ * wrong item the least; its description only where this rank found it. */
+static void join_ranks(verdict_t *v, long long *bad) {
+  if (ranks_size() < 2) return;
+  long long first = ranks_min(v->first >= 0 ? v->first : LLONG_MAX);
+  if (first != v->first) snprintf(v->what, sizeof v->what, "(checked by another rank)");
+  v->first = first == LLONG_MAX ? -1 : first;
+  v->checked = (size_t)ranks_sum((long long)v->checked);
+  *bad = ranks_sum(*bad);
+  v->roundtrip_bad = ranks_sum(v->roundtrip_bad) > 0;
+  v->worker = -1; /* a rank knows only the workers of its own items */
+}
 
 /* "expected .., got .." of up to 8 bytes in hex from the first that differs. */
 static void describe_diff(char *buf, size_t len, int k, const unsigned char *want, const unsigned char *got,
@@ -81,8 +97,10 @@ void verify(work_t *w, mgpu_runtime_t *rt, verdict_t *v) {
       fprintf(stderr, "%s: out of memory verifying the results\n", prog);
       exit(EXIT_FAIL);
     }
+    const int nr = ranks_size(), me_rank = ranks_rank();
 #pragma omp for schedule(dynamic, 1)
     for (long long j = 0; j < nchecks; j++) {
+      if (j % nr != me_rank) continue;
       size_t i = (size_t)j * step;
       const void *ins[MGPU_MAX_ARGS];
       void *outs[MGPU_MAX_ARGS];
@@ -107,18 +125,27 @@ void verify(work_t *w, mgpu_runtime_t *rt, verdict_t *v) {
     }
     free(ref);
   }
-  v->checked = (size_t)nchecks;
+  v->checked = (size_t)(nchecks / ranks_size() + (nchecks % ranks_size() > ranks_rank()));
   v->first = first;
   if (first >= 0 && w->sample_worker) v->worker = w->sample_worker[(size_t)first / step];
   if (!strcmp(w->name, "ntt") && n > 0) {
-    /* Round trip on the runtime: inverse(forward(x)) == x. */
+    /* Round trip on the runtime: inverse(forward(x)) == x; across ranks,
+     * each rank's share of the inverse batch. */
     mgpu_ntt_arg_t inv = {w->log_n, 1};
-    size_t bytes = w->out_bytes / w->n * n;
+    size_t per = w->out_bytes / w->n, bytes = per * n;
     void *back = malloc(bytes);
     mgpu_batch_t b = {.kernel = &w->k, .n = n, .in = {w->out}, .out = {back}, .arg = &inv, .arg_size = sizeof inv};
-    check_status(mgpu_run(rt, &b, NULL), "the inverse ntt");
-    if (memcmp(back, w->in[0], bytes) != 0) bad++, v->roundtrip_bad = true;
+    int nr = mgpu_num_ranks(rt);
+    mgpu_rank_stats_t *rs = calloc((size_t)nr, sizeof *rs);
+    mgpu_stats_t s = {.size = sizeof s, .rank = rs, .rank_cap = nr > 1 ? nr : 0};
+    check_status(mgpu_run(rt, &b, &s), "the inverse ntt");
+    size_t lo = 0, cnt = n;
+    if (s.nranks > 1) lo = rs[ranks_rank()].share_first, cnt = rs[ranks_rank()].share_count;
+    if (memcmp((char *)back + lo * per, (const char *)w->in[0] + lo * per, cnt * per) != 0)
+      bad++, v->roundtrip_bad = true;
+    free(rs);
     free(back);
   }
+  join_ranks(v, &bad);
   v->bad = bad;
 }

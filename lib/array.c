@@ -2,7 +2,10 @@
  * array.c: device memory, and arrays split across the GPUs and the host by
  * shares (mgpu_array_*). Every device operation is a task run by the GPU's own
  * host thread (task.c); the host part is handled by the calling thread or the
- * CPU workers at the same time.
+ * CPU workers at the same time. On a runtime across MPI ranks an array is
+ * this rank's part of one of n elements over all ranks (dist_array.c): it
+ * starts at element `base`, which parts, copies to and from the host and
+ * chunk->first count in.
  */
 #include "mgpurt_int.h"
 
@@ -14,7 +17,8 @@
 
 struct mgpu_array {
   mgpu_runtime_t *rt;
-  size_t n, elem;
+  size_t n, elem;                     /* this process's elements */
+  size_t base;                        /* the global index of its first: 0 for one process */
   int ngpus;
   size_t bound[MGPU_MAX_DEVICES + 2]; /* part p holds [bound[p], bound[p + 1]); p = ngpus is the host's */
   void *dev[MGPU_MAX_DEVICES];
@@ -23,6 +27,8 @@ struct mgpu_array {
 };
 
 static size_t part_count(const mgpu_array_t *a, int p) { return a->bound[p + 1] - a->bound[p]; }
+
+mgpu_runtime_t *mgpu__array_rt(const mgpu_array_t *a) { return a ? a->rt : NULL; }
 
 /* ------------------------------------------------------------ tasks on GPUs */
 
@@ -252,8 +258,8 @@ static void free_array(mgpu_array_t *a) {
   free(a);
 }
 
-MGPU_API mgpu_status_t mgpu_array_create(mgpu_runtime_t *rt, size_t n, size_t elem_size, int nshares,
-                                         const double *shares, mgpu_array_t **a_p) {
+mgpu_status_t mgpu__array_create(mgpu_runtime_t *rt, size_t n, size_t base, size_t elem_size, int nshares,
+                                 const double *shares, mgpu_array_t **a_p) {
   const char *fn = "mgpu_array_create";
   mgpu_status_t st = mgpu__check_rt(rt, fn);
   if (st != MGPU_OK) return st;
@@ -289,6 +295,7 @@ MGPU_API mgpu_status_t mgpu_array_create(mgpu_runtime_t *rt, size_t n, size_t el
   if (!a) return mgpu__fail(MGPU_ENOMEM, "%s: out of memory", fn);
   a->rt = rt;
   a->n = n;
+  a->base = base;
   a->elem = elem_size;
   a->ngpus = rt->ngpus;
   split(a, sh, k);
@@ -341,7 +348,7 @@ MGPU_API mgpu_status_t mgpu_array_part(const mgpu_array_t *a, int i, mgpu_array_
   if (st != MGPU_OK) return st;
   if (i < 0 || i > a->ngpus)
     return mgpu__fail(MGPU_EINVAL, "mgpu_array_part: part %d does not exist: expected 0..%d", i, a->ngpus);
-  mgpu_array_part_t p = {.size = out->size, .gpu = i < a->ngpus ? i : -1, .first = a->bound[i],
+  mgpu_array_part_t p = {.size = out->size, .gpu = i < a->ngpus ? i : -1, .first = a->base + a->bound[i],
                          .count = part_count(a, i)};
   p.data = p.count == 0 ? NULL : i < a->ngpus ? a->dev[i] : a->host;
   mgpu__abi_out(out, bytes, &p, sizeof p);
@@ -352,6 +359,7 @@ MGPU_API mgpu_status_t mgpu_array_part(const mgpu_array_t *a, int i, mgpu_array_
 static mgpu_status_t host_copy(mgpu_array_t *a, char *host, int dir, const char *fn) {
   if (!a) return mgpu__fail(MGPU_EINVAL, "%s: a is NULL", fn);
   if (!host && a->n > 0) return mgpu__fail(MGPU_EINVAL, "%s: host is NULL", fn);
+  if (host) host += a->base * a->elem; /* the host array holds every element, this part's from its base */
   int gpu[MGPU_MAX_DEVICES];
   int ng = gpus_with_parts(a, gpu);
   op_t op = {.a = a, .host = host, .dir = dir};
@@ -363,8 +371,8 @@ static mgpu_status_t host_copy(mgpu_array_t *a, char *host, int dir, const char 
     else memcpy(host + off, a->host, bytes);
   }
   if (ev) {
-    st = mgpu_event_wait(ev, NULL);
-    mgpu_event_release(ev);
+    st = mgpu__node_event_wait(ev, NULL);
+    mgpu__node_event_release(ev);
   }
   return st;
 }
@@ -378,7 +386,7 @@ MGPU_API mgpu_status_t mgpu_array_gather(const mgpu_array_t *a, void *host) {
 }
 
 static bool same_split(const mgpu_array_t *a, const mgpu_array_t *b) {
-  return a->rt == b->rt && a->n == b->n && a->ngpus == b->ngpus &&
+  return a->rt == b->rt && a->n == b->n && a->base == b->base && a->ngpus == b->ngpus &&
          memcmp(a->bound, b->bound, sizeof(size_t) * (size_t)(a->ngpus + 2)) == 0;
 }
 
@@ -405,14 +413,14 @@ MGPU_API mgpu_status_t mgpu_array_copy(mgpu_array_t *dst, const mgpu_array_t *sr
   st = ng > 0 ? on_gpus(dst->rt, fn, ng, gpu, 1, copy_part, &op, &ev) : MGPU_OK;
   size_t bytes = part_count(dst, dst->ngpus) * dst->elem;
   if (bytes) memcpy(dst->host, src->host, bytes);
-  if (ev) st = mgpu_event_wait(ev, NULL);
+  if (ev) st = mgpu__node_event_wait(ev, NULL);
   if (stats) {
     mgpu_stats_t s;
     stats_from(ev, &s, &ref);
     s.wall_s = mgpu__now() - t0;
     mgpu__stats_put(&ref, &s);
   }
-  mgpu_event_release(ev);
+  mgpu__node_event_release(ev);
   return st;
 }
 
@@ -440,7 +448,7 @@ static int run_part(mgpu__task_t *t, const mgpu__devcall_t *dc, int phase) {
   if (k->scratch_per_item && (rc = dc->ops->mem_alloc(dc->ctx, k->scratch_per_item * n, &op->scratch[g])) != 0)
     return rc;
   mgpu_chunk_t c = {.in = in, .out = out, .consts = consts, .arg = ab->arg, .scratch = op->scratch[g],
-                    .first = any->bound[g], .count = n, .stream = dc->stream, .worker = dc->rt->ncpu + g};
+                    .first = any->base + any->bound[g], .count = n, .stream = dc->stream, .worker = dc->rt->ncpu + g};
   t->items[g] = n;
   rc = dc->ops->launch(dc->ctx, k, &c, dc->stream);
   if (rc != 0)
@@ -552,7 +560,7 @@ MGPU_API mgpu_status_t mgpu_array_run(mgpu_runtime_t *rt, const mgpu_array_batch
   }
   size_t hn = part_count(first, first->ngpus);
   mgpu_status_t hst = MGPU_OK;
-  host_wrap_t hw = {k, ab->arg, first->bound[first->ngpus]};
+  host_wrap_t hw = {k, ab->arg, first->base + first->bound[first->ngpus]};
   mgpu_kernel_t hk = *k;
   hk.gpu = NULL;
   hk.cpu = host_wrap_cpu;
@@ -562,7 +570,7 @@ MGPU_API mgpu_status_t mgpu_array_run(mgpu_runtime_t *rt, const mgpu_array_batch
     for (int i = 0; i < k->nin; i++) hb.in[i] = ab->in[i]->host;
     for (int i = 0; i < k->nout; i++) hb.out[i] = ab->out[i]->host;
     for (int i = 0; i < ab->nconsts; i++) hb.consts[i] = ab->consts[i];
-    hst = mgpu_submit(rt, &hb, 0, NULL, &hev);
+    hst = mgpu__node_submit(rt, &hb, 0, 0, NULL, &hev);
   }
   mgpu_stats_t s;
   if (gev) st = mgpu__event_wait(gev, &s, &ref);
@@ -578,12 +586,12 @@ MGPU_API mgpu_status_t mgpu_array_run(mgpu_runtime_t *rt, const mgpu_array_batch
     s.nworkers = rt->nworkers;
     for (int i = 0; hw_stats && i < rt->ncpu; i++) mgpu__stats_put_worker(&ref, i, &hw_stats[i]);
     free(hw_stats);
-    mgpu_event_release(hev);
+    mgpu__node_event_release(hev);
   }
   s.wall_s = mgpu__now() - t0;
   if (st == MGPU_OK) s.status = hst;
   if (stats) mgpu__stats_put(&ref, &s);
-  mgpu_event_release(gev);
+  mgpu__node_event_release(gev);
   free(op);
   return st != MGPU_OK ? st : hst;
 }
@@ -633,7 +641,7 @@ static int sum_part(mgpu__task_t *t, const mgpu__devcall_t *dc, int phase) {
   return dc->ops->launch(dc->ctx, &mgpu__sum_kernel, &c, dc->stream);
 }
 
-MGPU_API mgpu_status_t mgpu_array_sum(mgpu_array_t *a, mgpu_dtype_t dt, double *sum) {
+mgpu_status_t mgpu__array_sum(mgpu_array_t *a, mgpu_dtype_t dt, double *sum) {
   const char *fn = "mgpu_array_sum";
   if (!a || !sum) return mgpu__fail(MGPU_EINVAL, "%s: %s is NULL", fn, a ? "sum" : "a");
   if (dt != MGPU_FLOAT32 && dt != MGPU_FLOAT64)
@@ -667,15 +675,24 @@ MGPU_API mgpu_status_t mgpu_array_sum(mgpu_array_t *a, mgpu_dtype_t dt, double *
     free(h.partial);
   }
   if (ev) {
-    mgpu_status_t gst = mgpu_event_wait(ev, NULL);
-    mgpu_event_release(ev);
+    mgpu_status_t gst = mgpu__node_event_wait(ev, NULL);
+    mgpu__node_event_release(ev);
     if (st == MGPU_OK) st = gst;
   }
   double gsum = 0;
-  if (st == MGPU_OK && a->ngpus > 0) {
+  if (st == MGPU_OK && a->ngpus > 0 && rt->coll_ranks > 1) {
+    /* The collectives span the GPUs of every rank: this rank's partial sums
+     * are added here, in GPU order. */
+    for (int g = 0; g < a->ngpus && st == MGPU_OK; g++) {
+      double p = 0;
+      st = mgpu_memcpy_from_device(rt, g, &p, op.dev[g], sizeof p);
+      gsum += p;
+    }
+  } else if (st == MGPU_OK && a->ngpus > 0) {
     void *buf[MGPU_MAX_DEVICES];
     for (int g = 0; g < a->ngpus; g++) buf[g] = op.dev[g];
-    st = mgpu_allreduce(rt, (const void *const *)buf, buf, 1, MGPU_FLOAT64, MGPU_OP_SUM);
+    st = mgpu__node_collective(rt, MGPU__COLL_ALLREDUCE, (const void *const *)buf, buf, 1, MGPU_FLOAT64, MGPU_OP_SUM, 0,
+                                0, NULL, NULL, false);
     if (st == MGPU_OK) st = mgpu_memcpy_from_device(rt, 0, &gsum, op.dev[0], sizeof gsum);
   }
   if (st == MGPU_OK) *sum = gsum + host;

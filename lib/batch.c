@@ -28,13 +28,13 @@ mgpu_status_t mgpu__batch_in(const char *fn, const mgpu_batch_t *user, mgpu_batc
   if (st != MGPU_OK) return st;
   mgpu__abi_in(d, sizeof *d, user, bytes);
   d->size = sizeof *d;
-  if (!d->kernel) return MGPU_OK; /* check_batch names it */
+  if (!d->kernel) return MGPU_OK; /* mgpu__batch_check names it */
   st = mgpu__kernel_in(fn, "batch->kernel->size", d->kernel, k);
   d->kernel = k;
   return st;
 }
 
-static mgpu_status_t check_batch(const mgpu_runtime_t *rt, const mgpu_batch_t *d) {
+mgpu_status_t mgpu__batch_check(const mgpu_runtime_t *rt, const mgpu_batch_t *d) {
   const mgpu_kernel_t *k = d->kernel;
   if (!k) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch->kernel is NULL");
   const char *name = k->name ? k->name : "(unnamed)";
@@ -81,8 +81,8 @@ static mgpu_status_t check_batch(const mgpu_runtime_t *rt, const mgpu_batch_t *d
   return MGPU_OK;
 }
 
-MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *user, size_t ndeps,
-                                   mgpu_event_t *const *deps, mgpu_event_t **done_p) {
+mgpu_status_t mgpu__node_submit(mgpu_runtime_t *rt, const mgpu_batch_t *user, size_t base, size_t ndeps,
+                                mgpu_event_t *const *deps, mgpu_event_t **done_p) {
   mgpu_status_t rst = mgpu__check_rt(rt, "mgpu_submit");
   if (rst != MGPU_OK) return rst;
   if (!user) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch is NULL");
@@ -94,7 +94,7 @@ MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *user,
   const mgpu_batch_t *d = &desc;
   st = mgpu__check_deps(rt, "mgpu_submit", ndeps, deps);
   if (st != MGPU_OK) return st;
-  st = check_batch(rt, d);
+  st = mgpu__batch_check(rt, d);
   if (st != MGPU_OK) return st;
 
   const mgpu__config_t *cfg = &rt->cfg;
@@ -129,6 +129,7 @@ MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *user,
     b->wstats[i].device = rt->workers[i].gpu >= 0 ? rt->gpu_index[rt->workers[i].gpu] : -1;
   }
   b->rt = rt;
+  b->base = base;
   b->desc = *d;
   b->kernel = kernel;
   b->desc.kernel = &b->kernel;
@@ -143,17 +144,17 @@ MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *user,
   return mgpu__enqueue(rt, b, ndeps, deps, done_p);
 }
 
-MGPU_API mgpu_status_t mgpu_run(mgpu_runtime_t *rt, const mgpu_batch_t *batch, mgpu_stats_t *stats) {
+mgpu_status_t mgpu__node_run(mgpu_runtime_t *rt, const mgpu_batch_t *batch, mgpu_stats_t *stats) {
   /* A statistics struct the library cannot fill is refused before the batch runs. */
   mgpu__stats_ref_t ref;
   mgpu_status_t st = mgpu__stats_ref("mgpu_run", stats, &ref);
   if (st != MGPU_OK) return st;
   mgpu_event_t *ev;
-  st = mgpu_submit(rt, batch, 0, NULL, &ev);
+  st = mgpu__node_submit(rt, batch, 0, 0, NULL, &ev);
   if (st != MGPU_OK) return st;
   mgpu_stats_t s;
   st = mgpu__event_wait(ev, stats ? &s : NULL, &ref);
-  mgpu_event_release(ev);
+  mgpu__node_event_release(ev);
   if (stats) mgpu__stats_put(&ref, &s);
   return st;
 }
@@ -179,7 +180,7 @@ MGPU_API mgpu_status_t mgpu_parallel_for(mgpu_runtime_t *rt, size_t n, mgpu_loop
   static const mgpu_kernel_t loop_kernel = {.size = sizeof loop_kernel, .name = "mgpu_parallel_for", .cpu = loop_cpu};
   loop_arg_t la = {fn, arg};
   mgpu_batch_t b = {.size = sizeof b, .kernel = &loop_kernel, .n = n, .arg = &la, .arg_size = sizeof la};
-  return mgpu_run(rt, &b, NULL);
+  return mgpu__node_run(rt, &b, NULL);
 }
 
 mgpu_status_t mgpu__task_submit(mgpu_runtime_t *rt, mgpu__task_t *t, const char *name, size_t ndeps,
@@ -207,7 +208,7 @@ mgpu_status_t mgpu__task_submit(mgpu_runtime_t *rt, mgpu__task_t *t, const char 
     *done_p = ev;
     return MGPU_OK;
   }
-  st = mgpu_event_wait(ev, NULL);
-  mgpu_event_release(ev);
+  st = mgpu__node_event_wait(ev, NULL);
+  mgpu__node_event_release(ev);
   return st;
 }

@@ -4,14 +4,17 @@
  * communicators are created on first use and destroyed at finalize. Without
  * NCCL (a build without it, or emulated devices) the same calls go through
  * host memory: every GPU copies its buffer out, one thread combines them, and
- * every GPU copies its result back.
+ * every GPU copies its result back. On a runtime across MPI ranks the NCCL
+ * communicators span the GPUs of every rank: the ranks' layer (dist_coll.c)
+ * makes them and hands them over (mgpu__coll_adopt), and GPUs, roots and
+ * sizes are numbered over all ranks (rt->coll_gpu_total, coll_gpu_base);
+ * without NCCL that layer combines the ranks' results through MPI itself.
  */
 #include "mgpurt_int.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-enum { COLL_ALLREDUCE = 0, COLL_BROADCAST, COLL_ALLGATHER, COLL_REDUCE_SCATTER };
 static const char *const coll_names[] = {"mgpu_allreduce", "mgpu_broadcast", "mgpu_allgather", "mgpu_reduce_scatter"};
 
 typedef struct {
@@ -49,8 +52,13 @@ MGPU_API const char *mgpu_redop_name(mgpu_redop_t op) {
 MGPU_API const char *mgpu_collectives_backend(const mgpu_runtime_t *rt) {
   static __thread char buf[64];
   if (mgpu__check_rt(rt, "mgpu_collectives_backend") != MGPU_OK) return "none";
-  if (!mgpu__coll_uses_nccl(rt)) return "host";
-  snprintf(buf, sizeof buf, "nccl %s", mgpu__nccl->version());
+  if (!mgpu__coll_uses_nccl(rt)) {
+    if (rt->coll_ranks <= 1) return "host";
+    snprintf(buf, sizeof buf, "host, MPI across %d ranks", rt->coll_ranks);
+    return buf;
+  }
+  if (rt->coll_ranks <= 1) snprintf(buf, sizeof buf, "nccl %s", mgpu__nccl->version());
+  else snprintf(buf, sizeof buf, "nccl %s across %d ranks", mgpu__nccl->version(), rt->coll_ranks);
   return buf;
 }
 
@@ -69,7 +77,7 @@ MGPU_API const char *mgpu_collectives_backend(const mgpu_runtime_t *rt) {
     }                                                                   \
   } while (0)
 
-static void combine(void *res, const void *in, size_t n, mgpu_dtype_t dt, mgpu_redop_t op) {
+void mgpu__coll_combine(void *res, const void *in, size_t n, mgpu_dtype_t dt, mgpu_redop_t op) {
   switch (dt) {
   case MGPU_INT32: COMBINE(int32_t); break;
   case MGPU_INT64: COMBINE(int64_t); break;
@@ -85,15 +93,15 @@ static int host_part(mgpu__task_t *t, const mgpu__devcall_t *dc, int phase) {
   char *result = c->host + (size_t)c->ngpus * in_bytes;
   int g = dc->g;
   if (phase == 0) {
-    if (c->kind == COLL_BROADCAST && g != c->root) return 0;
+    if (c->kind == MGPU__COLL_BROADCAST && g != c->root) return 0;
     t->items[g] += c->in_elems;
     return dc->ops->copy_d2h(dc->ctx, c->host + (size_t)g * in_bytes, c->send[g], in_bytes, dc->stream);
   }
   switch (c->kind) {
-  case COLL_ALLREDUCE: return dc->ops->copy_h2d(dc->ctx, c->recv[g], result, c->count * es, dc->stream);
-  case COLL_BROADCAST:
+  case MGPU__COLL_ALLREDUCE: return dc->ops->copy_h2d(dc->ctx, c->recv[g], result, c->count * es, dc->stream);
+  case MGPU__COLL_BROADCAST:
     return dc->ops->copy_h2d(dc->ctx, c->recv[g], c->host + (size_t)c->root * in_bytes, c->count * es, dc->stream);
-  case COLL_ALLGATHER: return dc->ops->copy_h2d(dc->ctx, c->recv[g], c->host, (size_t)c->ngpus * in_bytes, dc->stream);
+  case MGPU__COLL_ALLGATHER: return dc->ops->copy_h2d(dc->ctx, c->recv[g], c->host, (size_t)c->ngpus * in_bytes, dc->stream);
   default:
     return dc->ops->copy_h2d(dc->ctx, c->recv[g], result + (size_t)g * c->count * es, c->count * es, dc->stream);
   }
@@ -102,11 +110,11 @@ static int host_part(mgpu__task_t *t, const mgpu__devcall_t *dc, int phase) {
 static int host_between(mgpu__task_t *t, int phase) {
   coll_t *c = t->arg;
   MGPU_UNUSED(phase);
-  if (c->kind != COLL_ALLREDUCE && c->kind != COLL_REDUCE_SCATTER) return 0;
+  if (c->kind != MGPU__COLL_ALLREDUCE && c->kind != MGPU__COLL_REDUCE_SCATTER) return 0;
   size_t es = mgpu_dtype_size(c->dt), in_bytes = c->in_elems * es;
   char *result = c->host + (size_t)c->ngpus * in_bytes;
   memcpy(result, c->host, in_bytes);
-  for (int g = 1; g < c->ngpus; g++) combine(result, c->host + (size_t)g * in_bytes, c->in_elems, c->dt, c->op);
+  for (int g = 1; g < c->ngpus; g++) mgpu__coll_combine(result, c->host + (size_t)g * in_bytes, c->in_elems, c->dt, c->op);
   return 0;
 }
 
@@ -137,6 +145,11 @@ static mgpu_status_t ensure_comms(mgpu_runtime_t *rt, const char *fn) {
     return mgpu__fail(MGPU_EDEVICE, "%s: the NCCL communicators were aborted after a collective passed its deadline "
                                     "(MGPU_TIMEOUT); this runtime runs no more collectives", fn);
   }
+  if (!rt->comms_ready && rt->coll_ranks > 1) {
+    /* Only all ranks together make communicators that span them. */
+    MGPU_UNLOCK(&rt->coll_lock);
+    return mgpu__fail(MGPU_ESTATE, "%s: the NCCL communicators across ranks do not exist", fn);
+  }
   if (!rt->comms_ready) {
     char why[256] = "";
     double t0 = mgpu__now();
@@ -150,6 +163,20 @@ static mgpu_status_t ensure_comms(mgpu_runtime_t *rt, const char *fn) {
   }
   MGPU_UNLOCK(&rt->coll_lock);
   return st;
+}
+
+void mgpu__coll_adopt(mgpu_runtime_t *rt, void *const *comms) {
+  MGPU_LOCK(&rt->coll_lock, MGPU_LK_COLL);
+  for (int g = 0; g < rt->ngpus; g++) rt->comms[g] = comms[g];
+  rt->comms_ready = 1;
+  MGPU_UNLOCK(&rt->coll_lock);
+}
+
+bool mgpu__coll_ready(mgpu_runtime_t *rt) {
+  MGPU_LOCK(&rt->coll_lock, MGPU_LK_COLL);
+  bool ready = rt->comms_ready && !atomic_load(&rt->comms_abort);
+  MGPU_UNLOCK(&rt->coll_lock);
+  return ready;
 }
 
 void mgpu__coll_destroy(mgpu_runtime_t *rt) {
@@ -169,9 +196,9 @@ static void free_coll(void *arg) {
   free(c);
 }
 
-static mgpu_status_t collective(mgpu_runtime_t *rt, int kind, const void *const *send, void *const *recv, size_t count,
-                                mgpu_dtype_t dt, mgpu_redop_t op, int root, size_t ndeps, mgpu_event_t *const *deps,
-                                mgpu_event_t **done_p, bool async) {
+mgpu_status_t mgpu__node_collective(mgpu_runtime_t *rt, int kind, const void *const *send, void *const *recv,
+                                    size_t count, mgpu_dtype_t dt, mgpu_redop_t op, int root, size_t ndeps,
+                                    mgpu_event_t *const *deps, mgpu_event_t **done_p, bool async) {
   const char *fn = coll_names[kind];
   char afn[40];
   if (async) {
@@ -186,18 +213,20 @@ static mgpu_status_t collective(mgpu_runtime_t *rt, int kind, const void *const 
   size_t es = mgpu_dtype_size(dt);
   if (es == 0) return mgpu__fail(MGPU_EINVAL, "%s: dtype %d is not one of MGPU_INT32, MGPU_INT64, MGPU_UINT64, "
                                               "MGPU_FLOAT32, MGPU_FLOAT64", fn, (int)dt);
-  if ((kind == COLL_ALLREDUCE || kind == COLL_REDUCE_SCATTER) && (unsigned)op > MGPU_OP_MAX)
+  if ((kind == MGPU__COLL_ALLREDUCE || kind == MGPU__COLL_REDUCE_SCATTER) && (unsigned)op > MGPU_OP_MAX)
     return mgpu__fail(MGPU_EINVAL, "%s: op %d is not one of MGPU_OP_SUM, MGPU_OP_PROD, MGPU_OP_MIN, MGPU_OP_MAX", fn,
                       (int)op);
-  if (kind == COLL_BROADCAST && (root < 0 || root >= rt->ngpus))
-    return mgpu__fail(MGPU_EINVAL, "%s: root %d is not a GPU of the runtime: expected 0..%d", fn, root, rt->ngpus - 1);
+  /* GPUs numbered over all ranks where the collectives span several. */
+  int total = rt->coll_gpu_total, base = rt->coll_gpu_base;
+  if (kind == MGPU__COLL_BROADCAST && (root < 0 || root >= total))
+    return mgpu__fail(MGPU_EINVAL, "%s: root %d is not a GPU of the runtime: expected 0..%d", fn, root, total - 1);
   if (!send || !recv) return mgpu__fail(MGPU_EINVAL, "%s: %s is NULL", fn, send ? "recv" : "send");
-  size_t in_elems = kind == COLL_REDUCE_SCATTER ? count * (size_t)rt->ngpus : count;
-  if (count > SIZE_MAX / es / (size_t)rt->ngpus / 2)
+  size_t in_elems = kind == MGPU__COLL_REDUCE_SCATTER ? count * (size_t)total : count;
+  if (count > SIZE_MAX / es / (size_t)total / 2)
     return mgpu__fail(MGPU_EINVAL, "%s: count %zu of %zu-byte elements overflows size_t", fn, count, es);
   for (int g = 0; g < rt->ngpus && count > 0; g++) {
     if (!recv[g]) return mgpu__fail(MGPU_EINVAL, "%s: recv[%d] is NULL", fn, g);
-    if (!send[g] && (kind != COLL_BROADCAST || g == root))
+    if (!send[g] && (kind != MGPU__COLL_BROADCAST || g + base == root))
       return mgpu__fail(MGPU_EINVAL, "%s: send[%d] is NULL", fn, g);
   }
   bool nccl = mgpu__coll_uses_nccl(rt);
@@ -242,41 +271,4 @@ static mgpu_status_t collective(mgpu_runtime_t *rt, int kind, const void *const 
     t->between = host_between;
   }
   return mgpu__task_submit(rt, t, coll_names[kind], ndeps, deps, async ? done_p : NULL);
-}
-
-MGPU_API mgpu_status_t mgpu_allreduce(mgpu_runtime_t *rt, const void *const *send, void *const *recv, size_t count,
-                                      mgpu_dtype_t dt, mgpu_redop_t op) {
-  return collective(rt, COLL_ALLREDUCE, send, recv, count, dt, op, 0, 0, NULL, NULL, false);
-}
-MGPU_API mgpu_status_t mgpu_broadcast(mgpu_runtime_t *rt, const void *const *send, void *const *recv, size_t count,
-                                      mgpu_dtype_t dt, int root) {
-  return collective(rt, COLL_BROADCAST, send, recv, count, dt, MGPU_OP_SUM, root, 0, NULL, NULL, false);
-}
-MGPU_API mgpu_status_t mgpu_allgather(mgpu_runtime_t *rt, const void *const *send, void *const *recv, size_t count,
-                                      mgpu_dtype_t dt) {
-  return collective(rt, COLL_ALLGATHER, send, recv, count, dt, MGPU_OP_SUM, 0, 0, NULL, NULL, false);
-}
-MGPU_API mgpu_status_t mgpu_reduce_scatter(mgpu_runtime_t *rt, const void *const *send, void *const *recv,
-                                           size_t count, mgpu_dtype_t dt, mgpu_redop_t op) {
-  return collective(rt, COLL_REDUCE_SCATTER, send, recv, count, dt, op, 0, 0, NULL, NULL, false);
-}
-MGPU_API mgpu_status_t mgpu_allreduce_async(mgpu_runtime_t *rt, const void *const *send, void *const *recv,
-                                            size_t count, mgpu_dtype_t dt, mgpu_redop_t op, size_t ndeps,
-                                            mgpu_event_t *const *deps, mgpu_event_t **done_p) {
-  return collective(rt, COLL_ALLREDUCE, send, recv, count, dt, op, 0, ndeps, deps, done_p, true);
-}
-MGPU_API mgpu_status_t mgpu_broadcast_async(mgpu_runtime_t *rt, const void *const *send, void *const *recv,
-                                            size_t count, mgpu_dtype_t dt, int root, size_t ndeps,
-                                            mgpu_event_t *const *deps, mgpu_event_t **done_p) {
-  return collective(rt, COLL_BROADCAST, send, recv, count, dt, MGPU_OP_SUM, root, ndeps, deps, done_p, true);
-}
-MGPU_API mgpu_status_t mgpu_allgather_async(mgpu_runtime_t *rt, const void *const *send, void *const *recv,
-                                            size_t count, mgpu_dtype_t dt, size_t ndeps, mgpu_event_t *const *deps,
-                                            mgpu_event_t **done_p) {
-  return collective(rt, COLL_ALLGATHER, send, recv, count, dt, MGPU_OP_SUM, 0, ndeps, deps, done_p, true);
-}
-MGPU_API mgpu_status_t mgpu_reduce_scatter_async(mgpu_runtime_t *rt, const void *const *send, void *const *recv,
-                                                 size_t count, mgpu_dtype_t dt, mgpu_redop_t op, size_t ndeps,
-                                                 mgpu_event_t *const *deps, mgpu_event_t **done_p) {
-  return collective(rt, COLL_REDUCE_SCATTER, send, recv, count, dt, op, 0, ndeps, deps, done_p, true);
 }

@@ -1,8 +1,9 @@
 /*
  * coll_nccl.c: the NCCL calls behind the collectives (coll.c), in a build with
  * NCCL. One communicator per GPU of the runtime, made by ncclCommInitAll (one
- * process, every rank here); each GPU's host thread calls its own rank, on its
- * task stream. NCCL errors become MGPU_EINVAL (the arguments) or MGPU_EDEVICE
+ * process, every rank here) or, across MPI ranks, by ncclCommInitRank from a
+ * unique id that the ranks' layer shares (dist_coll.c); each GPU's host
+ * thread calls its own rank, on its task stream. NCCL errors become MGPU_EINVAL (the arguments) or MGPU_EDEVICE
  * (the rest), with NCCL's words.
  */
 #include "mgpurt_int.h"
@@ -14,6 +15,7 @@
 #include <nccl.h>
 #pragma GCC diagnostic pop
 #include <stdio.h>
+#include <string.h>
 
 static const char *nccl_version(void) {
   static char buf[32];
@@ -103,5 +105,45 @@ static void nccl_abort(void *comm) {
   if (r != ncclSuccess) mgpu__log(MGPU_LOG_WARN, "NCCL: ncclCommAbort: %s", ncclGetErrorString(r));
 }
 
-static const mgpu__nccl_t nccl_table = {nccl_version, nccl_init, nccl_destroy, nccl_run, nccl_abort};
+static int nccl_unique_id(void *id, char *why, size_t whylen) {
+  ncclResult_t r = ncclGetUniqueId((ncclUniqueId *)id);
+  if (r == ncclSuccess) return 0;
+  say(why, whylen, r, NULL);
+  return status_of(r);
+}
+
+/* One group: NCCL needs every device of a process to join together where
+ * a process drives several. */
+static int nccl_init_ranks(int n, const int *devs, int nranks, int first, const void *id, void **comms, char *why,
+                           size_t whylen) {
+  ncclComm_t c[MGPU_MAX_DEVICES];
+  ncclUniqueId uid;
+  memcpy(&uid, id, sizeof uid);
+  int saved = -1;
+  (void)cudaGetDevice(&saved);
+  ncclResult_t r = ncclGroupStart();
+  for (int i = 0; i < n && r == ncclSuccess; i++) {
+    if (cudaSetDevice(devs[i]) != cudaSuccess) {
+      snprintf(why, whylen, "cudaSetDevice(%d) failed", devs[i]);
+      (void)ncclGroupEnd();
+      (void)cudaGetLastError();
+      if (saved >= 0) (void)cudaSetDevice(saved);
+      return MGPU_EDEVICE;
+    }
+    r = ncclCommInitRank(&c[i], nranks, uid, first + i);
+  }
+  ncclResult_t e = ncclGroupEnd();
+  if (r == ncclSuccess) r = e;
+  if (saved >= 0) (void)cudaSetDevice(saved);
+  (void)cudaGetLastError();
+  if (r != ncclSuccess) {
+    say(why, whylen, r, NULL);
+    return status_of(r);
+  }
+  for (int i = 0; i < n; i++) comms[i] = c[i];
+  return 0;
+}
+
+static const mgpu__nccl_t nccl_table = {nccl_version, nccl_init,    nccl_destroy,         nccl_run,
+                                        nccl_abort,   sizeof(ncclUniqueId), nccl_unique_id, nccl_init_ranks};
 const mgpu__nccl_t *const mgpu__nccl = &nccl_table;

@@ -18,13 +18,13 @@ static void close_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c,
     MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
     if (atomic_load(&b->status) == MGPU_OK) {
       atomic_store(&b->status, MGPU_EKERNEL);
-      b->failed_first = c->first;
+      b->failed_first = b->base + c->first;
       b->failed_count = c->count;
     }
     MGPU_UNLOCK(&b->lock);
     if (!atomic_exchange(&b->failed, 1))
       mgpu__log(MGPU_LOG_ERROR, "kernel '%s' failed (returned %d) on items %zu..%zu; the batch fails with MGPU_EKERNEL",
-                b->kernel.name, kernel_rc, c->first, c->first + c->count - 1);
+                b->kernel.name, kernel_rc, b->base + c->first, b->base + c->first + c->count - 1);
   } else if (busy_s > 0 && !atomic_load(&b->failed)) {
     /* A GPU's host thread teaches its model itself (gpu_chunk.c), since a
      * chunk's device time is known only once the chunks around it ended. */

@@ -85,6 +85,10 @@ static const setting_t settings[MGPU_SET_COUNT] = {
                         "seconds a GPU chunk or collective may take before the GPU counts as hung (retired) or "
                         "the collective fails; auto: 10 times the predicted time, at least 30 s (300 s with no "
                         "prediction); 0 = off (default auto)"},
+  [MGPU_SET_MPI] = {"MGPU_MPI", K_BOOL, 0, 1, 0, 0, 0, "auto, off, 1, 0, yes, no, on or false",
+                    "auto: where the program has initialised MPI, the runtime spans the ranks of its communicator "
+                    "(MPI_COMM_WORLD unless given) when they are more than one; off: this process alone "
+                    "(default auto)"},
 };
 
 const char *mgpu__config_name(int id) { return settings[id].name; }
@@ -112,6 +116,9 @@ static void config_unset(mgpu_config_t *cfg) {
   cfg->ntensor_split = -1;
   cfg->ignore_env = 0;
   cfg->timeout = -1;
+  cfg->mpi = -1;
+  cfg->mpi_comm = NULL;
+  cfg->mpi_comm_size = 0;
 }
 
 /* The caller's sizeof, not the library's: a program built against an older
@@ -232,6 +239,10 @@ static mgpu_status_t from_text(int id, const char *value, mgpu__config_t *c) {
     break;
   case MGPU_SET_SCHED: rc = parse_sched(value, &v->sched); break;
   case MGPU_SET_STATS: rc = parse_bool(value, &v->stats); break;
+  case MGPU_SET_MPI:
+    if (mgpu__parse_keyword(value, "auto")) v->mpi = 1, rc = 0;
+    else rc = parse_bool(value, &v->mpi);
+    break;
   case MGPU_SET_TRACE: {
     char buf[sizeof c->trace_path];
     if (strlen(value) >= sizeof buf) {
@@ -319,6 +330,7 @@ static mgpu_status_t from_arg(int id, const mgpu_config_t *a, const mgpu__testcf
   case MGPU_SET_STREAMS: INT_FIELD(streams_per_gpu);
   case MGPU_SET_EMULATE_GPUS: INT_FIELD_OF(ta, tc, emulate_gpus);
   case MGPU_SET_STATS: INT_FIELD(stats);
+  case MGPU_SET_MPI: INT_FIELD(mpi);
   case MGPU_SET_DEBUG: INT_FIELD(debug);
   case MGPU_SET_DEVICES:
     if (a->ndevices == -1) return MGPU_OK;
@@ -486,6 +498,10 @@ mgpu_status_t mgpu__config_parse(const mgpu_config_t *user, const mgpu__testcfg_
   out->test.emulate_width = 0;
   out->test.fault_inject = NULL;
   out->v.timeout = MGPU_TIMEOUT_AUTO;
+  out->v.mpi = 1;
+  /* Read by the ranks' layer at mgpu_init (dist.c), which checks them. */
+  out->v.mpi_comm = arg->mpi_comm;
+  out->v.mpi_comm_size = arg->mpi_comm_size;
   out->v.ignore_env = arg->ignore_env;
   out->thread_limit = omp_get_thread_limit();
 
@@ -663,6 +679,8 @@ mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visi
     snprintf(t + len, sizeof c->text[0] - len, "%s%g", i ? "," : "", v->tensor_split[i]);
   }
   if (v->ntensor_split <= 0) snprintf(t, sizeof c->text[0], "equal shares of the GPUs");
+  /* The ranks' layer (dist.c) says what auto found, once it knows. */
+  snprintf(c->text[MGPU_SET_MPI], sizeof c->text[0], "%s", v->mpi ? "auto" : "off");
   if (v->timeout == MGPU_TIMEOUT_AUTO)
     snprintf(c->text[MGPU_SET_TIMEOUT], sizeof c->text[0], "auto (10 x predicted, at least %g s; %g s unpredicted)",
              MGPU_TIMEOUT_FLOOR_S, MGPU_TIMEOUT_FIRST_S);

@@ -29,7 +29,7 @@ static int run_chunk(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, do
   }
   mgpu_chunk_t ch = {
       .in = in, .out = out, .consts = consts, .arg = b->desc.arg, .scratch = scratch ? w->scratch : NULL,
-      .first = c->first, .count = c->count, .stream = NULL, .worker = w->id,
+      .first = b->base + c->first, .count = c->count, .stream = NULL, .worker = w->id,
   };
   double t0 = mgpu__now();
   int rc = k->cpu(&ch);

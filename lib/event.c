@@ -23,6 +23,16 @@ mgpu_status_t mgpu__stats_ref(const char *fn, const mgpu_stats_t *user, mgpu__st
                         MGPU__WORKER_STATS_SIZE_V1, sizeof(mgpu_worker_stats_t), false, &wbytes);
     if (st != MGPU_OK) return st;
   }
+  /* A layout without the rank fields reads them as 0 (mgpu__abi_in). */
+  if (r->in.rank && r->in.rank_cap > 0) {
+    size_t kbytes;
+    st = mgpu__abi_size(fn, "stats->rank_size", "mgpu_rank_stats_t", r->in.rank_size, MGPU__RANK_STATS_SIZE_V1,
+                        sizeof(mgpu_rank_stats_t), false, &kbytes);
+    if (st != MGPU_OK) return st;
+    r->rank = (char *)r->in.rank;
+    r->rank_bytes = kbytes;
+    r->rank_cap = r->in.rank_cap;
+  }
   r->user = (mgpu_stats_t *)user;
   r->bytes = bytes;
   r->worker = r->in.worker_cap > 0 ? (char *)r->in.worker : NULL;
@@ -44,6 +54,11 @@ void mgpu__stats_put_worker(const mgpu__stats_ref_t *r, int i, const mgpu_worker
   mgpu__abi_out(r->worker + (size_t)i * r->worker_bytes, r->worker_bytes, w, sizeof *w);
 }
 
+void mgpu__stats_put_rank(const mgpu__stats_ref_t *r, int i, const mgpu_rank_stats_t *k) {
+  if (!r->rank || i < 0 || i >= r->rank_cap) return;
+  mgpu__abi_out(r->rank + (size_t)i * r->rank_bytes, r->rank_bytes, k, sizeof *k);
+}
+
 void mgpu__stats_get_worker(const mgpu__stats_ref_t *r, int i, mgpu_worker_stats_t *w) {
   memset(w, 0, sizeof *w);
   if (r->worker && i >= 0 && i < r->worker_cap)
@@ -57,6 +72,9 @@ void mgpu__stats_put(const mgpu__stats_ref_t *r, mgpu_stats_t *s) {
   s->worker = r->in.worker;
   s->worker_cap = r->in.worker_cap;
   s->worker_size = r->in.worker_size;
+  s->rank = r->in.rank;
+  s->rank_cap = r->in.rank_cap;
+  s->rank_size = r->in.rank_size;
   mgpu__abi_out(r->user, r->bytes, s, sizeof *s);
 }
 
@@ -81,7 +99,7 @@ static void fill_stats(const mgpu__batch_t *b, mgpu_stats_t *s, const mgpu__stat
   }
 }
 
-MGPU_API mgpu_status_t mgpu_event_wait(mgpu_event_t *ev, mgpu_stats_t *stats) {
+mgpu_status_t mgpu__node_event_wait(mgpu_event_t *ev, mgpu_stats_t *stats) {
   if (!ev) return mgpu__fail(MGPU_EINVAL, "mgpu_event_wait: event is NULL");
   if (!mgpu__handle_live(MGPU_H_EVENT, ev))
     return mgpu__fail(MGPU_EINVAL, "mgpu_event_wait: %p is not a live event (released already?)", (void *)ev);
@@ -126,7 +144,7 @@ mgpu_status_t mgpu__event_wait(mgpu_event_t *ev, mgpu_stats_t *stats, const mgpu
   return st;
 }
 
-MGPU_API mgpu_status_t mgpu_event_test(mgpu_event_t *ev) {
+mgpu_status_t mgpu__node_event_test(mgpu_event_t *ev) {
   if (!ev) return mgpu__fail(MGPU_EINVAL, "mgpu_event_test: event is NULL");
   if (!mgpu__handle_live(MGPU_H_EVENT, ev))
     return mgpu__fail(MGPU_EINVAL, "mgpu_event_test: %p is not a live event (released already?)", (void *)ev);
@@ -137,7 +155,7 @@ MGPU_API mgpu_status_t mgpu_event_test(mgpu_event_t *ev) {
   return done ? (mgpu_status_t)atomic_load(&b->status) : MGPU_ESTATE;
 }
 
-MGPU_API mgpu_status_t mgpu_event_cancel(mgpu_event_t *ev) {
+mgpu_status_t mgpu__node_event_cancel(mgpu_event_t *ev) {
   if (!ev) return mgpu__fail(MGPU_EINVAL, "mgpu_event_cancel: event is NULL");
   if (!mgpu__handle_live(MGPU_H_EVENT, ev))
     return mgpu__fail(MGPU_EINVAL, "mgpu_event_cancel: %p is not a live event (released already?)", (void *)ev);
@@ -149,7 +167,7 @@ MGPU_API mgpu_status_t mgpu_event_cancel(mgpu_event_t *ev) {
   return MGPU_OK;
 }
 
-MGPU_API mgpu_status_t mgpu_event_progress(mgpu_event_t *ev, size_t *done_p, size_t *total_p) {
+mgpu_status_t mgpu__node_event_progress(mgpu_event_t *ev, size_t *done_p, size_t *total_p) {
   if (!ev || !mgpu__handle_live(MGPU_H_EVENT, ev))
     return mgpu__fail(MGPU_EINVAL, "mgpu_event_progress: %p is not a live event", (void *)ev);
   mgpu__batch_t *b = (mgpu__batch_t *)ev;
@@ -165,7 +183,7 @@ MGPU_API mgpu_status_t mgpu_event_progress(mgpu_event_t *ev, size_t *done_p, siz
   return MGPU_OK;
 }
 
-MGPU_API void mgpu_event_release(mgpu_event_t *ev) {
+void mgpu__node_event_release(mgpu_event_t *ev) {
   if (!ev) return;
   if (!mgpu__handle_del(MGPU_H_EVENT, ev)) {
     mgpu__log(MGPU_LOG_ERROR, "mgpu_event_release: %p is not a live event (released twice?); ignored", (void *)ev);

@@ -116,7 +116,7 @@ int mgpu__gpu_issue(mgpu__gpu_t *gp, mgpu__slot_t *s) {
     arg = s->arg;
   }
   s->chunk = (mgpu_chunk_t){.in = s->in, .out = s->out, .consts = s->consts, .arg = arg, .scratch = scratch,
-                            .first = c->first, .count = n, .stream = s->stream, .worker = gp->w->id};
+                            .first = b->base + c->first, .count = n, .stream = s->stream, .worker = gp->w->id};
   if (mgpu__fault_hit(&gp->rt->faults, MGPU_FAULT_LAUNCH, gp->g, gp->launches++)) {
     mgpu__log(MGPU_LOG_INFO, "GPU %d: injected kernel failure on chunk %lld", gp->g, gp->launches - 1);
     return MGPU_EKERNEL;

@@ -78,7 +78,8 @@ extern "C" {
   X(MGPU_ENOTSUP, -7, "not supported by this build or machine")                  \
   X(MGPU_ESTATE, -8, "object in the wrong state for this call")                  \
   X(MGPU_ESYSTEM, -9, "operating-system call failed")                            \
-  X(MGPU_ECANCELED, -10, "canceled")
+  X(MGPU_ECANCELED, -10, "canceled")                                              \
+  X(MGPU_EREMOTE, -11, "another rank failed, disagreed or stopped answering")
 
 typedef enum {
 #define MGPU_STATUS_ENUM_(name, value, text) name = value,
@@ -144,9 +145,28 @@ typedef struct mgpu_config {
   /** MGPU_TIMEOUT: seconds a GPU chunk or a collective may take before its
    *  GPU counts as hung (retired; its items go to the other workers) or its
    *  collective fails; 0 turns the deadlines off; MGPU_TIMEOUT_AUTO (the
-   *  default) derives each deadline from the predicted time; -1 = unset. */
+   *  default) derives each deadline from the predicted time; -1 = unset.
+   *  On a runtime that spans MPI ranks, also how long a rank waits for the
+   *  others (mgpu_num_ranks). */
   double timeout;
+  /* Version 2: the runtime across MPI ranks. */
+  /** MGPU_MPI: 1 (auto, the default in a build with MPI): where the program
+   *  has initialised MPI, the runtime spans the ranks of mpi_comm, or of
+   *  MPI_COMM_WORLD where mpi_comm is NULL, when they are more than one; 0
+   *  (off): this process alone, as in a build without MPI; -1 = unset. */
+  int mpi;
+  /** The caller's MPI_Comm (a pointer to it; the runtime duplicates the
+   *  communicator at mgpu_init), set with MGPU_CONFIG_SET_COMM; NULL = unset
+   *  (MPI_COMM_WORLD). */
+  const void *mpi_comm;
+  /** sizeof(MPI_Comm) in the caller's program (MGPU_CONFIG_SET_COMM sets
+   *  it), checked against the library's MPI, which must be the same one. */
+  size_t mpi_comm_size;
 } mgpu_config_t;
+
+/** Set cfg's communicator to *comm_ptr (an MPI_Comm *), with its size. */
+#define MGPU_CONFIG_SET_COMM(cfg, comm_ptr) \
+  ((cfg)->mpi_comm = (const void *)(comm_ptr), (cfg)->mpi_comm_size = sizeof *(comm_ptr))
 
 /** mgpu_config_t.timeout (MGPU_TIMEOUT=auto): a deadline of ten times the
  *  predicted time of the chunk, at least MGPU_TIMEOUT_FLOOR_S seconds, and
@@ -212,10 +232,15 @@ MGPU_API void mgpu_finalize(mgpu_runtime_t *rt);
  */
 MGPU_API mgpu_status_t mgpu_finalize_checked(mgpu_runtime_t *rt);
 
-/** Workers of the runtime: CPU workers first, then one per GPU. */
+/** Workers of the runtime: CPU workers first, then one per GPU. On a
+ * runtime that spans MPI ranks: this rank's. */
 MGPU_API int mgpu_num_workers(const mgpu_runtime_t *rt);
 MGPU_API int mgpu_num_cpu_workers(const mgpu_runtime_t *rt);
 MGPU_API int mgpu_num_gpus(const mgpu_runtime_t *rt);
+/** MPI ranks the runtime spans (1: this process alone), and this process's
+ * rank among them (0 alone). */
+MGPU_API int mgpu_num_ranks(const mgpu_runtime_t *rt);
+MGPU_API int mgpu_rank(const mgpu_runtime_t *rt);
 
 /** What mgpu_info_setting() reports. */
 typedef struct {
@@ -314,6 +339,27 @@ typedef struct mgpu_batch {
 
 typedef enum { MGPU_WORKER_CPU = 0, MGPU_WORKER_GPU = 1 } mgpu_worker_kind_t;
 
+/** One rank's figures of a batch run across MPI ranks: an element of
+ * mgpu_stats_t.rank, whose size the array's owner gives in
+ * mgpu_stats_t.rank_size (the elements carry none). Every rank gets every
+ * rank's figures. */
+typedef struct {
+  int rank;
+  mgpu_status_t status;   /**< that rank's own outcome (MGPU_EREMOTE: stopped by another's) */
+  int ncpu, ngpus;        /**< its workers */
+  size_t share_first;     /**< the items it owned at the start: [share_first, share_first + share_count) */
+  size_t share_count;
+  uint64_t items;         /**< items it computed: of its share and of others' */
+  uint64_t steals_in;     /**< ranges it took from other ranks ... */
+  uint64_t items_in;      /**< ... and their items */
+  uint64_t steals_out;    /**< ranges other ranks took from it ... */
+  uint64_t items_out;     /**< ... and their items */
+  uint64_t bytes_moved;   /**< bytes it fetched and put back for the ranges it took */
+  double busy_s;          /**< seconds its workers had items of the batch to run */
+  double wall_s;          /**< seconds from the batch's start on it to its end there */
+  double rate;            /**< items/s it was predicted to run at when the batch was split (0: not known) */
+} mgpu_rank_stats_t;
+
 /** One worker's figures: an element of mgpu_stats_t.worker, whose size the
  * array's owner gives in mgpu_stats_t.worker_size (the elements carry none). */
 typedef struct {
@@ -355,8 +401,19 @@ typedef struct {
   /** batch: CPU workers kept out of it because GPUs also run it (the last
    *  ones; MGPU_RESERVE_THREADS); runtime stats: 0 */
   int reserve_workers;
+  /* Version 2: a batch run across MPI ranks (mgpu_num_ranks). The fields
+   * above are then this rank's (its workers on the items it computed);
+   * these give every rank's. Set `rank` to an array of `rank_cap` entries to
+   * get them, or leave it NULL. */
+  mgpu_rank_stats_t *rank;
+  /** sizeof(mgpu_rank_stats_t) (MGPU_STATS_INIT), or 0: the element size of `rank` */
+  size_t rank_size;
+  int rank_cap;
+  int nranks;             /**< ranks of the batch (0: a batch of one process) */
 } mgpu_stats_t;
-#define MGPU_STATS_INIT {.size = sizeof(mgpu_stats_t), .worker_size = sizeof(mgpu_worker_stats_t)}
+#define MGPU_STATS_INIT                                                                  \
+  {.size = sizeof(mgpu_stats_t), .worker_size = sizeof(mgpu_worker_stats_t),           \
+   .rank_size = sizeof(mgpu_rank_stats_t)}
 
 /* ------------------------------------------------------------------------- */
 /* Submission and events                                                      */
@@ -375,6 +432,11 @@ typedef struct mgpu_event mgpu_event_t;
  * 0..MGPU_MAX_ARGS, a destroyed constant, a NULL dependency or an event of
  * another runtime: wait on such an event first), MGPU_ESTATE (runtime
  * finalizing), MGPU_ENOMEM.
+ * On a runtime across MPI ranks (mgpu_num_ranks > 1) every rank submits the
+ * batch, with the same kernel and n, and it runs once over all of them: each
+ * rank's arrays hold all n items at their global index, of which it reads
+ * and writes its share (mgpu_stats_t.rank, mgpu_batch_plan); the calls on
+ * its event drive it (doc/api.md, "Across MPI ranks").
  */
 MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *batch, size_t ndeps,
                                    mgpu_event_t *const *deps, mgpu_event_t **done_p);
@@ -403,6 +465,20 @@ MGPU_API mgpu_status_t mgpu_event_cancel(mgpu_event_t *ev);
 
 /** Submit, wait and release: the synchronous form. stats may be NULL. */
 MGPU_API mgpu_status_t mgpu_run(mgpu_runtime_t *rt, const mgpu_batch_t *batch, mgpu_stats_t *stats);
+
+/**
+ * Which items of the next batch like `batch` (its kernel and n) this rank
+ * will own, on a runtime that spans MPI ranks: [*first_p, *first_p +
+ * *count_p). Collective: every rank calls it, with the same kernel and n. The
+ * next mgpu_submit of that kernel and n on every rank uses this split, so a
+ * rank may fill only the inputs of its share before submitting. On a runtime
+ * of one process: 0 and n. The arrays of `batch` are not read.
+ * Errors: as mgpu_submit's checks of the batch; MGPU_EINVAL also when the
+ * ranks disagree on the kernel or n (every rank gets the message, naming
+ * what differs); MGPU_EREMOTE (another rank failed or did not answer).
+ */
+MGPU_API mgpu_status_t mgpu_batch_plan(mgpu_runtime_t *rt, const mgpu_batch_t *batch, size_t *first_p,
+                                       size_t *count_p);
 
 /** Body of mgpu_parallel_for: process items [first, first + count). */
 typedef int (*mgpu_loop_fn)(void *arg, size_t first, size_t count);
@@ -459,8 +535,9 @@ static inline size_t mgpu_trace_events(const mgpu_runtime_t *rt, mgpu_trace_even
 }
 
 /**
- * Progress of a batch: items completed so far and in all. Any thread, at any
- * time while the event is held. MGPU_EINVAL for a NULL or released event.
+ * Progress of a batch: items completed so far and in all (across MPI ranks:
+ * of this rank's share). Any thread, at any time while the event is held.
+ * MGPU_EINVAL for a NULL or released event.
  */
 MGPU_API mgpu_status_t mgpu_event_progress(mgpu_event_t *ev, size_t *done_p, size_t *total_p);
 

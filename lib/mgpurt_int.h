@@ -36,7 +36,8 @@
  * --enable-debug check the order at run time (log.c) and abort on a
  * lock taken out of order; others make the bare checked calls. */
 enum {
-  MGPU_LK_TASK = 1, /* rt->task_lock */
+  MGPU_LK_DIST = 1, /* the ranks' lock (struct mgpu__dist, dist.h) */
+  MGPU_LK_TASK,     /* rt->task_lock */
   MGPU_LK_POSTQ,    /* mgpu__postq_t.lock */
   MGPU_LK_COLL,     /* rt->coll_lock */
   MGPU_LK_RT,       /* rt->lock */
@@ -95,6 +96,20 @@ bool mgpu__lock_order_checked(void);
 #define MGPU_CPU_OUT_TRY 0.2
 /* GPUs of one kind measured within 20% of their median split as equals. */
 #define MGPU_ALIKE_TOL 0.2
+/* Across MPI ranks (dist_batch.c): a steal must save the owner at least
+ * this many times what moving its bytes costs, predictions being uncertain. */
+#define MGPU_RANK_STEAL_GAIN 4.0
+/* A rank runs its share in parts of about this many seconds of its work,
+ * claimed one at a time, so that what is not yet claimed can be stolen... */
+#define MGPU_RANK_PART_S 0.05
+/* ... and in at least this many parts, whatever its speed. */
+#define MGPU_RANK_PARTS_MIN 8
+/* Parts a rank keeps running at once: the next one is under way when the
+ * last ends, so its workers do not wait between parts. */
+#define MGPU_RANK_FLIGHT 2
+/* The rate at which a rank is taken to move a stolen range's bytes before
+ * it has moved any (bytes/s). */
+#define MGPU_RANK_BW_PRIOR 1e9
 
 /* Device buffers and each array in them are aligned to this many bytes. */
 #define MGPU_ALIGN_DEV 256
@@ -206,6 +221,8 @@ bool mgpu__lock_order_checked(void);
  * one while it holds one further down the table):
  *
  *   order  lock                      guards                                  held for
+ *   0      the ranks' lock (dist.h)  MPI calls and the batch across ranks    a whole call of the caller's
+ *                                    of one runtime                          thread (takes any below)
  *   1      rt->task_lock             the order of task phases on all GPUs    posting one phase (takes 2)
  *   2      mgpu__postq_t.lock        one GPU's queue of posted task parts    a push or a take
  *   3      rt->coll_lock             rt->comms, rt->comms_ready              creating the communicators (NCCL)
@@ -279,6 +296,10 @@ extern _Thread_local int mgpu__range_locks_held;
 #define MGPU__BATCH_SIZE_V1 MGPU__SIZE_TO(mgpu_batch_t, arg_size)
 #define MGPU__WORKER_STATS_SIZE_V1 MGPU__SIZE_TO(mgpu_worker_stats_t, staged_bytes)
 #define MGPU__STATS_SIZE_V1 MGPU__SIZE_TO(mgpu_stats_t, reserve_workers)
+#define MGPU__RANK_STATS_SIZE_V1 sizeof(mgpu_rank_stats_t)
+/* Version 2's fields start past version 1's size, tail padding included. */
+_Static_assert(offsetof(mgpu_config_t, mpi) >= MGPU__CONFIG_SIZE_V1, "mgpu_config_t version 2 overlaps version 1");
+_Static_assert(offsetof(mgpu_stats_t, rank) >= MGPU__STATS_SIZE_V1, "mgpu_stats_t version 2 overlaps version 1");
 #define MGPU__TRACE_EVENT_SIZE_V1 MGPU__SIZE_TO(mgpu_trace_event_t, t1)
 #define MGPU__ARRAY_PART_SIZE_V1 MGPU__SIZE_TO(mgpu_array_part_t, data)
 #define MGPU__ARRAY_BATCH_SIZE_V1 MGPU__SIZE_TO(mgpu_array_batch_t, arg_size)
@@ -335,6 +356,7 @@ enum {
   MGPU_SET_TENSOR_SPLIT,
   MGPU_SET_RESERVE_THREADS,
   MGPU_SET_TIMEOUT,
+  MGPU_SET_MPI,
   MGPU_SET_COUNT
 };
 
@@ -748,6 +770,13 @@ struct mgpu_runtime {
   bool watchdog_on, watchdog_stop; /* stop: under watchdog_lock */
   pthread_mutex_t watchdog_lock;
   pthread_cond_t watchdog_cv;
+  /* The runtime across MPI ranks (dist.c), NULL for one process; set at
+   * mgpu_init, read-only afterwards. The collectives span what it sets
+   * here (before any collective): coll_ranks ranks (1: this process), GPUs
+   * numbered 0..coll_gpu_total-1 of which this process's are coll_gpu_base
+   * on (coll.c checks roots and sizes by them). */
+  struct mgpu__dist *dist;
+  int coll_ranks, coll_gpu_total, coll_gpu_base;
   pthread_t team_thread;       /* runs the OpenMP team of CPU workers */
   int team_started;
   pthread_mutex_t team_lock;
@@ -755,10 +784,14 @@ struct mgpu_runtime {
   int team_ready, team_got, team_go, team_done;
 };
 
-/* mgpu_init with the test-only settings of *test (NULL: the environment's
- * alone), for the Check suites, which link the library's objects. Hidden:
- * not part of the library's exports. */
+/* mgpu_init of one process (api.c's mgpu_init starts here), with the
+ * test-only settings of *test (NULL: the environment's alone); the Check
+ * suites, which link the library's objects, call it for a runtime that is
+ * never distributed. Hidden: not part of the library's exports. */
 mgpu_status_t mgpu__init_test(const mgpu_config_t *cfg, const mgpu__testcfg_t *test, mgpu_runtime_t **rt_p);
+/* mgpu_finalize_checked of one process: rt's handle given back, then its
+ * batches waited for, its workers stopped and its memory freed. */
+mgpu_status_t mgpu__node_finalize(mgpu_runtime_t *rt);
 
 /* -------------------------------------------------------------- claim.c */
 #define MGPU_PROF_BINS 128 /* see mgpu__prof_lo */
@@ -802,6 +835,7 @@ struct mgpu__batch {
   /* The work part: valid while the runtime runs it. */
   mgpu_runtime_t *rt;
   mgpu_batch_t desc;
+  size_t base;             /* global index of its item 0: chunk->first is base + the item's index */
   mgpu_kernel_t kernel;    /* copy of the user's kernel */
   void *arg_copy;
   bool cpu_ok, gpu_ok;     /* which worker kinds may take items */
@@ -927,6 +961,26 @@ typedef struct {
 } mgpu__steal_view_t;
 /* Items the thief takes from the back of the range (0: the tail rule). */
 size_t mgpu__steal_share(const mgpu__steal_view_t *v);
+/* What a rank that steals from another rank sees: rates (items/s) and
+ * latencies (s) of thief and owner, the items each has running and the items
+ * left in the owner's range; the bytes of an item's inputs and outputs
+ * together, the rate (bytes/s) at which the thief moves them and the seconds
+ * a steal costs besides its bytes (round trips, a batch's start). */
+typedef struct {
+  double vt, at, pt, vo, ao, po, left;
+  double bytes_per_item, bw, fixed_s;
+  /* The other ranks whose ranges are empty, thieves too before long: their
+   * rates and items running (nothers of each; NULL for none). */
+  int nothers;
+  const double *ov, *op;
+} mgpu__rank_steal_view_t;
+/* Items a rank takes from the back of another rank's range (0: none): the
+ * share at which the owner, the thief and the other idle ranks (taking
+ * theirs next) all finish together, the thieves' times including moving the
+ * inputs and outputs; none where that saves the owner less than
+ * MGPU_RANK_STEAL_GAIN times the time the transfer costs, or where the
+ * steal's fixed cost would be over 1 / MGPU_RANK_STEAL_GAIN of its work. */
+size_t mgpu__rank_steal_share(const mgpu__rank_steal_view_t *v);
 
 /* ----------------------------------------------------------------- fit.c */
 /* Learn a chunk of n items that took t seconds. */
@@ -1005,6 +1059,15 @@ void mgpu__copyjobs_destroy(mgpu_runtime_t *rt);
  * copied in full (abi.c): k gets the kernel, d->kernel points at it. */
 mgpu_status_t mgpu__kernel_in(const char *fn, const char *what, const mgpu_kernel_t *user, mgpu_kernel_t *k);
 mgpu_status_t mgpu__batch_in(const char *fn, const mgpu_batch_t *user, mgpu_batch_t *d, mgpu_kernel_t *k);
+/* mgpu_submit's checks of a batch copied in by mgpu__batch_in. */
+mgpu_status_t mgpu__batch_check(const mgpu_runtime_t *rt, const mgpu_batch_t *d);
+/* mgpu_submit and mgpu_run on this process's workers. A batch submitted with
+ * a base shows its kernel chunk->first = base + the item's index in it (the
+ * ranks' layer runs a part of a larger batch so); its arrays hold its own n
+ * items. */
+mgpu_status_t mgpu__node_submit(mgpu_runtime_t *rt, const mgpu_batch_t *batch, size_t base, size_t ndeps,
+                                mgpu_event_t *const *deps, mgpu_event_t **done_p);
+mgpu_status_t mgpu__node_run(mgpu_runtime_t *rt, const mgpu_batch_t *batch, mgpu_stats_t *stats);
 
 /* --------------------------------------------------------------- event.c */
 /* A caller's mgpu_stats_t as its layout says (abi.c): what it gave, in full
@@ -1016,6 +1079,9 @@ typedef struct {
   char *worker;           /* its worker array (NULL: none, or worker_cap <= 0) */
   size_t worker_bytes;    /* the array's element size */
   int worker_cap;
+  char *rank;             /* its rank array (NULL: none, rank_cap <= 0, or a layout without one) */
+  size_t rank_bytes;
+  int rank_cap;
 } mgpu__stats_ref_t;
 /* Check a caller's stats (NULL: a ref that writes nothing); fn names the call. */
 mgpu_status_t mgpu__stats_ref(const char *fn, const mgpu_stats_t *user, mgpu__stats_ref_t *r);
@@ -1025,12 +1091,21 @@ void mgpu__stats_ref_own(mgpu__stats_ref_t *r, mgpu_worker_stats_t *w, int cap);
 void mgpu__stats_put_worker(const mgpu__stats_ref_t *r, int i, const mgpu_worker_stats_t *w);
 /* Read worker i's figures from the caller's array (0 past its element size). */
 void mgpu__stats_get_worker(const mgpu__stats_ref_t *r, int i, mgpu_worker_stats_t *w);
+/* Write rank i's figures into the caller's rank array, within its element size. */
+void mgpu__stats_put_rank(const mgpu__stats_ref_t *r, int i, const mgpu_rank_stats_t *k);
 /* Write the full figures s into the caller's struct within its size, keeping
  * the fields that the caller gives (size, worker, worker_cap, worker_size). */
 void mgpu__stats_put(const mgpu__stats_ref_t *r, mgpu_stats_t *s);
 /* mgpu_event_wait of an event the caller holds: the figures into *s (full;
  * NULL: none) and the workers' into r's array (r NULL: none). */
 mgpu_status_t mgpu__event_wait(mgpu_event_t *ev, mgpu_stats_t *s, const mgpu__stats_ref_t *r);
+/* The mgpu_event_* calls on the event of a batch or device task of this
+ * process (api.c's start here). */
+mgpu_status_t mgpu__node_event_wait(mgpu_event_t *ev, mgpu_stats_t *stats);
+mgpu_status_t mgpu__node_event_test(mgpu_event_t *ev);
+mgpu_status_t mgpu__node_event_cancel(mgpu_event_t *ev);
+mgpu_status_t mgpu__node_event_progress(mgpu_event_t *ev, size_t *done_p, size_t *total_p);
+void mgpu__node_event_release(mgpu_event_t *ev);
 
 /* --------------------------------------------------------------- stats.c */
 /* mgpu_runtime_stats without the handle check, for finalize: the figures
@@ -1191,6 +1266,14 @@ void mgpu__task_part_done(mgpu_runtime_t *rt, mgpu__task_t *t, int g, int phase,
 void mgpu__task_free(mgpu__task_t *t);
 
 /* ------------------------------------------------------------ array.c */
+/* mgpu_array_create of an array of n elements of this process that are
+ * elements base.. of an array across MPI ranks (base 0: the whole array). */
+mgpu_status_t mgpu__array_create(mgpu_runtime_t *rt, size_t n, size_t base, size_t elem_size, int nshares,
+                                 const double *shares, mgpu_array_t **a_p);
+/* mgpu_array_sum of this process's elements. */
+mgpu_status_t mgpu__array_sum(mgpu_array_t *a, mgpu_dtype_t dt, double *sum);
+/* The runtime of an array (NULL for NULL). */
+mgpu_runtime_t *mgpu__array_rt(const mgpu_array_t *a);
 void mgpu__arrays_free_all(mgpu_runtime_t *rt); /* at finalize, arrays the user left */
 /* At finalize: device memory from mgpu_device_alloc the user left, with a warning. */
 void mgpu__device_allocs_free_all(mgpu_runtime_t *rt);
@@ -1201,7 +1284,21 @@ extern _Atomic size_t mgpu__emul_left_bytes;
 extern _Atomic uint64_t mgpu__emul_allocs, mgpu__emul_frees;
 
 /* ------------------------------------------------------------- coll.c */
+enum { MGPU__COLL_ALLREDUCE = 0, MGPU__COLL_BROADCAST, MGPU__COLL_ALLGATHER, MGPU__COLL_REDUCE_SCATTER };
+/* A collective of the given kind over this process's GPUs (mgpurt.h gives
+ * each's rule); async names the _async form in messages and needs done_p,
+ * else it waits. */
+mgpu_status_t mgpu__node_collective(mgpu_runtime_t *rt, int kind, const void *const *send, void *const *recv,
+                                    size_t count, mgpu_dtype_t dt, mgpu_redop_t op, int root, size_t ndeps,
+                                    mgpu_event_t *const *deps, mgpu_event_t **done_p, bool async);
 void mgpu__coll_destroy(mgpu_runtime_t *rt); /* at finalize, after the workers stopped */
+/* The NCCL communicators of this process's GPUs, made across the ranks by
+ * dist_coll.c: the collectives use them from now on. */
+void mgpu__coll_adopt(mgpu_runtime_t *rt, void *const *comms);
+/* Whether the communicators exist and were not aborted. */
+bool mgpu__coll_ready(mgpu_runtime_t *rt);
+/* r[i] = r[i] op x[i] for n elements of type dt (the host path's combine). */
+void mgpu__coll_combine(void *r, const void *x, size_t n, mgpu_dtype_t dt, mgpu_redop_t op);
 bool mgpu__coll_uses_nccl(const mgpu_runtime_t *rt);
 /* GPU g's thread aborts its own NCCL communicator (rt->comms_abort). */
 void mgpu__coll_abort(mgpu_runtime_t *rt, int g);
@@ -1217,6 +1314,13 @@ typedef struct {
   int (*run)(void *comm, int kind, const void *send, void *recv, size_t count, mgpu_dtype_t dt, mgpu_redop_t op,
              int root, void *stream, char *why, size_t whylen);
   void (*abort)(void *comm); /* ncclCommAbort: ends its operations in flight and frees it */
+  /* Across processes: bytes of a unique id, a new one (by one process),
+   * and the communicators of this process's devices devs[0..n), ranks
+   * first..first+n-1 of nranks, from the id every process got. */
+  size_t id_bytes;
+  int (*unique_id)(void *id, char *why, size_t whylen);
+  int (*init_ranks)(int n, const int *devs, int nranks, int first, const void *id, void **comms, char *why,
+                    size_t whylen);
 } mgpu__nccl_t;
 extern const mgpu__nccl_t *const mgpu__nccl;
 
@@ -1228,7 +1332,8 @@ mgpu_status_t mgpu__trace_close(mgpu_runtime_t *rt); /* after the workers stoppe
 void mgpu__trace_free(mgpu__worker_t *w);
 
 /* ------------------------------------------------------------ handle.c */
-typedef enum { MGPU_H_RUNTIME = 1, MGPU_H_EVENT = 2, MGPU_H_CONST = 3 } mgpu__handle_kind_t;
+/* MGPU_H_DEVENT: the event of a batch across MPI ranks (dist_batch.c). */
+typedef enum { MGPU_H_RUNTIME = 1, MGPU_H_EVENT = 2, MGPU_H_CONST = 3, MGPU_H_DEVENT = 4 } mgpu__handle_kind_t;
 int mgpu__handle_add(mgpu__handle_kind_t kind, const void *p);   /* 0, or -1 out of memory */
 bool mgpu__handle_live(mgpu__handle_kind_t kind, const void *p);
 bool mgpu__handle_del(mgpu__handle_kind_t kind, const void *p);  /* false if it was not live */
@@ -1389,5 +1494,45 @@ void mgpu__gpu_watch_call(mgpu__gpu_t *gp, const char *what);
 /* After the wait or the call: false when the device was given up meanwhile. */
 bool mgpu__gpu_watch_end(mgpu__gpu_t *gp);
 bool mgpu__gpu_given_up(mgpu__gpu_t *gp);
+
+/* ------------------------------------------ dist.c (dist_none.c without MPI) */
+/* The runtime across MPI ranks (rt->dist; dist.h holds its state). Its files
+ * sit above the rest of lib/ and run each rank's part of a batch as batches
+ * of this process (mgpu__node_submit). In a build without MPI, dist_none.c
+ * gives the same calls for a runtime that is never distributed. */
+/* mgpu_init: this process's runtime (mgpu__init_test), then its part of the
+ * runtime across ranks where MPI spans more than one. */
+mgpu_status_t mgpu__dist_init(const mgpu_config_t *cfg, const mgpu__testcfg_t *test, mgpu_runtime_t **rt_p);
+/* mgpu_finalize_checked of a runtime across ranks (every rank calls it),
+ * after mgpu__dist_close; then this process's runtime. */
+mgpu_status_t mgpu__dist_finalize(mgpu_runtime_t *rt);
+int mgpu__dist_rank(const mgpu_runtime_t *rt);
+int mgpu__dist_size(const mgpu_runtime_t *rt);
+
+/* dist_batch.c: a batch across ranks. Its event is its own object (a
+ * handle of kind MGPU_H_DEVENT); the calls on it make the MPI calls that
+ * drive it, from the caller's thread. */
+mgpu_status_t mgpu__dist_submit(mgpu_runtime_t *rt, const mgpu_batch_t *batch, size_t ndeps,
+                                mgpu_event_t *const *deps, mgpu_event_t **done_p);
+mgpu_status_t mgpu__dist_plan(mgpu_runtime_t *rt, const mgpu_batch_t *batch, size_t *first_p, size_t *count_p);
+/* Run the batch across ranks still open to its end (before finalize). */
+void mgpu__dist_close(mgpu_runtime_t *rt);
+bool mgpu__dist_is_event(const mgpu_event_t *ev);
+mgpu_status_t mgpu__dist_event_wait(mgpu_event_t *ev, mgpu_stats_t *stats);
+mgpu_status_t mgpu__dist_event_test(mgpu_event_t *ev);
+mgpu_status_t mgpu__dist_event_cancel(mgpu_event_t *ev);
+mgpu_status_t mgpu__dist_event_progress(mgpu_event_t *ev, size_t *done_p, size_t *total_p);
+void mgpu__dist_event_release(mgpu_event_t *ev);
+
+/* dist_array.c: arrays split across the ranks, then each rank's part
+ * across its GPUs and host as on one process. */
+mgpu_status_t mgpu__dist_array_create(mgpu_runtime_t *rt, size_t n, size_t elem_size, int nshares,
+                                      const double *shares, mgpu_array_t **a_p);
+mgpu_status_t mgpu__dist_array_sum(mgpu_array_t *a, mgpu_dtype_t dt, double *sum);
+
+/* dist_coll.c: the collectives over every GPU of every rank. */
+mgpu_status_t mgpu__dist_collective(mgpu_runtime_t *rt, int kind, const void *const *send, void *const *recv,
+                                    size_t count, mgpu_dtype_t dt, mgpu_redop_t op, int root, size_t ndeps,
+                                    mgpu_event_t *const *deps, mgpu_event_t **done_p, bool async);
 
 #endif /* MGPURT_INT_H */

@@ -9,11 +9,15 @@ void mgpu__retire(mgpu_runtime_t *rt, mgpu__worker_t *w, const char *why) {
   if (atomic_exchange(&w->retired, 1)) return;
   mgpu__log(MGPU_LOG_WARN, "GPU %d (device %d) is retired for the rest of the run: %s; its items go to the other workers",
             w->gpu, rt->gpu_index[w->gpu], why);
-  /* Batches that nobody can run any more fail instead of hanging. */
+  /* Batches that nobody can run any more fail instead of hanging: each
+   * one with items in no claim, once (after it, its unclaimed count is 0,
+   * and a failed batch's chunks that end badly are dropped, not requeued).
+   * One whose items are all in flight is finished by those chunks. */
   for (;;) {
     mgpu__batch_t *orphan = NULL;
     MGPU_LOCK(&rt->lock, MGPU_LK_RT);
     for (mgpu__batch_t *b = rt->active_head; b; b = b->next) {
+      if (atomic_load(&b->unclaimed) == 0) continue;
       bool someone = false;
       for (int i = 0; i < rt->nworkers && !someone; i++) someone = mgpu__eligible(rt, b, &rt->workers[i]);
       if (!someone) {
@@ -48,14 +52,11 @@ void mgpu__retire(mgpu_runtime_t *rt, mgpu__worker_t *w, const char *why) {
                 orphan->kernel.name);
     atomic_fetch_sub(&orphan->unclaimed, dropped);
     atomic_fetch_add(&orphan->dropped, dropped); /* a canceled batch that lost items stays canceled */
-    if (dropped && atomic_fetch_sub(&orphan->remaining, dropped) == dropped) {
-      mgpu__finish(rt, orphan);
-    } else if (!dropped) {
-      /* Nothing unclaimed: in-flight chunks finish it. Avoid spinning on it. */
-      mgpu__batch_unref(orphan);
-      break;
-    }
+    if (dropped && atomic_fetch_sub(&orphan->remaining, dropped) == dropped) mgpu__finish(rt, orphan);
     mgpu__batch_unref(orphan);
+    /* An unclaimed count that a thief's steal moves stays above 0 only
+     * between its two steps; nothing dropped means nothing to do here. */
+    if (!dropped) break;
   }
   mgpu__wake_all(rt);
 }

@@ -76,10 +76,6 @@ static void stop_workers(mgpu_runtime_t *rt) {
   for (int g = 0; g < rt->ngpus; g++) mgpu__gpu_join(rt, g);
 }
 
-MGPU_API mgpu_status_t mgpu_init(const mgpu_config_t *cfg, mgpu_runtime_t **rt_p) {
-  return mgpu__init_test(cfg, NULL, rt_p);
-}
-
 mgpu_status_t mgpu__init_test(const mgpu_config_t *cfg, const mgpu__testcfg_t *test, mgpu_runtime_t **rt_p) {
   mgpu__clear_error();
   if (!rt_p) return mgpu__fail(MGPU_EINVAL, "mgpu_init: rt_p is NULL");
@@ -127,6 +123,9 @@ mgpu_status_t mgpu__init_test(const mgpu_config_t *cfg, const mgpu__testcfg_t *t
     }
   rt->ncpu = rt->cfg.v.num_threads;
   rt->nworkers = rt->ncpu + rt->ngpus;
+  rt->coll_ranks = 1;
+  rt->coll_gpu_total = rt->ngpus;
+  rt->coll_gpu_base = 0;
 
   for (int g = 0; g < rt->ngpus; g++) {
     rt->gpu_index[g] = rt->cfg.v.devices[g];
@@ -193,17 +192,11 @@ fail_free:
   return st;
 }
 
-MGPU_API mgpu_status_t mgpu_finalize_checked(mgpu_runtime_t *rt) {
+mgpu_status_t mgpu__node_finalize(mgpu_runtime_t *rt) {
   if (!rt) return MGPU_OK;
   if (!mgpu__handle_del(MGPU_H_RUNTIME, rt))
     return mgpu__fail(MGPU_ESTATE, "mgpu_finalize: %p is not a live runtime (finalized twice?); ignored", (void *)rt);
   return finalize_now(rt);
-}
-
-/* No status reaches the caller here: what failed (a trace not written, a
- * runtime finalized twice) is logged at the error level. */
-MGPU_API void mgpu_finalize(mgpu_runtime_t *rt) {
-  if (mgpu_finalize_checked(rt) != MGPU_OK) mgpu__log(MGPU_LOG_ERROR, "%s", mgpu_last_error());
 }
 
 static mgpu_status_t finalize_now(mgpu_runtime_t *rt) {

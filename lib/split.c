@@ -129,3 +129,33 @@ size_t mgpu__steal_share(const mgpu__steal_view_t *v) {
   if (s > v->left) s = v->left;
   return s >= 1 ? (size_t)floor(s) : 0;
 }
+
+size_t mgpu__rank_steal_share(const mgpu__rank_steal_view_t *v) {
+  if (!(v->vt > 0) || !(v->vo > 0) || !(v->left >= 1)) return 0;
+  double per_byte = v->bw > 0 ? v->bytes_per_item / v->bw : 0;
+  /* All finish at T: the owner its items running and left - s - the
+   * others' of the range, at vo; a thief starting at its items running and
+   * the fixed cost, then at c = 1 / (1 / v + per_byte) items/s, the thief
+   * with s items and each other idle rank with its own take. The items of
+   * the range are all done by T:
+   *   vo (T - ao) - po + sum over thieves of c (T - start) = left. */
+  double ct = 1 / (1 / v->vt + per_byte), start = v->at + v->pt / v->vt + v->fixed_s;
+  double rate = v->vo + ct, work = v->left + v->po + v->vo * v->ao + ct * start;
+  for (int j = 0; j < v->nothers; j++) {
+    if (!(v->ov[j] > 0)) continue;
+    double cj = 1 / (1 / v->ov[j] + per_byte);
+    rate += cj;
+    work += cj * (v->fixed_s + v->op[j] / v->ov[j]);
+  }
+  double s = (work / rate - start) * ct;
+  if (s > v->left) s = v->left;
+  /* Rounding must not lose an item that equal finish gives exactly. */
+  s = floor(s + 1e-6);
+  if (!(s >= 1)) return 0;
+  /* The owner's finish moves earlier by s / vo; the transfer is what the
+   * thief pays for it, and the fixed part a share of its work. */
+  double move = v->fixed_s + s * per_byte;
+  if (s / v->vo < MGPU_RANK_STEAL_GAIN * move) return 0;
+  if (s / v->vt < MGPU_RANK_STEAL_GAIN * v->fixed_s) return 0;
+  return (size_t)s;
+}

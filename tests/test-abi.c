@@ -158,6 +158,42 @@ START_TEST(test_old_config) {
 }
 END_TEST
 
+/* Version 1 of mgpu_config_t and mgpu_stats_t: today's without the fields
+ * of the runtime across MPI ranks. */
+START_TEST(test_v1_without_ranks) {
+  buf_t g;
+  fill_guard(&g);
+  mgpu_config_t *c = (mgpu_config_t *)(void *)g.b;
+  size_t v1 = offsetof(mgpu_config_t, mpi);
+  mgpu_config_init_size(c, v1);
+  ck_assert(guard_intact(&g, v1));
+  c->ignore_env = 1;
+  c->num_threads = 1;
+  c->num_gpus = 0;
+  c->debug = 0;
+  /* Where today's mpi_comm lies, a pointer mgpu_init must not read. */
+  const void *junk = (const void *)(uintptr_t)0x8;
+  memcpy(g.b + offsetof(mgpu_config_t, mpi_comm), &junk, sizeof junk);
+  mgpu_runtime_t *rt = NULL;
+  ck_assert_msg(mgpu_init(c, &rt) == MGPU_OK, "%s", mgpu_last_error());
+  ck_assert_int_eq(mgpu_num_ranks(rt), 1);
+  ck_assert_str_eq(setting(rt, "MGPU_MPI").source, "default");
+  int32_t x[N], y[N];
+  for (int i = 0; i < N; i++) x[i] = i;
+  mgpu_batch_t b = {.size = sizeof b, .kernel = &twice, .n = N, .in = {x}, .out = {y}};
+  buf_t gs;
+  fill_guard(&gs);
+  mgpu_stats_t *st = (mgpu_stats_t *)(void *)gs.b;
+  size_t sv1 = offsetof(mgpu_stats_t, rank);
+  memset(st, 0, sv1);
+  st->size = sv1;
+  ck_assert_msg(mgpu_run(rt, &b, st) == MGPU_OK, "%s", mgpu_last_error());
+  ck_assert_uint_eq(st->items, N);
+  ck_assert(guard_intact(&gs, sv1));
+  mgpu_finalize(rt);
+}
+END_TEST
+
 START_TEST(test_old_batch_and_stats) {
   mgpu_runtime_t *rt = cpu_runtime(2);
   int32_t *x = malloc(N * sizeof *x), *y = calloc(N, sizeof *y);
@@ -398,6 +434,7 @@ int main(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_old_config);
   tcase_add_test(tc, test_old_batch_and_stats);
+  tcase_add_test(tc, test_v1_without_ranks);
   tcase_add_test(tc, test_newer_refused);
   tcase_add_test(tc, test_size_zero);
   tcase_add_test(tc, test_config_init_size);

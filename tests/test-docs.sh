@@ -81,7 +81,7 @@ done
 # ---------------------------------------------------------------- guide
 # The guide shows the example programs whole: each block that follows a line
 # "<!-- doc/examples/FILE -->" must be that file, verbatim.
-for f in doc/examples/example.c doc/examples/example_cuda.cu; do
+for f in doc/examples/example.c doc/examples/example_cuda.cu doc/examples/mpi.c; do
   awk -v want="<!-- $f -->" '
     $0 == want { state = 1; next }
     state == 1 && /^```/ { state = 2; next }
@@ -128,6 +128,7 @@ unset PKG_CONFIG_SYSROOT_DIR
 # The build's compiler and flags for the documented `cc` (a sanitizer build's
 # library needs its runtime), and its GPU count for the commands that need GPUs.
 cc() { ${CC:-cc} ${MGPU_TEST_CFLAGS:-} "$@" ${MGPU_TEST_LDFLAGS:-}; }
+mpicc() { command mpicc ${MGPU_TEST_CFLAGS:-} "$@" ${MGPU_TEST_LDFLAGS:-}; }
 ngpu=$("$run" --info 2>/dev/null | sed -n 's/^GPUs: \([0-9]*\) in use.*/\1/p')
 [ -n "$ngpu" ] || bad "mgpu-run --info does not say how many GPUs are in use"
 # run DIR EXPECT CMD: CMD (a documented command) in DIR; EXPECT is the exit
@@ -144,7 +145,7 @@ skip() { echo "SKIP: $f: $cmd: $*"; }
 work=$tmp/work
 mkdir -p "$work/doc/examples"
 cp "$srcdir/doc/examples/example.c" "$srcdir/doc/examples/example_cuda.cu" "$srcdir/doc/examples/plugin.c" "$work/doc/examples/"
-cp "$srcdir/doc/examples/example.c" "$srcdir/doc/examples/example_cuda.cu" "$work/"
+cp "$srcdir/doc/examples/example.c" "$srcdir/doc/examples/example_cuda.cu" "$srcdir/doc/examples/mpi.c" "$work/"
 # The program of README.md's "Using it", which its commands build as app.c.
 awk '/^```c$/ { n++; inb = (n == 1); next } /^```/ { inb = 0 } inb' "$srcdir/README.md" > "$work/app.c"
 while IFS='	' read -r f cmd; do
@@ -190,6 +191,26 @@ while IFS='	' read -r f cmd; do
       if [ -z "$stage" ]; then skip "no staged install"; continue; fi
       if run_doc "$work" 0 "LD_LIBRARY_PATH=$stage/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}; export LD_LIBRARY_PATH; $cmd" &&
          grep -q '^example: ok$' "$tmp/out"; then ok
+      else bad "$f: $cmd: exit $rc: $(tail -5 "$tmp/out")"; fi ;;
+    "mpicc mpi.c \$(pkg-config --cflags --libs mgpurt) -o mpi")
+      # The MPI example: where this build has MPI and its wrapper is here.
+      if ! grep -q '^#define MGPU_HAVE_MPI 1' "$build/config.h"; then skip "a build without MPI"; mpi_built=no; continue; fi
+      if ! command -v mpicc > /dev/null 2>&1; then skip "no mpicc"; mpi_built=no; continue; fi
+      if [ -z "$stage" ]; then skip "no staged install"; mpi_built=no; continue; fi
+      if run_doc "$work" 0 "PKG_CONFIG_PATH=$stage/lib/pkgconfig; export PKG_CONFIG_PATH; $cmd"; then ok
+      else bad "$f: $cmd: exit $rc: $(tail -5 "$tmp/out")"; mpi_built=no; fi ;;
+    "mpirun -np 2 ./mpi")
+      if [ "${mpi_built:-}" = no ]; then skip "not built here"; continue; fi
+      if ! command -v mpirun > /dev/null 2>&1; then skip "no mpirun"; continue; fi
+      # As written; Open MPI is told through its environment that the two
+      # ranks may share fewer cores, and that root may run them; a sanitizer
+      # build is told what MPI keeps until exit (tests/test-mpi.sh).
+      mpienv="OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
+      mpienv="$mpienv OMPI_MCA_mca_base_component_disable_dlclose=1 MGPU_NUM_GPUS=0"
+      mpienv="$mpienv LSAN_OPTIONS=\${LSAN_OPTIONS:+\$LSAN_OPTIONS:}suppressions=$(cd "$srcdir" && pwd)/tests/lsan-mpi.supp"
+      mpienv="$mpienv ASAN_OPTIONS=\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
+      if run_doc "$work" 0 "$mpienv LD_LIBRARY_PATH=$stage/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}; export OMPI_MCA_rmaps_base_oversubscribe OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM OMPI_MCA_mca_base_component_disable_dlclose MGPU_NUM_GPUS LSAN_OPTIONS ASAN_OPTIONS LD_LIBRARY_PATH; $cmd" &&
+         grep -q '^mpi example: ok (2 ranks)$' "$tmp/out"; then ok
       else bad "$f: $cmd: exit $rc: $(tail -5 "$tmp/out")"; fi ;;
     "mgpu-run --plugin ./plugin.so collatz --compare")
       if [ -z "$stage" ]; then skip "no staged install"; continue; fi

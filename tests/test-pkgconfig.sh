@@ -25,6 +25,9 @@ if have MGPU_HAVE_CUDA; then
   done
   [ -n "$found" ] || bad "no -L directory holds libcudart_static.a"
 fi
+if have MGPU_HAVE_MPI; then
+  case " $libs " in *" -lmpi"*) ;; *) bad "MPI is configured but its library (-lmpi...) is missing";; esac
+fi
 if have MGPU_HAVE_NCCL; then
   case " $libs " in *" -lnccl "*) ;; *) bad "NCCL is configured but -lnccl is missing";; esac
 fi

@@ -641,6 +641,54 @@ START_TEST(test_steal_share) {
 }
 END_TEST
 
+/* How much a rank takes from another rank's range. */
+START_TEST(test_rank_steal_share) {
+  /* Equal ranks, free transfers: half each. */
+  mgpu__rank_steal_view_t eq = {.vt = 1000, .vo = 1000, .left = 1000};
+  ck_assert_uint_eq(mgpu__rank_steal_share(&eq), 500);
+  /* The owner has 400 items running: the thief takes (400 + 1000) / 2 of
+   * the 1000 left, so both end at 0.7 s. */
+  eq.po = 400;
+  ck_assert_uint_eq(mgpu__rank_steal_share(&eq), 700);
+  /* A thief four times the owner's speed takes four fifths. */
+  mgpu__rank_steal_view_t fast = {.vt = 4000, .vo = 1000, .left = 1000};
+  ck_assert_uint_eq(mgpu__rank_steal_share(&fast), 800);
+  /* Moving an item's 1 KB at 10 MB/s costs 0.1 ms, a tenth of computing it:
+   * equal finish at 1 - s/1000 = s/1000 + s/10000, s = 476. */
+  mgpu__rank_steal_view_t slow_net = {.vt = 1000, .vo = 1000, .left = 1000, .bytes_per_item = 1000, .bw = 1e7};
+  ck_assert_uint_eq(mgpu__rank_steal_share(&slow_net), 476);
+  /* At 1 MB/s the transfer costs as much as the work (s = 333): it would
+   * save the owner 0.333 s for 0.333 s of transfer, under
+   * MGPU_RANK_STEAL_GAIN times the cost, so it takes none. */
+  slow_net.bw = 1e6;
+  ck_assert_uint_eq(mgpu__rank_steal_share(&slow_net), 0);
+  /* A fixed cost of 0.05 s: the share shrinks to (1 - 0.05) / 2 s of work. */
+  mgpu__rank_steal_view_t fixed = {.vt = 1000, .vo = 1000, .left = 1000, .fixed_s = 0.05};
+  ck_assert_uint_eq(mgpu__rank_steal_share(&fixed), 475);
+  /* With a few items left, a fixed cost over a quarter of the steal's work
+   * takes nothing: the tail stays with its owner. */
+  mgpu__rank_steal_view_t tail = {.vt = 1000, .vo = 1000, .left = 40, .fixed_s = 0.01};
+  ck_assert_uint_eq(mgpu__rank_steal_share(&tail), 0);
+  /* A thief that ends later than the owner even with nothing taken. */
+  mgpu__rank_steal_view_t busy = {.vt = 1000, .vo = 1000, .left = 100, .pt = 500};
+  ck_assert_uint_eq(mgpu__rank_steal_share(&busy), 0);
+  /* Two more idle ranks of the thief's speed will take their part next:
+   * four equal ranks share the 1000 items, so the thief takes 250. */
+  double ov[2] = {1000, 1000}, op[2] = {0, 0};
+  mgpu__rank_steal_view_t team = {.vt = 1000, .vo = 1000, .left = 1000, .nothers = 2, .ov = ov, .op = op};
+  ck_assert_uint_eq(mgpu__rank_steal_share(&team), 250);
+  /* One of them still has 500 items running: it starts 0.5 s later, and
+   * the thief takes (1000 + 500) / 4 = 375. */
+  op[1] = 500;
+  ck_assert_uint_eq(mgpu__rank_steal_share(&team), 375);
+  /* Unknown speeds, nothing left: none. */
+  mgpu__rank_steal_view_t none = {.vt = 0, .vo = 1000, .left = 100};
+  ck_assert_uint_eq(mgpu__rank_steal_share(&none), 0);
+  none.vt = 1000, none.left = 0;
+  ck_assert_uint_eq(mgpu__rank_steal_share(&none), 0);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("policy");
   TCase *tc = tcase_create("policy");
@@ -658,6 +706,7 @@ int main(void) {
   tcase_add_test(tc, test_pool_alike);
   tcase_add_test(tc, test_ranges_in_flight);
   tcase_add_test(tc, test_steal_share);
+  tcase_add_test(tc, test_rank_steal_share);
   tcase_add_test(tc, test_steal_latency);
   tcase_add_test(tc, test_prof_bins);
   tcase_add_test(tc, test_prof_cuts);

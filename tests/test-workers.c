@@ -159,6 +159,36 @@ START_TEST(test_gpu_only_all_retired) {
 }
 END_TEST
 
+static int fail_always(const mgpu_chunk_t *c) {
+  MGPU_UNUSED(c);
+  return 1;
+}
+
+START_TEST(test_all_retired_two_batches) {
+  /* Two batches in flight when the only GPU retires after its kernels
+   * failed, with no CPU worker: both fail, the second (whose items are not
+   * all claimed yet) as well as the first. */
+  mgpu_test_config_t cfg = mgpu_test_config(0, 1);
+  cfg.test.emulate_speed = 1e6;
+  cfg.cfg.debug = 0;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+  static uint64_t x[3000], y[3000];
+  mgpu_kernel_t k = axpk;
+  k.cpu = k.gpu = fail_always;
+  axpk_arg_t a = {1, NULL};
+  mgpu_batch_t b = axpk_batch(&k, 3000, x, y, &a);
+  mgpu_event_t *e1, *e2;
+  ck_assert_int_eq(mgpu_submit(rt, &b, 0, NULL, &e1), MGPU_OK);
+  ck_assert_int_eq(mgpu_submit(rt, &b, 0, NULL, &e2), MGPU_OK);
+  ck_assert_int_eq(mgpu_event_wait(e1, NULL), MGPU_EDEVICE);
+  ck_assert_int_eq(mgpu_event_wait(e2, NULL), MGPU_EDEVICE);
+  mgpu_event_release(e1);
+  mgpu_event_release(e2);
+  mgpu_finalize(rt);
+}
+END_TEST
+
 START_TEST(test_oom_cap) {
   /* A kernel with 1 MiB of scratch per item on a 16 MiB emulated device: the
    * cap comes from memory, and an injected OOM halves it; results correct. */
@@ -814,6 +844,7 @@ int main(void) {
   tcase_add_test(tc, test_fault_const);
   tcase_add_test(tc, test_init_props_failure);
   tcase_add_test(tc, test_gpu_only_all_retired);
+  tcase_add_test(tc, test_all_retired_two_batches);
   tcase_add_test(tc, test_oom_cap);
   tcase_add_test(tc, test_pinned_host_memory);
   tcase_add_test(tc, test_staging_shared);
