@@ -38,11 +38,9 @@ static void say(char *why, size_t whylen, ncclResult_t r, ncclComm_t comm) {
   snprintf(why, whylen, "%s%s%s", ncclGetErrorString(r), last && *last ? ": " : "", last ? last : "");
 }
 
-static int nccl_init(int n, const int *devs, void **comms, char *why, size_t whylen) {
-  ncclComm_t c[MGPU_MAX_DEVICES];
-  int saved = -1;
-  (void)cudaGetDevice(&saved);
-  ncclResult_t r = ncclCommInitAll(c, n, devs);
+/* The end of a communicator's creation: the caller's device back, CUDA's
+ * sticky error cleared, and the communicators handed out only on success. */
+static int init_done(ncclResult_t r, int saved, ncclComm_t *c, int n, void **comms, char *why, size_t whylen) {
   if (saved >= 0) (void)cudaSetDevice(saved);
   (void)cudaGetLastError();
   if (r != ncclSuccess) {
@@ -51,6 +49,14 @@ static int nccl_init(int n, const int *devs, void **comms, char *why, size_t why
   }
   for (int i = 0; i < n; i++) comms[i] = c[i];
   return 0;
+}
+
+static int nccl_init(int n, const int *devs, void **comms, char *why, size_t whylen) {
+  ncclComm_t c[MGPU_MAX_DEVICES];
+  int saved = -1;
+  (void)cudaGetDevice(&saved);
+  ncclResult_t r = ncclCommInitAll(c, n, devs);
+  return init_done(r, saved, c, n, comms, why, whylen);
 }
 
 static void nccl_destroy(int n, void **comms) {
@@ -134,14 +140,7 @@ static int nccl_init_ranks(int n, const int *devs, int nranks, int first, const 
   }
   ncclResult_t e = ncclGroupEnd();
   if (r == ncclSuccess) r = e;
-  if (saved >= 0) (void)cudaSetDevice(saved);
-  (void)cudaGetLastError();
-  if (r != ncclSuccess) {
-    say(why, whylen, r, NULL);
-    return status_of(r);
-  }
-  for (int i = 0; i < n; i++) comms[i] = c[i];
-  return 0;
+  return init_done(r, saved, c, n, comms, why, whylen);
 }
 
 static const mgpu__nccl_t nccl_table = {nccl_version, nccl_init,    nccl_destroy,         nccl_run,
