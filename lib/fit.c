@@ -119,15 +119,23 @@ size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s,
      * chunks' times seem to have a latency, their items differ in cost, and
      * larger chunks would only leave less to balance. */
     n = target_s * f->items / f->secs;
-  } else if (!mgpu__fit_known(f)) {
+  } else if (!mgpu__fit_known(f) && f->nmax < (double)max_items) {
     /* Growing: each claim a step larger than the largest so far, at most two
-     * steps past the largest chunk that has completed. */
+     * steps past the largest chunk that has completed. Once a chunk of the
+     * cap (memory, staging, MGPU_MAX_BATCH_SIZE) has completed, the chunks
+     * cannot grow further, and the fit sizes them as below. */
     double done = f->samples ? f->nmax : (double)f->probe;
     n = MGPU_MIN(MGPU_FIT_GROWTH * (double)f->claimed, MGPU_FIT_GROWTH * MGPU_FIT_GROWTH * done);
   } else {
-    /* Saturated: target_s of work, and never less than the saturating size:
-     * the fit's, or the size from which the rate stopped rising. */
+    /* Saturated (or at the cap): target_s of work, and never less than the
+     * saturating size: the fit's, or the size from which the rate stopped
+     * rising (or the size class below the cap). */
     n = MGPU_MAX(MGPU_MAX(target_s / f->c, mgpu__fit_sat(f)), f->nprev);
+    /* At the cap with the rate still rising: the smaller size only where the
+     * fit predicts it as fast, since it leaves more chunks to overlap. */
+    if (!mgpu__fit_known(f) && n < (double)max_items &&
+        mgpu__fit_rate(f, n) < MGPU_FIT_CAP_LOSS * mgpu__fit_rate(f, (double)max_items))
+      n = (double)max_items;
   }
   if (!(n >= 1)) n = 1;
   if (n > (double)max_items) n = (double)max_items;

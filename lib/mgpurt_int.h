@@ -187,6 +187,10 @@ bool mgpu__lock_order_checked(void);
 /* A chunk that ran alone is learnt while fewer than this many (decayed) of
  * the worker's recent chunks ran among others. */
 #define MGPU_FIT_PIPED_MIN 0.5
+/* A GPU whose chunks grew into their cap with the rate still rising takes
+ * chunks smaller than the cap only where the fit predicts at least this
+ * share of the cap's rate. */
+#define MGPU_FIT_CAP_LOSS 0.99
 /* A GPU's fit is trusted over the prior once its chunks stop growing, or
  * after this many chunks of sizes that never grew (cut by its range or its
  * memory). */

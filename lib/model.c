@@ -67,9 +67,15 @@ static void publish(mgpu__model_t *m, int w) {
 
 void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, bool isolated) {
   if (seconds <= 0 || items == 0) return;
+  const mgpu__fit_t *f = &m->fit[w];
   mgpu__fit_sample(&m->fit[w], (double)items, seconds, isolated);
   atomic_fetch_add_explicit(&m->samples[w], 1, memory_order_relaxed);
   publish(m, w);
+  mgpu__log(MGPU_LOG_DEBUG,
+            "model of '%s', worker %d: %zu items in %.3g s%s; fit a %.3g s + %.3g s/item, saturating at %.3g items, "
+            "%s, next chunk %zu",
+            m->key.name ? m->key.name : "", w, items, seconds, isolated ? " (alone)" : "", f->a, f->c,
+            mgpu__fit_sat(f), mgpu__fit_known(f) ? "saturated" : "growing", f->planned);
   /* The slowest rate seen, drifting back up slowly: items of one kernel can
    * differ in cost, and a slow thief plans with its worst case. */
   double rate = (double)items / seconds, slow = atomic_load_explicit(&m->slow[w], memory_order_relaxed);

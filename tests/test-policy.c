@@ -171,6 +171,26 @@ START_TEST(test_fit_pipeline_fill) {
 }
 END_TEST
 
+/* Chunks that grew into their cap (a staging buffer) with the rate still
+ * rising between the last two size classes: they cannot grow further. Where
+ * the fit predicts the same rate at target_s of work (no latency: the rise
+ * was noise or the pipeline's fill), the chunks are that size, which leaves
+ * more of them to overlap; where it predicts a slower rate (18 ms of
+ * latency), they stay at the cap. Below the cap, growth goes on. */
+START_TEST(test_fit_growth_at_cap) {
+  const double cap = 2097152;
+  mgpu__fit_t f = {.a = 0, .c = 2.5e-9, .nmax = cap, .nprev = cap / 4, .rising = true, .samples = 8,
+                   .claimed = (size_t)cap, .probe = 1000};
+  ck_assert(!mgpu__fit_known(&f));
+  ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e6, 2e-3, (size_t)cap, true), 800000);
+  f.nprev = cap / 2;
+  ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e6, 2e-3, (size_t)cap, true), (size_t)(cap / 2));
+  ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e6, 2e-3, 2 * (size_t)cap, true), 2 * (size_t)cap);
+  f.a = 18e-3;
+  ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e6, 2e-3, (size_t)cap, true), (size_t)cap);
+}
+END_TEST
+
 /* A CPU worker's chunks are target_s of work at its mean rate, whatever its
  * chunks' times suggest of a latency: there it is items that differ in cost
  * (here the chunks of a dear stretch, 40 times the others), and chunks grown
@@ -701,6 +721,7 @@ int main(void) {
   tcase_add_test(tc, test_fit_never_shrinks_below_claims);
   tcase_add_test(tc, test_fit_cpu_chunks);
   tcase_add_test(tc, test_fit_pipeline_fill);
+  tcase_add_test(tc, test_fit_growth_at_cap);
   tcase_add_test(tc, test_split);
   tcase_add_test(tc, test_split_latency);
   tcase_add_test(tc, test_pool_alike);
