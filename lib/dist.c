@@ -424,7 +424,16 @@ mgpu_status_t mgpu__dist_init(const mgpu_config_t *cfg, const mgpu__testcfg_t *t
   rc = MPI_Win_create(d->ctl_mem, W_WORDS * sizeof *d->ctl_mem, sizeof *d->ctl_mem, MPI_INFO_NULL, d->comm, &d->ctl);
   if (rc == MPI_SUCCESS) rc = MPI_Win_create_dynamic(MPI_INFO_NULL, d->comm, &d->data);
   if (rc != MPI_SUCCESS) {
-    st = mgpu__dist_mpi(d, "mgpu_init", "MPI_Win_create", rc);
+    /* Open MPI 4 picks its UCX one-sided component wherever UCX is built in,
+     * and that fails where UCX finds no network (one host, a container). */
+    char s[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(rc, s, &len) != MPI_SUCCESS) snprintf(s, sizeof s, "error %d", rc);
+    st = mgpu__dist_break(d, "mgpu_init",
+                          "MPI_Win_create failed: %s: this MPI gives no one-sided window over the communicator, which "
+                          "the steals between ranks need; with Open MPI 4, OMPI_MCA_osc=pt2pt selects one that works "
+                          "without RDMA hardware (doc/guide.md, \"Troubleshooting MPI\")",
+                          s);
     mgpu__node_finalize(rt);
     dist_free(d);
     return st;
