@@ -1,8 +1,13 @@
 #!/bin/bash
 # gpu-check.sh: build, test and measure libmgpurt on a GPU machine in one call.
 # Run from the project root after ../shared/tools/gpu-pack, with .gpu carried:
-#   bash bench/gpu-check.sh [quick|verify|bench|full]
-# quick: build and make check; multi: quick, then collectives, split arrays and
+#   bash bench/gpu-check.sh [quick|model|alternate|verify|bench|full]
+# quick: build and make check; model: quick, then the completion-time
+# model's --compare runs (latency-bound chain and mulmod 10000, sha256 pinned
+# and pageable); alternate: no make check, but this tree and every tarball
+# of a build folder .gpu/alt/NAME/ (e.g. an older commit's `make dist`)
+# built side by side, then bench/alternate.sh over them (the sweep's
+# workloads, modes gpu and steal); multi: quick, then collectives, split arrays and
 # --gpus scaling; report: quick, then bench/run.sh (doc/benchmarks.md); verify: also compute-sanitizer on the GPU test
 # programs and a few --compare runs; bench: quick, then transfer and every
 # --compare run; full: bench plus the GPU suites on one GPU and the sanitizer.
@@ -11,10 +16,29 @@ set -uo pipefail
 mode=${1:-full}
 # Logs gather in one folder, packed into $OUT/gpu-logs.tgz at the end.
 out=/tmp/gpu-out; rm -rf "$out"; mkdir -p "$out"
-pack() { tar czf "${OUT:-$PWD}/gpu-logs.tgz" -C /tmp gpu-out; }
+pack() { tar czf "${OUT:-$PWD}/gpu-logs-$mode.tgz" -C /tmp gpu-out; }
 trap pack EXIT
 export NCCL_NVLS_ENABLE=0
 nvidia-smi -L > "$out/gpus.txt" 2>&1; cat "$out/gpus.txt"
+if [ "$mode" = alternate ]; then
+  # Every build at once (a share of the cores each), with its own folders.
+  arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
+  mkdir -p .gpu/alt/new; cp .gpu/*.tar.gz .gpu/alt/new/
+  builds=(); pids=()
+  for d in .gpu/alt/*/; do
+    name=$(basename "$d"); cp .gpu/*.deb "$d"
+    sed "s|/tmp/mgpurt-deps|/tmp/mgpurt-deps-$name|g" .gpu/build.sh > "$d/build.sh"
+    BUILD_DIR=/tmp/alt-$name MGPU_MAKE_TARGETS=all bash "$d/build.sh" --with-cuda --with-cuda-arch="$arch" > "$out/build-$name.log" 2>&1 &
+    pids+=($!)
+    if [ "$name" = new ]; then builds+=("$name=/tmp/alt-$name/src/bin/mgpu-run"); else builds=("$name=/tmp/alt-$name/src/bin/mgpu-run" "${builds[@]}"); fi
+  done
+  for p in "${pids[@]}"; do wait "$p" || echo "a build failed (rc $?)"; done
+  echo "builds done at $SECONDS s: ${builds[*]}"
+  export LD_LIBRARY_PATH=/tmp/mgpurt-deps-new/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  bash bench/alternate.sh "$out/alternate" "${builds[@]}"
+  echo "alternation done at $SECONDS s"
+  exit 0
+fi
 MGPU_MAKE_TARGETS=check bash .gpu/build.sh --with-cuda > "$out/build-check.log" 2>&1
 rc=$?
 b=/tmp/mgpurt-build/src
@@ -27,6 +51,19 @@ run=$b/bin/mgpu-run
 $run --info > "$out/info.txt" 2>&1; cat "$out/info.txt" | tail -8
 grep -h -E "bandwidth|GB/s" $b/tests/test-cuda.log | head -8
 if [ "$mode" = quick ]; then exit 0; fi
+if [ "$mode" = model ]; then
+  grep -h -E "balance|overlap" $b/tests/test-gpu.log
+  for w in "chain --pinned -n 262144" "mulmod --intensity 10000 -n 1048576 --pinned" "sha256 -n 33554432 --pinned" \
+           "sha256 -n 33554432" "mulmod --intensity 300 -n 16777216"; do
+    echo "== mgpu-run $w --compare --repeat 3"; timeout 150 $run $w --compare --repeat 3
+    echo "(at $SECONDS s)"
+  done > "$out/compare.txt" 2>&1
+  grep -E "^==|^\(at|mode |efficiency|static:|ceiling|verification" "$out/compare.txt"
+  # The GPU's fit and chunk sizes batch by batch, on a kernel of mid cost.
+  MGPU_DEBUG=debug timeout 60 $run mulmod --intensity 1000 -n 4194304 --mode gpu > "$out/model-debug.txt" 2>&1
+  grep -E "^mode|^total" "$out/model-debug.txt"; grep "model of" "$out/model-debug.txt" | tail -8
+  exit 0
+fi
 if [ "$mode" = report ]; then
   # bench/run.sh (doc/benchmarks.md), then the hard mandelbrot case.
   (cd $b && time bash bench/run.sh "$out/bench") > "$out/bench.log" 2>&1; echo "bench/run.sh rc=$?"

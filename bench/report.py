@@ -409,6 +409,42 @@ def t_resident(matvec, resident, reduce):
     return out
 
 
+def t_alternate(paths):
+    """Builds run in turn (bench/alternate.sh's runs.tsv, comma-separated for
+    several runs): per workload, each later build's median items/s over the
+    first build's of the same run, mode by mode."""
+    import csv
+    import statistics
+    cols, rows, order = [], {}, []
+    for path in paths.split(","):
+        runs = list(csv.DictReader(open(path), delimiter="\t"))
+        names = []
+        for r in runs:
+            if r["build"] not in names:
+                names.append(r["build"])
+            if r["workload"] not in order:
+                order.append(r["workload"])
+        modes = []
+        for r in runs:
+            if r["mode"] not in modes:
+                modes.append(r["mode"])
+
+        def med(b, w, m):
+            v = [float(r["items_per_s"]) for r in runs if (r["build"], r["workload"], r["mode"]) == (b, w, m)
+                 and r["items_per_s"] not in ("", "failed")]
+            return statistics.median(v) if v else None
+        for b in names[1:]:
+            for m in modes:
+                cols.append(f"{b} / {names[0]}, {m}")
+                for w in order:
+                    x, y = med(b, w, m), med(names[0], w, m)
+                    rows.setdefault(w, {})[cols[-1]] = f"{x / y:.3f}" if x and y else "—"
+    out = ["| workload | " + " | ".join(cols) + " |", "| --- |" + " ---: |" * len(cols)]
+    for w in order:
+        out.append(f"| `{w}` | " + " | ".join(rows[w].get(c, "—") for c in cols) + " |")
+    return out
+
+
 def table(kind, path, every=1, last=None):
     """The lines of one table of KIND from PATH (a run.sh folder, a text file,
     or for the peers kinds a peers.json). KIND text: the file as it is, or its
@@ -418,6 +454,8 @@ def table(kind, path, every=1, last=None):
         return ["```"] + (lines[-last:] if last else lines) + ["```"]
     if kind == "peers":
         return t_peers(load(path))
+    if kind == "alternate":
+        return t_alternate(path)
     if kind == "peers-overhead":
         return t_peers_overhead([(f"`{os.path.basename(p)}`", load(p)) for p in path.split(",")])
     if os.path.isdir(path):

@@ -165,6 +165,13 @@ per-chunk overhead: 0.3 us
 | --- | --- | --- | --- | --- |
 | saxpy-resident | 0 | 3656 | 4197 | 87.1% |""",
 }
+# bench/alternate.sh's runs: two passes of builds a and b, one failed run.
+alt = os.path.join(fix, "runs.tsv")
+open(alt, "w").write("pass\tbuild\tworkload\tmode\titems_per_s\n0\ta\tw 1\tgpu\t100\n0\tb\tw 1\tgpu\t90\n"
+                     "1\tb\tw 1\tgpu\t110\n1\ta\tw 1\tgpu\t100\n0\ta\tw 1\tsteal\t200\n0\tb\tw 1\tsteal\tfailed\n")
+want[("alternate", alt)] = """| workload | b / a, gpu | b / a, steal |
+| --- | ---: | ---: |
+| `w 1` | 1.000 | — |"""
 bad = 0
 for (kind, path), w in want.items():
     got = subprocess.run([sys.executable, report, "--table", kind, path], capture_output=True, text=True)
