@@ -50,12 +50,17 @@ mgpu_status_t mgpu__dist_break(struct mgpu__dist *d, const char *fn, const char 
   return mgpu__fail(MGPU_EREMOTE, "%s on rank %d: %s", fn, d->rank, msg);
 }
 
+/* MPI's words for error code rc, in s. */
+static const char *mpi_error(int rc, char s[MPI_MAX_ERROR_STRING]) {
+  int len = 0;
+  if (MPI_Error_string(rc, s, &len) != MPI_SUCCESS) snprintf(s, MPI_MAX_ERROR_STRING, "error %d", rc);
+  return s;
+}
+
 mgpu_status_t mgpu__dist_mpi(struct mgpu__dist *d, const char *fn, const char *call, int rc) {
   if (rc == MPI_SUCCESS) return MGPU_OK;
   char s[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  if (MPI_Error_string(rc, s, &len) != MPI_SUCCESS) snprintf(s, sizeof s, "error %d", rc);
-  return mgpu__dist_break(d, fn, "%s failed: %s", call, s);
+  return mgpu__dist_break(d, fn, "%s failed: %s", call, mpi_error(rc, s));
 }
 
 static void nap(double s) {
@@ -427,13 +432,11 @@ mgpu_status_t mgpu__dist_init(const mgpu_config_t *cfg, const mgpu__testcfg_t *t
     /* Open MPI 4 picks its UCX one-sided component wherever UCX is built in,
      * and that fails where UCX finds no network (one host, a container). */
     char s[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    if (MPI_Error_string(rc, s, &len) != MPI_SUCCESS) snprintf(s, sizeof s, "error %d", rc);
     st = mgpu__dist_break(d, "mgpu_init",
                           "MPI_Win_create failed: %s: this MPI gives no one-sided window over the communicator, which "
                           "the steals between ranks need; with Open MPI 4, OMPI_MCA_osc=pt2pt selects one that works "
                           "without RDMA hardware (doc/guide.md, \"Troubleshooting MPI\")",
-                          s);
+                          mpi_error(rc, s));
     mgpu__node_finalize(rt);
     dist_free(d);
     return st;

@@ -67,8 +67,8 @@ static void publish(mgpu__model_t *m, int w) {
 
 void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, bool isolated) {
   if (seconds <= 0 || items == 0) return;
-  const mgpu__fit_t *f = &m->fit[w];
-  mgpu__fit_sample(&m->fit[w], (double)items, seconds, isolated);
+  mgpu__fit_t *f = &m->fit[w];
+  mgpu__fit_sample(f, (double)items, seconds, isolated);
   atomic_fetch_add_explicit(&m->samples[w], 1, memory_order_relaxed);
   publish(m, w);
   mgpu__log(MGPU_LOG_DEBUG,

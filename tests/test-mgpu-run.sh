@@ -206,21 +206,7 @@ import json, sys
 assert len(json.load(sys.stdin)) == 1'; then ok; else bad "reduce --gpus 3,1 --json is not one JSON array"; fi
 fi
 # Every key of a JSON report on stdin is in the documented schema (doc/json.md).
-schema_keys='
-import json, os, re, sys
-d = json.load(sys.stdin)
-doc = open(os.path.join(os.environ.get("top_srcdir", "."), "doc/json.md")).read()
-documented = set(re.findall(r"^\| `([a-z_]+)` \|", doc, re.M))
-def keys(o, skip_names=False):
-    if isinstance(o, dict):
-        for k, v in o.items():
-            if not skip_names: yield k
-            yield from keys(v, k == "config")
-    elif isinstance(o, list):
-        for v in o: yield from keys(v)
-missing = set(keys(d)) - documented
-assert not missing, missing
-'
+schema_keys="${top_srcdir:-.}/tests/json-schema.py"
 # JSON parses and has what the schema promises.
 if command -v python3 >/dev/null 2>&1; then
   out=$(MGPU_EMULATE_GPUS=1 "$run" mulmod -n 3000 --intensity 20 --compare --repeat 1 --json --threads 1 2>/dev/null)
@@ -238,7 +224,7 @@ for r in d["results"]:
     assert r["host_steal"] is None or 0 <= r["host_steal"] <= 1, r
 assert d["verification"]["failed"] == 0 and d["verification"]["checked"] > 0
 assert "MGPU_NUM_THREADS" in d["config"] and d["efficiency"] > 0
-' && printf '%s' "$out" | python3 -c "$schema_keys"; then ok; else bad "--json output does not parse, lacks fields or has undocumented keys: $out"; fi
+' && printf '%s' "$out" | python3 "$schema_keys"; then ok; else bad "--json output does not parse, lacks fields or has undocumented keys: $out"; fi
 fi
 # Steal time: a share of the busy CPU time over runs long enough for the
 # ticks of /proc/stat, where it has a steal column (Linux since 2.6.11).
@@ -261,7 +247,7 @@ assert [r["runs"] for r in d["results"]] == [3, 3, 3, 3], d["results"]
 assert len(d["efficiency_by_round"]) == 3 and all(e > 0 for e in d["efficiency_by_round"]), d
 assert len(d["speedup_vs_static_by_round"]) == 3 and all(x > 0 for x in d["speedup_vs_static_by_round"]), d
 assert d["verification"]["failed"] == 0
-' && printf '%s' "$out" | python3 -c "$schema_keys"; then ok; else bad "--rounds JSON: $out"; fi
+' && printf '%s' "$out" | python3 "$schema_keys"; then ok; else bad "--rounds JSON: $out"; fi
 fi
 # The sweep in JSON: the fixed splits by ratio, ends included, and the best.
 if command -v python3 >/dev/null 2>&1; then
@@ -283,7 +269,7 @@ assert s["best"]["items_per_s"] == best["items_per_s"] and s["best"]["mode"] == 
 steal = [r for r in d["results"] if r["mode"] == "steal"][0]
 assert abs(d["speedup_vs_best_static"] - steal["items_per_s"] / best["items_per_s"]) < 1e-3, d["speedup_vs_best_static"]
 assert d["max_run_time"] == 3 and d["verification"]["failed"] == 0
-' && printf '%s' "$out" | python3 -c "$schema_keys"; then ok; else bad "--compare --json sweep: $out"; fi
+' && printf '%s' "$out" | python3 "$schema_keys"; then ok; else bad "--compare --json sweep: $out"; fi
 fi
 # --compare with every run of the whole batch over --max-run-time (about 10 s
 # each unbounded: 4 modes, 6 fixed splits and the ceiling, 2 rounds): each is
@@ -306,7 +292,7 @@ for x in d["static_sweep"]["points"]:
 assert 0 < d["ceiling"]["prefix_items"] < n and not d["ceiling"]["differs"], d["ceiling"]
 v = d["verification"]
 assert v["enabled"] and v["failed"] == 0 and v["checked"] > 0, v
-' && printf '%s' "$out" | python3 -c "$schema_keys"; then ok
+' && printf '%s' "$out" | python3 "$schema_keys"; then ok
   else bad "--compare --max-run-time 0.2: exit $rc after $took s: $out"; fi
 fi
 # --reserve auto: the JSON says so, and the last run kept 0, a quarter or half
@@ -320,7 +306,7 @@ d = json.load(sys.stdin)
 assert r["reserve_auto"] is True and r["reserve_workers"] in (0, 1, 2), r
 assert sum(w["items"] for w in r["workers"]) == 3000, r
 assert all(r["workers"][i]["items"] == 0 for i in range(4 - r["reserve_workers"], 4)), r
-' && printf '%s' "$out" | python3 -c "$schema_keys"; then ok; else bad "--reserve auto JSON: $out"; fi
+' && printf '%s' "$out" | python3 "$schema_keys"; then ok; else bad "--reserve auto JSON: $out"; fi
 fi
 # The multi-GPU workloads' JSON (an array of reports with --gpus), and the
 # "scaling" array that --gpus adds to a batch workload's JSON: they parse, say
@@ -354,7 +340,7 @@ if want[0] == "saxpy-resident": assert d["elements"] == 100000 and sum(g["elemen
     out=$(MGPU_EMULATE_GPUS=2 "$run" "$@" --json 2>/dev/null); rc=$?
     if [ $rc != 0 ]; then bad "$* --json exited $rc: $out"; return; fi
     # shellcheck disable=SC2086
-    if printf '%s' "$out" | python3 -c "$check_json" $args && printf '%s' "$out" | python3 -c "$schema_keys"; then ok
+    if printf '%s' "$out" | python3 -c "$check_json" $args && printf '%s' "$out" | python3 "$schema_keys"; then ok
     else bad "$* --json: the JSON does not parse, lacks fields or has undocumented keys: $out"; fi
   }
   json_case matvec 1 -- matvec -n 200 --size 300
