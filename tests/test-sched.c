@@ -357,7 +357,9 @@ END_TEST
  * batch out (on 4 x H200 their cost to the GPUs' host threads was more than
  * they added); where they add more, they take part. Under the auto reserve
  * (on the first case), a batch they all sit out reports no reserve: it played
- * no part. */
+ * no part. Whether they sit out follows measured speeds, which valgrind
+ * (MGPURT_NO_TIMING) distorts either way by running one thread at a time:
+ * there only the items are checked. */
 START_TEST(test_cpus_sit_out) {
   const double cpu_cost = 100e-6; /* two CPU workers: 2e4 items/s */
   const double gpu_speeds[] = {2e6, 2e5};
@@ -376,12 +378,12 @@ START_TEST(test_cpus_sit_out) {
       mgpu_stats_t st = MGPU_STATS_INIT;
       run_sleep(rt, n, cpu_cost, ws, 3, &st);
       cpu_items += ws[0].items + ws[1].items;
-      if (k == 0) ck_assert_int_eq(st.reserve_workers, 0);
+      if (k == 0 && mgpu_test_timing()) ck_assert_int_eq(st.reserve_workers, 0);
     }
     printf("sit out: GPU %.0e items/s, CPU workers %.0e: CPU items %llu of %zu\n", gpu_speeds[k], 2 / cpu_cost,
            (unsigned long long)cpu_items, 3 * n);
-    if (k == 0) ck_assert_uint_eq(cpu_items, 0);
-    else ck_assert_uint_gt(cpu_items, 0);
+    if (k == 0 && mgpu_test_timing()) ck_assert_uint_eq(cpu_items, 0);
+    if (k == 1 && mgpu_test_timing()) ck_assert_uint_gt(cpu_items, 0);
     mgpu_finalize(rt);
   }
 }
