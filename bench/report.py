@@ -7,8 +7,9 @@
         one table, KIND one of: compare sweep scaling transfer allreduce
         resident overhead; PATH a bench/run.sh folder (its JSON files) or a
         text file of mgpu-run output (see parse_text). KIND peers or
-        peers-overhead: PATH the peers.json of bench/peers/run.sh (for
-        peers-overhead, several joined by commas, a row of each). KIND text:
+        peers-overhead: PATH the peers.json of bench/peers/run.sh, or several
+        joined by commas (peers: their rows in one table; peers-overhead: a
+        row of each). KIND text:
         the file in a code block (in a document, last=N keeps its last N lines)
     python3 bench/report.py --update DOC.md      (or --check DOC.md)
         regenerate (or compare) every block of DOC.md between a line
@@ -272,10 +273,13 @@ def peers_rows(d):
     return out
 
 
-def t_peers(d):
+def t_peers(ds):
     """libmgpurt's steal, gpu and cpu modes against StarPU's best scheduler and
-    task count with CPU and CUDA workers, CUDA workers only and CPU workers only."""
-    rows = peers_rows(d)
+    task count with CPU and CUDA workers, CUDA workers only and CPU workers only.
+    ds: the peers.json of one or more runs (run.sh's PEERS_WORKLOADS split over
+    several), their rows in one table in run.sh's order."""
+    rows = sorted((r for d in ds for r in peers_rows(d)),
+                  key=lambda r: (r[1] != "pageable", PEER_ORDER.index(r[0]) if r[0] in PEER_ORDER else 99, r[0]))
     mems = {mem for _, mem, _, _, _ in rows}
     out = ["| workload | libmgpurt steal | libmgpurt gpu | libmgpurt cpu | StarPU CPU+GPU | StarPU gpu | "
            "StarPU cpu | StarPU best at | steal / StarPU best |",
@@ -453,7 +457,7 @@ def table(kind, path, every=1, last=None):
         lines = open(path).read().rstrip("\n").splitlines()
         return ["```"] + (lines[-last:] if last else lines) + ["```"]
     if kind == "peers":
-        return t_peers(load(path))
+        return t_peers([load(p) for p in path.split(",")])
     if kind == "alternate":
         return t_alternate(path)
     if kind == "peers-overhead":

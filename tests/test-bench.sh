@@ -113,7 +113,16 @@ json.dump({"json": {
          "empty_task_us": 2.7}]}},
     "text": {"mgpu-overhead.txt": "1-item batch round trip (1 CPU workers): median 9.62 us, 90th percentile 10.32 us\n"
                                   "per-chunk overhead: 0.56 us (1712 chunks)\n"}}, open(peers, "w"))
+# A second run of run.sh (PEERS_WORKLOADS split over two): its rows join the first's in run.sh's order.
+peers2 = os.path.join(fix, "peers2.json")
+json.dump({"json": {"mgpu-chain-pageable-steal": mg(40.0), "mgpu-chain-pageable-gpu": mg(39.0),
+                    "starpu-chain-pageable-gpu": sp("lws", 4, 36.0)}, "text": {}}, open(peers2, "w"))
 want = {
+ ("peers", peers + "," + peers2): """| workload | libmgpurt steal | libmgpurt gpu | libmgpurt cpu | StarPU CPU+GPU | StarPU gpu | StarPU cpu | StarPU best at | steal / StarPU best |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |
+| mulmod-10 (outputs NOT verified) | 1e+03 | 900 | — | — | 1.25e+03 | — | gpu: dmda, 4 tasks | 0.80 |
+| chain | 40 | 39 | — | — | 36 | — | gpu: lws, 4 tasks | 1.11 |
+| ntt | 300 | 250 | 50 | 200 | 150 | 40 | CPU+GPU: dmda, 4 tasks (model not calibrated) | 1.50 |""",
  ("compare", ceiling): """| workload | cpu | gpu | static | steal | E | steal / static | ceiling | gpu / ceiling | host steal (cpu, gpu, static, steal) |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 | `chain -n 64` | 7e+04 | 1.25e+07 | 1.28e+07 | 1.28e+07 | 1.012 | 1.000 | 1.3e+07 | 96% | 0%, 0%, 0%, 2% |
