@@ -109,8 +109,8 @@ static void report(mgpu_runtime_t *rt, const multi_opts_t *o, const size_t *size
 int multi_allreduce(mgpu_runtime_t *rt, const multi_opts_t *o) {
   int ng = mgpu_num_gpus(rt);
   if (ng == 0) {
-    fprintf(stderr, "mgpu-run: allreduce needs at least one GPU\n");
-    return 1;
+    fprintf(stderr, "mgpu-run: nothing ran: workload 'allreduce' needs a GPU and the runtime sees none\n");
+    return 2;
   }
   size_t lo = o->min_bytes ? o->min_bytes : 8, hi = o->max_bytes ? o->max_bytes : (size_t)1 << 30;
   size_t sizes[64];

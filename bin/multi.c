@@ -342,8 +342,8 @@ out:
 static int run_saxpy_resident(mgpu_runtime_t *rt, const multi_opts_t *o) {
   int ng = mgpu_num_gpus(rt), nw = mgpu_num_workers(rt), ncpu = mgpu_num_cpu_workers(rt);
   if (ng == 0) {
-    fprintf(stderr, "mgpu-run: saxpy-resident needs at least one GPU\n");
-    return 1;
+    fprintf(stderr, "mgpu-run: nothing ran: workload 'saxpy-resident' needs a GPU and the runtime sees none\n");
+    return 2;
   }
   size_t n = o->items > 0 ? (size_t)o->items : (size_t)ng << 28;
   double sh[MGPU_MAX_DEVICES + 1];

@@ -209,9 +209,10 @@ static const char help_intro[] =
 
 static const char help_exit[] =
     "Exit status: 0 success, 1 runtime error or failed verification, 2 usage error\n"
-    "(bad option, value or environment variable, or GPUs asked for that the runtime\n"
-    "does not see: nothing ran), 130 interrupted (SIGINT: the first stops the batch in\n"
-    "flight at its next chunk and reports the runs completed; a second quits at once).\n";
+    "(bad option, value or environment variable; GPUs asked for that the runtime\n"
+    "does not see, or a GPU-only workload where it sees none: nothing ran), 130\n"
+    "interrupted (SIGINT: the first stops the batch in flight at its next chunk and\n"
+    "reports the runs completed; a second quits at once).\n";
 
 /* One option of --help: "  -n, --items N" padded to the column, then its
  * text, each further line indented to the column. */

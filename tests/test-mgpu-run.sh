@@ -109,6 +109,8 @@ if [ -n "$nogpu" ]; then
 expect 2 "nothing ran: --gpus 1,2 needs GPUs and the runtime sees none" -- env MGPU_EMULATE_GPUS=0 "$run" mulmod --gpus 1,2 -n 2001
 expect 2 "nothing ran: --gpus 2,3 asks for more GPUs than the runtime sees: expected counts in 1..1" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod --gpus 2,3 -n 2001
 expect 2 "nothing ran" -- env MGPU_EMULATE_GPUS=0 "$run" matvec --gpus 1 -n 100 --size 100
+expect 2 "nothing ran: workload 'allreduce' needs a GPU and the runtime sees none" -- env MGPU_EMULATE_GPUS=0 MGPU_NUM_GPUS=0 "$run" allreduce --max-bytes 4K
+expect 2 "nothing ran: workload 'saxpy-resident' needs a GPU and the runtime sees none" -- env MGPU_EMULATE_GPUS=0 MGPU_NUM_GPUS=0 "$run" saxpy-resident -n 1000
 out=$(env MGPU_EMULATE_GPUS=0 "$run" mulmod --gpus 1,2 -n 2001 2>&1)
 if printf '%s' "$out" | grep -q "verification"; then bad "--gpus with nothing run reports a verification: $out"; else ok; fi
 fi
