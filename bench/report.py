@@ -252,6 +252,11 @@ def parse_text(path):
 PEER_ORDER = ["mulmod-10", "mulmod-100", "mulmod-1000", "mulmod-10000", "chain", "sha256", "ntt", "mandelbrot"]
 
 
+def peer_order(row):
+    """run.sh's order of (workload, memory, ...) rows: pageable first, then by workload."""
+    return (row[1] != "pageable", PEER_ORDER.index(row[0]) if row[0] in PEER_ORDER else 99, row[0])
+
+
 def peers_rows(d):
     """The comparisons of a peers.json of bench/peers/run.sh ({"json": {name:
     run}, "text": {...}}), in run.sh's order: (workload, memory, libmgpurt
@@ -259,7 +264,7 @@ def peers_rows(d):
     files = d["json"]
     keys = [re.match(r"mgpu-(.+)-(pageable|pinned)-steal$", k) for k in files]
     rows = sorted({(m.group(1), m.group(2)) for m in keys if m},
-                  key=lambda r: (r[1] != "pageable", PEER_ORDER.index(r[0]) if r[0] in PEER_ORDER else 99, r[0]))
+                  key=peer_order)
     out = []
     for name, mem in rows:
         mg = {m: files.get(f"mgpu-{name}-{mem}-{m}") for m in ("steal", "gpu", "cpu")}
@@ -279,7 +284,7 @@ def t_peers(ds):
     ds: the peers.json of one or more runs (run.sh's PEERS_WORKLOADS split over
     several), their rows in one table in run.sh's order."""
     rows = sorted((r for d in ds for r in peers_rows(d)),
-                  key=lambda r: (r[1] != "pageable", PEER_ORDER.index(r[0]) if r[0] in PEER_ORDER else 99, r[0]))
+                  key=peer_order)
     mems = {mem for _, mem, _, _, _ in rows}
     out = ["| workload | libmgpurt steal | libmgpurt gpu | libmgpurt cpu | StarPU CPU+GPU | StarPU gpu | "
            "StarPU cpu | StarPU best at | steal / StarPU best |",

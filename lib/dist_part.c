@@ -167,6 +167,15 @@ static size_t part_size(const mgpu__dbatch_t *db) {
   return n < 1 ? 1 : n;
 }
 
+/* Open an exclusive epoch on rank's window and read its range words into w;
+ * the caller unlocks it whatever this returns. */
+static int lock_range(MPI_Win win, int rank, uint64_t *w) {
+  int rc = MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win);
+  if (rc == MPI_SUCCESS) rc = MPI_Get(w, W_RANGE_WORDS, MPI_UINT64_T, rank, W_BEGIN, W_RANGE_WORDS, MPI_UINT64_T, win);
+  if (rc == MPI_SUCCESS) rc = MPI_Win_flush(rank, win);
+  return rc;
+}
+
 /* Claim the next part of this rank's share from the front of its range, in
  * an exclusive epoch of its own window (thieves change its end). */
 static bool claim_own(mgpu__dbatch_t *db, int slot) {
@@ -174,9 +183,7 @@ static bool claim_own(mgpu__dbatch_t *db, int slot) {
   MPI_Win win = db->d->ctl;
   int me = db->rank;
   uint64_t w[W_RANGE_WORDS];
-  int rc = MPI_Win_lock(MPI_LOCK_EXCLUSIVE, me, 0, win);
-  if (rc == MPI_SUCCESS) rc = MPI_Get(w, W_RANGE_WORDS, MPI_UINT64_T, me, W_BEGIN, W_RANGE_WORDS, MPI_UINT64_T, win);
-  if (rc == MPI_SUCCESS) rc = MPI_Win_flush(me, win);
+  int rc = lock_range(win, me, w);
   size_t take = 0;
   if (rc == MPI_SUCCESS && w[W_BEGIN] < w[W_END]) {
     take = MGPU_MIN(part_size(db), (size_t)(w[W_END] - w[W_BEGIN]));
@@ -285,9 +292,7 @@ static bool steal(mgpu__dbatch_t *db, int slot) {
 
   MPI_Win win = d->ctl;
   uint64_t w[W_RANGE_WORDS];
-  int rc = MPI_Win_lock(MPI_LOCK_EXCLUSIVE, victim, 0, win);
-  if (rc == MPI_SUCCESS) rc = MPI_Get(w, W_RANGE_WORDS, MPI_UINT64_T, victim, W_BEGIN, W_RANGE_WORDS, MPI_UINT64_T, win);
-  if (rc == MPI_SUCCESS) rc = MPI_Win_flush(victim, win);
+  int rc = lock_range(win, victim, w);
   size_t take = 0;
   if (rc == MPI_SUCCESS && w[W_SEQ] == db->seq && w[W_BEGIN] < w[W_END]) {
     double vt, at;
