@@ -50,6 +50,21 @@ static void solve(mgpu__fit_t *f) {
   }
 }
 
+/* The rate at the largest size seen against the size class below it: a
+ * rate still rising with the size keeps the chunks growing. */
+static void size_class(mgpu__fit_t *f, double n, double t) {
+  double r = n / t;
+  if (n > MGPU_FIT_SIZE_CLASS * f->nmax) {
+    f->nprev = f->nmax;
+    f->rprev = f->rmax;
+    f->nmax = n;
+    f->rmax = r;
+  } else if (n * MGPU_FIT_SIZE_CLASS >= f->nmax) {
+    f->rmax = 0.5 * (f->rmax + r);
+  }
+  f->rising = f->nprev == 0 || f->rmax > MGPU_FIT_RISE * f->rprev;
+}
+
 void mgpu__fit_add(mgpu__fit_t *f, double n, double t) {
   if (!(n > 0) || !(t > 0)) return;
   /* Relative error: a chunk weighs by 1 / t^2, with t its predicted time
@@ -74,24 +89,23 @@ void mgpu__fit_add(mgpu__fit_t *f, double n, double t) {
   f->items = f->items * k + n;
   f->secs = f->secs * k + tp;
   f->samples++;
-  /* The rate at the largest size seen against the size class below it: a
-   * rate still rising with the size keeps the chunks growing. */
-  double r = n / t;
-  if (n > MGPU_FIT_SIZE_CLASS * f->nmax) {
-    f->nprev = f->nmax;
-    f->rprev = f->rmax;
-    f->nmax = n;
-    f->rmax = r;
-  } else if (n * MGPU_FIT_SIZE_CLASS >= f->nmax) {
-    f->rmax = 0.5 * (f->rmax + r);
-  }
-  f->rising = f->nprev == 0 || f->rmax > MGPU_FIT_RISE * f->rprev;
+  size_class(f, n, t);
   solve(f);
 }
 
 void mgpu__fit_sample(mgpu__fit_t *f, double n, double t, bool isolated) {
   f->piped = f->piped * MGPU_MODEL_DECAY + (isolated ? 0 : 1);
-  if (isolated && f->piped >= MGPU_FIT_PIPED_MIN) return;
+  if (isolated && f->piped >= MGPU_FIT_PIPED_MIN) {
+    /* Not learnt into the line, but a chunk alone past the largest size
+     * class still judges the growth: a claim that takes a whole batch's
+     * range runs alone, and a size learnt only from chunks among others
+     * would never be reached, so the chunks would grow for good, one a
+     * batch with nothing to overlap its copies. Its rate, fill included,
+     * against the smaller chunks' rate among others: no faster, and the
+     * growth ends. */
+    if (!mgpu__fit_known(f) && n > MGPU_FIT_SIZE_CLASS * f->nmax) size_class(f, n, t);
+    return;
+  }
   mgpu__fit_add(f, n, t);
 }
 

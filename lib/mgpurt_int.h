@@ -993,7 +993,8 @@ void mgpu__fit_add(mgpu__fit_t *f, double n, double t);
  * nothing else in flight as it started: then its time holds the fill of the
  * pipeline (copies in, the kernel, copies out one after the other), which a
  * chunk among others in flight does not pay, and it is learnt only where the
- * worker's chunks run alone. */
+ * worker's chunks run alone; elsewhere it only judges whether the chunks
+ * still grow, where it is past the largest size learnt. */
 void mgpu__fit_sample(mgpu__fit_t *f, double n, double t, bool isolated);
 /* Predicted seconds of a chunk of n items, and its rate (items/s). */
 double mgpu__fit_time(const mgpu__fit_t *f, double n);

@@ -171,6 +171,57 @@ START_TEST(test_fit_pipeline_fill) {
 }
 END_TEST
 
+/* GPU-only batches of 2^20 items on a device whose rate rises up to a
+ * quarter of a batch (1 ms of latency, 22 ns an item, and 2.4 ns an item of
+ * copies that only a chunk alone pays), with the next claim made while a
+ * chunk is in flight, as two streams make them: the first claim of a batch
+ * runs alone, the others among others. Once the growth's step passes the
+ * batch, a claim takes the whole range and runs alone; its rate, no faster
+ * than the smaller chunks', ends the growth, and the batches after it are
+ * several chunks that overlap. On a latency-bound device (18 ms a launch)
+ * the whole batch alone is faster, and the batches stay one chunk. */
+static void batch_chunks(double a, double c, double fill, size_t n, int batches, int *chunks) {
+  mgpu__fit_t f = {0};
+  for (int b = 0; b < batches; b++) {
+    size_t left = n, pend = 0;
+    bool pend_alone = false;
+    chunks[b] = 0;
+    while (left > 0 || pend > 0) {
+      size_t k = 0;
+      if (left > 0) {
+        k = MGPU_MIN(mgpu__fit_chunk(&f, 2788, 2e-3, SIZE_MAX, true), left);
+        mgpu__fit_claimed(&f, k);
+        left -= k;
+        chunks[b]++;
+      }
+      if (pend > 0)
+        mgpu__fit_sample(&f, (double)pend, dev_time(a, c, (double)pend) + (pend_alone ? fill * (double)pend : 0),
+                         pend_alone);
+      pend_alone = k > 0 && chunks[b] == 1;
+      pend = k;
+    }
+  }
+}
+
+START_TEST(test_fit_whole_batch_alone) {
+  int cheap[6], latency[6];
+  batch_chunks(1e-3, 22e-9, 2.4e-9, 786432, 6, cheap);
+  batch_chunks(18e-3, 0.25e-6, 2.4e-9, 8192, 6, latency);
+  printf("whole batch alone, chunks a batch: cheap");
+  for (int b = 0; b < 6; b++) printf(" %d", cheap[b]);
+  printf("; latency-bound");
+  for (int b = 0; b < 6; b++) printf(" %d", latency[b]);
+  printf("\n");
+  /* The first batch grows from the probe, the second is the whole batch
+   * alone; from the third on, several chunks (one a batch without the
+   * alone chunk's rate, until the memory of chunks among others fades). */
+  for (int b = 2; b < 6; b++) {
+    ck_assert_int_ge(cheap[b], 2);
+    ck_assert_int_eq(latency[b], 1);
+  }
+}
+END_TEST
+
 /* Chunks that grew into their cap (a staging buffer) with the rate still
  * rising between the last two size classes: they cannot grow further. Where
  * the fit predicts the same rate at target_s of work (no latency: the rise
@@ -722,6 +773,7 @@ int main(void) {
   tcase_add_test(tc, test_fit_cpu_chunks);
   tcase_add_test(tc, test_fit_pipeline_fill);
   tcase_add_test(tc, test_fit_growth_at_cap);
+  tcase_add_test(tc, test_fit_whole_batch_alone);
   tcase_add_test(tc, test_split);
   tcase_add_test(tc, test_split_latency);
   tcase_add_test(tc, test_pool_alike);
