@@ -533,8 +533,11 @@ START_TEST(test_reserve_auto) {
    * the fastest. */
   run_contend(12.5e-6, 8, 4, 7, (const int[]){1, 1, 0, 2, 1, 0, 2, 1, 1, 1, 1});
   run_contend(50e-6, 1, 4, 7, (const int[]){1, 1, 0, 2, 1, 0, 2, 0, 0, 0, 0});
-  /* Four ways: one out, none, two, all four, twice each, then all four. */
-  run_contend(0.5e-6, 2, 1, 9, (const int[]){1, 1, 0, 2, 4, 1, 0, 2, 4, 4, 4});
+  /* Four ways: one out, none, two, all four, twice each, then all four. The
+   * CPU workers add about 4% as measured (7% at the GPU's full speed):
+   * clear of the 2% under which they sit out with no trials
+   * (MGPU_CPU_NEGLIGIBLE), and under the fifth that offers all four out. */
+  run_contend(1e-6, 2, 1, 9, (const int[]){1, 1, 0, 2, 4, 1, 0, 2, 4, 4, 4});
 }
 END_TEST
 
