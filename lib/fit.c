@@ -51,18 +51,27 @@ static void solve(mgpu__fit_t *f) {
 }
 
 /* The rate at the largest size seen against the size class below it: a
- * rate still rising with the size keeps the chunks growing. */
+ * rate still rising with the size keeps the chunks growing. A chunk claimed
+ * while they grew that ends after they stopped started while the smaller
+ * chunk before it ran, and the part of its time hidden behind that one (up
+ * to a quarter, at one growth step) would pass for a rising rate: it opens
+ * the growth again only at MGPU_FIT_REOPEN times the rate below it. */
 static void size_class(mgpu__fit_t *f, double n, double t) {
-  double r = n / t;
+  double r = n / t, rise = MGPU_FIT_RISE;
   if (n > MGPU_FIT_SIZE_CLASS * f->nmax) {
+    if (mgpu__fit_known(f) && n <= (double)f->grown) rise = MGPU_FIT_REOPEN;
     f->nprev = f->nmax;
     f->rprev = f->rmax;
     f->nmax = n;
     f->rmax = r;
   } else if (n * MGPU_FIT_SIZE_CLASS >= f->nmax) {
     f->rmax = 0.5 * (f->rmax + r);
+  } else {
+    return;
   }
-  f->rising = f->nprev == 0 || f->rmax > MGPU_FIT_RISE * f->rprev;
+  f->rising = f->nprev == 0 || f->rmax > rise * f->rprev;
+  if (f->rising) f->grown = SIZE_MAX;
+  else if (f->grown == SIZE_MAX) f->grown = f->claimed;
 }
 
 void mgpu__fit_add(mgpu__fit_t *f, double n, double t) {

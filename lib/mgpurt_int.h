@@ -167,6 +167,10 @@ bool mgpu__lock_order_checked(void);
 #define MGPU_FIT_GROWTH 4.0
 #define MGPU_FIT_RISE 1.1
 #define MGPU_FIT_SIZE_CLASS 1.5
+/* A chunk claimed while the chunks grew, ending after they stopped, opens
+ * the growth again only at this many times the rate of the size class below
+ * it (fit.c, size_class: above the 4/3 that overlap can fake). */
+#define MGPU_FIT_REOPEN 1.5
 /* Chunks of sizes this spread (the weighted variance of the sizes over
  * their mean square) tell latency from rate; closer ones keep one of them. */
 #define MGPU_FIT_SPREAD 0.02
@@ -560,6 +564,7 @@ typedef struct {
   double nprev, rprev;         /* the size class before it (0: none yet) */
   bool rising;                 /* the rate rose from nprev to nmax */
   size_t probe, claimed;       /* the first chunk claimed, and the largest */
+  size_t grown;                /* the largest claimed when the growth last stopped (SIZE_MAX: growing; 0: never grown) */
   size_t planned;              /* the size the last claim asked for, before the end of its range */
   double piped;                /* decayed count of chunks that ran while another was in flight */
 } mgpu__fit_t;

@@ -222,6 +222,46 @@ START_TEST(test_fit_whole_batch_alone) {
 }
 END_TEST
 
+/* The growth stops on two chunks that ran alone (pinned sha256 on one H200:
+ * 1,198,040 items at 4.4e8 items/s, 4,792,160 at 4.7e8), while a chunk
+ * claimed in the growth, 19,168,640 items, is in flight. That one started
+ * while the one before it ran, so part of its time hid behind it: 5.4e8.
+ * It does not open the growth again (which took the whole batch as one
+ * chunk from the next batch on, at the one-launch ceiling); it becomes the
+ * largest size class, and the chunks stay a few per batch. A chunk of that
+ * kind whose rate rises past what overlap can fake (a latency-bound kernel
+ * stopped early by noise) does open it again. */
+START_TEST(test_fit_stale_growth) {
+  const size_t range = 33554432;
+  mgpu__fit_t f = {0};
+  mgpu__fit_claimed(&f, 1198040);
+  mgpu__fit_claimed(&f, 4792160);
+  mgpu__fit_sample(&f, 1198040, 0.00274, true);
+  mgpu__fit_claimed(&f, 19168640);
+  mgpu__fit_sample(&f, 4792160, 0.0101, true);
+  ck_assert(mgpu__fit_known(&f));
+  mgpu__fit_sample(&f, 19168640, 0.0353, false);
+  mgpu__fit_sample(&f, 8158975, 0.00471, false);
+  ck_assert(mgpu__fit_known(&f));
+  size_t n = mgpu__fit_chunk(&f, 1e6, 2e-3, range, true);
+  ck_assert_uint_ge(n, 4792160);
+  ck_assert_uint_le(n, range / 4);
+
+  /* 18 ms of latency: 20,480 items and 81,920 at rates within 10% (noise
+   * in the second), then 327,680 claimed in the growth at twice the rate. */
+  mgpu__fit_t g = {0};
+  mgpu__fit_claimed(&g, 20480);
+  mgpu__fit_claimed(&g, 81920);
+  mgpu__fit_sample(&g, 20480, 18e-3 + 20480 * 1e-7, true);
+  mgpu__fit_claimed(&g, 327680);
+  mgpu__fit_sample(&g, 81920, 4 * (18e-3 + 20480 * 1e-7), true);
+  ck_assert(mgpu__fit_known(&g));
+  mgpu__fit_sample(&g, 327680, 18e-3 + 327680 * 1e-7, false);
+  ck_assert(!mgpu__fit_known(&g));
+  ck_assert_uint_gt(mgpu__fit_chunk(&g, 1e6, 2e-3, 1u << 24, true), 327680);
+}
+END_TEST
+
 /* Chunks that grew into their cap (a staging buffer) with the rate still
  * rising between the last two size classes: they cannot grow further. Where
  * the fit predicts the same rate at target_s of work (no latency: the rise
@@ -774,6 +814,7 @@ int main(void) {
   tcase_add_test(tc, test_fit_pipeline_fill);
   tcase_add_test(tc, test_fit_growth_at_cap);
   tcase_add_test(tc, test_fit_whole_batch_alone);
+  tcase_add_test(tc, test_fit_stale_growth);
   tcase_add_test(tc, test_split);
   tcase_add_test(tc, test_split_latency);
   tcase_add_test(tc, test_pool_alike);
