@@ -51,30 +51,40 @@ static void solve(mgpu__fit_t *f) {
 }
 
 /* The rate at the largest size seen against the size class below it: a
- * rate still rising with the size keeps the chunks growing. A chunk claimed
- * while they grew that ends after they stopped started while the smaller
- * chunk before it ran, and the part of its time hidden behind that one (up
- * to a quarter, at one growth step) would pass for a rising rate: it opens
- * the growth again only at MGPU_FIT_REOPEN times the rate below it. */
-static void size_class(mgpu__fit_t *f, double n, double t) {
-  double r = n / t, rise = MGPU_FIT_RISE;
+ * rate still rising with the size keeps the chunks growing. The rates are
+ * each chunk's own, r = n / its span (from its own start to its end): the
+ * device time it is credited with hides the part it ran beside the chunk
+ * before it, and a chunk that grew out of a smaller one would look faster by
+ * that part alone. A chunk claimed while they grew that ends after they
+ * stopped opens the growth again only at MGPU_FIT_REOPEN times the rate
+ * below it. `alone`: a chunk alone past the largest size class, judged
+ * against the class below's rate among others (q, n / its device time),
+ * since the question there is whether one chunk beats smaller ones
+ * overlapped. */
+static void size_class(mgpu__fit_t *f, double n, double r, double q, bool alone) {
+  double rise = MGPU_FIT_RISE;
   if (n > MGPU_FIT_SIZE_CLASS * f->nmax) {
     if (mgpu__fit_known(f) && n <= (double)f->grown) rise = MGPU_FIT_REOPEN;
     f->nprev = f->nmax;
     f->rprev = f->rmax;
+    f->qprev = f->qmax;
     f->nmax = n;
     f->rmax = r;
+    f->qmax = q;
   } else if (n * MGPU_FIT_SIZE_CLASS >= f->nmax) {
     f->rmax = 0.5 * (f->rmax + r);
+    f->qmax = 0.5 * (f->qmax + q);
   } else {
     return;
   }
-  f->rising = f->nprev == 0 || f->rmax > rise * f->rprev;
+  f->rising = f->nprev == 0 || f->rmax > rise * (alone ? f->qprev : f->rprev);
   if (f->rising) f->grown = SIZE_MAX;
   else if (f->grown == SIZE_MAX) f->grown = f->claimed;
 }
 
-void mgpu__fit_add(mgpu__fit_t *f, double n, double t) {
+/* Learn a chunk of n items that took t seconds of the worker, `span` from
+ * its own start. */
+static void add(mgpu__fit_t *f, double n, double t, double span) {
   if (!(n > 0) || !(t > 0)) return;
   /* Relative error: a chunk weighs by 1 / t^2, with t its predicted time
    * once there is a prediction, so that a chunk's own noise does not set its
@@ -98,11 +108,13 @@ void mgpu__fit_add(mgpu__fit_t *f, double n, double t) {
   f->items = f->items * k + n;
   f->secs = f->secs * k + tp;
   f->samples++;
-  size_class(f, n, t);
+  size_class(f, n, n / MGPU_MAX(span, t), n / t, false);
   solve(f);
 }
 
-void mgpu__fit_sample(mgpu__fit_t *f, double n, double t, bool isolated) {
+void mgpu__fit_add(mgpu__fit_t *f, double n, double t) { add(f, n, t, t); }
+
+void mgpu__fit_sample(mgpu__fit_t *f, double n, double t, double span, bool isolated) {
   f->piped = f->piped * MGPU_MODEL_DECAY + (isolated ? 0 : 1);
   if (isolated && f->piped >= MGPU_FIT_PIPED_MIN) {
     /* Not learnt into the line, but a chunk alone past the largest size
@@ -112,10 +124,10 @@ void mgpu__fit_sample(mgpu__fit_t *f, double n, double t, bool isolated) {
      * batch with nothing to overlap its copies. Its rate, fill included,
      * against the smaller chunks' rate among others: no faster, and the
      * growth ends. */
-    if (!mgpu__fit_known(f) && n > MGPU_FIT_SIZE_CLASS * f->nmax) size_class(f, n, t);
+    if (!mgpu__fit_known(f) && n > MGPU_FIT_SIZE_CLASS * f->nmax && n > 0 && t > 0) size_class(f, n, n / t, n / t, true);
     return;
   }
-  mgpu__fit_add(f, n, t);
+  add(f, n, t, span);
 }
 
 double mgpu__fit_time(const mgpu__fit_t *f, double n) { return f->a + f->c * n; }

@@ -183,15 +183,16 @@ void mgpu__gpu_on_failure(mgpu__gpu_t *gp, mgpu__slot_t *s, int rc, const char *
 /* Teach the model the sample held, if any. */
 static void learn_flush(mgpu__gpu_t *gp) {
   if (gp->held_model && gp->held_s > 0)
-    mgpu__model_update(gp->held_model, gp->w->id, (size_t)(gp->held_items + 0.5), gp->held_s, gp->held_alone);
+    mgpu__model_update(gp->held_model, gp->w->id, (size_t)(gp->held_items + 0.5), gp->held_s, gp->held_span,
+                       gp->held_alone);
   gp->held_model = NULL;
 }
 
 /* The sample of the chunk of slot s, which took `busy` seconds of the
- * device: held until the next chunk ends, which joins it if it ended inside
+ * device and `span` from its own start: held until the next chunk ends, which joins it if it ended inside
  * this one's time. In a batch with a cost profile a GPU counts in items of
  * average cost, as it sizes its chunks. */
-static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, bool inside, bool alone) {
+static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, double span, bool inside, bool alone) {
   const mgpu__claim_t *c = &s->claim;
   const mgpu__batch_t *b = c->b;
   double items = b->cost ? (double)mgpu__cost_items(b->cost, c->first, c->count) : (double)c->count;
@@ -203,6 +204,7 @@ static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, bool insi
   gp->held_model = b->model;
   gp->held_items = items;
   gp->held_s = busy;
+  gp->held_span = MGPU_MAX(span, busy);
   gp->held_alone = alone;
 }
 
@@ -237,7 +239,7 @@ bool mgpu__gpu_retire_oldest(mgpu__gpu_t *gp) {
      * by the host noticing a completion late. The worker is as slow as the
      * slower of the two. */
     double busy = now - MGPU_MAX(s->t_issue, gp->last_done);
-    double t0, t1;
+    double t0, t1, span = busy;
     bool inside = false; /* ended within device time already given to an earlier chunk */
     bool alone = true;   /* started with nothing else in flight on the device */
     if (gp->timed && gp->ops->event_time(gp->ctx, s->ev_start, &t0) == 0 &&
@@ -247,6 +249,7 @@ bool mgpu__gpu_retire_oldest(mgpu__gpu_t *gp) {
       alone = gp->last_done == 0 || t0 >= gp->last_end_dev;
       gp->last_end_dev = MGPU_MAX(gp->last_end_dev, t1);
       if (gp->last_done == 0 || dev > busy) busy = dev;
+      span = t1 - t0;
       double th, tk;
       if (gp->rt->trace_on && gp->ops->event_time(gp->ctx, s->ev_h2d, &th) == 0 &&
           gp->ops->event_time(gp->ctx, s->ev_kern, &tk) == 0) {
@@ -270,7 +273,7 @@ bool mgpu__gpu_retire_oldest(mgpu__gpu_t *gp) {
     }
     gp->last_done = now;
     gp->failures = 0;
-    if (!atomic_load(&s->claim.b->failed)) learn(gp, s, busy, inside, alone);
+    if (!atomic_load(&s->claim.b->failed)) learn(gp, s, busy, span, inside, alone);
     mgpu__complete(gp->rt, gp->w, &s->claim, busy > 0 ? busy : 1e-9, 0);
   } else {
     mgpu__gpu_on_failure(gp, s, rc, "while running");

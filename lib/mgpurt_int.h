@@ -560,8 +560,8 @@ typedef struct {
   double items, secs;          /* decayed plain sums of items and seconds: the mean rate */
   double a, c;                 /* the fit: t(n) = a + c n seconds */
   uint64_t samples;            /* chunks learnt from */
-  double nmax, rmax;           /* the largest size class learnt from, and its rate */
-  double nprev, rprev;         /* the size class before it (0: none yet) */
+  double nmax, rmax, qmax;     /* the largest size class learnt from, its chunks' own rate (by their spans), and by their device time */
+  double nprev, rprev, qprev;  /* the size class before it (0: none yet) */
   bool rising;                 /* the rate rose from nprev to nmax */
   size_t probe, claimed;       /* the first chunk claimed, and the largest */
   size_t grown;                /* the largest claimed when the growth last stopped (SIZE_MAX: growing; 0: never grown) */
@@ -994,13 +994,14 @@ size_t mgpu__rank_steal_share(const mgpu__rank_steal_view_t *v);
 /* ----------------------------------------------------------------- fit.c */
 /* Learn a chunk of n items that took t seconds. */
 void mgpu__fit_add(mgpu__fit_t *f, double n, double t);
-/* A GPU's chunk of n items in t seconds, `isolated` when the device had
+/* A GPU's chunk of n items in t seconds (its device time, from when the
+ * chunk before it ended), `span` from its own start, `isolated` when the device had
  * nothing else in flight as it started: then its time holds the fill of the
  * pipeline (copies in, the kernel, copies out one after the other), which a
  * chunk among others in flight does not pay, and it is learnt only where the
  * worker's chunks run alone; elsewhere it only judges whether the chunks
  * still grow, where it is past the largest size learnt. */
-void mgpu__fit_sample(mgpu__fit_t *f, double n, double t, bool isolated);
+void mgpu__fit_sample(mgpu__fit_t *f, double n, double t, double span, bool isolated);
 /* Predicted seconds of a chunk of n items, and its rate (items/s). */
 double mgpu__fit_time(const mgpu__fit_t *f, double n);
 double mgpu__fit_rate(const mgpu__fit_t *f, double n);
@@ -1129,9 +1130,10 @@ void mgpu__model_free(mgpu__model_t *m);
 /* Whether kernel a and b are one kernel: same functions, shapes and name (a
  * kernel struct rebuilt per call keeps its history). */
 bool mgpu__model_same_kernel(const mgpu_kernel_t *a, const mgpu_kernel_t *b);
-/* Learn from a chunk of worker w (its own thread): `items` in `seconds`;
+/* Learn from a chunk of worker w (its own thread): `items` in `seconds`
+ * (`span` from its own start, for a GPU; else `seconds`);
  * publishes the worker's speed, latency and whether its fit is known. */
-void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, bool isolated);
+void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, double span, bool isolated);
 /* Worker w (its own thread) is about to claim for kernel m: the items of its
  * next chunk before the end of its range (mgpu__fit_chunk), remembered for
  * the speed it publishes. */
@@ -1417,7 +1419,7 @@ struct mgpu__gpu {
    * whose device time ended inside time already given to an earlier chunk
    * (the streams ran them out of order) joins that one's sample. */
   mgpu__model_t *held_model;  /* NULL: none held */
-  double held_items, held_s;
+  double held_items, held_s, held_span;
   bool held_alone;            /* its chunk started with nothing else in flight */
   double epoch_host;          /* host clock at the device's time 0 (open) */
   bool timed;                 /* the back end has timing events */

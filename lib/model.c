@@ -65,10 +65,10 @@ static void publish(mgpu__model_t *m, int w) {
   atomic_store_explicit(&m->known[w], mgpu__fit_known(f) || f->samples >= MGPU_FIT_TRUST_AFTER, memory_order_relaxed);
 }
 
-void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, bool isolated) {
+void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, double span, bool isolated) {
   if (seconds <= 0 || items == 0) return;
   mgpu__fit_t *f = &m->fit[w];
-  mgpu__fit_sample(f, (double)items, seconds, isolated);
+  mgpu__fit_sample(f, (double)items, seconds, span, isolated);
   atomic_fetch_add_explicit(&m->samples[w], 1, memory_order_relaxed);
   publish(m, w);
   mgpu__log(MGPU_LOG_DEBUG,

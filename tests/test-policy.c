@@ -35,6 +35,9 @@ END_TEST
  * one stream makes them) on a device of given latency and rate, from a probe
  * of prior_rate * target_s items; returns the claims made until the chunk
  * size stops changing, and that size in *settled. */
+/* A chunk whose span is its device time (alone, or one after another). */
+static void sample(mgpu__fit_t *f, double n, double t, bool isolated) { mgpu__fit_sample(f, n, t, t, isolated); }
+
 static int settle(double a, double c, double prior_rate, double target_s, size_t max_items, size_t *settled,
                   size_t *sizes, int nsizes) {
   mgpu__fit_t f = {0};
@@ -160,13 +163,13 @@ END_TEST
 START_TEST(test_fit_pipeline_fill) {
   mgpu__fit_t f = {0};
   for (int b = 0; b < 6; b++) {
-    mgpu__fit_sample(&f, 2e6, 3e-3 + dev_time(20e-6, 1e-9, 2e6), true);
-    for (int k = 0; k < 10; k++) mgpu__fit_sample(&f, k % 2 ? 2e6 : 5e5, dev_time(20e-6, 1e-9, k % 2 ? 2e6 : 5e5), false);
+    sample(&f, 2e6, 3e-3 + dev_time(20e-6, 1e-9, 2e6), true);
+    for (int k = 0; k < 10; k++) sample(&f, k % 2 ? 2e6 : 5e5, dev_time(20e-6, 1e-9, k % 2 ? 2e6 : 5e5), false);
   }
   ck_assert_double_lt(f.a, 1e-4);
   ck_assert_double_lt(mgpu__fit_sat(&f), 1e6);
   mgpu__fit_t g = {0};
-  for (int b = 0; b < 6; b++) mgpu__fit_sample(&g, b % 2 ? 8192 : 2048, dev_time(18e-3, 0.25e-6, b % 2 ? 8192 : 2048), true);
+  for (int b = 0; b < 6; b++) sample(&g, b % 2 ? 8192 : 2048, dev_time(18e-3, 0.25e-6, b % 2 ? 8192 : 2048), true);
   ck_assert_double_eq_tol(g.a, 18e-3, 1e-6);
 }
 END_TEST
@@ -195,7 +198,7 @@ static void batch_chunks(double a, double c, double fill, size_t n, int batches,
         chunks[b]++;
       }
       if (pend > 0)
-        mgpu__fit_sample(&f, (double)pend, dev_time(a, c, (double)pend) + (pend_alone ? fill * (double)pend : 0),
+        sample(&f, (double)pend, dev_time(a, c, (double)pend) + (pend_alone ? fill * (double)pend : 0),
                          pend_alone);
       pend_alone = k > 0 && chunks[b] == 1;
       pend = k;
@@ -236,12 +239,12 @@ START_TEST(test_fit_stale_growth) {
   mgpu__fit_t f = {0};
   mgpu__fit_claimed(&f, 1198040);
   mgpu__fit_claimed(&f, 4792160);
-  mgpu__fit_sample(&f, 1198040, 0.00274, true);
+  sample(&f, 1198040, 0.00274, true);
   mgpu__fit_claimed(&f, 19168640);
-  mgpu__fit_sample(&f, 4792160, 0.0101, true);
+  sample(&f, 4792160, 0.0101, true);
   ck_assert(mgpu__fit_known(&f));
-  mgpu__fit_sample(&f, 19168640, 0.0353, false);
-  mgpu__fit_sample(&f, 8158975, 0.00471, false);
+  sample(&f, 19168640, 0.0353, false);
+  sample(&f, 8158975, 0.00471, false);
   ck_assert(mgpu__fit_known(&f));
   size_t n = mgpu__fit_chunk(&f, 1e6, 2e-3, range, true);
   ck_assert_uint_ge(n, 4792160);
@@ -252,13 +255,43 @@ START_TEST(test_fit_stale_growth) {
   mgpu__fit_t g = {0};
   mgpu__fit_claimed(&g, 20480);
   mgpu__fit_claimed(&g, 81920);
-  mgpu__fit_sample(&g, 20480, 18e-3 + 20480 * 1e-7, true);
+  sample(&g, 20480, 18e-3 + 20480 * 1e-7, true);
   mgpu__fit_claimed(&g, 327680);
-  mgpu__fit_sample(&g, 81920, 4 * (18e-3 + 20480 * 1e-7), true);
+  sample(&g, 81920, 4 * (18e-3 + 20480 * 1e-7), true);
   ck_assert(mgpu__fit_known(&g));
-  mgpu__fit_sample(&g, 327680, 18e-3 + 327680 * 1e-7, false);
+  sample(&g, 327680, 18e-3 + 327680 * 1e-7, false);
   ck_assert(!mgpu__fit_known(&g));
   ck_assert_uint_gt(mgpu__fit_chunk(&g, 1e6, 2e-3, 1u << 24, true), 327680);
+}
+END_TEST
+
+/* Chunks judged by their own spans (pinned sha256 on one H200): 1,231,378
+ * items alone at 3.7e8 items/s, 4,925,512 alone at 4.7e8, then 19,702,048
+ * claimed while that one ran, credited 36.2 ms from its end (5.4e8) but
+ * 43 ms from its own start (4.6e8), and the tail among others. By its
+ * device time the rate still rose, the growth went on to the whole batch,
+ * and that became the floor, two chunks a batch; by its span the growth
+ * stops, and the chunks stay several a batch. */
+START_TEST(test_fit_span_growth) {
+  const size_t range = 33554432;
+  for (int spans = 0; spans < 2; spans++) {
+    mgpu__fit_t f = {0};
+    mgpu__fit_claimed(&f, 1231378);
+    mgpu__fit_claimed(&f, 4925512);
+    sample(&f, 1231378, 0.00333, true);
+    mgpu__fit_claimed(&f, 19702048);
+    sample(&f, 4925512, 0.0104, true);
+    ck_assert(!mgpu__fit_known(&f));
+    mgpu__fit_sample(&f, 19702048, 0.0362, spans ? 0.043 : 0.0362, false);
+    mgpu__fit_sample(&f, 7396297, 0.00427, spans ? 0.0104 : 0.00427, false);
+    size_t n = mgpu__fit_chunk(&f, 1e6, 2e-3, range, true);
+    if (spans) {
+      ck_assert(mgpu__fit_known(&f));
+      ck_assert_uint_le(n, range / 4);
+    } else {
+      ck_assert_uint_eq(n, range);
+    }
+  }
 }
 END_TEST
 
@@ -815,6 +848,7 @@ int main(void) {
   tcase_add_test(tc, test_fit_growth_at_cap);
   tcase_add_test(tc, test_fit_whole_batch_alone);
   tcase_add_test(tc, test_fit_stale_growth);
+  tcase_add_test(tc, test_fit_span_growth);
   tcase_add_test(tc, test_split);
   tcase_add_test(tc, test_split_latency);
   tcase_add_test(tc, test_pool_alike);
