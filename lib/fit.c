@@ -115,6 +115,7 @@ static void add(mgpu__fit_t *f, double n, double t, double span) {
 void mgpu__fit_add(mgpu__fit_t *f, double n, double t) { add(f, n, t, t); }
 
 void mgpu__fit_sample(mgpu__fit_t *f, double n, double t, double span, bool isolated) {
+  if (!(n > 0) || !(t > 0)) return;
   f->piped = f->piped * MGPU_MODEL_DECAY + (isolated ? 0 : 1);
   if (isolated && f->piped >= MGPU_FIT_PIPED_MIN) {
     /* Not learnt into the line, but a chunk alone past the largest size
@@ -124,7 +125,7 @@ void mgpu__fit_sample(mgpu__fit_t *f, double n, double t, double span, bool isol
      * batch with nothing to overlap its copies. Its rate, fill included,
      * against the smaller chunks' rate among others: no faster, and the
      * growth ends. */
-    if (!mgpu__fit_known(f) && n > MGPU_FIT_SIZE_CLASS * f->nmax && n > 0 && t > 0) size_class(f, n, n / t, n / t, true);
+    if (!mgpu__fit_known(f) && n > MGPU_FIT_SIZE_CLASS * f->nmax) size_class(f, n, n / t, n / t, true);
     return;
   }
   add(f, n, t, span);

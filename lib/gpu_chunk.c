@@ -189,8 +189,8 @@ static void learn_flush(mgpu__gpu_t *gp) {
 }
 
 /* The sample of the chunk of slot s, which took `busy` seconds of the
- * device and `span` from its own start: held until the next chunk ends, which joins it if it ended inside
- * this one's time. In a batch with a cost profile a GPU counts in items of
+ * device and `span` from its own start: held until the next chunk ends,
+ * which joins it if it ended inside this one's time. In a batch with a cost profile a GPU counts in items of
  * average cost, as it sizes its chunks. */
 static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, double span, bool inside, bool alone) {
   const mgpu__claim_t *c = &s->claim;
@@ -204,7 +204,7 @@ static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, double sp
   gp->held_model = b->model;
   gp->held_items = items;
   gp->held_s = busy;
-  gp->held_span = MGPU_MAX(span, busy);
+  gp->held_span = span;
   gp->held_alone = alone;
 }
 

@@ -560,11 +560,11 @@ typedef struct {
   double items, secs;          /* decayed plain sums of items and seconds: the mean rate */
   double a, c;                 /* the fit: t(n) = a + c n seconds */
   uint64_t samples;            /* chunks learnt from */
-  double nmax, rmax, qmax;     /* the largest size class learnt from, its chunks' own rate (by their spans), and by their device time */
+  double nmax, rmax, qmax;     /* the largest size class learnt from, its rate by spans, and by device time */
   double nprev, rprev, qprev;  /* the size class before it (0: none yet) */
   bool rising;                 /* the rate rose from nprev to nmax */
   size_t probe, claimed;       /* the first chunk claimed, and the largest */
-  size_t grown;                /* the largest claimed when the growth last stopped (SIZE_MAX: growing; 0: never grown) */
+  size_t grown;                /* the largest claim when the growth last stopped (SIZE_MAX: growing) */
   size_t planned;              /* the size the last claim asked for, before the end of its range */
   double piped;                /* decayed count of chunks that ran while another was in flight */
 } mgpu__fit_t;

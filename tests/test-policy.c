@@ -16,6 +16,19 @@ static double dev_time(double a, double c, double n) { return a + c * n; }
 
 /* Chunks of growing sizes on an exact line: the fit finds the line, and
  * the saturating size is where latency is a tenth of the time. */
+/* A chunk whose span is its device time (alone, or one after another). */
+static void sample(mgpu__fit_t *f, double n, double t, bool isolated) { mgpu__fit_sample(f, n, t, t, isolated); }
+
+/* The start of a growth: chunks of n1 and n2 claimed, n1 learnt alone in
+ * t1, n3 claimed while n2 runs, then n2 learnt alone in t2. */
+static void grow_alone(mgpu__fit_t *f, double n1, double t1, double n2, double t2, double n3) {
+  mgpu__fit_claimed(f, (size_t)n1);
+  mgpu__fit_claimed(f, (size_t)n2);
+  sample(f, n1, t1, true);
+  mgpu__fit_claimed(f, (size_t)n3);
+  sample(f, n2, t2, true);
+}
+
 START_TEST(test_fit_line) {
   mgpu__fit_t f = {0};
   const double a = 5e-3, c = 0.5e-6;
@@ -35,9 +48,6 @@ END_TEST
  * one stream makes them) on a device of given latency and rate, from a probe
  * of prior_rate * target_s items; returns the claims made until the chunk
  * size stops changing, and that size in *settled. */
-/* A chunk whose span is its device time (alone, or one after another). */
-static void sample(mgpu__fit_t *f, double n, double t, bool isolated) { mgpu__fit_sample(f, n, t, t, isolated); }
-
 static int settle(double a, double c, double prior_rate, double target_s, size_t max_items, size_t *settled,
                   size_t *sizes, int nsizes) {
   mgpu__fit_t f = {0};
@@ -198,8 +208,7 @@ static void batch_chunks(double a, double c, double fill, size_t n, int batches,
         chunks[b]++;
       }
       if (pend > 0)
-        sample(&f, (double)pend, dev_time(a, c, (double)pend) + (pend_alone ? fill * (double)pend : 0),
-                         pend_alone);
+        sample(&f, (double)pend, dev_time(a, c, (double)pend) + (pend_alone ? fill * (double)pend : 0), pend_alone);
       pend_alone = k > 0 && chunks[b] == 1;
       pend = k;
     }
@@ -237,11 +246,7 @@ END_TEST
 START_TEST(test_fit_stale_growth) {
   const size_t range = 33554432;
   mgpu__fit_t f = {0};
-  mgpu__fit_claimed(&f, 1198040);
-  mgpu__fit_claimed(&f, 4792160);
-  sample(&f, 1198040, 0.00274, true);
-  mgpu__fit_claimed(&f, 19168640);
-  sample(&f, 4792160, 0.0101, true);
+  grow_alone(&f, 1198040, 0.00274, 4792160, 0.0101, 19168640);
   ck_assert(mgpu__fit_known(&f));
   sample(&f, 19168640, 0.0353, false);
   sample(&f, 8158975, 0.00471, false);
@@ -253,11 +258,7 @@ START_TEST(test_fit_stale_growth) {
   /* 18 ms of latency: 20,480 items and 81,920 at rates within 10% (noise
    * in the second), then 327,680 claimed in the growth at twice the rate. */
   mgpu__fit_t g = {0};
-  mgpu__fit_claimed(&g, 20480);
-  mgpu__fit_claimed(&g, 81920);
-  sample(&g, 20480, 18e-3 + 20480 * 1e-7, true);
-  mgpu__fit_claimed(&g, 327680);
-  sample(&g, 81920, 4 * (18e-3 + 20480 * 1e-7), true);
+  grow_alone(&g, 20480, 18e-3 + 20480 * 1e-7, 81920, 4 * (18e-3 + 20480 * 1e-7), 327680);
   ck_assert(mgpu__fit_known(&g));
   sample(&g, 327680, 18e-3 + 327680 * 1e-7, false);
   ck_assert(!mgpu__fit_known(&g));
@@ -276,11 +277,7 @@ START_TEST(test_fit_span_growth) {
   const size_t range = 33554432;
   for (int spans = 0; spans < 2; spans++) {
     mgpu__fit_t f = {0};
-    mgpu__fit_claimed(&f, 1231378);
-    mgpu__fit_claimed(&f, 4925512);
-    sample(&f, 1231378, 0.00333, true);
-    mgpu__fit_claimed(&f, 19702048);
-    sample(&f, 4925512, 0.0104, true);
+    grow_alone(&f, 1231378, 0.00333, 4925512, 0.0104, 19702048);
     ck_assert(!mgpu__fit_known(&f));
     mgpu__fit_sample(&f, 19702048, 0.0362, spans ? 0.043 : 0.0362, false);
     mgpu__fit_sample(&f, 7396297, 0.00427, spans ? 0.0104 : 0.00427, false);
