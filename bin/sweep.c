@@ -3,9 +3,10 @@
  * 2, 4 and 8 times the static mode's ratio (the one that the cpu and gpu
  * modes measured, or --ratio), each point with a runtime of its own and timed
  * as the modes are (a warm-up, a prefix where the whole batch would take over
- * --max-run-time) but with SWEEP_RUNS timed runs. With its ends, the cpu mode
- * (no item on the GPUs) and the gpu mode (every item on them), and the static
- * mode itself, it gives the best fixed split, against which steal is set.
+ * --max-run-time) but with SWEEP_RUNS timed runs; a point that comes out the
+ * fastest is timed again as a mode is. With its ends, the cpu mode (no item
+ * on the GPUs) and the gpu mode (every item on them), and the static mode
+ * itself, it gives the best fixed split, against which steal is set.
  */
 #include "config.h"
 
@@ -28,6 +29,24 @@ double gpu_share(const result_t *r) {
   return all > 0 ? gpu / all : 0;
 }
 
+/* Point i of the sweep: a runtime of its own at its ratio, timed by o. */
+static void run_point(work_t *w, opts_t *o, sweep_t *s, int i) {
+  double ratio = s->ratio * factors[i];
+  o->cfg.device_to_core_ratio = ratio < 1e7 ? ratio : 1e7; /* MGPU_DEVICE_TO_CORE_RATIO's range */
+  mgpu_runtime_t *rt = start_runtime(o, MGPU_SCHED_STATIC, 0, false);
+  measure(rt, w, o, &s->pt[i], labels[i]);
+  finish_runtime(w, rt);
+  s->share[i] = gpu_share(&s->pt[i]);
+}
+
+/* The point of the sweep that is the best fixed split, or -1 (a mode is). */
+static int best_point(const sweep_t *s) {
+  if (!s->best_mode || strcmp(s->best_mode, "sweep")) return -1;
+  for (int i = 0; i < SWEEP_POINTS; i++)
+    if (s->pt[i].ran && s->ratio * s->factor[i] == s->best_ratio) return i;
+  return -1;
+}
+
 /* Run the sweep, in the last round of --compare, after the static mode; skip
  * says why it cannot run (that of the static mode), or is NULL. Its points
  * keep the reserve that the static mode's trials chose under
@@ -47,14 +66,23 @@ void run_sweep(work_t *w, const opts_t *o, outcome_t *oc, const char *skip) {
   ok.repeat = SWEEP_RUNS < o->repeat ? SWEEP_RUNS : o->repeat;
   if (st->reserve_auto) ok.cfg.reserve_threads = st->reserve < st->ncpu ? st->reserve : 0;
   for (int i = 0; i < SWEEP_POINTS && !interrupted; i++) {
+    run_point(w, &ok, s, i);
+    s->ran |= s->pt[i].ran;
+  }
+  /* The fastest of single runs is the luckiest one: a point that comes out
+   * best is timed again, --repeat runs of a fresh runtime like a mode's, and
+   * the best is chosen again, until it is a mode or a point so timed. */
+  ok.repeat = o->repeat;
+  for (;;) {
+    sweep_best(oc);
+    int i = best_point(s);
+    if (i < 0 || s->pt[i].runs >= ok.repeat || interrupted) break;
     result_t *r = &s->pt[i];
-    double ratio = s->ratio * factors[i];
-    ok.cfg.device_to_core_ratio = ratio < 1e7 ? ratio : 1e7; /* MGPU_DEVICE_TO_CORE_RATIO's range */
-    mgpu_runtime_t *rt = start_runtime(&ok, MGPU_SCHED_STATIC, 0, false);
-    measure(rt, w, &ok, r, labels[i]);
-    finish_runtime(w, rt);
-    s->share[i] = gpu_share(r);
-    s->ran |= r->ran;
+    /* Its single run is dropped: it was picked for being fast. */
+    r->runs = 0, r->nround = 0;
+    r->steal = (stealacc_t){0};
+    run_point(w, &ok, s, i);
+    if (r->runs == 0) r->ran = 0; /* SIGINT before a timed run: the dropped run is not a figure */
   }
 }
 
@@ -95,6 +123,7 @@ static void sweep_row(const char *ratio, double share, const result_t *r, const 
   printf(" %8.1f%% %13.4g", 100 * share, r->throughput);
   const char *sep = "  ";
   if (what) printf("%s%s", sep, what), sep = ", ";
+  else if (r->runs > 1) printf("%stimed again, median of %d", sep, r->runs), sep = ", ";
   if (r->prefix) printf("%son the first %zu items", sep, r->prefix), sep = ", ";
   if (best) printf("%sbest", sep);
   printf("\n");
@@ -111,8 +140,10 @@ void sweep_report(const opts_t *o, const outcome_t *oc) {
   if (!s->ran) return;
   int runs = SWEEP_RUNS < o->repeat ? SWEEP_RUNS : o->repeat;
   printf("fixed splits: static mode at 1/8 to 8 times its ratio %.4g, %d timed run%s each after a warm-up "
-         "(the modes: %d%s), between the cpu and gpu modes:\n",
+         "(the modes: %d%s",
          s->ratio, runs, runs == 1 ? "" : "s", o->repeat, o->rounds > 1 ? " per round" : "");
+  if (o->repeat > runs) printf("; a point that comes out best is timed again with %d", o->repeat);
+  printf("), between the cpu and gpu modes:\n");
   printf("  %10s %9s %13s\n", "ratio", "on GPUs", "items/s");
   const char *b = s->best_mode ? s->best_mode : "";
   sweep_row("cpu only", 0, &res[0], "mode cpu", !strcmp(b, "cpu"));

@@ -136,7 +136,7 @@ expect 2 "--rounds 'x'" -- "$run" --compare --rounds x
 # and sets steal against it beside E; without a GPU it says why it did not.
 out=$(env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --compare --repeat 2 --threads 1 2>&1); rc=$?
 rows=$(printf '%s\n' "$out" | awk '/^fixed splits: static/ {on = 1; next} /^best static/ {on = 0} on && /%/ {n++} END {print n + 0}')
-if [ $rc = 0 ] && printf '%s' "$out" | grep -q "^fixed splits: static mode at 1/8 to 8 times its ratio [0-9.e+-]*, 1 timed run each after a warm-up (the modes: 2)" &&
+if [ $rc = 0 ] && printf '%s' "$out" | grep -q "^fixed splits: static mode at 1/8 to 8 times its ratio [0-9.e+-]*, 1 timed run each after a warm-up (the modes: 2; a point that comes out best is timed again with 2)" &&
    [ "$rows" = 9 ] && printf '%s' "$out" | grep -q "^    cpu only .*mode cpu" &&
    printf '%s' "$out" | grep -q "^    gpu only  *100.0% .*mode gpu" && printf '%s' "$out" | grep -q "mode static" &&
    [ "$(printf '%s\n' "$out" | grep -c ' best$')" = 1 ] && printf '%s' "$out" | grep -q "^best static: [0-9.e+-]* items/s, " &&
@@ -272,6 +272,27 @@ steal = [r for r in d["results"] if r["mode"] == "steal"][0]
 assert abs(d["speedup_vs_best_static"] - steal["items_per_s"] / best["items_per_s"]) < 1e-3, d["speedup_vs_best_static"]
 assert d["max_run_time"] == 3 and d["verification"]["failed"] == 0
 ' && printf '%s' "$out" | python3 "$schema_keys"; then ok; else bad "--compare --json sweep: $out"; fi
+fi
+# The sweep's fastest point is timed again, --repeat runs like a mode: an
+# emulated device as fast as the one CPU worker and a ratio 8 times too low
+# (static at 0.125: 11% on the GPU) make the point at 8x (50%) the best by far.
+if command -v python3 >/dev/null 2>&1; then
+  cpu=$("$run" mulmod -n 4000 --intensity 2000 --mode cpu --threads 1 --repeat 3 --json 2>/dev/null |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["results"][0]["items_per_s"])')
+  out=$(MGPU_EMULATE_GPUS=1 MGPU_EMULATE_SPEED="$cpu" "$run" mulmod -n 4000 --intensity 2000 --compare --ratio 0.125 \
+        --repeat 3 --json --threads 1 2>/dev/null)
+  if printf '%s' "$out" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+s = d["static_sweep"]
+p = s["points"]
+assert s["best"]["mode"] == "sweep" and s["best"]["ratio"] == 1, s["best"]
+best = [x for x in p if x["mode"] == "sweep" and x["ratio"] == 1][0]
+assert best["runs"] == 3 and best["items_per_s"] == s["best"]["items_per_s"], best
+assert all(x["runs"] == 1 for x in p if x["mode"] == "sweep" and x is not best and x["factor"] < 4), p
+' && MGPU_EMULATE_GPUS=1 MGPU_EMULATE_SPEED="$cpu" "$run" mulmod -n 4000 --intensity 2000 --compare --ratio 0.125 \
+        --repeat 3 --threads 1 2>/dev/null | grep -q "^           1     50.0% .*  timed again, median of 3, best$"
+  then ok; else bad "--compare: the sweep's best point timed again (cpu $cpu items/s): $out"; fi
 fi
 # --compare with every run of the whole batch over --max-run-time (about 10 s
 # each unbounded: 4 modes, 6 fixed splits and the ceiling, 2 rounds): each is
