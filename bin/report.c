@@ -39,6 +39,8 @@ static void print_workers(const result_t *r, const work_t *w) {
   else if (r->reserve > 0)
     printf("CPU workers %d..%d are kept out of batches that GPUs also run (MGPU_RESERVE_THREADS=%d)\n",
            r->ncpu - r->reserve, r->ncpu - 1, r->reserve);
+  if (r->st.gpus_out_batches)
+    printf("Every GPU was kept out of the last run, which this kernel's trials found faster (MGPU_RESERVE_THREADS=auto)\n");
 }
 
 /* The ranks of the mode's last timed run, across MPI ranks. */

@@ -17,8 +17,9 @@ static void json_result(const result_t *r, bool last) {
     return;
   }
   printf(", \"runs\": %d, \"wall_s\": %.6f, \"items_per_s\": %.3f, \"cpu_workers\": %d, \"reserve_workers\": %d, "
-         "\"reserve_auto\": %s, \"chunks\": %llu, \"steals\": %llu, \"retries\": %llu",
-         r->runs, r->wall_s, r->throughput, r->ncpu, r->reserve, r->reserve_auto ? "true" : "false",
+         "\"gpus_out\": %s, \"reserve_auto\": %s, \"chunks\": %llu, \"steals\": %llu, \"retries\": %llu",
+         r->runs, r->wall_s, r->throughput, r->ncpu, r->reserve, r->st.gpus_out_batches ? "true" : "false",
+         r->reserve_auto ? "true" : "false",
          (unsigned long long)r->st.chunks, (unsigned long long)r->st.steals, (unsigned long long)r->st.retries);
   if (r->prefix) printf(", \"prefix_items\": %zu", r->prefix);
   printf(", \"host_steal\": ");

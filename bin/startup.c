@@ -94,7 +94,8 @@ void print_info(mgpu_runtime_t *rt) {
     char ways[32];
     snprintf(ways, sizeof ways, half ? "%d or %d" : "%d", quarter, half);
     printf(", the last %s (or all %d, where they add under a fifth) kept out of a kernel's batches that GPUs also "
-           "run where its timed batches find that faster (MGPU_RESERVE_THREADS=auto)", ways, all);
+           "run, or every GPU where the GPUs add under 30%%, where its timed batches find that faster "
+           "(MGPU_RESERVE_THREADS=auto)", ways, all);
   }
   else if (atoi(reserve))
     printf(", the last %d kept out of batches that GPUs also run", atoi(reserve));

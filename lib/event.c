@@ -89,6 +89,7 @@ static void fill_stats(const mgpu__batch_t *b, mgpu_stats_t *s, const mgpu__stat
   s->failed_count = b->failed_count;
   s->nworkers = b->nworkers;
   s->reserve_workers = b->nreserve;
+  s->gpus_out_batches = b->gpu_out;
   for (int i = 0; i < b->nworkers; i++) {
     const mgpu_worker_stats_t *w = &b->wstats[i];
     s->items += w->items;

@@ -183,12 +183,14 @@ void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   if (b->reserve_timed && atomic_load(&b->status) == MGPU_OK && b->t_end > b->t_start) {
     double rate = (double)b->desc.n / (b->t_end - b->t_start);
     mgpu__reserve_learn(b->model, b->reserve_level, rate);
-    mgpu__log(MGPU_LOG_DEBUG, "kernel '%s', %zu items: %.4g items/s with %d CPU workers kept out (auto reserve)",
-              b->kernel.name ? b->kernel.name : "(unnamed)", b->desc.n, rate, b->nreserve);
+    mgpu__log(MGPU_LOG_DEBUG, "kernel '%s', %zu items: %.4g items/s with %d CPU workers%s kept out (auto reserve)",
+              b->kernel.name ? b->kernel.name : "(unnamed)", b->desc.n, rate, b->nreserve,
+              b->gpu_out ? " and every GPU" : "");
   }
   MGPU_UNLOCK(&rt->lock);
 
   if (!b->task) atomic_fetch_add(&rt->batches_done, 1); /* batches, not device tasks */
+  if (b->gpu_out) atomic_fetch_add(&rt->gpus_out_batches, 1);
   for (int i = 0; i < b->desc.nconsts; i++) mgpu__const_unref(b->desc.consts[i]);
   b->desc.nconsts = 0;
 

@@ -180,13 +180,15 @@ typedef struct mgpu_config {
 /** mgpu_config_t.reserve_threads (MGPU_RESERVE_THREADS=auto): for each
  *  kernel, time its batches with every CPU worker in, with the last quarter
  *  and the last half kept out and, where the CPU workers add under a fifth
- *  of the kernel's throughput, with all of them kept out, and keep the
- *  fastest (checked again every 16th batch). */
+ *  of the kernel's throughput, with all of them kept out (where the GPUs add
+ *  under 30% and the batch steals, with every GPU kept out instead), and
+ *  keep the fastest (checked again every 16th batch). */
 #define MGPU_RESERVE_AUTO (-2)
 /** Under MGPU_RESERVE_AUTO, a kernel's first batches that GPUs run are
  *  trials: one warm-up, then two timed each way by turns (5 batches with two
- *  ways, 7 with three, 9 with four). A benchmark that wants the steady state
- *  runs this many first. */
+ *  ways, 7 with three, 9 with four, the most offered at once: all CPU
+ *  workers out and every GPU out exclude each other). A benchmark that wants
+ *  the steady state runs this many first. */
 #define MGPU_RESERVE_TRIALS 9
 
 /** Fill the `size` bytes at cfg with "unset" in every field and set
@@ -410,6 +412,11 @@ typedef struct {
   size_t rank_size;
   int rank_cap;
   int nranks;             /**< ranks of the batch (0: a batch of one process) */
+  /* Version 3. */
+  /** batch: 1 where every GPU was kept out of it, since the kernel's timed
+   *  batches found the CPU workers alone faster (MGPU_RESERVE_THREADS=auto);
+   *  runtime stats: how many batches ran so */
+  uint64_t gpus_out_batches;
 } mgpu_stats_t;
 #define MGPU_STATS_INIT                                                                  \
   {.size = sizeof(mgpu_stats_t), .worker_size = sizeof(mgpu_worker_stats_t),           \

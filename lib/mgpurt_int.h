@@ -94,6 +94,11 @@ bool mgpu__lock_order_checked(void);
 #define MGPU_CPU_NEGLIGIBLE 0.02
 /* Under 20%, MGPU_RESERVE_THREADS=auto also tries them all out. */
 #define MGPU_CPU_OUT_TRY 0.2
+/* GPUs together under 30% of the machine's speed on a kernel: auto also
+ * tries them out (a GPU's pageable copies can cost the CPU workers more host
+ * memory bandwidth than its items are worth). Disjoint from the CPU workers'
+ * fifth, so that at most four ways are offered at once. */
+#define MGPU_GPU_OUT_TRY 0.3
 /* GPUs of one kind measured within 20% of their median split as equals. */
 #define MGPU_ALIKE_TOL 0.2
 /* Across MPI ranks (dist_batch.c): a steal must save the owner at least
@@ -308,6 +313,8 @@ extern _Thread_local int mgpu__range_locks_held;
 /* Version 2's fields start past version 1's size, tail padding included. */
 _Static_assert(offsetof(mgpu_config_t, mpi) >= MGPU__CONFIG_SIZE_V1, "mgpu_config_t version 2 overlaps version 1");
 _Static_assert(offsetof(mgpu_stats_t, rank) >= MGPU__STATS_SIZE_V1, "mgpu_stats_t version 2 overlaps version 1");
+_Static_assert(offsetof(mgpu_stats_t, gpus_out_batches) >= MGPU__SIZE_TO(mgpu_stats_t, nranks),
+               "mgpu_stats_t version 3 overlaps version 2");
 #define MGPU__TRACE_EVENT_SIZE_V1 MGPU__SIZE_TO(mgpu_trace_event_t, t1)
 #define MGPU__ARRAY_PART_SIZE_V1 MGPU__SIZE_TO(mgpu_array_part_t, data)
 #define MGPU__ARRAY_BATCH_SIZE_V1 MGPU__SIZE_TO(mgpu_array_batch_t, arg_size)
@@ -551,8 +558,9 @@ bool mgpu__fault_hit(const mgpu__fault_plan_t *plan, mgpu_fault_kind_t kind, int
  * the other workers; the cost profile; the reserve trials.
  */
 /* MGPU_RESERVE_THREADS=auto's ways, fewer workers out first: every CPU
- * worker in, a quarter out, half out, all out. */
-#define MGPU_RESERVE_LEVELS 4
+ * worker in, a quarter out, half out, all out; then every GPU out. */
+#define MGPU_RESERVE_LEVELS 5
+#define MGPU_RESERVE_GPUS_OUT 4
 /* One worker's chunk-time model of one kernel (fit.c). Owned by that
  * worker's thread: it claims and completes its own chunks. */
 typedef struct {
@@ -751,6 +759,7 @@ struct mgpu_runtime {
   struct mgpu_const *dead_consts;  /* destroyed, device copies not yet all freed */
   _Atomic int n_dead_consts;
   _Atomic uint64_t batches_done; /* the per-worker counters hold the rest */
+  _Atomic uint64_t gpus_out_batches; /* of those, batches run with every GPU kept out */
 
   double t_init;
   int trace_on;                /* MGPU_TRACE is set */
@@ -850,6 +859,7 @@ struct mgpu__batch {
   bool cpu_ok, gpu_ok;     /* which worker kinds may take items */
   bool steal_ok;           /* false in static mode */
   bool cpu_out;            /* CPU workers sit this batch out (mgpu__activate) */
+  bool gpu_out;            /* GPUs sit it out: auto's way MGPU_RESERVE_GPUS_OUT */
   int nreserve;            /* the last CPU workers kept out while a GPU lives (MGPU_RESERVE_THREADS) */
   int reserve_level;       /* auto: the way it runs (mgpu__reserve_pick's level) */
   bool reserve_timed;      /* auto: its time teaches the model about that way */

@@ -272,7 +272,7 @@ size_t mgpu__cost_steal(const mgpu__cost_t *c, size_t begin, size_t end, double 
 
 /* MGPU_RESERVE_THREADS=auto. The ways (levels) are every CPU worker in (0),
  * a quarter of them out (1) and, where the caller offers them, half of them
- * out (2) and all of them out (3). A kernel's first GPU batch warms up
+ * out (2), all of them out (3) and every GPU out (4). A kernel's first GPU batch warms up
  * (buffers, the speed model's probes) with a quarter out and is not timed;
  * the next ones are timed two per way, by turns (1, 0, 2, 3, 1, 0, 2, 3 with
  * all four; MGPU_RESERVE_TRIALS counts them all with the warm-up); from then
@@ -296,7 +296,7 @@ static double reserve_score(const mgpu__model_t *m, int level) {
 }
 
 int mgpu__reserve_pick(mgpu__model_t *m, size_t n, unsigned offered, bool *record) {
-  static const int order[MGPU_RESERVE_LEVELS] = {1, 0, 2, 3}; /* trial order among equals */
+  static const int order[MGPU_RESERVE_LEVELS] = {1, 0, 2, 3, 4}; /* trial order among equals */
   offered = (offered | 3u) & ((1u << MGPU_RESERVE_LEVELS) - 1);
   uint64_t k = m->reserve_batches++;
   *record = true;

@@ -155,6 +155,7 @@ static bool cpus_sit_out(const mgpu__batch_t *b, const double *speed) {
 static void choose_reserve(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   b->nreserve = 0;
   b->reserve_timed = false;
+  b->gpu_out = false;
   if (!b->gpu_ok || !b->cpu_ok || !mgpu__any_live_gpu(rt)) return;
   int r = rt->cfg.v.reserve_threads;
   if (r != MGPU_RESERVE_AUTO) {
@@ -177,12 +178,18 @@ static void choose_reserve(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   /* Half out is a way of its own: where busy cores are taken from the
    * process (a virtual machine's vCPUs taken by its host), stalls grow
    * with every worker that computes (mgpu__auto_reserve_half). */
-  const int out[MGPU_RESERVE_LEVELS] = {0, cand, mgpu__auto_reserve_half(rt->ncpu), rt->ncpu};
-  unsigned offered = 3u | (out[2] > 0 ? 4u : 0u) |
-                     (cpu_measured && gpu_measured && cpu < MGPU_CPU_OUT_TRY * (cpu + gpu) ? 8u : 0u);
+  /* Every GPU out is the last way, where they add little and the batch
+   * steals (a static split is the ratio's, whatever it costs): the CPU
+   * workers alone can be faster, since a GPU's staging copies take host
+   * memory bandwidth from them. */
+  const int out[MGPU_RESERVE_LEVELS] = {0, cand, mgpu__auto_reserve_half(rt->ncpu), rt->ncpu, 0};
+  bool both = cpu_measured && gpu_measured;
+  unsigned offered = 3u | (out[2] > 0 ? 4u : 0u) | (both && cpu < MGPU_CPU_OUT_TRY * (cpu + gpu) ? 8u : 0u) |
+                     (both && b->steal_ok && gpu < MGPU_GPU_OUT_TRY * (cpu + gpu) ? 1u << MGPU_RESERVE_GPUS_OUT : 0u);
   bool record;
   int level = mgpu__reserve_pick(b->model, b->desc.n, offered, &record);
   b->nreserve = out[level];
+  b->gpu_out = level == MGPU_RESERVE_GPUS_OUT;
   b->reserve_level = level;
   b->reserve_timed = record;
 }
@@ -200,7 +207,7 @@ bool mgpu__plan_split(mgpu_runtime_t *rt, mgpu__batch_t *b, size_t *share) {
     free(speed);
     return false;
   }
-  if (cpus_sit_out(b, speed)) {
+  if (!b->gpu_out && cpus_sit_out(b, speed)) {
     b->cpu_out = true;
     b->nreserve = 0; /* the reserve plays no part: every CPU worker is out */
     b->reserve_timed = false;

@@ -18,7 +18,7 @@ bool mgpu__any_live_gpu(const mgpu_runtime_t *rt) {
 }
 
 bool mgpu__eligible(const mgpu_runtime_t *rt, const mgpu__batch_t *b, const mgpu__worker_t *w) {
-  if (w->kind == MGPU_WORKER_GPU) return b->gpu_ok && mgpu__worker_alive(w);
+  if (w->kind == MGPU_WORKER_GPU) return b->gpu_ok && !b->gpu_out && mgpu__worker_alive(w);
   /* Reserve workers take a batch that GPUs also run only once no GPU is left
    * to do it; so do all CPU workers with GPU-only work. */
   if (b->nreserve > 0 && w->id >= rt->ncpu - b->nreserve && b->gpu_ok && mgpu__any_live_gpu(rt)) return false;

@@ -24,6 +24,7 @@ void mgpu__runtime_stats(const mgpu_runtime_t *rt, mgpu_stats_t *s, const mgpu__
   memset(s, 0, sizeof *s);
   s->nworkers = rt->nworkers;
   s->batches = atomic_load(&rt->batches_done);
+  s->gpus_out_batches = atomic_load(&rt->gpus_out_batches);
   for (int i = 0; i < rt->nworkers; i++) {
     mgpu__worker_t *w = &rt->workers[i];
     mgpu_worker_stats_t ws = {

@@ -466,7 +466,12 @@ static int contend_cpu(const mgpu_chunk_t *c) {
 static const mgpu_kernel_t contend_kernel = {
     .name = "contend", .cpu = contend_cpu, .gpu = never_gpu, .nin = 0, .nout = 1, .out_size = {4}};
 
-/* want[k]: the CPU workers batch k must keep out, k < 11. */
+/* want[j]: the CPU workers the j-th batch that runs on the GPU must keep
+ * out, j < 11. Where the GPU's measured speed, slowed by the contention, is
+ * under MGPU_GPU_OUT_TRY of the total, the trials also time every GPU out:
+ * twice, from a batch that depends on when the GPU's fit slowed (after the
+ * other ways' trials too), leaving their order as it is. Those two batches
+ * run besides the 11. */
 static void run_contend(double gpu_cost, double slow, int busy_at, int trials, const int *want) {
   mgpu_test_config_t cfg = mgpu_test_config(4, 1);
   cfg.cfg.reserve_threads = MGPU_RESERVE_AUTO;
@@ -477,8 +482,8 @@ static void run_contend(double gpu_cost, double slow, int busy_at, int trials, c
   contend_arg_t a = {50e-6, gpu_cost, slow, busy_at};
   mgpu_batch_t b = {.kernel = &contend_kernel, .n = n, .out = {out}, .arg = &a, .arg_size = sizeof a};
   mgpu_worker_stats_t ws[5];
-  const int out_of[MGPU_RESERVE_LEVELS] = {0, 1, 2, 4};
-  for (int k = 0; k < 11; k++) {
+  const int out_of[MGPU_RESERVE_LEVELS] = {0, 1, 2, 4, -1}; /* GPUs out: by gpus_out_batches */
+  for (int k = 0, j = 0; j < 11; k++) {
     memset(out, 0, 4 * n);
     /* The ways' times as the batch's choice sees them (the batch adds its own after). */
     double score[MGPU_RESERVE_LEVELS], best = 0;
@@ -488,15 +493,22 @@ static void run_contend(double gpu_cost, double slow, int busy_at, int trials, c
       score[l] = m->reserve_runs[l] > 1 ? MGPU_MAX(m->reserve_rate[l][0], m->reserve_rate[l][1]) : m->reserve_rate[l][0];
       best = MGPU_MAX(best, score[l]);
     }
+    int out_trials = m->reserve_runs[MGPU_RESERVE_GPUS_OUT];
     MGPU_UNLOCK(&rt->lock);
-    mgpu_stats_t st = {.worker = ws, .worker_cap = 5};
+    mgpu_stats_t st = MGPU_STATS_INIT;
+    st.worker = ws, st.worker_cap = 5;
     ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
     for (size_t i = 0; i < n; i++)
       if (out[i] != (uint32_t)i * 7u + 1u) ck_abort_msg("batch %d: item %zu wrong", k, i);
-    printf("reserve auto (gpu_cost %g, slow %g): batch %d: %.3f s, %d kept out, items %llu %llu %llu %llu gpu %llu\n",
-           gpu_cost, slow, k, st.wall_s, st.reserve_workers, (unsigned long long)ws[0].items,
-           (unsigned long long)ws[1].items, (unsigned long long)ws[2].items, (unsigned long long)ws[3].items,
-           (unsigned long long)ws[4].items);
+    printf("reserve auto (gpu_cost %g, slow %g): batch %d (%d): %.3f s, %d kept out%s, items %llu %llu %llu %llu gpu %llu\n",
+           gpu_cost, slow, k, j, st.wall_s, st.reserve_workers, st.gpus_out_batches ? " and the GPU" : "",
+           (unsigned long long)ws[0].items, (unsigned long long)ws[1].items, (unsigned long long)ws[2].items,
+           (unsigned long long)ws[3].items, (unsigned long long)ws[4].items);
+    if (st.gpus_out_batches) ck_assert_uint_eq(ws[4].items, 0);
+    if (st.gpus_out_batches && out_trials < MGPU_RESERVE_RUNS_PER_WAY) {
+      ck_assert_int_le(k - j, 1); /* at most two such trials */
+      continue;
+    }
     /* The trials follow a fixed order. The way kept after them is chosen by
      * the batches' times: it must be the one the contention model makes
      * fastest wherever the times show that way clearly ahead (by 10%); where
@@ -504,25 +516,26 @@ static void run_contend(double gpu_cost, double slow, int busy_at, int trials, c
      * the fastest. Under sanitizers (MGPURT_NO_TIMING) only its consequences
      * are checked. */
     int out_now = st.reserve_workers;
-    if (mgpu_test_timing() && k < trials) ck_assert_int_eq(out_now, want[k]);
-    if (mgpu_test_timing() && k >= trials) {
-      int want_level = -1, got_level = -1;
+    if (mgpu_test_timing() && j < trials) ck_assert_int_eq(out_now, want[j]);
+    if (mgpu_test_timing() && j >= trials) {
+      int want_level = -1, got_level = st.gpus_out_batches ? MGPU_RESERVE_GPUS_OUT : -1;
       for (int l = 0; l < MGPU_RESERVE_LEVELS; l++) {
-        if (out_of[l] == want[k]) want_level = l;
-        if (out_of[l] == out_now) got_level = l;
+        if (out_of[l] == want[j]) want_level = l;
+        if (out_of[l] == out_now && got_level < 0) got_level = l;
       }
       ck_assert_int_ge(got_level, 0);
       bool clear = want_level >= 0 && score[want_level] > 0;
       for (int l = 0; l < MGPU_RESERVE_LEVELS && clear; l++)
         if (l != want_level && score[l] > 0 && score[want_level] < 1.1 * score[l]) clear = false;
-      if (clear) ck_assert_int_eq(out_now, want[k]);
+      if (clear) ck_assert_int_eq(got_level, want_level);
       else ck_assert_msg(score[got_level] >= best / 1.02, "batch %d kept %d out at %.4g items/s, %.4g possible", k, out_now,
                          score[got_level], best);
     }
     for (int w = 0; w < 4; w++)
       if (w >= 4 - out_now) ck_assert_uint_eq(ws[w].items, 0);
-    if (mgpu_test_timing() && want[k] < 4) ck_assert_uint_gt(ws[0].items, 0);
-    if (mgpu_test_timing() && want[k] == 0) ck_assert_uint_gt(ws[3].items, 0);
+    if (mgpu_test_timing() && want[j] < 4) ck_assert_uint_gt(ws[0].items, 0);
+    if (mgpu_test_timing() && want[j] == 0) ck_assert_uint_gt(ws[3].items, 0);
+    j++;
   }
   free(out);
   mgpu_finalize(rt);
@@ -538,6 +551,69 @@ START_TEST(test_reserve_auto) {
    * clear of the 2% under which they sit out with no trials
    * (MGPU_CPU_NEGLIGIBLE), and under the fifth that offers all four out. */
   run_contend(1e-6, 2, 1, 9, (const int[]){1, 1, 0, 2, 4, 1, 0, 2, 4, 4, 4});
+}
+END_TEST
+
+/* A kernel whose CPU chunks run at half speed while the GPU is inside one
+ * (as its pageable staging copies take host memory bandwidth from them), on a
+ * GPU 32 times slower than the 4 CPU workers together: the CPU workers alone
+ * are faster than all together, and auto's trials keep the GPU out. */
+static _Atomic int hog_gpu_busy;
+
+static int hog_cpu(const mgpu_chunk_t *c) {
+  const double *cost = c->arg; /* seconds per item: CPU worker, GPU */
+  if (c->stream) {
+    atomic_fetch_add(&hog_gpu_busy, 1);
+    mgpu_test_sleep(cost[1] * (double)c->count);
+    atomic_fetch_sub(&hog_gpu_busy, 1);
+  } else {
+    for (double left = cost[0] * (double)c->count; left > 0;) {
+      double f = atomic_load(&hog_gpu_busy) > 0 ? 2 : 1, slice = MGPU_MIN(0.5e-3, left * f);
+      mgpu_test_sleep(slice);
+      left -= slice / f;
+    }
+  }
+  uint32_t *out = c->out[0];
+  for (size_t j = 0; j < c->count; j++) out[j] = (uint32_t)(c->first + j) * 5u + 3u;
+  return 0;
+}
+static const mgpu_kernel_t hog_kernel = {
+    .name = "hog", .cpu = hog_cpu, .gpu = never_gpu, .nin = 0, .nout = 1, .out_size = {4}};
+
+START_TEST(test_reserve_gpus_out) {
+  mgpu_test_config_t cfg = mgpu_test_config(4, 1);
+  cfg.cfg.reserve_threads = MGPU_RESERVE_AUTO;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+  const size_t n = 8000;
+  uint32_t *out = malloc(4 * n);
+  double cost[2] = {50e-6, 400e-6};
+  mgpu_batch_t b = {.kernel = &hog_kernel, .n = n, .out = {out}, .arg = cost, .arg_size = sizeof cost};
+  mgpu_worker_stats_t ws[5];
+  /* Warm-up with a quarter out, then one out, none, two, the GPU out, twice
+   * (the CPU workers add over a fifth: no all-out way), then the GPU out. */
+  const int gpu_out[11] = {0, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1};
+  for (int k = 0; k < 11; k++) {
+    memset(out, 0, 4 * n);
+    mgpu_stats_t st = MGPU_STATS_INIT;
+    st.worker = ws, st.worker_cap = 5;
+    ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
+    for (size_t i = 0; i < n; i++)
+      if (out[i] != (uint32_t)i * 5u + 3u) ck_abort_msg("batch %d: item %zu wrong", k, i);
+    printf("reserve auto, GPU out: batch %d: %.3f s, %d CPU workers kept out, GPU out %llu, GPU items %llu\n", k,
+           st.wall_s, st.reserve_workers, (unsigned long long)st.gpus_out_batches, (unsigned long long)ws[4].items);
+    ck_assert_uint_eq(st.items, n);
+    if (st.gpus_out_batches) ck_assert_uint_eq(ws[4].items, 0);
+    if (st.gpus_out_batches) ck_assert_int_eq(st.reserve_workers, 0);
+    if (mgpu_test_timing()) ck_assert_uint_eq(st.gpus_out_batches, (uint64_t)gpu_out[k]);
+    if (mgpu_test_timing() && !gpu_out[k]) ck_assert_uint_gt(ws[4].items, 0);
+  }
+  mgpu_stats_t rs = MGPU_STATS_INIT;
+  ck_assert_int_eq(mgpu_runtime_stats(rt, &rs), MGPU_OK);
+  ck_assert_uint_eq(rs.batches, 11);
+  if (mgpu_test_timing()) ck_assert_uint_eq(rs.gpus_out_batches, 4);
+  free(out);
+  mgpu_finalize(rt);
 }
 END_TEST
 
@@ -725,6 +801,7 @@ int main(void) {
   tcase_add_test(tc, test_latency_bound_steal);
   tcase_add_test(tc, test_cpus_sit_out);
   tcase_add_test(tc, test_reserve_workers);
+  tcase_add_test(tc, test_reserve_gpus_out);
   tcase_add_test(tc, test_reserve_auto);
   tcase_add_test(tc, test_balance);
   tcase_add_test(tc, test_balance_irregular_first_batch);
