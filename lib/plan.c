@@ -207,7 +207,7 @@ bool mgpu__plan_split(mgpu_runtime_t *rt, mgpu__batch_t *b, size_t *share) {
     free(speed);
     return false;
   }
-  if (!b->gpu_out && cpus_sit_out(b, speed)) {
+  if (cpus_sit_out(b, speed)) {
     b->cpu_out = true;
     b->nreserve = 0; /* the reserve plays no part: every CPU worker is out */
     b->reserve_timed = false;

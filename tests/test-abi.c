@@ -158,6 +158,22 @@ START_TEST(test_old_config) {
 }
 END_TEST
 
+/* A batch of N items on rt, its statistics in the first `size` bytes of
+ * gs (guard bytes past them), which the runtime must not write past. */
+static mgpu_stats_t *run_sized_stats(mgpu_runtime_t *rt, buf_t *gs, size_t size) {
+  int32_t x[N], y[N];
+  for (int i = 0; i < N; i++) x[i] = i;
+  mgpu_batch_t b = {.size = sizeof b, .kernel = &twice, .n = N, .in = {x}, .out = {y}};
+  fill_guard(gs);
+  mgpu_stats_t *st = (mgpu_stats_t *)(void *)gs->b;
+  memset(st, 0, size);
+  st->size = size;
+  ck_assert_msg(mgpu_run(rt, &b, st) == MGPU_OK, "%s", mgpu_last_error());
+  ck_assert_uint_eq(st->items, N);
+  ck_assert(guard_intact(gs, size));
+  return st;
+}
+
 /* Version 1 of mgpu_config_t and mgpu_stats_t: today's without the fields
  * of the runtime across MPI ranks. */
 START_TEST(test_v1_without_ranks) {
@@ -178,18 +194,8 @@ START_TEST(test_v1_without_ranks) {
   ck_assert_msg(mgpu_init(c, &rt) == MGPU_OK, "%s", mgpu_last_error());
   ck_assert_int_eq(mgpu_num_ranks(rt), 1);
   ck_assert_str_eq(setting(rt, "MGPU_MPI").source, "default");
-  int32_t x[N], y[N];
-  for (int i = 0; i < N; i++) x[i] = i;
-  mgpu_batch_t b = {.size = sizeof b, .kernel = &twice, .n = N, .in = {x}, .out = {y}};
   buf_t gs;
-  fill_guard(&gs);
-  mgpu_stats_t *st = (mgpu_stats_t *)(void *)gs.b;
-  size_t sv1 = offsetof(mgpu_stats_t, rank);
-  memset(st, 0, sv1);
-  st->size = sv1;
-  ck_assert_msg(mgpu_run(rt, &b, st) == MGPU_OK, "%s", mgpu_last_error());
-  ck_assert_uint_eq(st->items, N);
-  ck_assert(guard_intact(&gs, sv1));
+  run_sized_stats(rt, &gs, offsetof(mgpu_stats_t, rank));
   mgpu_finalize(rt);
 }
 END_TEST
@@ -198,18 +204,9 @@ END_TEST
  * runtime must not write past. */
 START_TEST(test_v2_stats) {
   mgpu_runtime_t *rt = cpu_runtime(2);
-  int32_t x[N], y[N];
-  for (int i = 0; i < N; i++) x[i] = i;
-  mgpu_batch_t b = {.size = sizeof b, .kernel = &twice, .n = N, .in = {x}, .out = {y}};
   buf_t gs;
-  fill_guard(&gs);
-  mgpu_stats_t *st = (mgpu_stats_t *)(void *)gs.b;
   size_t sv2 = offsetof(mgpu_stats_t, gpus_out_batches);
-  memset(st, 0, sv2);
-  st->size = sv2;
-  ck_assert_msg(mgpu_run(rt, &b, st) == MGPU_OK, "%s", mgpu_last_error());
-  ck_assert_uint_eq(st->items, N);
-  ck_assert(guard_intact(&gs, sv2));
+  mgpu_stats_t *st = run_sized_stats(rt, &gs, sv2);
   ck_assert_int_eq(mgpu_runtime_stats(rt, st), MGPU_OK);
   ck_assert_uint_eq(st->batches, 1);
   ck_assert(guard_intact(&gs, sv2));

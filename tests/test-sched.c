@@ -443,22 +443,27 @@ typedef struct {
 
 static _Atomic int contend_busy; /* CPU workers inside a chunk */
 
+/* s seconds of work, counted in *busy while it runs. */
+static void sleep_busy(_Atomic int *busy, double s) {
+  atomic_fetch_add(busy, 1);
+  mgpu_test_sleep(s);
+  atomic_fetch_sub(busy, 1);
+}
+
+/* s seconds of work at full speed, in slices of 0.5 ms at the speed of the
+ * moment: slow times slower while *busy is at least `at`. */
+static void sleep_slowed(double s, _Atomic int *busy, int at, double slow) {
+  while (s > 0) {
+    double f = atomic_load(busy) >= at ? slow : 1, slice = MGPU_MIN(0.5e-3, s * f);
+    mgpu_test_sleep(slice);
+    s -= slice / f;
+  }
+}
+
 static int contend_cpu(const mgpu_chunk_t *c) {
   const contend_arg_t *a = c->arg;
-  if (!c->stream) {
-    atomic_fetch_add(&contend_busy, 1);
-    mgpu_test_sleep(a->cpu_cost * (double)c->count);
-    atomic_fetch_sub(&contend_busy, 1);
-  } else {
-    /* The GPU's work, in slices of 0.5 ms at the speed of the moment. */
-    double left = a->gpu_cost * (double)c->count; /* seconds at full speed */
-    while (left > 0) {
-      double f = atomic_load(&contend_busy) >= a->busy_at ? a->slow : 1;
-      double slice = MGPU_MIN(0.5e-3, left * f);
-      mgpu_test_sleep(slice);
-      left -= slice / f;
-    }
-  }
+  if (!c->stream) sleep_busy(&contend_busy, a->cpu_cost * (double)c->count);
+  else sleep_slowed(a->gpu_cost * (double)c->count, &contend_busy, a->busy_at, a->slow);
   uint32_t *out = c->out[0];
   for (size_t j = 0; j < c->count; j++) out[j] = (uint32_t)(c->first + j) * 7u + 1u;
   return 0;
@@ -562,17 +567,8 @@ static _Atomic int hog_gpu_busy;
 
 static int hog_cpu(const mgpu_chunk_t *c) {
   const double *cost = c->arg; /* seconds per item: CPU worker, GPU */
-  if (c->stream) {
-    atomic_fetch_add(&hog_gpu_busy, 1);
-    mgpu_test_sleep(cost[1] * (double)c->count);
-    atomic_fetch_sub(&hog_gpu_busy, 1);
-  } else {
-    for (double left = cost[0] * (double)c->count; left > 0;) {
-      double f = atomic_load(&hog_gpu_busy) > 0 ? 2 : 1, slice = MGPU_MIN(0.5e-3, left * f);
-      mgpu_test_sleep(slice);
-      left -= slice / f;
-    }
-  }
+  if (c->stream) sleep_busy(&hog_gpu_busy, cost[1] * (double)c->count);
+  else sleep_slowed(cost[0] * (double)c->count, &hog_gpu_busy, 1, 2);
   uint32_t *out = c->out[0];
   for (size_t j = 0; j < c->count; j++) out[j] = (uint32_t)(c->first + j) * 5u + 3u;
   return 0;
