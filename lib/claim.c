@@ -40,7 +40,7 @@ bool mgpu__all_claimed(const mgpu__batch_t *b) {
 /* Chunk length for worker w from `first`, at most avail: the size its fit
  * asks for (mgpu__model_chunk: a probe; for a GPU, then growing while the
  * rate rises with the size, then about target_s of work and never under the
- * saturating size; for a CPU worker, target_s of work at its mean rate). A chunk is never cut to a fraction of what is left of the range:
+ * measured knee; for a CPU worker, target_s of work at its mean rate). A chunk is never cut to a fraction of what is left of the range:
  * such chunks would pay their latency again and again. In a batch with a
  * cost profile a GPU's size is in items of average cost, and it takes the
  * items from `first` that cost as much. */

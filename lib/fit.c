@@ -8,9 +8,11 @@
  * large ones the rate) and decayed so that old chunks fade when the kernel's
  * cost changes. Where chunk times scatter about any line (items that differ
  * in cost by position, streams whose chunks overlap) the fit is the mean
- * rate alone. From the fit follow the saturating size (where latency is a tenth
- * of a chunk's time), the size of the next chunk, and the rate at that size,
- * by which other workers judge this one (doc/tuning.md, "Completion times").
+ * rate alone. From the fit follow the size of the next chunk (never under
+ * the knee measured by size classes: the size from which the rate stops
+ * rising) and the rate at that size, by which other workers judge this one;
+ * its saturating size (where latency is a tenth of a chunk's time) is shown
+ * in debug logs (doc/tuning.md, "Completion times").
  */
 #include "mgpurt_int.h"
 
@@ -64,7 +66,18 @@ static void solve(mgpu__fit_t *f) {
 static void size_class(mgpu__fit_t *f, double n, double r, double q, bool alone) {
   double rise = MGPU_FIT_RISE;
   if (n > MGPU_FIT_SIZE_CLASS * f->nmax) {
-    if (mgpu__fit_known(f) && n <= (double)f->grown) rise = MGPU_FIT_REOPEN;
+    bool known = mgpu__fit_known(f);
+    if (known && n <= (double)f->grown) rise = MGPU_FIT_REOPEN;
+    /* Past the growth's end, a larger class no faster than the classes
+     * below leaves the smaller one the knee: the floor is the smallest size
+     * at full rate, and a claim cut by its range, larger than the chunks
+     * after it, would otherwise lift it a class. */
+    if (known && r <= rise * (alone ? MGPU_MAX(f->qprev, f->qmax) : MGPU_MAX(f->rprev, f->rmax))) {
+      f->nmax = n;
+      f->rmax = r;
+      f->qmax = q;
+      return;
+    }
     f->nprev = f->nmax;
     f->rprev = f->rmax;
     f->qprev = f->qmax;
@@ -75,11 +88,26 @@ static void size_class(mgpu__fit_t *f, double n, double r, double q, bool alone)
     f->rmax = 0.5 * (f->rmax + r);
     f->qmax = 0.5 * (f->qmax + q);
   } else {
+    /* A chunk among others a step below the smallest class, where no size
+     * below it has run slower (the first chunk was past the knee): as fast,
+     * it becomes that class, and the step below is tried next; slower by
+     * more than MGPU_FIT_RISE, the class above is the knee. */
+    if (!alone && mgpu__fit_known(f) && !f->rose && n * MGPU_FIT_SIZE_CLASS < f->nprev &&
+        n * MGPU_FIT_GROWTH * MGPU_FIT_SIZE_CLASS >= f->nprev) {
+      if (r * MGPU_FIT_RISE >= f->rprev) {
+        f->nprev = n;
+        f->rprev = r;
+        f->qprev = q;
+      } else {
+        f->rose = true;
+      }
+    }
     return;
   }
   f->rising = f->nprev == 0 || f->rmax > rise * (alone ? f->qprev : f->rprev);
   if (f->rising) f->grown = SIZE_MAX;
   else if (f->grown == SIZE_MAX) f->grown = f->claimed;
+  if (f->rising && f->nprev > 0) f->rose = true;
 }
 
 /* Learn a chunk of n items that took t seconds of the worker, `span` from
@@ -164,9 +192,15 @@ size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s,
     n = MGPU_MIN(MGPU_FIT_GROWTH * (double)f->claimed, MGPU_FIT_GROWTH * MGPU_FIT_GROWTH * done);
   } else {
     /* Saturated (or at the cap): target_s of work, and never less than the
-     * saturating size: the fit's, or the size from which the rate stopped
-     * rising (or the size class below the cap). */
-    n = MGPU_MAX(MGPU_MAX(target_s / f->c, mgpu__fit_sat(f)), f->nprev);
+     * measured saturating size, the class from which the rate stopped rising
+     * (or the class below the cap). Where no size below it ran slower, the
+     * knee lies lower, and chunks a step below try it. The fit's own n_sat
+     * does not count: the device times of overlapping chunks scatter, a line
+     * through them can show a latency that no measured rate does, and an
+     * n_sat past the batch made every batch one chunk alone, the pipeline's
+     * fill unhidden (doc/tuning.md, "Completion times"). */
+    bool knee = f->rose || (f->rising && f->nprev > 0);
+    n = MGPU_MAX(target_s / f->c, knee ? f->nprev : f->nprev / MGPU_FIT_GROWTH);
     /* At the cap with the rate still rising: the smaller size only where the
      * fit predicts it as fast, since it leaves more chunks to overlap. */
     if (!mgpu__fit_known(f) && n < (double)max_items &&

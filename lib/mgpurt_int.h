@@ -571,6 +571,7 @@ typedef struct {
   double nmax, rmax, qmax;     /* the largest size class learnt from, its rate by spans, and by device time */
   double nprev, rprev, qprev;  /* the size class before it (0: none yet) */
   bool rising;                 /* the rate rose from nprev to nmax */
+  bool rose;                   /* a size below nprev ran slower: nprev is a measured knee */
   size_t probe, claimed;       /* the first chunk claimed, and the largest */
   size_t grown;                /* the largest claim when the growth last stopped (SIZE_MAX: growing) */
   size_t planned;              /* the size the last claim asked for, before the end of its range */
@@ -1015,14 +1016,15 @@ void mgpu__fit_sample(mgpu__fit_t *f, double n, double t, double span, bool isol
 /* Predicted seconds of a chunk of n items, and its rate (items/s). */
 double mgpu__fit_time(const mgpu__fit_t *f, double n);
 double mgpu__fit_rate(const mgpu__fit_t *f, double n);
-/* The saturating size: latency is MGPU_SAT_SHARE's complement of the time. */
+/* The fit's saturating size, where latency is MGPU_SAT_SHARE's complement of
+ * the time (debug logs; the chunks' floor is the measured knee). */
 double mgpu__fit_sat(const mgpu__fit_t *f);
 /* Two size classes seen and the rate no longer rising: chunks stop growing. */
 bool mgpu__fit_known(const mgpu__fit_t *f);
 /* Items of the worker's next chunk, before the end of its range: the probe
  * (prior_rate items/s for target_s) before any claim; where it `grows` (a
  * GPU), growing from the largest claim while the fit is not known, then
- * target_s of work and never under the saturating size; else target_s at its
+ * target_s of work and never under the measured knee; else target_s at its
  * mean rate. At most max_items, at least 1. */
 size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s, size_t max_items, bool grows);
 /* A claim of n items was made from the size mgpu__fit_chunk gave. */
