@@ -135,7 +135,8 @@ static const opt_desc_t options[] = {
       "CPU workers kept out of batches that GPUs also run\n"
       "(MGPU_RESERVE_THREADS), 0..4096, fewer than the CPU\n"
       "workers; auto: 0, a quarter, half or (where they\n"
-      "add under a fifth) all of them, whichever each\n"
+      "add under a fifth) all of them, or (where the GPUs\n"
+      "add under 30%) every GPU out, whichever each\n"
       "kernel's timed batches find faster"},
   {"num-gpus", 0, "N", O_NUM_GPUS, G_RUNTIME,
       "GPUs to use (MGPU_NUM_GPUS), 0..64"},

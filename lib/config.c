@@ -79,8 +79,8 @@ static const setting_t settings[MGPU_SET_COUNT] = {
   [MGPU_SET_RESERVE_THREADS] = {"MGPU_RESERVE_THREADS", K_INT, 0, 4096, 0, 0, 0,
                                 "an integer in 0..4096, fewer than the CPU workers, or auto (MGPU_RESERVE_AUTO)",
                                 "CPU workers kept out of batches that GPUs also run; auto: learned per kernel, 0, "
-                                "a quarter, half or all of the workers (default: auto with a GPU and a default "
-                                "MGPU_NUM_THREADS, else 0)"},
+                                "a quarter, half or all of the workers, or every GPU out (default: auto with a "
+                                "GPU and a default MGPU_NUM_THREADS, else 0)"},
   [MGPU_SET_TIMEOUT] = {"MGPU_TIMEOUT", K_DOUBLE, 0, 0, 0, 1e6, 0, "a number of seconds in 0..1e6 (0: off) or auto",
                         "seconds a GPU chunk or collective may take before the GPU counts as hung (retired) or "
                         "the collective fails; auto: 10 times the predicted time, at least 30 s (300 s with no "
