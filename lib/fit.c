@@ -199,8 +199,7 @@ size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s,
      * through them can show a latency that no measured rate does, and an
      * n_sat past the batch made every batch one chunk alone, the pipeline's
      * fill unhidden (doc/tuning.md, "Completion times"). */
-    bool knee = f->rose || (f->rising && f->nprev > 0);
-    n = MGPU_MAX(target_s / f->c, knee ? f->nprev : f->nprev / MGPU_FIT_GROWTH);
+    n = MGPU_MAX(target_s / f->c, f->rose ? f->nprev : f->nprev / MGPU_FIT_GROWTH);
     /* At the cap with the rate still rising: the smaller size only where the
      * fit predicts it as fast, since it leaves more chunks to overlap. */
     if (!mgpu__fit_known(f) && n < (double)max_items &&

@@ -403,7 +403,7 @@ END_TEST
  * latency), they stay at the cap. Below the cap, growth goes on. */
 START_TEST(test_fit_growth_at_cap) {
   const double cap = 2097152;
-  mgpu__fit_t f = {.a = 0, .c = 2.5e-9, .nmax = cap, .nprev = cap / 4, .rising = true, .samples = 8,
+  mgpu__fit_t f = {.a = 0, .c = 2.5e-9, .nmax = cap, .nprev = cap / 4, .rising = true, .rose = true, .samples = 8,
                    .claimed = (size_t)cap, .probe = 1000};
   ck_assert(!mgpu__fit_known(&f));
   ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e6, 2e-3, (size_t)cap, true), 800000);

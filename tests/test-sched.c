@@ -471,6 +471,29 @@ static int contend_cpu(const mgpu_chunk_t *c) {
 static const mgpu_kernel_t contend_kernel = {
     .name = "contend", .cpu = contend_cpu, .gpu = never_gpu, .nin = 0, .nout = 1, .out_size = {4}};
 
+/* A runtime of 4 CPU workers and one emulated GPU under
+ * MGPU_RESERVE_THREADS=auto. */
+static mgpu_runtime_t *auto_runtime(void) {
+  mgpu_test_config_t cfg = mgpu_test_config(4, 1);
+  cfg.cfg.reserve_threads = MGPU_RESERVE_AUTO;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+  return rt;
+}
+
+/* Batch k of b on rt, its statistics and its 5 workers' in *st and ws; every
+ * item of its one output (n words, cleared first) must be i * mul + add. */
+static void run_auto_batch(mgpu_runtime_t *rt, const mgpu_batch_t *b, uint32_t mul, uint32_t add, int k,
+                           mgpu_stats_t *st, mgpu_worker_stats_t *ws) {
+  uint32_t *out = b->out[0];
+  memset(out, 0, 4 * b->n);
+  *st = (mgpu_stats_t)MGPU_STATS_INIT;
+  st->worker = ws, st->worker_cap = 5;
+  ck_assert_int_eq(mgpu_run(rt, b, st), MGPU_OK);
+  for (size_t i = 0; i < b->n; i++)
+    if (out[i] != (uint32_t)i * mul + add) ck_abort_msg("batch %d: item %zu wrong", k, i);
+}
+
 /* want[j]: the CPU workers the j-th batch that runs on the GPU must keep
  * out, j < 11. Where the GPU's measured speed, slowed by the contention, is
  * under MGPU_GPU_OUT_TRY of the total, the trials also time every GPU out:
@@ -478,10 +501,7 @@ static const mgpu_kernel_t contend_kernel = {
  * other ways' trials too), leaving their order as it is. Those two batches
  * run besides the 11. */
 static void run_contend(double gpu_cost, double slow, int busy_at, int trials, const int *want) {
-  mgpu_test_config_t cfg = mgpu_test_config(4, 1);
-  cfg.cfg.reserve_threads = MGPU_RESERVE_AUTO;
-  mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+  mgpu_runtime_t *rt = auto_runtime();
   const size_t n = 16000;
   uint32_t *out = malloc(4 * n);
   contend_arg_t a = {50e-6, gpu_cost, slow, busy_at};
@@ -489,7 +509,6 @@ static void run_contend(double gpu_cost, double slow, int busy_at, int trials, c
   mgpu_worker_stats_t ws[5];
   const int out_of[MGPU_RESERVE_LEVELS] = {0, 1, 2, 4, -1}; /* GPUs out: by gpus_out_batches */
   for (int k = 0, j = 0; j < 11; k++) {
-    memset(out, 0, 4 * n);
     /* The ways' times as the batch's choice sees them (the batch adds its own after). */
     double score[MGPU_RESERVE_LEVELS], best = 0;
     MGPU_LOCK(&rt->lock, MGPU_LK_RT);
@@ -500,11 +519,8 @@ static void run_contend(double gpu_cost, double slow, int busy_at, int trials, c
     }
     int out_trials = m->reserve_runs[MGPU_RESERVE_GPUS_OUT];
     MGPU_UNLOCK(&rt->lock);
-    mgpu_stats_t st = MGPU_STATS_INIT;
-    st.worker = ws, st.worker_cap = 5;
-    ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
-    for (size_t i = 0; i < n; i++)
-      if (out[i] != (uint32_t)i * 7u + 1u) ck_abort_msg("batch %d: item %zu wrong", k, i);
+    mgpu_stats_t st;
+    run_auto_batch(rt, &b, 7u, 1u, k, &st, ws);
     printf("reserve auto (gpu_cost %g, slow %g): batch %d (%d): %.3f s, %d kept out%s, items %llu %llu %llu %llu gpu %llu\n",
            gpu_cost, slow, k, j, st.wall_s, st.reserve_workers, st.gpus_out_batches ? " and the GPU" : "",
            (unsigned long long)ws[0].items, (unsigned long long)ws[1].items, (unsigned long long)ws[2].items,
@@ -577,10 +593,7 @@ static const mgpu_kernel_t hog_kernel = {
     .name = "hog", .cpu = hog_cpu, .gpu = never_gpu, .nin = 0, .nout = 1, .out_size = {4}};
 
 START_TEST(test_reserve_gpus_out) {
-  mgpu_test_config_t cfg = mgpu_test_config(4, 1);
-  cfg.cfg.reserve_threads = MGPU_RESERVE_AUTO;
-  mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+  mgpu_runtime_t *rt = auto_runtime();
   const size_t n = 8000;
   uint32_t *out = malloc(4 * n);
   double cost[2] = {50e-6, 400e-6};
@@ -590,12 +603,8 @@ START_TEST(test_reserve_gpus_out) {
    * (the CPU workers add over a fifth: no all-out way), then the GPU out. */
   const int gpu_out[11] = {0, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1};
   for (int k = 0; k < 11; k++) {
-    memset(out, 0, 4 * n);
-    mgpu_stats_t st = MGPU_STATS_INIT;
-    st.worker = ws, st.worker_cap = 5;
-    ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
-    for (size_t i = 0; i < n; i++)
-      if (out[i] != (uint32_t)i * 5u + 3u) ck_abort_msg("batch %d: item %zu wrong", k, i);
+    mgpu_stats_t st;
+    run_auto_batch(rt, &b, 5u, 3u, k, &st, ws);
     printf("reserve auto, GPU out: batch %d: %.3f s, %d CPU workers kept out, GPU out %llu, GPU items %llu\n", k,
            st.wall_s, st.reserve_workers, (unsigned long long)st.gpus_out_batches, (unsigned long long)ws[4].items);
     ck_assert_uint_eq(st.items, n);
