@@ -2,11 +2,14 @@
 # alternate.sh: the same runs on several builds of mgpu-run, taken in turn on
 # one machine, so that its drift falls on every build alike:
 #   bash bench/alternate.sh OUT NAME=MGPU_RUN [NAME=MGPU_RUN ...]
-# For each workload and mode, every build runs once in the order given, then
-# once in the reverse order (PASSES times in all, default 2). Writes each run's
+# For each workload, a pass runs every mode with every build, modes and builds
+# in the order given, the next pass in the reverse order (PASSES passes in all,
+# default 2), so that drift falls on modes and builds alike; with one build,
+# the script compares the modes in turn. Writes each run's
 # output to OUT/NAME.txt and one line per run to OUT/runs.tsv (pass, build,
 # workload, mode, items/s), then prints each build's median per workload and
-# mode over the first build's (report.py --table alternate).
+# mode over the first build's (report.py --table alternate), or with one build
+# each mode's median over the first mode's (report.py --table turns).
 # Environment: WORKLOADS (';'-separated, default the per-workload runs of
 # bench/sweep.sh), MODES (default "gpu steal"), REPEAT (default 3), PASSES,
 # LIMIT (seconds per run, default 120).
@@ -28,9 +31,12 @@ modes=${MODES:-gpu steal}; repeat=${REPEAT:-3}; passes=${PASSES:-2}; limit=${LIM
 tsv=$out/runs.tsv
 printf 'pass\tbuild\tworkload\tmode\titems_per_s\n' > "$tsv"
 n=${#names[@]}
+read -r -a mlist <<< "$modes"
+nm=${#mlist[@]}
 for w in "${workloads[@]}"; do
-  for m in $modes; do
-    for ((p = 0; p < passes; p++)); do
+  for ((p = 0; p < passes; p++)); do
+    for ((j = 0; j < nm; j++)); do
+      m=${mlist[$j]}; (( p % 2 )) && m=${mlist[$((nm - 1 - j))]}
       for ((k = 0; k < n; k++)); do
         i=$k; (( p % 2 )) && i=$((n - 1 - k))
         log=$out/${names[$i]}.txt
@@ -44,4 +50,5 @@ for w in "${workloads[@]}"; do
     done
   done
 done
-python3 "$(dirname "$0")/report.py" --table alternate "$tsv"
+table=alternate; [ "$n" = 1 ] && table=turns
+python3 "$(dirname "$0")/report.py" --table $table "$tsv"

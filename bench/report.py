@@ -454,6 +454,40 @@ def t_alternate(paths):
     return out
 
 
+def t_turns(path):
+    """Modes run in turn with one build (bench/alternate.sh's runs.tsv): per
+    workload, each later mode's median items/s over the first mode's, and the
+    same ratio pass by pass (runs of one pass are neighbours in time)."""
+    import csv
+    import statistics
+    runs = [r for r in csv.DictReader(open(path), delimiter="\t") if r["items_per_s"] not in ("", "failed")]
+    order, modes = [], []
+    for r in runs:
+        if r["workload"] not in order:
+            order.append(r["workload"])
+        if r["mode"] not in modes:
+            modes.append(r["mode"])
+    cols = [f"{m} / {modes[0]}" for m in modes[1:]]
+    out = ["| workload | " + " | ".join(f"{c} (by pass)" for c in cols) + " |", "| --- |" + " --- |" * len(cols)]
+    for w in order:
+        cells = []
+        for m in modes[1:]:
+            def rates(mode, p=None):
+                return [float(r["items_per_s"]) for r in runs
+                        if (r["workload"], r["mode"]) == (w, mode) and (p is None or r["pass"] == p)]
+            x, y = rates(m), rates(modes[0])
+            if not x or not y:
+                cells.append("—")
+                continue
+            passes = sorted({r["pass"] for r in runs if r["workload"] == w}, key=int)
+            by = [statistics.median(rates(m, p)) / statistics.median(rates(modes[0], p))
+                  for p in passes if rates(m, p) and rates(modes[0], p)]
+            cells.append(f"{statistics.median(x) / statistics.median(y):.3f} ("
+                         + ", ".join(f"{v:.3f}" for v in by) + ")")
+        out.append(f"| `{w}` | " + " | ".join(cells) + " |")
+    return out
+
+
 def table(kind, path, every=1, last=None):
     """The lines of one table of KIND from PATH (a run.sh folder, a text file,
     or for the peers kinds a peers.json). KIND text: the file as it is, or its
@@ -465,6 +499,8 @@ def table(kind, path, every=1, last=None):
         return t_peers([load(p) for p in path.split(",")])
     if kind == "alternate":
         return t_alternate(path)
+    if kind == "turns":
+        return t_turns(path)
     if kind == "peers-overhead":
         return t_peers_overhead([(f"`{os.path.basename(p)}`", load(p)) for p in path.split(",")])
     if os.path.isdir(path):
