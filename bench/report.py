@@ -137,6 +137,9 @@ RE_RESIDENT = re.compile(r"^\s*gpu(\d+): saxpy ([\d.]+) GB/s, device-to-device c
                          r"\(read \+ write\): ([\d.]+)%")
 RE_REDUCE = re.compile(r"^sum = \S+ in ([\d.]+) s \(median of \d+\): ([\d.]+) GB/s")
 RE_CEILING = re.compile(r"^ceiling\s+[\d.]+ s, ([\d.e+-]+) items/s: .*gpu mode reaches (\d+)% of it")
+RE_COPIES = re.compile(r"; copies (\d+)% of its time")
+RE_HOSTCOPY = re.compile(r"^host copy [\d.]+ s, ([\d.e+-]+) GB/s: .*bounds a GPU fed from them to ([\d.e+-]+) items/s"
+                         r"; gpu mode reaches (\d+)% of it")
 RE_SCALE = re.compile(r"^(\S.*?):\s+([\d.e+]+)\s+([\d.e+]+)\s+([\d.]+)x$")
 
 
@@ -211,6 +214,12 @@ def parse_text(path):
         m = RE_CEILING.match(line)
         if m and cur is not None:
             cur["ceiling"], cur["gpu_ceiling"] = num(m.group(1)), num(m.group(2)) / 100
+            c = RE_COPIES.search(line)
+            cur["ceiling_copies"] = num(c.group(1)) / 100 if c else None
+            continue
+        m = RE_HOSTCOPY.match(line)
+        if m and cur is not None:
+            cur["host_gbs"], cur["host_bound"], cur["gpu_host"] = num(m.group(1)), num(m.group(2)), num(m.group(3)) / 100
             continue
         m = RE_AR.match(line)
         if m:
@@ -332,9 +341,15 @@ def t_compare(recs, first="workload"):
     the ceiling (the batch as one launch on GPU 0) where --compare measured it."""
     steal_col = any(r.get("st_" + k) for r in recs for k in MODES)
     ceiling_col = any(r.get("ceiling") for r in recs)
+    copies_col = any(r.get("ceiling_copies") is not None for r in recs)
+    host_col = any(r.get("host_bound") for r in recs)
     head = f"| {first} | cpu | gpu | static | steal | E | steal / static |"
     if ceiling_col:
         head += " ceiling | gpu / ceiling |"
+    if copies_col:
+        head += " ceiling's copies |"
+    if host_col:
+        head += " host copy GB/s | host copy bound | gpu / bound |"
     if steal_col:
         head += " host steal (cpu, gpu, static, steal) |"
     out = [head, "|" + " --- |" * (head.count("|") - 1)]
@@ -346,6 +361,12 @@ def t_compare(recs, first="workload"):
             c = r.get("ceiling")
             share = f"{100 * r['gpu_ceiling']:.0f}%" if c else "—"
             row += f" {fmt(c)} | {share} |"
+        if copies_col:
+            c = r.get("ceiling_copies")
+            row += f" {100 * c:.0f}% |" if c is not None else " — |"
+        if host_col:
+            h = r.get("host_bound")
+            row += (f" {r['host_gbs']:.3g} | {fmt(h)} | {100 * r['gpu_host']:.0f}% |" if h else " — | — | — |")
         if steal_col:
             row += " " + ", ".join(f"{r.get('st_' + k) or 0:.0f}%" for k in MODES) + " |"
         out.append(row)

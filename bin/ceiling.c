@@ -62,14 +62,85 @@ static void bufs_free(mgpu_runtime_t *rt, const work_t *w, cbufs_t *b) {
   for (int i = 0; i < w->k_real.nout; i++) mgpu_array_destroy(b->aout[i]), mgpu_host_free(rt, b->hout[i]);
 }
 
-/* One timed pass: copies in, the launch, copies out. */
-static double ceiling_pass(mgpu_runtime_t *rt, const work_t *w, const cbufs_t *b) {
+/* One timed pass: copies in, the launch, copies out; *copy_s gets the time
+ * of the copies. */
+static double ceiling_pass(mgpu_runtime_t *rt, const work_t *w, const cbufs_t *b, double *copy_s) {
   double t0 = now_s();
   for (int i = 0; i < w->k_real.nin; i++) check_status(mgpu_array_scatter(b->ain[i], b->hin[i]), "ceiling: copying in");
+  double t1 = now_s();
   check_status(mgpu_array_run(rt, &b->ab, NULL), "ceiling: the launch");
+  double t2 = now_s();
   for (int i = 0; i < w->k_real.nout; i++)
     check_status(mgpu_array_gather(b->aout[i], b->hout[i]), "ceiling: copying out");
-  return now_s() - t0;
+  double t3 = now_s();
+  *copy_s = (t1 - t0) + (t3 - t2);
+  return t3 - t0;
+}
+
+/* The host copy: every byte of the launch's inputs from the batch's pageable
+ * arrays into pinned memory and of its outputs back, in pieces of HOST_PIECE
+ * bytes shared by the CPU workers (mgpu_parallel_for). A GPU fed from
+ * pageable arrays has each of these bytes copied by the host (the runtime's
+ * staging, or the driver's), so the items of the launch over this time bound
+ * its rate, however its copies overlap. */
+#define HOST_PIECE ((size_t)256 << 10)
+typedef struct {
+  const char *src;
+  char *dst;
+  size_t len;
+} piece_t;
+
+static int copy_pieces(void *arg, size_t first, size_t count) {
+  const piece_t *p = arg;
+  for (size_t i = first; i < first + count; i++) memcpy(p[i].dst, p[i].src, p[i].len);
+  return 0;
+}
+
+/* Appends the pieces of one array of len bytes to p (NULL: only counts). */
+static size_t add_pieces(piece_t *p, size_t at, const void *src, void *dst, size_t len) {
+  for (size_t off = 0; off < len; off += HOST_PIECE, at++)
+    if (p) p[at] = (piece_t){(const char *)src + off, (char *)dst + off, len - off < HOST_PIECE ? len - off : HOST_PIECE};
+  return at;
+}
+
+/* The pieces of the launch of b: the inputs first. Before the outputs are
+ * copied out, their pinned copies take the batch's outputs, so that the
+ * copies write back what the arrays already hold. */
+static size_t host_pieces(const work_t *w, const cbufs_t *b, piece_t *p) {
+  const mgpu_kernel_t *k = &w->k_real;
+  size_t n = 0;
+  for (int i = 0; i < k->nin; i++) n = add_pieces(p, n, w->in[i], b->hin[i], k->in_size[i] * b->n);
+  for (int i = 0; i < k->nout; i++) {
+    if (p) memcpy(b->hout[i], w->outs[i], k->out_size[i] * b->n);
+    n = add_pieces(p, n, b->hout[i], w->outs[i], k->out_size[i] * b->n);
+  }
+  return n;
+}
+
+/* The best of a warm-up and o->repeat host copies, into c; or why not. */
+static void host_copy(mgpu_runtime_t *rt, const opts_t *o, const work_t *w, const cbufs_t *b, ceiling_t *c) {
+  if (o->pinned) {
+    c->host_skipped = "the arrays are pinned by --pinned: nothing is staged";
+    return;
+  }
+  c->host_threads = mgpu_num_cpu_workers(rt);
+  if (c->host_threads == 0) {
+    c->host_skipped = "no CPU worker";
+    return;
+  }
+  size_t n = host_pieces(w, b, NULL);
+  piece_t *p = malloc(sizeof *p * (n ? n : 1));
+  if (!p) check_status(MGPU_ENOMEM, "host copy: its pieces");
+  host_pieces(w, b, p);
+  c->host_bytes = 0;
+  for (size_t i = 0; i < n; i++) c->host_bytes += p[i].len;
+  for (int r = -1; r < o->repeat && !interrupted; r++) {
+    double t0 = now_s();
+    check_status(mgpu_parallel_for(rt, n, copy_pieces, p), "host copy");
+    double t = now_s() - t0;
+    if (r >= 0 && (c->host_s == 0 || t < c->host_s)) c->host_s = t;
+  }
+  free(p);
 }
 
 /* Its results are the batch's: those of the last run, where one completed
@@ -104,20 +175,23 @@ void ceiling_run(const opts_t *o, work_t *w, int ngpu, double expect_tp, ceiling
     n = expect_tp * bound >= 1 ? (size_t)(expect_tp * bound) : 1;
   cbufs_t b;
   bufs_make(rt, w, n, &b);
-  double t = ceiling_pass(rt, w, &b); /* warm-up: the device's first use */
+  double copy_s;
+  double t = ceiling_pass(rt, w, &b, &copy_s); /* warm-up: the device's first use */
   if (bound > 0 && t > bound && n > 1) {
     n = (size_t)((double)n * bound / t);
     bufs_free(rt, w, &b);
     bufs_make(rt, w, n ? n : 1, &b);
   }
   c->prefix = b.n < w->n ? b.n : 0;
+  c->items = b.n;
   c->wall_s = 0;
   for (int r = 0; r < o->repeat && !interrupted; r++) {
-    t = ceiling_pass(rt, w, &b);
-    if (c->wall_s == 0 || t < c->wall_s) c->wall_s = t;
+    t = ceiling_pass(rt, w, &b, &copy_s);
+    if (c->wall_s == 0 || t < c->wall_s) c->wall_s = t, c->copy_s = copy_s;
   }
   c->throughput = c->wall_s > 0 ? (double)b.n / c->wall_s : 0;
   ceiling_results(w, &b, c);
+  if (!interrupted) host_copy(rt, o, w, &b, c);
   bufs_free(rt, w, &b);
   mgpu_finalize(rt);
 }
@@ -132,7 +206,38 @@ void ceiling_report(const ceiling_t *c, const result_t *gpu) {
   printf("ceiling  %.4f s, %.4g items/s: %s as one launch on GPU 0, copied in and out in one piece from "
          "pinned memory (best of the timed runs)",
          c->wall_s, c->throughput, what);
+  if (c->wall_s > 0) printf("; copies %.0f%% of its time", 100 * c->copy_s / c->wall_s);
   if (gpu && gpu->ran && c->throughput > 0) printf("; gpu mode reaches %.0f%% of it", 100 * gpu->throughput / c->throughput);
   printf("\n");
   if (c->differs) printf("ceiling: its results differ from the batch's\n");
+  if (c->host_skipped) {
+    printf("host copy: not measured (%s)\n", c->host_skipped);
+  } else if (c->host_s > 0) {
+    double bound = (double)c->items / c->host_s;
+    printf("host copy %.4f s, %.3g GB/s: %s inputs and outputs (%.4g MB) between the pageable arrays and pinned "
+           "memory on %d CPU worker%s (best of the timed runs), which bounds a GPU fed from them to %.4g items/s",
+           c->host_s, (double)c->host_bytes / c->host_s / 1e9, c->prefix ? "the ceiling's items'" : "the batch's",
+           (double)c->host_bytes / 1e6, c->host_threads, c->host_threads == 1 ? "" : "s", bound);
+    if (gpu && gpu->ran && bound > 0) printf("; gpu mode reaches %.0f%% of it", 100 * gpu->throughput / bound);
+    printf("\n");
+  }
+}
+
+/* "ceiling" of the JSON report, with its host copy. */
+void ceiling_json(const ceiling_t *c) {
+  if (c->skipped) {
+    printf("  \"ceiling\": {\"measured\": false, \"why\": \"%s\"},\n", c->skipped);
+    return;
+  }
+  printf("  \"ceiling\": {\"measured\": true, \"wall_s\": %.6f, \"copy_s\": %.6f, \"items_per_s\": %.3f, "
+         "\"differs\": %s",
+         c->wall_s, c->copy_s, c->throughput, c->differs ? "true" : "false");
+  if (c->prefix) printf(", \"prefix_items\": %zu", c->prefix);
+  if (c->host_skipped) printf(", \"host_copy\": {\"measured\": false, \"why\": \"%s\"}", c->host_skipped);
+  else if (c->host_s > 0)
+    printf(", \"host_copy\": {\"measured\": true, \"wall_s\": %.9f, \"bytes\": %zu, \"threads\": %d, "
+           "\"gb_per_s\": %.3f, \"items_per_s\": %.3f}",
+           c->host_s, c->host_bytes, c->host_threads, (double)c->host_bytes / c->host_s / 1e9,
+           (double)c->items / c->host_s);
+  printf("},\n");
 }

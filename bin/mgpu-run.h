@@ -130,14 +130,21 @@ typedef struct {
   char what[256];       /* "output K bytes A..B: expected .., got .." of the first wrong item */
 } verdict_t;
 
-/* The ceiling of a batch workload (ceiling.c). */
+/* The ceiling of a batch workload (ceiling.c), and the host copy that bounds
+ * a GPU fed from pageable arrays. */
 typedef struct {
   bool asked;
   const char *skipped;  /* why it was not measured, or NULL */
   double wall_s;        /* best pass: copies in, one launch, copies out */
+  double copy_s;        /* of that pass, its copies in and out */
   double throughput;
   bool differs;         /* its outputs differ from the last run's */
   size_t prefix;        /* items of the launch where the whole batch would take over --max-run-time; 0: all */
+  size_t items;         /* items of the launch */
+  const char *host_skipped; /* why the host copy was not measured, or NULL */
+  double host_s;        /* best host copy of the launch's items: inputs in, outputs out */
+  size_t host_bytes;    /* bytes it copies */
+  int host_threads;     /* CPU workers that copy */
 } ceiling_t;
 
 /* The sweep of fixed splits of --compare (sweep.c): static mode at factors of
@@ -262,6 +269,7 @@ void print_prefix_note(const opts_t *o, const work_t *w, const outcome_t *oc);
 /* ceiling.c */
 void ceiling_run(const opts_t *o, work_t *w, int ngpu, double expect_tp, ceiling_t *c);
 void ceiling_report(const ceiling_t *c, const result_t *gpu);
+void ceiling_json(const ceiling_t *c);
 void report_text(const opts_t *o, const work_t *w, const outcome_t *oc);
 void report_quiet(const opts_t *o, const work_t *w, const outcome_t *oc);
 const result_t *main_result(const outcome_t *oc);

@@ -67,7 +67,8 @@ static const opt_desc_t options[] = {
   {"ceiling", 0, NULL, O_CEILING, G_WORKLOAD,
       "run only the ceiling: the whole batch as one launch\n"
       "on GPU 0, copied in and out in one piece from pinned\n"
-      "memory"},
+      "memory; on pageable arrays, then the host copy of its\n"
+      "inputs and outputs, which bounds a GPU fed from them"},
   {"rounds", 0, "N", O_ROUNDS, G_WORKLOAD,
       "with --compare: run the four modes N times in turn,\n"
       "1..100 (default 1), a runtime each time; each mode's\n"

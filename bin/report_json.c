@@ -111,15 +111,7 @@ void report_json(const opts_t *o, const work_t *w, const outcome_t *oc, mgpu_run
   printf("  ],\n");
   if (o->compare) json_compare(oc);
   if (oc->nsres) json_scaling(o, oc);
-  if (oc->ceiling.asked) {
-    if (oc->ceiling.skipped) printf("  \"ceiling\": {\"measured\": false, \"why\": \"%s\"},\n", oc->ceiling.skipped);
-    else {
-      printf("  \"ceiling\": {\"measured\": true, \"wall_s\": %.6f, \"items_per_s\": %.3f, \"differs\": %s",
-             oc->ceiling.wall_s, oc->ceiling.throughput, oc->ceiling.differs ? "true" : "false");
-      if (oc->ceiling.prefix) printf(", \"prefix_items\": %zu", oc->ceiling.prefix);
-      printf("},\n");
-    }
-  }
+  if (oc->ceiling.asked) ceiling_json(&oc->ceiling);
   printf("  \"verification\": {\"enabled\": %s, \"checked\": %zu, \"failed\": %lld}\n}\n", o->verify ? "true" : "false",
          oc->vd.checked, oc->vd.bad);
 }

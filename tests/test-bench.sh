@@ -86,6 +86,15 @@ mode steal  0.005 s (median of 3), 1.28e+07 items/s, 0.204 GB/s moved, host stea
 heterogeneous efficiency E = steal / (cpu + gpu) = 1.012
 steal vs static: 1.000x
 ceiling  0.0051 s, 1.3e+07 items/s: the batch as one launch on GPU 0, copied in and out in one piece from pinned memory (best of the timed runs); gpu mode reaches 96% of it
+== mulmod --intensity 100
+mode cpu    1.1 s (median of 3), 1.5e+07 items/s, 0.245 GB/s moved
+mode gpu    0.015 s (median of 3), 1.1e+09 items/s, 18.2 GB/s moved
+mode static 0.014 s (median of 3), 1.2e+09 items/s, 19.3 GB/s moved
+mode steal  0.014 s (median of 3), 1.2e+09 items/s, 18.6 GB/s moved
+heterogeneous efficiency E = steal / (cpu + gpu) = 1.010
+steal vs static: 0.966x
+ceiling  0.0088 s, 1.9e+09 items/s: the batch as one launch on GPU 0, copied in and out in one piece from pinned memory (best of the timed runs); copies 81% of its time; gpu mode reaches 58% of it
+host copy 0.0041 s, 65.5 GB/s: the batch's inputs and outputs (268.4 MB) between the pageable arrays and pinned memory on 15 CPU workers (best of the timed runs), which bounds a GPU fed from them to 4.09e+09 items/s; gpu mode reaches 27% of it
 == sha256 --pinned
 libmgpurt 0.1.0: sha256, 64 items; 15 CPU workers, 1 GPU (NVIDIA H100 80GB HBM3)
 mode cpu    2.1 s (median of 3), 1.6e+07 items/s, 1.52 GB/s moved
@@ -123,10 +132,11 @@ want = {
 | mulmod-10 (outputs NOT verified) | 1e+03 | 900 | — | — | 1.25e+03 | — | gpu: dmda, 4 tasks | 0.80 |
 | chain | 40 | 39 | — | — | 36 | — | gpu: lws, 4 tasks | 1.11 |
 | ntt | 300 | 250 | 50 | 200 | 150 | 40 | CPU+GPU: dmda, 4 tasks (model not calibrated) | 1.50 |""",
- ("compare", ceiling): """| workload | cpu | gpu | static | steal | E | steal / static | ceiling | gpu / ceiling | host steal (cpu, gpu, static, steal) |
-| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
-| `chain -n 64` | 7e+04 | 1.25e+07 | 1.28e+07 | 1.28e+07 | 1.012 | 1.000 | 1.3e+07 | 96% | 0%, 0%, 0%, 2% |
-| `sha256 --pinned` | 1.6e+07 | 2.2e+08 | 2.3e+08 | 2.6e+08 | 1.108 | 1.152 | — | — | 0%, 0%, 0%, 0% |""",
+ ("compare", ceiling): """| workload | cpu | gpu | static | steal | E | steal / static | ceiling | gpu / ceiling | ceiling's copies | host copy GB/s | host copy bound | gpu / bound | host steal (cpu, gpu, static, steal) |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| `chain -n 64` | 7e+04 | 1.25e+07 | 1.28e+07 | 1.28e+07 | 1.012 | 1.000 | 1.3e+07 | 96% | — | — | — | — | 0%, 0%, 0%, 2% |
+| `mulmod --intensity 100` | 1.5e+07 | 1.1e+09 | 1.2e+09 | 1.2e+09 | 1.010 | 0.966 | 1.9e+09 | 58% | 81% | 65.5 | 4.09e+09 | 27% | 0%, 0%, 0%, 0% |
+| `sha256 --pinned` | 1.6e+07 | 2.2e+08 | 2.3e+08 | 2.6e+08 | 1.108 | 1.152 | — | — | — | — | — | — | 0%, 0%, 0%, 0% |""",
  ("peers", peers): """| workload | libmgpurt steal | libmgpurt gpu | libmgpurt cpu | StarPU CPU+GPU | StarPU gpu | StarPU cpu | StarPU best at | steal / StarPU best |
 | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |
 | mulmod-10 (outputs NOT verified) | 1e+03 | 900 | — | — | 1.25e+03 | — | gpu: dmda, 4 tasks | 0.80 |

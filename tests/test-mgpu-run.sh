@@ -528,6 +528,28 @@ expect 0 "verification: ok (all 3000 items checked" -- env MGPU_EMULATE_GPUS=1 "
 expect 0 "^chain: 3000 items, ceiling [0-9.]* s, .* items/s, verification ok" -- env MGPU_EMULATE_GPUS=1 "$run" chain -n 3000 --intensity 50 --ceiling --repeat 1 -q
 expect 0 "gpu mode reaches [0-9]*% of it" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 3000 --intensity 5 --compare --repeat 1
 expect 0 '"ceiling": {"measured": true' -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 3000 --intensity 5 --compare --repeat 1 --json
+expect 0 "pinned memory (best of the timed runs); copies [0-9]*% of its time$" -- env MGPU_EMULATE_GPUS=1 "$run" chain -n 3000 --intensity 50 --ceiling --repeat 1
+# The host copy that bounds a GPU fed from pageable arrays: every byte of the
+# batch's inputs and outputs (mulmod: 16 a item), in pieces that write the
+# outputs back as they are (verified after it, over several pieces); none
+# where nothing is staged or no CPU worker copies.
+expect 0 "^host copy [0-9.]* s, [0-9.e+]* GB/s: the batch's inputs and outputs (1.6 MB) between the pageable arrays and pinned memory on 1 CPU worker (best of the timed runs), which bounds a GPU fed from them to [0-9.e+]* items/s$" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 100000 --intensity 5 --ceiling --repeat 2 --threads 1
+expect 0 "verification: ok (2000 of 100000 items, one in 50" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 100000 --intensity 5 --ceiling --repeat 2 --threads 1
+expect 0 "which bounds a GPU fed from them to [0-9.e+]* items/s; gpu mode reaches [0-9]*% of it$" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 3000 --intensity 5 --compare --repeat 1
+expect 0 "^host copy: not measured (the arrays are pinned by --pinned: nothing is staged)$" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 3000 --intensity 5 --ceiling --repeat 1 --pinned
+expect 0 "^host copy: not measured (no CPU worker)$" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 3000 --intensity 5 --ceiling --repeat 1 --threads 0
+if command -v python3 >/dev/null 2>&1; then
+  out=$(MGPU_EMULATE_GPUS=1 "$run" mulmod -n 100000 --intensity 5 --ceiling --repeat 2 --threads 1 --json 2>&1); rc=$?
+  if [ $rc = 0 ] && printf '%s' "$out" | python3 -c '
+import json, sys
+c = json.load(sys.stdin)["ceiling"]
+assert c["measured"] and 0 < c["copy_s"] < c["wall_s"], c
+h = c["host_copy"]
+assert h["measured"] and h["bytes"] == 16 * 100000 and h["threads"] == 1 and h["wall_s"] > 0, h
+assert abs(h["items_per_s"] * h["wall_s"] / 100000 - 1) < 1e-3 and abs(h["gb_per_s"] * 1e9 * h["wall_s"] / h["bytes"] - 1) < 1e-3, h
+' && printf '%s' "$out" | python3 "$schema_keys"; then ok
+  else bad "--ceiling --json: the host copy: exit $rc: $out"; fi
+fi
 [ -z "$nogpu" ] || expect 2 "nothing ran: the ceiling cannot be measured: no GPU is in use" -- env MGPU_EMULATE_GPUS=0 "$run" mulmod -n 3000 --ceiling
 expect 2 "ceiling cannot be measured: the pipeline is three dependent batches" -- env MGPU_EMULATE_GPUS=1 "$run" pipeline -n 16 --size 10 --ceiling
 expect 2 "--ceiling runs only the ceiling: not with --compare" -- "$run" mulmod --ceiling --compare
