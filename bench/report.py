@@ -138,7 +138,7 @@ RE_RESIDENT = re.compile(r"^\s*gpu(\d+): saxpy ([\d.]+) GB/s, device-to-device c
 RE_REDUCE = re.compile(r"^sum = \S+ in ([\d.]+) s \(median of \d+\): ([\d.]+) GB/s")
 RE_CEILING = re.compile(r"^ceiling\s+[\d.]+ s, ([\d.e+-]+) items/s: .*gpu mode reaches (\d+)% of it")
 RE_COPIES = re.compile(r"; copies (\d+)% of its time")
-RE_HOSTCOPY = re.compile(r"^host copy [\d.]+ s, ([\d.e+-]+) GB/s: .*bounds a GPU fed from them to ([\d.e+-]+) items/s"
+RE_HOSTCOPY = re.compile(r"^host copy [\d.e+-]+ s, ([\d.e+-]+) GB/s: .*bounds a GPU fed from them to ([\d.e+-]+) items/s"
                          r"; gpu mode reaches (\d+)% of it")
 RE_SCALE = re.compile(r"^(\S.*?):\s+([\d.e+]+)\s+([\d.e+]+)\s+([\d.]+)x$")
 

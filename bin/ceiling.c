@@ -214,7 +214,7 @@ void ceiling_report(const ceiling_t *c, const result_t *gpu) {
     printf("host copy: not measured (%s)\n", c->host_skipped);
   } else if (c->host_s > 0) {
     double bound = (double)c->items / c->host_s;
-    printf("host copy %.4f s, %.3g GB/s: %s inputs and outputs (%.4g MB) between the pageable arrays and pinned "
+    printf("host copy %.3g s, %.3g GB/s: %s inputs and outputs (%.4g MB) between the pageable arrays and pinned "
            "memory on %d CPU worker%s (best of the timed runs), which bounds a GPU fed from them to %.4g items/s",
            c->host_s, (double)c->host_bytes / c->host_s / 1e9, c->prefix ? "the ceiling's items'" : "the batch's",
            (double)c->host_bytes / 1e6, c->host_threads, c->host_threads == 1 ? "" : "s", bound);

@@ -94,7 +94,7 @@ mode steal  0.014 s (median of 3), 1.2e+09 items/s, 18.6 GB/s moved
 heterogeneous efficiency E = steal / (cpu + gpu) = 1.010
 steal vs static: 0.966x
 ceiling  0.0088 s, 1.9e+09 items/s: the batch as one launch on GPU 0, copied in and out in one piece from pinned memory (best of the timed runs); copies 81% of its time; gpu mode reaches 58% of it
-host copy 0.0041 s, 65.5 GB/s: the batch's inputs and outputs (268.4 MB) between the pageable arrays and pinned memory on 15 CPU workers (best of the timed runs), which bounds a GPU fed from them to 4.09e+09 items/s; gpu mode reaches 27% of it
+host copy 4.1e-03 s, 65.5 GB/s: the batch's inputs and outputs (268.4 MB) between the pageable arrays and pinned memory on 15 CPU workers (best of the timed runs), which bounds a GPU fed from them to 4.09e+09 items/s; gpu mode reaches 27% of it
 == sha256 --pinned
 libmgpurt 0.1.0: sha256, 64 items; 15 CPU workers, 1 GPU (NVIDIA H100 80GB HBM3)
 mode cpu    2.1 s (median of 3), 1.6e+07 items/s, 1.52 GB/s moved
