@@ -439,35 +439,35 @@ def t_resident(matvec, resident, reduce):
     return out
 
 
+def firsts(runs, key):
+    """The values of key in the rows of a runs.tsv, each once, in order of appearance."""
+    return list(dict.fromkeys(r[key] for r in runs))
+
+
+def median_rate(runs, **match):
+    """The median items/s of the rows of a runs.tsv whose fields equal match, or None."""
+    import statistics
+    v = [float(r["items_per_s"]) for r in runs if all(r[k] == x for k, x in match.items())
+         and r["items_per_s"] not in ("", "failed")]
+    return statistics.median(v) if v else None
+
+
 def t_alternate(paths):
     """Builds run in turn (bench/alternate.sh's runs.tsv, comma-separated for
     several runs): per workload, each later build's median items/s over the
     first build's of the same run, mode by mode."""
     import csv
-    import statistics
     cols, rows, order = [], {}, []
     for path in paths.split(","):
         runs = list(csv.DictReader(open(path), delimiter="\t"))
-        names = []
-        for r in runs:
-            if r["build"] not in names:
-                names.append(r["build"])
-            if r["workload"] not in order:
-                order.append(r["workload"])
-        modes = []
-        for r in runs:
-            if r["mode"] not in modes:
-                modes.append(r["mode"])
-
-        def med(b, w, m):
-            v = [float(r["items_per_s"]) for r in runs if (r["build"], r["workload"], r["mode"]) == (b, w, m)
-                 and r["items_per_s"] not in ("", "failed")]
-            return statistics.median(v) if v else None
+        names = firsts(runs, "build")
+        order += [w for w in firsts(runs, "workload") if w not in order]
         for b in names[1:]:
-            for m in modes:
+            for m in firsts(runs, "mode"):
                 cols.append(f"{b} / {names[0]}, {m}")
                 for w in order:
-                    x, y = med(b, w, m), med(names[0], w, m)
+                    x = median_rate(runs, build=b, workload=w, mode=m)
+                    y = median_rate(runs, build=names[0], workload=w, mode=m)
                     rows.setdefault(w, {})[cols[-1]] = f"{x / y:.3f}" if x and y else "—"
     out = ["| workload | " + " | ".join(cols) + " |", "| --- |" + " ---: |" * len(cols)]
     for w in order:
@@ -480,31 +480,19 @@ def t_turns(path):
     workload, each later mode's median items/s over the first mode's, and the
     same ratio pass by pass (runs of one pass are neighbours in time)."""
     import csv
-    import statistics
-    runs = [r for r in csv.DictReader(open(path), delimiter="\t") if r["items_per_s"] not in ("", "failed")]
-    order, modes = [], []
-    for r in runs:
-        if r["workload"] not in order:
-            order.append(r["workload"])
-        if r["mode"] not in modes:
-            modes.append(r["mode"])
-    cols = [f"{m} / {modes[0]}" for m in modes[1:]]
-    out = ["| workload | " + " | ".join(f"{c} (by pass)" for c in cols) + " |", "| --- |" + " --- |" * len(cols)]
-    for w in order:
+    runs = list(csv.DictReader(open(path), delimiter="\t"))
+    modes = firsts(runs, "mode")
+    out = ["| workload | " + " | ".join(f"{m} / {modes[0]} (by pass)" for m in modes[1:]) + " |",
+           "| --- |" + " --- |" * (len(modes) - 1)]
+    for w in firsts(runs, "workload"):
+        passes = firsts([r for r in runs if r["workload"] == w], "pass")
         cells = []
         for m in modes[1:]:
-            def rates(mode, p=None):
-                return [float(r["items_per_s"]) for r in runs
-                        if (r["workload"], r["mode"]) == (w, mode) and (p is None or r["pass"] == p)]
-            x, y = rates(m), rates(modes[0])
-            if not x or not y:
-                cells.append("—")
-                continue
-            passes = sorted({r["pass"] for r in runs if r["workload"] == w}, key=int)
-            by = [statistics.median(rates(m, p)) / statistics.median(rates(modes[0], p))
-                  for p in passes if rates(m, p) and rates(modes[0], p)]
-            cells.append(f"{statistics.median(x) / statistics.median(y):.3f} ("
-                         + ", ".join(f"{v:.3f}" for v in by) + ")")
+            x, y = median_rate(runs, workload=w, mode=m), median_rate(runs, workload=w, mode=modes[0])
+            by = [(median_rate(runs, workload=w, mode=m, **{"pass": p}),
+                   median_rate(runs, workload=w, mode=modes[0], **{"pass": p})) for p in passes]
+            cells.append(f"{x / y:.3f} (" + ", ".join(f"{a / b:.3f}" for a, b in by if a and b) + ")"
+                         if x and y else "—")
         out.append(f"| `{w}` | " + " | ".join(cells) + " |")
     return out
 
