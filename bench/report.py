@@ -74,6 +74,10 @@ def compare_record(label, d):
     rec["sp"] = sl / st if sl and st else None
     rec["e_by"] = d.get("efficiency_by_round") or []
     rec["sp_by"] = d.get("speedup_vs_static_by_round") or []
+    t = d.get("turns") or {}
+    if t.get("ran"):
+        rec["vs_best"], rec["vs_best_turns"], rec["turns_by"] = d.get("speedup_vs_best_static"), \
+            t["speedup_vs_best_static"], t["by_turn"]
     return rec
 
 
@@ -138,6 +142,8 @@ RE_RESIDENT = re.compile(r"^\s*gpu(\d+): saxpy ([\d.]+) GB/s, device-to-device c
 RE_REDUCE = re.compile(r"^sum = \S+ in ([\d.]+) s \(median of \d+\): ([\d.]+) GB/s")
 RE_CEILING = re.compile(r"^ceiling\s+[\d.]+ s, ([\d.e+-]+) items/s: .*gpu mode reaches (\d+)% of it")
 RE_COPIES = re.compile(r"; copies (\d+)% of its time")
+RE_VS_BEST = re.compile(r"; steal / best static = ([\d.]+)x")
+RE_TURNS = re.compile(r"^turns: .* steal / best static = ([\d.]+)x(?: \(by turn: ([\d., ]+)\))?")
 RE_HOSTCOPY = re.compile(r"^host copy [\d.e+-]+ s, ([\d.e+-]+) GB/s: .*bounds a GPU fed from them to ([\d.e+-]+) items/s"
                          r"; gpu mode reaches (\d+)% of it")
 RE_SCALE = re.compile(r"^(\S.*?):\s+([\d.e+]+)\s+([\d.e+]+)\s+([\d.]+)x$")
@@ -210,6 +216,13 @@ def parse_text(path):
                 cur["e"], cur["e_by"] = num(e.group(1)), by_round(e.group(2))
             if sp:
                 cur["sp"], cur["sp_by"] = num(sp.group(1)), by_round(sp.group(2))
+            vb = RE_VS_BEST.search(line)
+            if vb:
+                cur["vs_best"] = num(vb.group(1))
+            continue
+        m = RE_TURNS.match(line)
+        if m and cur is not None:
+            cur["vs_best_turns"], cur["turns_by"] = num(m.group(1)), by_round(m.group(2))
             continue
         m = RE_CEILING.match(line)
         if m and cur is not None:
@@ -343,7 +356,10 @@ def t_compare(recs, first="workload"):
     ceiling_col = any(r.get("ceiling") for r in recs)
     copies_col = any(r.get("ceiling_copies") is not None for r in recs)
     host_col = any(r.get("host_bound") for r in recs)
+    turns_col = any(r.get("vs_best_turns") for r in recs)
     head = f"| {first} | cpu | gpu | static | steal | E | steal / static |"
+    if turns_col:
+        head += " steal / best static | the same in turns |"
     if ceiling_col:
         head += " ceiling | gpu / ceiling |"
     if copies_col:
@@ -357,6 +373,10 @@ def t_compare(recs, first="workload"):
         label = r["label"] if "(" in r["label"] else f"`{r['label']}`"
         row = (f"| {label} | {fmt(r['cpu'])} | {fmt(r['gpu'])} | {fmt(r['static'])} | {fmt(r['steal'])} | "
                f"{rounds(r['e'], r['e_by'])} | {rounds(r['sp'], r['sp_by'])} |")
+        if turns_col:
+            vb, vt = r.get("vs_best"), r.get("vs_best_turns")
+            row += f" {vb:.3f} |" if vb else " — |"
+            row += f" {rounds(vt, r.get('turns_by') or [])} |" if vt else " — |"
         if ceiling_col:
             c = r.get("ceiling")
             share = f"{100 * r['gpu_ceiling']:.0f}%" if c else "—"

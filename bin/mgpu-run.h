@@ -17,7 +17,8 @@
 #define EXIT_FAIL 1
 #define EXIT_USAGE 2
 #define EXIT_INTERRUPTED 130
-#define MAX_ROUNDS 100 /* --rounds */
+#define MAX_ROUNDS 100 /* --rounds, --turns */
+#define TURNS_DEFAULT 3 /* --turns with --compare */
 /* --max-run-time's default: a mode whose run would take longer is timed on a
  * prefix, so that --compare (four modes, six fixed splits and the ceiling,
  * each a warm-up and --repeat runs) stays within a minute or so. */
@@ -34,6 +35,7 @@ typedef struct {
   bool no_mpi;         /* --no-mpi: each process alone under a launcher */
   int repeat;
   int rounds;          /* --compare: the four modes run this many times in turn */
+  int turns;           /* --compare: turns of steal and the best fixed split after it; -1: not given */
   double max_run_s;    /* --max-run-time: longer runs are timed on a prefix; 0: no bound */
   unsigned long long seed;
   const char *output;  /* mandelbrot image */
@@ -165,6 +167,17 @@ typedef struct {
   double best_tp, best_share;
 } sweep_t;
 
+/* The best fixed split and steal timed in turns after the sweep (turns.c):
+ * the sweep picks the fastest of nine figures, so its own figure is biased
+ * up; a fresh runtime of each in turn measures the two alike. */
+typedef struct {
+  const char *skipped;  /* why they were not run, or NULL */
+  int n;                /* turns completed: both ran */
+  result_t best, steal; /* every turn's timed runs: a round each */
+  double ratio;         /* median over all timed runs, steal over best */
+  double by_turn[MAX_ROUNDS];
+} turns_t;
+
 /* Everything a batch workload's report shows: the modes run, the scaling
  * table, the comparison's figures and the verification. */
 typedef struct {
@@ -178,6 +191,7 @@ typedef struct {
   double e, speedup; /* --compare: steal / (cpu + gpu), steal / static; 0: not run */
   double vs_best;    /* --compare: steal / the best fixed split of the sweep; 0: not known */
   sweep_t sweep;     /* --compare */
+  turns_t turns;     /* --compare with --turns above 0 */
   double e_round[MAX_ROUNDS], sp_round[MAX_ROUNDS];
   int ne, nsp;
   verdict_t vd;
@@ -256,9 +270,16 @@ void sweep_best(outcome_t *oc);
 void sweep_report(const opts_t *o, const outcome_t *oc);
 void sweep_json(const outcome_t *oc);
 double gpu_share(const result_t *r);
+mgpu_runtime_t *start_best_split(const opts_t *o, const outcome_t *oc, const result_t **from);
+
+/* turns.c */
+void run_turns(work_t *w, const opts_t *o, outcome_t *oc);
+void turns_report(const opts_t *o, const outcome_t *oc);
+void turns_json(const outcome_t *oc);
 
 /* modes.c */
 const char *mode_name(mgpu_sched_t m);
+int ratio_by_round(const result_t *num, const result_t *den, const result_t *den2, double *out);
 int run_multi(mgpu_runtime_t *base, opts_t *o);
 int run_batch_workload(mgpu_runtime_t *base, opts_t *o, const mgpu_plugin_workload_t *pw);
 

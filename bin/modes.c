@@ -28,7 +28,7 @@ static void plot_run(mgpu_runtime_t *rt, const opts_t *o, const result_t *r, con
 
 /* Round by round, num's throughput over den's (plus den2's unless NULL), into
  * out; returns the rounds that all of them ran. */
-static int ratio_by_round(const result_t *num, const result_t *den, const result_t *den2, double *out) {
+int ratio_by_round(const result_t *num, const result_t *den, const result_t *den2, double *out) {
   int n = num->nround < den->nround ? num->nround : den->nround;
   if (den2 && den2->nround < n) n = den2->nround;
   for (int k = 0; k < n; k++) {
@@ -128,9 +128,10 @@ static const char *compare_skip(mgpu_sched_t m, bool has_gpu_fn, outcome_t *oc) 
 /* --compare: the same inputs, one runtime per mode. static uses the ratio
  * measured by the cpu and gpu runs, unless --ratio is given; in the last
  * round, the sweep of fixed splits around it runs before steal (so that the
- * steal run is the last, the one verified, traced and plotted). With
- * --rounds the four modes run in turn again, so that a machine whose speed
- * drifts during the comparison affects every mode alike. */
+ * steal run is the one traced and plotted). With --rounds the four modes run
+ * in turn again, so that a machine whose speed drifts during the comparison
+ * affects every mode alike. Then the turns of steal and the best fixed split
+ * (turns.c), which end with steal: the run verified. */
 static void run_compare(work_t *w, const opts_t *o, bool has_gpu_fn, outcome_t *oc) {
   static const mgpu_sched_t modes[4] = {MGPU_SCHED_CPU, MGPU_SCHED_GPU, MGPU_SCHED_STATIC, MGPU_SCHED_STEAL};
   result_t *res = oc->res;
@@ -159,6 +160,7 @@ static void run_compare(work_t *w, const opts_t *o, bool has_gpu_fn, outcome_t *
       finish_runtime(w, rt);
     }
   }
+  if (!interrupted) run_turns(w, o, oc);
 }
 
 /* --compare's figures: E = steal / (cpu + gpu) and steal / static, overall
@@ -195,6 +197,8 @@ static void free_outcome(outcome_t *oc) {
   free(oc->sres);
   for (int i = 0; i < nres; i++) free_result(&oc->res[i]);
   for (int i = 0; i < SWEEP_POINTS; i++) free_result(&oc->sweep.pt[i]);
+  free_result(&oc->turns.best);
+  free_result(&oc->turns.steal);
 }
 
 /* A batch workload: set up, run in the modes asked for, verified, reported;

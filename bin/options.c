@@ -20,7 +20,7 @@
 #include "mgpu-run.h"
 
 typedef enum {
-  O_ITEMS, O_SIZE, O_INTENSITY, O_MODE, O_COMPARE, O_CEILING, O_ROUNDS, O_GPUS, O_SPLIT, O_DTYPE, O_MIN_BYTES, O_MAX_BYTES,
+  O_ITEMS, O_SIZE, O_INTENSITY, O_MODE, O_COMPARE, O_CEILING, O_ROUNDS, O_TURNS, O_GPUS, O_SPLIT, O_DTYPE, O_MIN_BYTES, O_MAX_BYTES,
   O_REPEAT, O_MAX_RUN_TIME, O_SEED, O_NO_VERIFY, O_PINNED, O_OUTPUT, O_PLOT, O_TRACE, O_PLUGIN, O_OVERLAY, O_THREADS, O_RESERVE,
   O_NUM_GPUS, O_DEVICES, O_RATIO, O_MAX_BATCH, O_STREAMS, O_NO_MPI, O_JSON, O_QUIET, O_INFO, O_LIST, O_HELP, O_VERSION
 } opt_id_t;
@@ -75,6 +75,13 @@ static const opt_desc_t options[] = {
       "figure is the median of all its timed runs, and E is\n"
       "also given round by round; --trace and --plot show\n"
       "the last round's steal run"},
+  {"turns", 0, "N", O_TURNS, G_WORKLOAD,
+      "with --compare: after steal, time the best fixed\n"
+      "split and steal again N times in turn, 0..100\n"
+      "(default 3; 0: not), a runtime each time, and give\n"
+      "steal / best static from those runs: the sweep's\n"
+      "best is the fastest of nine figures, so the\n"
+      "luckiest"},
   {"gpus", 0, "LIST", O_GPUS, G_WORKLOAD,
       "run with the first N GPUs for each N of LIST in turn\n"
       "(distinct counts, e.g. 1,2,4), a runtime each: batch\n"
@@ -276,6 +283,7 @@ static void apply_workload_option(opts_t *o, opt_id_t id, const char *v) {
   case O_COMPARE: o->compare = true; break;
   case O_CEILING: o->ceiling = true; break;
   case O_ROUNDS: o->rounds = (int)parse_ll_opt("--rounds", v, 1, MAX_ROUNDS); break;
+  case O_TURNS: o->turns = (int)parse_ll_opt("--turns", v, 0, MAX_ROUNDS); break;
   case O_GPUS:
     o->ngpus_list = parse_list_opt("--gpus", v, 1, MGPU_MAX_DEVICES, "distinct GPU counts such as 1,2,4", o->gpus_list);
     break;
@@ -345,6 +353,7 @@ static void check_combinations(const opts_t *o) {
   if (o->ceiling && (o->compare || o->mode || o->ngpus_list))
     usage_error("--ceiling runs only the ceiling: not with --compare, --mode or --gpus");
   if (o->rounds > 1 && !o->compare) usage_error("--rounds is for --compare");
+  if (o->turns >= 0 && !o->compare) usage_error("--turns is for --compare");
   if (o->compare && o->ngpus_list) usage_error("--gpus and --compare do not go together: run them separately");
   if (o->multi.min_bytes > (o->multi.max_bytes ? o->multi.max_bytes : (size_t)1 << 30))
     usage_error("--min-bytes is larger than --max-bytes (default 1G)");
@@ -381,6 +390,7 @@ void options_parse(int argc, char **argv, opts_t *o) {
   o->repeat = 3;
   o->max_run_s = MAX_RUN_S_DEFAULT;
   o->rounds = 1;
+  o->turns = -1;
   o->seed = 1;
   mgpu_config_init(&o->cfg);
   opterr = 0;
@@ -396,4 +406,5 @@ void options_parse(int argc, char **argv, opts_t *o) {
   if (optind < argc) o->workload = argv[optind++];
   if (optind < argc) usage_error("unexpected argument '%s'", argv[optind]);
   check_combinations(o);
+  if (o->turns < 0) o->turns = TURNS_DEFAULT;
 }

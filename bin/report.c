@@ -189,6 +189,7 @@ void report_text(const opts_t *o, const work_t *w, const outcome_t *oc) {
     if (oc->vs_best > 0) printf("%ssteal / best static = %.3fx", oc->e > 0 ? "; " : "", oc->vs_best);
     if (oc->e > 0 || oc->vs_best > 0) printf("\n");
     if (oc->speedup > 0) print_ratio("steal vs static: ", oc->speedup, oc->sp_round, oc->nsp, "x"), printf("\n");
+    turns_report(o, oc);
   }
   if (oc->ceiling.asked) ceiling_report(&oc->ceiling, o->compare ? &oc->res[1] : NULL);
   if (oc->note) printf("note: %s\n", oc->note);

@@ -79,6 +79,7 @@ static void json_compare(const outcome_t *oc) {
   printf("  \"efficiency\": %.4f,\n  \"speedup_vs_static\": %.4f,\n  \"speedup_vs_best_static\": %.4f,\n",
          oc->e, oc->speedup, oc->vs_best);
   sweep_json(oc);
+  turns_json(oc);
   printf("  \"efficiency_by_round\": [");
   for (int k = 0; k < oc->ne; k++) printf("%s%.4f", k ? ", " : "", oc->e_round[k]);
   printf("],\n  \"speedup_vs_static_by_round\": [");

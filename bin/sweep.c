@@ -47,11 +47,36 @@ static int best_point(const sweep_t *s) {
   return -1;
 }
 
+/* The options of the sweep's points: o, but with the reserve that the static
+ * mode's trials chose under MGPU_RESERVE_THREADS=auto, rather than try every
+ * reserve again (every CPU worker in where they chose all out: the ratio then
+ * sets the CPUs' share). */
+static opts_t point_opts(const opts_t *o, const outcome_t *oc) {
+  const result_t *st = &oc->res[2];
+  opts_t ok = *o;
+  if (st->reserve_auto) ok.cfg.reserve_threads = st->reserve < st->ncpu ? st->reserve : 0;
+  return ok;
+}
+
+/* A runtime of the best fixed split, set up as it was when it was timed:
+ * the cpu, gpu or static mode, or a point of the sweep; NULL when none ran.
+ * *from is its result. */
+mgpu_runtime_t *start_best_split(const opts_t *o, const outcome_t *oc, const result_t **from) {
+  const sweep_t *s = &oc->sweep;
+  if (!s->best_mode) return NULL;
+  if (!strcmp(s->best_mode, "cpu")) return *from = &oc->res[0], start_runtime(o, MGPU_SCHED_CPU, 0, false);
+  if (!strcmp(s->best_mode, "gpu")) return *from = &oc->res[1], start_runtime(o, MGPU_SCHED_GPU, 0, false);
+  if (!strcmp(s->best_mode, "static")) return *from = &oc->res[2], start_runtime(o, MGPU_SCHED_STATIC, s->ratio, false);
+  int i = best_point(s);
+  if (i < 0) return NULL;
+  *from = &s->pt[i];
+  opts_t ok = point_opts(o, oc);
+  ok.cfg.device_to_core_ratio = s->best_ratio < 1e7 ? s->best_ratio : 1e7;
+  return start_runtime(&ok, MGPU_SCHED_STATIC, 0, false);
+}
+
 /* Run the sweep, in the last round of --compare, after the static mode; skip
- * says why it cannot run (that of the static mode), or is NULL. Its points
- * keep the reserve that the static mode's trials chose under
- * MGPU_RESERVE_THREADS=auto, rather than try every reserve again (every CPU
- * worker in where they chose all out: the ratio then sets the CPUs' share). */
+ * says why it cannot run (that of the static mode), or is NULL. */
 void run_sweep(work_t *w, const opts_t *o, outcome_t *oc, const char *skip) {
   sweep_t *s = &oc->sweep;
   const result_t *st = &oc->res[2];
@@ -62,9 +87,8 @@ void run_sweep(work_t *w, const opts_t *o, outcome_t *oc, const char *skip) {
     s->skipped = skip;
     return;
   }
-  opts_t ok = *o;
+  opts_t ok = point_opts(o, oc);
   ok.repeat = SWEEP_RUNS < o->repeat ? SWEEP_RUNS : o->repeat;
-  if (st->reserve_auto) ok.cfg.reserve_threads = st->reserve < st->ncpu ? st->reserve : 0;
   for (int i = 0; i < SWEEP_POINTS && !interrupted; i++) {
     run_point(w, &ok, s, i);
     s->ran |= s->pt[i].ran;

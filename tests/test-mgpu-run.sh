@@ -273,6 +273,41 @@ assert abs(d["speedup_vs_best_static"] - steal["items_per_s"] / best["items_per_
 assert d["max_run_time"] == 3 and d["verification"]["failed"] == 0
 ' && printf '%s' "$out" | python3 "$schema_keys"; then ok; else bad "--compare --json sweep: $out"; fi
 fi
+# --turns: after the last round the best fixed split (the one the best static
+# line names) and steal run again in turn, a runtime each, steal last (its run
+# verified); steal / best static from their medians, and turn by turn.
+out=$(MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --compare --turns 2 --repeat 1 --threads 1 2>&1); rc=$?
+best=$(printf '%s\n' "$out" | sed -n 's/^best static: .* at ratio \([0-9.e+-]*\) (.*/static at ratio \1/p; s/^best static: .* (mode \([a-z]*\))$/mode \1/p')
+if [ $rc = 0 ] && [ -n "$best" ] && printf '%s' "$out" | grep -q "^turns: best static ($best) and steal, 2 turns of a runtime and 1 timed run each: [0-9.e+-]* and [0-9.e+-]* items/s; steal / best static = [0-9.]*x (by turn: [0-9.]*, [0-9.]*)$" &&
+   printf '%s' "$out" | grep -q "^verification: ok"; then ok
+else bad "--compare --turns 2: exit $rc, best '$best': $out"; fi
+out=$(MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --compare --turns 0 --repeat 1 --threads 1 2>&1); rc=$?
+if [ $rc = 0 ] && ! printf '%s' "$out" | grep -q "^turns"; then ok; else bad "--turns 0 still runs turns: $out"; fi
+expect 0 "^turns: not run (no GPU)$" -- "$run" mulmod -n 2000 --intensity 10 --compare --repeat 1 --num-gpus 0
+expect 2 "--turns is for --compare" -- "$run" mulmod --turns 2
+expect 2 "--turns is for --compare" -- "$run" mulmod --turns 0 --mode steal
+for v in -1 101 x 2.5 ""; do expect 2 "--turns '$v' is invalid: expected an integer in 0..100" -- "$run" --compare --turns "$v"; done
+if command -v python3 >/dev/null 2>&1; then
+  out=$(MGPU_EMULATE_GPUS=1 "$run" mulmod -n 3000 --intensity 20 --compare --turns 3 --repeat 2 --json --threads 1 2>/dev/null)
+  if printf '%s' "$out" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+t = d["turns"]
+assert t["ran"] and t["turns"] == 3 and len(t["by_turn"]) == 3 and all(x > 0 for x in t["by_turn"]), t
+assert abs(t["speedup_vs_best_static"] - t["steal_items_per_s"] / t["best_items_per_s"]) < 1e-3, t
+# The turns leave the modes and the sweep as they were.
+assert [r["runs"] for r in d["results"]] == [2, 2, 2, 2], d["results"]
+steal = [r for r in d["results"] if r["mode"] == "steal"][0]
+assert abs(d["speedup_vs_best_static"] - steal["items_per_s"] / d["static_sweep"]["best"]["items_per_s"]) < 1e-3, d
+assert d["verification"]["failed"] == 0 and d["verification"]["checked"] > 0
+' && printf '%s' "$out" | python3 "$schema_keys"; then ok; else bad "--compare --turns 3 --json: $out"; fi
+  out=$(MGPU_EMULATE_GPUS=1 "$run" mulmod -n 3000 --intensity 20 --compare --turns 0 --repeat 1 --json --threads 1 2>/dev/null)
+  if printf '%s' "$out" | python3 -c '
+import json, sys
+t = json.load(sys.stdin)["turns"]
+assert t == {"ran": False, "skipped": "--turns 0"}, t
+'; then ok; else bad "--turns 0 in JSON: $out"; fi
+fi
 # The sweep's fastest point is timed again, --repeat runs like a mode. An
 # emulated device a third as fast as the one CPU worker (on a light kernel,
 # so that it mostly waits rather than computes beside the worker) and a
