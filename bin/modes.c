@@ -160,7 +160,7 @@ static void run_compare(work_t *w, const opts_t *o, bool has_gpu_fn, outcome_t *
       finish_runtime(w, rt);
     }
   }
-  if (!interrupted) run_turns(w, o, oc);
+  run_turns(w, o, oc);
 }
 
 /* --compare's figures: E = steal / (cpu + gpu) and steal / static, overall

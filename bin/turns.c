@@ -32,6 +32,10 @@ void run_turns(work_t *w, const opts_t *o, outcome_t *oc) {
     t->skipped = "--turns 0";
     return;
   }
+  if (interrupted) {
+    t->skipped = "interrupted";
+    return;
+  }
   sweep_best(oc);
   if (!oc->res[3].ran || !oc->sweep.best_mode) {
     t->skipped = oc->sweep.skipped ? oc->sweep.skipped : "steal or the sweep did not run";

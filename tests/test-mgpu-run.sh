@@ -608,6 +608,22 @@ if [ $rc = 130 ] && grep -q "^mode steal .* items/s" "$out" &&
      { ! grep -q "interrupted in mode" "$out" && grep -q "verification: ok" "$out"; }; }; then ok
 else bad "SIGINT: exit $rc, output: $(cat "$out")"; fi
 rm -f "$out"
+# SIGINT during --compare: the JSON report still parses, and the turns, which
+# come last, say that they did not run.
+if command -v python3 >/dev/null 2>&1; then
+  out=$(mktemp /tmp/mgpu-int-XXXXXX)
+  MGPU_EMULATE_GPUS=1 "$run" mulmod -n 300000 --intensity 100 --compare --repeat 1000 --threads 1 --json > "$out" 2>/dev/null &
+  pid=$!
+  sleep 1.5
+  kill -INT $pid
+  wait $pid; rc=$?
+  if [ $rc = 130 ] && python3 -c '
+import json, sys
+t = json.load(open(sys.argv[1]))["turns"]
+assert t == {"ran": False, "skipped": "interrupted"}, t
+' "$out"; then ok; else bad "SIGINT in --compare --json: exit $rc: $(cat "$out")"; fi
+  rm -f "$out"
+fi
 # A watchdog bounds a background run that ignores SIGINT (timeout(1) would
 # take the signals itself).
 watchdog() { ( sleep 60; kill -KILL $pid 2>/dev/null ) >/dev/null 2>&1 & }
