@@ -36,7 +36,7 @@ void run_turns(work_t *w, const opts_t *o, outcome_t *oc) {
     t->skipped = "interrupted";
     return;
   }
-  sweep_best(oc);
+  /* The sweep has chosen its best (run_sweep, before steal). */
   if (!oc->res[3].ran || !oc->sweep.best_mode) {
     t->skipped = oc->sweep.skipped ? oc->sweep.skipped : "steal or the sweep did not run";
     return;

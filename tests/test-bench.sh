@@ -76,14 +76,14 @@ heterogeneous efficiency E = steal / (cpu + gpu) = 1.022 (by round: 1.002, 1.003
 steal vs static: 1.025x (by round: 0.999x, 1.017x)
   gpu0: saxpy 3656.2 GB/s, device-to-device copy 4196.6 GB/s (read + write): 87.1% (target 85%)
 """)
-# mgpu-run --compare runs named by "== W" lines, with the ceiling.
+# mgpu-run --compare runs named by "== W" lines, with the ceiling and (mulmod) the turns.
 ceiling = os.path.join(fix, "ceiling.txt")
 open(ceiling, "w").write("""== chain -n 64
 mode cpu    0.9 s (median of 3), 7e+04 items/s, 0.00112 GB/s moved
 mode gpu    0.005 s (median of 3), 1.25e+07 items/s, 0.201 GB/s moved
 mode static 0.005 s (median of 3), 1.28e+07 items/s, 0.204 GB/s moved
 mode steal  0.005 s (median of 3), 1.28e+07 items/s, 0.204 GB/s moved, host steal 2%
-heterogeneous efficiency E = steal / (cpu + gpu) = 1.012
+heterogeneous efficiency E = steal / (cpu + gpu) = 1.012; steal / best static = 0.990x
 steal vs static: 1.000x
 ceiling  0.0051 s, 1.3e+07 items/s: the batch as one launch on GPU 0, copied in and out in one piece from pinned memory (best of the timed runs); gpu mode reaches 96% of it
 == mulmod --intensity 100
@@ -91,8 +91,9 @@ mode cpu    1.1 s (median of 3), 1.5e+07 items/s, 0.245 GB/s moved
 mode gpu    0.015 s (median of 3), 1.1e+09 items/s, 18.2 GB/s moved
 mode static 0.014 s (median of 3), 1.2e+09 items/s, 19.3 GB/s moved
 mode steal  0.014 s (median of 3), 1.2e+09 items/s, 18.6 GB/s moved
-heterogeneous efficiency E = steal / (cpu + gpu) = 1.010
+heterogeneous efficiency E = steal / (cpu + gpu) = 1.010; steal / best static = 0.971x
 steal vs static: 0.966x
+turns: best static (static at ratio 6507) and steal, 3 turns of a runtime and 3 timed runs each: 7.289e+08 and 7.444e+08 items/s; steal / best static = 1.021x (by turn: 0.764, 1.104, 1.024)
 ceiling  0.0088 s, 1.9e+09 items/s: the batch as one launch on GPU 0, copied in and out in one piece from pinned memory (best of the timed runs); copies 81% of its time; gpu mode reaches 58% of it
 host copy 4.1e-03 s, 65.5 GB/s: the batch's inputs and outputs (268.4 MB) between the pageable arrays and pinned memory on 15 CPU workers (best of the timed runs), which bounds a GPU fed from them to 4.09e+09 items/s; gpu mode reaches 27% of it
 == sha256 --pinned
@@ -103,24 +104,6 @@ mode static 0.15 s (median of 3), 2.3e+08 items/s, 21.9 GB/s moved
 mode steal  0.13 s (median of 3), 2.6e+08 items/s, 25.2 GB/s moved
 heterogeneous efficiency E = steal / (cpu + gpu) = 1.108
 steal vs static: 1.152x
-""")
-# --compare's turns: steal / best static of the sweep and of the turns, where a run has them.
-turns = os.path.join(fix, "turns.txt")
-open(turns, "w").write("""== mulmod --intensity 100
-mode cpu    1.1 s (median of 3), 1.5e+07 items/s, 0.245 GB/s moved
-mode gpu    0.015 s (median of 3), 1.1e+09 items/s, 18.2 GB/s moved
-mode static 0.014 s (median of 3), 1.2e+09 items/s, 19.3 GB/s moved
-mode steal  0.014 s (median of 3), 1.2e+09 items/s, 18.6 GB/s moved
-heterogeneous efficiency E = steal / (cpu + gpu) = 1.010; steal / best static = 0.971x
-steal vs static: 0.966x
-turns: best static (static at ratio 6507) and steal, 3 turns of a runtime and 3 timed runs each: 7.289e+08 and 7.444e+08 items/s; steal / best static = 1.021x (by turn: 0.764, 1.104, 1.024)
-== chain
-mode cpu    0.9 s (median of 3), 7e+04 items/s, 0.00112 GB/s moved
-mode gpu    0.005 s (median of 3), 1.25e+07 items/s, 0.201 GB/s moved
-mode static 0.005 s (median of 3), 1.28e+07 items/s, 0.204 GB/s moved
-mode steal  0.005 s (median of 3), 1.28e+07 items/s, 0.204 GB/s moved
-heterogeneous efficiency E = steal / (cpu + gpu) = 1.012; steal / best static = 0.990x
-steal vs static: 1.000x
 """)
 turnsrun = os.path.join(fix, "turnsrun")
 os.makedirs(turnsrun, exist_ok=True)
@@ -156,11 +139,11 @@ want = {
 | mulmod-10 (outputs NOT verified) | 1e+03 | 900 | — | — | 1.25e+03 | — | gpu: dmda, 4 tasks | 0.80 |
 | chain | 40 | 39 | — | — | 36 | — | gpu: lws, 4 tasks | 1.11 |
 | ntt | 300 | 250 | 50 | 200 | 150 | 40 | CPU+GPU: dmda, 4 tasks (model not calibrated) | 1.50 |""",
- ("compare", ceiling): """| workload | cpu | gpu | static | steal | E | steal / static | ceiling | gpu / ceiling | ceiling's copies | host copy GB/s | host copy bound | gpu / bound | host steal (cpu, gpu, static, steal) |
-| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
-| `chain -n 64` | 7e+04 | 1.25e+07 | 1.28e+07 | 1.28e+07 | 1.012 | 1.000 | 1.3e+07 | 96% | — | — | — | — | 0%, 0%, 0%, 2% |
-| `mulmod --intensity 100` | 1.5e+07 | 1.1e+09 | 1.2e+09 | 1.2e+09 | 1.010 | 0.966 | 1.9e+09 | 58% | 81% | 65.5 | 4.09e+09 | 27% | 0%, 0%, 0%, 0% |
-| `sha256 --pinned` | 1.6e+07 | 2.2e+08 | 2.3e+08 | 2.6e+08 | 1.108 | 1.152 | — | — | — | — | — | — | 0%, 0%, 0%, 0% |""",
+ ("compare", ceiling): """| workload | cpu | gpu | static | steal | E | steal / static | steal / best static | the same in turns | ceiling | gpu / ceiling | ceiling's copies | host copy GB/s | host copy bound | gpu / bound | host steal (cpu, gpu, static, steal) |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| `chain -n 64` | 7e+04 | 1.25e+07 | 1.28e+07 | 1.28e+07 | 1.012 | 1.000 | 0.990 | — | 1.3e+07 | 96% | — | — | — | — | 0%, 0%, 0%, 2% |
+| `mulmod --intensity 100` | 1.5e+07 | 1.1e+09 | 1.2e+09 | 1.2e+09 | 1.010 | 0.966 | 0.971 | 1.021 (0.764, 1.104, 1.024) | 1.9e+09 | 58% | 81% | 65.5 | 4.09e+09 | 27% | 0%, 0%, 0%, 0% |
+| `sha256 --pinned` | 1.6e+07 | 2.2e+08 | 2.3e+08 | 2.6e+08 | 1.108 | 1.152 | — | — | — | — | — | — | — | — | 0%, 0%, 0%, 0% |""",
  ("peers", peers): """| workload | libmgpurt steal | libmgpurt gpu | libmgpurt cpu | StarPU CPU+GPU | StarPU gpu | StarPU cpu | StarPU best at | steal / StarPU best |
 | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |
 | mulmod-10 (outputs NOT verified) | 1e+03 | 900 | — | — | 1.25e+03 | — | gpu: dmda, 4 tasks | 0.80 |
@@ -175,10 +158,6 @@ want = {
 | `peers.json` | StarPU 1.3.10, `eager` | 8.50 | 9.00 | 3.20 | 2.70 |
 | `peers.json` | libmgpurt (`bench/mgpu-overhead 1`) | 9.62 | 10.32 | 0.56 | — |
 | `peers.json` | StarPU 1.3.10, `eager` | 8.50 | 9.00 | 3.20 | 2.70 |""",
- ("compare", turns): """| workload | cpu | gpu | static | steal | E | steal / static | steal / best static | the same in turns |
-| --- | --- | --- | --- | --- | --- | --- | --- | --- |
-| `mulmod --intensity 100` | 1.5e+07 | 1.1e+09 | 1.2e+09 | 1.2e+09 | 1.010 | 0.966 | 0.971 | 1.021 (0.764, 1.104, 1.024) |
-| `chain` | 7e+04 | 1.25e+07 | 1.28e+07 | 1.28e+07 | 1.012 | 1.000 | 0.990 | — |""",
  ("compare", turnsrun): """| workload | cpu | gpu | static | steal | E | steal / static | steal / best static | the same in turns | host steal (cpu, gpu, static, steal) |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 | sha256 (64 items) | 100 | 300 | 300 | 360 | 0.900 | 1.200 | 0.950 | 1.100 (1.050, 1.150) | 0%, 0%, 0%, 12% |""",
