@@ -475,20 +475,27 @@ def median_rate(runs, **match):
 def t_alternate(paths):
     """Builds run in turn (bench/alternate.sh's runs.tsv, comma-separated for
     several runs): per workload, each later build's median items/s over the
-    first build's of the same run, mode by mode."""
+    first build's of the same run, mode by mode. Where several runs compare
+    the same builds, each column is named after its file as well: each run
+    alternates its builds on one machine, and its ratio is its own (the
+    machine's level moves between runs, and pooled medians would mix it in)."""
     import csv
-    cols, rows, order = [], {}, []
+    runs_of, cols, rows, order = [], [], {}, []
     for path in paths.split(","):
         runs = list(csv.DictReader(open(path), delimiter="\t"))
         names = firsts(runs, "build")
         order += [w for w in firsts(runs, "workload") if w not in order]
-        for b in names[1:]:
-            for m in firsts(runs, "mode"):
-                cols.append(f"{b} / {names[0]}, {m}")
-                for w in order:
-                    x = median_rate(runs, build=b, workload=w, mode=m)
-                    y = median_rate(runs, build=names[0], workload=w, mode=m)
-                    rows.setdefault(w, {})[cols[-1]] = f"{x / y:.3f}" if x and y else "—"
+        runs_of.append((path, runs, [(b, names[0], m) for b in names[1:] for m in firsts(runs, "mode")]))
+    labels = [f"{b} / {a}, {m}" for _, _, pairs in runs_of for b, a, m in pairs]
+    named = len(set(labels)) < len(labels)
+    for path, runs, pairs in runs_of:
+        stem = os.path.splitext(os.path.basename(path))[0]
+        for b, a, m in pairs:
+            cols.append(f"{b} / {a}, {m}" + (f" ({stem})" if named else ""))
+            for w in order:
+                x = median_rate(runs, build=b, workload=w, mode=m)
+                y = median_rate(runs, build=a, workload=w, mode=m)
+                rows.setdefault(w, {})[cols[-1]] = f"{x / y:.3f}" if x and y else "—"
     out = ["| workload | " + " | ".join(cols) + " |", "| --- |" + " ---: |" * len(cols)]
     for w in order:
         out.append(f"| `{w}` | " + " | ".join(rows[w].get(c, "—") for c in cols) + " |")

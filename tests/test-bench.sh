@@ -201,6 +201,15 @@ open(alt, "w").write("pass\tbuild\tworkload\tmode\titems_per_s\n0\ta\tw 1\tgpu\t
 want[("alternate", alt)] = """| workload | b / a, gpu | b / a, steal |
 | --- | ---: | ---: |
 | `w 1` | 1.000 | — |"""
+# A second run of the same builds: a column each, named after its file, and
+# a workload of its own.
+alt2 = os.path.join(fix, "runs2.tsv")
+open(alt2, "w").write("pass\tbuild\tworkload\tmode\titems_per_s\n0\ta\tw 1\tgpu\t100\n0\tb\tw 1\tgpu\t130\n"
+                      "1\tb\tw 1\tgpu\t140\n1\ta\tw 1\tgpu\t100\n0\ta\tw 2\tgpu\t10\n0\tb\tw 2\tgpu\t12\n")
+want[("alternate", alt + "," + alt2)] = """| workload | b / a, gpu (runs) | b / a, steal (runs) | b / a, gpu (runs2) |
+| --- | ---: | ---: | ---: |
+| `w 1` | 1.000 | — | 1.350 |
+| `w 2` | — | — | 1.200 |"""
 bad = 0
 for (kind, path), w in want.items():
     got = subprocess.run([sys.executable, report, "--table", kind, path], capture_output=True, text=True)
