@@ -62,8 +62,10 @@ static void solve(mgpu__fit_t *f) {
  * below it. `alone`: a chunk alone past the largest size class, judged
  * against the class below's rate among others (q, n / its device time),
  * since the question there is whether one chunk beats smaller ones
- * overlapped. */
-static void size_class(mgpu__fit_t *f, double n, double r, double q, bool alone) {
+ * overlapped. `lone`: the chunk ran with nothing else in flight. A rise from
+ * a class of lone chunks does not measure the knee: a lone launch too small
+ * to fill the device is slower than the same chunks in flight together. */
+static void size_class(mgpu__fit_t *f, double n, double r, double q, bool alone, bool lone) {
   double rise = MGPU_FIT_RISE;
   if (n > MGPU_FIT_SIZE_CLASS * f->nmax) {
     bool known = mgpu__fit_known(f);
@@ -76,30 +78,54 @@ static void size_class(mgpu__fit_t *f, double n, double r, double q, bool alone)
       f->nmax = n;
       f->rmax = r;
       f->qmax = q;
+      f->max_lone = lone;
       return;
     }
     f->nprev = f->nmax;
     f->rprev = f->rmax;
     f->qprev = f->qmax;
+    f->prev_lone = f->max_lone;
     f->nmax = n;
     f->rmax = r;
     f->qmax = q;
+    f->max_lone = lone;
   } else if (n * MGPU_FIT_SIZE_CLASS >= f->nmax) {
     f->rmax = 0.5 * (f->rmax + r);
     f->qmax = 0.5 * (f->qmax + q);
+    f->max_lone = f->max_lone && lone;
   } else {
-    /* A chunk among others a step below the smallest class, where no size
-     * below it has run slower (the first chunk was past the knee): as fast,
-     * it becomes that class, and the step below is tried next; slower by
-     * more than MGPU_FIT_RISE, the class above is the knee. */
-    if (!alone && mgpu__fit_known(f) && !f->rose && n * MGPU_FIT_SIZE_CLASS < f->nprev &&
+    /* Chunks among others a step below the smallest class, where no size
+     * below it has run slower (the first chunk was past the knee, or the
+     * sizes below ran alone): at least MGPU_FIT_TRIAL_KEEP of the knee's
+     * rate, they become that class, and the step below is tried next;
+     * slower, the class above is the knee. They are judged by their
+     * throughput together, items over device time summed from the end of
+     * the chunk before each, since their own spans overlap one another; the
+     * first ones, claimed while a larger chunk ran, are skipped, since part
+     * of their time hid behind it. The knee's rate they are held to is by
+     * spans, as its class was judged: a chunk that grew out of a smaller one
+     * looks faster by device time by the part it ran beside it. */
+    if (!lone && mgpu__fit_known(f) && !f->rose && n * MGPU_FIT_SIZE_CLASS < f->nprev &&
         n * MGPU_FIT_GROWTH * MGPU_FIT_SIZE_CLASS >= f->nprev) {
-      if (r * MGPU_FIT_RISE >= f->rprev) {
-        f->nprev = n;
-        f->rprev = r;
-        f->qprev = q;
-      } else {
-        f->rose = true;
+      if (f->trial_of != f->nprev) {
+        f->trial_of = f->nprev;
+        f->trial_n = 0;
+        f->trial_items = f->trial_secs = 0;
+      }
+      if (++f->trial_n > MGPU_FIT_TRIAL_SKIP) {
+        f->trial_items += n;
+        f->trial_secs += n / q;
+      }
+      if (f->trial_n >= MGPU_FIT_TRIAL_SKIP + MGPU_FIT_TRIAL_CHUNKS) {
+        double rate = f->trial_items / f->trial_secs;
+        if (rate >= MGPU_FIT_TRIAL_KEEP * f->rprev) {
+          f->nprev = n;
+          f->rprev = r;
+          f->qprev = rate;
+        } else {
+          f->rose = true;
+        }
+        f->trial_of = 0;
       }
     }
     return;
@@ -107,12 +133,12 @@ static void size_class(mgpu__fit_t *f, double n, double r, double q, bool alone)
   f->rising = f->nprev == 0 || f->rmax > rise * (alone ? f->qprev : f->rprev);
   if (f->rising) f->grown = SIZE_MAX;
   else if (f->grown == SIZE_MAX) f->grown = f->claimed;
-  if (f->rising && f->nprev > 0) f->rose = true;
+  if (f->rising && f->nprev > 0 && !f->prev_lone) f->rose = true;
 }
 
 /* Learn a chunk of n items that took t seconds of the worker, `span` from
  * its own start. */
-static void add(mgpu__fit_t *f, double n, double t, double span) {
+static void add(mgpu__fit_t *f, double n, double t, double span, bool lone) {
   if (!(n > 0) || !(t > 0)) return;
   /* Relative error: a chunk weighs by 1 / t^2, with t its predicted time
    * once there is a prediction, so that a chunk's own noise does not set its
@@ -136,11 +162,11 @@ static void add(mgpu__fit_t *f, double n, double t, double span) {
   f->items = f->items * k + n;
   f->secs = f->secs * k + tp;
   f->samples++;
-  size_class(f, n, n / MGPU_MAX(span, t), n / t, false);
+  size_class(f, n, n / MGPU_MAX(span, t), n / t, false, lone);
   solve(f);
 }
 
-void mgpu__fit_add(mgpu__fit_t *f, double n, double t) { add(f, n, t, t); }
+void mgpu__fit_add(mgpu__fit_t *f, double n, double t) { add(f, n, t, t, false); }
 
 void mgpu__fit_sample(mgpu__fit_t *f, double n, double t, double span, bool isolated) {
   if (!(n > 0) || !(t > 0)) return;
@@ -153,10 +179,10 @@ void mgpu__fit_sample(mgpu__fit_t *f, double n, double t, double span, bool isol
      * batch with nothing to overlap its copies. Its rate, fill included,
      * against the smaller chunks' rate among others: no faster, and the
      * growth ends. */
-    if (!mgpu__fit_known(f) && n > MGPU_FIT_SIZE_CLASS * f->nmax) size_class(f, n, n / t, n / t, true);
+    if (!mgpu__fit_known(f) && n > MGPU_FIT_SIZE_CLASS * f->nmax) size_class(f, n, n / t, n / t, true, true);
     return;
   }
-  add(f, n, t, span);
+  add(f, n, t, span, isolated);
 }
 
 double mgpu__fit_time(const mgpu__fit_t *f, double n) { return f->a + f->c * n; }

@@ -172,6 +172,14 @@ bool mgpu__lock_order_checked(void);
 #define MGPU_FIT_GROWTH 4.0
 #define MGPU_FIT_RISE 1.1
 #define MGPU_FIT_SIZE_CLASS 1.5
+/* The step-below trial (fit.c, size_class) judges a smaller size by its
+ * throughput among others: it skips the chunks claimed while a larger one
+ * ran (with the default three streams, two), then sums the device time of
+ * this many, and keeps the size where that rate is at least this share of
+ * the knee's. */
+#define MGPU_FIT_TRIAL_SKIP 2
+#define MGPU_FIT_TRIAL_CHUNKS 3
+#define MGPU_FIT_TRIAL_KEEP 0.97
 /* A chunk claimed while the chunks grew, ending after they stopped, opens
  * the growth again only at this many times the rate of the size class below
  * it (fit.c, size_class: above the 4/3 that overlap can fake). */
@@ -571,7 +579,11 @@ typedef struct {
   double nmax, rmax, qmax;     /* the largest size class learnt from, its rate by spans, and by device time */
   double nprev, rprev, qprev;  /* the size class before it (0: none yet) */
   bool rising;                 /* the rate rose from nprev to nmax */
-  bool rose;                   /* a size below nprev ran slower: nprev is a measured knee */
+  bool rose;                   /* a size below nprev ran slower among others: nprev is a measured knee */
+  bool max_lone, prev_lone;    /* the class's rates are of chunks that ran alone only */
+  double trial_of;             /* the knee that the step-below trial's sums try to lower (0: none) */
+  double trial_items, trial_secs; /* the trial's chunks among others past the first ones: items, device time */
+  int trial_n;                 /* the trial's chunks among others so far */
   size_t probe, claimed;       /* the first chunk claimed, and the largest */
   size_t grown;                /* the largest claim when the growth last stopped (SIZE_MAX: growing) */
   size_t planned;              /* the size the last claim asked for, before the end of its range */

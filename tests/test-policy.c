@@ -306,7 +306,8 @@ END_TEST
  * (1.7e6 items, 8.0e8 items/s against 7.4e8 with chunks of the probe). A
  * latency-bound device (18 ms a launch, 0.25 us an item) probed past its
  * saturating size (648,000 items) runs the step below slower, and its
- * chunks go back to the probe's size and stay there. */
+ * chunks go back to the probe's size once the trial's chunks have run, and
+ * stay there. */
 static size_t settle_below(mgpu__fit_t *f, double a, double c, int chunks) {
   size_t n = 0;
   for (int k = 0; k < chunks; k++) {
@@ -337,8 +338,54 @@ START_TEST(test_fit_probe_past_knee) {
   mgpu__fit_claimed(&g, 4000000);
   sample(&g, 4e6, dev_time(a, c, 4e6), false);
   ck_assert(mgpu__fit_known(&g));
+  const int trial = MGPU_FIT_TRIAL_SKIP + MGPU_FIT_TRIAL_CHUNKS;
+  ck_assert_uint_eq(settle_below(&g, a, c, trial - 1), 250000);
   ck_assert_uint_eq(settle_below(&g, a, c, 1), 1000000);
   ck_assert_uint_eq(settle_below(&g, a, c, 8), 1000000);
+}
+END_TEST
+
+/* Steal's first split on mulmod --intensity 10000 (one H200): its GPU's
+ * first chunks, 67,033, 268,132 and 659,317 items, ran alone, and a lone
+ * launch of 67,033 does not fill the device (0.4 ms of fill: 3.5e7 items/s
+ * against 4.2e7 for 268,132). In flight on three streams, chunks of either
+ * size run at 4.45e7, their spans three times their device time. The rise
+ * between lone chunks does not make 268,132 the knee (which left steal's
+ * batches of 10^6 items at 4 chunks, each batch's lone first chunk a
+ * quarter of it): chunks a step below run among others at the same
+ * throughput, and the chunks settle at target_s of work. On a device that
+ * runs one chunk at a time (the emulated one), the launch latency is paid
+ * among others too: the step below runs slower, and the knee stays. */
+static size_t lone_rise(double fill, double lat, double overlap, int batches, int *last_chunks) {
+  const double rate = 4.45e7;
+  mgpu__fit_t f = {0};
+  grow_alone(&f, 67033, fill + 67033 / rate, 268132, fill + 268132 / rate, 659317);
+  sample(&f, 659317, fill + 659317 / rate, true);
+  ck_assert(mgpu__fit_known(&f));
+  for (int b = 0; b < batches; b++) {
+    size_t left = 1000000;
+    *last_chunks = 0;
+    for (bool first = true; left > 0; first = false) {
+      size_t n = MGPU_MIN(mgpu__fit_chunk(&f, 1e6, 2e-3, SIZE_MAX, true), left);
+      mgpu__fit_claimed(&f, n);
+      left -= n;
+      ++*last_chunks;
+      double t = (first ? fill : lat) + (double)n / rate;
+      mgpu__fit_sample(&f, (double)n, t, first ? t : overlap * t, first);
+    }
+  }
+  return mgpu__fit_chunk(&f, 1e6, 2e-3, SIZE_MAX, true);
+}
+
+START_TEST(test_fit_lone_rise) {
+  int chunks, serial_chunks;
+  size_t n = lone_rise(0.4e-3, 0, 3, 4, &chunks);
+  size_t serial = lone_rise(1e-3, 1e-3, 1, 4, &serial_chunks);
+  printf("lone rise: chunks of %zu (%d a batch) in flight together, %zu (%d a batch) one at a time\n", n, chunks, serial,
+         serial_chunks);
+  ck_assert_double_eq_tol((double)n, 2e-3 * 4.45e7, 0.05 * 2e-3 * 4.45e7);
+  ck_assert_int_ge(chunks, 10);
+  ck_assert_uint_eq(serial, 268132);
 }
 END_TEST
 
@@ -952,6 +999,7 @@ int main(void) {
   tcase_add_test(tc, test_fit_probe_past_knee);
   tcase_add_test(tc, test_fit_scattered_latency);
   tcase_add_test(tc, test_fit_knee_stays);
+  tcase_add_test(tc, test_fit_lone_rise);
   tcase_add_test(tc, test_split);
   tcase_add_test(tc, test_split_latency);
   tcase_add_test(tc, test_pool_alike);
