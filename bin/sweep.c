@@ -29,11 +29,15 @@ double gpu_share(const result_t *r) {
   return all > 0 ? gpu / all : 0;
 }
 
+/* A static runtime at a point's ratio, with the points' options o. */
+static mgpu_runtime_t *start_point(opts_t *o, double ratio) {
+  o->cfg.device_to_core_ratio = ratio < 1e7 ? ratio : 1e7; /* MGPU_DEVICE_TO_CORE_RATIO's range */
+  return start_runtime(o, MGPU_SCHED_STATIC, 0, false);
+}
+
 /* Point i of the sweep: a runtime of its own at its ratio, timed by o. */
 static void run_point(work_t *w, opts_t *o, sweep_t *s, int i) {
-  double ratio = s->ratio * factors[i];
-  o->cfg.device_to_core_ratio = ratio < 1e7 ? ratio : 1e7; /* MGPU_DEVICE_TO_CORE_RATIO's range */
-  mgpu_runtime_t *rt = start_runtime(o, MGPU_SCHED_STATIC, 0, false);
+  mgpu_runtime_t *rt = start_point(o, s->ratio * factors[i]);
   measure(rt, w, o, &s->pt[i], labels[i]);
   finish_runtime(w, rt);
   s->share[i] = gpu_share(&s->pt[i]);
@@ -71,8 +75,7 @@ mgpu_runtime_t *start_best_split(const opts_t *o, const outcome_t *oc, const res
   if (i < 0) return NULL;
   *from = &s->pt[i];
   opts_t ok = point_opts(o, oc);
-  ok.cfg.device_to_core_ratio = s->best_ratio < 1e7 ? s->best_ratio : 1e7;
-  return start_runtime(&ok, MGPU_SCHED_STATIC, 0, false);
+  return start_point(&ok, s->best_ratio);
 }
 
 /* Run the sweep, in the last round of --compare, after the static mode; skip
