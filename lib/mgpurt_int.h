@@ -85,12 +85,16 @@ bool mgpu__lock_order_checked(void);
 /* "Far slower": under 1/8 of the fastest worker. */
 #define MGPU_SLOW_SPLIT_RATIO 8.0
 /* Far slower workers start with a damped share only while all of them
- * together are under 10% of the total speed. */
+ * together carry under 10% of the batch. */
 #define MGPU_SLOW_SPLIT_SHARE 0.1
-/* A worker that would finish fewer items than this in the batch's expected
- * time gets no first share. */
+/* A worker that would finish fewer items than this in the batch's predicted
+ * time gets no first share (where the others end no later without it). */
 #define MGPU_MIN_SHARE_ITEMS 4.0
-/* CPU workers together under 2% of the machine's speed on a kernel sit out. */
+/* CPU workers that have never run a kernel probe it, one item each, on a
+ * batch whose GPU share is predicted to take at least this long (s). */
+#define MGPU_PROBE_MIN_S 10e-3
+/* CPU workers sit out a kernel's batches where the GPUs alone are predicted
+ * to end them less than 2% later. */
 #define MGPU_CPU_NEGLIGIBLE 0.02
 /* Under 20%, MGPU_RESERVE_THREADS=auto also tries them all out. */
 #define MGPU_CPU_OUT_TRY 0.2
@@ -588,6 +592,11 @@ typedef struct {
   size_t grown;                /* the largest claim when the growth last stopped (SIZE_MAX: growing) */
   size_t planned;              /* the size the last claim asked for, before the end of its range */
   double piped;                /* decayed count of chunks that ran while another was in flight */
+  /* The chunks that ran alone, in a line of their own, t(n) = la + lc n:
+   * what a share that goes in flight as one chunk takes (fill included). */
+  double lw, ln, lnn, lt, lnt;  /* decayed weighted sums of 1, n, n^2, t, n t */
+  double la, lc;
+  uint64_t lone_samples;
 } mgpu__fit_t;
 
 typedef struct mgpu__model {
@@ -601,6 +610,8 @@ typedef struct mgpu__model {
   _Atomic double *speed;
   _Atomic double *latency;
   _Atomic int *known;
+  _Atomic double *reach;    /* the largest chunk size learnt (items) */
+  _Atomic double *lone_latency, *lone_speed; /* the line of its chunks alone: la, 1 / lc (0: none) */
   _Atomic uint64_t *samples;
   _Atomic double *slow;     /* slowest recent chunk rate per worker (items/s) */
   /* Cost profile, under rt->lock: a GPU's seconds per item in each of
@@ -959,6 +970,12 @@ double mgpu__prior_ratio(const mgpu_runtime_t *rt);
 double mgpu__worker_speed(const mgpu__batch_t *b, int w);
 /* Seconds of latency worker w's chunks of b's kernel have (the CPU team's
  * mean for a CPU worker; 0 before measurements). */
+/* Where a GPU's share of batch b goes in flight about as one chunk alone
+ * (b is no larger than the largest size class it has run) and the CPU
+ * workers are measured, its speed (1 / the slope) and latency as the line of
+ * its chunks that ran alone gives them; false where it has none or that is
+ * not the case. A GPU that steals with nothing in flight runs alone too. */
+bool mgpu__lone_line(const mgpu__batch_t *b, int wi, double *speed, double *latency);
 double mgpu__worker_latency(const mgpu__batch_t *b, int w);
 /* The runtime's model of kernel k, made on first use. Under rt->lock. */
 mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k);
@@ -1027,6 +1044,8 @@ void mgpu__fit_add(mgpu__fit_t *f, double n, double t);
 void mgpu__fit_sample(mgpu__fit_t *f, double n, double t, double span, bool isolated);
 /* Predicted seconds of a chunk of n items, and its rate (items/s). */
 double mgpu__fit_time(const mgpu__fit_t *f, double n);
+/* Predicted seconds of a chunk of n items that runs alone (0: none has). */
+double mgpu__fit_lone_time(const mgpu__fit_t *f, double n);
 double mgpu__fit_rate(const mgpu__fit_t *f, double n);
 /* The fit's saturating size, where latency is MGPU_SAT_SHARE's complement of
  * the time (debug logs; the chunks' floor is the measured knee). */

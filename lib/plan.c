@@ -4,13 +4,15 @@
  * together,
  * adjusted where the model knows better: alike GPUs split as equals, far
  * slower workers start small, CPU workers sit out where they add too little,
- * the reserve of CPU workers, and GPUs split by cost where items differ in
- * cost by position.
+ * the reserve of CPU workers, a GPU whose share runs alone is judged by its
+ * chunks alone, CPU workers probe a kernel the prior rules out, and GPUs
+ * split by cost where items differ in cost by position.
  */
 #include "mgpurt_int.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Speed used for the first split: measured, or the prior. Static mode ignores
  * measurements: it is the fixed split by ratio of the older runtimes. */
@@ -20,6 +22,18 @@ static double split_speed(const mgpu__batch_t *b, int wi) {
   if (!mgpu__eligible(rt, b, w)) return 0;
   if (!b->steal_ok) return w->kind == MGPU_WORKER_GPU ? mgpu__prior_ratio(rt) : 1.0;
   return mgpu__worker_speed(b, wi);
+}
+
+/* A batch no larger than the largest size class a GPU has run, beside
+ * measured CPU workers: whatever share the GPU gets goes in flight at once,
+ * about as one chunk alone, so its completion is predicted by the line of
+ * its chunks that ran alone (mgpu__lone_line) rather than by chunks that
+ * overlapped others, whose device times hide the launch that a kernel of
+ * long serial items pays in full (doc/tuning.md, "Completion times"). */
+static void lone_shares(const mgpu__batch_t *b, double *speed, double *latency) {
+  const mgpu_runtime_t *rt = b->rt;
+  for (int i = rt->ncpu; i < rt->nworkers; i++)
+    if (speed[i] > 0) mgpu__lone_line(b, i, &speed[i], &latency[i]);
 }
 
 /* GPUs of one kind start a short batch with equal shares unless their
@@ -51,19 +65,34 @@ static void pool_latencies(const mgpu_runtime_t *rt, const double *speed, double
   }
 }
 
-/* When the far slower workers add little in all, each starts with the share
- * of a worker MGPU_SLOW_THIEF_MARGIN times slower still, and steals the rest later
- * under the same margin. Its range then ends early instead of late: the fast workers do
- * not finish the batch by stealing many small ranges, one launch each, and an
- * expensive item cannot strand a slow worker at the very end. */
-static void damp_slow(double *speed, int n) {
-  double fastest = 0, total = 0, slow = 0;
-  for (int i = 0; i < n; i++) fastest = MGPU_MAX(fastest, speed[i]), total += speed[i];
+/* The predicted end of a split: the latest latency + share / speed of the
+ * workers with a share. */
+static double split_end(const double *speed, const double *latency, const size_t *share, int n) {
+  double t = 0;
   for (int i = 0; i < n; i++)
-    if (speed[i] > 0 && speed[i] * MGPU_SLOW_SPLIT_RATIO < fastest) slow += speed[i];
+    if (share[i] > 0 && speed[i] > 0) t = MGPU_MAX(t, latency[i] + (double)share[i] / speed[i]);
+  return t;
+}
+
+/* When the far slower workers carry little of the batch, each starts with
+ * the share of a worker MGPU_SLOW_THIEF_MARGIN times slower still, and
+ * steals the rest later under the same margin. Its range then ends early
+ * instead of late: the fast workers do not finish the batch by stealing many
+ * small ranges, one launch each, and an expensive item cannot strand a slow
+ * worker at the very end. Both "far slower" and "little" are judged on the
+ * split by predicted completion time: a GPU whose launch outlasts the CPU
+ * workers' whole batch gets no share there, and then neither sets the pace
+ * nor makes the CPU workers the slow ones. `share` is scratch. */
+static void damp_slow(double *speed, const double *latency, int n, size_t items, size_t *share) {
+  mgpu__split(speed, latency, n, items, share);
+  double fastest = 0, slow = 0;
+  for (int i = 0; i < n; i++)
+    if (share[i] > 0) fastest = MGPU_MAX(fastest, speed[i]);
+  for (int i = 0; i < n; i++)
+    if (share[i] > 0 && speed[i] * MGPU_SLOW_SPLIT_RATIO < fastest) slow += (double)share[i];
   /* Only when the slow workers add little: where they carry a real part of the
    * batch, their full share is worth more than a clean tail. */
-  if (slow > MGPU_SLOW_SPLIT_SHARE * total) return;
+  if (slow > MGPU_SLOW_SPLIT_SHARE * (double)items) return;
   for (int i = 0; i < n; i++)
     if (speed[i] > 0 && speed[i] * MGPU_SLOW_SPLIT_RATIO < fastest) speed[i] /= MGPU_SLOW_THIEF_MARGIN;
 }
@@ -106,46 +135,135 @@ static void split_gpus_by_cost(const mgpu_runtime_t *rt, mgpu__batch_t *b, size_
   free(cut);
 }
 
-/* A worker that would finish fewer than MGPU_MIN_SHARE_ITEMS items in the time the
- * whole batch is expected to take, or a far slower CPU worker when an item
- * has taken a CPU worker longer than that time, gets no first share: one item on it could
- * outlast everyone (an image row on a CPU core against a GPU that does the
- * whole image in less). It can still steal under the tail rule. */
-static void skip_coarse(const mgpu__batch_t *b, double *speed, size_t items) {
+/* A worker that would finish fewer than MGPU_MIN_SHARE_ITEMS items in the
+ * time the whole batch is predicted to take, or a far slower CPU worker when
+ * an item has taken a CPU worker longer than that time, gets no first share:
+ * one item on it could outlast everyone (an image row on a CPU core against
+ * a GPU that does the whole image in less). It can still steal under the
+ * tail rule. They are left out only where the others are predicted to end
+ * the batch no later than they would with them and one such item: beside a
+ * GPU whose launch outlasts the batch, the CPU workers are the batch.
+ * `share` is scratch. */
+static void skip_coarse(const mgpu__batch_t *b, double *speed, const double *latency, size_t items, size_t *share) {
   const mgpu_runtime_t *rt = b->rt;
   int n = rt->nworkers;
-  double total = 0, fastest = 0;
-  for (int i = 0; i < n; i++) total += speed[i], fastest = MGPU_MAX(fastest, speed[i]);
-  if (total <= 0) return;
-  double makespan = (double)items / total;
+  mgpu__split(speed, latency, n, items, share);
+  double end = split_end(speed, latency, share, n), fastest = 0;
+  if (end <= 0) return;
+  for (int i = 0; i < n; i++) fastest = MGPU_MAX(fastest, speed[i]);
   /* Only far slower CPU workers are judged by the longest item, as thieves
    * are in mgpu__steal_share. */
-  double item_s = mgpu__cpu_item_s(b);
+  double item_s = mgpu__cpu_item_s(b), risk = 0;
+  double *rest = malloc((size_t)n * sizeof *rest);
+  if (!rest) MGPU_PANIC("out of memory splitting a batch");
+  bool any = false;
   for (int i = 0; i < n; i++) {
+    rest[i] = speed[i];
     bool far_slow_cpu = rt->workers[i].kind == MGPU_WORKER_CPU && speed[i] * MGPU_SLOW_SPLIT_RATIO < fastest;
-    if (speed[i] > 0 && speed[i] < fastest &&
-        (speed[i] * makespan < MGPU_MIN_SHARE_ITEMS || (far_slow_cpu && item_s > makespan)))
-      speed[i] = 0;
+    bool dear = far_slow_cpu && item_s > end;
+    if (speed[i] > 0 && speed[i] < fastest && (speed[i] * end < MGPU_MIN_SHARE_ITEMS || dear)) {
+      rest[i] = 0;
+      any = true;
+      risk = MGPU_MAX(risk, MGPU_MAX(1 / speed[i], dear ? item_s : 0));
+    }
   }
+  if (any) {
+    mgpu__split(rest, latency, n, items, share);
+    double without = split_end(rest, latency, share, n);
+    if (without <= end + risk) {
+      memcpy(speed, rest, (size_t)n * sizeof *speed);
+      mgpu__log(MGPU_LOG_DEBUG,
+                "kernel '%s', %zu items: workers under %g items or an item's %.3g s get no first share "
+                "(predicted end %.3g s without them, %.3g s with)",
+                b->kernel.name ? b->kernel.name : "(unnamed)", items, MGPU_MIN_SHARE_ITEMS, item_s, without, end);
+    }
+  }
+  free(rest);
 }
 
-/* Whether the CPU workers should sit out a batch: all of them together are
- * measured to add less than MGPU_CPU_NEGLIGIBLE to what the GPUs (also measured) do
- * on this kernel. What they would add is then less than what they cost the
+/* A CPU team that has not run an item of the kernel, and that the split
+ * leaves out, takes one item per eligible CPU worker from the GPUs' shares
+ * (at least one item stays with them) where a GPU has run the kernel and is
+ * predicted by its own fit to take at least MGPU_PROBE_MIN_S on its share.
+ * The CPU workers' speed is otherwise a guess from a GPU's through the
+ * device-to-core ratio, a ratio of full-width throughputs: for a kernel
+ * whose launch costs the same for 1 item as for thousands (a long serial
+ * chain per item) it rates the CPU workers far too slow, and without a
+ * measurement they would never get a share nor steal, however much sooner
+ * they finish the batch. The probe costs one CPU item's time at most, once
+ * per kernel; on shorter batches, where starting the CPU team is a real part
+ * of the time, the CPU workers stay unmeasured and out, as the prior says. */
+static void probe_cpus(const mgpu__batch_t *b, size_t *share) {
+  const mgpu_runtime_t *rt = b->rt;
+  const mgpu__model_t *m = b->model;
+  if (!b->steal_ok || !b->cpu_ok || !b->gpu_ok || b->cpu_out) return;
+  size_t gpu = 0;
+  double gpu_s = 0;
+  for (int i = 0; i < rt->nworkers; i++) {
+    bool learnt = atomic_load_explicit(&m->samples[i], memory_order_relaxed) > 0;
+    if (i < rt->ncpu && (share[i] > 0 || learnt)) return;
+    if (i < rt->ncpu || !learnt || share[i] == 0) continue;
+    gpu += share[i];
+    double v = atomic_load_explicit(&m->speed[i], memory_order_relaxed);
+    if (v > 0)
+      gpu_s = MGPU_MAX(gpu_s, atomic_load_explicit(&m->latency[i], memory_order_relaxed) + (double)share[i] / v);
+  }
+  if (gpu_s < MGPU_PROBE_MIN_S) return;
+  int probed = 0;
+  for (int i = 0; i < rt->ncpu && gpu > 1; i++) {
+    if (!mgpu__eligible(rt, b, &rt->workers[i])) continue;
+    int from = rt->ncpu;
+    for (int j = rt->ncpu + 1; j < rt->nworkers; j++)
+      if (share[j] > share[from]) from = j;
+    share[from]--, gpu--;
+    share[i] = 1;
+    probed++;
+  }
+  if (probed)
+    mgpu__log(MGPU_LOG_DEBUG, "kernel '%s', %zu items: %d CPU workers probe it, one item each (GPU share %.3g s)",
+              b->kernel.name ? b->kernel.name : "(unnamed)", b->desc.n, probed, gpu_s);
+}
+
+/* Whether the CPU workers should sit out a batch: the GPUs alone (also
+ * measured) are predicted to end it less than MGPU_CPU_NEGLIGIBLE later than
+ * with them on this kernel (by rates alone: they add less than that share of
+ * the throughput). What they would add is then less than what they cost the
  * GPUs: busy cores delay the GPU host threads' wake-ups and staging copies,
- * and their thieves cut GPU ranges short (doc/tuning.md, "Internal constants"). Idle, they still help with
- * the GPUs' staging copies. */
-static bool cpus_sit_out(const mgpu__batch_t *b, const double *speed) {
+ * and their thieves cut GPU ranges short (doc/tuning.md, "Internal
+ * constants"). Idle, they still help with the GPUs' staging copies. Judged by
+ * predicted completion, a GPU whose launch outlasts the CPU workers' whole
+ * batch never sends them out. `share` is scratch. */
+static bool cpus_sit_out(const mgpu__batch_t *b, const double *speed, const double *latency, size_t *share) {
   const mgpu_runtime_t *rt = b->rt;
   if (!b->steal_ok || !b->gpu_ok || !b->cpu_ok) return false;
-  double cpu = 0, gpu = 0;
+  double cpu = 0;
   bool cpu_measured = false, gpu_measured = false;
   for (int i = 0; i < rt->nworkers; i++) {
     bool measured = atomic_load_explicit(&b->model->samples[i], memory_order_relaxed) > 0;
     if (rt->workers[i].kind == MGPU_WORKER_CPU) cpu += speed[i], cpu_measured |= measured;
-    else gpu += speed[i], gpu_measured |= measured && speed[i] > 0;
+    else gpu_measured |= measured && speed[i] > 0;
   }
-  return cpu_measured && gpu_measured && cpu > 0 && cpu < MGPU_CPU_NEGLIGIBLE * (cpu + gpu);
+  if (!cpu_measured || !gpu_measured || cpu <= 0) return false;
+  /* The whole team is judged, the reserve's workers too: with only the
+   * workers a reserve trial leaves in, they would sit out that trial, and
+   * the trial would never be timed. */
+  double *all = malloc((size_t)rt->nworkers * 3 * sizeof *all), *lat = all + rt->nworkers, *gpus = lat + rt->nworkers;
+  if (!all) MGPU_PANIC("out of memory splitting a batch");
+  for (int i = 0; i < rt->nworkers; i++) {
+    bool cpu_worker = rt->workers[i].kind == MGPU_WORKER_CPU;
+    all[i] = cpu_worker ? mgpu__worker_speed(b, i) : speed[i];
+    lat[i] = cpu_worker ? mgpu__worker_latency(b, i) : latency[i];
+    gpus[i] = cpu_worker ? 0 : speed[i];
+  }
+  mgpu__split(all, lat, rt->nworkers, b->desc.n, share);
+  double with = split_end(all, lat, share, rt->nworkers);
+  mgpu__split(gpus, lat, rt->nworkers, b->desc.n, share);
+  double without = split_end(gpus, lat, share, rt->nworkers);
+  free(all);
+  if (with <= (1 - MGPU_CPU_NEGLIGIBLE) * without) return false;
+  mgpu__log(MGPU_LOG_DEBUG, "kernel '%s', %zu items: the CPU workers sit out (predicted end %.3g s with them, %.3g s without)",
+            b->kernel.name ? b->kernel.name : "(unnamed)", b->desc.n, with, without);
+  return true;
 }
 
 /* How many of the last CPU workers sit out batch b (MGPU_RESERVE_THREADS):
@@ -170,7 +288,9 @@ static void choose_reserve(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   double cpu = 0, gpu = 0;
   bool cpu_measured = false, gpu_measured = false;
   for (int i = 0; i < rt->nworkers; i++) {
-    double s = mgpu__worker_speed(b, i);
+    double s = mgpu__worker_speed(b, i), v, a;
+    /* A GPU that runs its share alone: its rate at the whole batch. */
+    if (mgpu__lone_line(b, i, &v, &a)) s = (double)b->desc.n / (a + (double)b->desc.n / v);
     bool measured = atomic_load_explicit(&b->model->samples[i], memory_order_relaxed) > 0;
     if (rt->workers[i].kind == MGPU_WORKER_CPU) cpu += s, cpu_measured |= measured;
     else gpu += s, gpu_measured |= measured;
@@ -207,17 +327,6 @@ bool mgpu__plan_split(mgpu_runtime_t *rt, mgpu__batch_t *b, size_t *share) {
     free(speed);
     return false;
   }
-  if (cpus_sit_out(b, speed)) {
-    b->cpu_out = true;
-    b->nreserve = 0; /* the reserve plays no part: every CPU worker is out */
-    b->reserve_timed = false;
-    for (int i = 0; i < rt->ncpu; i++) speed[i] = 0;
-  }
-  if (b->steal_ok) {
-    if (mgpu__ranges_in_flight(speed, rt->nworkers, b->desc.n, rt->cfg.v.streams_per_gpu)) pool_alike_gpus(rt, speed);
-    damp_slow(speed, rt->nworkers);
-    skip_coarse(b, speed, b->desc.n);
-  }
   /* By predicted completion: each worker's latency counts against its share
    * (static mode splits by the ratio alone, as the older runtimes do). */
   double *latency = NULL;
@@ -226,9 +335,22 @@ bool mgpu__plan_split(mgpu_runtime_t *rt, mgpu__batch_t *b, size_t *share) {
     if (!latency) MGPU_PANIC("out of memory splitting a batch");
     for (int i = 0; i < rt->nworkers; i++)
       if (speed[i] > 0) latency[i] = mgpu__worker_latency(b, i);
+    lone_shares(b, speed, latency);
+  }
+  if (cpus_sit_out(b, speed, latency, share)) {
+    b->cpu_out = true;
+    b->nreserve = 0; /* the reserve plays no part: every CPU worker is out */
+    b->reserve_timed = false;
+    for (int i = 0; i < rt->ncpu; i++) speed[i] = 0;
+  }
+  if (b->steal_ok) {
+    if (mgpu__ranges_in_flight(speed, rt->nworkers, b->desc.n, rt->cfg.v.streams_per_gpu)) pool_alike_gpus(rt, speed);
     pool_latencies(rt, speed, latency);
+    damp_slow(speed, latency, rt->nworkers, b->desc.n, share);
+    skip_coarse(b, speed, latency, b->desc.n, share);
   }
   mgpu__split(speed, latency, rt->nworkers, b->desc.n, share);
+  probe_cpus(b, share);
   if (mgpu__log_level() >= MGPU_LOG_DEBUG)
     for (int i = 0; i < rt->nworkers; i++)
       if (share[i] || speed[i] > 0)

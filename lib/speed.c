@@ -60,9 +60,30 @@ double mgpu__worker_speed(const mgpu__batch_t *b, int wi) {
     return 1.0;
   }
   /* A GPU still growing its chunks is no slower than the prior: its small
-   * first chunks show its latency more than its rate. */
+   * first chunks show its latency more than its rate. Not on a batch within
+   * its largest size class, though, beside measured CPU workers: there its
+   * fit has timed chunks as large as anything the batch can give it, and
+   * the prior (a ratio of full-width throughputs) would rate a launch-bound
+   * kernel's GPU far above the CPU workers that finish the batch sooner. */
+  if (s > 0 && ncpu && atomic_load_explicit(&m->reach[wi], memory_order_relaxed) * MGPU_FIT_SIZE_CLASS >= (double)b->desc.n)
+    return s;
   double prior = ngpu ? gpu / ngpu : ncpu ? cpu / ncpu * ratio : ratio;
   return MGPU_MAX(s, prior);
+}
+
+bool mgpu__lone_line(const mgpu__batch_t *b, int wi, double *speed, double *latency) {
+  const mgpu_runtime_t *rt = b->rt;
+  const mgpu__model_t *m = b->model;
+  if (rt->workers[wi].kind != MGPU_WORKER_GPU || !mgpu__worker_alive(&rt->workers[wi])) return false;
+  double v = atomic_load_explicit(&m->lone_speed[wi], memory_order_relaxed);
+  double reach = atomic_load_explicit(&m->reach[wi], memory_order_relaxed);
+  if (v <= 0 || reach * MGPU_FIT_SIZE_CLASS < (double)b->desc.n) return false;
+  bool cpu_measured = false;
+  for (int i = 0; i < rt->ncpu; i++) cpu_measured |= atomic_load_explicit(&m->samples[i], memory_order_relaxed) > 0;
+  if (!cpu_measured) return false;
+  *speed = v;
+  *latency = atomic_load_explicit(&m->lone_latency[wi], memory_order_relaxed);
+  return true;
 }
 
 double mgpu__worker_latency(const mgpu__batch_t *b, int wi) {

@@ -325,6 +325,73 @@ START_TEST(test_latency_bound_steal) {
 }
 END_TEST
 
+/* The reverse shape: a device whose launch (50 ms) outlasts the CPU
+ * workers' whole batch (40 items of 1 ms on two workers, 20 ms), under a
+ * prior that rates the device 100 cores. Judged by rates the CPU workers
+ * look 50 times slower: with no share and no measurement of them they never
+ * run an item, and once measured the far slower ones would be damped or
+ * skipped as adding little. By predicted completion time they take the
+ * batch and the device none of it. Two devices of that shape: a launch
+ * latency, and a launch as long for 1 item as for the device's width of 64
+ * (no latency to see where every launch is one size). */
+START_TEST(test_latency_bound_cpus_first) {
+  for (int shape = 0; shape < 2; shape++) {
+    mgpu_test_config_t cfg = mgpu_test_config(2, 1);
+    cfg.cfg.device_to_core_ratio = 100;
+    cfg.cfg.streams_per_gpu = 1; /* one launch at a time: each chunk's time is its own */
+    const double launch = 50e-3;
+    if (shape == 0) {
+      cfg.test.emulate_latency = launch;
+      cfg.test.emulate_speed = 1e6;
+    } else {
+      cfg.test.emulate_width = 64;
+      cfg.test.emulate_speed = 64 / launch;
+    }
+    mgpu_runtime_t *rt;
+    ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+    const size_t n = 40;
+    const double cpu_cost = 1e-3;
+    mgpu_worker_stats_t ws[3];
+    for (int b = 0; b < 7; b++) {
+      mgpu_stats_t st;
+      double t = run_sleep(rt, n, cpu_cost, ws, 3, &st);
+      printf("launch-bound device (%s) beside faster CPU workers, batch %d: %.4f s; CPU %llu + %llu items, GPU %llu\n",
+             shape ? "width" : "latency", b, t, (unsigned long long)ws[0].items, (unsigned long long)ws[1].items,
+             (unsigned long long)ws[2].items);
+      /* The model learns both sides: the GPU from the first batch, the CPU
+       * workers from their probe, one item each, in the second; the GPU's
+       * latency shows once it has run two sizes of launch (the probe's and
+       * the split's), and its last timing can come in after a batch starts. */
+      if (b < 4) continue;
+      ck_assert_uint_eq(ws[2].items, 0);
+      if (mgpu_test_timing()) ck_assert_msg(t < 0.7 * launch, "batch %d took %.3f s", b, t);
+    }
+    mgpu_finalize(rt);
+  }
+}
+END_TEST
+
+/* The probe of the test above is for long batches only: beside a GPU that
+ * runs a batch in about 1 ms, under a prior that gives each CPU worker under
+ * one item, the CPU workers never run an item of it, batch after batch
+ * (their team's start would cost a real part of such a batch). */
+START_TEST(test_no_probe_on_short_batches) {
+  mgpu_test_config_t cfg = mgpu_test_config(2, 1);
+  cfg.cfg.device_to_core_ratio = 1000;
+  cfg.test.emulate_speed = 1e6;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+  mgpu_worker_stats_t ws[3];
+  for (int b = 0; b < 6; b++) {
+    mgpu_stats_t st;
+    run_sleep(rt, 1000, 1e-3, ws, 3, &st);
+    ck_assert_msg(ws[0].items + ws[1].items == 0, "batch %d: the CPU workers ran %llu items", b,
+                  (unsigned long long)(ws[0].items + ws[1].items));
+  }
+  mgpu_finalize(rt);
+}
+END_TEST
+
 START_TEST(test_tail_rule) {
   /* A GPU 5000x faster than a CPU worker: no CPU item may delay the batch. */
   const double gpu_speed = 1e5, cpu_cost = 5000 / gpu_speed; /* 50 ms per CPU item */
@@ -804,6 +871,8 @@ int main(void) {
   tcase_add_test(tc, test_tail_rule);
   tcase_add_test(tc, test_latency_bound_gpu_only);
   tcase_add_test(tc, test_latency_bound_steal);
+  tcase_add_test(tc, test_latency_bound_cpus_first);
+  tcase_add_test(tc, test_no_probe_on_short_batches);
   tcase_add_test(tc, test_cpus_sit_out);
   tcase_add_test(tc, test_reserve_workers);
   tcase_add_test(tc, test_reserve_gpus_out);
