@@ -31,6 +31,12 @@ double mgpu__prior_ratio(const mgpu_runtime_t *rt) {
   return rt->prior_ratio > 0 ? rt->prior_ratio : 1.0;
 }
 
+/* Whether batch b lies within the largest size class GPU wi has run: any
+ * share of it is a chunk size its fit has timed. */
+static bool within_reach(const mgpu__batch_t *b, int wi) {
+  return atomic_load_explicit(&b->model->reach[wi], memory_order_relaxed) * MGPU_FIT_SIZE_CLASS >= (double)b->desc.n;
+}
+
 double mgpu__worker_speed(const mgpu__batch_t *b, int wi) {
   const mgpu_runtime_t *rt = b->rt;
   const mgpu__worker_t *w = &rt->workers[wi];
@@ -65,8 +71,7 @@ double mgpu__worker_speed(const mgpu__batch_t *b, int wi) {
    * fit has timed chunks as large as anything the batch can give it, and
    * the prior (a ratio of full-width throughputs) would rate a launch-bound
    * kernel's GPU far above the CPU workers that finish the batch sooner. */
-  if (s > 0 && ncpu && atomic_load_explicit(&m->reach[wi], memory_order_relaxed) * MGPU_FIT_SIZE_CLASS >= (double)b->desc.n)
-    return s;
+  if (s > 0 && ncpu && within_reach(b, wi)) return s;
   double prior = ngpu ? gpu / ngpu : ncpu ? cpu / ncpu * ratio : ratio;
   return MGPU_MAX(s, prior);
 }
@@ -76,8 +81,7 @@ bool mgpu__lone_line(const mgpu__batch_t *b, int wi, double *speed, double *late
   const mgpu__model_t *m = b->model;
   if (rt->workers[wi].kind != MGPU_WORKER_GPU || !mgpu__worker_alive(&rt->workers[wi])) return false;
   double v = atomic_load_explicit(&m->lone_speed[wi], memory_order_relaxed);
-  double reach = atomic_load_explicit(&m->reach[wi], memory_order_relaxed);
-  if (v <= 0 || reach * MGPU_FIT_SIZE_CLASS < (double)b->desc.n) return false;
+  if (v <= 0 || !within_reach(b, wi)) return false;
   bool cpu_measured = false;
   for (int i = 0; i < rt->ncpu; i++) cpu_measured |= atomic_load_explicit(&m->samples[i], memory_order_relaxed) > 0;
   if (!cpu_measured) return false;
