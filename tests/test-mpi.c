@@ -387,10 +387,12 @@ static void scenario_cancel(void) {
   mgpu_finalize(rt);
 }
 
+enum { TAG_ANSWERED = 71 }; /* rank 0 to rank 1 in scenario_lost */
+
 /* Rank 1 is killed in the middle of a batch (argv[2] "kill"), or stays
- * away from it ("away"): no rank hangs. Under Open MPI the launcher ends the
- * job when a process dies; a rank that is alive but away is seen by the
- * others' deadline (MGPU_TIMEOUT). */
+ * away from it ("away") until rank 0 has had its answers: no rank hangs.
+ * Under Open MPI the launcher ends the job when a process dies; a rank that
+ * is alive but away is seen by the others' deadline (MGPU_TIMEOUT). */
 static void scenario_lost(int argc, char **argv) {
   bool kill_it = argc > 2 && !strcmp(argv[2], "kill");
   mgpu_runtime_t *rt;
@@ -408,7 +410,23 @@ static void scenario_lost(int argc, char **argv) {
     raise(SIGKILL);
   }
   if (rank == 1) {
-    sleep(6); /* away past the others' deadline */
+    /* Away until rank 0 has had its answers, however late it came to its
+     * call on a loaded machine: a rank back sooner makes another call
+     * (mgpu_finalize), which the others rightly report as different calls. */
+    int word = 0;
+    MPI_Request req;
+    MPI_Irecv(&word, 1, MPI_INT, 0, TAG_ANSWERED, MPI_COMM_WORLD, &req);
+    double t0 = now();
+    int flag = 0;
+    while (!flag && now() - t0 < 60) {
+      MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+      if (!flag) usleep(10000);
+    }
+    if (!flag) {
+      check(false, "rank 0 had no answer within 60 s");
+      MPI_Cancel(&req);
+      MPI_Wait(&req, MPI_STATUS_IGNORE);
+    }
     mgpu_finalize(rt);
     arrays_free(&a);
     return;
@@ -421,6 +439,10 @@ static void scenario_lost(int argc, char **argv) {
   if (rank == 0) printf("rank 0 with rank 1 away, after %.1f s: %s\n", t, mgpu_last_error());
   st = mgpu_run(rt, &b, NULL);
   check(st == MGPU_EREMOTE, "a batch after a rank was lost: %s, expected MGPU_EREMOTE", mgpu_status_name(st));
+  if (rank == 0) {
+    int word = 1;
+    MPI_Send(&word, 1, MPI_INT, 1, TAG_ANSWERED, MPI_COMM_WORLD);
+  }
   mgpu_finalize(rt);
   arrays_free(&a);
 }
