@@ -68,6 +68,9 @@ static const setting_t settings[MGPU_SET_COUNT] = {
                               "an integer in 0..1099511627776 (0: no limit)",
                               "TESTS ONLY: items an emulated device runs at once; a launch takes whole rounds of "
                               "them (default 0: no limit)"},
+  [MGPU_SET_EMULATE_OVERLAP] = {"MGPU_EMULATE_OVERLAP", K_BOOL, 0, 1, 0, 0, 0, "0, 1, yes, no, on, off, true or false",
+                                "TESTS ONLY: launches of an emulated device on different streams run side by side, "
+                                "sharing only its items' speed (default 0: one launch at a time)"},
   [MGPU_SET_FAULT_INJECT] = {"MGPU_FAULT_INJECT", K_FAULT, 0, 0, 0, 0, 0,
                              "a comma-separated list of launch:GPU:K|all, alloc:GPU:K, const:GPU:K, hang:GPU:K, "
                              "hangcoll:GPU:K",
@@ -139,6 +142,7 @@ void mgpu__testcfg_init(mgpu__testcfg_t *t) {
   t->emulate_mem = 0;
   t->emulate_latency = -1;
   t->emulate_width = -1;
+  t->emulate_overlap = -1;
   t->fault_inject = NULL;
 }
 
@@ -198,7 +202,8 @@ static mgpu_status_t bad_env(int id, const char *value, const char *why) {
 static mgpu_status_t bad_arg(int id, const char *field, const char *value) {
   const setting_t *s = &settings[id];
   bool test = id == MGPU_SET_EMULATE_GPUS || id == MGPU_SET_EMULATE_SPEED || id == MGPU_SET_EMULATE_MEM ||
-              id == MGPU_SET_EMULATE_LATENCY || id == MGPU_SET_EMULATE_WIDTH || id == MGPU_SET_FAULT_INJECT;
+              id == MGPU_SET_EMULATE_LATENCY || id == MGPU_SET_EMULATE_WIDTH || id == MGPU_SET_EMULATE_OVERLAP ||
+              id == MGPU_SET_FAULT_INJECT;
   return mgpu__fail(MGPU_EINVAL, "%s.%s=%s is invalid (the field of %s): expected %s, or leave it unset",
                     test ? "mgpu__testcfg_t" : "mgpu_config_t", field, value, s->name, s->accepted);
 }
@@ -279,6 +284,7 @@ static mgpu_status_t from_text(int id, const char *value, mgpu__config_t *c) {
   case MGPU_SET_EMULATE_WIDTH:
     if ((rc = mgpu__parse_ll(value, s->lo, s->hi, &ll)) == 0) tc->emulate_width = ll;
     break;
+  case MGPU_SET_EMULATE_OVERLAP: rc = parse_bool(value, &tc->emulate_overlap); break;
   case MGPU_SET_FAULT_INJECT: {
     mgpu__fault_plan_t plan;
     if (strlen(value) >= sizeof c->fault_spec) {
@@ -329,6 +335,7 @@ static mgpu_status_t from_arg(int id, const mgpu_config_t *a, const mgpu__testcf
   case MGPU_SET_NUM_GPUS: INT_FIELD(num_gpus);
   case MGPU_SET_STREAMS: INT_FIELD(streams_per_gpu);
   case MGPU_SET_EMULATE_GPUS: INT_FIELD_OF(ta, tc, emulate_gpus);
+  case MGPU_SET_EMULATE_OVERLAP: INT_FIELD_OF(ta, tc, emulate_overlap);
   case MGPU_SET_STATS: INT_FIELD(stats);
   case MGPU_SET_MPI: INT_FIELD(mpi);
   case MGPU_SET_DEBUG: INT_FIELD(debug);
@@ -496,6 +503,7 @@ mgpu_status_t mgpu__config_parse(const mgpu_config_t *user, const mgpu__testcfg_
   out->test.emulate_mem = 1LL << 30;
   out->test.emulate_latency = 0;
   out->test.emulate_width = 0;
+  out->test.emulate_overlap = 0;
   out->test.fault_inject = NULL;
   out->v.timeout = MGPU_TIMEOUT_AUTO;
   out->v.mpi = 1;
@@ -671,6 +679,7 @@ mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visi
     snprintf(c->text[MGPU_SET_EMULATE_WIDTH], sizeof c->text[0], "%lld", tc->emulate_width);
   else
     snprintf(c->text[MGPU_SET_EMULATE_WIDTH], sizeof c->text[0], "no limit");
+  snprintf(c->text[MGPU_SET_EMULATE_OVERLAP], sizeof c->text[0], "%d", tc->emulate_overlap);
   snprintf(c->text[MGPU_SET_FAULT_INJECT], sizeof c->text[0], "%s", tc->fault_inject ? tc->fault_inject : "(none)");
   t = c->text[MGPU_SET_TENSOR_SPLIT];
   t[0] = '\0';

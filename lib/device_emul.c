@@ -8,7 +8,10 @@
  * each launch, and MGPU_EMULATE_WIDTH makes the device run that many items at
  * once, a launch of n items lasting ceil(n / width) waves of width / speed
  * seconds (the shape of a latency-bound kernel: one launch costs about the
- * same for one item as for width items). A kernel's CPU function can tell it runs on an
+ * same for one item as for width items). With MGPU_EMULATE_OVERLAP the
+ * launches of different streams run side by side, as a real device's
+ * latency-bound kernels do: each lasts its own time from its start, and only
+ * their items' count / speed is shared. A kernel's CPU function can tell it runs on an
  * emulated device by chunk->stream != NULL. As CUDA's cudaMalloc and cudaFree,
  * mem_alloc and mem_free first wait for the operations queued on the device's
  * streams; the stream-ordered mem_alloc_on and mem_free_on wait for nothing
@@ -67,6 +70,7 @@ typedef struct emul_dev {
   double epoch;
   double speed, latency;
   size_t width;            /* items at once, 0: no limit */
+  bool overlap;            /* launches of different streams run side by side */
   size_t mem_limit;
   pthread_mutex_t lock;    /* guards mem_used */
   size_t mem_used;
@@ -174,16 +178,27 @@ static void *stream_main(void *arg) {
       double t0 = mgpu__now();
       rc = op->kernel.cpu(&op->chunk);
       double took = kernel_time(s->dev, op->chunk.count);
-      if (took > 0) {
-        /* A virtual clock of the compute engine: a kernel ends its time after
-         * the later of its start and the previous kernel's end, so the host's
-         * sleep overshoot does not pile up from kernel to kernel and a device
-         * kept busy runs at its declared speed. */
-        double start = t0 < s->dev->busy_until ? s->dev->busy_until : t0;
-        s->dev->busy_until = start + took;
-        sleep_until(s->dev->busy_until);
+      if (s->dev->overlap) {
+        /* Side by side: the launch lasts its own time from its start, and
+         * its items take their share of the device's speed after those of
+         * the launches before it. */
+        double items = s->dev->speed > 0 ? (double)op->chunk.count / s->dev->speed : 0;
+        s->dev->busy_until = (t0 < s->dev->busy_until ? s->dev->busy_until : t0) + items;
+        double end = MGPU_MAX(t0 + took, s->dev->busy_until);
+        MGPU_UNLOCK(&s->dev->compute);
+        sleep_until(end);
+      } else {
+        if (took > 0) {
+          /* A virtual clock of the compute engine: a kernel ends its time
+           * after the later of its start and the previous kernel's end, so the
+           * host's sleep overshoot does not pile up from kernel to kernel and
+           * a device kept busy runs at its declared speed. */
+          double start = t0 < s->dev->busy_until ? s->dev->busy_until : t0;
+          s->dev->busy_until = start + took;
+          sleep_until(s->dev->busy_until);
+        }
+        MGPU_UNLOCK(&s->dev->compute);
       }
-      MGPU_UNLOCK(&s->dev->compute);
     }
     free(op);
     MGPU_LOCK(&s->lock, MGPU_LK_BACKEND);
@@ -203,6 +218,7 @@ static int emul_open(int dev, const mgpu__config_t *cfg, void **ctx) {
   d->speed = cfg->test.emulate_speed;
   d->latency = cfg->test.emulate_latency > 0 ? cfg->test.emulate_latency : 0;
   d->width = cfg->test.emulate_width > 0 ? (size_t)cfg->test.emulate_width : 0;
+  d->overlap = cfg->test.emulate_overlap > 0;
   d->epoch = mgpu__now(); /* device time 0, as the CUDA back end's epoch event */
   d->mem_limit = (size_t)cfg->test.emulate_mem;
   pthread_mutex_init(&d->lock, NULL);

@@ -190,14 +190,20 @@ static void learn_flush(mgpu__gpu_t *gp) {
 
 /* The sample of the chunk of slot s, which took `busy` seconds of the
  * device and `span` from its own start: held until the next chunk ends,
- * which joins it if it ended inside this one's time. In a batch with a cost profile a GPU counts in items of
- * average cost, as it sizes its chunks. */
+ * which joins it if it ended inside this one's time, or ran beside it and
+ * ended just after it. Launches that run side by side (latency-bound
+ * kernels) end together: the later one is credited only the moment between
+ * their ends, and learnt alone it would make its items look nearly free,
+ * batch after batch. Together they are what the device did in that time. In
+ * a batch with a cost profile a GPU counts in items of average cost, as it
+ * sizes its chunks. */
 static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, double span, bool inside, bool alone) {
   const mgpu__claim_t *c = &s->claim;
   const mgpu__batch_t *b = c->b;
   double items = b->cost ? (double)mgpu__cost_items(b->cost, c->first, c->count) : (double)c->count;
-  if (inside && gp->held_model == b->model) {
+  if (gp->held_model == b->model && (inside || (!alone && busy < MGPU_FIT_BESIDE * gp->held_s))) {
     gp->held_items += items;
+    if (!inside) gp->held_s += busy;
     return;
   }
   learn_flush(gp);

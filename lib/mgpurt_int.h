@@ -205,6 +205,9 @@ bool mgpu__lock_order_checked(void);
  * than the fit. */
 #define MGPU_FIT_CLIP_AFTER 4
 #define MGPU_FIT_CLIP 4.0
+/* A chunk that started before the held one ended and is credited under
+ * this share of its time ran beside it (gpu_chunk.c, learn): it joins it. */
+#define MGPU_FIT_BESIDE 0.1
 /* A chunk that ran alone is learnt while fewer than this many (decayed) of
  * the worker's recent chunks ran among others. */
 #define MGPU_FIT_PIPED_MIN 0.5
@@ -379,6 +382,7 @@ enum {
   MGPU_SET_EMULATE_MEM,
   MGPU_SET_EMULATE_LATENCY,
   MGPU_SET_EMULATE_WIDTH,
+  MGPU_SET_EMULATE_OVERLAP,
   MGPU_SET_FAULT_INJECT,
   MGPU_SET_TENSOR_SPLIT,
   MGPU_SET_RESERVE_THREADS,
@@ -400,6 +404,7 @@ typedef struct {
   long long emulate_mem;    /* MGPU_EMULATE_MEM: bytes of an emulated device */
   double emulate_latency;   /* MGPU_EMULATE_LATENCY: seconds a launch takes on top of its items, 0..10 */
   long long emulate_width;  /* MGPU_EMULATE_WIDTH: items run at once, 0..2^40, 0 = no limit */
+  int emulate_overlap;      /* MGPU_EMULATE_OVERLAP: launches on different streams run side by side, 0 or 1 */
   const char *fault_inject; /* MGPU_FAULT_INJECT: the fault plan (fault.c) */
 } mgpu__testcfg_t;
 

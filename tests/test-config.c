@@ -13,7 +13,7 @@ static mgpu_status_t parse_env(const char *name, const char *value, mgpu__config
                                     "MGPU_MAX_BATCH_SIZE", "MGPU_STREAMS_PER_GPU", "MGPU_SCHED", "MGPU_STATS",
                                     "MGPU_TRACE", "MGPU_DEBUG", "MGPU_EMULATE_GPUS", "MGPU_EMULATE_SPEED",
                                     "MGPU_EMULATE_MEM", "MGPU_EMULATE_LATENCY", "MGPU_EMULATE_WIDTH",
-                                    "MGPU_FAULT_INJECT", "MGPU_TENSOR_SPLIT",
+                                    "MGPU_EMULATE_OVERLAP", "MGPU_FAULT_INJECT", "MGPU_TENSOR_SPLIT",
                                     "MGPU_RESERVE_THREADS", "MGPU_TIMEOUT"};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) unsetenv(all[i]);
   if (value) setenv(name, value, 1);
@@ -132,6 +132,10 @@ static const env_case_t env_cases[] = {
     {"MGPU_EMULATE_WIDTH", "1.5", 0},        {"MGPU_EMULATE_WIDTH", "64K", 0},
     {"MGPU_EMULATE_WIDTH", "", 0},           {"MGPU_EMULATE_WIDTH", "x", 0},
     {"MGPU_EMULATE_WIDTH", "0x100", 0},
+    {"MGPU_EMULATE_OVERLAP", "0", 1},        {"MGPU_EMULATE_OVERLAP", "1", 1},
+    {"MGPU_EMULATE_OVERLAP", " on ", 1},     {"MGPU_EMULATE_OVERLAP", "FALSE", 1},
+    {"MGPU_EMULATE_OVERLAP", "2", 0},        {"MGPU_EMULATE_OVERLAP", "", 0},
+    {"MGPU_EMULATE_OVERLAP", "-1", 0},       {"MGPU_EMULATE_OVERLAP", "side", 0},
 };
 #define NCASES ((int)(sizeof env_cases / sizeof env_cases[0]))
 
@@ -339,7 +343,8 @@ START_TEST(test_test_args) {
       {0, 65, "emulate_gpus=65"},          {0, -2, "emulate_gpus=-2"},         {1, -3, "emulate_speed=-3"},
       {1, 2e12, "emulate_speed=2e+12"},    {2, 1024, "emulate_mem=1024"},      {3, 10.5, "emulate_latency=10.5"},
       {3, -0.0, "emulate_latency=-0"},     {3, -2, "emulate_latency=-2"},      {4, -2, "emulate_width=-2"},
-      {4, 1099511627777.0, "emulate_width=1099511627777"}, {5, 0, "fault_inject=boom:0:1"}};
+      {4, 1099511627777.0, "emulate_width=1099511627777"}, {5, 0, "fault_inject=boom:0:1"},
+      {6, 2, "emulate_overlap=2"},         {6, -2, "emulate_overlap=-2"}};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     mgpu__testcfg_init(&t);
     switch (bad[i].field) {
@@ -349,6 +354,7 @@ START_TEST(test_test_args) {
     case 3: t.emulate_latency = bad[i].value; break;
     case 4: t.emulate_width = (long long)bad[i].value; break;
     case 5: t.fault_inject = "boom:0:1"; break;
+    case 6: t.emulate_overlap = (int)bad[i].value; break;
     }
     ck_assert_int_eq(mgpu__config_parse(NULL, &t, &c), MGPU_EINVAL);
     char want[128];
@@ -373,6 +379,17 @@ START_TEST(test_test_args) {
   ck_assert_int_eq(c.source[MGPU_SET_EMULATE_WIDTH], MGPU_SRC_ENV);
   unsetenv("MGPU_EMULATE_LATENCY");
   unsetenv("MGPU_EMULATE_WIDTH");
+  /* The overlap, from the field over the variable. */
+  setenv("MGPU_EMULATE_OVERLAP", "yes", 1);
+  mgpu__testcfg_init(&t);
+  ck_assert_int_eq(mgpu__config_parse(NULL, &t, &c), MGPU_OK);
+  ck_assert_int_eq(c.test.emulate_overlap, 1);
+  ck_assert_int_eq(c.source[MGPU_SET_EMULATE_OVERLAP], MGPU_SRC_ENV);
+  t.emulate_overlap = 0;
+  ck_assert_int_eq(mgpu__config_parse(NULL, &t, &c), MGPU_OK);
+  ck_assert_int_eq(c.test.emulate_overlap, 0);
+  ck_assert_int_eq(c.source[MGPU_SET_EMULATE_OVERLAP], MGPU_SRC_ARG);
+  unsetenv("MGPU_EMULATE_OVERLAP");
   /* A runtime's emulated devices open with them (emul_open reads rt->cfg.test),
    * and mgpu_info_setting shows them. */
   mgpu_test_config_t tc = mgpu_test_config(1, 1);

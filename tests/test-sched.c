@@ -371,6 +371,45 @@ START_TEST(test_latency_bound_cpus_first) {
 }
 END_TEST
 
+/* A device whose launches on different streams run side by side, as a real
+ * device's latency-bound kernels do (MGPU_EMULATE_OVERLAP): any launch takes
+ * 50 ms, its items 1 us each. A chunk that ends just after another one that
+ * ran beside it is credited only the moment between their ends; learnt as a
+ * chunk of its own it makes items look nearly free, and the GPU's fit never
+ * sees the launch's latency (it gave a batch of 4096 items 0.119 s, over
+ * twice its 0.053 s). Joined to the chunk it ran beside, the fit learns the
+ * latency and predicts the batch. */
+START_TEST(test_overlapped_launches) {
+  mgpu_test_config_t cfg = mgpu_test_config(1, 1);
+  cfg.cfg.sched = MGPU_SCHED_GPU;
+  const double launch = 50e-3;
+  cfg.test.emulate_overlap = 1;
+  cfg.test.emulate_latency = launch;
+  cfg.test.emulate_speed = 1e6;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+  const size_t n = 4096;
+  mgpu_worker_stats_t ws[2];
+  for (int b = 0; b < 6; b++) {
+    double t = run_sleep(rt, n, 0, ws, 2, NULL);
+    MGPU_LOCK(&rt->lock, MGPU_LK_RT);
+    const mgpu__fit_t *f = &mgpu__model_get(rt, &sleep_kernel)->fit[1];
+    double a = f->a, pred = mgpu__fit_time(f, (double)n);
+    MGPU_UNLOCK(&rt->lock);
+    printf("overlapped launches, batch %d: %.4f s in %llu launches; the GPU's fit %.4f s + %.3g s/item, %.4f s for "
+           "the batch\n",
+           b, t, (unsigned long long)ws[1].chunks, a, f->c, pred);
+    ck_assert_uint_eq(ws[1].items, n);
+    /* The first batch's launches grow from a probe, side by side. */
+    if (b < 2 || !mgpu_test_timing()) continue;
+    ck_assert_msg(a >= 0.5 * launch, "batch %d: the fit's latency is %.4f s, a launch %.4f s", b, a, launch);
+    ck_assert_msg(pred >= 0.8 * t && pred <= 1.25 * t, "batch %d: the fit gives the batch %.4f s, it took %.4f s", b,
+                  pred, t);
+  }
+  mgpu_finalize(rt);
+}
+END_TEST
+
 /* The probe of the test above is for long batches only: beside a GPU that
  * runs a batch in about 1 ms, under a prior that gives each CPU worker under
  * one item, the CPU workers never run an item of it, batch after batch
@@ -873,6 +912,7 @@ int main(void) {
   tcase_add_test(tc, test_latency_bound_steal);
   tcase_add_test(tc, test_latency_bound_cpus_first);
   tcase_add_test(tc, test_no_probe_on_short_batches);
+  tcase_add_test(tc, test_overlapped_launches);
   tcase_add_test(tc, test_cpus_sit_out);
   tcase_add_test(tc, test_reserve_workers);
   tcase_add_test(tc, test_reserve_gpus_out);
