@@ -193,15 +193,21 @@ static void learn_flush(mgpu__gpu_t *gp) {
  * which joins it if it ended inside this one's time, or ran beside it and
  * ended just after it. Launches that run side by side (latency-bound
  * kernels) end together: the later one is credited only the moment between
- * their ends, and learnt alone it would make its items look nearly free,
- * batch after batch. Together they are what the device did in that time. In
+ * their ends, far faster than the held one's rate, and learnt alone it would
+ * make its items look nearly free, batch after batch. Together they are what
+ * the device did in that time. A chunk queued behind the held one runs at
+ * about its rate and keeps a sample of its own. In
  * a batch with a cost profile a GPU counts in items of average cost, as it
  * sizes its chunks. */
 static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, double span, bool inside, bool alone) {
   const mgpu__claim_t *c = &s->claim;
   const mgpu__batch_t *b = c->b;
   double items = b->cost ? (double)mgpu__cost_items(b->cost, c->first, c->count) : (double)c->count;
-  if (gp->held_model == b->model && (inside || (!alone && busy < MGPU_FIT_BESIDE * gp->held_s))) {
+  if (gp->held_model == b->model &&
+      (inside || (!alone && busy * gp->held_items * MGPU_FIT_BESIDE < items * gp->held_s))) {
+    if (!inside)
+      mgpu__log(MGPU_LOG_DEBUG, "model of '%s', worker %d: %.0f items in %.3g s ran beside the %.0f items before "
+                "them (%.3g s): learnt with them", b->kernel.name, gp->w->id, items, busy, gp->held_items, gp->held_s);
     gp->held_items += items;
     if (!inside) gp->held_s += busy;
     return;

@@ -205,9 +205,10 @@ bool mgpu__lock_order_checked(void);
  * than the fit. */
 #define MGPU_FIT_CLIP_AFTER 4
 #define MGPU_FIT_CLIP 4.0
-/* A chunk that started before the held one ended and is credited under
- * this share of its time ran beside it (gpu_chunk.c, learn): it joins it. */
-#define MGPU_FIT_BESIDE 0.1
+/* A chunk that started before the held one ended and is credited with
+ * over this many times its rate ran beside it (gpu_chunk.c, learn): it
+ * joins it. Chunks queued one after another run at about one rate. */
+#define MGPU_FIT_BESIDE 10.0
 /* A chunk that ran alone is learnt while fewer than this many (decayed) of
  * the worker's recent chunks ran among others. */
 #define MGPU_FIT_PIPED_MIN 0.5
