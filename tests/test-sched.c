@@ -376,9 +376,9 @@ END_TEST
  * 50 ms, its items 1 us each. A chunk that ends just after another one that
  * ran beside it is credited only the moment between their ends; learnt as a
  * chunk of its own it makes items look nearly free, and the GPU's fit never
- * sees the launch's latency (it gave a batch of 4096 items 0.119 s, over
- * twice its 0.053 s). Joined to the chunk it ran beside, the fit learns the
- * latency and predicts the batch. */
+ * sees the launch's latency (doc/tuning.md, "Completion times", has the
+ * figures). Joined to the chunk it ran beside, the fit learns the latency and
+ * predicts the batch. */
 START_TEST(test_overlapped_launches) {
   mgpu_test_config_t cfg = mgpu_test_config(1, 1);
   cfg.cfg.sched = MGPU_SCHED_GPU;
