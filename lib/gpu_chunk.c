@@ -196,9 +196,8 @@ static void learn_flush(mgpu__gpu_t *gp) {
  * their ends, far faster than the held one's rate, and learnt alone it would
  * make its items look nearly free, batch after batch. Together they are what
  * the device did in that time. A chunk queued behind the held one runs at
- * about its rate and keeps a sample of its own. In
- * a batch with a cost profile a GPU counts in items of average cost, as it
- * sizes its chunks. */
+ * about its rate and keeps a sample of its own. In a batch with a cost
+ * profile a GPU counts in items of average cost, as it sizes its chunks. */
 static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, double span, bool inside, bool alone) {
   const mgpu__claim_t *c = &s->claim;
   const mgpu__batch_t *b = c->b;

@@ -398,7 +398,9 @@ enum {
  * set them through mgpu__init_test. Unset: -1, or 0 for emulate_mem and NULL
  * for fault_inject (mgpu__testcfg_init). An emulated device's kernel of n
  * items takes emulate_latency + ceil(n / width) * width / speed seconds with
- * a width, latency + n / speed without (speed 0: the latency alone). */
+ * a width, latency + n / speed without (speed 0: the latency alone); with
+ * emulate_overlap, launches of different streams run side by side and share
+ * only their n / speed. */
 typedef struct {
   int emulate_gpus;         /* MGPU_EMULATE_GPUS: emulated devices, 0..64 */
   double emulate_speed;     /* MGPU_EMULATE_SPEED: items/s of an emulated device, 0 = unlimited */
