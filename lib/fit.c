@@ -18,14 +18,23 @@
 
 #include <math.h>
 
+/* The weighted least-squares line t = a + c n through the sums of 1, n, n^2,
+ * t and n t; false where the sizes are too close together to tell a from c
+ * (their weighted variance under MGPU_FIT_SPREAD of the mean square). */
+static bool line(double sw, double sn, double snn, double st, double snt, double *a, double *c) {
+  double d = sw * snn - sn * sn;
+  if (!(d > MGPU_FIT_SPREAD * sw * snn)) return false;
+  *a = (snn * st - sn * snt) / d;
+  *c = (sw * snt - sn * st) / d;
+  return true;
+}
+
 /* Refit a and c from the sums. Where the chunks in the sums are all of about
  * one size, one line through them cannot tell a from c: the time is given
  * to whichever term dominates at that size, and the other is kept. */
 static void solve(mgpu__fit_t *f) {
-  double d = f->sw * f->snn - f->sn * f->sn;
-  double n0 = f->sn / f->sw, t0 = f->st / f->sw;
-  if (d > MGPU_FIT_SPREAD * f->sw * f->snn) {
-    double a = (f->snn * f->st - f->sn * f->snt) / d, c = (f->sw * f->snt - f->sn * f->st) / d;
+  double n0 = f->sn / f->sw, t0 = f->st / f->sw, a, c;
+  if (line(f->sw, f->sn, f->snn, f->st, f->snt, &a, &c)) {
     if (a < 0) {
       a = 0;
       c = f->snt / f->snn;
@@ -39,12 +48,12 @@ static void solve(mgpu__fit_t *f) {
   } else if (f->c > 0 && f->a > f->c * n0) {
     f->a = MGPU_MAX(0.0, t0 - f->c * n0);
   } else {
-    double a = MGPU_MIN(f->a, MGPU_FIT_LATENCY_MAX_SHARE * t0);
-    f->a = a;
-    f->c = (t0 - a) / n0;
+    f->a = MGPU_MIN(f->a, MGPU_FIT_LATENCY_MAX_SHARE * t0);
+    f->c = (t0 - f->a) / n0;
   }
   /* The weighted squared residuals about the line, against those about 0. */
-  double a = f->a, c = f->c;
+  a = f->a;
+  c = f->c;
   double rss = f->stt - 2 * a * f->st - 2 * c * f->snt + a * a * f->sw + 2 * a * c * f->sn + c * c * f->snn;
   if (rss > MGPU_FIT_SCATTER * MGPU_FIT_SCATTER * f->stt) {
     f->a = 0;
@@ -181,13 +190,8 @@ static void add(mgpu__fit_t *f, double n, double t, double span, bool lone) {
 static void lone_add(mgpu__fit_t *f, double n, double t) {
   decay_add(&f->lw, &f->ln, &f->lnn, &f->lt, &f->lnt, 1.0 / (t * t), n, t);
   f->lone_samples++;
-  double d = f->lw * f->lnn - f->ln * f->ln;
-  double n0 = f->ln / f->lw, t0 = f->lt / f->lw;
-  double a, c;
-  if (d > MGPU_FIT_SPREAD * f->lw * f->lnn) {
-    a = (f->lnn * f->lt - f->ln * f->lnt) / d;
-    c = (f->lw * f->lnt - f->ln * f->lt) / d;
-  } else {
+  double n0 = f->ln / f->lw, t0 = f->lt / f->lw, a, c;
+  if (!line(f->lw, f->ln, f->lnn, f->lt, f->lnt, &a, &c)) {
     c = f->c > 0 ? f->c : t0 / n0;
     a = t0 - c * n0;
   }

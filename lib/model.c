@@ -39,7 +39,8 @@ mgpu__model_t *mgpu__model_new(const mgpu_kernel_t *k, int nworkers) {
   m->samples = calloc(n, sizeof *m->samples);
   m->slow = calloc(n, sizeof *m->slow);
   m->prof = calloc(MGPU_PROF_BINS, sizeof *m->prof);
-  if (!m->fit || !m->speed || !m->latency || !m->known || !m->reach || !m->lone_latency || !m->lone_speed || !m->samples || !m->slow || !m->prof) {
+  if (!m->fit || !m->speed || !m->latency || !m->known || !m->reach || !m->lone_latency || !m->lone_speed ||
+      !m->samples || !m->slow || !m->prof) {
     mgpu__model_free(m);
     return NULL;
   }
