@@ -149,8 +149,6 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
 #define LATENCY(i) (rt->workers[i].kind == MGPU_WORKER_CPU ? cpu_lat : mgpu__worker_latency(b, (i)))
   const mgpu__cost_t *cost = w->kind == MGPU_WORKER_GPU ? b->cost : NULL;
   double pt = (double)atomic_load_explicit(&b->ranges[w->id].pending, memory_order_relaxed);
-  /* A GPU with nothing in flight runs what it takes as one chunk alone. */
-  if (pt == 0) mgpu__lone_line(b, w->id, &vt, &at);
   double slowest = atomic_load_explicit(&b->model->slow[w->id], memory_order_relaxed);
   double item_s = w->kind == MGPU_WORKER_CPU ? mgpu__cpu_item_s(b) : 0;
   for (int attempt = 0; attempt < 4; attempt++) {

@@ -145,17 +145,6 @@ static void size_class(mgpu__fit_t *f, double n, double r, double q, bool alone,
   if (f->rising && f->nprev > 0 && !f->prev_lone) f->rose = true;
 }
 
-/* A line's decayed weighted sums of 1, n, n^2, t and n t, with the chunk
- * (n, t) of weight w added. */
-static void decay_add(double *sw, double *sn, double *snn, double *st, double *snt, double w, double n, double t) {
-  const double k = MGPU_MODEL_DECAY;
-  *sw = *sw * k + w;
-  *sn = *sn * k + w * n;
-  *snn = *snn * k + w * n * n;
-  *st = *st * k + w * t;
-  *snt = *snt * k + w * n * t;
-}
-
 /* Learn a chunk of n items that took t seconds of the worker, `span` from
  * its own start. */
 static void add(mgpu__fit_t *f, double n, double t, double span, bool lone) {
@@ -173,7 +162,11 @@ static void add(mgpu__fit_t *f, double n, double t, double span, bool lone) {
     tp = MGPU_MIN(t, pred * MGPU_FIT_CLIP);
   }
   double w = 1.0 / (tw * tw), k = MGPU_MODEL_DECAY;
-  decay_add(&f->sw, &f->sn, &f->snn, &f->st, &f->snt, w, n, t);
+  f->sw = f->sw * k + w;
+  f->sn = f->sn * k + w * n;
+  f->snn = f->snn * k + w * n * n;
+  f->st = f->st * k + w * t;
+  f->snt = f->snt * k + w * n * t;
   f->stt = f->stt * k + w * t * t;
   f->items = f->items * k + n;
   f->secs = f->secs * k + tp;
@@ -182,31 +175,11 @@ static void add(mgpu__fit_t *f, double n, double t, double span, bool lone) {
   solve(f);
 }
 
-/* Learn a chunk that ran alone into the lone line. Where its chunks are of
- * about one size, the line keeps the main fit's slope and gives the rest of
- * their time to latency: a launch that takes as long for 34 items as for 64
- * shows as latency once two sizes have run. The slope is never under the
- * main fit's floor for time flat in the size. */
-static void lone_add(mgpu__fit_t *f, double n, double t) {
-  decay_add(&f->lw, &f->ln, &f->lnn, &f->lt, &f->lnt, 1.0 / (t * t), n, t);
-  f->lone_samples++;
-  double n0 = f->ln / f->lw, t0 = f->lt / f->lw, a, c;
-  if (!line(f->lw, f->ln, f->lnn, f->lt, f->lnt, &a, &c)) {
-    c = f->c > 0 ? f->c : t0 / n0;
-    a = t0 - c * n0;
-  }
-  c = MGPU_MAX(c, t0 / (MGPU_MAX(n0, f->nmax) * MGPU_FIT_FLAT));
-  if (a < 0) a = 0, c = t0 / n0;
-  f->la = a;
-  f->lc = c;
-}
-
 void mgpu__fit_add(mgpu__fit_t *f, double n, double t) { add(f, n, t, t, false); }
 
 void mgpu__fit_sample(mgpu__fit_t *f, double n, double t, double span, bool isolated) {
   if (!(n > 0) || !(t > 0)) return;
   f->piped = f->piped * MGPU_MODEL_DECAY + (isolated ? 0 : 1);
-  if (isolated) lone_add(f, n, t);
   if (isolated && f->piped >= MGPU_FIT_PIPED_MIN) {
     /* Not learnt into the line, but a chunk alone past the largest size
      * class still judges the growth: a claim that takes a whole batch's
@@ -222,8 +195,6 @@ void mgpu__fit_sample(mgpu__fit_t *f, double n, double t, double span, bool isol
 }
 
 double mgpu__fit_time(const mgpu__fit_t *f, double n) { return f->a + f->c * n; }
-
-double mgpu__fit_lone_time(const mgpu__fit_t *f, double n) { return f->lone_samples ? f->la + f->lc * n : 0; }
 
 double mgpu__fit_rate(const mgpu__fit_t *f, double n) {
   double t = mgpu__fit_time(f, n);

@@ -600,11 +600,6 @@ typedef struct {
   size_t grown;                /* the largest claim when the growth last stopped (SIZE_MAX: growing) */
   size_t planned;              /* the size the last claim asked for, before the end of its range */
   double piped;                /* decayed count of chunks that ran while another was in flight */
-  /* The chunks that ran alone, in a line of their own, t(n) = la + lc n:
-   * what a share that goes in flight as one chunk takes (fill included). */
-  double lw, ln, lnn, lt, lnt;  /* decayed weighted sums of 1, n, n^2, t, n t */
-  double la, lc;
-  uint64_t lone_samples;
 } mgpu__fit_t;
 
 typedef struct mgpu__model {
@@ -619,7 +614,6 @@ typedef struct mgpu__model {
   _Atomic double *latency;
   _Atomic int *known;
   _Atomic double *reach;    /* the largest chunk size learnt (items) */
-  _Atomic double *lone_latency, *lone_speed; /* the line of its chunks alone: la, 1 / lc (0: none) */
   _Atomic uint64_t *samples;
   _Atomic double *slow;     /* slowest recent chunk rate per worker (items/s) */
   /* Cost profile, under rt->lock: a GPU's seconds per item in each of
@@ -978,12 +972,6 @@ double mgpu__prior_ratio(const mgpu_runtime_t *rt);
 double mgpu__worker_speed(const mgpu__batch_t *b, int w);
 /* Seconds of latency worker w's chunks of b's kernel have (the CPU team's
  * mean for a CPU worker; 0 before measurements). */
-/* Where a GPU's share of batch b goes in flight about as one chunk alone
- * (b is no larger than the largest size class it has run) and the CPU
- * workers are measured, its speed (1 / the slope) and latency as the line of
- * its chunks that ran alone gives them; false where it has none or that is
- * not the case. A GPU that steals with nothing in flight runs alone too. */
-bool mgpu__lone_line(const mgpu__batch_t *b, int wi, double *speed, double *latency);
 double mgpu__worker_latency(const mgpu__batch_t *b, int w);
 /* The runtime's model of kernel k, made on first use. Under rt->lock. */
 mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k);
@@ -1052,8 +1040,6 @@ void mgpu__fit_add(mgpu__fit_t *f, double n, double t);
 void mgpu__fit_sample(mgpu__fit_t *f, double n, double t, double span, bool isolated);
 /* Predicted seconds of a chunk of n items, and its rate (items/s). */
 double mgpu__fit_time(const mgpu__fit_t *f, double n);
-/* Predicted seconds of a chunk of n items that runs alone (0: none has). */
-double mgpu__fit_lone_time(const mgpu__fit_t *f, double n);
 double mgpu__fit_rate(const mgpu__fit_t *f, double n);
 /* The fit's saturating size, where latency is MGPU_SAT_SHARE's complement of
  * the time (debug logs; the chunks' floor is the measured knee). */

@@ -34,13 +34,10 @@ mgpu__model_t *mgpu__model_new(const mgpu_kernel_t *k, int nworkers) {
   m->latency = calloc(n, sizeof *m->latency);
   m->known = calloc(n, sizeof *m->known);
   m->reach = calloc(n, sizeof *m->reach);
-  m->lone_latency = calloc(n, sizeof *m->lone_latency);
-  m->lone_speed = calloc(n, sizeof *m->lone_speed);
   m->samples = calloc(n, sizeof *m->samples);
   m->slow = calloc(n, sizeof *m->slow);
   m->prof = calloc(MGPU_PROF_BINS, sizeof *m->prof);
-  if (!m->fit || !m->speed || !m->latency || !m->known || !m->reach || !m->lone_latency || !m->lone_speed ||
-      !m->samples || !m->slow || !m->prof) {
+  if (!m->fit || !m->speed || !m->latency || !m->known || !m->reach || !m->samples || !m->slow || !m->prof) {
     mgpu__model_free(m);
     return NULL;
   }
@@ -54,8 +51,6 @@ void mgpu__model_free(mgpu__model_t *m) {
   free((void *)m->latency);
   free((void *)m->known);
   free((void *)m->reach);
-  free((void *)m->lone_latency);
-  free((void *)m->lone_speed);
   free((void *)m->samples);
   free((void *)m->slow);
   free(m->prof);
@@ -71,8 +66,6 @@ static void publish(mgpu__model_t *m, int w) {
   atomic_store_explicit(&m->latency[w], f->a, memory_order_relaxed);
   atomic_store_explicit(&m->known[w], mgpu__fit_known(f) || f->samples >= MGPU_FIT_TRUST_AFTER, memory_order_relaxed);
   atomic_store_explicit(&m->reach[w], f->nmax, memory_order_relaxed);
-  atomic_store_explicit(&m->lone_latency[w], f->la, memory_order_relaxed);
-  atomic_store_explicit(&m->lone_speed[w], f->lone_samples && f->lc > 0 ? 1 / f->lc : 0, memory_order_relaxed);
 }
 
 void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, double span, bool isolated) {
@@ -83,9 +76,9 @@ void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, d
   publish(m, w);
   mgpu__log(MGPU_LOG_DEBUG,
             "model of '%s', worker %d: %zu items in %.3g s%s; fit a %.3g s + %.3g s/item, saturating at %.3g items, "
-            "%s, next chunk %zu; alone %.3g s + %.3g s/item",
+            "%s, next chunk %zu",
             m->key.name ? m->key.name : "", w, items, seconds, isolated ? " (alone)" : "", f->a, f->c,
-            mgpu__fit_sat(f), mgpu__fit_known(f) ? "saturated" : "growing", f->planned, f->la, f->lc);
+            mgpu__fit_sat(f), mgpu__fit_known(f) ? "saturated" : "growing", f->planned);
   /* The slowest rate seen, drifting back up slowly: items of one kernel can
    * differ in cost, and a slow thief plans with its worst case. */
   double rate = (double)items / seconds, slow = atomic_load_explicit(&m->slow[w], memory_order_relaxed);

@@ -4,9 +4,8 @@
  * together,
  * adjusted where the model knows better: alike GPUs split as equals, far
  * slower workers start small, CPU workers sit out where they add too little,
- * the reserve of CPU workers, a GPU whose share runs alone is judged by its
- * chunks alone, CPU workers probe a kernel the prior rules out, and GPUs
- * split by cost where items differ in cost by position.
+ * the reserve of CPU workers, CPU workers probe a kernel the prior rules
+ * out, and GPUs split by cost where items differ in cost by position.
  */
 #include "mgpurt_int.h"
 
@@ -22,18 +21,6 @@ static double split_speed(const mgpu__batch_t *b, int wi) {
   if (!mgpu__eligible(rt, b, w)) return 0;
   if (!b->steal_ok) return w->kind == MGPU_WORKER_GPU ? mgpu__prior_ratio(rt) : 1.0;
   return mgpu__worker_speed(b, wi);
-}
-
-/* A batch no larger than the largest size class a GPU has run, beside
- * measured CPU workers: whatever share the GPU gets goes in flight at once,
- * about as one chunk alone, so its completion is predicted by the line of
- * its chunks that ran alone (mgpu__lone_line) rather than by chunks that
- * overlapped others, whose device times hide the launch that a kernel of
- * long serial items pays in full (doc/tuning.md, "Completion times"). */
-static void lone_shares(const mgpu__batch_t *b, double *speed, double *latency) {
-  const mgpu_runtime_t *rt = b->rt;
-  for (int i = rt->ncpu; i < rt->nworkers; i++)
-    if (speed[i] > 0) mgpu__lone_line(b, i, &speed[i], &latency[i]);
 }
 
 /* GPUs of one kind start a short batch with equal shares unless their
@@ -288,9 +275,7 @@ static void choose_reserve(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   double cpu = 0, gpu = 0;
   bool cpu_measured = false, gpu_measured = false;
   for (int i = 0; i < rt->nworkers; i++) {
-    double s = mgpu__worker_speed(b, i), v, a;
-    /* A GPU that runs its share alone: its rate at the whole batch. */
-    if (mgpu__lone_line(b, i, &v, &a)) s = (double)b->desc.n / (a + (double)b->desc.n / v);
+    double s = mgpu__worker_speed(b, i);
     bool measured = atomic_load_explicit(&b->model->samples[i], memory_order_relaxed) > 0;
     if (rt->workers[i].kind == MGPU_WORKER_CPU) cpu += s, cpu_measured |= measured;
     else gpu += s, gpu_measured |= measured;
@@ -335,7 +320,6 @@ bool mgpu__plan_split(mgpu_runtime_t *rt, mgpu__batch_t *b, size_t *share) {
     if (!latency) MGPU_PANIC("out of memory splitting a batch");
     for (int i = 0; i < rt->nworkers; i++)
       if (speed[i] > 0) latency[i] = mgpu__worker_latency(b, i);
-    lone_shares(b, speed, latency);
   }
   if (cpus_sit_out(b, speed, latency, share)) {
     b->cpu_out = true;

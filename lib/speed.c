@@ -76,20 +76,6 @@ double mgpu__worker_speed(const mgpu__batch_t *b, int wi) {
   return MGPU_MAX(s, prior);
 }
 
-bool mgpu__lone_line(const mgpu__batch_t *b, int wi, double *speed, double *latency) {
-  const mgpu_runtime_t *rt = b->rt;
-  const mgpu__model_t *m = b->model;
-  if (rt->workers[wi].kind != MGPU_WORKER_GPU || !mgpu__worker_alive(&rt->workers[wi])) return false;
-  double v = atomic_load_explicit(&m->lone_speed[wi], memory_order_relaxed);
-  if (v <= 0 || !within_reach(b, wi)) return false;
-  bool cpu_measured = false;
-  for (int i = 0; i < rt->ncpu; i++) cpu_measured |= atomic_load_explicit(&m->samples[i], memory_order_relaxed) > 0;
-  if (!cpu_measured) return false;
-  *speed = v;
-  *latency = atomic_load_explicit(&m->lone_latency[wi], memory_order_relaxed);
-  return true;
-}
-
 double mgpu__worker_latency(const mgpu__batch_t *b, int wi) {
   const mgpu_runtime_t *rt = b->rt;
   const mgpu__model_t *m = b->model;

@@ -44,38 +44,6 @@ START_TEST(test_fit_line) {
 }
 END_TEST
 
-/* Chunks alone beside chunks among others in flight, as a GPU runs a
- * kernel of long serial items (one launch 0.594 s for any count up to
- * its width): the chunks among others show only the time past the chunk
- * before them, so the main line sees 0.0069 s an item and no latency, and
- * the chunks alone (learnt into the main line only where the worker's
- * chunks run alone) are not learnt there. The lone line holds what a share
- * alone takes: one chunk size gives its time to latency over the main
- * slope, and a second size shows it flat. */
-START_TEST(test_fit_lone_line) {
-  mgpu__fit_t f = {0};
-  const double launch = 0.594;
-  ck_assert_double_eq(mgpu__fit_lone_time(&f, 10), 0);
-  sample(&f, 5, launch, true);
-  sample(&f, 20, 0.0175, false);
-  sample(&f, 39, 0.0167, false);
-  ck_assert_double_lt(mgpu__fit_time(&f, 64), 0.8 * launch);
-  sample(&f, 52, launch, true);
-  ck_assert_double_lt(f.a, 0.1 * launch);
-  for (double n = 1; n <= 64; n *= 2) ck_assert_double_eq_tol(mgpu__fit_lone_time(&f, n), launch, 0.05 * launch);
-  sample(&f, 64, launch, true);
-  sample(&f, 34, launch, true);
-  ck_assert_double_eq_tol(f.la, launch, 0.02 * launch);
-  for (double n = 1; n <= 64; n *= 2) ck_assert_double_eq_tol(mgpu__fit_lone_time(&f, n), launch, 0.02 * launch);
-  /* A one-size start on a line with a slope: latency over the main line's. */
-  mgpu__fit_t g = {0};
-  for (double n = 1000; n <= 64000; n *= 4) sample(&g, n, dev_time(1e-3, 1e-6, n), false);
-  sample(&g, 100000, dev_time(1e-3, 1e-6, 100000) + 2e-3, true);
-  ck_assert_double_eq_tol(g.lc, g.c, 1e-12);
-  ck_assert_double_eq_tol(mgpu__fit_lone_time(&g, 100000), dev_time(1e-3, 1e-6, 100000) + 2e-3, 1e-6);
-}
-END_TEST
-
 /* Claims and completions one after the other (as a CPU worker or a GPU with
  * one stream makes them) on a device of given latency and rate, from a probe
  * of prior_rate * target_s items; returns the claims made until the chunk
@@ -1016,7 +984,6 @@ int main(void) {
   Suite *s = suite_create("policy");
   TCase *tc = tcase_create("policy");
   tcase_add_test(tc, test_fit_line);
-  tcase_add_test(tc, test_fit_lone_line);
   tcase_add_test(tc, test_fit_grows_latency_bound);
   tcase_add_test(tc, test_fit_cheap_kernel);
   tcase_add_test(tc, test_fit_tail_pieces);

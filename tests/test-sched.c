@@ -331,18 +331,23 @@ END_TEST
  * look 50 times slower: with no share and no measurement of them they never
  * run an item, and once measured the far slower ones would be damped or
  * skipped as adding little. By predicted completion time they take the
- * batch and the device none of it. Two devices of that shape: a launch
- * latency, and a launch as long for 1 item as for the device's width of 64
- * (no latency to see where every launch is one size). */
+ * batch and the device none of it. Three devices of that shape: a launch
+ * latency, a launch as long for 1 item as for the device's width of 64 (no
+ * latency to see where every launch is one size), and a launch latency with
+ * launches side by side on four streams, where the fit learns the latency
+ * only by joining each chunk to the one it ran beside. */
 START_TEST(test_latency_bound_cpus_first) {
-  for (int shape = 0; shape < 2; shape++) {
+  static const char *const shapes[] = {"latency", "width", "latency, side by side"};
+  for (int shape = 0; shape < 3; shape++) {
     mgpu_test_config_t cfg = mgpu_test_config(2, 1);
     cfg.cfg.device_to_core_ratio = 100;
-    cfg.cfg.streams_per_gpu = 1; /* one launch at a time: each chunk's time is its own */
+    /* One launch at a time (each chunk's time is its own), or four at once. */
+    cfg.cfg.streams_per_gpu = shape == 2 ? 4 : 1;
     const double launch = 50e-3;
-    if (shape == 0) {
+    if (shape != 1) {
       cfg.test.emulate_latency = launch;
       cfg.test.emulate_speed = 1e6;
+      cfg.test.emulate_overlap = shape == 2;
     } else {
       cfg.test.emulate_width = 64;
       cfg.test.emulate_speed = 64 / launch;
@@ -356,7 +361,7 @@ START_TEST(test_latency_bound_cpus_first) {
       mgpu_stats_t st;
       double t = run_sleep(rt, n, cpu_cost, ws, 3, &st);
       printf("launch-bound device (%s) beside faster CPU workers, batch %d: %.4f s; CPU %llu + %llu items, GPU %llu\n",
-             shape ? "width" : "latency", b, t, (unsigned long long)ws[0].items, (unsigned long long)ws[1].items,
+             shapes[shape], b, t, (unsigned long long)ws[0].items, (unsigned long long)ws[1].items,
              (unsigned long long)ws[2].items);
       /* The model learns both sides: the GPU from the first batch, the CPU
        * workers from their probe, one item each, in the second; the GPU's
