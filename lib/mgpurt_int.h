@@ -94,8 +94,8 @@ bool mgpu__lock_order_checked(void);
  * batch whose GPU share is predicted to take at least this long (s). */
 #define MGPU_PROBE_MIN_S 10e-3
 /* CPU workers sit out a kernel's batches where the GPUs alone are predicted
- * to end them less than 2% later. */
-#define MGPU_CPU_NEGLIGIBLE 0.02
+ * to end them less than 1% later. */
+#define MGPU_CPU_NEGLIGIBLE 0.01
 /* Under 20%, MGPU_RESERVE_THREADS=auto also tries them all out. */
 #define MGPU_CPU_OUT_TRY 0.2
 /* GPUs together under 30% of the machine's speed on a kernel: auto also

@@ -464,17 +464,17 @@ START_TEST(test_tail_rule) {
 }
 END_TEST
 
-/* CPU workers that together are measured to add under 2% to the GPUs sit the
- * batch out (on 4 x H200 their cost to the GPUs' host threads was more than
- * they added); where they add more, they take part. Under the auto reserve
- * (on the first case), a batch they all sit out reports no reserve: it played
- * no part. Whether they sit out follows measured speeds, which valgrind
+/* CPU workers that together are measured to add under 1% to the GPUs sit the
+ * batch out (on 4 x H200, adding 0.5% and less, their cost to the GPUs' host
+ * threads was more than they added); where they add more, 1.4% or 10%, they
+ * take part. Under the auto reserve (on the first case), a batch they all sit
+ * out reports no reserve: it played no part. Whether they sit out follows measured speeds, which valgrind
  * (MGPURT_NO_TIMING) distorts either way by running one thread at a time:
  * there only the items are checked. */
 START_TEST(test_cpus_sit_out) {
   const double cpu_cost = 100e-6; /* two CPU workers: 2e4 items/s */
-  const double gpu_speeds[] = {2e6, 2e5};
-  for (int k = 0; k < 2; k++) {
+  const double gpu_speeds[] = {4e6, 1.4e6, 2e5};
+  for (int k = 0; k < 3; k++) {
     mgpu_test_config_t cfg = mgpu_test_config(2, 1);
     cfg.test.emulate_speed = gpu_speeds[k];
     if (k == 0) cfg.cfg.reserve_threads = MGPU_RESERVE_AUTO;
@@ -491,10 +491,10 @@ START_TEST(test_cpus_sit_out) {
       cpu_items += ws[0].items + ws[1].items;
       if (k == 0 && mgpu_test_timing()) ck_assert_int_eq(st.reserve_workers, 0);
     }
-    printf("sit out: GPU %.0e items/s, CPU workers %.0e: CPU items %llu of %zu\n", gpu_speeds[k], 2 / cpu_cost,
+    printf("sit out: GPU %.2g items/s, CPU workers %.2g: CPU items %llu of %zu\n", gpu_speeds[k], 2 / cpu_cost,
            (unsigned long long)cpu_items, 3 * n);
     if (k == 0 && mgpu_test_timing()) ck_assert_uint_eq(cpu_items, 0);
-    if (k == 1 && mgpu_test_timing()) ck_assert_uint_gt(cpu_items, 0);
+    if (k > 0 && mgpu_test_timing()) ck_assert_uint_gt(cpu_items, 0);
     mgpu_finalize(rt);
   }
 }
@@ -680,7 +680,7 @@ START_TEST(test_reserve_auto) {
   run_contend(50e-6, 1, 4, 7, (const int[]){1, 1, 0, 2, 1, 0, 2, 0, 0, 0, 0});
   /* Four ways: one out, none, two, all four, twice each, then all four. The
    * CPU workers add about 4% as measured (7% at the GPU's full speed):
-   * clear of the 2% under which they sit out with no trials
+   * clear of the 1% under which they sit out with no trials
    * (MGPU_CPU_NEGLIGIBLE), and under the fifth that offers all four out. */
   run_contend(1e-6, 2, 1, 9, (const int[]){1, 1, 0, 2, 4, 1, 0, 2, 4, 4, 4});
 }
