@@ -468,9 +468,9 @@ END_TEST
  * batch out (on 4 x H200, adding 0.5% and less, their cost to the GPUs' host
  * threads was more than they added); where they add more, 1.4% or 10%, they
  * take part. Under the auto reserve (on the first case), a batch they all sit
- * out reports no reserve: it played no part. Whether they sit out follows measured speeds, which valgrind
- * (MGPURT_NO_TIMING) distorts either way by running one thread at a time:
- * there only the items are checked. */
+ * out reports no reserve: it played no part. Whether they sit out follows
+ * measured speeds, which valgrind (MGPURT_NO_TIMING) distorts either way by
+ * running one thread at a time: there only the items are checked. */
 START_TEST(test_cpus_sit_out) {
   const double cpu_cost = 100e-6; /* two CPU workers: 2e4 items/s */
   const double gpu_speeds[] = {4e6, 1.4e6, 2e5};
