@@ -182,7 +182,8 @@ typedef struct mgpu_config {
  *  and the last half kept out and, where the CPU workers add under a fifth
  *  of the kernel's throughput, with all of them kept out (where the GPUs add
  *  under 30% and the batch steals, with every GPU kept out instead), and
- *  keep the fastest (checked again every 16th batch). */
+ *  keep the fastest (checked again from the 16th batch on, less often while
+ *  the choice stands). */
 #define MGPU_RESERVE_AUTO (-2)
 /** Under MGPU_RESERVE_AUTO, a kernel's first batches that GPUs run are
  *  trials: one warm-up, then two timed each way by turns (5 batches with two

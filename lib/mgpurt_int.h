@@ -229,6 +229,11 @@ bool mgpu__lock_order_checked(void);
 #define MGPU_RESERVE_RUNS_PER_WAY 2
 #define MGPU_RESERVE_MARGIN 1.01
 #define MGPU_RESERVE_REFRESH 16
+/* Each refresh that finds the same way fastest as the last one doubles the
+ * gap to the next, up to this many batches: a stable kernel stops paying
+ * for slower ways, and a change of the fastest way restarts the gap at
+ * MGPU_RESERVE_REFRESH. */
+#define MGPU_RESERVE_REFRESH_MAX 256
 /* Cost profiles (mgpu__prof_cuts): the spread of bin costs, and the
  * smoothness against half the step, that tell items differing in cost by
  * position from noise; and how many bins either side a bin's cost reaches
@@ -628,6 +633,10 @@ typedef struct mgpu__model {
   double reserve_rate[MGPU_RESERVE_LEVELS][2];
   int reserve_runs[MGPU_RESERVE_LEVELS]; /* batches timed for each; the next goes in slot runs % 2 */
   uint64_t reserve_batches;     /* GPU batches started under auto */
+  uint64_t refresh_at;          /* the batch of the next refresh (0: MGPU_RESERVE_REFRESH) */
+  uint64_t refresh_gap;         /* batches from it to the one after (0: MGPU_RESERVE_REFRESH) */
+  uint64_t refreshes;           /* refreshes so far: the rotation of the other ways */
+  int refresh_best;             /* 1 + the fastest way at the last refresh (0: none yet) */
   size_t reserve_n;             /* batch size the rates are for */
   struct mgpu__model *next;
 } mgpu__model_t;

@@ -279,9 +279,15 @@ size_t mgpu__cost_steal(const mgpu__cost_t *c, size_t begin, size_t end, double 
  * (buffers, the speed model's probes) with a quarter out and is not timed;
  * the next ones are timed two per way, by turns (1, 0, 2, 3, 1, 0, 2, 3 with
  * all four; MGPU_RESERVE_TRIALS counts them all with the warm-up); from then
- * on the fastest is kept, except that every MGPU_RESERVE_REFRESH-th batch
- * times another way again, in rotation, so a change (another load on the
- * machine, the split settling) is followed. A way offered later (all out,
+ * on the fastest is kept, except that a refresh batch now and then times
+ * another way again, in rotation, so a change (another load on the machine,
+ * the split settling) is followed. The first refresh comes
+ * MGPU_RESERVE_REFRESH batches in; the gap to the next doubles, up to
+ * MGPU_RESERVE_REFRESH_MAX, each time a refresh finds the same way fastest
+ * as the last one, and falls back to MGPU_RESERVE_REFRESH when it does not:
+ * a refresh runs a slower way, and where the choice is settled, one in
+ * sixteen costs a long run of the kernel a share of its time for nothing
+ * (doc/tuning.md, "Internal constants"). A way offered later (all out,
  * once the CPU workers' share is measured small) is timed twice before the
  * choice is made again.
  *
@@ -312,6 +318,9 @@ int mgpu__reserve_pick(mgpu__model_t *m, size_t n, unsigned offered, bool *recor
     memset(m->reserve_rate, 0, sizeof m->reserve_rate);
     memset(m->reserve_runs, 0, sizeof m->reserve_runs);
     m->reserve_n = n;
+    m->refresh_at = k + MGPU_RESERVE_REFRESH;
+    m->refresh_gap = 0;
+    m->refresh_best = 0;
   }
   /* Trials: the way timed least, while one has fewer than MGPU_RESERVE_RUNS_PER_WAY. */
   int least = -1;
@@ -325,11 +334,16 @@ int mgpu__reserve_pick(mgpu__model_t *m, size_t n, unsigned offered, bool *recor
   int best = 0, nother = 0, other[MGPU_RESERVE_LEVELS];
   for (int l = 1; l < MGPU_RESERVE_LEVELS; l++)
     if ((offered >> l & 1u) && reserve_score(m, l) > MGPU_RESERVE_MARGIN * reserve_score(m, best)) best = l;
-  if (k % MGPU_RESERVE_REFRESH) return best;
+  if (k < (m->refresh_at ? m->refresh_at : MGPU_RESERVE_REFRESH)) return best;
+  uint64_t gap = m->refresh_gap ? m->refresh_gap : MGPU_RESERVE_REFRESH;
+  m->refresh_gap = m->refresh_best == best + 1 ? MGPU_MIN(2 * gap, (uint64_t)MGPU_RESERVE_REFRESH_MAX)
+                                                : MGPU_RESERVE_REFRESH;
+  m->refresh_best = best + 1;
+  m->refresh_at = k + m->refresh_gap;
   /* The refresh: the other ways in rotation, fewer workers out first. */
   for (int l = 0; l < MGPU_RESERVE_LEVELS; l++)
     if ((offered >> l & 1u) && l != best) other[nother++] = l;
-  return other[(k / MGPU_RESERVE_REFRESH) % (uint64_t)nother];
+  return other[++m->refreshes % (uint64_t)nother];
 }
 
 /* A new time replaces the older of the way's two. */

@@ -170,8 +170,10 @@ static void skip_coarse(const mgpu__batch_t *b, double *speed, const double *lat
 
 /* A CPU team that has not run an item of the kernel, and that the split
  * leaves out, takes one item per eligible CPU worker from the GPUs' shares
- * (at least one item stays with them) where a GPU has run the kernel and is
- * predicted by its own fit to take at least MGPU_PROBE_MIN_S on its share.
+ * where a GPU has run the kernel and is predicted by its own fit to take at
+ * least MGPU_PROBE_MIN_S on its share. At least one item stays with the GPUs,
+ * except in a batch of one item: its probe costs one CPU item's time, as any
+ * probe does, and without it a CPU worker would never run that kernel.
  * The CPU workers' speed is otherwise a guess from a GPU's through the
  * device-to-core ratio, a ratio of full-width throughputs: for a kernel
  * whose launch costs the same for 1 item as for thousands (a long serial
@@ -197,7 +199,8 @@ static void probe_cpus(const mgpu__batch_t *b, size_t *share) {
   }
   if (gpu_s < MGPU_PROBE_MIN_S) return;
   int probed = 0;
-  for (int i = 0; i < rt->ncpu && gpu > 1; i++) {
+  size_t keep = b->desc.n > 1 ? 1 : 0;
+  for (int i = 0; i < rt->ncpu && gpu > keep; i++) {
     if (!mgpu__eligible(rt, b, &rt->workers[i])) continue;
     int from = rt->ncpu;
     for (int j = rt->ncpu + 1; j < rt->nworkers; j++)

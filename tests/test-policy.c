@@ -806,11 +806,63 @@ START_TEST(test_reserve_pick3) {
   }
   ck_assert_int_eq(1 + 8, MGPU_RESERVE_TRIALS);
   for (int k = MGPU_RESERVE_TRIALS; k < MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), 2);
-  const int refresh[4] = {1, 3, 0, 1}; /* k = 16, 32, 48, 64: others {0, 1, 3} at (k / 16) % 3 */
+  /* k = 16, 32, 64, 128 (the choice stays, so the gap doubles): the others
+   * {0, 1, 3} by turns from the second. */
+  const int refresh[4] = {1, 3, 0, 1};
   for (int r = 0; r < 4; r++) {
     ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), refresh[r]);
-    for (int k = 1; k < MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), 2);
+    for (int k = 1; k < MGPU_RESERVE_REFRESH << r; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), 2);
   }
+}
+END_TEST
+
+/* The refresh backs off while the choice stands: the gap between refresh
+ * batches doubles from MGPU_RESERVE_REFRESH to MGPU_RESERVE_REFRESH_MAX each
+ * time a refresh finds the same way fastest as the last one, and starts
+ * again from MGPU_RESERVE_REFRESH once the fastest way changes, or the batch
+ * size starts the trials again. */
+static uint64_t next_refresh(mgpu__model_t *m, int keep, double keep_rate, double other_rate) {
+  bool rec;
+  for (;;) {
+    uint64_t k = m->reserve_batches;
+    int way = mgpu__reserve_pick(m, 1000, 0x3, &rec);
+    mgpu__reserve_learn(m, way, way == keep ? keep_rate : other_rate);
+    if (way != keep) return k;
+  }
+}
+
+START_TEST(test_reserve_refresh_backoff) {
+  mgpu__model_t m;
+  memset(&m, 0, sizeof m);
+  bool rec;
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 1);
+  for (int i = 0; i < 4; i++) {
+    int way = mgpu__reserve_pick(&m, 1000, 0x3, &rec);
+    mgpu__reserve_learn(&m, way, way == 1 ? 130 : 100);
+  }
+  /* A quarter out stays fastest: 16, 32, 64, ..., then every 256th. */
+  const uint64_t at[11] = {16, 32, 64, 128, 256, 512, 768, 1024, 1280, 1536, 1792};
+  for (int r = 0; r < 11; r++) ck_assert_uint_eq(next_refresh(&m, 1, 130, 100), at[r]);
+  ck_assert_int_eq(MGPU_RESERVE_REFRESH_MAX, 256);
+  /* The refresh at 2048 finds none out faster: the choice changes, and the
+   * refresh after (2304) starts the gaps again. */
+  ck_assert_uint_eq(next_refresh(&m, 1, 130, 200), 2048);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 0);
+  ck_assert_uint_eq(next_refresh(&m, 0, 200, 100), 2304);
+  ck_assert_uint_eq(next_refresh(&m, 0, 200, 100), 2320);
+  ck_assert_uint_eq(next_refresh(&m, 0, 200, 100), 2352);
+  /* A batch 5 times larger: trials (two ways, two each), then the first
+   * refresh MGPU_RESERVE_REFRESH batches after the size changed. */
+  uint64_t k0 = m.reserve_batches;
+  for (int i = 0; i < 4; i++) {
+    int way = mgpu__reserve_pick(&m, 5000, 0x3, &rec);
+    mgpu__reserve_learn(&m, way, way == 1 ? 130 : 100);
+  }
+  uint64_t k;
+  do {
+    k = m.reserve_batches;
+  } while (mgpu__reserve_pick(&m, 5000, 0x3, &rec) == 1);
+  ck_assert_uint_eq(k, k0 + MGPU_RESERVE_REFRESH);
 }
 END_TEST
 
@@ -1013,6 +1065,7 @@ int main(void) {
   tcase_add_test(tc, test_cost_model);
   tcase_add_test(tc, test_reserve_pick);
   tcase_add_test(tc, test_reserve_pick3);
+  tcase_add_test(tc, test_reserve_refresh_backoff);
   suite_add_tcase(s, tc);
   return mgpu_test_main(s);
 }

@@ -415,6 +415,32 @@ START_TEST(test_overlapped_launches) {
 }
 END_TEST
 
+/* A batch of one item, which costs a 50 ms launch on the device and 5 ms on
+ * a CPU worker, under a prior that rates the device 100 cores: the GPU runs
+ * the first batch, the CPU workers' probe takes the only item of the next
+ * (a GPU keeps one item of a larger batch), and from then on a CPU worker
+ * runs it. */
+START_TEST(test_one_item_batch) {
+  mgpu_test_config_t cfg = mgpu_test_config(2, 1);
+  cfg.cfg.device_to_core_ratio = 100;
+  const double launch = 50e-3, cpu_cost = 5e-3;
+  cfg.test.emulate_latency = launch;
+  cfg.test.emulate_speed = 1e6;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+  mgpu_worker_stats_t ws[3];
+  for (int b = 0; b < 6; b++) {
+    double t = run_sleep(rt, 1, cpu_cost, ws, 3, NULL);
+    printf("one item, a 50 ms launch against 5 ms on a CPU worker, batch %d: %.4f s; CPU %llu + %llu, GPU %llu\n", b,
+           t, (unsigned long long)ws[0].items, (unsigned long long)ws[1].items, (unsigned long long)ws[2].items);
+    if (b < 2) continue;
+    ck_assert_msg(ws[2].items == 0, "batch %d: the GPU ran the item", b);
+    if (mgpu_test_timing()) ck_assert_msg(t < 0.5 * launch, "batch %d took %.3f s", b, t);
+  }
+  mgpu_finalize(rt);
+}
+END_TEST
+
 /* The probe of the test above is for long batches only: beside a GPU that
  * runs a batch in about 1 ms, under a prior that gives each CPU worker under
  * one item, the CPU workers never run an item of it, batch after batch
@@ -916,6 +942,7 @@ int main(void) {
   tcase_add_test(tc, test_latency_bound_gpu_only);
   tcase_add_test(tc, test_latency_bound_steal);
   tcase_add_test(tc, test_latency_bound_cpus_first);
+  tcase_add_test(tc, test_one_item_batch);
   tcase_add_test(tc, test_no_probe_on_short_batches);
   tcase_add_test(tc, test_overlapped_launches);
   tcase_add_test(tc, test_cpus_sit_out);
