@@ -18,23 +18,16 @@
 
 #include <math.h>
 
-/* The weighted least-squares line t = a + c n through the sums of 1, n, n^2,
- * t and n t; false where the sizes are too close together to tell a from c
- * (their weighted variance under MGPU_FIT_SPREAD of the mean square). */
-static bool line(double sw, double sn, double snn, double st, double snt, double *a, double *c) {
-  double d = sw * snn - sn * sn;
-  if (!(d > MGPU_FIT_SPREAD * sw * snn)) return false;
-  *a = (snn * st - sn * snt) / d;
-  *c = (sw * snt - sn * st) / d;
-  return true;
-}
-
 /* Refit a and c from the sums. Where the chunks in the sums are all of about
  * one size, one line through them cannot tell a from c: the time is given
  * to whichever term dominates at that size, and the other is kept. */
 static void solve(mgpu__fit_t *f) {
-  double n0 = f->sn / f->sw, t0 = f->st / f->sw, a, c;
-  if (line(f->sw, f->sn, f->snn, f->st, f->snt, &a, &c)) {
+  double d = f->sw * f->snn - f->sn * f->sn;
+  double n0 = f->sn / f->sw, t0 = f->st / f->sw;
+  /* The weighted least-squares line, where the sizes spread enough (their
+   * weighted variance at least MGPU_FIT_SPREAD of the mean square). */
+  if (d > MGPU_FIT_SPREAD * f->sw * f->snn) {
+    double a = (f->snn * f->st - f->sn * f->snt) / d, c = (f->sw * f->snt - f->sn * f->st) / d;
     if (a < 0) {
       a = 0;
       c = f->snt / f->snn;
@@ -52,8 +45,7 @@ static void solve(mgpu__fit_t *f) {
     f->c = (t0 - f->a) / n0;
   }
   /* The weighted squared residuals about the line, against those about 0. */
-  a = f->a;
-  c = f->c;
+  double a = f->a, c = f->c;
   double rss = f->stt - 2 * a * f->st - 2 * c * f->snt + a * a * f->sw + 2 * a * c * f->sn + c * c * f->snn;
   if (rss > MGPU_FIT_SCATTER * MGPU_FIT_SCATTER * f->stt) {
     f->a = 0;

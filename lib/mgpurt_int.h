@@ -634,9 +634,9 @@ typedef struct mgpu__model {
   int reserve_runs[MGPU_RESERVE_LEVELS]; /* batches timed for each; the next goes in slot runs % 2 */
   uint64_t reserve_batches;     /* GPU batches started under auto */
   uint64_t refresh_at;          /* the batch of the next refresh (0: MGPU_RESERVE_REFRESH) */
-  uint64_t refresh_gap;         /* batches from it to the one after (0: MGPU_RESERVE_REFRESH) */
+  uint64_t refresh_gap;         /* batches from it to the one after (0: no refresh yet; MGPU_RESERVE_REFRESH) */
   uint64_t refreshes;           /* refreshes so far: the rotation of the other ways */
-  int refresh_best;             /* 1 + the fastest way at the last refresh (0: none yet) */
+  int refresh_best;             /* the fastest way at the last refresh (where refresh_gap > 0) */
   size_t reserve_n;             /* batch size the rates are for */
   struct mgpu__model *next;
 } mgpu__model_t;

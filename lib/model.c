@@ -320,7 +320,6 @@ int mgpu__reserve_pick(mgpu__model_t *m, size_t n, unsigned offered, bool *recor
     m->reserve_n = n;
     m->refresh_at = k + MGPU_RESERVE_REFRESH;
     m->refresh_gap = 0;
-    m->refresh_best = 0;
   }
   /* Trials: the way timed least, while one has fewer than MGPU_RESERVE_RUNS_PER_WAY. */
   int least = -1;
@@ -335,10 +334,10 @@ int mgpu__reserve_pick(mgpu__model_t *m, size_t n, unsigned offered, bool *recor
   for (int l = 1; l < MGPU_RESERVE_LEVELS; l++)
     if ((offered >> l & 1u) && reserve_score(m, l) > MGPU_RESERVE_MARGIN * reserve_score(m, best)) best = l;
   if (k < (m->refresh_at ? m->refresh_at : MGPU_RESERVE_REFRESH)) return best;
-  uint64_t gap = m->refresh_gap ? m->refresh_gap : MGPU_RESERVE_REFRESH;
-  m->refresh_gap = m->refresh_best == best + 1 ? MGPU_MIN(2 * gap, (uint64_t)MGPU_RESERVE_REFRESH_MAX)
-                                                : MGPU_RESERVE_REFRESH;
-  m->refresh_best = best + 1;
+  m->refresh_gap = m->refresh_gap && m->refresh_best == best
+                       ? MGPU_MIN(2 * m->refresh_gap, (uint64_t)MGPU_RESERVE_REFRESH_MAX)
+                       : MGPU_RESERVE_REFRESH;
+  m->refresh_best = best;
   m->refresh_at = k + m->refresh_gap;
   /* The refresh: the other ways in rotation, fewer workers out first. */
   for (int l = 0; l < MGPU_RESERVE_LEVELS; l++)
