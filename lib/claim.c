@@ -48,7 +48,7 @@ static size_t chunk_len(mgpu__batch_t *b, mgpu__worker_t *w, size_t first, size_
                         double prior, double target_s) {
   bool by_cost = b->cost && w->kind == MGPU_WORKER_GPU;
   size_t n = mgpu__model_chunk(b->model, w->id, prior, target_s, by_cost ? SIZE_MAX : max_items,
-                               w->kind == MGPU_WORKER_GPU);
+                               w->kind == MGPU_WORKER_GPU, b->id + 1, b->desc.n);
   if (by_cost) n = MGPU_MIN(mgpu__cost_chunk(b->cost, first, n), max_items);
   n = MGPU_MIN(n, avail);
   return n < 1 ? 1 : n;

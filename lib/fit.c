@@ -137,6 +137,11 @@ static void size_class(mgpu__fit_t *f, double n, double r, double q, bool alone,
   if (f->rising && f->nprev > 0 && !f->prev_lone) f->rose = true;
 }
 
+/* Whether single chunks still judge the size: not within a floor trial nor
+ * under a floor one kept, whose chunks are larger than the fit asks for and
+ * whose sizes only whole batches judge. */
+static bool classes(const mgpu__fit_t *f) { return (f->bt_dir == 0 || f->bt_dir == 2) && f->floor == 0; }
+
 /* Learn a chunk of n items that took t seconds of the worker, `span` from
  * its own start. */
 static void add(mgpu__fit_t *f, double n, double t, double span, bool lone) {
@@ -163,7 +168,7 @@ static void add(mgpu__fit_t *f, double n, double t, double span, bool lone) {
   f->items = f->items * k + n;
   f->secs = f->secs * k + tp;
   f->samples++;
-  size_class(f, n, n / MGPU_MAX(span, t), n / t, false, lone);
+  if (classes(f)) size_class(f, n, n / MGPU_MAX(span, t), n / t, false, lone);
   solve(f);
 }
 
@@ -180,7 +185,8 @@ void mgpu__fit_sample(mgpu__fit_t *f, double n, double t, double span, bool isol
      * batch with nothing to overlap its copies. Its rate, fill included,
      * against the smaller chunks' rate among others: no faster, and the
      * growth ends. */
-    if (!mgpu__fit_known(f) && n > MGPU_FIT_SIZE_CLASS * f->nmax) size_class(f, n, n / t, n / t, true, true);
+    if (!mgpu__fit_known(f) && n > MGPU_FIT_SIZE_CLASS * f->nmax && classes(f))
+      size_class(f, n, n / t, n / t, true, true);
     return;
   }
   add(f, n, t, span, isolated);
@@ -232,6 +238,9 @@ size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s,
     if (!mgpu__fit_known(f) && n < (double)max_items &&
         mgpu__fit_rate(f, n) < MGPU_FIT_CAP_LOSS * mgpu__fit_rate(f, (double)max_items))
       n = (double)max_items;
+    /* The floor of whole batches (mgpu__fit_batch), or this batch's trial. */
+    if (f->bt_dir == 1) n = f->bt_claims ? MGPU_MAX(n, (double)f->bt_first) : MGPU_FIT_GROWTH * MGPU_MAX(n, f->floor);
+    else n = MGPU_MAX(n, f->bt_dir == -1 ? f->floor / MGPU_FIT_GROWTH : f->floor);
   }
   if (!(n >= 1)) n = 1;
   if (n > (double)max_items) n = (double)max_items;
@@ -241,4 +250,75 @@ size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s,
 void mgpu__fit_claimed(mgpu__fit_t *f, size_t n) {
   if (f->claimed == 0) f->probe = n;
   if (n > f->claimed) f->claimed = n;
+  if (f->bt_claims++ == 0) f->bt_first = n;
+}
+
+/* The batch being summed has ended: a plain one's rate is kept; a trial is
+ * kept or not against the faster of the last two plain batches (noise that
+ * favours the floor as it stands). A trial kept is followed, after two plain
+ * batches at its floor (a trial's own chunks may have run larger than its
+ * first, which sets the floor), by the next step the same way; one not kept
+ * by a step the other way, MGPU_FIT_BATCH_GAP batches on, doubling while
+ * none is kept. */
+static int judge_batch(mgpu__fit_t *f, double *rate, double *base) {
+  if (!f->bt_batch || f->bt_dir == 2 || !(f->bt_secs > 0)) return 0;
+  double r = f->bt_items / f->bt_secs;
+  if (f->bt_dir == 0) {
+    f->bt_rate[f->bt_runs++ % 2] = r;
+    f->bt_last_claims = f->bt_claims;
+    f->bt_last_spread = f->bt_lo > 0 ? f->bt_hi / f->bt_lo : 0;
+    return 0;
+  }
+  *rate = r;
+  *base = f->bt_runs > 1 ? MGPU_MAX(f->bt_rate[0], f->bt_rate[1]) : f->bt_rate[0];
+  bool up = f->bt_dir > 0;
+  bool kept = up ? r > MGPU_FIT_RISE * *base : r >= MGPU_FIT_TRIAL_KEEP * *base;
+  if (kept) {
+    /* Down, a floor under the chunks the fit asks for is no floor. */
+    double lower = f->floor / MGPU_FIT_GROWTH;
+    f->floor = up ? (double)f->bt_first : (lower < (double)f->bt_first ? 0 : lower);
+    f->bt_runs = 0;
+    f->bt_gap = 0;
+    f->bt_at = 0;
+  } else {
+    f->bt_gap = f->bt_gap ? MGPU_MIN(2 * f->bt_gap, (uint64_t)MGPU_FIT_BATCH_GAP_MAX) : MGPU_FIT_BATCH_GAP;
+    f->bt_at = f->bt_count + f->bt_gap;
+  }
+  f->bt_down_next = up != kept;
+  return f->bt_dir;
+}
+
+int mgpu__fit_batch(mgpu__fit_t *f, uint64_t tag, size_t n, double *rate, double *base) {
+  if (tag == f->bt_batch) return 0;
+  int judged = judge_batch(f, rate, base);
+  f->bt_batch = tag;
+  f->bt_items = f->bt_secs = 0;
+  f->bt_lo = f->bt_hi = 0;
+  f->bt_claims = f->bt_first = 0;
+  f->bt_count++;
+  /* Batches of another size do not compare: the trials start over. */
+  if (n > 2 * f->bt_n || 2 * n < f->bt_n) {
+    f->bt_n = n;
+    f->bt_runs = 0;
+    f->bt_gap = 0;
+    f->bt_at = 0;
+  }
+  f->bt_dir = mgpu__fit_known(f) ? 0 : 2;
+  if (f->bt_dir || f->bt_runs < MGPU_FIT_BATCH_PLAIN || f->bt_count < f->bt_at) return judged;
+  bool can_up = f->bt_last_claims >= MGPU_FIT_BATCH_CHUNKS && f->bt_last_spread >= MGPU_FIT_BATCH_SPREAD;
+  if (f->floor > 0 && (f->bt_down_next || !can_up)) f->bt_dir = -1;
+  else if (can_up) f->bt_dir = 1;
+  return judged;
+}
+
+void mgpu__fit_batch_time(mgpu__fit_t *f, uint64_t tag, double n, double t) {
+  if (tag == 0 || tag != f->bt_batch || !(n > 0) || !(t > 0)) return;
+  f->bt_items += n;
+  f->bt_secs += t;
+  /* The spread of rates is of chunks of about the batch's size: a piece cut
+   * by the end of a range runs at its latency's rate whatever its items. */
+  if (n < 0.5 * (double)f->bt_first) return;
+  double r = n / t;
+  if (f->bt_lo == 0 || r < f->bt_lo) f->bt_lo = r;
+  if (r > f->bt_hi) f->bt_hi = r;
 }

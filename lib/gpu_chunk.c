@@ -184,7 +184,7 @@ void mgpu__gpu_on_failure(mgpu__gpu_t *gp, mgpu__slot_t *s, int rc, const char *
 static void learn_flush(mgpu__gpu_t *gp) {
   if (gp->held_model && gp->held_s > 0)
     mgpu__model_update(gp->held_model, gp->w->id, (size_t)(gp->held_items + 0.5), gp->held_s, gp->held_span,
-                       gp->held_alone);
+                       gp->held_alone, gp->held_tag);
   gp->held_model = NULL;
 }
 
@@ -213,6 +213,7 @@ static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, double sp
   }
   learn_flush(gp);
   gp->held_model = b->model;
+  gp->held_tag = b->id + 1;
   gp->held_items = items;
   gp->held_s = busy;
   gp->held_span = span;

@@ -220,6 +220,24 @@ bool mgpu__lock_order_checked(void);
  * after this many chunks of sizes that never grew (cut by its range or its
  * memory). */
 #define MGPU_FIT_TRUST_AFTER 8
+/* The floor trials of a GPU's chunks by whole batches (fit.c,
+ * mgpu__fit_batch): after this many plain batches of the saturated fit, a
+ * batch runs chunks MGPU_FIT_GROWTH times larger (where the last plain
+ * batch ran at least MGPU_FIT_BATCH_CHUNKS of them, whose rates spread by
+ * MGPU_FIT_BATCH_SPREAD) and is kept at
+ * MGPU_FIT_RISE times the faster of the last two plain batches; a batch of a
+ * kept floor runs it MGPU_FIT_GROWTH times lower and keeps that at
+ * MGPU_FIT_TRIAL_KEEP. A trial not kept waits MGPU_FIT_BATCH_GAP batches
+ * for the next, doubling up to MGPU_FIT_BATCH_GAP_MAX. */
+#define MGPU_FIT_BATCH_PLAIN 2
+#define MGPU_FIT_BATCH_CHUNKS 4
+/* Trials up are for kernels whose chunks' rates within one plain batch span
+ * this factor or more (items that differ in cost by position): elsewhere
+ * single chunks judge the size (size_class), and a trial would only cost a
+ * batch of chunks too large to overlap their copies. */
+#define MGPU_FIT_BATCH_SPREAD 10.0
+#define MGPU_FIT_BATCH_GAP 16
+#define MGPU_FIT_BATCH_GAP_MAX 256
 /* The slowest chunk rate seen drifts back up by this fraction per chunk. */
 #define MGPU_SLOW_DRIFT 0.05
 /* MGPU_RESERVE_THREADS=auto: batches timed for each way before the choice
@@ -605,6 +623,20 @@ typedef struct {
   size_t grown;                /* the largest claim when the growth last stopped (SIZE_MAX: growing) */
   size_t planned;              /* the size the last claim asked for, before the end of its range */
   double piped;                /* decayed count of chunks that ran while another was in flight */
+  /* The floor trials by whole batches (mgpu__fit_batch). */
+  double floor;                /* the chunks' floor the trials kept (0: none) */
+  uint64_t bt_batch;           /* the batch being summed: its id + 1 (0: none) */
+  int bt_dir;                  /* that batch: 0 plain, 1 a trial up, -1 down, 2 not judged (the fit grew) */
+  double bt_items, bt_secs;    /* its items and device time so far */
+  size_t bt_claims, bt_first;  /* its claims, and the size of its first */
+  double bt_lo, bt_hi;         /* its slowest and fastest chunk rates (items/s) */
+  size_t bt_last_claims;       /* claims in the last plain batch */
+  double bt_last_spread;       /* its fastest chunk rate over its slowest */
+  size_t bt_n;                 /* the batch size the rates are for */
+  double bt_rate[2];           /* items/s of the last two plain batches */
+  int bt_runs;                 /* plain batches timed since the rates were reset */
+  uint64_t bt_count, bt_at, bt_gap; /* batches seen; the batch of the next trial; the gap after a trial not kept */
+  bool bt_down_next;           /* the next trial goes down (where there is a floor) */
 } mgpu__fit_t;
 
 typedef struct mgpu__model {
@@ -621,6 +653,7 @@ typedef struct mgpu__model {
   _Atomic double *reach;    /* the largest chunk size learnt (items) */
   _Atomic uint64_t *samples;
   _Atomic double *slow;     /* slowest recent chunk rate per worker (items/s) */
+  _Atomic double *mean_items, *mean_secs; /* the decayed sums of its mean rate (mgpu__fit_t items, secs) */
   /* Cost profile, under rt->lock: a GPU's seconds per item in each of
    * MGPU_PROF_BINS equal parts of the index space of batches of prof_n items
    * (0: not learnt), averaged over batches; learnt and used only where every
@@ -975,8 +1008,8 @@ bool mgpu__any_live_gpu(const mgpu_runtime_t *rt);
 /* Ratio of one GPU to one CPU worker before any measurement. */
 double mgpu__prior_ratio(const mgpu_runtime_t *rt);
 /* Items/s worker w is taken to run b's kernel at (0: retired): its fit's rate
- * at the size it claims; for a CPU worker, the team's mean; before the fit
- * is known, for a GPU, no less than the prior (MGPU_DEVICE_TO_CORE_RATIO or
+ * at the size it claims; for a CPU worker, the team's rate (its items over
+ * its seconds); before the fit is known, for a GPU, no less than the prior (MGPU_DEVICE_TO_CORE_RATIO or
  * the device's estimate, times a CPU worker's speed). */
 double mgpu__worker_speed(const mgpu__batch_t *b, int w);
 /* Seconds of latency worker w's chunks of b's kernel have (the CPU team's
@@ -1047,6 +1080,18 @@ void mgpu__fit_add(mgpu__fit_t *f, double n, double t);
  * worker's chunks run alone; elsewhere it only judges whether the chunks
  * still grow, where it is past the largest size learnt. */
 void mgpu__fit_sample(mgpu__fit_t *f, double n, double t, double span, bool isolated);
+/* A GPU is about to claim from batch `tag` (its id + 1) of n items: where
+ * that is a new batch, the batch before it is judged. A floor trial compares
+ * whole batches, which hold the same items in the same places: items that
+ * differ in cost by position (a divergent kernel's rows) make the rates of
+ * single chunks of different sizes incomparable, and a launch too small to
+ * keep the device busy beside the others' slowest items cannot be told
+ * from a cheap part of the batch (doc/tuning.md, "Completion times").
+ * Returns the direction of the trial it judged (1 up, -1 down; 0: none),
+ * with that batch's items/s and the plain batches' it was held to. */
+int mgpu__fit_batch(mgpu__fit_t *f, uint64_t tag, size_t n, double *rate, double *base);
+/* Device time of a chunk of the batch `tag` (for mgpu__fit_batch's sums). */
+void mgpu__fit_batch_time(mgpu__fit_t *f, uint64_t tag, double n, double t);
 /* Predicted seconds of a chunk of n items, and its rate (items/s). */
 double mgpu__fit_time(const mgpu__fit_t *f, double n);
 double mgpu__fit_rate(const mgpu__fit_t *f, double n);
@@ -1058,8 +1103,9 @@ bool mgpu__fit_known(const mgpu__fit_t *f);
 /* Items of the worker's next chunk, before the end of its range: the probe
  * (prior_rate items/s for target_s) before any claim; where it `grows` (a
  * GPU), growing from the largest claim while the fit is not known, then
- * target_s of work and never under the measured knee; else target_s at its
- * mean rate. At most max_items, at least 1. */
+ * target_s of work and never under the measured knee nor the floor of its
+ * batch trials (mgpu__fit_batch); else target_s at its mean rate. At most
+ * max_items, at least 1. */
 size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s, size_t max_items, bool grows);
 /* A claim of n items was made from the size mgpu__fit_chunk gave. */
 void mgpu__fit_claimed(mgpu__fit_t *f, size_t n);
@@ -1177,13 +1223,17 @@ void mgpu__model_free(mgpu__model_t *m);
  * kernel struct rebuilt per call keeps its history). */
 bool mgpu__model_same_kernel(const mgpu_kernel_t *a, const mgpu_kernel_t *b);
 /* Learn from a chunk of worker w (its own thread): `items` in `seconds`
- * (`span` from its own start, for a GPU; else `seconds`);
+ * (`span` from its own start, for a GPU; else `seconds`), of the batch
+ * `tag` (its id + 1; 0 for a CPU worker);
  * publishes the worker's speed, latency and whether its fit is known. */
-void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, double span, bool isolated);
-/* Worker w (its own thread) is about to claim for kernel m: the items of its
- * next chunk before the end of its range (mgpu__fit_chunk), remembered for
- * the speed it publishes. */
-size_t mgpu__model_chunk(mgpu__model_t *m, int w, double prior_rate, double target_s, size_t max_items, bool grows);
+void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, double span, bool isolated,
+                        uint64_t tag);
+/* Worker w (its own thread) is about to claim for kernel m from the batch
+ * `tag` (its id + 1) of batch_n items: the items of its next chunk before
+ * the end of its range (mgpu__fit_chunk), remembered for the speed it
+ * publishes. */
+size_t mgpu__model_chunk(mgpu__model_t *m, int w, double prior_rate, double target_s, size_t max_items, bool grows,
+                         uint64_t tag, size_t batch_n);
 /* MGPU_RESERVE_THREADS=auto: which way a batch of n items runs, of those in
  * the bit mask `offered` (bit l for level l; 0 and 1 always): every CPU
  * worker in (0), a quarter out (1), half out (2), all out (3); and whether
@@ -1465,6 +1515,7 @@ struct mgpu__gpu {
    * whose device time ended inside time already given to an earlier chunk
    * (the streams ran them out of order) joins that one's sample. */
   mgpu__model_t *held_model;  /* NULL: none held */
+  uint64_t held_tag;          /* its first chunk's batch: id + 1 */
   double held_items, held_s, held_span;
   bool held_alone;            /* its chunk started with nothing else in flight */
   double epoch_host;          /* host clock at the device's time 0 (open) */

@@ -36,8 +36,11 @@ mgpu__model_t *mgpu__model_new(const mgpu_kernel_t *k, int nworkers) {
   m->reach = calloc(n, sizeof *m->reach);
   m->samples = calloc(n, sizeof *m->samples);
   m->slow = calloc(n, sizeof *m->slow);
+  m->mean_items = calloc(n, sizeof *m->mean_items);
+  m->mean_secs = calloc(n, sizeof *m->mean_secs);
   m->prof = calloc(MGPU_PROF_BINS, sizeof *m->prof);
-  if (!m->fit || !m->speed || !m->latency || !m->known || !m->reach || !m->samples || !m->slow || !m->prof) {
+  if (!m->fit || !m->speed || !m->latency || !m->known || !m->reach || !m->samples || !m->slow || !m->mean_items ||
+      !m->mean_secs || !m->prof) {
     mgpu__model_free(m);
     return NULL;
   }
@@ -53,6 +56,8 @@ void mgpu__model_free(mgpu__model_t *m) {
   free((void *)m->reach);
   free((void *)m->samples);
   free((void *)m->slow);
+  free((void *)m->mean_items);
+  free((void *)m->mean_secs);
   free(m->prof);
   free(m);
 }
@@ -66,11 +71,15 @@ static void publish(mgpu__model_t *m, int w) {
   atomic_store_explicit(&m->latency[w], f->a, memory_order_relaxed);
   atomic_store_explicit(&m->known[w], mgpu__fit_known(f) || f->samples >= MGPU_FIT_TRUST_AFTER, memory_order_relaxed);
   atomic_store_explicit(&m->reach[w], f->nmax, memory_order_relaxed);
+  atomic_store_explicit(&m->mean_items[w], f->items, memory_order_relaxed);
+  atomic_store_explicit(&m->mean_secs[w], f->secs, memory_order_relaxed);
 }
 
-void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, double span, bool isolated) {
+void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, double span, bool isolated,
+                        uint64_t tag) {
   if (seconds <= 0 || items == 0) return;
   mgpu__fit_t *f = &m->fit[w];
+  mgpu__fit_batch_time(f, tag, (double)items, seconds);
   mgpu__fit_sample(f, (double)items, seconds, span, isolated);
   atomic_fetch_add_explicit(&m->samples[w], 1, memory_order_relaxed);
   publish(m, w);
@@ -86,8 +95,15 @@ void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, d
   atomic_store_explicit(&m->slow[w], slow, memory_order_relaxed);
 }
 
-size_t mgpu__model_chunk(mgpu__model_t *m, int w, double prior_rate, double target_s, size_t max_items, bool grows) {
+size_t mgpu__model_chunk(mgpu__model_t *m, int w, double prior_rate, double target_s, size_t max_items, bool grows,
+                         uint64_t tag, size_t batch_n) {
   mgpu__fit_t *f = &m->fit[w];
+  double rate = 0, base = 0, floor = f->floor;
+  int judged = grows && tag ? mgpu__fit_batch(f, tag, batch_n, &rate, &base) : 0;
+  if (judged)
+    mgpu__log(MGPU_LOG_DEBUG, "model of '%s', worker %d: a batch of chunks %s the floor of %.0f items ran at %.4g "
+              "items/s against %.4g: floor now %.0f", m->key.name ? m->key.name : "", w,
+              judged > 0 ? "above" : "under", floor, rate, base, f->floor);
   size_t n = mgpu__fit_chunk(f, prior_rate, target_s, max_items, grows);
   mgpu__fit_claimed(f, n);
   if (n != f->planned) {

@@ -46,22 +46,36 @@ double mgpu__worker_speed(const mgpu__batch_t *b, int wi) {
   /* The CPU workers are alike cores of one team: they share the team's mean
    * rate. A worker's own items/s reflects which items it happened to take
    * (items differ in cost), and judged by it a core that once took dear items
-   * would look slow, get a small share and never steal back. */
+   * would look slow, get a small share and never steal back. The team's rate
+   * is its items over its seconds, summed over the workers' recent chunks:
+   * where cores differ in speed, that is the mean of their rates; where
+   * items differ in cost, the dear items' time counts in full. The rates'
+   * plain mean counts a worker that ran dear rows of an image at 3 items/s
+   * no more than one that ran cheap rows at 30,000, and gave the team a share
+   * of dear rows it needed seconds for beside a GPU that did the batch in
+   * 38 ms. */
   if (s > 0 && w->kind == MGPU_WORKER_GPU && atomic_load_explicit(&m->known[wi], memory_order_relaxed)) return s;
   /* A CPU worker, or a GPU whose fit is not known: the mean of measured
    * workers of the same kind (known GPUs only), else convert through the
    * device-to-core ratio, else unit speeds. */
-  double cpu = 0, gpu = 0;
+  double items = 0, secs = 0, gpu = 0;
   int ncpu = 0, ngpu = 0;
   for (int i = 0; i < rt->nworkers; i++) {
     double v = atomic_load_explicit(&m->speed[i], memory_order_relaxed);
     if (v <= 0) continue;
-    if (rt->workers[i].kind == MGPU_WORKER_CPU) cpu += v, ncpu++;
-    else if (atomic_load_explicit(&m->known[i], memory_order_relaxed)) gpu += v, ngpu++;
+    if (rt->workers[i].kind == MGPU_WORKER_CPU) {
+      items += atomic_load_explicit(&m->mean_items[i], memory_order_relaxed);
+      secs += atomic_load_explicit(&m->mean_secs[i], memory_order_relaxed);
+      ncpu++;
+    } else if (atomic_load_explicit(&m->known[i], memory_order_relaxed)) {
+      gpu += v, ngpu++;
+    }
   }
   double ratio = mgpu__prior_ratio(rt);
+  double cpu = ncpu && secs > 0 ? items / secs : 0; /* the team's rate per worker */
+  ncpu = cpu > 0 ? ncpu : 0;
   if (w->kind == MGPU_WORKER_CPU) {
-    if (ncpu) return cpu / ncpu;
+    if (ncpu) return cpu;
     if (ngpu) return gpu / ngpu / ratio;
     return 1.0;
   }
@@ -72,7 +86,7 @@ double mgpu__worker_speed(const mgpu__batch_t *b, int wi) {
    * the prior (a ratio of full-width throughputs) would rate a launch-bound
    * kernel's GPU far above the CPU workers that finish the batch sooner. */
   if (s > 0 && ncpu && within_reach(b, wi)) return s;
-  double prior = ngpu ? gpu / ngpu : ncpu ? cpu / ncpu * ratio : ratio;
+  double prior = ngpu ? gpu / ngpu : ncpu ? cpu * ratio : ratio;
   return MGPU_MAX(s, prior);
 }
 

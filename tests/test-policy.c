@@ -486,6 +486,132 @@ END_TEST
  * CPU worker finishes them in 10 ms, before the GPU could start, so the GPU
  * gets none. 100,000 items: both finish at T with 1000 T + 1e6 (T - 0.018)
  * = 100,000. */
+/* A divergent kernel's batch on a GPU, simulated: items in the first and
+ * the last `cheap` cost lo seconds of the device's full throughput, the
+ * others hi, and a
+ * launch of n items keeps the device busy only where n reaches `fill` (its
+ * slowest items hold it while the rest of the device idles), so it takes its
+ * items' cost times max(1, sqrt(fill / n)); with fill 0 chunk sizes do not
+ * matter. Each batch of n items runs its chunks from the front as the fit
+ * sizes them; returns the batch's time, its chunks in *chunks, and the trial
+ * judged at its first claim in *judged. */
+typedef struct {
+  mgpu__fit_t f;
+  size_t n, cheap;
+  double lo, hi, fill;
+  uint64_t batch;
+} div_dev_t;
+
+static double div_batch(div_dev_t *d, int *chunks, int *judged) {
+  double total = 0, rate, base;
+  *chunks = 0;
+  for (size_t pos = 0; pos < d->n;) {
+    int j = mgpu__fit_batch(&d->f, d->batch + 1, d->n, &rate, &base);
+    if (pos == 0) *judged = j;
+    size_t k = mgpu__fit_chunk(&d->f, 1e4, 2e-3, SIZE_MAX, true);
+    mgpu__fit_claimed(&d->f, k);
+    k = MGPU_MIN(k, d->n - pos);
+    size_t lo = (pos < d->cheap ? MGPU_MIN(d->cheap, pos + k) - pos : 0) +
+                (pos + k > d->n - d->cheap ? pos + k - MGPU_MAX(pos, d->n - d->cheap) : 0);
+    double t = ((double)lo * d->lo + (double)(k - lo) * d->hi) * (d->fill > (double)k ? sqrt(d->fill / (double)k) : 1);
+    mgpu__fit_batch_time(&d->f, d->batch + 1, (double)k, t);
+    mgpu__fit_sample(&d->f, (double)k, t, t, false);
+    total += t;
+    pos += k;
+    ++*chunks;
+  }
+  d->batch++;
+  return total;
+}
+
+/* Rows of an image whose first and last quarters are nearly free and the
+ * middle dear, as mandelbrot's are: the first batch's chunks grow from cheap
+ * rows into dear ones, whose rate falls a thousandfold, so single chunks
+ * name a knee of a few rows, and 2 ms of work at the mean rate is a fraction
+ * of the 128 rows that keep the device busy. Whole batches of larger chunks run faster, and
+ * the floor trials keep them: from the eighth batch on, every batch but a
+ * few trials runs within 10% of one launch of the whole batch (without
+ * them, at 1.27 times its time, batch after batch). */
+START_TEST(test_fit_floor_divergent) {
+  div_dev_t d = {.n = 512, .cheap = 128, .lo = 1e-7, .hi = 1e-4, .fill = 128};
+  double whole = 256 * d.lo + 256 * d.hi;
+  int chunks, judged, kept = 0, trials = 0;
+  for (int b = 0; b < 48; b++) {
+    double t = div_batch(&d, &chunks, &judged);
+    kept += judged > 0 && d.f.floor > 0;
+    if (b < 10 || d.f.bt_dir)
+      printf("divergent rows, batch %d: %.4f s (one launch %.4f s) in %d chunks, trial judged %d, this batch's %d, "
+             "floor %.0f\n", b, t, whole, chunks, judged, d.f.bt_dir, d.f.floor);
+    if (b < 7) continue;
+    if (d.f.bt_dir) trials++;
+    else ck_assert_msg(t <= 1.1 * whole, "batch %d: %.4f s against one launch's %.4f s", b, t, whole);
+  }
+  ck_assert_int_ge(kept, 1);
+  ck_assert_double_ge(d.f.floor, 128);
+  /* Down, from the fifth trial on, 16 then 32 batches apart. */
+  ck_assert_int_le(trials, 3);
+}
+END_TEST
+
+/* Where the size does not matter, a trial up runs a batch of larger chunks
+ * that is no faster and is not kept; the trials back off, 16, 32, 64, ...
+ * batches apart up to MGPU_FIT_BATCH_GAP_MAX. A batch of another size
+ * starts them over: two plain batches, then a trial. Where items are alike
+ * (their chunks' rates within a batch spread by less than
+ * MGPU_FIT_BATCH_SPREAD), there is no trial at all. */
+START_TEST(test_fit_floor_backoff) {
+  div_dev_t flat = {.n = 400000, .lo = 1e-7, .hi = 1e-7};
+  int chunks, judged;
+  for (int b = 0; b < 40; b++) {
+    div_batch(&flat, &chunks, &judged);
+    ck_assert_int_eq(flat.f.bt_dir == 1 || flat.f.bt_dir == -1, 0);
+  }
+  div_dev_t d = {.n = 400000, .cheap = 100000, .lo = 1e-9, .hi = 1e-7};
+  uint64_t trials[12];
+  int nt = 0;
+  for (int b = 0; b < 1100 && nt < 12; b++) {
+    div_batch(&d, &chunks, &judged);
+    if (judged) {
+      ck_assert_int_eq(judged, 1);
+      trials[nt++] = d.f.bt_count - 1; /* the trial is the batch before this one */
+    }
+    ck_assert_double_eq(d.f.floor, 0);
+  }
+  ck_assert_int_eq(nt, 8);
+  for (int i = 1; i < nt; i++) {
+    uint64_t gap = MGPU_MIN((uint64_t)MGPU_FIT_BATCH_GAP << (i - 1), (uint64_t)MGPU_FIT_BATCH_GAP_MAX);
+    ck_assert_uint_eq(trials[i] - trials[i - 1], gap);
+  }
+  /* Four times the size: the rates start over. */
+  d.n *= 4;
+  uint64_t from = d.f.bt_count;
+  for (int b = 0; b < 4 && d.f.bt_dir != 1; b++) div_batch(&d, &chunks, &judged);
+  ck_assert_int_eq(d.f.bt_dir, 1);
+  ck_assert_uint_eq(d.f.bt_count - from, MGPU_FIT_BATCH_PLAIN + 1);
+}
+END_TEST
+
+/* A floor that no longer pays (the kernel changed, and chunk sizes stopped
+ * mattering) comes down: a batch of chunks a step under it runs as fast,
+ * the step is kept, and the next one, until there is no floor. */
+START_TEST(test_fit_floor_down) {
+  div_dev_t d = {.n = 512, .cheap = 128, .lo = 1e-7, .hi = 1e-4, .fill = 128};
+  int chunks, judged, b;
+  for (b = 0; b < 16; b++) div_batch(&d, &chunks, &judged);
+  double high = d.f.floor;
+  ck_assert_double_ge(high, 128);
+  d.fill = 0;
+  int downs = 0;
+  for (b = 0; b < 600 && d.f.floor > 0; b++) {
+    div_batch(&d, &chunks, &judged);
+    downs += judged < 0;
+  }
+  printf("floor %.0f down to %.0f in %d batches, %d trials down\n", high, d.f.floor, b, downs);
+  ck_assert_double_eq(d.f.floor, 0);
+  ck_assert_int_ge(downs, 1);
+}
+END_TEST
+
 START_TEST(test_split_latency) {
   const double speed[2] = {1000, 1e6}, latency[2] = {0, 18e-3};
   size_t share[2];
@@ -1052,6 +1178,9 @@ int main(void) {
   tcase_add_test(tc, test_fit_scattered_latency);
   tcase_add_test(tc, test_fit_knee_stays);
   tcase_add_test(tc, test_fit_lone_rise);
+  tcase_add_test(tc, test_fit_floor_divergent);
+  tcase_add_test(tc, test_fit_floor_backoff);
+  tcase_add_test(tc, test_fit_floor_down);
   tcase_add_test(tc, test_split);
   tcase_add_test(tc, test_split_latency);
   tcase_add_test(tc, test_pool_alike);

@@ -845,6 +845,44 @@ START_TEST(test_cpu_cost_by_position) {
 }
 END_TEST
 
+/* The CPU team's rate, from each worker's recent chunks (the decayed sums of
+ * its mean rate). Where items differ in cost, one worker ran five chunks of
+ * 15 cheap rows in 0.5 ms each (30,000 items/s) and the other five dear
+ * rows in 0.3 s each (3.3 items/s), as on a divergent image's top and
+ * middle: the team runs 80 items in 1.5 s, 53 items/s a worker, not the
+ * rates' plain mean (15,000 items/s, which gave the team a share of dear
+ * rows it needed seconds for, beside a GPU that did the batch in 38 ms).
+ * Where cores differ in speed on alike items (10,000 and 5,000 items/s over
+ * chunks of equal time), it is the mean of their rates. A known GPU keeps
+ * its own rate. */
+static void set_cpu(mgpu__model_t *m, int w, double items, double secs) {
+  atomic_store(&m->speed[w], items / secs);
+  atomic_store(&m->mean_items[w], items);
+  atomic_store(&m->mean_secs[w], secs);
+}
+
+START_TEST(test_cpu_team_rate) {
+  mgpu_test_config_t cfg = mgpu_test_config(2, 1);
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+  MGPU_LOCK(&rt->lock, MGPU_LK_RT);
+  mgpu__model_t *m = mgpu__model_get(rt, &sleep_kernel);
+  MGPU_UNLOCK(&rt->lock);
+  atomic_store(&m->speed[2], 2e4);
+  atomic_store(&m->known[2], 1);
+  mgpu__batch_t b = {.rt = rt, .model = m};
+  b.desc.n = 512;
+  set_cpu(m, 0, 75, 2.5e-3);
+  set_cpu(m, 1, 5, 1.5);
+  for (int w = 0; w < 2; w++) ck_assert_double_eq_tol(mgpu__worker_speed(&b, w), 80 / 1.5025, 1e-9);
+  ck_assert_double_eq(mgpu__worker_speed(&b, 2), 2e4);
+  set_cpu(m, 0, 10, 1e-3);
+  set_cpu(m, 1, 5, 1e-3);
+  for (int w = 0; w < 2; w++) ck_assert_double_eq_tol(mgpu__worker_speed(&b, w), 7500, 1e-9);
+  mgpu_finalize(rt);
+}
+END_TEST
+
 /* Coarse items: a CPU worker would finish only a few items in the time the GPU
  * does the whole batch, and the first items (a CPU's first share) are ten
  * times dearer. Such a worker must get no first share: the batch then takes
@@ -953,6 +991,7 @@ int main(void) {
   tcase_add_test(tc, test_balance_irregular_first_batch);
   tcase_add_test(tc, test_irregular_tail);
   tcase_add_test(tc, test_coarse_items);
+  tcase_add_test(tc, test_cpu_team_rate);
   tcase_add_test(tc, test_cost_profile_split);
   suite_add_tcase(s, tc);
   TCase *position = tcase_create("position");
