@@ -1009,8 +1009,9 @@ bool mgpu__any_live_gpu(const mgpu_runtime_t *rt);
 double mgpu__prior_ratio(const mgpu_runtime_t *rt);
 /* Items/s worker w is taken to run b's kernel at (0: retired): its fit's rate
  * at the size it claims; for a CPU worker, the team's rate (its items over
- * its seconds); before the fit is known, for a GPU, no less than the prior (MGPU_DEVICE_TO_CORE_RATIO or
- * the device's estimate, times a CPU worker's speed). */
+ * its seconds); before the fit is known, for a GPU, no less than the prior
+ * (MGPU_DEVICE_TO_CORE_RATIO or the device's estimate, times a CPU worker's
+ * speed). */
 double mgpu__worker_speed(const mgpu__batch_t *b, int w);
 /* Seconds of latency worker w's chunks of b's kernel have (the CPU team's
  * mean for a CPU worker; 0 before measurements). */

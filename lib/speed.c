@@ -43,7 +43,7 @@ double mgpu__worker_speed(const mgpu__batch_t *b, int wi) {
   if (!mgpu__worker_alive(w)) return 0;
   const mgpu__model_t *m = b->model;
   double s = atomic_load_explicit(&m->speed[wi], memory_order_relaxed);
-  /* The CPU workers are alike cores of one team: they share the team's mean
+  /* The CPU workers are alike cores of one team: they share the team's
    * rate. A worker's own items/s reflects which items it happened to take
    * (items differ in cost), and judged by it a core that once took dear items
    * would look slow, get a small share and never steal back. The team's rate
@@ -61,19 +61,19 @@ double mgpu__worker_speed(const mgpu__batch_t *b, int wi) {
   double items = 0, secs = 0, gpu = 0;
   int ncpu = 0, ngpu = 0;
   for (int i = 0; i < rt->nworkers; i++) {
-    double v = atomic_load_explicit(&m->speed[i], memory_order_relaxed);
-    if (v <= 0) continue;
     if (rt->workers[i].kind == MGPU_WORKER_CPU) {
+      double t = atomic_load_explicit(&m->mean_secs[i], memory_order_relaxed);
+      if (t <= 0) continue;
       items += atomic_load_explicit(&m->mean_items[i], memory_order_relaxed);
-      secs += atomic_load_explicit(&m->mean_secs[i], memory_order_relaxed);
+      secs += t;
       ncpu++;
     } else if (atomic_load_explicit(&m->known[i], memory_order_relaxed)) {
-      gpu += v, ngpu++;
+      double v = atomic_load_explicit(&m->speed[i], memory_order_relaxed);
+      if (v > 0) gpu += v, ngpu++;
     }
   }
   double ratio = mgpu__prior_ratio(rt);
-  double cpu = ncpu && secs > 0 ? items / secs : 0; /* the team's rate per worker */
-  ncpu = cpu > 0 ? ncpu : 0;
+  double cpu = ncpu ? items / secs : 0; /* the team's rate per worker */
   if (w->kind == MGPU_WORKER_CPU) {
     if (ncpu) return cpu;
     if (ngpu) return gpu / ngpu / ratio;
