@@ -122,9 +122,9 @@ static void draw_events(FILE *f, const layout_t *L) {
     }
     double x0 = LEFT + plot_w * (e->t0 - L->t_begin) / span, w = plot_w * (e->t1 - e->t0) / span;
     int y = TOP + lane * LANE_H;
-    if (!strcmp(e->kind, "steal") || !strcmp(e->kind, "retry")) {
+    if (!strcmp(e->kind, "steal") || !strcmp(e->kind, "retry") || !strcmp(e->kind, "handback")) {
       fprintf(f, "<path class=\"%s\" d=\"M%.1f %d l3 5 h-6 z\" fill=\"%s\"/>\n", e->kind, x0, y + 1,
-              e->kind[0] == 's' ? "black" : "red");
+              e->kind[0] == 's' ? "black" : e->kind[0] == 'r' ? "red" : "#e80");
       continue;
     }
     if (drawn == MAX_RECTS) {

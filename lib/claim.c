@@ -50,6 +50,9 @@ static size_t chunk_len(mgpu__batch_t *b, mgpu__worker_t *w, size_t first, size_
   size_t n = mgpu__model_chunk(b->model, w->id, prior, target_s, by_cost ? SIZE_MAX : max_items,
                                w->kind == MGPU_WORKER_GPU, b->id + 1, b->desc.n);
   if (by_cost) n = MGPU_MIN(mgpu__cost_chunk(b->cost, first, n), max_items);
+  /* Items a CPU worker handed back: target_s of work at what they cost it. */
+  double item_s = atomic_load_explicit(&b->ranges[w->id].item_s, memory_order_relaxed);
+  if (item_s > 0 && w->kind == MGPU_WORKER_CPU) n = MGPU_MIN(n, (size_t)(target_s / item_s));
   n = MGPU_MIN(n, avail);
   return n < 1 ? 1 : n;
 }
@@ -89,16 +92,25 @@ static bool take_own(mgpu__batch_t *b, mgpu__worker_t *w, size_t max_items, doub
   return true;
 }
 
-/* Put [first, first+count) into w's (empty) range of b. */
-static void install(mgpu__batch_t *b, mgpu__worker_t *w, size_t first, size_t count) {
+/* Put [first, first+count) into w's (empty) range of b, items that cost a CPU
+ * worker item_s seconds each where one handed them back (0: not known). */
+static void install(mgpu__batch_t *b, mgpu__worker_t *w, size_t first, size_t count, double item_s) {
   mgpu__range_t *r = &b->ranges[w->id];
   mgpu__range_lock(r);
   size_t begin = atomic_load_explicit(&r->begin, memory_order_relaxed);
   size_t end = atomic_load_explicit(&r->end, memory_order_relaxed);
   if (begin < end) MGPU_PANIC("installing items into a non-empty range");
+  atomic_store_explicit(&r->item_s, item_s, memory_order_relaxed);
   atomic_store_explicit(&r->begin, first, memory_order_relaxed);
   atomic_store_explicit(&r->end, first + count, memory_order_relaxed);
   mgpu__range_unlock(r);
+}
+
+/* A CPU worker's speed v on range r: no more than its items' handed-back
+ * cost allows. */
+static double cpu_speed_on(const mgpu__range_t *r, double v) {
+  double item_s = atomic_load_explicit(&r->item_s, memory_order_relaxed);
+  return item_s > 0 && item_s * v > 1 ? 1 / item_s : v;
 }
 
 static bool others_can_take(const mgpu_runtime_t *rt, const mgpu__batch_t *b, const mgpu__worker_t *w) {
@@ -107,7 +119,30 @@ static bool others_can_take(const mgpu_runtime_t *rt, const mgpu__batch_t *b, co
   return false;
 }
 
-/* A failed GPU chunk waiting to be recomputed moves into w's empty range. */
+/* Whether CPU worker w takes span sp, handed back by a CPU worker: where it
+ * is predicted to finish it no later than the GPU that would finish it first
+ * after what it has left of its own, or where no GPU can take it. A GPU
+ * takes such a span once its own range is empty, whatever the CPU workers
+ * predict, so the span is never left to nobody. */
+static bool cpu_takes(const mgpu_runtime_t *rt, const mgpu__batch_t *b, const mgpu__worker_t *w,
+                      const mgpu__span_t *sp) {
+  double best = INFINITY, k = (double)sp->count;
+  for (int i = rt->ncpu; i < rt->nworkers; i++) {
+    const mgpu__range_t *r = &b->ranges[i];
+    double v = mgpu__worker_speed(b, i);
+    if (v <= 0 || !mgpu__eligible(rt, b, &rt->workers[i])) continue;
+    size_t begin = range_begin(r), end = atomic_load_explicit(&r->end, memory_order_relaxed);
+    double left = (double)(end > begin ? end - begin : 0);
+    left += (double)atomic_load_explicit(&r->pending, memory_order_relaxed);
+    best = fmin(best, mgpu__worker_latency(b, i) + (left + k) / v);
+  }
+  if (best == INFINITY) return true;
+  double v = mgpu__worker_speed(b, w->id);
+  return v > 0 && mgpu__worker_latency(b, w->id) + k * fmax(1 / v, sp->item_s) <= best;
+}
+
+/* A failed GPU chunk waiting to be recomputed, or items a CPU worker handed
+ * back, move into w's empty range. */
 static bool take_requeue(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
   if (!atomic_load_explicit(&b->has_requeue, memory_order_acquire)) return false;
   bool others = others_can_take(rt, b, w);
@@ -116,6 +151,7 @@ static bool take_requeue(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w
   MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
   for (int i = 0; i < b->nrequeue; i++) {
     if (b->requeue[i].avoid == w->id && others) continue;
+    if (b->requeue[i].item_s > 0 && w->kind == MGPU_WORKER_CPU && !cpu_takes(rt, b, w, &b->requeue[i])) continue;
     sp = b->requeue[i];
     b->requeue[i] = b->requeue[--b->nrequeue];
     got = true;
@@ -123,7 +159,12 @@ static bool take_requeue(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w
   }
   if (b->nrequeue == 0) atomic_store_explicit(&b->has_requeue, 0, memory_order_release);
   MGPU_UNLOCK(&b->lock);
-  if (got) install(b, w, sp.first, sp.count);
+  if (got) {
+    install(b, w, sp.first, sp.count, sp.item_s);
+    /* Idle workers may steal from it now: they went to sleep while it
+     * waited in the requeue, where no thief can take from it. */
+    mgpu__wake_all(rt);
+  }
   return got;
 }
 
@@ -160,6 +201,7 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
       size_t begin = range_begin(r), end = atomic_load_explicit(&r->end, memory_order_relaxed);
       if (begin >= end) continue;
       double vo = mgpu__worker_speed(b, i);
+      if (rt->workers[i].kind == MGPU_WORKER_CPU) vo = cpu_speed_on(r, vo);
       /* In static mode only a retired worker's range may be taken. */
       if (!b->steal_ok && vo > 0) continue;
       double left = (double)(end - begin) + (double)atomic_load_explicit(&r->pending, memory_order_relaxed);
@@ -169,7 +211,6 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
     }
     if (victim < 0) return false;
     mgpu__range_t *r = &b->ranges[victim];
-    double vo = mgpu__worker_speed(b, victim);
     mgpu__range_lock(r);
     size_t begin = atomic_load_explicit(&r->begin, memory_order_relaxed);
     size_t end = atomic_load_explicit(&r->end, memory_order_relaxed);
@@ -177,8 +218,12 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
       mgpu__range_unlock(r);
       continue;
     }
+    /* Items a CPU worker handed back cost any CPU worker what they cost it. */
+    double r_item_s = atomic_load_explicit(&r->item_s, memory_order_relaxed);
+    double vo = mgpu__worker_speed(b, victim), vt_r = w->kind == MGPU_WORKER_CPU ? cpu_speed_on(r, vt) : vt;
+    if (rt->workers[victim].kind == MGPU_WORKER_CPU) vo = cpu_speed_on(r, vo);
     double R = (double)(end - begin), po = (double)atomic_load_explicit(&r->pending, memory_order_relaxed);
-    mgpu__steal_view_t sv = {.vt = vt, .at = at, .pt = pt, .vo = vo, .ao = LATENCY(victim),
+    mgpu__steal_view_t sv = {.vt = vt_r, .at = at, .pt = pt, .vo = vo, .ao = LATENCY(victim),
                              .po = po, .left = R, .slowest = slowest, .worst_item_s = item_s};
     size_t take = by_cost(rt, cost, victim, vo)
                       ? mgpu__cost_steal(cost, begin, end, pending_s(&b->ranges[w->id]), pending_s(r))
@@ -190,7 +235,7 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
     }
     atomic_store_explicit(&r->end, end - take, memory_order_relaxed);
     mgpu__range_unlock(r);
-    install(b, w, end - take, take);
+    install(b, w, end - take, take, r_item_s);
     if (rt->trace_on) {
       double now = mgpu__now();
       mgpu__tev_t ev = {.t0 = now, .t1 = now, .kind = MGPU_TEV_STEAL, .stream = -1, .other = victim,

@@ -58,6 +58,30 @@ void mgpu__complete(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, dou
 
 void mgpu__drop(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) { close_claim(rt, w, c, 0, 0, false); }
 
+/* Put span sp of b into its requeue, items that were in a claim (`claimed` of
+ * them) or in w's range, and mark it: a trace instant of `kind`. */
+static void requeue(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, mgpu__span_t sp, size_t claimed,
+                    int kind) {
+  atomic_fetch_add_explicit(&b->unclaimed, claimed, memory_order_release);
+  MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
+  if (b->nrequeue == b->requeue_cap) {
+    int cap = b->requeue_cap ? 2 * b->requeue_cap : 8;
+    mgpu__span_t *p = realloc(b->requeue, sizeof *p * (size_t)cap);
+    if (!p) MGPU_PANIC("out of memory requeueing a batch's items");
+    b->requeue = p;
+    b->requeue_cap = cap;
+  }
+  b->requeue[b->nrequeue++] = sp;
+  if (rt->trace_on) {
+    double now = mgpu__now();
+    mgpu__tev_t ev = {.t0 = now, .t1 = now, .kind = kind, .stream = -1, .name = b->kernel.name,
+                      .batch = b->id, .first = sp.first, .count = sp.count};
+    mgpu__trace_add(rt, w, &ev);
+  }
+  atomic_store_explicit(&b->has_requeue, 1, memory_order_release);
+  MGPU_UNLOCK(&b->lock);
+}
+
 void mgpu__giveback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
   mgpu__batch_t *b = c->b;
   if (atomic_load(&b->failed)) {
@@ -65,29 +89,55 @@ void mgpu__giveback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
     mgpu__drop(rt, w, c);
     return;
   }
-  atomic_fetch_add_explicit(&b->unclaimed, c->count, memory_order_release);
-  MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
-  if (b->nrequeue == b->requeue_cap) {
-    int cap = b->requeue_cap ? 2 * b->requeue_cap : 8;
-    mgpu__span_t *p = realloc(b->requeue, sizeof *p * (size_t)cap);
-    if (!p) MGPU_PANIC("out of memory requeueing a failed chunk");
-    b->requeue = p;
-    b->requeue_cap = cap;
-  }
-  b->requeue[b->nrequeue++] = (mgpu__span_t){c->first, c->count, w->id};
-  if (rt->trace_on) {
-    double now = mgpu__now();
-    mgpu__tev_t ev = {.t0 = now, .t1 = now, .kind = MGPU_TEV_RETRY, .stream = -1, .name = b->kernel.name,
-                      .batch = b->id, .first = c->first, .count = c->count};
-    mgpu__trace_add(rt, w, &ev);
-  }
-  atomic_store_explicit(&b->has_requeue, 1, memory_order_release);
-  MGPU_UNLOCK(&b->lock);
+  requeue(rt, w, b, (mgpu__span_t){c->first, c->count, w->id, 0}, c->count, MGPU_TEV_RETRY);
   b->wstats[w->id].retries++;
   atomic_fetch_add_explicit(&w->retries, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&b->ranges[w->id].pending, c->count, memory_order_relaxed);
   atomic_fetch_sub_explicit(&b->ranges[w->id].pending_ns, c->cost_ns, memory_order_relaxed);
   mgpu__batch_unref(b);
   c->b = NULL;
+  mgpu__wake_all(rt);
+}
+
+void mgpu__handback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, size_t done, double busy_s,
+                    double predicted_s) {
+  mgpu__batch_t *b = c->b;
+  size_t first = c->first + done, rest = c->count - done, range = 0;
+  if (atomic_load(&b->failed)) {
+    /* The batch has failed: what is not computed is dropped. */
+    mgpu__claim_t d = *c;
+    d.first = first;
+    d.count = rest;
+    d.cost_ns = 0;
+    if (rest) mgpu__batch_ref(b);
+    c->count = done;
+    mgpu__complete(rt, w, c, busy_s, 0);
+    if (rest) mgpu__drop(rt, w, &d);
+    return;
+  }
+  /* Only w moves its range's begin, so the range goes on where the claim
+   * ends; thieves may have emptied it from the back. */
+  mgpu__range_t *r = &b->ranges[w->id];
+  mgpu__range_lock(r);
+  size_t begin = atomic_load_explicit(&r->begin, memory_order_relaxed);
+  size_t end = atomic_load_explicit(&r->end, memory_order_relaxed);
+  if (begin == c->first + c->count && begin < end) {
+    range = end - begin;
+    atomic_store_explicit(&r->begin, end, memory_order_relaxed);
+  }
+  mgpu__range_unlock(r);
+  if (rest + range == 0) {
+    mgpu__complete(rt, w, c, busy_s, 0);
+    return;
+  }
+  mgpu__log(MGPU_LOG_DEBUG,
+            "kernel '%s': CPU worker %d ran %zu items in %.3g s against %.3g s predicted: items %zu..%zu handed back",
+            b->kernel.name ? b->kernel.name : "(unnamed)", w->id, done, busy_s, predicted_s, b->base + first,
+            b->base + first + rest + range - 1);
+  requeue(rt, w, b, (mgpu__span_t){first, rest + range, w->id, busy_s / (double)done}, rest, MGPU_TEV_HANDBACK);
+  /* The claim now ends at `done`: its other items are requeued. */
+  atomic_fetch_sub_explicit(&r->pending, rest, memory_order_relaxed);
+  c->count = done;
+  mgpu__complete(rt, w, c, busy_s, 0);
   mgpu__wake_all(rt);
 }

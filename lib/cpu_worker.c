@@ -4,20 +4,23 @@
  */
 #include "mgpurt_int.h"
 
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int run_chunk(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, double *busy) {
+/* Items [from, to) of claim c (offsets in it); busy: the seconds they took. */
+static int run_items(mgpu__worker_t *w, const mgpu__claim_t *c, size_t from, size_t to, double *busy) {
   mgpu__batch_t *b = c->b;
   const mgpu_kernel_t *k = &b->kernel;
+  size_t first = c->first + from, count = to - from;
   const void *in[MGPU_MAX_ARGS];
   void *out[MGPU_MAX_ARGS];
   const void *consts[MGPU_MAX_CONSTS];
-  for (int i = 0; i < k->nin; i++) in[i] = (const char *)b->desc.in[i] + c->first * k->in_size[i];
-  for (int i = 0; i < k->nout; i++) out[i] = (char *)b->desc.out[i] + c->first * k->out_size[i];
+  for (int i = 0; i < k->nin; i++) in[i] = (const char *)b->desc.in[i] + first * k->in_size[i];
+  for (int i = 0; i < k->nout; i++) out[i] = (char *)b->desc.out[i] + first * k->out_size[i];
   for (int i = 0; i < b->desc.nconsts; i++) consts[i] = b->desc.consts[i]->host;
-  size_t scratch = k->scratch_per_item * c->count;
+  size_t scratch = k->scratch_per_item * count;
   if (scratch > w->scratch_bytes) {
     free(w->scratch);
     w->scratch = malloc(scratch);
@@ -29,18 +32,57 @@ static int run_chunk(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, do
   }
   mgpu_chunk_t ch = {
       .in = in, .out = out, .consts = consts, .arg = b->desc.arg, .scratch = scratch ? w->scratch : NULL,
-      .first = b->base + c->first, .count = c->count, .stream = NULL, .worker = w->id,
+      .first = b->base + first, .count = count, .stream = NULL, .worker = w->id,
   };
   double t0 = mgpu__now();
   int rc = k->cpu(&ch);
-  double t1 = mgpu__now();
-  *busy = t1 - t0;
+  *busy = mgpu__now() - t0;
+  return rc;
+}
+
+/* Where the piece after `done` of a chunk of n items ends: the first piece is
+ * 1/MGPU_PIECE_FIRST of the chunk, each next one brings the items done to
+ * MGPU_PIECE_GROWTH times. A chunk's items are timed before they all run: a
+ * chunk sized by a rate measured on cheap items (the top rows of a Mandelbrot
+ * image) that meets dear ones is seen after a piece, not after all of it,
+ * and log(n) calls of the kernel cost next to nothing against its items. */
+static size_t piece_end(size_t done, size_t n) {
+  if (done == 0) return (n + MGPU_PIECE_FIRST - 1) / MGPU_PIECE_FIRST;
+  return done < n / MGPU_PIECE_GROWTH ? done * MGPU_PIECE_GROWTH : n;
+}
+
+/* Run claim c and close it. Where the batch steals, the chunk runs in pieces,
+ * and one that has taken far longer than the worker's rate predicts hands
+ * back the items it has not started, with the rest of the worker's own range
+ * (sized by that rate too), to whoever is predicted to finish them first: a
+ * CPU core must not hold items a GPU would finish many times sooner. */
+static void run_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
+  mgpu__batch_t *b = c->b;
+  double rate = b->steal_ok ? mgpu__worker_speed(b, w->id) : 0;
+  /* Items handed back before cost what they cost then (claim.c, install). */
+  double item_s = atomic_load_explicit(&b->ranges[w->id].item_s, memory_order_relaxed);
+  if (item_s > 0 && rate > 0) rate = fmin(rate, 1 / item_s);
+  double t0 = mgpu__now(), busy = 0, predicted = 0;
+  size_t done = 0;
+  bool over = false;
+  int rc = 0;
+  while (done < c->count && !over) {
+    size_t to = rate > 0 ? piece_end(done, c->count) : c->count;
+    double piece = 0;
+    rc = run_items(w, c, done, to, &piece);
+    busy += piece;
+    if (rc != 0) break;
+    done = to;
+    predicted = (double)done / (rate > 0 ? rate : 1);
+    over = rate > 0 && busy > MGPU_HANDBACK_FACTOR * predicted + MGPU_HANDBACK_SLACK_S && !atomic_load(&b->failed);
+  }
   if (rt->trace_on) {
-    mgpu__tev_t ev = {.t0 = t0, .t1 = t1, .kind = MGPU_TEV_CHUNK, .stream = -1, .name = b->kernel.name,
-                      .batch = b->id, .first = c->first, .count = c->count};
+    mgpu__tev_t ev = {.t0 = t0, .t1 = t0 + busy, .kind = MGPU_TEV_CHUNK, .stream = -1, .name = b->kernel.name,
+                      .batch = b->id, .first = c->first, .count = rc ? c->count : done};
     mgpu__trace_add(rt, w, &ev);
   }
-  return rc;
+  if (over) mgpu__handback(rt, w, c, done, busy, predicted);
+  else mgpu__complete(rt, w, c, busy, rc);
 }
 
 void mgpu__cpu_worker_loop(mgpu_runtime_t *rt, mgpu__worker_t *w) {
@@ -57,9 +99,7 @@ void mgpu__cpu_worker_loop(mgpu_runtime_t *rt, mgpu__worker_t *w) {
       mgpu__drop(rt, w, &c); /* the batch failed: drop, do not compute */
       continue;
     }
-    double busy = 0;
-    int rc = run_chunk(rt, w, &c, &busy);
-    mgpu__complete(rt, w, &c, busy, rc);
+    run_claim(rt, w, &c);
   }
 }
 

@@ -515,8 +515,9 @@ typedef struct {
   int stream;          /**< GPU stream slot for h2d/kernel/d2h, -1 otherwise */
   const char *kind;    /**< "chunk", "h2d", "kernel", "d2h", "issue", "steal", "retry", "alloc", "pin",
                             "unstage" (a GPU host thread copying a chunk's results out of staging into the
-                            user's arrays) or "batch" (a whole batch, from when it could start to its
-                            completion; first 0, count its items) */
+                            user's arrays), "handback" (a CPU worker giving back items it had not started)
+                            or "batch" (a whole batch, from when it could start to its completion; first 0,
+                            count its items) */
   const char *kernel;  /**< the kernel's name (valid while the kernel struct is) */
   uint64_t batch;      /**< submission number of the batch, from 0 */
   size_t first, count; /**< items */

@@ -90,6 +90,14 @@ bool mgpu__lock_order_checked(void);
 /* A worker that would finish fewer items than this in the batch's predicted
  * time gets no first share (where the others end no later without it). */
 #define MGPU_MIN_SHARE_ITEMS 4.0
+/* A CPU chunk runs in pieces, the first 1/MGPU_PIECE_FIRST of it, each next
+ * bringing the items done to MGPU_PIECE_GROWTH times; one that has taken
+ * over MGPU_HANDBACK_FACTOR times its predicted time plus MGPU_HANDBACK_SLACK_S
+ * (s) after a piece hands back what it has not started (cpu_worker.c). */
+#define MGPU_PIECE_FIRST 16
+#define MGPU_PIECE_GROWTH 4
+#define MGPU_HANDBACK_FACTOR 8.0
+#define MGPU_HANDBACK_SLACK_S 2e-3
 /* CPU workers that have never run a kernel probe it, one item each, on a
  * batch whose GPU share is predicted to take at least this long (s). */
 #define MGPU_PROBE_MIN_S 10e-3
@@ -686,7 +694,8 @@ typedef enum {
   MGPU_TEV_ALLOC,     /* GPU host thread: growing a slot's device buffer */
   MGPU_TEV_PIN,       /* GPU host thread: allocating a slot's pinned staging buffer */
   MGPU_TEV_UNSTAGE,   /* GPU host thread: copying a chunk's results out of staging */
-  MGPU_TEV_BATCH      /* a batch, from its activation to its completion (rt->btrace) */
+  MGPU_TEV_BATCH,     /* a batch, from its activation to its completion (rt->btrace) */
+  MGPU_TEV_HANDBACK   /* instant: a CPU worker handed back `count` items it had not started */
 } mgpu__tev_kind_t;
 
 typedef struct {
@@ -893,11 +902,16 @@ typedef struct {
   _Atomic size_t begin, end; /* unclaimed items owned by this worker */
   _Atomic size_t pending;    /* claimed by the owner, not yet finished */
   _Atomic uint64_t pending_ns; /* their cost in ns, in a batch with a cost (mgpu__cost_t) */
+  /* A CPU worker's seconds per item seen on these items, where a CPU worker
+   * handed them back (mgpu__handback) or they were stolen from such a range;
+   * 0 otherwise. Set with begin and end, under the lock. */
+  _Atomic double item_s;
 } __attribute__((aligned(MGPU_CACHELINE))) mgpu__range_t;
 
 typedef struct {
   size_t first, count;
-  int avoid;               /* worker that failed it, -1 if none */
+  int avoid;               /* worker that failed it or handed it back, -1 if none */
+  double item_s;           /* handed back: the CPU worker's seconds per item on it; 0 otherwise */
 } mgpu__span_t;
 
 struct mgpu__batch {
@@ -972,6 +986,12 @@ void mgpu__complete(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, dou
 /* Close a claim of a failed batch without computing it. */
 void mgpu__drop(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c);
 void mgpu__giveback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c);
+/* CPU worker w computed the first `done` items of claim c in busy_s seconds,
+ * far past their predicted_s: close them, and give the rest of the claim and
+ * of w's own range back to the batch, to be taken by whoever is predicted to
+ * finish them first (claim.c, take_requeue). */
+void mgpu__handback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, size_t done, double busy_s,
+                    double predicted_s);
 
 /* ------------------------------------------------------------- retire.c */
 /* Mark a GPU worker retired and wake the others to take its ranges. */

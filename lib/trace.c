@@ -67,12 +67,12 @@ static void meta(FILE *f, bool *first, int pid, int tid, const char *what, const
   *first = false;
 }
 
-static const char *const kind_name[] = {"chunk", "h2d",   "kernel", "d2h",     "issue", "steal",
-                                        "retry", "alloc", "pin",    "unstage", "batch"};
+static const char *const kind_name[] = {"chunk", "h2d", "kernel",  "d2h",   "issue",   "steal",
+                                        "retry", "alloc", "pin",   "unstage", "batch", "handback"};
 
 static void write_event(FILE *f, const mgpu_runtime_t *rt, const mgpu__tev_t *ev, int pid, int tid) {
   double ts = 1e6 * (ev->t0 - rt->t_init), dur = 1e6 * (ev->t1 - ev->t0);
-  bool instant = ev->kind == MGPU_TEV_STEAL || ev->kind == MGPU_TEV_RETRY;
+  bool instant = ev->kind == MGPU_TEV_STEAL || ev->kind == MGPU_TEV_RETRY || ev->kind == MGPU_TEV_HANDBACK;
   fprintf(f, ",\n{\"name\":");
   if (ev->kind == MGPU_TEV_CHUNK || ev->kind == MGPU_TEV_KERNEL || ev->kind == MGPU_TEV_ISSUE ||
       ev->kind == MGPU_TEV_BATCH) {

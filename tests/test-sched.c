@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------ exactly once */
 
@@ -94,7 +95,7 @@ typedef struct {
  * emulated speed sets the time (chunk->stream is set there). */
 static int sleep_cpu(const mgpu_chunk_t *c) {
   const sleep_arg_t *a = c->arg;
-  if (!c->stream) mgpu_test_sleep(a->cpu_cost * (double)c->count);
+  if (!c->stream) mgpu_test_spend(a->cpu_cost * (double)c->count);
   uint32_t *out = c->out[0];
   for (size_t j = 0; j < c->count; j++) out[j] = (uint32_t)(c->first + j) ^ 0x5a5a5a5au;
   return 0;
@@ -191,7 +192,7 @@ static int peak_fn(const mgpu_chunk_t *c) {
   double t = 0;
   for (size_t j = 0; j < c->count; j++) t += peak_cost(c->first + j, a->n);
   for (size_t j = 0; j < c->count && a->done; j++) atomic_fetch_add(&a->done[c->first + j], 1);
-  mgpu_test_sleep(c->stream ? t : 50 * t);
+  mgpu_test_spend(c->stream ? t : 50 * t);
   if (c->stream && c->worker >= 1 && c->worker <= 5) {
     size_t none = SIZE_MAX;
     atomic_compare_exchange_strong(&peak_begin[c->worker], &none, c->first);
@@ -775,7 +776,7 @@ static int irregular_cpu(const mgpu_chunk_t *c) {
     size_t i = c->first + j;
     t += a->cpu_cost * (i - a->heavy_first < a->heavy_count ? 40 : 1);
   }
-  if (!c->stream) mgpu_test_sleep(t);
+  if (!c->stream) mgpu_test_spend(t);
   uint32_t *out = c->out[0];
   for (size_t j = 0; j < c->count; j++) out[j] = (uint32_t)(c->first + j);
   return 0;
@@ -880,6 +881,103 @@ START_TEST(test_cpu_team_rate) {
   set_cpu(m, 1, 5, 1e-3);
   for (int w = 0; w < 2; w++) ck_assert_double_eq_tol(mgpu__worker_speed(&b, w), 7500, 1e-9);
   mgpu_finalize(rt);
+}
+END_TEST
+
+/* Items whose cost on a CPU worker jumps by position, as the rows of a
+ * Mandelbrot image do: the first and last eighths are nearly free, the
+ * middle ones cost 80 ms each; the emulated GPU does the whole batch in
+ * 25.6 ms. The CPU workers' probe measures free rows, and the next steals
+ * then take chunks of dear ones at that rate: a CPU chunk that runs far past
+ * its prediction hands back what it has not started, and the batch costs
+ * about one dear row, not the chunk's. */
+static int rows_cpu(const mgpu_chunk_t *c) {
+  const irregular_arg_t *a = c->arg;
+  double t = 0;
+  for (size_t j = 0; j < c->count; j++) t += c->first + j - a->heavy_first < a->heavy_count ? a->cpu_cost : 20e-6;
+  if (!c->stream) mgpu_test_spend(t);
+  uint32_t *out = c->out[0];
+  for (size_t j = 0; j < c->count; j++) out[j] = (uint32_t)(c->first + j);
+  return 0;
+}
+
+START_TEST(test_divergent_rows_hand_back) {
+  mgpu_test_config_t cfg = mgpu_test_config(2, 1);
+  cfg.test.emulate_speed = 2e4;
+  /* The prior rates a CPU worker at 1/1000 of the GPU, as for a real GPU: the
+   * CPU workers first sit out, then probe. */
+  cfg.cfg.device_to_core_ratio = 1000;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+  const size_t n = 512;
+  mgpu_kernel_t k = {.name = "rows", .cpu = rows_cpu, .gpu = never_gpu, .nout = 1, .out_size = {4}};
+  uint32_t *out = malloc(4 * n);
+  irregular_arg_t a = {80e-3, n / 8, n - n / 4};
+  mgpu_batch_t b = {.kernel = &k, .n = n, .out = {out}, .arg = &a, .arg_size = sizeof a};
+  double worst = 0;
+  for (int rep = 0; rep < 5; rep++) {
+    memset(out, 0, 4 * n);
+    mgpu_worker_stats_t ws[3];
+    mgpu_stats_t st = {.worker = ws, .worker_cap = 3};
+    double t0 = mgpu__now();
+    ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
+    double t = mgpu__now() - t0;
+    worst = fmax(worst, t);
+    printf("divergent rows, batch %d: %.3f s; items CPU %llu + %llu, GPU %llu\n", rep, t,
+           (unsigned long long)ws[0].items, (unsigned long long)ws[1].items, (unsigned long long)ws[2].items);
+    for (size_t i = 0; i < n; i++)
+      if (out[i] != i) ck_abort_msg("batch %d: item %zu wrong", rep, i);
+  }
+  free(out);
+  mgpu_finalize(rt);
+  /* Chunks of dear rows run to their end: 0.4 s or more. */
+  if (mgpu_test_timing()) ck_assert_msg(worst < 0.2, "a batch took %.3f s; the GPU alone takes 0.026 s", worst);
+}
+END_TEST
+
+/* CPU workers alone, where one chunk of cheap-looking items holds all the
+ * dear ones (20 items of 30 ms after 200 items of 20 us): the worker hands
+ * back what it has not started, the idle one takes it, and the two share the
+ * dear items (0.3 s) instead of one running all (0.6 s). The trace shows the
+ * hand-backs; every item is computed once. */
+START_TEST(test_handback_cpu_only) {
+  char path[] = "/tmp/mgpu-handback-XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  mgpu_test_config_t cfg = mgpu_test_config(2, 0);
+  cfg.cfg.trace = path;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+  const size_t n = 400;
+  mgpu_kernel_t k = {.name = "rows", .cpu = rows_cpu, .nout = 1, .out_size = {4}};
+  uint32_t *out = malloc(4 * n);
+  irregular_arg_t a = {30e-3, 200, 0};
+  mgpu_batch_t b = {.kernel = &k, .n = n, .out = {out}, .arg = &a, .arg_size = sizeof a};
+  ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK); /* alike cheap items: the rate */
+  a.heavy_count = 20;
+  memset(out, 0, 4 * n);
+  double t0 = mgpu__now();
+  ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
+  double t = mgpu__now() - t0;
+  for (size_t i = 0; i < n; i++)
+    if (out[i] != i) ck_abort_msg("item %zu wrong", i);
+  size_t m = mgpu_trace_events(rt, NULL, 0), handbacks = 0, computed = 0;
+  mgpu_trace_event_t *e = malloc((m ? m : 1) * sizeof *e);
+  m = mgpu_trace_events(rt, e, m);
+  for (size_t i = 0; i < m; i++) {
+    if (e[i].batch != 1) continue;
+    if (!strcmp(e[i].kind, "handback")) handbacks++;
+    if (!strcmp(e[i].kind, "chunk")) computed += e[i].count;
+  }
+  printf("hand-back, CPU workers alone: %.3f s, %zu hand-backs\n", t, handbacks);
+  ck_assert_uint_gt(handbacks, 0);
+  ck_assert_uint_eq(computed, n);
+  if (mgpu_test_timing()) ck_assert_msg(t < 0.45, "%.3f s: one worker ran the dear items alone", t);
+  free(e);
+  free(out);
+  mgpu_finalize(rt);
+  unlink(path);
 }
 END_TEST
 
@@ -992,6 +1090,8 @@ int main(void) {
   tcase_add_test(tc, test_irregular_tail);
   tcase_add_test(tc, test_coarse_items);
   tcase_add_test(tc, test_cpu_team_rate);
+  tcase_add_test(tc, test_divergent_rows_hand_back);
+  tcase_add_test(tc, test_handback_cpu_only);
   tcase_add_test(tc, test_cost_profile_split);
   suite_add_tcase(s, tc);
   TCase *position = tcase_create("position");

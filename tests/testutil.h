@@ -55,6 +55,26 @@ static inline void mgpu_test_sleep(double s) {
   }
 }
 
+/* Spend s seconds of an item's cost in a test kernel: sleep, less what this
+ * thread overslept before (a wake-up comes ~0.1 ms late on a virtual
+ * machine), so that a kernel costs its items' sum however many calls its
+ * chunks take. A call sleeps at least half of s, and at most 1 ms owed
+ * carries over. */
+static inline void mgpu_test_spend(double s) {
+  static _Thread_local double owed;
+  if (s <= 0) return;
+  double use = owed < s / 2 ? owed : s / 2;
+  s -= use;
+  owed -= use;
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  mgpu_test_sleep(s);
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  double took = (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
+  if (took > s) owed += took - s;
+  if (owed > 1e-3) owed = 1e-3;
+}
+
 /* Timing assertions are skipped when MGPURT_NO_TIMING is set, as make
  * check-valgrind and the sanitizer runs of CI do: there everything runs many
  * times slower. Behaviour, results and leaks are still checked. */
