@@ -445,7 +445,10 @@ END_TEST
 /* The probe of the test above is for long batches only: beside a GPU that
  * runs a batch in about 1 ms, under a prior that gives each CPU worker under
  * one item, the CPU workers never run an item of it, batch after batch
- * (their team's start would cost a real part of such a batch). */
+ * (their team's start would cost a real part of such a batch). Under
+ * valgrind (MGPURT_NO_TIMING) the emulated device's host threads run many
+ * times slower, its batch is measured long, and the probe is right: there
+ * only the items are checked. */
 START_TEST(test_no_probe_on_short_batches) {
   mgpu_test_config_t cfg = mgpu_test_config(2, 1);
   cfg.cfg.device_to_core_ratio = 1000;
@@ -456,8 +459,9 @@ START_TEST(test_no_probe_on_short_batches) {
   for (int b = 0; b < 6; b++) {
     mgpu_stats_t st;
     run_sleep(rt, 1000, 1e-3, ws, 3, &st);
-    ck_assert_msg(ws[0].items + ws[1].items == 0, "batch %d: the CPU workers ran %llu items", b,
-                  (unsigned long long)(ws[0].items + ws[1].items));
+    if (mgpu_test_timing())
+      ck_assert_msg(ws[0].items + ws[1].items == 0, "batch %d: the CPU workers ran %llu items", b,
+                    (unsigned long long)(ws[0].items + ws[1].items));
   }
   mgpu_finalize(rt);
 }
