@@ -45,7 +45,8 @@ static int run_items(mgpu__worker_t *w, const mgpu__claim_t *c, size_t from, siz
  * MGPU_PIECE_GROWTH times. A chunk's items are timed before they all run: a
  * chunk sized by a rate measured on cheap items (the top rows of a Mandelbrot
  * image) that meets dear ones is seen after a piece, not after all of it,
- * and log(n) calls of the kernel cost next to nothing against its items. */
+ * and the at most three calls of the kernel cost next to nothing against its
+ * items. */
 static size_t piece_end(size_t done, size_t n) {
   if (done == 0) return (n + MGPU_PIECE_FIRST - 1) / MGPU_PIECE_FIRST;
   return done < n / MGPU_PIECE_GROWTH ? done * MGPU_PIECE_GROWTH : n;
@@ -59,7 +60,7 @@ static size_t piece_end(size_t done, size_t n) {
 static void run_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
   mgpu__batch_t *b = c->b;
   double rate = b->steal_ok ? mgpu__worker_speed(b, w->id) : 0;
-  /* Items handed back before cost what they cost then (claim.c, install). */
+  /* Items a CPU worker handed back: at the cost per item it saw (claim.c, install). */
   double item_s = atomic_load_explicit(&b->ranges[w->id].item_s, memory_order_relaxed);
   if (item_s > 0 && rate > 0) rate = fmin(rate, 1 / item_s);
   double t0 = mgpu__now(), busy = 0, predicted = 0;
