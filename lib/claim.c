@@ -120,12 +120,16 @@ static bool others_can_take(const mgpu_runtime_t *rt, const mgpu__batch_t *b, co
 }
 
 /* Whether CPU worker w takes span sp, handed back by a CPU worker: where it
- * is predicted to finish it no later than the GPU that would finish it first
- * after what it has left of its own, or where no GPU can take it. A GPU
- * takes such a span once its own range is empty, whatever the CPU workers
- * predict, so the span is never left to nobody. */
+ * is predicted to run the whole span, at the cost seen, no later than the GPU
+ * that would finish it first after what it has left of its own range in
+ * this batch; where no GPU can take it; or where the batch has failed (its
+ * items are only dropped). A GPU takes such a span unjudged once it has no
+ * range of its own left in any batch (mgpu__claim's phases), so the span
+ * waits for a live GPU at most that long; a GPU's retirement wakes the CPU
+ * workers to judge again. Its backlog in other batches is not counted. */
 static bool cpu_takes(const mgpu_runtime_t *rt, const mgpu__batch_t *b, const mgpu__worker_t *w,
                       const mgpu__span_t *sp) {
+  if (atomic_load_explicit(&b->failed, memory_order_relaxed)) return true;
   double best = INFINITY, k = (double)sp->count;
   for (int i = rt->ncpu; i < rt->nworkers; i++) {
     const mgpu__range_t *r = &b->ranges[i];

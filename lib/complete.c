@@ -1,8 +1,9 @@
 /*
  * complete.c: the end of a claim. A chunk computed is counted and taught to
  * the model; a chunk of a failed batch is dropped; a failed GPU chunk goes
- * back to its batch to be computed by another worker. The claim that ends a
- * batch's last item finishes the batch (lifecycle.c).
+ * back to its batch to be computed by another worker, and so do the items a
+ * CPU worker hands back (mgpu__handback). The claim that ends a batch's last
+ * item finishes the batch (lifecycle.c).
  */
 #include "mgpurt_int.h"
 
@@ -115,8 +116,10 @@ void mgpu__handback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, siz
     if (rest) mgpu__drop(rt, w, &d);
     return;
   }
-  /* Only w moves its range's begin, so the range goes on where the claim
-   * ends; thieves may have emptied it from the back. */
+  /* While w holds a claim of the batch, only w moves its range's begin
+   * (activation sets it before, and retirement only in a batch no CPU
+   * worker can run), so the range goes on where the claim ends; thieves may
+   * have emptied it from the back. */
   mgpu__range_t *r = &b->ranges[w->id];
   mgpu__range_lock(r);
   size_t begin = atomic_load_explicit(&r->begin, memory_order_relaxed);
@@ -134,7 +137,9 @@ void mgpu__handback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, siz
             "kernel '%s': CPU worker %d ran %zu items in %.3g s against %.3g s predicted: items %zu..%zu handed back",
             b->kernel.name ? b->kernel.name : "(unnamed)", w->id, done, busy_s, predicted_s, b->base + first,
             b->base + first + rest + range - 1);
-  requeue(rt, w, b, (mgpu__span_t){first, rest + range, w->id, busy_s / (double)done}, rest, MGPU_TEV_HANDBACK);
+  /* Not avoided by w: with no GPU to take it, w is as good a taker as any,
+   * and its chunks from it are then sized by the cost seen. */
+  requeue(rt, w, b, (mgpu__span_t){first, rest + range, -1, busy_s / (double)done}, rest, MGPU_TEV_HANDBACK);
   /* The claim now ends at `done`: its other items are requeued. */
   atomic_fetch_sub_explicit(&r->pending, rest, memory_order_relaxed);
   c->count = done;

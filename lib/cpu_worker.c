@@ -55,8 +55,11 @@ static size_t piece_end(size_t done, size_t n) {
 /* Run claim c and close it. Where the batch steals, the chunk runs in pieces,
  * and one that has taken far longer than the worker's rate predicts hands
  * back the items it has not started, with the rest of the worker's own range
- * (sized by that rate too), to whoever is predicted to finish them first: a
- * CPU core must not hold items a GPU would finish many times sooner. */
+ * (sized by that rate too): a GPU takes them, or a CPU worker where it would
+ * finish them sooner (claim.c, cpu_takes), since a CPU core must not hold
+ * items a GPU would finish many times sooner. A range with a handed-back cost
+ * keeps the cost of its latest chunk, so that cheaper items further on grow
+ * its chunks again. */
 static void run_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
   mgpu__batch_t *b = c->b;
   double rate = b->steal_ok ? mgpu__worker_speed(b, w->id) : 0;
@@ -82,6 +85,8 @@ static void run_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
                       .batch = b->id, .first = c->first, .count = rc ? c->count : done};
     mgpu__trace_add(rt, w, &ev);
   }
+  if (item_s > 0 && rc == 0 && !over && done > 0)
+    atomic_store_explicit(&b->ranges[w->id].item_s, busy / (double)done, memory_order_relaxed);
   if (over) mgpu__handback(rt, w, c, done, busy, predicted);
   else mgpu__complete(rt, w, c, busy, rc);
 }

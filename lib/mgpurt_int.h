@@ -904,7 +904,8 @@ typedef struct {
   _Atomic uint64_t pending_ns; /* their cost in ns, in a batch with a cost (mgpu__cost_t) */
   /* A CPU worker's seconds per item seen on these items, where a CPU worker
    * handed them back (mgpu__handback) or they were stolen from such a range;
-   * 0 otherwise. Set with begin and end, under the lock. */
+   * 0 otherwise. Set with begin and end, under the lock; then the owner, if
+   * a CPU worker, stores the cost of each chunk it runs from it. */
   _Atomic double item_s;
 } __attribute__((aligned(MGPU_CACHELINE))) mgpu__range_t;
 
@@ -956,7 +957,7 @@ struct mgpu__batch {
   _Atomic size_t unclaimed; /* items in no claim: in a range or waiting to be requeued */
   _Atomic int failed;      /* a kernel failed or the batch was canceled: drain without computing */
   _Atomic size_t dropped;  /* items drained without computing */
-  mgpu__span_t *requeue;   /* failed GPU chunks waiting to be recomputed */
+  mgpu__span_t *requeue;   /* failed GPU chunks waiting to be recomputed, items CPU workers handed back */
   int nrequeue, requeue_cap;
   _Atomic int has_requeue;
   mgpu__batch_t *next, *prev; /* rt active list */
