@@ -59,6 +59,35 @@ void mgpu__complete(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, dou
 
 void mgpu__drop(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) { close_claim(rt, w, c, 0, 0, false); }
 
+/* Part [from, from + count) of claim c, as a claim of its own holding its own
+ * reference to the batch; the claim's cost goes with its first part. */
+static mgpu__claim_t part(const mgpu__claim_t *c, size_t from, size_t count) {
+  mgpu__claim_t p = *c;
+  p.first = c->first + from;
+  p.count = count;
+  if (from) p.cost_ns = 0;
+  mgpu__batch_ref(c->b);
+  return p;
+}
+
+void mgpu__complete_failed(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, size_t done, size_t bad,
+                           double busy_s, int kernel_rc) {
+  /* The failing call first, so that the batch has failed before the items
+   * computed before it close (a failed batch teaches its model nothing). */
+  mgpu__claim_t f = part(c, done, bad);
+  close_claim(rt, w, &f, busy_s, kernel_rc, true);
+  if (c->count > done + bad) {
+    mgpu__claim_t rest = part(c, done + bad, c->count - done - bad);
+    close_claim(rt, w, &rest, 0, 0, false);
+  }
+  if (done) {
+    mgpu__claim_t ok = part(c, 0, done);
+    close_claim(rt, w, &ok, 0, 0, true);
+  }
+  mgpu__batch_unref(c->b);
+  c->b = NULL;
+}
+
 /* Put span sp of b into its requeue, items that were in a claim (`claimed` of
  * them) or in w's range, and mark it: a trace instant of `kind`. */
 static void requeue(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, mgpu__span_t sp, size_t claimed,

@@ -67,11 +67,11 @@ static void run_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
   double item_s = atomic_load_explicit(&b->ranges[w->id].item_s, memory_order_relaxed);
   if (item_s > 0 && rate > 0) rate = fmin(rate, 1 / item_s);
   double t0 = mgpu__now(), busy = 0, predicted = 0;
-  size_t done = 0;
+  size_t done = 0, to = 0;
   bool over = false;
   int rc = 0;
   while (done < c->count && !over) {
-    size_t to = rate > 0 ? piece_end(done, c->count) : c->count;
+    to = rate > 0 ? piece_end(done, c->count) : c->count;
     double piece = 0;
     rc = run_items(w, c, done, to, &piece);
     busy += piece;
@@ -82,13 +82,14 @@ static void run_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
   }
   if (rt->trace_on) {
     mgpu__tev_t ev = {.t0 = t0, .t1 = t0 + busy, .kind = MGPU_TEV_CHUNK, .stream = -1, .name = b->kernel.name,
-                      .batch = b->id, .first = c->first, .count = rc ? c->count : done};
+                      .batch = b->id, .first = c->first, .count = rc ? to : done};
     mgpu__trace_add(rt, w, &ev);
   }
   if (item_s > 0 && rc == 0 && !over && done > 0)
     atomic_store_explicit(&b->ranges[w->id].item_s, busy / (double)done, memory_order_relaxed);
-  if (over) mgpu__handback(rt, w, c, done, busy, predicted);
-  else mgpu__complete(rt, w, c, busy, rc);
+  if (rc != 0) mgpu__complete_failed(rt, w, c, done, to - done, busy, rc);
+  else if (over) mgpu__handback(rt, w, c, done, busy, predicted);
+  else mgpu__complete(rt, w, c, busy, 0);
 }
 
 void mgpu__cpu_worker_loop(mgpu_runtime_t *rt, mgpu__worker_t *w) {

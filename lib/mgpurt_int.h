@@ -986,6 +986,12 @@ void mgpu__range_unlock(mgpu__range_t *r);
 void mgpu__complete(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, double busy_s, int kernel_rc);
 /* Close a claim of a failed batch without computing it. */
 void mgpu__drop(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c);
+/* Close claim c of CPU worker w, run in calls, whose call on its items
+ * [done, done + bad) returned kernel_rc != 0 after busy_s seconds in all:
+ * the items before it computed, it failed (the batch's failed range), the
+ * items after it never run. */
+void mgpu__complete_failed(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, size_t done, size_t bad,
+                           double busy_s, int kernel_rc);
 void mgpu__giveback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c);
 /* CPU worker w computed the first `done` items of claim c in busy_s seconds,
  * far past their predicted_s: close them, and give the rest of the claim and

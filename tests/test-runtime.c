@@ -48,6 +48,50 @@ static int fail_at_cpu(const mgpu_chunk_t *c) {
 static const mgpu_kernel_t failing = {
     .name = "failing", .cpu = fail_at_cpu, .nin = 0, .nout = 1, .out_size = {8}};
 
+/* Fails on item `bad`, noting the range of the call that saw it. */
+typedef struct {
+  uint64_t bad;
+  _Atomic size_t first, count;
+} fail_note_t;
+static int fail_noted_cpu(const mgpu_chunk_t *c) {
+  fail_note_t *a = (fail_note_t *)c->arg;
+  if (a->bad - c->first < c->count) {
+    atomic_store(&a->first, c->first);
+    atomic_store(&a->count, c->count);
+    return 7;
+  }
+  uint64_t *y = c->out[0];
+  for (size_t j = 0; j < c->count; j++) y[j] = 1;
+  return 0;
+}
+static const mgpu_kernel_t failing_noted = {
+    .name = "failing", .cpu = fail_noted_cpu, .nin = 0, .nout = 1, .out_size = {8}};
+
+/* A CPU worker's chunk runs as several calls in steal mode: the batch's failed
+ * range is the call that failed, not the whole chunk, and the items computed
+ * before it count. A first batch without a failure teaches the CPU workers
+ * their rate (their chunks then run in parts). */
+START_TEST(test_kernel_failure_range) {
+  mgpu_runtime_t *rt = start(2, 0);
+  const size_t n = 1000000;
+  uint64_t *y = calloc(n, 8);
+  fail_note_t a = {.bad = n};
+  mgpu_batch_t fb = {.kernel = &failing_noted, .n = n, .out = {y}, .arg = &a};
+  ck_assert_int_eq(mgpu_run(rt, &fb, NULL), MGPU_OK);
+  a.bad = 654321;
+  mgpu_stats_t st = {0};
+  ck_assert_int_eq(mgpu_run(rt, &fb, &st), MGPU_EKERNEL);
+  size_t call_first = atomic_load(&a.first), call_count = atomic_load(&a.count);
+  printf("failed range %zu + %zu, the call %zu + %zu; items %llu\n", st.failed_first, st.failed_count, call_first,
+         call_count, (unsigned long long)st.items);
+  ck_assert_uint_eq(st.failed_first, call_first);
+  ck_assert_uint_eq(st.failed_count, call_count);
+  ck_assert_uint_le(st.items + st.failed_count, n);
+  free(y);
+  mgpu_finalize(rt);
+}
+END_TEST
+
 START_TEST(test_kernel_failure) {
   mgpu_runtime_t *rt = start(2, 1);
   const size_t n = 100000;
@@ -781,6 +825,7 @@ int main(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_dependency_chain);
   tcase_add_test(tc, test_kernel_failure);
+  tcase_add_test(tc, test_kernel_failure_range);
   tcase_add_test(tc, test_bad_arguments);
   tcase_add_test(tc, test_dependency_on_other_runtime);
   tcase_add_test(tc, test_no_worker_for_kernel);
