@@ -890,7 +890,7 @@ END_TEST
 
 /* Items whose cost on a CPU worker jumps by position, as the rows of a
  * Mandelbrot image do: the first and last eighths are nearly free, the
- * middle ones cost 80 ms each; the emulated GPU does the whole batch in
+ * middle ones cost 120 ms each; the emulated GPU does the whole batch in
  * 25.6 ms. The CPU workers' probe measures free rows, and the next steals
  * then take chunks of dear ones at that rate: a CPU chunk that runs far past
  * its prediction hands back what it has not started, and the batch costs
@@ -916,7 +916,7 @@ START_TEST(test_divergent_rows_hand_back) {
   const size_t n = 512;
   mgpu_kernel_t k = {.name = "rows", .cpu = rows_cpu, .gpu = never_gpu, .nout = 1, .out_size = {4}};
   uint32_t *out = malloc(4 * n);
-  irregular_arg_t a = {80e-3, n / 8, n - n / 4};
+  irregular_arg_t a = {120e-3, n / 8, n - n / 4};
   mgpu_batch_t b = {.kernel = &k, .n = n, .out = {out}, .arg = &a, .arg_size = sizeof a};
   double worst = 0;
   for (int rep = 0; rep < 5; rep++) {
@@ -934,8 +934,10 @@ START_TEST(test_divergent_rows_hand_back) {
   }
   free(out);
   mgpu_finalize(rt);
-  /* Chunks of dear rows run to their end: 0.4 s or more. */
-  if (mgpu_test_timing()) ck_assert_msg(worst < 0.2, "a batch took %.3f s; the GPU alone takes 0.026 s", worst);
+  /* Chunks of dear rows run to their end: 0.6 s or more. With hand-backs a
+   * worker runs one dear row, or two where a part of its chunk straddles the
+   * step from cheap rows to dear ones. */
+  if (mgpu_test_timing()) ck_assert_msg(worst < 0.4, "a batch took %.3f s; the GPU alone takes 0.026 s", worst);
 }
 END_TEST
 
