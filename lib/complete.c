@@ -135,14 +135,12 @@ void mgpu__handback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, siz
   size_t first = c->first + done, rest = c->count - done, range = 0;
   if (atomic_load(&b->failed)) {
     /* The batch has failed: what is not computed is dropped. */
-    mgpu__claim_t d = *c;
-    d.first = first;
-    d.count = rest;
-    d.cost_ns = 0;
-    if (rest) mgpu__batch_ref(b);
+    if (rest) {
+      mgpu__claim_t d = part(c, done, rest);
+      mgpu__drop(rt, w, &d);
+    }
     c->count = done;
     mgpu__complete(rt, w, c, busy_s, 0);
-    if (rest) mgpu__drop(rt, w, &d);
     return;
   }
   /* While w holds a claim of the batch, only w moves its range's begin

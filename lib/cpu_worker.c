@@ -77,8 +77,9 @@ static void run_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
     busy += piece;
     if (rc != 0) break;
     done = to;
-    predicted = (double)done / (rate > 0 ? rate : 1);
-    over = rate > 0 && busy > MGPU_HANDBACK_FACTOR * predicted + MGPU_HANDBACK_SLACK_S && !atomic_load(&b->failed);
+    if (!(rate > 0)) continue; /* one call: the loop ends */
+    predicted = (double)done / rate;
+    over = busy > MGPU_HANDBACK_FACTOR * predicted + MGPU_HANDBACK_SLACK_S && !atomic_load(&b->failed);
   }
   if (rt->trace_on) {
     mgpu__tev_t ev = {.t0 = t0, .t1 = t0 + busy, .kind = MGPU_TEV_CHUNK, .stream = -1, .name = b->kernel.name,
