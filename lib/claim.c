@@ -124,9 +124,9 @@ static bool others_can_take(const mgpu_runtime_t *rt, const mgpu__batch_t *b, co
  * that would finish it first after what it has left of its own range in
  * this batch; where no GPU can take it; or where the batch has failed (its
  * items are only dropped). A GPU takes such a span unjudged once it has no
- * range of its own left in any batch (mgpu__claim's phases), so the span
- * waits for a live GPU at most that long; a GPU's retirement wakes the CPU
- * workers to judge again. Its backlog in other batches is not counted. */
+ * range of its own left in this batch or an older one (mgpu__claim), so the
+ * span waits for a live GPU at most that long; a GPU's retirement wakes the
+ * CPU workers to judge again. Its backlog in older batches is not counted. */
 static bool cpu_takes(const mgpu_runtime_t *rt, const mgpu__batch_t *b, const mgpu__worker_t *w,
                       const mgpu__span_t *sp) {
   if (atomic_load_explicit(&b->failed, memory_order_relaxed)) return true;
@@ -293,23 +293,31 @@ bool mgpu__claim(mgpu_runtime_t *rt, mgpu__worker_t *w, size_t max_items, double
   if (max_items == 0) max_items = 1;
   mgpu__batch_t *b = w->cur;
   /* Fast path: keep taking from the current batch's own range, unless a CPU
-   * worker should move to work that only CPUs can do. */
+   * worker should move to work that only CPUs can do, or items went into a
+   * requeue since this worker last looked at every batch. */
+  uint64_t requeued = atomic_load_explicit(&rt->requeue_gen, memory_order_acquire);
   if (b && atomic_load_explicit(&b->active, memory_order_relaxed) && mgpu__eligible(rt, b, w) &&
+      requeued == w->requeue_seen &&
       !(w->kind == MGPU_WORKER_CPU && b->gpu_ok && atomic_load_explicit(&rt->n_active_cpu_only, memory_order_relaxed))) {
     if (take_own(b, w, max_items, target_s, c)) return true;
   }
+  w->requeue_seen = requeued;
   int n = candidates(rt, w);
   mgpu__batch_t **cand = w->cand;
   bool got = false;
-  for (int phase = 0; phase < 3 && !got; phase++) {
+  /* Batch by batch, oldest first: the own range, then the requeue, so that
+   * items handed back or given back in a batch go before the own ranges of
+   * later batches (the batch is waiting on them alone); then steals. */
+  for (int phase = 0; phase < 2 && !got; phase++) {
     for (int i = 0; i < n && !got; i++) {
       mgpu__batch_t *cb = cand[i];
-      if (phase == 0) got = take_own(cb, w, max_items, target_s, c);
-      else if (phase == 1) got = take_requeue(rt, cb, w) && take_own(cb, w, max_items, target_s, c);
+      if (phase == 0)
+        got = take_own(cb, w, max_items, target_s, c) ||
+              (take_requeue(rt, cb, w) && take_own(cb, w, max_items, target_s, c));
       else got = steal(rt, cb, w) && take_own(cb, w, max_items, target_s, c);
       if (got) {
         set_current(w, cb);
-        c->stolen = phase == 2;
+        c->stolen = phase == 1;
       }
     }
   }

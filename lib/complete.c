@@ -110,6 +110,7 @@ static void requeue(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, mgp
   }
   atomic_store_explicit(&b->has_requeue, 1, memory_order_release);
   MGPU_UNLOCK(&b->lock);
+  atomic_fetch_add_explicit(&rt->requeue_gen, 1, memory_order_release);
 }
 
 void mgpu__giveback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {

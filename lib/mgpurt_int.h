@@ -761,6 +761,7 @@ struct mgpu__worker {
   uint64_t trace_dropped;
   mgpu__batch_t **cand;    /* the batches a claim looks at (claim.c); this worker's thread only */
   int cand_cap;
+  uint64_t requeue_seen;   /* rt->requeue_gen at this worker's last look at every batch (claim.c) */
 } __attribute__((aligned(MGPU_CACHELINE)));
 
 /* stage.c: a GPU's staging copy, cut into pieces that CPU workers help copy. */
@@ -828,6 +829,7 @@ struct mgpu_runtime {
   _Atomic int copiers;         /* threads copying a piece now */
   mgpu__batch_t *active_head, *active_tail;
   _Atomic int n_active_cpu_only;
+  _Atomic uint64_t requeue_gen; /* bumped whenever items go into a batch's requeue */
   int live_batches;            /* submitted, not completed */
   _Atomic int stop;
   int finalizing;

@@ -987,6 +987,62 @@ START_TEST(test_handback_cpu_only) {
 }
 END_TEST
 
+/* Items handed back in one batch while the GPU has its own range in a later
+ * one: batch A is the divergent rows above, batch B, submitted just after,
+ * holds 1 s of emulated GPU work in chunks of at most 50 ms. The one CPU
+ * worker's steal of dear rows in A's probe batch hands them back, and the
+ * GPU takes them before the rest of B (A waits on them alone): A ends in
+ * about one dear row's time plus B's chunks in flight, not after all of B
+ * (1.03 to 1.09 s when requeued items came after every own range). */
+START_TEST(test_handback_behind_other_batch) {
+  const size_t na = 512, nb = 20000;
+  mgpu_kernel_t k = {.name = "rows", .cpu = rows_cpu, .gpu = never_gpu, .nout = 1, .out_size = {4}};
+  uint32_t *outa = malloc(4 * na), *outb = malloc(4 * nb);
+  irregular_arg_t a = {120e-3, na / 8, na - na / 4};
+  sleep_arg_t sa = {20e-3};
+  mgpu_batch_t ba = {.kernel = &k, .n = na, .out = {outa}, .arg = &a, .arg_size = sizeof a};
+  mgpu_batch_t bb = {.kernel = &sleep_kernel, .n = nb, .out = {outb}, .arg = &sa, .arg_size = sizeof sa};
+  double worst = 0;
+  for (int rep = 0; rep < 3; rep++) {
+    mgpu_test_config_t cfg = mgpu_test_config(1, 1);
+    cfg.test.emulate_speed = 2e4;
+    cfg.cfg.device_to_core_ratio = 1000;
+    /* B's GPU chunks of at most 50 ms: A's items wait for those in flight. */
+    cfg.cfg.max_batch_size = 1000;
+    mgpu_runtime_t *rt;
+    ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+    /* A's first batch is the GPU's alone; its second brings the CPU worker's
+     * probe, and its steal of dear rows. */
+    ck_assert_int_eq(mgpu_run(rt, &ba, NULL), MGPU_OK);
+    for (int i = 0; i < 2; i++) ck_assert_int_eq(mgpu_run(rt, &bb, NULL), MGPU_OK);
+    memset(outa, 0, 4 * na);
+    mgpu_event_t *ea, *eb;
+    double t0 = mgpu__now();
+    ck_assert_int_eq(mgpu_submit(rt, &ba, 0, NULL, &ea), MGPU_OK);
+    ck_assert_int_eq(mgpu_submit(rt, &bb, 0, NULL, &eb), MGPU_OK);
+    mgpu_worker_stats_t ws[2];
+    mgpu_stats_t st = {.worker = ws, .worker_cap = 2};
+    ck_assert_int_eq(mgpu_event_wait(ea, &st), MGPU_OK);
+    double ta = mgpu__now() - t0;
+    ck_assert_int_eq(mgpu_event_wait(eb, NULL), MGPU_OK);
+    double tb = mgpu__now() - t0;
+    mgpu_event_release(ea);
+    mgpu_event_release(eb);
+    worst = fmax(worst, ta);
+    printf("hand-back behind another batch, %d: A %.3f s (CPU %llu, GPU %llu items), B %.3f s\n", rep, ta,
+           (unsigned long long)ws[0].items, (unsigned long long)ws[1].items, tb);
+    for (size_t i = 0; i < na; i++)
+      if (outa[i] != i) ck_abort_msg("batch %d: item %zu of A wrong", rep, i);
+    for (size_t i = 0; i < nb; i++)
+      if (outb[i] != ((uint32_t)i ^ 0x5a5a5a5au)) ck_abort_msg("batch %d: item %zu of B wrong", rep, i);
+    mgpu_finalize(rt);
+  }
+  free(outa);
+  free(outb);
+  if (mgpu_test_timing()) ck_assert_msg(worst < 0.6, "A took %.3f s: its rows waited for the GPU to finish B", worst);
+}
+END_TEST
+
 /* Coarse items: a CPU worker would finish only a few items in the time the GPU
  * does the whole batch, and the first items (a CPU's first share) are ten
  * times dearer. Such a worker must get no first share: the batch then takes
@@ -1098,6 +1154,7 @@ int main(void) {
   tcase_add_test(tc, test_cpu_team_rate);
   tcase_add_test(tc, test_divergent_rows_hand_back);
   tcase_add_test(tc, test_handback_cpu_only);
+  tcase_add_test(tc, test_handback_behind_other_batch);
   tcase_add_test(tc, test_cost_profile_split);
   suite_add_tcase(s, tc);
   TCase *position = tcase_create("position");
