@@ -17,13 +17,15 @@ static void close_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c,
   mgpu_worker_stats_t *ws = &b->wstats[w->id];
   if (kernel_rc != 0) {
     MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
-    if (atomic_load(&b->status) == MGPU_OK) {
+    bool first = mgpu__status_open(atomic_load(&b->status));
+    if (first) {
       atomic_store(&b->status, MGPU_EKERNEL);
       b->failed_first = b->base + c->first;
       b->failed_count = c->count;
     }
     MGPU_UNLOCK(&b->lock);
-    if (!atomic_exchange(&b->failed, 1))
+    atomic_store(&b->failed, 1);
+    if (first)
       mgpu__log(MGPU_LOG_ERROR, "kernel '%s' failed (returned %d) on items %zu..%zu; the batch fails with MGPU_EKERNEL",
                 b->kernel.name, kernel_rc, b->base + c->first, b->base + c->first + c->count - 1);
   } else if (busy_s > 0 && !atomic_load(&b->failed)) {

@@ -104,7 +104,7 @@ static void list_remove(mgpu_runtime_t *rt, mgpu__batch_t *b) {
 
 bool mgpu__batch_fail(mgpu__batch_t *b, int st) {
   MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
-  bool first = atomic_load(&b->status) == MGPU_OK;
+  bool first = mgpu__status_open(atomic_load(&b->status));
   if (first) atomic_store(&b->status, st);
   MGPU_UNLOCK(&b->lock);
   return first;
@@ -162,7 +162,7 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
  * dependents. Called by the thread that completed its last item. */
 void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   /* A cancel that came after the last item was handed out stopped nothing:
-   * the batch completed. */
+   * the batch completed (a failure after the cancel replaced it already). */
   MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
   if (atomic_load(&b->status) == MGPU_ECANCELED && atomic_load(&b->dropped) == 0) atomic_store(&b->status, MGPU_OK);
   MGPU_UNLOCK(&b->lock);
@@ -224,8 +224,9 @@ void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
 }
 
 void mgpu__cancel(mgpu_runtime_t *rt, mgpu__batch_t *b) {
-  /* The status first, under the lock, so that a kernel failing meanwhile
-   * does not overwrite it; then the drain flag every claim checks. */
+  /* The status first, under the lock, so that a failure recorded before it
+   * stays; then the drain flag every claim checks. A failure after it
+   * (mgpu__status_open) replaces it. */
   MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
   bool live = !b->done && atomic_load(&b->status) == MGPU_OK;
   if (live) atomic_store(&b->status, MGPU_ECANCELED);

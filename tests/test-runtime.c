@@ -813,6 +813,72 @@ static void run_cancel(int cpus, int emu) {
   mgpu_finalize(rt);
 }
 
+/* A kernel that says it started, waits at the gate, then fails. */
+typedef struct {
+  _Atomic int *gate, *started;
+} gate_fail_t;
+static int gate_fail_item(const mgpu_chunk_t *c) {
+  const gate_fail_t *a = c->arg;
+  atomic_store(a->started, 1);
+  while (!atomic_load_explicit(a->gate, memory_order_acquire)) mgpu_test_sleep(1e-4);
+  return 1;
+}
+static const mgpu_kernel_t gate_fail = {.name = "gate-fail", .cpu = gate_fail_item};
+
+/* A cancel is no failure of the batch's own: a failure after it takes its
+ * place, and a batch that depends on it never runs. A one-item batch
+ * canceled while its only call runs, which then fails: MGPU_EKERNEL, not
+ * MGPU_OK (nothing was dropped), and its dependent fails with MGPU_EDEP. A
+ * batch canceled while it waits on one that fails: MGPU_EDEP, and so does
+ * the batch after it. */
+START_TEST(test_cancel_then_failure) {
+  mgpu_runtime_t *rt = start(2, 0);
+  _Atomic int gate = 0, started = 0;
+  gate_fail_t fa = {&gate, &started};
+  const size_t n = 1000;
+  _Atomic uint32_t *count = calloc(n, sizeof *count);
+  counted_gate_t ca = {&gate, count};
+  mgpu_batch_t a = {.kernel = &gate_fail, .n = 1, .arg = &fa, .arg_size = sizeof fa};
+  mgpu_batch_t b = {.kernel = &counted_gate, .n = n, .arg = &ca, .arg_size = sizeof ca};
+  mgpu_event_t *ea, *eb, *ec;
+  ck_assert_int_eq(mgpu_submit(rt, &a, 0, NULL, &ea), MGPU_OK);
+  ck_assert_int_eq(mgpu_submit(rt, &b, 1, &ea, &eb), MGPU_OK);
+  while (!atomic_load(&started)) mgpu_test_sleep(1e-4);
+  ck_assert_int_eq(mgpu_event_cancel(ea), MGPU_OK);
+  atomic_store_explicit(&gate, 1, memory_order_release);
+  mgpu_stats_t st = MGPU_STATS_INIT;
+  ck_assert_int_eq(mgpu_event_wait(ea, &st), MGPU_EKERNEL);
+  ck_assert_uint_eq(st.failed_first, 0);
+  ck_assert_uint_eq(st.failed_count, 1);
+  ck_assert_int_eq(mgpu_event_wait(eb, &st), MGPU_EDEP);
+  ck_assert_uint_eq(st.items, 0);
+  uint32_t max;
+  ck_assert_uint_eq(count_sum(count, n, &max), 0);
+  mgpu_event_release(ea);
+  mgpu_event_release(eb);
+
+  atomic_store(&gate, 0);
+  atomic_store(&started, 0);
+  ck_assert_int_eq(mgpu_submit(rt, &a, 0, NULL, &ea), MGPU_OK);
+  ck_assert_int_eq(mgpu_submit(rt, &b, 1, &ea, &eb), MGPU_OK);
+  ck_assert_int_eq(mgpu_submit(rt, &b, 1, &eb, &ec), MGPU_OK);
+  while (!atomic_load(&started)) mgpu_test_sleep(1e-4);
+  ck_assert_int_eq(mgpu_event_cancel(eb), MGPU_OK);
+  atomic_store_explicit(&gate, 1, memory_order_release);
+  ck_assert_int_eq(mgpu_event_wait(ea, NULL), MGPU_EKERNEL);
+  ck_assert_int_eq(mgpu_event_wait(eb, &st), MGPU_EDEP);
+  ck_assert_uint_eq(st.items, 0);
+  ck_assert_int_eq(mgpu_event_wait(ec, &st), MGPU_EDEP);
+  ck_assert_uint_eq(st.items, 0);
+  ck_assert_uint_eq(count_sum(count, n, &max), 0);
+  mgpu_event_release(ea);
+  mgpu_event_release(eb);
+  mgpu_event_release(ec);
+  free(count);
+  mgpu_finalize(rt);
+}
+END_TEST
+
 START_TEST(test_cancel_cpu) { run_cancel(2, 0); }
 END_TEST
 
@@ -839,6 +905,7 @@ int main(void) {
   tcase_add_test(tc, test_progress_and_trace_events);
   tcase_add_test(tc, test_cancel_cpu);
   tcase_add_test(tc, test_cancel_gpu);
+  tcase_add_test(tc, test_cancel_then_failure);
   suite_add_tcase(s, tc);
   TCase *inflight = tcase_create("inflight");
   tcase_set_timeout(inflight, 120);
