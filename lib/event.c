@@ -136,6 +136,9 @@ mgpu_status_t mgpu__event_wait(mgpu_event_t *ev, mgpu_stats_t *stats, const mgpu
   else if (st == MGPU_EDEP)
     mgpu__fail_quiet(st, "a batch this one depends on failed, so kernel '%s' did not run",
                      b->kernel.name ? b->kernel.name : "(unnamed)");
+  else if (st == MGPU_ENOMEM && b->kernel.scratch_per_item)
+    mgpu__fail_quiet(st, "kernel '%s': a CPU worker cannot allocate one item's scratch (%zu bytes)",
+                     b->kernel.name ? b->kernel.name : "(unnamed)", b->kernel.scratch_per_item);
   else if (st == MGPU_ECANCELED)
     mgpu__fail_quiet(st, "batch of kernel '%s' canceled: %zu of %zu items computed, the rest not",
                      b->kernel.name ? b->kernel.name : "(unnamed)", b->desc.n - atomic_load(&b->dropped), b->desc.n);

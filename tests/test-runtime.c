@@ -8,6 +8,7 @@
 
 #include <omp.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 START_TEST(test_dependency_chain) {
@@ -879,6 +880,78 @@ START_TEST(test_cancel_then_failure) {
 }
 END_TEST
 
+/* A kernel with scratch: each call writes one byte of each item's scratch
+ * and counts its items and its calls. */
+typedef struct {
+  _Atomic uint32_t *count;
+  _Atomic int calls;
+  size_t per;
+} scratch_arg_t;
+static int scratch_item(const mgpu_chunk_t *c) {
+  scratch_arg_t *a = (scratch_arg_t *)(uintptr_t)c->arg; /* the caller's own, given with arg_size 0 */
+  char *s = c->scratch;
+  for (size_t j = 0; j < c->count; j++) {
+    s[j * a->per] = 1;
+    atomic_fetch_add(&a->count[c->first + j], 1);
+  }
+  atomic_fetch_add(&a->calls, 1);
+  return 0;
+}
+
+/* Where a chunk's scratch cannot be allocated, a CPU worker runs the kernel
+ * on as many items at a time as it can; where not one item's can be, the
+ * batch fails with MGPU_ENOMEM, which names the scratch (a kernel error
+ * before, on items the kernel never saw). Huge allocations abort under
+ * the sanitizers, and a limit on the address space breaks them and
+ * valgrind: those runs skip the test. */
+START_TEST(test_scratch_out_of_memory) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return;
+#endif
+  const char *preload = getenv("LD_PRELOAD");
+  if (preload && strstr(preload, "vgpreload")) return;
+  mgpu_runtime_t *rt = start(1, 0);
+  const size_t n = 16;
+  _Atomic uint32_t *count = calloc(n, sizeof *count);
+  scratch_arg_t a = {count, 0, SIZE_MAX / 4};
+  mgpu_kernel_t k = {.name = "scratchy", .cpu = scratch_item, .scratch_per_item = a.per};
+  /* arg_size 0: the kernel gets &a itself, and counts its calls there. */
+  mgpu_batch_t b = {.kernel = &k, .n = 2, .arg = &a, .arg_size = 0}; /* 2 items: their sizes fit a size_t */
+  mgpu_stats_t st = MGPU_STATS_INIT;
+  ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_ENOMEM);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "scratch"));
+  ck_assert_int_eq(atomic_load(&a.calls), 0);
+  ck_assert_uint_eq(st.items, 0);
+
+  /* 1 GiB an item under an address-space limit of 3.5 GiB more than now:
+   * a chunk of 16 items cannot have its scratch, 2 or 3 at a time can. */
+  struct rlimit old, lim;
+  ck_assert_int_eq(getrlimit(RLIMIT_AS, &old), 0);
+  size_t vm = 0;
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmSize: %zu kB", &vm) == 1) break;
+  if (f) fclose(f);
+  ck_assert_uint_gt(vm, 0);
+  lim = old;
+  lim.rlim_cur = (rlim_t)(vm * 1024 + (7ull << 29));
+  if (old.rlim_cur != RLIM_INFINITY && old.rlim_cur < lim.rlim_cur) lim.rlim_cur = old.rlim_cur;
+  ck_assert_int_eq(setrlimit(RLIMIT_AS, &lim), 0);
+  a.per = (size_t)1 << 30;
+  k.scratch_per_item = a.per;
+  b.n = n;
+  mgpu_status_t s2 = mgpu_run(rt, &b, &st);
+  ck_assert_int_eq(setrlimit(RLIMIT_AS, &old), 0);
+  ck_assert_msg(s2 == MGPU_OK, "%s", mgpu_last_error());
+  for (size_t i = 0; i < n; i++) ck_assert_uint_eq(atomic_load(&count[i]), 1);
+  printf("scratch of 1 GiB an item: %d calls for %zu items\n", atomic_load(&a.calls), n);
+  ck_assert_int_gt(atomic_load(&a.calls), 1);
+  free(count);
+  mgpu_finalize(rt);
+}
+END_TEST
+
 START_TEST(test_cancel_cpu) { run_cancel(2, 0); }
 END_TEST
 
@@ -906,6 +979,7 @@ int main(void) {
   tcase_add_test(tc, test_cancel_cpu);
   tcase_add_test(tc, test_cancel_gpu);
   tcase_add_test(tc, test_cancel_then_failure);
+  tcase_add_test(tc, test_scratch_out_of_memory);
   suite_add_tcase(s, tc);
   TCase *inflight = tcase_create("inflight");
   tcase_set_timeout(inflight, 120);
