@@ -134,7 +134,7 @@ static const opt_desc_t options[] = {
   {"plugin", 0, "FILE", O_PLUGIN, G_WORKLOAD,
       "load workloads from a shared library (entry point\n"
       "mgpu_plugin_init, see mgpurt_plugin.h); name one as\n"
-      "WORKLOAD, or the only one runs"},
+      "WORKLOAD, or the only one runs; one --plugin a run"},
   {"overlay", 0, NULL, O_OVERLAY, G_WORKLOAD,
       "mandelbrot: tint each row by the worker that computed it"},
   {"threads", 't', "N", O_THREADS, G_RUNTIME,
@@ -312,7 +312,10 @@ static void apply_workload_option(opts_t *o, opt_id_t id, const char *v) {
     if (!*v) usage_error("--trace needs a file name");
     o->trace = v;
     break;
-  case O_PLUGIN: o->plugin = v; break;
+  case O_PLUGIN:
+    if (o->plugin) usage_error("--plugin is given twice ('%s', then '%s'): mgpu-run loads one plugin", o->plugin, v);
+    o->plugin = v;
+    break;
   case O_OVERLAY: o->overlay = true; break;
   default: break;
   }

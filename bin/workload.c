@@ -177,6 +177,9 @@ static void setup_chain(work_t *w, const opts_t *o) {
 static void fill_inputs(work_t *w, const opts_t *o, mgpu_runtime_t *base, const mgpu_plugin_workload_t *pw,
                         uint64_t *rng) {
   for (int i = 0; i < MGPU_MAX_ARGS; i++) {
+    /* An input of zero-byte items still needs an array (the library refuses
+     * NULL with n > 0): one byte, nothing to fill. */
+    if (!w->in_bytes[i] && i < w->k.nin) w->in[i] = alloc_array(base, o, 1);
     if (!w->in_bytes[i]) continue;
     w->in[i] = alloc_array(base, o, w->in_bytes[i]);
     if (pw && pw->init_input) {
@@ -250,7 +253,7 @@ void work_setup(work_t *w, const opts_t *o, mgpu_runtime_t *base, const mgpu_plu
   fill_inputs(w, o, base, pw, &rng);
   if (!pw) w->outs_bytes[0] = w->out_bytes;
   for (int i = 0; i < MGPU_MAX_ARGS; i++)
-    if (w->outs_bytes[i]) w->outs[i] = alloc_array(base, o, w->outs_bytes[i]);
+    if (w->outs_bytes[i] || i < w->k.nout) w->outs[i] = alloc_array(base, o, w->outs_bytes[i] ? w->outs_bytes[i] : 1);
   w->out = w->outs[0];
   w->b = (mgpu_batch_t){.kernel = &w->k, .n = w->n, .arg = w->argp, .arg_size = w->arg_size};
   for (int i = 0; i < MGPU_MAX_ARGS; i++) w->b.in[i] = w->in[i], w->b.out[i] = w->outs[i];

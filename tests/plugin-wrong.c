@@ -3,7 +3,8 @@
  * items 17 and 1500 when they run in a chunk of more than one item, so that a
  * batch fails verification while the one-item reference calls do not;
  * "params", whose --list line shows the command line's sizes it received; and
- * "stall", x + 1 at two seconds a chunk, so that a signal finds a chunk running.
+ * "stall", x + 1 at two seconds a chunk, so that a signal finds a chunk running;
+ * "zero", an input of zero-byte items beside an output of each item's index.
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -31,6 +32,12 @@ static int stall_cpu(const mgpu_chunk_t *c) {
   struct timespec ts = {2, 0};
   while (nanosleep(&ts, &ts) != 0) {
   }
+  return 0;
+}
+
+static int zero_cpu(const mgpu_chunk_t *c) {
+  uint32_t *y = c->out[0];
+  for (size_t j = 0; j < c->count; j++) y[j] = (uint32_t)(c->first + j);
   return 0;
 }
 
@@ -71,5 +78,16 @@ int mgpu_plugin_init(mgpu_plugin_registry_t *reg) {
   st.kernel.name = "stall";
   st.kernel.cpu = stall_cpu;
   st.default_items = 100;
-  return reg->add(reg, &st);
+  if (reg->add(reg, &st) != 0) return 1;
+  static mgpu_plugin_workload_t z;
+  memset(&z, 0, sizeof z);
+  z.name = "zero";
+  z.doc = "each item's index, beside an input of zero-byte items (tests only)";
+  z.kernel.name = "zero";
+  z.kernel.cpu = zero_cpu;
+  z.kernel.nin = 1;
+  z.kernel.nout = 1;
+  z.kernel.out_size[0] = sizeof(uint32_t);
+  z.default_items = 1000;
+  return reg->add(reg, &z);
 }

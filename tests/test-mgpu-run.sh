@@ -520,6 +520,7 @@ expect 2 "No such file" -- "$run" --plugin /nonexistent/plugin.so
 expect 2 "not a loadable shared library" -- "$run" --plugin "${top_srcdir:-.}/README.md"
 expect 2 "no entry point mgpu_plugin_init" -- "$run" --plugin "${top_builddir:-.}/lib/.libs/libmgpurt.so"
 expect 2 "unknown workload 'nosuch'" -- "$run" --plugin "$plugin" nosuch
+expect 2 "--plugin is given twice ('$plugin', then '$plugin'): mgpu-run loads one plugin" -- "$run" --plugin "$plugin" --plugin "$plugin" --list
 # Files that dlopen cannot take safely are refused before it: a truncated
 # library (dlopen dies of SIGBUS), a FIFO (open blocks), a directory, a
 # library of another machine.
@@ -553,6 +554,8 @@ wrongplugin="${top_builddir:-.}/tests/.libs/plugin-wrong.so"
 expect 1 "verification: FAILED: 2 wrong (all 2000 items checked against the CPU function); first wrong item 17, computed by worker 0 (cpu): output 0 bytes 1..7: expected db0007d7654b34, got 240007d7654b34" -- "$run" --plugin "$wrongplugin" wrong --repeat 1 --threads 1 --num-gpus 0
 expect 1 "FAILED: 1 wrong (2000 of 100000 items, one in 50, checked against the CPU function); first wrong item 1500" -- "$run" --plugin "$wrongplugin" wrong -n 100000 --repeat 1 --threads 1 --num-gpus 0
 expect 0 "verification: ok (2000 of 20000 items, one in 10, checked against the CPU function)" -- "$run" mulmod -n 20000 --intensity 2 --repeat 1
+# An input of zero-byte items gets an array all the same (the library refuses NULL).
+expect 0 "verification: ok" -- "$run" --plugin "$wrongplugin" zero --repeat 1 --threads 2 --num-gpus 0
 # The latency-bound workload: every item checked, on CPU workers and emulated GPUs.
 expect 0 "verification: ok (all 3000 items checked against the CPU function)" -- env MGPU_EMULATE_GPUS=1 "$run" chain -n 3000 --intensity 50 --repeat 1
 expect 0 "chain, 3000 items, intensity 50" -- "$run" chain -n 3000 --intensity 50 --repeat 1 --num-gpus 0
