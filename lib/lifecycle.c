@@ -104,7 +104,7 @@ static void list_remove(mgpu_runtime_t *rt, mgpu__batch_t *b) {
 
 bool mgpu__batch_fail(mgpu__batch_t *b, int st) {
   MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
-  bool first = mgpu__status_open(atomic_load(&b->status));
+  bool first = atomic_load(&b->status) == MGPU_OK;
   if (first) atomic_store(&b->status, st);
   MGPU_UNLOCK(&b->lock);
   return first;
@@ -114,6 +114,7 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   b->t_start = mgpu__now();
   if (atomic_load(&b->dep_failed)) {
     mgpu__batch_fail(b, MGPU_EDEP);
+    atomic_store(&b->dropped, b->desc.n); /* none of its items runs */
     mgpu__finish(rt, b);
     return;
   }
@@ -162,7 +163,8 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
  * dependents. Called by the thread that completed its last item. */
 void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   /* A cancel that came after the last item was handed out stopped nothing:
-   * the batch completed (a failure after the cancel replaced it already). */
+   * the batch completed (one whose dependency failed dropped every item; a
+   * kernel's error after the cancel replaced it already). */
   MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
   if (atomic_load(&b->status) == MGPU_ECANCELED && atomic_load(&b->dropped) == 0) atomic_store(&b->status, MGPU_OK);
   MGPU_UNLOCK(&b->lock);
@@ -225,8 +227,8 @@ void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
 
 void mgpu__cancel(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   /* The status first, under the lock, so that a failure recorded before it
-   * stays; then the drain flag every claim checks. A failure after it
-   * (mgpu__status_open) replaces it. */
+   * stays; then the drain flag every claim checks. A kernel's error after it
+   * replaces it (mgpu__status_open); other causes do not. */
   MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
   bool live = !b->done && atomic_load(&b->status) == MGPU_OK;
   if (live) atomic_store(&b->status, MGPU_ECANCELED);

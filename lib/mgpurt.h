@@ -466,8 +466,9 @@ MGPU_API void mgpu_event_release(mgpu_event_t *ev);
  * with MGPU_EDEP. Returns at once, from any thread; wait on the event to know
  * when no worker touches the arrays any more. A batch that has completed or
  * failed already keeps its status (the call does nothing and returns MGPU_OK).
- * A failure after the cancel (a kernel's error in a running chunk, a failed
- * dependency, no worker left) becomes the status in its place.
+ * A running chunk's kernel error after the cancel becomes the status
+ * (MGPU_EKERNEL) in its place; a canceled batch whose dependency failed
+ * completes with MGPU_ECANCELED, never MGPU_OK.
  * Errors: MGPU_EINVAL (NULL or released event), MGPU_ENOTSUP (the event of a
  * collective or copy: those run to their end).
  */

@@ -1018,13 +1018,12 @@ void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b);
 /* Stop batch b at its next chunk boundary (mgpu_event_cancel). */
 void mgpu__cancel(mgpu_runtime_t *rt, mgpu__batch_t *b);
 /* Fail batch b with st (not MGPU_OK), under b->lock: the first failure wins,
- * so a kernel's error is never overwritten by a later cause. A cancel is
- * not a failure of the batch's own: one that comes first stays only while
- * nothing fails after it (a kernel's error, a failed dependency, no worker
- * left), and one that dropped no item is no failure (mgpu__finish).
+ * so a cancel or a kernel's error is never overwritten by a later cause.
  * True when st became its status. */
 bool mgpu__batch_fail(mgpu__batch_t *b, int st);
-/* Whether a failure may still become a batch's status st (under b->lock). */
+/* Whether a kernel's error may become a batch's status st (under b->lock):
+ * also after a cancel, whose drain would otherwise hide it, and which
+ * reads as no failure where it dropped no item (mgpu__finish). */
 static inline bool mgpu__status_open(int st) { return st == MGPU_OK || st == MGPU_ECANCELED; }
 void mgpu__batch_ref(mgpu__batch_t *b);
 void mgpu__batch_unref(mgpu__batch_t *b);

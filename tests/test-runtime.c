@@ -826,12 +826,12 @@ static int gate_fail_item(const mgpu_chunk_t *c) {
 }
 static const mgpu_kernel_t gate_fail = {.name = "gate-fail", .cpu = gate_fail_item};
 
-/* A cancel is no failure of the batch's own: a failure after it takes its
- * place, and a batch that depends on it never runs. A one-item batch
+/* A canceled batch that dropped no item reads as completed, unless a kernel
+ * failed after the cancel or its dependency failed. A one-item batch
  * canceled while its only call runs, which then fails: MGPU_EKERNEL, not
- * MGPU_OK (nothing was dropped), and its dependent fails with MGPU_EDEP. A
- * batch canceled while it waits on one that fails: MGPU_EDEP, and so does
- * the batch after it. */
+ * MGPU_OK, and its dependent fails with MGPU_EDEP. A batch canceled while
+ * it waits on one that fails: MGPU_ECANCELED, not MGPU_OK (none of its
+ * items ran), and the batch after it fails with MGPU_EDEP. */
 START_TEST(test_cancel_then_failure) {
   mgpu_runtime_t *rt = start(2, 0);
   _Atomic int gate = 0, started = 0;
@@ -867,7 +867,8 @@ START_TEST(test_cancel_then_failure) {
   ck_assert_int_eq(mgpu_event_cancel(eb), MGPU_OK);
   atomic_store_explicit(&gate, 1, memory_order_release);
   ck_assert_int_eq(mgpu_event_wait(ea, NULL), MGPU_EKERNEL);
-  ck_assert_int_eq(mgpu_event_wait(eb, &st), MGPU_EDEP);
+  ck_assert_int_eq(mgpu_event_wait(eb, &st), MGPU_ECANCELED);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "0 of 1000 items computed"));
   ck_assert_uint_eq(st.items, 0);
   ck_assert_int_eq(mgpu_event_wait(ec, &st), MGPU_EDEP);
   ck_assert_uint_eq(st.items, 0);
