@@ -27,39 +27,25 @@ static size_t scratch_items(mgpu__worker_t *w, size_t per, size_t count) {
   return 0;
 }
 
-/* Items [from, to) of claim c (offsets in it); busy: the seconds they took.
- * Where the scratch of them all cannot be allocated, the kernel runs on as
- * many at a time as it can; -1 with *no_scratch set where not one item's
- * scratch can be. */
-static int run_items(mgpu__worker_t *w, const mgpu__claim_t *c, size_t from, size_t to, double *busy,
-                     bool *no_scratch) {
+/* Items [from, to) of claim c (offsets in it), with the scratch of them
+ * all in w's buffer (scratch_items); busy: the seconds they took. */
+static int run_items(mgpu__worker_t *w, const mgpu__claim_t *c, size_t from, size_t to, double *busy) {
   mgpu__batch_t *b = c->b;
   const mgpu_kernel_t *k = &b->kernel;
-  size_t per = k->scratch_per_item, step = to - from;
-  *busy = 0;
-  if (per && !(step = scratch_items(w, per, step))) {
-    mgpu__log(MGPU_LOG_ERROR, "kernel '%s': CPU worker %d cannot allocate one item's %zu bytes of scratch",
-              k->name ? k->name : "(unnamed)", w->id, per);
-    *no_scratch = true;
-    return -1;
-  }
+  size_t first = c->first + from, count = to - from;
+  const void *in[MGPU_MAX_ARGS];
+  void *out[MGPU_MAX_ARGS];
   const void *consts[MGPU_MAX_CONSTS];
+  for (int i = 0; i < k->nin; i++) in[i] = (const char *)b->desc.in[i] + first * k->in_size[i];
+  for (int i = 0; i < k->nout; i++) out[i] = (char *)b->desc.out[i] + first * k->out_size[i];
   for (int i = 0; i < b->desc.nconsts; i++) consts[i] = b->desc.consts[i]->host;
-  int rc = 0;
-  for (size_t at = from; at < to && rc == 0; at += step) {
-    size_t first = c->first + at, count = MGPU_MIN(step, to - at);
-    const void *in[MGPU_MAX_ARGS];
-    void *out[MGPU_MAX_ARGS];
-    for (int i = 0; i < k->nin; i++) in[i] = (const char *)b->desc.in[i] + first * k->in_size[i];
-    for (int i = 0; i < k->nout; i++) out[i] = (char *)b->desc.out[i] + first * k->out_size[i];
-    mgpu_chunk_t ch = {
-        .in = in, .out = out, .consts = consts, .arg = b->desc.arg, .scratch = per ? w->scratch : NULL,
-        .first = b->base + first, .count = count, .stream = NULL, .worker = w->id,
-    };
-    double t0 = mgpu__now();
-    rc = k->cpu(&ch);
-    *busy += mgpu__now() - t0;
-  }
+  mgpu_chunk_t ch = {
+      .in = in, .out = out, .consts = consts, .arg = b->desc.arg, .scratch = k->scratch_per_item ? w->scratch : NULL,
+      .first = b->base + first, .count = count, .stream = NULL, .worker = w->id,
+  };
+  double t0 = mgpu__now();
+  int rc = k->cpu(&ch);
+  *busy = mgpu__now() - t0;
   return rc;
 }
 
@@ -91,12 +77,26 @@ static void run_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
   if (item_s > 0 && rate > 0) rate = fmin(rate, 1 / item_s);
   double t0 = mgpu__now(), busy = 0, predicted = 0;
   size_t done = 0, to = 0;
-  bool over = false, no_scratch = false;
+  bool over = false;
   int rc = 0;
+  size_t per = b->kernel.scratch_per_item;
   while (done < c->count && !over) {
     to = rate > 0 ? piece_end(done, c->count) : c->count;
+    /* A call takes no more items than their scratch can be allocated for;
+     * where not one item's can, the batch fails with MGPU_ENOMEM (before the
+     * claim closes, which would make it MGPU_EKERNEL) on that item. */
+    size_t fit = per ? scratch_items(w, per, to - done) : to - done;
+    if (fit == 0) {
+      mgpu__log(MGPU_LOG_ERROR, "kernel '%s': CPU worker %d cannot allocate one item's %zu bytes of scratch",
+                b->kernel.name ? b->kernel.name : "(unnamed)", w->id, per);
+      mgpu__batch_fail(b, MGPU_ENOMEM);
+      to = done + 1;
+      rc = -1;
+      break;
+    }
+    to = done + fit;
     double piece = 0;
-    rc = run_items(w, c, done, to, &piece, &no_scratch);
+    rc = run_items(w, c, done, to, &piece);
     busy += piece;
     if (rc != 0) break;
     done = to;
@@ -111,9 +111,6 @@ static void run_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
   }
   if (item_s > 0 && rc == 0 && !over && done > 0)
     atomic_store_explicit(&b->ranges[w->id].item_s, busy / (double)done, memory_order_relaxed);
-  /* No scratch: the batch fails with MGPU_ENOMEM before the claim closes
-   * (which would make it MGPU_EKERNEL). */
-  if (no_scratch) mgpu__batch_fail(b, MGPU_ENOMEM);
   if (rc != 0) mgpu__complete_failed(rt, w, c, done, to - done, busy, rc);
   else if (over) mgpu__handback(rt, w, c, done, busy, predicted);
   else mgpu__complete(rt, w, c, busy, 0);
