@@ -622,6 +622,18 @@ mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visi
     snprintf(c->thread_limit_text, sizeof c->thread_limit_text, "(unset)");
   if (v->num_threads == 0 && v->num_gpus == 0)
     return mgpu__fail(MGPU_EINVAL, "MGPU_NUM_THREADS=0 leaves no worker: it needs at least one GPU, and none is used");
+  /* A policy that leaves no worker for any batch it governs would only fail
+   * every submit later. */
+  if (v->sched == MGPU_SCHED_CPU && v->num_threads == 0)
+    return mgpu__fail(MGPU_EINVAL, "MGPU_SCHED=cpu runs every batch on the CPU workers, and MGPU_NUM_THREADS=0 leaves "
+                                   "none: expected MGPU_NUM_THREADS of at least 1, or MGPU_SCHED=steal, static or gpu");
+  if (v->sched == MGPU_SCHED_GPU && v->num_gpus == 0) {
+    if (c->source[MGPU_SET_NUM_GPUS] == MGPU_SRC_DERIVED)
+      return mgpu__fail(MGPU_ENODEV, "MGPU_SCHED=gpu runs kernels with a GPU function on GPUs only, and no %s are "
+                                     "usable on this machine (no device, no driver, or a build without CUDA)", gpu_what);
+    return mgpu__fail(MGPU_EINVAL, "MGPU_SCHED=gpu runs kernels with a GPU function on GPUs only, and MGPU_NUM_GPUS=0 "
+                                   "leaves none: expected MGPU_NUM_GPUS of at least 1, or MGPU_SCHED=steal, static or cpu");
+  }
   /* A thread count of the user's own is taken as it is: no reserve unless asked. */
   if (v->reserve_threads == -1) {
     v->reserve_threads = mgpu__default_reserve(v->num_gpus, threads_derived);

@@ -417,7 +417,14 @@ static void finish_part(mgpu__dbatch_t *db, mgpu__dpart_t *p) {
   }
   if (st != MGPU_OK) {
     if (st == MGPU_EKERNEL) db->failed_first = s.failed_first, db->failed_count = s.failed_count;
-    if (!db->failed) mgpu__dist_fail(db, st, true, "%s", why);
+    if (!db->failed) {
+      mgpu__dist_fail(db, st, true, "%s", why);
+    } else if (st == MGPU_EKERNEL && db->origin && db->status == MGPU_ECANCELED) {
+      /* As on one process (mgpu__status_open): a kernel's error replaces this
+       * rank's cancel, which would hide items lost for another reason. */
+      db->status = st;
+      snprintf(db->why, sizeof db->why, "%s", why);
+    }
   } else {
     /* The time its workers gave it alone: parts overlap by one at a time. */
     double t = now - MGPU_MAX(p->t0, db->last_end);

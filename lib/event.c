@@ -136,6 +136,10 @@ mgpu_status_t mgpu__event_wait(mgpu_event_t *ev, mgpu_stats_t *stats, const mgpu
   else if (st == MGPU_EDEP)
     mgpu__fail_quiet(st, "a batch this one depends on failed, so kernel '%s' did not run",
                      b->kernel.name ? b->kernel.name : "(unnamed)");
+  else if (st == MGPU_ENOMEM && atomic_load(&b->no_room_bytes))
+    mgpu__fail_quiet(st, "kernel '%s': no GPU left to the batch has room for one item (%zu bytes of device memory), "
+                         "and no CPU worker may run it", b->kernel.name ? b->kernel.name : "(unnamed)",
+                     atomic_load(&b->no_room_bytes));
   else if (st == MGPU_ENOMEM && b->kernel.scratch_per_item)
     mgpu__fail_quiet(st, "kernel '%s': a CPU worker cannot allocate one item's scratch (%zu bytes)",
                      b->kernel.name ? b->kernel.name : "(unnamed)", b->kernel.scratch_per_item);

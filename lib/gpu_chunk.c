@@ -4,7 +4,8 @@
  * pageable, the kernel, copies out), and the oldest one in flight is waited
  * for, its results copied out of staging, its device time learnt and its
  * claim completed. A chunk that fails goes back to its batch to be computed
- * elsewhere; out of memory halves the device's cap; a device that keeps
+ * elsewhere; out of memory halves the device's cap, and where one item does
+ * not fit, leaves the batch to the other workers; a device that keeps
  * failing is retired.
  */
 #include "mgpurt_int.h"
@@ -155,22 +156,57 @@ int mgpu__gpu_issue(mgpu__gpu_t *gp, mgpu__slot_t *s) {
   return 0;
 }
 
+/* GPU gp cannot allocate memory for one item of s's batch, with nothing
+ * else of its own in flight and its idle buffers freed: a limit of that
+ * kernel, not a fault of the device. The GPU takes nothing more of the batch
+ * (its range goes to the other workers), keeps its cap and stays in use for
+ * other batches; the batch fails with MGPU_ENOMEM only where no worker is
+ * left that may run it. */
+static void no_room(mgpu__gpu_t *gp, mgpu__slot_t *s) {
+  mgpu__batch_t *b = s->claim.b;
+  size_t bytes = mgpu__gpu_dev_bytes(&b->kernel, 1);
+  mgpu__batch_ref(b);
+  atomic_store(&b->no_room_bytes, bytes);
+  atomic_store(&b->ranges[gp->w->id].no_room, true);
+  mgpu__log(MGPU_LOG_WARN, "GPU %d: no room for one item of '%s' (%zu bytes of device memory); this batch's items "
+                           "go to the other workers", gp->g, b->kernel.name ? b->kernel.name : "", bytes);
+  mgpu__giveback(gp->rt, gp->w, &s->claim);
+  mgpu__fail_orphans(gp->rt, MGPU_ENOMEM, "no GPU left to it has room for one of its items, and no CPU worker may run it");
+  mgpu__batch_unref(b);
+}
+
 void mgpu__gpu_on_failure(mgpu__gpu_t *gp, mgpu__slot_t *s, int rc, const char *when) {
   mgpu__batch_t *b = s->claim.b;
   if (rc == MGPU_ENOMEM) {
-    size_t old = atomic_load(&gp->room.slot_bytes), now = old / 2;
-    atomic_store(&gp->room.slot_bytes, now);
     /* Memory held by idle slots may be what is missing: let them reallocate. */
-    for (int i = 0; i < gp->nslots; i++)
-      if (!gp->slots[i].busy) mgpu__gpu_drop_dbuf(gp, &gp->slots[i]);
+    size_t freed = 0;
+    int others = 0;
+    for (int i = 0; i < gp->nslots; i++) {
+      mgpu__slot_t *o = &gp->slots[i];
+      if (o == s) continue;
+      if (o->busy) others++;
+      else freed += o->dbuf_bytes, mgpu__gpu_drop_dbuf(gp, o);
+    }
     gp->ops->mem_trim(gp->ctx);
+    if (s->claim.count == 1) {
+      /* One item: a smaller cap cannot help. Retry it once nothing else of
+       * this GPU holds memory; then it does not fit (no_room). */
+      if (others == 0 && freed == 0) {
+        no_room(gp, s);
+        return;
+      }
+      gp->oom_drain = others > 0;
+      mgpu__log(MGPU_LOG_INFO, "GPU %d: out of device memory %s one item of '%s'; it is retried once the device's "
+                               "other buffers are free", gp->g, when, b->kernel.name ? b->kernel.name : "");
+      mgpu__giveback(gp->rt, gp->w, &s->claim);
+      return;
+    }
+    size_t now = atomic_load(&gp->room.slot_bytes) / 2;
+    atomic_store(&gp->room.slot_bytes, now);
     mgpu__log(MGPU_LOG_WARN, "GPU %d: out of device memory %s a chunk of %zu items of '%s'; the device's cap is halved "
                              "to %zu items and the chunk is retried",
               gp->g, when, s->claim.count, b->kernel.name ? b->kernel.name : "", mgpu__room_cap(&gp->room, &b->kernel));
     mgpu__giveback(gp->rt, gp->w, &s->claim);
-    if (now < mgpu__room_bytes_per_item(&b->kernel)) {
-      if (++gp->failures >= MGPU_FAILURES_TO_RETIRE) mgpu__retire(gp->rt, gp->w, "it cannot hold even one item");
-    }
     return;
   }
   mgpu__log(MGPU_LOG_WARN, "GPU %d: chunk of items %zu..%zu of '%s' failed (%s) %s; it will be computed elsewhere", gp->g,

@@ -130,7 +130,8 @@ report:
       if (polled < 0) goto exit; /* given up: nothing of the runtime may be touched */
       if (polled > 0) continue;
     }
-    if (gp->inflight < gp->nslots && !atomic_load(&w->retired) && !atomic_load(&rt->stop)) {
+    if (gp->inflight == 0) gp->oom_drain = false;
+    if (gp->inflight < gp->nslots && !gp->oom_drain && !atomic_load(&w->retired) && !atomic_load(&rt->stop)) {
       mgpu__slot_t *s = &gp->slots[(gp->oldest + gp->inflight) % gp->nslots];
       if (mgpu__claim(rt, w, SIZE_MAX, MGPU_GPU_TARGET_S, &s->claim)) {
         if (atomic_load(&s->claim.b->failed)) {

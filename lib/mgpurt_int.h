@@ -909,6 +909,10 @@ typedef struct {
    * 0 otherwise. Set with begin and end, under the lock; then the owner, if
    * a CPU worker, stores the cost of each chunk it runs from it. */
   _Atomic double item_s;
+  /* The GPU owning this range cannot allocate memory for one item of the
+   * batch (mgpu__gpu_on_failure): it takes nothing more of it, and the
+   * other workers take its range as a retired GPU's. */
+  _Atomic bool no_room;
 } __attribute__((aligned(MGPU_CACHELINE))) mgpu__range_t;
 
 typedef struct {
@@ -927,6 +931,8 @@ struct mgpu__batch {
   int waiters;             /* threads asleep on done_cv */
   _Atomic int status;
   size_t failed_first, failed_count;
+  /* Device bytes of one item, where a GPU found no room for one (its error message). */
+  _Atomic size_t no_room_bytes;
   double t_submit, t_start, t_end;
   mgpu__batch_t **dependents;
   int ndependents, dependents_cap;
@@ -1005,6 +1011,9 @@ void mgpu__handback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, siz
 /* ------------------------------------------------------------- retire.c */
 /* Mark a GPU worker retired and wake the others to take its ranges. */
 void mgpu__retire(mgpu_runtime_t *rt, mgpu__worker_t *w, const char *why);
+/* Fail with st every active batch with items in no claim that no worker may
+ * run any more, dropping those items; why ends the log's sentence. */
+void mgpu__fail_orphans(mgpu_runtime_t *rt, mgpu_status_t st, const char *why);
 
 /* ---------------------------------------------------------- lifecycle.c */
 /* Register b (fields set, refs not) behind its dependencies; frees b on failure. */
@@ -1035,7 +1044,8 @@ void mgpu__batch_unref(mgpu__batch_t *b);
 bool mgpu__plan_split(mgpu_runtime_t *rt, mgpu__batch_t *b, size_t *share);
 
 /* --------------------------------------------------------------- speed.c */
-/* Whether worker w may take items of b (its kind, retired, reserve, sit-out). */
+/* Whether worker w may take items of b (its kind, retired, room for an
+ * item, reserve, sit-out). */
 bool mgpu__eligible(const mgpu_runtime_t *rt, const mgpu__batch_t *b, const mgpu__worker_t *w);
 bool mgpu__any_live_gpu(const mgpu_runtime_t *rt);
 /* Ratio of one GPU to one CPU worker before any measurement. */
@@ -1542,6 +1552,7 @@ struct mgpu__gpu {
   mgpu__room_t room;          /* what limits its chunks (room.c) */
   long long launches, allocs, const_uploads;
   int failures;               /* consecutive failed chunks */
+  bool oom_drain;             /* out of memory for one item: claim nothing until no chunk is in flight */
   double last_done;           /* host time of the last completion (fallback) */
   int share_ahead;            /* chunks whose copies are shared from their start (mgpu__share_ahead) */
   double last_end_dev;        /* device time when the last chunk ended */

@@ -1,7 +1,8 @@
 /*
  * retire.c: a GPU worker that keeps failing is retired for the rest of the
- * run: the other workers take its ranges, and a batch that no worker left can
- * run fails instead of hanging.
+ * run, and the other workers take its ranges. A batch that no worker left may
+ * run (its GPUs retired or without room for one of its items, and no CPU
+ * worker for it) fails instead of hanging.
  */
 #include "mgpurt_int.h"
 
@@ -9,6 +10,10 @@ void mgpu__retire(mgpu_runtime_t *rt, mgpu__worker_t *w, const char *why) {
   if (atomic_exchange(&w->retired, 1)) return;
   mgpu__log(MGPU_LOG_WARN, "GPU %d (device %d) is retired for the rest of the run: %s; its items go to the other workers",
             w->gpu, rt->gpu_index[w->gpu], why);
+  mgpu__fail_orphans(rt, MGPU_EDEVICE, "no worker is left that can run it");
+}
+
+void mgpu__fail_orphans(mgpu_runtime_t *rt, mgpu_status_t st, const char *why) {
   /* Batches that nobody can run any more fail instead of hanging: each
    * one with items in no claim, once (after it, its unclaimed count is 0,
    * and a failed batch's chunks that end badly are dropped, not requeued).
@@ -31,7 +36,7 @@ void mgpu__retire(mgpu_runtime_t *rt, mgpu__worker_t *w, const char *why) {
     /* Fail it (unless it failed already: a cancel or a kernel's error
      * stays its status) and drop the unclaimed items; claimed ones complete
      * as usual. */
-    bool fails_now = mgpu__batch_fail(orphan, MGPU_EDEVICE);
+    bool fails_now = mgpu__batch_fail(orphan, st);
     atomic_store(&orphan->failed, 1);
     size_t dropped = 0;
     for (int i = 0; i < rt->nworkers; i++) {
@@ -48,8 +53,8 @@ void mgpu__retire(mgpu_runtime_t *rt, mgpu__worker_t *w, const char *why) {
     atomic_store(&orphan->has_requeue, 0);
     MGPU_UNLOCK(&orphan->lock);
     if (fails_now)
-      mgpu__log(MGPU_LOG_ERROR, "batch of kernel '%s' fails with MGPU_EDEVICE: no worker is left that can run it",
-                orphan->kernel.name);
+      mgpu__log(MGPU_LOG_ERROR, "batch of kernel '%s' fails with %s: %s", orphan->kernel.name ? orphan->kernel.name : "",
+                mgpu_status_name(st), why);
     atomic_fetch_sub(&orphan->unclaimed, dropped);
     atomic_fetch_add(&orphan->dropped, dropped); /* a canceled batch that lost items stays canceled */
     if (dropped && atomic_fetch_sub(&orphan->remaining, dropped) == dropped) mgpu__finish(rt, orphan);

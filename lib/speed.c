@@ -17,12 +17,25 @@ bool mgpu__any_live_gpu(const mgpu_runtime_t *rt) {
   return false;
 }
 
+/* Whether GPU worker w can run items of b: not retired, and with room for one. */
+static bool gpu_runs(const mgpu__batch_t *b, const mgpu__worker_t *w) {
+  return mgpu__worker_alive(w) && !atomic_load_explicit(&b->ranges[w->id].no_room, memory_order_relaxed);
+}
+
+static bool any_gpu_runs(const mgpu_runtime_t *rt, const mgpu__batch_t *b) {
+  for (int i = rt->ncpu; i < rt->nworkers; i++)
+    if (gpu_runs(b, &rt->workers[i])) return true;
+  return false;
+}
+
 bool mgpu__eligible(const mgpu_runtime_t *rt, const mgpu__batch_t *b, const mgpu__worker_t *w) {
-  if (w->kind == MGPU_WORKER_GPU) return b->gpu_ok && !b->gpu_out && mgpu__worker_alive(w);
-  /* Reserve workers take a batch that GPUs also run only once no GPU is left
-   * to do it; so do all CPU workers with GPU-only work. */
-  if (b->nreserve > 0 && w->id >= rt->ncpu - b->nreserve && b->gpu_ok && mgpu__any_live_gpu(rt)) return false;
-  return (b->cpu_ok && !b->cpu_out) || (b->gpu_ok && !mgpu__any_live_gpu(rt));
+  if (w->kind == MGPU_WORKER_GPU) return b->gpu_ok && !b->gpu_out && gpu_runs(b, w);
+  /* Reserve workers, and CPU workers that sit a batch out, take a batch that
+   * GPUs also run only once no GPU is left to do it; so do all CPU workers
+   * with GPU-only work. */
+  bool gpus = b->gpu_ok && any_gpu_runs(rt, b);
+  if (b->nreserve > 0 && w->id >= rt->ncpu - b->nreserve && gpus) return false;
+  return (b->cpu_ok && !b->cpu_out) || (b->gpu_ok && !gpus);
 }
 
 /* Ratio of one GPU to one CPU worker before any measurement. */
@@ -40,7 +53,7 @@ static bool within_reach(const mgpu__batch_t *b, int wi) {
 double mgpu__worker_speed(const mgpu__batch_t *b, int wi) {
   const mgpu_runtime_t *rt = b->rt;
   const mgpu__worker_t *w = &rt->workers[wi];
-  if (!mgpu__worker_alive(w)) return 0;
+  if (w->kind == MGPU_WORKER_GPU && !gpu_runs(b, w)) return 0;
   const mgpu__model_t *m = b->model;
   double s = atomic_load_explicit(&m->speed[wi], memory_order_relaxed);
   /* The CPU workers are alike cores of one team: they share the team's

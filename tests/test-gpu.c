@@ -2,7 +2,8 @@
  * test-gpu.c: the runtime on real CUDA GPUs. Exactly-once and correct for every
  * mode, both GPUs take work, copies overlap kernels (device timestamps of
  * consecutive chunks), constants are uploaded once per device, real device
- * out-of-memory is recovered, injected faults lose nothing, many submitters.
+ * out-of-memory is recovered (a smaller cap; an item too big for the device
+ * left to the CPU worker), injected faults lose nothing, many submitters.
  * Exits 77 (skip) when no GPU is present. CUDA is touched only inside tests.
  */
 #include "testutil.h"
@@ -212,6 +213,46 @@ START_TEST(test_real_out_of_memory) {
   printf("oom: %llu retries, cap %zu items at the end\n", (unsigned long long)st.retries, info.batch_cap);
   ck_assert_uint_ge(st.retries, 1);
   ck_assert_int_eq(info.retired, 0);
+  if (hog) cudaFree(hog);
+  mgpu_finalize(rt);
+}
+END_TEST
+
+START_TEST(test_item_bigger_than_free_memory) {
+  /* Device memory is taken behind the runtime's back until about 1 GiB is
+   * free; one item of a kernel with 2 GiB of scratch then never fits. Its
+   * batches run on the CPU worker (in gpu mode, as for a retired GPU), and
+   * the GPU, not retired, runs the next batch of another kernel whole. */
+  NEED_GPUS(1);
+  mgpu_runtime_t *rt = start_gpu(1, 1, MGPU_SCHED_GPU, NULL);
+  cudaSetDevice(rt->gpu_index[0]);
+  size_t free_b, total_b;
+  cudaMemGetInfo(&free_b, &total_b);
+  void *hog = NULL;
+  size_t hog_bytes = free_b > (1ULL << 30) ? free_b - (1ULL << 30) : 0;
+  if (hog_bytes) ck_assert_int_eq(cudaMalloc(&hog, hog_bytes), cudaSuccess);
+  mgpu_kernel_t k;
+  mgpu_kernel_mulmod(8, &k);
+  k.scratch_per_item = 2ULL << 30;
+  uint64_t x[4], y[4];
+  for (size_t i = 0; i < 4; i++) x[i] = i * 7654321;
+  mgpu_mulmod_arg_t a = {8};
+  mgpu_batch_t b = {.kernel = &k, .n = 4, .in = {x}, .out = {y}, .arg = &a, .arg_size = sizeof a};
+  for (int rep = 0; rep < 5; rep++) {
+    mgpu_worker_stats_t ws[2];
+    mgpu_stats_t st = {.worker = ws, .worker_cap = 2};
+    ck_assert_msg(mgpu_run(rt, &b, &st) == MGPU_OK, "batch %d: %s", rep, mgpu_last_error());
+    for (size_t i = 0; i < 4; i++) ck_assert_uint_eq(cpu_ref(&k, &a, x, i), y[i]);
+    ck_assert_uint_eq(ws[0].items, 4);
+    ck_assert_uint_eq(ws[1].items, 0);
+  }
+  mgpu_device_info_t info = MGPU_DEVICE_INFO_INIT;
+  mgpu_device_info(rt, 0, &info);
+  ck_assert_int_eq(info.retired, 0);
+  mgpu_worker_stats_t ws[2];
+  mgpu_stats_t st = {.worker = ws, .worker_cap = 2};
+  mulmod_check(rt, 100000, 8, &st, 0);
+  ck_assert_uint_eq(ws[1].items, 100000);
   if (hog) cudaFree(hog);
   mgpu_finalize(rt);
 }
@@ -530,6 +571,7 @@ int main(void) {
   tcase_add_test(tc, test_copy_compute_overlap);
   tcase_add_test(tc, test_constants_once_per_device);
   tcase_add_test(tc, test_real_out_of_memory);
+  tcase_add_test(tc, test_item_bigger_than_free_memory);
   tcase_add_test(tc, test_fault_injection_real);
   tcase_add_test(tc, test_many_submitters_gpu);
   tcase_add_test(tc, test_transfer_bandwidth);

@@ -71,6 +71,9 @@ expect 2 "--output '/nonexistent/dir/m.png': cannot write it" -- "$run" mandelbr
 expect 2 "MGPU_NUM_THREADS='abc'" -- env MGPU_NUM_THREADS=abc "$run" --info
 expect 2 "0..4096" -- env MGPU_NUM_THREADS=abc "$run" --info
 expect 2 "MGPU_SCHED" -- env MGPU_SCHED=fast "$run" --info
+# A policy that leaves no worker is refused when the runtime starts.
+expect 2 "MGPU_SCHED=cpu runs every batch on the CPU workers, and MGPU_NUM_THREADS=0" -- env MGPU_EMULATE_GPUS=1 MGPU_NUM_THREADS=0 "$run" --mode cpu -n 100 --repeat 1
+expect 2 "MGPU_SCHED=gpu runs kernels with a GPU function on GPUs only, and MGPU_NUM_GPUS=0" -- env MGPU_NUM_GPUS=0 "$run" --mode gpu -n 100 --repeat 1
 # A flag and its variable accept the same text (the library's rules: blanks
 # around values and list entries, decimal only, no -0, keywords in any case).
 same() { # same FLAG VARIABLE VALUE [VAR=VALUE...]: --info exits alike with either

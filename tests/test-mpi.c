@@ -44,10 +44,18 @@ static void sync_ranks(void) { MPI_Barrier(MPI_COMM_WORLD); }
 static int *calls;           /* computations of each item on this rank */
 static long long fail_from = -1; /* this rank's kernel fails on items from here */
 
+/* Set: this rank's kernel calls wait until held_fail is set, then fail. */
+static _Atomic int hold_calls, held_entered, held_fail;
+
 static int lin_cpu(const mgpu_chunk_t *c) {
   const double *x = c->in[0];
   double *y = c->out[0];
   const double *a = c->arg;
+  if (atomic_load(&hold_calls)) {
+    atomic_store(&held_entered, 1);
+    while (!atomic_load(&held_fail)) usleep(100);
+    return 6;
+  }
   for (size_t i = 0; i < c->count; i++) {
     if (fail_from >= 0 && (long long)(c->first + i) >= fail_from) return 5;
     y[i] = x[i] * a[0] + a[1];
@@ -387,6 +395,46 @@ static void scenario_cancel(void) {
   mgpu_finalize(rt);
 }
 
+/* Rank 0 cancels the batch while its kernel runs, and that kernel then
+ * fails: on rank 0 the kernel's error replaces the cancel, as on one process
+ * (the cancel would hide items that were never computed for another reason);
+ * the other rank reports MGPU_EREMOTE naming rank 0 and the kernel. */
+static void scenario_cancel_fail(void) {
+  mgpu_runtime_t *rt;
+  cfg_threads = 1, cfg_gpus = 0;
+  if (start(&rt, NULL, 20) != MGPU_OK) {
+    check(false, "mgpu_init: %s", mgpu_last_error());
+    return;
+  }
+  arrays_t a;
+  arrays(&a, 400000);
+  mgpu_batch_t b = batch_of(&a, &lin);
+  if (rank == 0) atomic_store(&hold_calls, 1);
+  mgpu_event_t *ev;
+  check(mgpu_submit(rt, &b, 0, NULL, &ev) == MGPU_OK, "mgpu_submit: %s", mgpu_last_error());
+  if (rank == 0) {
+    double t0 = now();
+    while (!atomic_load(&held_entered) && now() - t0 < 10) usleep(100);
+    check(atomic_load(&held_entered), "rank 0's kernel never ran");
+    mgpu_event_cancel(ev);
+    atomic_store(&held_fail, 1);
+  }
+  mgpu_status_t st = mgpu_event_wait(ev, NULL);
+  const char *msg = mgpu_last_error();
+  if (rank == 0)
+    check(st == MGPU_EKERNEL && strstr(msg, "kernel 'lin' failed"), "rank 0, canceled, then its kernel failed: %s (%s)",
+          mgpu_status_name(st), msg);
+  else
+    check(st == MGPU_EREMOTE && strstr(msg, "rank 0") && strstr(msg, "kernel 'lin' failed"),
+          "the other rank: %s (%s), expected MGPU_EREMOTE naming rank 0 and the kernel", mgpu_status_name(st), msg);
+  mgpu_event_release(ev);
+  atomic_store(&hold_calls, 0);
+  sync_ranks();
+  check(mgpu_run(rt, &b, NULL) == MGPU_OK, "a batch after the failed one: %s", mgpu_last_error());
+  arrays_free(&a);
+  mgpu_finalize(rt);
+}
+
 enum { TAG_ANSWERED = 71 }; /* rank 0 to rank 1 in scenario_lost */
 
 /* Rank 1 is killed in the middle of a batch (argv[2] "kill"), or stays
@@ -693,6 +741,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(sc, "calls")) scenario_calls();
   else if (!strcmp(sc, "fail")) scenario_fail();
   else if (!strcmp(sc, "cancel")) scenario_cancel();
+  else if (!strcmp(sc, "cancel-fail")) scenario_cancel_fail();
   else if (!strcmp(sc, "lost")) scenario_lost(argc, argv);
   else if (!strcmp(sc, "comm")) scenario_comm();
   else if (!strcmp(sc, "single")) scenario_single();

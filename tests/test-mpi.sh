@@ -75,6 +75,7 @@ run "ranks that disagree on the batch" 2 ok 1e6 mismatch
 run "ranks that make different calls" 2 ok 1e6 calls
 run "a kernel that fails on rank 1" 2 ok 1e6 fail
 run "a batch canceled on rank 0" 2 ok 2e5 cancel
+run "a batch canceled on rank 0, whose kernel then fails" 2 ok 1e6 cancel-fail
 run "rank 1 away from a batch" 2 ok 1e6 lost away
 run "rank 1 killed in a batch" 2 fail 1e6 lost kill
 run "communicators" 4 ok 1e6 comm

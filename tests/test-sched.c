@@ -39,8 +39,15 @@ static void check_once(int cpus, int emu, mgpu_sched_t mode, size_t n) {
   double t_start = mgpu__now();
   mgpu_test_config_t cfg = mgpu_test_config(cpus, emu);
   cfg.cfg.sched = mode;
-  if (mode == MGPU_SCHED_GPU && emu == 0) cfg.cfg.debug = 0; /* the error is expected */
   mgpu_runtime_t *rt;
+  if ((mode == MGPU_SCHED_GPU && emu == 0) || (cpus == 0 && (mode == MGPU_SCHED_CPU || emu == 0))) {
+    /* No worker, or a policy that leaves none: a clear error at init, not
+     * at every submit. */
+    const char *why = cpus == 0 && emu == 0 ? "MGPU_NUM_THREADS=0" : emu == 0 ? "MGPU_SCHED=gpu" : "MGPU_SCHED=cpu";
+    ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_EINVAL);
+    ck_assert_msg(strstr(mgpu_last_error(), why), "%s", mgpu_last_error());
+    return;
+  }
   ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   uint64_t *in = malloc(8 * (n ? n : 1)), *out = malloc(8 * (n ? n : 1));
   _Atomic uint32_t *cnt = calloc(n ? n : 1, sizeof *cnt);
@@ -50,21 +57,17 @@ static void check_once(int cpus, int emu, mgpu_sched_t mode, size_t n) {
   mgpu_worker_stats_t ws[8];
   mgpu_stats_t st = {.worker = ws, .worker_cap = 8};
   mgpu_status_t s = mgpu_run(rt, &b, &st);
-  if (mode == MGPU_SCHED_GPU && emu == 0) {
-    ck_assert_int_eq(s, MGPU_ENOTSUP); /* GPU-only with no GPU: a clear error */
-  } else {
-    ck_assert_msg(s == MGPU_OK, "cpus=%d emu=%d mode=%d n=%zu: %s", cpus, emu, mode, n, mgpu_last_error());
-    /* Plain tests in the loop: each Check assertion writes to a pipe. */
-    for (size_t i = 0; i < n; i++) {
-      if (atomic_load(&cnt[i]) != 1)
-        ck_abort_msg("item %zu ran %u times (cpus=%d emu=%d mode=%d n=%zu)", i, atomic_load(&cnt[i]), cpus, emu, mode, n);
-      if (out[i] != i * 3 + 1) ck_abort_msg("item %zu wrong", i);
-    }
-    ck_assert_uint_eq(st.items, n);
-    for (int w = 0; w < st.nworkers; w++) {
-      if (mode == MGPU_SCHED_CPU) ck_assert(ws[w].kind == MGPU_WORKER_CPU || ws[w].items == 0);
-      if (mode == MGPU_SCHED_GPU) ck_assert(ws[w].kind == MGPU_WORKER_GPU || ws[w].items == 0);
-    }
+  ck_assert_msg(s == MGPU_OK, "cpus=%d emu=%d mode=%d n=%zu: %s", cpus, emu, mode, n, mgpu_last_error());
+  /* Plain tests in the loop: each Check assertion writes to a pipe. */
+  for (size_t i = 0; i < n; i++) {
+    if (atomic_load(&cnt[i]) != 1)
+      ck_abort_msg("item %zu ran %u times (cpus=%d emu=%d mode=%d n=%zu)", i, atomic_load(&cnt[i]), cpus, emu, mode, n);
+    if (out[i] != i * 3 + 1) ck_abort_msg("item %zu wrong", i);
+  }
+  ck_assert_uint_eq(st.items, n);
+  for (int w = 0; w < st.nworkers; w++) {
+    if (mode == MGPU_SCHED_CPU) ck_assert(ws[w].kind == MGPU_WORKER_CPU || ws[w].items == 0);
+    if (mode == MGPU_SCHED_GPU) ck_assert(ws[w].kind == MGPU_WORKER_GPU || ws[w].items == 0);
   }
   free(in);
   free(out);
@@ -77,7 +80,7 @@ static void check_once(int cpus, int emu, mgpu_sched_t mode, size_t n) {
 START_TEST(test_exactly_once) {
   static const size_t sizes[] = {0, 1, 2, 7919, 1000000};
   mgpu_sched_t mode = (mgpu_sched_t)(MGPU_SCHED_STEAL + _i);
-  for (int cpus = 1; cpus <= 4; cpus++)
+  for (int cpus = 0; cpus <= 4; cpus++)
     for (int emu = 0; emu <= 3; emu++)
       for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++)
         if (sizes[k] < 1000000 || mgpu_test_timing()) /* the million is too slow under valgrind */
@@ -875,7 +878,8 @@ START_TEST(test_cpu_team_rate) {
   MGPU_UNLOCK(&rt->lock);
   atomic_store(&m->speed[2], 2e4);
   atomic_store(&m->known[2], 1);
-  mgpu__batch_t b = {.rt = rt, .model = m};
+  mgpu__range_t ranges[3] = {0};
+  mgpu__batch_t b = {.rt = rt, .model = m, .ranges = ranges};
   b.desc.n = 512;
   set_cpu(m, 0, 75, 2.5e-3);
   set_cpu(m, 1, 5, 1.5);

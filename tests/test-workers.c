@@ -221,6 +221,80 @@ START_TEST(test_oom_cap) {
 }
 END_TEST
 
+/* Runs k (axpk's computation) over n items on rt; checks every result where it succeeds. */
+static mgpu_status_t run_axpk(mgpu_runtime_t *rt, const mgpu_kernel_t *k, size_t n, mgpu_stats_t *st) {
+  uint64_t *x = malloc(8 * n), *y = calloc(n, 8);
+  for (size_t i = 0; i < n; i++) x[i] = i;
+  axpk_arg_t a = {5, NULL};
+  mgpu_batch_t b = axpk_batch(k, n, x, y, &a);
+  mgpu_status_t s = mgpu_run(rt, &b, st);
+  for (size_t i = 0; i < n && s == MGPU_OK; i++)
+    if (y[i] != i * 3 + 5) ck_abort_msg("kernel '%s': item %zu wrong", k->name, i);
+  free(x), free(y);
+  return s;
+}
+
+START_TEST(test_item_too_big_for_gpu) {
+  /* One item of 'big' needs 32 MiB of device memory (scratch), more than the
+   * 16 MiB emulated GPU has: a limit of that kernel, not a fault of the GPU.
+   * Its batches run on the CPU workers, in steal and in gpu mode (as when
+   * every GPU is retired), and fail with MGPU_ENOMEM, naming the bytes,
+   * where there is no CPU worker; more batches of it than the failures that
+   * retire a GPU leave the GPU in use, with its cap, for other kernels. */
+  mgpu_kernel_t big = axpk;
+  big.name = "big";
+  big.scratch_per_item = 32 << 20;
+  const mgpu_sched_t modes[3] = {MGPU_SCHED_STEAL, MGPU_SCHED_GPU, MGPU_SCHED_STEAL};
+  for (int run = 0; run < 3; run++) {
+    int cpus = run < 2 ? 1 : 0;
+    mgpu_test_config_t cfg = mgpu_test_config(cpus, 1);
+    cfg.test.emulate_mem = 16LL << 20;
+    cfg.cfg.sched = modes[run];
+    cfg.cfg.debug = 0; /* the warnings are expected */
+    mgpu_runtime_t *rt;
+    ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+    mgpu_worker_stats_t ws[2];
+    mgpu_stats_t st = {.worker = ws, .worker_cap = 2};
+    ck_assert_int_eq(run_axpk(rt, &axpk, 5000, &st), MGPU_OK);
+    mgpu_device_info_t info = MGPU_DEVICE_INFO_INIT;
+    ck_assert_int_eq(mgpu_device_info(rt, 0, &info), MGPU_OK);
+    size_t cap = info.batch_cap;
+    for (int rep = 0; rep < MGPU_FAILURES_TO_RETIRE + 2; rep++) {
+      mgpu_status_t s = run_axpk(rt, &big, 6, &st);
+      if (cpus) {
+        ck_assert_msg(s == MGPU_OK, "run %d, batch %d: %s", run, rep, mgpu_last_error());
+        ck_assert_uint_eq(ws[0].items, 6);
+        ck_assert_uint_eq(ws[cpus].items, 0);
+      } else {
+        ck_assert_int_eq(s, MGPU_ENOMEM);
+        ck_assert_msg(strstr(mgpu_last_error(), "bytes of device memory"), "%s", mgpu_last_error());
+      }
+    }
+    if (!cpus) {
+      /* Beside a batch in flight on the GPU, whose buffers hold memory. */
+      uint64_t *x = calloc(200000, 8), *y = calloc(200000, 8), bx[6] = {0}, by[6];
+      axpk_arg_t a = {1, NULL};
+      mgpu_batch_t b1 = axpk_batch(&axpk, 200000, x, y, &a), b2 = axpk_batch(&big, 6, bx, by, &a);
+      mgpu_event_t *e1, *e2;
+      ck_assert_int_eq(mgpu_submit(rt, &b1, 0, NULL, &e1), MGPU_OK);
+      ck_assert_int_eq(mgpu_submit(rt, &b2, 0, NULL, &e2), MGPU_OK);
+      ck_assert_int_eq(mgpu_event_wait(e2, NULL), MGPU_ENOMEM);
+      ck_assert_int_eq(mgpu_event_wait(e1, NULL), MGPU_OK);
+      for (size_t i = 0; i < 200000; i++)
+        if (y[i] != 1) ck_abort_msg("item %zu wrong", i);
+      mgpu_event_release(e1), mgpu_event_release(e2);
+      free(x), free(y);
+    }
+    ck_assert_int_eq(run_axpk(rt, &axpk, 5000, &st), MGPU_OK);
+    ck_assert_int_eq(mgpu_device_info(rt, 0, &info), MGPU_OK);
+    ck_assert_int_eq(info.retired, 0);
+    ck_assert_uint_eq(info.batch_cap, cap);
+    if (modes[run] == MGPU_SCHED_GPU || !cpus) ck_assert_uint_eq(ws[cpus].items, 5000);
+    mgpu_finalize(rt);
+  }
+}
+END_TEST
+
 START_TEST(test_pinned_host_memory) {
   /* Arrays from mgpu_host_alloc take the direct path; results are the same. */
   mgpu_runtime_t *rt = start(1, 1);
@@ -846,6 +920,7 @@ int main(void) {
   tcase_add_test(tc, test_gpu_only_all_retired);
   tcase_add_test(tc, test_all_retired_two_batches);
   tcase_add_test(tc, test_oom_cap);
+  tcase_add_test(tc, test_item_too_big_for_gpu);
   tcase_add_test(tc, test_pinned_host_memory);
   tcase_add_test(tc, test_staging_shared);
   tcase_add_test(tc, test_staging_helpers);
