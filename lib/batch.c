@@ -101,14 +101,11 @@ mgpu_status_t mgpu__node_submit(mgpu_runtime_t *rt, const mgpu_batch_t *user, si
   bool has_gpu = d->kernel->gpu != NULL;
   bool cpu_ok = rt->ncpu > 0 && (cfg->v.sched != MGPU_SCHED_GPU || !has_gpu);
   bool gpu_ok = has_gpu && rt->ngpus > 0 && cfg->v.sched != MGPU_SCHED_CPU;
-  if (!cpu_ok && !gpu_ok) {
-    const char *k = d->kernel->name ? d->kernel->name : "(unnamed)";
-    if (rt->ncpu == 0 && !has_gpu)
-      return mgpu__fail(MGPU_ENOTSUP, "mgpu_submit: kernel '%s' has no GPU function and the runtime has no CPU workers "
-                                      "(MGPU_NUM_THREADS=0)", k);
-    return mgpu__fail(MGPU_ENOTSUP, "mgpu_submit: MGPU_SCHED=%s leaves no worker for kernel '%s'",
-                      cfg->text[MGPU_SET_SCHED], k);
-  }
+  /* mgpu_init refuses an MGPU_SCHED that leaves no worker: only a kernel
+   * without GPU function on a runtime without CPU workers has none. */
+  if (!cpu_ok && !gpu_ok)
+    return mgpu__fail(MGPU_ENOTSUP, "mgpu_submit: kernel '%s' has no GPU function and the runtime has no CPU workers "
+                                    "(MGPU_NUM_THREADS=0)", d->kernel->name ? d->kernel->name : "(unnamed)");
 
   mgpu__batch_t *b = calloc(1, sizeof *b);
   if (!b) return mgpu__fail(MGPU_ENOMEM, "mgpu_submit: out of memory");
