@@ -1056,9 +1056,9 @@ END_TEST
  * items dear at the head, and the GPU slower than the two CPU workers in
  * truth (20 ms for the batch, 10 ms on the CPU workers): the first batch is
  * the GPU's, by the prior, and the second probes the CPU workers, one item
- * each, in each of eight runtimes. With the GPU's sample learnt only after
- * the batch returned, about a third of second batches went to the GPU whole
- * again, its speed not yet measured. */
+ * each, in each of eight runtimes. A sample learnt only after the batch
+ * returns leaves about a third of second batches to the GPU whole again,
+ * its speed not yet measured. */
 START_TEST(test_probe_after_one_chunk) {
   mgpu_test_config_t cfg = mgpu_test_config(2, 1);
   cfg.cfg.device_to_core_ratio = 1e7;
