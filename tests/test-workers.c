@@ -237,16 +237,16 @@ static mgpu_status_t run_axpk(mgpu_runtime_t *rt, const mgpu_kernel_t *k, size_t
 START_TEST(test_item_too_big_for_gpu) {
   /* One item of 'big' needs 32 MiB of device memory (scratch), more than the
    * 16 MiB emulated GPU has: a limit of that kernel, not a fault of the GPU.
-   * Its batches run on the CPU workers, in steal and in gpu mode (as when
-   * every GPU is retired), and fail with MGPU_ENOMEM, naming the bytes,
+   * Its batches run on the CPU workers, in steal, static and gpu mode (as
+   * when every GPU is retired), and fail with MGPU_ENOMEM, naming the bytes,
    * where there is no CPU worker; more batches of it than the failures that
    * retire a GPU leave the GPU in use, with its cap, for other kernels. */
   mgpu_kernel_t big = axpk;
   big.name = "big";
   big.scratch_per_item = 32 << 20;
-  const mgpu_sched_t modes[3] = {MGPU_SCHED_STEAL, MGPU_SCHED_GPU, MGPU_SCHED_STEAL};
-  for (int run = 0; run < 3; run++) {
-    int cpus = run < 2 ? 1 : 0;
+  const mgpu_sched_t modes[4] = {MGPU_SCHED_STEAL, MGPU_SCHED_GPU, MGPU_SCHED_STATIC, MGPU_SCHED_STEAL};
+  for (int run = 0; run < 4; run++) {
+    int cpus = run < 3 ? 1 : 0;
     mgpu_test_config_t cfg = mgpu_test_config(cpus, 1);
     cfg.test.emulate_mem = 16LL << 20;
     cfg.cfg.sched = modes[run];
