@@ -28,7 +28,16 @@ struct mgpu_array {
 
 static size_t part_count(const mgpu_array_t *a, int p) { return a->bound[p + 1] - a->bound[p]; }
 
-mgpu_runtime_t *mgpu__array_rt(const mgpu_array_t *a) { return a ? a->rt : NULL; }
+mgpu_runtime_t *mgpu__array_rt(const mgpu_array_t *a) { return mgpu__handle_live(MGPU_H_ARRAY, a) ? a->rt : NULL; }
+
+/* MGPU_OK when a is a live array (created, not destroyed), as `what` of fn. */
+static mgpu_status_t live_array(const char *fn, const char *what, const mgpu_array_t *a) {
+  if (!a) return mgpu__fail(MGPU_EINVAL, "%s: %s is NULL", fn, what);
+  if (!mgpu__handle_live(MGPU_H_ARRAY, a))
+    return mgpu__fail(MGPU_EINVAL, "%s: %s (%p) is not a live array (destroyed already, or after mgpu_finalize?)", fn,
+                      what, (const void *)a);
+  return MGPU_OK;
+}
 
 /* ------------------------------------------------------------ tasks on GPUs */
 
@@ -155,6 +164,9 @@ static bool forget_alloc(mgpu_runtime_t *rt, int gpu, void *p) {
 static mgpu_status_t device_free(mgpu_runtime_t *rt, int gpu, void *p) {
   op_t op = {0};
   op.dev[gpu] = p;
+  /* Earlier tasks may use p, also one still waiting for its dependencies,
+   * which the free's task would otherwise overtake. */
+  mgpu__tasks_wait(rt, gpu);
   return on_gpus(rt, "mgpu_device_free", 1, &gpu, 1, free_part, &op, NULL);
 }
 
@@ -251,6 +263,7 @@ static void free_array(mgpu_array_t *a) {
     if (a->dev[g]) {
       gpu[n++] = g;
       op.dev[g] = a->dev[g];
+      mgpu__tasks_wait(a->rt, g); /* as in device_free */
     }
   if (n > 0 && on_gpus(a->rt, "mgpu_array_destroy", n, gpu, 1, free_part, &op, NULL) != MGPU_OK)
     mgpu__log(MGPU_LOG_WARN, "mgpu_array_destroy: freeing device memory failed: %s", mgpu_last_error());
@@ -273,7 +286,8 @@ mgpu_status_t mgpu__array_create(mgpu_runtime_t *rt, size_t n, size_t base, size
   int k = nshares;
   const char *what = "shares";
   if (!shares || nshares == 0) {
-    if (shares || nshares) return mgpu__fail(MGPU_EINVAL, "%s: shares is NULL with nshares = %d", fn, nshares);
+    if (shares) return mgpu__fail(MGPU_EINVAL, "%s: nshares is 0 but shares is not NULL: give both or neither", fn);
+    if (nshares) return mgpu__fail(MGPU_EINVAL, "%s: shares is NULL with nshares = %d", fn, nshares);
     if (rt->cfg.v.ntensor_split > 0) {
       sh = rt->cfg.v.tensor_split;
       k = rt->cfg.v.ntensor_split;
@@ -312,9 +326,15 @@ mgpu_status_t mgpu__array_create(mgpu_runtime_t *rt, size_t n, size_t base, size
     snprintf(msg, sizeof msg, "%s", mgpu_last_error());
     memcpy(a->dev, op.dev, sizeof a->dev);
     free_array(a);
+    /* A task's message names the call already. */
+    if (strncmp(msg, fn, strlen(fn)) == 0) return mgpu__fail(st, "%s", msg);
     return mgpu__fail(st, "%s: %s", fn, msg);
   }
   memcpy(a->dev, op.dev, sizeof a->dev);
+  if (mgpu__handle_add(MGPU_H_ARRAY, a) != 0) {
+    free_array(a);
+    return mgpu__fail(MGPU_ENOMEM, "%s: out of memory", fn);
+  }
   MGPU_LOCK(&rt->alloc_lock, MGPU_LK_ALLOC);
   a->next = rt->arrays;
   rt->arrays = a;
@@ -325,6 +345,11 @@ mgpu_status_t mgpu__array_create(mgpu_runtime_t *rt, size_t n, size_t base, size
 
 MGPU_API void mgpu_array_destroy(mgpu_array_t *a) {
   if (!a) return;
+  if (!mgpu__handle_del(MGPU_H_ARRAY, a)) {
+    mgpu__log(MGPU_LOG_ERROR, "mgpu_array_destroy: %p is not a live array (destroyed twice, or after mgpu_finalize?); "
+                              "ignored", (void *)a);
+    return;
+  }
   unlink_array(a);
   free_array(a);
 }
@@ -334,14 +359,19 @@ void mgpu__arrays_free_all(mgpu_runtime_t *rt) {
     mgpu_array_t *a = rt->arrays;
     rt->arrays = a->next;
     mgpu__log(MGPU_LOG_WARN, "mgpu_finalize: an array of %zu elements was not destroyed; freeing it", a->n);
+    mgpu__handle_del(MGPU_H_ARRAY, a);
     free_array(a);
   }
 }
 
-MGPU_API int mgpu_array_nparts(const mgpu_array_t *a) { return a ? a->ngpus + 1 : 0; }
+MGPU_API int mgpu_array_nparts(const mgpu_array_t *a) {
+  return live_array("mgpu_array_nparts", "a", a) == MGPU_OK ? a->ngpus + 1 : 0;
+}
 
 MGPU_API mgpu_status_t mgpu_array_part(const mgpu_array_t *a, int i, mgpu_array_part_t *out) {
-  if (!a || !out) return mgpu__fail(MGPU_EINVAL, "mgpu_array_part: %s is NULL", a ? "out" : "a");
+  mgpu_status_t live = live_array("mgpu_array_part", "a", a);
+  if (live != MGPU_OK) return live;
+  if (!out) return mgpu__fail(MGPU_EINVAL, "mgpu_array_part: out is NULL");
   size_t bytes;
   mgpu_status_t st = mgpu__abi_size("mgpu_array_part", "out->size", "mgpu_array_part_t", out->size,
                                     MGPU__ARRAY_PART_SIZE_V1, sizeof *out, true, &bytes);
@@ -357,7 +387,8 @@ MGPU_API mgpu_status_t mgpu_array_part(const mgpu_array_t *a, int i, mgpu_array_
 
 /* Copy between an array and the host, the host part at the same time. */
 static mgpu_status_t host_copy(mgpu_array_t *a, char *host, int dir, const char *fn) {
-  if (!a) return mgpu__fail(MGPU_EINVAL, "%s: a is NULL", fn);
+  mgpu_status_t live = live_array(fn, "a", a);
+  if (live != MGPU_OK) return live;
   if (!host && a->n > 0) return mgpu__fail(MGPU_EINVAL, "%s: host is NULL", fn);
   if (host) host += a->base * a->elem; /* the host array holds every element, this part's from its base */
   int gpu[MGPU_MAX_DEVICES];
@@ -399,11 +430,14 @@ static void stats_from(mgpu_event_t *ev, mgpu_stats_t *s, const mgpu__stats_ref_
 
 MGPU_API mgpu_status_t mgpu_array_copy(mgpu_array_t *dst, const mgpu_array_t *src, mgpu_stats_t *stats) {
   const char *fn = "mgpu_array_copy";
-  if (!dst || !src) return mgpu__fail(MGPU_EINVAL, "%s: %s is NULL", fn, dst ? "src" : "dst");
+  mgpu_status_t st = live_array(fn, "dst", dst);
+  if (st == MGPU_OK) st = live_array(fn, "src", src);
+  if (st != MGPU_OK) return st;
+  if (dst->rt != src->rt) return mgpu__fail(MGPU_EINVAL, "%s: the arrays belong to different runtimes", fn);
   if (!same_split(dst, src) || dst->elem != src->elem)
     return mgpu__fail(MGPU_EINVAL, "%s: the arrays differ in length, element size or split", fn);
   mgpu__stats_ref_t ref;
-  mgpu_status_t st = mgpu__stats_ref(fn, stats, &ref);
+  st = mgpu__stats_ref(fn, stats, &ref);
   if (st != MGPU_OK) return st;
   double t0 = mgpu__now();
   int gpu[MGPU_MAX_DEVICES];
@@ -518,7 +552,9 @@ MGPU_API mgpu_status_t mgpu_array_run(mgpu_runtime_t *rt, const mgpu_array_batch
       const mgpu_array_t *x = dir ? ab->out[i] : ab->in[i];
       size_t sz = dir ? k->out_size[i] : k->in_size[i];
       const char *what = dir ? "out" : "in";
-      if (!x) return mgpu__fail(MGPU_EINVAL, "%s: batch->%s[%d] is NULL", fn, what, i);
+      char which[32];
+      snprintf(which, sizeof which, "batch->%s[%d]", what, i);
+      if ((st = live_array(fn, which, x)) != MGPU_OK) return st;
       if (x->rt != rt) return mgpu__fail(MGPU_EINVAL, "%s: batch->%s[%d] belongs to another runtime", fn, what, i);
       if (x->elem != sz)
         return mgpu__fail(MGPU_EINVAL, "%s: batch->%s[%d] has %zu-byte elements but kernel '%s' takes %zu-byte items",
@@ -643,7 +679,9 @@ static int sum_part(mgpu__task_t *t, const mgpu__devcall_t *dc, int phase) {
 
 mgpu_status_t mgpu__array_sum(mgpu_array_t *a, mgpu_dtype_t dt, double *sum) {
   const char *fn = "mgpu_array_sum";
-  if (!a || !sum) return mgpu__fail(MGPU_EINVAL, "%s: %s is NULL", fn, a ? "sum" : "a");
+  mgpu_status_t live = live_array(fn, "a", a);
+  if (live != MGPU_OK) return live;
+  if (!sum) return mgpu__fail(MGPU_EINVAL, "%s: sum is NULL", fn);
   if (dt != MGPU_FLOAT32 && dt != MGPU_FLOAT64)
     return mgpu__fail(MGPU_EINVAL, "%s: dtype %s: expected MGPU_FLOAT32 or MGPU_FLOAT64", fn, mgpu_dtype_name(dt));
   if (a->elem != mgpu_dtype_size(dt))

@@ -64,6 +64,11 @@ mgpu_status_t mgpu__enqueue(mgpu_runtime_t *rt, mgpu__batch_t *b, size_t ndeps, 
     return mgpu__fail(MGPU_ESTATE, "the runtime is being finalized");
   }
   rt->live_batches++;
+  if (b->task) {
+    b->tnext = rt->tasks_head;
+    if (b->tnext) b->tnext->tprev = b;
+    rt->tasks_head = b;
+  }
   MGPU_UNLOCK(&rt->lock);
 
   /* One extra pending count keeps the batch from starting while deps are added. */
@@ -219,10 +224,48 @@ void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
 
   /* The runtime's reference, taken at submit. */
   MGPU_LOCK(&rt->lock, MGPU_LK_RT);
+  if (b->task) {
+    if (b->tprev) b->tprev->tnext = b->tnext;
+    else rt->tasks_head = b->tnext;
+    if (b->tnext) b->tnext->tprev = b->tprev;
+    b->tnext = b->tprev = NULL;
+  }
   rt->live_batches--;
   if (rt->live_batches == 0) pthread_cond_broadcast(&rt->idle_cv);
   MGPU_UNLOCK(&rt->lock);
   mgpu__batch_unref(b);
+}
+
+void mgpu__tasks_wait(mgpu_runtime_t *rt, int gpu) {
+  /* References to the live tasks on the GPU, taken under the lock; then
+   * each is waited for. Tasks submitted later are not waited for. */
+  mgpu__batch_t **w = NULL;
+  size_t n = 0, cap = 0;
+  MGPU_LOCK(&rt->lock, MGPU_LK_RT);
+  for (mgpu__batch_t *b = rt->tasks_head; b; b = b->tnext) {
+    bool on = false;
+    for (int i = 0; i < b->task->ngpus && !on; i++) on = b->task->gpu[i] == gpu;
+    if (!on) continue;
+    if (n == cap) {
+      cap = cap ? 2 * cap : 8;
+      mgpu__batch_t **p = realloc(w, cap * sizeof *p);
+      if (!p) MGPU_PANIC("out of memory listing the device tasks");
+      w = p;
+    }
+    mgpu__batch_ref(b);
+    w[n++] = b;
+  }
+  MGPU_UNLOCK(&rt->lock);
+  for (size_t i = 0; i < n; i++) {
+    mgpu__batch_t *b = w[i];
+    MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
+    b->waiters++;
+    while (!b->done) pthread_cond_wait(&b->done_cv, &b->lock);
+    b->waiters--;
+    MGPU_UNLOCK(&b->lock);
+    mgpu__batch_unref(b);
+  }
+  free(w);
 }
 
 void mgpu__cancel(mgpu_runtime_t *rt, mgpu__batch_t *b) {

@@ -831,6 +831,7 @@ struct mgpu_runtime {
   _Atomic int n_active_cpu_only;
   _Atomic uint64_t requeue_gen; /* bumped whenever items go into a batch's requeue */
   int live_batches;            /* submitted, not completed */
+  mgpu__batch_t *tasks_head;   /* device tasks submitted, not completed (mgpu__tasks_wait) */
   _Atomic int stop;
   int finalizing;
   mgpu__model_t *models;
@@ -969,6 +970,7 @@ struct mgpu__batch {
   int nrequeue, requeue_cap;
   _Atomic int has_requeue;
   mgpu__batch_t *next, *prev; /* rt active list */
+  mgpu__batch_t *tnext, *tprev; /* a device task's place in rt's list of live tasks */
   _Atomic bool active;     /* in the active list; written under rt->lock */
   struct mgpu__task *task; /* a device task's event (task.c), NULL for a batch */
 };
@@ -1024,6 +1026,10 @@ mgpu_status_t mgpu__check_deps(const mgpu_runtime_t *rt, const char *fn, size_t 
 void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b);
 /* Complete a batch or task: publish its status, release dependents. */
 void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b);
+/* Wait until every device task on GPU gpu submitted before the call (also
+ * those still waiting for their dependencies) has completed, whatever its
+ * status: memory it may use can then be freed. */
+void mgpu__tasks_wait(mgpu_runtime_t *rt, int gpu);
 /* Stop batch b at its next chunk boundary (mgpu_event_cancel). */
 void mgpu__cancel(mgpu_runtime_t *rt, mgpu__batch_t *b);
 /* Fail batch b with st (not MGPU_OK), under b->lock: the first failure wins,
@@ -1485,7 +1491,7 @@ void mgpu__trace_free(mgpu__worker_t *w);
 
 /* ------------------------------------------------------------ handle.c */
 /* MGPU_H_DEVENT: the event of a batch across MPI ranks (dist_batch.c). */
-typedef enum { MGPU_H_RUNTIME = 1, MGPU_H_EVENT = 2, MGPU_H_CONST = 3, MGPU_H_DEVENT = 4 } mgpu__handle_kind_t;
+typedef enum { MGPU_H_RUNTIME = 1, MGPU_H_EVENT = 2, MGPU_H_CONST = 3, MGPU_H_DEVENT = 4, MGPU_H_ARRAY = 5 } mgpu__handle_kind_t;
 int mgpu__handle_add(mgpu__handle_kind_t kind, const void *p);   /* 0, or -1 out of memory */
 bool mgpu__handle_live(mgpu__handle_kind_t kind, const void *p);
 bool mgpu__handle_del(mgpu__handle_kind_t kind, const void *p);  /* false if it was not live */

@@ -96,7 +96,8 @@ int mgpu__check_ratios(const double *r, int n, char *why, size_t whylen) {
   double sum = 0;
   for (int i = 0; i < n; i++) {
     if (!isfinite(r[i]) || r[i] < 0 || signbit(r[i]) || r[i] > 1e12) {
-      snprintf(why, whylen, "share %d is %g: expected a number in 0..1e12", i, r[i]);
+      snprintf(why, whylen, "share %d is %g: expected a number in 0..1e12%s", i, r[i],
+               r[i] == 0 ? " without a minus sign" : "");
       return -1;
     }
     sum += r[i];

@@ -147,6 +147,11 @@ START_TEST(test_array_errors) {
   ck_assert_int_eq(mgpu_array_create(rt, 10, 4, 1, zero, &a), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "expected 2 (GPUs) or 3"));
   ck_assert_int_eq(mgpu_array_create(rt, 10, 4, 0, NULL, NULL), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu_array_create(rt, 10, 4, 0, bad, &a), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "nshares is 0 but shares is not NULL"));
+  double negzero[] = {-0.0, 1};
+  ck_assert_int_eq(mgpu_array_create(rt, 10, 4, 2, negzero, &a), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "without a minus sign"));
   ck_assert_ptr_null(a);
   if (!real_mode()) {
     /* More than the device holds (emulated devices have 1 GiB). */
@@ -162,6 +167,19 @@ START_TEST(test_array_errors) {
   ck_assert_int_eq(mgpu_array_create(rt, 11, 4, 0, NULL, &b), MGPU_OK);
   ck_assert_int_eq(mgpu_array_copy(a, b, NULL), MGPU_EINVAL);
   mgpu_array_destroy(b);
+  /* A destroyed array: refused by every call, destroyed again only logged. */
+  ck_assert_int_eq(mgpu_array_scatter(b, &p), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "is not a live array"));
+  ck_assert_int_eq(mgpu_array_gather(b, &p), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu_array_copy(a, b, NULL), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "src"));
+  ck_assert_int_eq(mgpu_array_part(b, 0, &p), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu_array_nparts(b), 0);
+  double sum;
+  ck_assert_int_eq(mgpu_array_sum(b, MGPU_FLOAT32, &sum), MGPU_EINVAL);
+  mgpu__log_set_level(MGPU_LOG_NONE);
+  mgpu_array_destroy(b);
+  mgpu__log_set_level(MGPU_LOG_ERROR);
   /* Device memory calls. */
   void *d;
   ck_assert_int_eq(mgpu_device_alloc(rt, 2, 16, &d), MGPU_EINVAL);
@@ -523,6 +541,75 @@ START_TEST(test_collective_async_chain) {
 }
 END_TEST
 
+/* mgpu_device_free and mgpu_array_destroy wait for earlier device tasks that
+ * may use the memory, also one still waiting for its dependency, which the
+ * free's own task would otherwise overtake (the collective then read freed
+ * memory and reported MGPU_OK). */
+static int slow_item(const mgpu_chunk_t *c) {
+  MGPU_UNUSED(c);
+  mgpu_test_sleep(0.2);
+  return 0;
+}
+
+START_TEST(test_free_waits_for_tasks) {
+  const int G = gpus_available() >= 2 ? 2 : 1; /* one real GPU does too */
+  mgpu_runtime_t *rt = start(1, G);
+  if (!rt) return;
+  const size_t count = 1000;
+  double *h = malloc(8 * 2 * count);
+  for (size_t i = 0; i < 2 * count; i++) h[i] = (double)i;
+  void *send[2], *recv[2];
+  for (int g = 0; g < G; g++) {
+    ck_assert_int_eq(mgpu_device_alloc(rt, g, 8 * count, &send[g]), MGPU_OK);
+    ck_assert_int_eq(mgpu_device_alloc(rt, g, 8 * count, &recv[g]), MGPU_OK);
+    ck_assert_int_eq(mgpu_memcpy_to_device(rt, g, send[g], h, 8 * count), MGPU_OK);
+  }
+  mgpu_kernel_t k = {.name = "slow", .cpu = slow_item};
+  mgpu_batch_t b = {.kernel = &k, .n = 1};
+  /* Raw device memory. */
+  mgpu_event_t *e, *ce;
+  ck_assert_int_eq(mgpu_submit(rt, &b, 0, NULL, &e), MGPU_OK);
+  ck_assert_int_eq(mgpu_allreduce_async(rt, (const void *const *)send, recv, count, MGPU_FLOAT64, MGPU_OP_SUM, 1, &e,
+                                        &ce), MGPU_OK);
+  for (int g = 0; g < G; g++) ck_assert_int_eq(mgpu_device_free(rt, g, send[g]), MGPU_OK);
+  ck_assert_int_eq(mgpu_event_test(ce), MGPU_OK); /* done before the free returned */
+  mgpu_event_release(e), mgpu_event_release(ce);
+  for (int g = 0; g < G; g++) {
+    double *r = fetch(rt, g, recv[g], 8 * count);
+    for (size_t i = 0; i < count; i++)
+      if (r[i] != G * (double)i) ck_abort_msg("GPU %d element %zu is %g, expected %g", g, i, r[i], G * (double)i);
+    free(r);
+  }
+  /* An array's parts: part g holds elements g * count .. (g + 1) * count - 1. */
+  mgpu_array_t *a;
+  ck_assert_int_eq(mgpu_array_create(rt, (size_t)G * count, 8, 0, NULL, &a), MGPU_OK);
+  ck_assert_int_eq(mgpu_array_scatter(a, h), MGPU_OK);
+  const void *part[2];
+  for (int g = 0; g < G; g++) {
+    mgpu_array_part_t p = MGPU_ARRAY_PART_INIT;
+    ck_assert_int_eq(mgpu_array_part(a, g, &p), MGPU_OK);
+    ck_assert_uint_eq(p.count, count);
+    part[g] = p.data;
+  }
+  ck_assert_int_eq(mgpu_submit(rt, &b, 0, NULL, &e), MGPU_OK);
+  ck_assert_int_eq(mgpu_allreduce_async(rt, part, recv, count, MGPU_FLOAT64, MGPU_OP_SUM, 1, &e, &ce), MGPU_OK);
+  mgpu_array_destroy(a);
+  ck_assert_int_eq(mgpu_event_test(ce), MGPU_OK);
+  mgpu_event_release(e), mgpu_event_release(ce);
+  for (int g = 0; g < G; g++) {
+    double *r = fetch(rt, g, recv[g], 8 * count);
+    for (size_t i = 0; i < count; i++) {
+      double want = G * (double)i + (double)(count * (size_t)(G * (G - 1) / 2));
+      if (r[i] != want) ck_abort_msg("GPU %d element %zu is %g after the array's all-reduce, expected %g", g, i, r[i], want);
+    }
+    free(r);
+    ck_assert_int_eq(mgpu_device_free(rt, g, recv[g]), MGPU_OK);
+  }
+  free(h);
+  mgpu_finalize(rt);
+}
+END_TEST
+
 /* Device memory the caller left is freed at finalize (with a warning); a
  * pointer the runtime did not give out is refused by mgpu_device_free. */
 START_TEST(test_device_alloc_freed_at_finalize) {
@@ -618,6 +705,7 @@ int main(void) {
   tcase_add_test(tc, test_collectives_3);
   tcase_add_test(tc, test_collectives_4);
   tcase_add_test(tc, test_collective_async_chain);
+  tcase_add_test(tc, test_free_waits_for_tasks);
   tcase_add_test(tc, test_collective_errors);
   tcase_add_test(tc, test_device_alloc_freed_at_finalize);
   suite_add_tcase(s, tc);
