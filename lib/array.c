@@ -485,14 +485,15 @@ static int run_part(mgpu__task_t *t, const mgpu__devcall_t *dc, int phase) {
                     .first = any->base + any->bound[g], .count = n, .stream = dc->stream, .worker = dc->rt->ncpu + g};
   t->items[g] = n;
   rc = dc->ops->launch(dc->ctx, k, &c, dc->stream);
-  if (rc != 0)
-    mgpu__task_fail(t, rc, "kernel '%s' failed on GPU %d (items %zu..%zu): %s", k->name ? k->name : "", g, c.first,
-                    c.first + n - 1, mgpu_strerror((mgpu_status_t)rc));
+  if (rc != 0 && mgpu__task_fail(t, rc, "kernel '%s' failed on GPU %d (items %zu..%zu): %s", k->name ? k->name : "", g,
+                                  c.first, c.first + n - 1, mgpu_strerror((mgpu_status_t)rc)))
+    t->failed_gpu = g;
   return rc;
 }
 
-/* The host part runs as a CPU-only batch whose chunks this wrapper shifts to
- * the arrays' global indices. */
+/* The host part runs as a CPU-only batch whose items start at the arrays'
+ * index `offset` (its base: chunks, failures and messages count in the
+ * arrays' indices); this wrapper gives the kernel the caller's argument. */
 typedef struct {
   const mgpu_kernel_t *k;
   const void *arg;
@@ -502,7 +503,6 @@ typedef struct {
 static int host_wrap_cpu(const mgpu_chunk_t *c) {
   const host_wrap_t *w = c->arg;
   mgpu_chunk_t u = *c;
-  u.first += w->offset;
   u.arg = w->arg;
   return w->k->cpu(&u);
 }
@@ -606,11 +606,26 @@ MGPU_API mgpu_status_t mgpu_array_run(mgpu_runtime_t *rt, const mgpu_array_batch
     for (int i = 0; i < k->nin; i++) hb.in[i] = ab->in[i]->host;
     for (int i = 0; i < k->nout; i++) hb.out[i] = ab->out[i]->host;
     for (int i = 0; i < ab->nconsts; i++) hb.consts[i] = ab->consts[i];
-    hst = mgpu__node_submit(rt, &hb, 0, 0, NULL, &hev);
+    hst = mgpu__node_submit(rt, &hb, hw.offset, 0, NULL, &hev);
   }
   mgpu_stats_t s;
+  char gwhy[512] = "";
   if (gev) st = mgpu__event_wait(gev, &s, &ref);
   else stats_from(NULL, &s, &ref);
+  if (st != MGPU_OK) {
+    /* The first failed part, in the arrays' indices (the task's message names
+     * only the GPU where the failure came from the device). */
+    int fg = ((mgpu__batch_t *)gev)->task->failed_gpu;
+    if (fg >= 0) {
+      s.failed_first = first->base + first->bound[fg];
+      s.failed_count = part_count(first, fg);
+    }
+    if (fg >= 0 && !strstr(mgpu_last_error(), "(items "))
+      snprintf(gwhy, sizeof gwhy, "%s (GPU %d's part: items %zu..%zu)", mgpu_last_error(), fg, s.failed_first,
+               s.failed_first + s.failed_count - 1);
+    else
+      snprintf(gwhy, sizeof gwhy, "%s", mgpu_last_error());
+  }
   if (hev) {
     mgpu_stats_t hs;
     mgpu_worker_stats_t *hw_stats = ref.worker ? calloc((size_t)rt->nworkers, sizeof *hw_stats) : NULL;
@@ -619,6 +634,7 @@ MGPU_API mgpu_status_t mgpu_array_run(mgpu_runtime_t *rt, const mgpu_array_batch
     hst = mgpu__event_wait(hev, &hs, &href);
     s.items += hs.items;
     s.chunks += hs.chunks;
+    if (hst == MGPU_EKERNEL && st == MGPU_OK) s.failed_first = hs.failed_first, s.failed_count = hs.failed_count;
     s.nworkers = rt->nworkers;
     for (int i = 0; hw_stats && i < rt->ncpu; i++) mgpu__stats_put_worker(&ref, i, &hw_stats[i]);
     free(hw_stats);
@@ -629,7 +645,9 @@ MGPU_API mgpu_status_t mgpu_array_run(mgpu_runtime_t *rt, const mgpu_array_batch
   if (stats) mgpu__stats_put(&ref, &s);
   mgpu__node_event_release(gev);
   free(op);
-  return st != MGPU_OK ? st : hst;
+  /* The GPUs' failure first, as the status; the host part's wait set its own message. */
+  if (st != MGPU_OK) return mgpu__fail_quiet(st, "%s", gwhy);
+  return hst;
 }
 
 /* ------------------------------------------------------------ sum */

@@ -289,7 +289,7 @@ static void task_complete(mgpu_runtime_t *rt, mgpu__task_t *t) {
   for (int i = 0; i < t->ngpus; i++) {
     int g = t->gpu[i];
     mgpu_worker_stats_t *w = &b->wstats[rt->ncpu + g];
-    w->items = t->items[g];
+    w->items = t->part_failed[g] ? 0 : t->items[g]; /* a failed part's items are not done */
     w->busy_s = t->dev_s[g];
     w->chunks = 1;
   }
@@ -309,8 +309,11 @@ void mgpu__task_start(mgpu_runtime_t *rt, mgpu__batch_t *b) {
 
 void mgpu__task_part_done(mgpu_runtime_t *rt, mgpu__task_t *t, int g, int phase, int rc, double dev_s) {
   t->dev_s[g] += dev_s;
-  if (rc != 0)
-    mgpu__task_fail(t, rc, "%s: GPU %d failed (%s)", t->b->kernel.name, g, mgpu_strerror((mgpu_status_t)rc));
+  if (rc != 0) {
+    t->part_failed[g] = true;
+    if (mgpu__task_fail(t, rc, "%s: GPU %d failed (%s)", t->b->kernel.name, g, mgpu_strerror((mgpu_status_t)rc)))
+      t->failed_gpu = g;
+  }
   if (atomic_fetch_sub(&t->left, 1) != 1) return;
   /* This thread saw the phase end on every GPU. */
   if (atomic_load(&t->status) == MGPU_OK && phase + 1 < t->nphases) {

@@ -1400,13 +1400,15 @@ typedef struct mgpu__task {
   char why[256];             /* message of the first failure */
   double dev_s[MGPU_MAX_DEVICES]; /* device seconds of each GPU's parts; slot g by GPU g only */
   size_t items[MGPU_MAX_DEVICES]; /* items each GPU handled, for statistics */
+  bool part_failed[MGPU_MAX_DEVICES]; /* a part of GPU g failed; slot g by GPU g only */
+  int failed_gpu;            /* the GPU of the first failure, or -1 */
   size_t bytes;              /* bytes each GPU's part moves (collectives), 0: not known */
 } mgpu__task_t;
 
 /* New task (zeroed, status OK) for the given GPUs; NULL when out of memory. */
 mgpu__task_t *mgpu__task_new(int ngpus, const int *gpu);
-/* Record a failure of a task (first one wins), with a message. */
-void mgpu__task_fail(mgpu__task_t *t, int st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Record a failure of a task (first one wins: true for it), with a message. */
+bool mgpu__task_fail(mgpu__task_t *t, int st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* batch.c: submit a task (ownership passes to the runtime, also on failure). done_p NULL:
  * wait for it and return its status. */
 mgpu_status_t mgpu__task_submit(mgpu_runtime_t *rt, mgpu__task_t *t, const char *name, size_t ndeps,

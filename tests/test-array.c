@@ -279,6 +279,51 @@ START_TEST(test_array_run) {
 }
 END_TEST
 
+/* affine, failing on the chunk that holds element 80. */
+static int affine_fail80(const mgpu_chunk_t *c) {
+  if (c->first <= 80 && 80 < c->first + c->count) return 1;
+  return affine_cpu(c);
+}
+
+START_TEST(test_array_run_failure) {
+  /* A failed part is reported in the arrays' indices: the host part's
+   * failing chunk (its items, in the message and the statistics), a GPU's
+   * whole part; the items counted are the ones computed. */
+  if (real_mode()) return; /* emulated GPUs run the CPU function */
+  mgpu_runtime_t *rt = start(1, 2);
+  if (!rt) return;
+  double shares[] = {1, 1, 1}, gpu0[] = {1, 0, 0};
+  mgpu_array_t *x, *y;
+  ck_assert_int_eq(mgpu_array_create(rt, 100, 8, 3, shares, &x), MGPU_OK); /* the host part: 67..99 */
+  ck_assert_int_eq(mgpu_array_create(rt, 100, 8, 3, shares, &y), MGPU_OK);
+  mgpu_kernel_t k = {.name = "fail80", .cpu = affine_fail80, .gpu = affine_fail80, .nin = 1, .nout = 1,
+                     .in_size = {8}, .out_size = {8}};
+  mgpu_array_batch_t b = {.kernel = &k, .in = {x}, .out = {y}};
+  mgpu_stats_t st = MGPU_STATS_INIT;
+  mgpu__log_set_level(MGPU_LOG_NONE);
+  ck_assert_int_eq(mgpu_array_run(rt, &b, &st), MGPU_EKERNEL);
+  ck_assert_msg(st.failed_first >= 67 && st.failed_first <= 80 && 80 < st.failed_first + st.failed_count,
+                "failed %zu + %zu", st.failed_first, st.failed_count);
+  char want[64];
+  snprintf(want, sizeof want, "failed on items %zu..%zu", st.failed_first, st.failed_first + st.failed_count - 1);
+  ck_assert_msg(strstr(mgpu_last_error(), want), "'%s' lacks '%s'", mgpu_last_error(), want);
+  ck_assert_uint_le(st.items, 100 - st.failed_count);
+  mgpu_array_destroy(x), mgpu_array_destroy(y);
+  ck_assert_int_eq(mgpu_array_create(rt, 100, 8, 3, gpu0, &x), MGPU_OK);
+  ck_assert_int_eq(mgpu_array_create(rt, 100, 8, 3, gpu0, &y), MGPU_OK);
+  b = (mgpu_array_batch_t){.kernel = &k, .in = {x}, .out = {y}};
+  ck_assert_int_eq(mgpu_array_run(rt, &b, &st), MGPU_EKERNEL);
+  ck_assert_uint_eq(st.failed_first, 0);
+  ck_assert_uint_eq(st.failed_count, 100);
+  ck_assert_uint_eq(st.items, 0);
+  ck_assert_msg(strstr(mgpu_last_error(), "GPU 0") && strstr(mgpu_last_error(), "items 0..99"), "%s",
+                mgpu_last_error());
+  mgpu__log_set_level(MGPU_LOG_ERROR);
+  mgpu_array_destroy(x), mgpu_array_destroy(y);
+  mgpu_finalize(rt);
+}
+END_TEST
+
 /* Matrix-vector product over a row-split matrix, against the CPU function. */
 START_TEST(test_array_matvec) {
   mgpu_runtime_t *rt = start(2, 2);
@@ -698,6 +743,7 @@ int main(void) {
   tcase_add_test(tc, test_split_default_and_env);
   tcase_add_test(tc, test_array_errors);
   tcase_add_test(tc, test_array_run);
+  tcase_add_test(tc, test_array_run_failure);
   tcase_add_test(tc, test_array_matvec);
   tcase_add_test(tc, test_array_sum);
   tcase_add_test(tc, test_collectives_1);
