@@ -182,6 +182,15 @@ MGPU_API mgpu_status_t mgpu_parallel_for(mgpu_runtime_t *rt, size_t n, mgpu_loop
 
 mgpu_status_t mgpu__task_submit(mgpu_runtime_t *rt, mgpu__task_t *t, const char *name, size_t ndeps,
                                 mgpu_event_t *const *deps, mgpu_event_t **done_p) {
+  /* A GPU's host thread runs its parts only after the kernel it is in
+   * returns: the caller would wait for itself. */
+  for (int i = 0; i < t->ngpus && mgpu__self_rt == rt; i++)
+    if (t->gpu[i] == mgpu__self_gpu) {
+      mgpu__task_free(t);
+      return mgpu__fail(MGPU_ESTATE, "%s: called from GPU %d's host thread (inside a kernel function?), which would "
+                                     "run the call's part on that GPU only after the kernel returns: refused",
+                        name, mgpu__self_gpu);
+    }
   mgpu__batch_t *b = calloc(1, sizeof *b);
   if (b) b->wstats = calloc((size_t)rt->nworkers, sizeof *b->wstats);
   if (!b || !b->wstats) {

@@ -117,6 +117,7 @@ static void run_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
 }
 
 void mgpu__cpu_worker_loop(mgpu_runtime_t *rt, mgpu__worker_t *w) {
+  mgpu__self_rt = rt;
   while (!atomic_load_explicit(&rt->stop, memory_order_relaxed)) {
     uint64_t gen = atomic_load(&rt->work_gen);
     /* Feeding a GPU comes first: its staging copy holds up a device. */

@@ -102,6 +102,10 @@ typedef struct emul_stream {
   int error;
   int stop;
   struct op *waiting;      /* the injected hang it waits in, if any */
+  /* The creating GPU host thread's mgpu__self_rt and mgpu__self_gpu: the
+   * kernels this thread runs stand for that thread's, as on a real device. */
+  const mgpu_runtime_t *self_rt;
+  int self_gpu;
 } emul_stream_t;
 
 /* Registry of "pinned" host allocations, so host_is_pinned can answer. */
@@ -143,6 +147,8 @@ static double kernel_time(const emul_dev_t *d, size_t n) {
 
 static void *stream_main(void *arg) {
   emul_stream_t *s = arg;
+  mgpu__self_rt = s->self_rt;
+  mgpu__self_gpu = s->self_gpu;
   MGPU_LOCK(&s->lock, MGPU_LK_BACKEND);
   for (;;) {
     while (!s->head && !s->stop) pthread_cond_wait(&s->cv, &s->lock);
@@ -396,6 +402,8 @@ static int emul_stream_create(void *ctx, void **out) {
   }
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->cv, NULL);
+  s->self_rt = mgpu__self_rt;
+  s->self_gpu = mgpu__self_gpu;
   if (pthread_create(&s->thread, NULL, stream_main, s) != 0) {
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->cv);

@@ -57,6 +57,8 @@ static void *gpu_main(void *arg) {
   mgpu_runtime_t *rt = gp->rt;
   int dev = rt->gpu_index[gp->g];
   mgpu_status_t st = MGPU_OK;
+  mgpu__self_rt = rt;
+  mgpu__self_gpu = gp->g;
 
   /* Before the device opens: the driver's threads inherit this mask. */
   mgpu__cpus_apply(&rt->cpus);

@@ -17,6 +17,8 @@ static _Thread_local char last_error[1024];
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
 _Thread_local int mgpu__range_locks_held;
+_Thread_local const mgpu_runtime_t *mgpu__self_rt;
+_Thread_local int mgpu__self_gpu = -1;
 
 static const char *const level_name[] = {"", "error", "warning", "info", "debug"};
 

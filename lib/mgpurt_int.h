@@ -333,6 +333,11 @@ double mgpu__now(void); /* seconds, CLOCK_MONOTONIC */
 /* Range locks (claim.c) this thread holds: thieves wait on them, so nothing
  * slow (a driver call) runs under one; the emulated device panics if it does. */
 extern _Thread_local int mgpu__range_locks_held;
+/* The runtime whose worker this thread is (NULL: none), and the GPU whose
+ * host thread it is (-1: none): a call from inside a kernel that would wait
+ * for the calling thread itself is refused (mgpu__task_submit, finalize). */
+extern _Thread_local const mgpu_runtime_t *mgpu__self_rt;
+extern _Thread_local int mgpu__self_gpu;
 
 /* ---------------------------------------------------------------- abi.c */
 /*

@@ -194,6 +194,9 @@ fail_free:
 
 mgpu_status_t mgpu__node_finalize(mgpu_runtime_t *rt) {
   if (!rt) return MGPU_OK;
+  if (mgpu__self_rt == rt)
+    return mgpu__fail(MGPU_ESTATE, "mgpu_finalize: called from a worker of the runtime (inside a kernel function?), "
+                                   "which finalize waits for: refused");
   if (!mgpu__handle_del(MGPU_H_RUNTIME, rt))
     return mgpu__fail(MGPU_ESTATE, "mgpu_finalize: %p is not a live runtime (finalized twice?); ignored", (void *)rt);
   return finalize_now(rt);

@@ -296,6 +296,44 @@ START_TEST(test_item_too_big_for_gpu) {
 }
 END_TEST
 
+/* Calls that would wait for the calling worker itself, made from inside a
+ * kernel: a device call from a GPU's host thread (here the emulated stream
+ * that stands for it) on that GPU, and mgpu_finalize from any worker. */
+static mgpu_runtime_t *self_rt;
+static _Atomic int self_alloc = -100, self_fin_gpu = -100, self_fin_cpu = -100;
+static int self_calls(const mgpu_chunk_t *c) {
+  if (c->stream && atomic_load(&self_alloc) == -100) {
+    void *p = NULL;
+    atomic_store(&self_alloc, mgpu_device_alloc(self_rt, 0, 64, &p));
+    atomic_store(&self_fin_gpu, mgpu_finalize_checked(self_rt));
+  }
+  if (!c->stream && atomic_load(&self_fin_cpu) == -100) atomic_store(&self_fin_cpu, mgpu_finalize_checked(self_rt));
+  return 0;
+}
+
+START_TEST(test_calls_that_wait_for_the_caller) {
+  /* GPU-only: the call comes from the GPU's side. */
+  mgpu_test_config_t cfg = mgpu_test_config(1, 1);
+  cfg.cfg.debug = 0;
+  cfg.cfg.sched = MGPU_SCHED_GPU;
+  ck_assert_int_eq(mgpu_test_init(&cfg, &self_rt), MGPU_OK);
+  mgpu_kernel_t gk = {.name = "self-gpu", .cpu = self_calls, .gpu = self_calls};
+  mgpu_batch_t gb = {.kernel = &gk, .n = 1};
+  ck_assert_int_eq(mgpu_run(self_rt, &gb, NULL), MGPU_OK);
+  ck_assert_int_eq(atomic_load(&self_alloc), MGPU_ESTATE);
+  ck_assert_int_eq(atomic_load(&self_fin_gpu), MGPU_ESTATE);
+  mgpu_finalize(self_rt);
+  /* A kernel without GPU function: from a CPU worker. */
+  cfg.cfg.sched = MGPU_SCHED_STEAL;
+  ck_assert_int_eq(mgpu_test_init(&cfg, &self_rt), MGPU_OK);
+  mgpu_kernel_t ck = {.name = "self-cpu", .cpu = self_calls};
+  mgpu_batch_t cb = {.kernel = &ck, .n = 1};
+  ck_assert_int_eq(mgpu_run(self_rt, &cb, NULL), MGPU_OK);
+  ck_assert_int_eq(atomic_load(&self_fin_cpu), MGPU_ESTATE);
+  mgpu_finalize(self_rt);
+}
+END_TEST
+
 START_TEST(test_pinned_host_memory) {
   /* Arrays from mgpu_host_alloc take the direct path; results are the same. */
   mgpu_runtime_t *rt = start(1, 1);
@@ -922,6 +960,7 @@ int main(void) {
   tcase_add_test(tc, test_all_retired_two_batches);
   tcase_add_test(tc, test_oom_cap);
   tcase_add_test(tc, test_item_too_big_for_gpu);
+  tcase_add_test(tc, test_calls_that_wait_for_the_caller);
   tcase_add_test(tc, test_pinned_host_memory);
   tcase_add_test(tc, test_staging_shared);
   tcase_add_test(tc, test_staging_helpers);
