@@ -59,6 +59,11 @@ int run_multi(mgpu_runtime_t *base, opts_t *o) {
   m->json = o->json;
   m->stop = &interrupted;
   int rc = 0, ngpu = mgpu_num_gpus(base);
+  if (!o->ngpus_list && m->nshares && m->nshares != ngpu && m->nshares != ngpu + 1) {
+    mgpu_finalize(base);
+    usage_error("--split has %d entr%s but the runtime has %d GPU%s: expected %d (GPUs) or %d (GPUs, then the host)",
+                m->nshares, m->nshares == 1 ? "y" : "ies", ngpu, ngpu == 1 ? "" : "s", ngpu, ngpu + 1);
+  }
   if (!o->ngpus_list) {
     rc = multi_run(base, m);
   } else {

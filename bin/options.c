@@ -360,8 +360,16 @@ static void check_combinations(const opts_t *o) {
   if (o->compare && o->ngpus_list) usage_error("--gpus and --compare do not go together: run them separately");
   if (o->multi.min_bytes > (o->multi.max_bytes ? o->multi.max_bytes : (size_t)1 << 30))
     usage_error("--min-bytes is larger than --max-bytes (default 1G)");
-  if (o->workload && multi_is_workload(o->workload) && (o->plot || o->trace || o->compare || o->output))
-    usage_error("--plot, --trace, --compare and --output are for the batch workloads, not %s", o->workload);
+  if (o->workload && multi_is_workload(o->workload) &&
+      (o->plot || o->trace || o->compare || o->output || o->ceiling || o->mode))
+    usage_error("--plot, --trace, --compare, --output, --ceiling and --mode are for the batch workloads, not %s",
+                o->workload);
+  /* Shares fit a count of GPUs: N or N + 1 (the host's last). */
+  for (int i = 0; o->multi.nshares && i < o->ngpus_list; i++)
+    if (o->multi.nshares != o->gpus_list[i] && o->multi.nshares != o->gpus_list[i] + 1)
+      usage_error("--split has %d entr%s, which does not fit --gpus %d: expected %d (GPUs) or %d (GPUs, then the host)",
+                  o->multi.nshares, o->multi.nshares == 1 ? "y" : "ies", o->gpus_list[i], o->gpus_list[i],
+                  o->gpus_list[i] + 1);
   if (o->cfg.ndevices > 0 && o->ngpus_list) usage_error("--gpus picks the first N GPUs: do not give --devices too");
   if (!o->info && !o->list) {
     check_writable("--trace", o->trace);

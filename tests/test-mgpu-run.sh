@@ -71,6 +71,11 @@ expect 2 "--output '/nonexistent/dir/m.png': cannot write it" -- "$run" mandelbr
 expect 2 "MGPU_NUM_THREADS='abc'" -- env MGPU_NUM_THREADS=abc "$run" --info
 expect 2 "0..4096" -- env MGPU_NUM_THREADS=abc "$run" --info
 expect 2 "MGPU_SCHED" -- env MGPU_SCHED=fast "$run" --info
+# Options of the batch workloads, and shares that fit no GPU count, are usage errors for the multi-GPU ones.
+expect 2 "are for the batch workloads, not reduce" -- env MGPU_EMULATE_GPUS=2 "$run" reduce --ceiling
+expect 2 "are for the batch workloads, not reduce" -- env MGPU_EMULATE_GPUS=2 "$run" reduce --mode cpu
+expect 2 "split has 4 entries but the runtime has 2 GPUs: expected 2 (GPUs) or 3" -- env MGPU_EMULATE_GPUS=2 "$run" reduce --split 1,1,1,1
+expect 2 "split has 1 entry, which does not fit --gpus 2" -- env MGPU_EMULATE_GPUS=2 "$run" reduce --gpus 1,2 --split 1
 # A policy that leaves no worker is refused when the runtime starts.
 expect 2 "MGPU_SCHED=cpu runs every batch on the CPU workers, and MGPU_NUM_THREADS=0" -- env MGPU_EMULATE_GPUS=1 MGPU_NUM_THREADS=0 "$run" --mode cpu -n 100 --repeat 1
 expect 2 "MGPU_SCHED=gpu runs kernels with a GPU function on GPUs only, and MGPU_NUM_GPUS=0" -- env MGPU_NUM_GPUS=0 "$run" --mode gpu -n 100 --repeat 1
