@@ -322,15 +322,6 @@ bool mgpu__gpu_retire_oldest(mgpu__gpu_t *gp) {
     gp->last_done = now;
     gp->failures = 0;
     if (!atomic_load(&s->claim.b->failed)) learn(gp, s, busy, span, inside, alone);
-    /* The last chunk in flight: no later one can join its sample, which is
-     * taught now, before the claim completes. Its completion can end the
-     * batch and wake the caller, whose next batch of the kernel is planned
-     * on the model; taught after it, a batch run as one chunk (the whole of
-     * it, under a prior that rates the GPU far above the CPU workers) could
-     * leave the next one planned on a GPU not yet measured: no probe of the
-     * CPU workers, and everything on the GPU by the prior again
-     * (test-sched's test_probe_after_one_chunk). */
-    if (gp->inflight == 1) learn_flush(gp);
     mgpu__complete(gp->rt, gp->w, &s->claim, busy > 0 ? busy : 1e-9, 0);
   } else {
     mgpu__gpu_on_failure(gp, s, rc, "while running");
