@@ -485,9 +485,9 @@ static int run_part(mgpu__task_t *t, const mgpu__devcall_t *dc, int phase) {
                     .first = any->base + any->bound[g], .count = n, .stream = dc->stream, .worker = dc->rt->ncpu + g};
   t->items[g] = n;
   rc = dc->ops->launch(dc->ctx, k, &c, dc->stream);
-  if (rc != 0 && mgpu__task_fail(t, rc, "kernel '%s' failed on GPU %d (items %zu..%zu): %s", k->name ? k->name : "", g,
-                                  c.first, c.first + n - 1, mgpu_strerror((mgpu_status_t)rc)))
-    t->failed_gpu = g;
+  if (rc != 0)
+    mgpu__task_fail(t, rc, "kernel '%s' failed to launch on GPU %d: %s", k->name ? k->name : "", g,
+                    mgpu_strerror((mgpu_status_t)rc));
   return rc;
 }
 
@@ -613,18 +613,18 @@ MGPU_API mgpu_status_t mgpu_array_run(mgpu_runtime_t *rt, const mgpu_array_batch
   if (gev) st = mgpu__event_wait(gev, &s, &ref);
   else stats_from(NULL, &s, &ref);
   if (st != MGPU_OK) {
-    /* The first failed part, in the arrays' indices (the task's message names
-     * only the GPU where the failure came from the device). */
-    int fg = ((mgpu__batch_t *)gev)->task->failed_gpu;
-    if (fg >= 0) {
+    /* The first GPU whose part failed, its part in the arrays' indices. */
+    const mgpu__task_t *t = ((mgpu__batch_t *)gev)->task;
+    int fg = 0;
+    while (fg < first->ngpus && !t->part_failed[fg]) fg++;
+    if (fg < first->ngpus) {
       s.failed_first = first->base + first->bound[fg];
       s.failed_count = part_count(first, fg);
-    }
-    if (fg >= 0 && !strstr(mgpu_last_error(), "(items "))
       snprintf(gwhy, sizeof gwhy, "%s (GPU %d's part: items %zu..%zu)", mgpu_last_error(), fg, s.failed_first,
                s.failed_first + s.failed_count - 1);
-    else
+    } else {
       snprintf(gwhy, sizeof gwhy, "%s", mgpu_last_error());
+    }
   }
   if (hev) {
     mgpu_stats_t hs;

@@ -1,10 +1,12 @@
 /*
- * event.c: the events of batches and device tasks: waiting, testing,
- * canceling, progress, release, and the statistics a finished batch reports.
+ * event.c: the events of batches and device tasks: waiting (also for a GPU's
+ * earlier tasks, before its memory is freed), testing, canceling, progress,
+ * release, and the statistics a finished batch reports.
  */
 #include "mgpurt_int.h"
 
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ------------------------------------------------- the caller's statistics */
@@ -113,19 +115,23 @@ mgpu_status_t mgpu__node_event_wait(mgpu_event_t *ev, mgpu_stats_t *stats) {
   return st;
 }
 
-mgpu_status_t mgpu__event_wait(mgpu_event_t *ev, mgpu_stats_t *stats, const mgpu__stats_ref_t *r) {
-  mgpu__batch_t *b = (mgpu__batch_t *)ev;
+/* Until batch or task b has completed. */
+static void wait_done(mgpu__batch_t *b) {
   /* Spin first: a short batch ends within microseconds, and a sleep and a
    * wake-up would cost more than the batch. */
   double until = mgpu__now() + MGPU_WAIT_SPIN_S;
   while (!atomic_load_explicit(&b->done, memory_order_acquire) && mgpu__now() < until) sched_yield();
-  if (!atomic_load_explicit(&b->done, memory_order_acquire)) {
-    MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
-    b->waiters++;
-    while (!b->done) pthread_cond_wait(&b->done_cv, &b->lock);
-    b->waiters--;
-    MGPU_UNLOCK(&b->lock);
-  }
+  if (atomic_load_explicit(&b->done, memory_order_acquire)) return;
+  MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
+  b->waiters++;
+  while (!b->done) pthread_cond_wait(&b->done_cv, &b->lock);
+  b->waiters--;
+  MGPU_UNLOCK(&b->lock);
+}
+
+mgpu_status_t mgpu__event_wait(mgpu_event_t *ev, mgpu_stats_t *stats, const mgpu__stats_ref_t *r) {
+  mgpu__batch_t *b = (mgpu__batch_t *)ev;
+  wait_done(b);
   if (stats) fill_stats(b, stats, r);
   mgpu_status_t st = (mgpu_status_t)atomic_load(&b->status);
   if (b->task && st != MGPU_OK)
@@ -150,6 +156,33 @@ mgpu_status_t mgpu__event_wait(mgpu_event_t *ev, mgpu_stats_t *stats, const mgpu
     mgpu__fail_quiet(st, "batch of kernel '%s' failed: %s", b->kernel.name ? b->kernel.name : "(unnamed)",
                      mgpu_strerror(st));
   return st;
+}
+
+void mgpu__tasks_wait(mgpu_runtime_t *rt, int gpu) {
+  /* References to the live tasks on the GPU, taken under the lock; then
+   * each is waited for. Tasks submitted later are not waited for. */
+  mgpu__batch_t **w = NULL;
+  size_t n = 0, cap = 0;
+  MGPU_LOCK(&rt->lock, MGPU_LK_RT);
+  for (mgpu__batch_t *b = rt->tasks_head; b; b = b->tnext) {
+    bool on = false;
+    for (int i = 0; i < b->task->ngpus && !on; i++) on = b->task->gpu[i] == gpu;
+    if (!on) continue;
+    if (n == cap) {
+      cap = cap ? 2 * cap : 8;
+      mgpu__batch_t **p = realloc(w, cap * sizeof *p);
+      if (!p) MGPU_PANIC("out of memory listing the device tasks");
+      w = p;
+    }
+    mgpu__batch_ref(b);
+    w[n++] = b;
+  }
+  MGPU_UNLOCK(&rt->lock);
+  for (size_t i = 0; i < n; i++) {
+    wait_done(w[i]);
+    mgpu__batch_unref(w[i]);
+  }
+  free(w);
 }
 
 mgpu_status_t mgpu__node_event_test(mgpu_event_t *ev) {

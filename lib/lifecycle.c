@@ -236,38 +236,6 @@ void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   mgpu__batch_unref(b);
 }
 
-void mgpu__tasks_wait(mgpu_runtime_t *rt, int gpu) {
-  /* References to the live tasks on the GPU, taken under the lock; then
-   * each is waited for. Tasks submitted later are not waited for. */
-  mgpu__batch_t **w = NULL;
-  size_t n = 0, cap = 0;
-  MGPU_LOCK(&rt->lock, MGPU_LK_RT);
-  for (mgpu__batch_t *b = rt->tasks_head; b; b = b->tnext) {
-    bool on = false;
-    for (int i = 0; i < b->task->ngpus && !on; i++) on = b->task->gpu[i] == gpu;
-    if (!on) continue;
-    if (n == cap) {
-      cap = cap ? 2 * cap : 8;
-      mgpu__batch_t **p = realloc(w, cap * sizeof *p);
-      if (!p) MGPU_PANIC("out of memory listing the device tasks");
-      w = p;
-    }
-    mgpu__batch_ref(b);
-    w[n++] = b;
-  }
-  MGPU_UNLOCK(&rt->lock);
-  for (size_t i = 0; i < n; i++) {
-    mgpu__batch_t *b = w[i];
-    MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
-    b->waiters++;
-    while (!b->done) pthread_cond_wait(&b->done_cv, &b->lock);
-    b->waiters--;
-    MGPU_UNLOCK(&b->lock);
-    mgpu__batch_unref(b);
-  }
-  free(w);
-}
-
 void mgpu__cancel(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   /* The status first, under the lock, so that a failure recorded before it
    * stays; then the drain flag every claim checks. A kernel's error after it
@@ -311,8 +279,7 @@ void mgpu__task_part_done(mgpu_runtime_t *rt, mgpu__task_t *t, int g, int phase,
   t->dev_s[g] += dev_s;
   if (rc != 0) {
     t->part_failed[g] = true;
-    if (mgpu__task_fail(t, rc, "%s: GPU %d failed (%s)", t->b->kernel.name, g, mgpu_strerror((mgpu_status_t)rc)))
-      t->failed_gpu = g;
+    mgpu__task_fail(t, rc, "%s: GPU %d failed (%s)", t->b->kernel.name, g, mgpu_strerror((mgpu_status_t)rc));
   }
   if (atomic_fetch_sub(&t->left, 1) != 1) return;
   /* This thread saw the phase end on every GPU. */

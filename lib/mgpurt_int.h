@@ -1031,10 +1031,6 @@ mgpu_status_t mgpu__check_deps(const mgpu_runtime_t *rt, const char *fn, size_t 
 void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b);
 /* Complete a batch or task: publish its status, release dependents. */
 void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b);
-/* Wait until every device task on GPU gpu submitted before the call (also
- * those still waiting for their dependencies) has completed, whatever its
- * status: memory it may use can then be freed. */
-void mgpu__tasks_wait(mgpu_runtime_t *rt, int gpu);
 /* Stop batch b at its next chunk boundary (mgpu_event_cancel). */
 void mgpu__cancel(mgpu_runtime_t *rt, mgpu__batch_t *b);
 /* Fail batch b with st (not MGPU_OK), under b->lock: the first failure wins,
@@ -1228,6 +1224,10 @@ mgpu_status_t mgpu__node_submit(mgpu_runtime_t *rt, const mgpu_batch_t *batch, s
 mgpu_status_t mgpu__node_run(mgpu_runtime_t *rt, const mgpu_batch_t *batch, mgpu_stats_t *stats);
 
 /* --------------------------------------------------------------- event.c */
+/* Wait until every device task on GPU gpu submitted before the call (also
+ * those still waiting for their dependencies) has completed, whatever its
+ * status: memory it may use can then be freed. */
+void mgpu__tasks_wait(mgpu_runtime_t *rt, int gpu);
 /* A caller's mgpu_stats_t as its layout says (abi.c): what it gave, in full
  * (`in`), and where its figures go. */
 typedef struct {
@@ -1406,14 +1406,13 @@ typedef struct mgpu__task {
   double dev_s[MGPU_MAX_DEVICES]; /* device seconds of each GPU's parts; slot g by GPU g only */
   size_t items[MGPU_MAX_DEVICES]; /* items each GPU handled, for statistics */
   bool part_failed[MGPU_MAX_DEVICES]; /* a part of GPU g failed; slot g by GPU g only */
-  int failed_gpu;            /* the GPU of the first failure, or -1 */
   size_t bytes;              /* bytes each GPU's part moves (collectives), 0: not known */
 } mgpu__task_t;
 
 /* New task (zeroed, status OK) for the given GPUs; NULL when out of memory. */
 mgpu__task_t *mgpu__task_new(int ngpus, const int *gpu);
-/* Record a failure of a task (first one wins: true for it), with a message. */
-bool mgpu__task_fail(mgpu__task_t *t, int st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Record a failure of a task (first one wins), with a message. */
+void mgpu__task_fail(mgpu__task_t *t, int st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* batch.c: submit a task (ownership passes to the runtime, also on failure). done_p NULL:
  * wait for it and return its status. */
 mgpu_status_t mgpu__task_submit(mgpu_runtime_t *rt, mgpu__task_t *t, const char *name, size_t ndeps,

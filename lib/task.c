@@ -19,7 +19,6 @@ mgpu__task_t *mgpu__task_new(int ngpus, const int *gpu) {
   t->ngpus = ngpus;
   for (int i = 0; i < ngpus; i++) t->gpu[i] = gpu ? gpu[i] : i;
   atomic_init(&t->status, MGPU_OK);
-  t->failed_gpu = -1;
   pthread_mutex_init(&t->lock, NULL);
   return t;
 }
@@ -31,16 +30,15 @@ void mgpu__task_free(mgpu__task_t *t) {
   free(t);
 }
 
-bool mgpu__task_fail(mgpu__task_t *t, int st, const char *fmt, ...) {
+void mgpu__task_fail(mgpu__task_t *t, int st, const char *fmt, ...) {
   int ok = MGPU_OK;
-  if (!atomic_compare_exchange_strong(&t->status, &ok, st)) return false;
+  if (!atomic_compare_exchange_strong(&t->status, &ok, st)) return;
   va_list ap;
   va_start(ap, fmt);
   MGPU_LOCK(&t->lock, MGPU_LK_TASKMSG);
   vsnprintf(t->why, sizeof t->why, fmt, ap);
   MGPU_UNLOCK(&t->lock);
   va_end(ap);
-  return true;
 }
 
 /* Queue part `phase` of t for the GPU that owns q. */

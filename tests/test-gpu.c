@@ -184,19 +184,24 @@ START_TEST(test_constants_once_per_device) {
 }
 END_TEST
 
+/* Take GPU g's free memory, behind the runtime's back, until `keep` bytes are
+ * left; the allocation to give back with cudaFree, or NULL. */
+static void *hog_device(const mgpu_runtime_t *rt, int g, size_t keep) {
+  cudaSetDevice(rt->gpu_index[g]);
+  size_t free_b, total_b;
+  cudaMemGetInfo(&free_b, &total_b);
+  void *hog = NULL;
+  if (free_b > keep) ck_assert_int_eq(cudaMalloc(&hog, free_b - keep), cudaSuccess);
+  return hog;
+}
+
 START_TEST(test_real_out_of_memory) {
   /* After the runtime sized itself, most device memory is taken behind its
    * back; a kernel with 256 MiB of scratch per item then meets real
    * out-of-memory errors, halves the cap and still computes everything. */
   NEED_GPUS(1);
   mgpu_runtime_t *rt = start_gpu(1, 1, MGPU_SCHED_GPU, NULL);
-  int dev = rt->gpu_index[0];
-  cudaSetDevice(dev);
-  size_t free_b, total_b;
-  cudaMemGetInfo(&free_b, &total_b);
-  void *hog = NULL;
-  size_t hog_bytes = free_b > (6ULL << 30) ? free_b - (6ULL << 30) : 0;
-  if (hog_bytes) ck_assert_int_eq(cudaMalloc(&hog, hog_bytes), cudaSuccess);
+  void *hog = hog_device(rt, 0, 6ULL << 30);
   mgpu_kernel_t k;
   mgpu_kernel_mulmod(8, &k);
   k.scratch_per_item = 256u << 20;
@@ -225,12 +230,7 @@ START_TEST(test_item_bigger_than_free_memory) {
    * the GPU, not retired, runs the next batch of another kernel whole. */
   NEED_GPUS(1);
   mgpu_runtime_t *rt = start_gpu(1, 1, MGPU_SCHED_GPU, NULL);
-  cudaSetDevice(rt->gpu_index[0]);
-  size_t free_b, total_b;
-  cudaMemGetInfo(&free_b, &total_b);
-  void *hog = NULL;
-  size_t hog_bytes = free_b > (1ULL << 30) ? free_b - (1ULL << 30) : 0;
-  if (hog_bytes) ck_assert_int_eq(cudaMalloc(&hog, hog_bytes), cudaSuccess);
+  void *hog = hog_device(rt, 0, 1ULL << 30);
   mgpu_kernel_t k;
   mgpu_kernel_mulmod(8, &k);
   k.scratch_per_item = 2ULL << 30;
