@@ -11,7 +11,11 @@
  * same for one item as for width items). With MGPU_EMULATE_OVERLAP the
  * launches of different streams run side by side, as a real device's
  * latency-bound kernels do: each lasts its own time from its start, and only
- * their items' count / speed is shared. A kernel's CPU function can tell it runs on an
+ * their items' count / speed is shared. Kernels take the compute engine in
+ * the order they were launched, whichever streams they are on, as a device's
+ * in-order launch queue gives them out: stream threads woken in another order
+ * would otherwise run a later launch first, and the runtime would time its
+ * chunks out of order. A kernel's CPU function can tell it runs on an
  * emulated device by chunk->stream != NULL. As CUDA's cudaMalloc and cudaFree,
  * mem_alloc and mem_free first wait for the operations queued on the device's
  * streams; the stream-ordered mem_alloc_on and mem_free_on wait for nothing
@@ -22,7 +26,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef enum { OP_COPY, OP_KERNEL, OP_EVENT, OP_GATE, OP_HANG } op_kind_t;
 
@@ -57,6 +60,10 @@ typedef struct op {
   void *out[MGPU_MAX_ARGS];
   const void *consts[MGPU_MAX_CONSTS];
   struct op *next;
+  /* A kernel in its device's launch order (emul_dev_t.kq), under its compute lock. */
+  struct emul_stream *stream;
+  struct op *kprev, *knext;
+  bool in_kq;
 } op_t;
 
 typedef struct {
@@ -78,8 +85,15 @@ typedef struct emul_dev {
    * creates, destroys and waits for them, so they need no lock. */
   struct emul_stream **streams;
   int nstreams, streams_cap;
-  pthread_mutex_t compute; /* one kernel at a time; guards busy_until */
+  pthread_mutex_t compute; /* guards busy_until, engine_busy, kq and each stream's kq_off */
+  pthread_cond_t engine_cv; /* the engine freed, or the launch order changed */
   double busy_until;       /* virtual end of the last kernel */
+  bool engine_busy;        /* a kernel holds the compute engine */
+  /* Kernels launched and not yet started, oldest first: one on the list
+   * starts only at its head. A stream stopped for good or for a long time
+   * (a shut gate, an injected hang, an error) takes its kernels off, so that
+   * the other streams' kernels do not wait for them. */
+  struct op *kq_head, *kq_tail;
   _Atomic int gate_shut;   /* gate_close: streams stop at their next gate */
   struct emul_alloc *allocs; /* live allocations, under lock: a device given up keeps them reachable */
 } emul_dev_t;
@@ -101,6 +115,7 @@ typedef struct emul_stream {
   int running;
   int error;
   int stop;
+  bool kq_off;             /* stopped at a hang or a shut gate: its kernels keep no place in the launch order */
   struct op *waiting;      /* the injected hang it waits in, if any */
   /* The creating GPU host thread's mgpu__self_rt and mgpu__self_gpu: the
    * kernels this thread runs stand for that thread's, as on a real device. */
@@ -129,12 +144,34 @@ static int emul_props(int dev, mgpu_device_info_t *out) {
 
 static int emul_can_peer(int a, int b) { return a != b; }
 
+/* Take a kernel off its device's launch order (under d->compute). */
+static void kq_unlink(emul_dev_t *d, op_t *op) {
+  if (!op->in_kq) return;
+  if (op->kprev) op->kprev->knext = op->knext;
+  else d->kq_head = op->knext;
+  if (op->knext) op->knext->kprev = op->kprev;
+  else d->kq_tail = op->kprev;
+  op->in_kq = false;
+  pthread_cond_broadcast(&d->engine_cv);
+}
+
+/* Stream s stops (off) or goes on past a hang: while stopped its kernels,
+ * queued or launched later, keep no place in the launch order. */
+static void kq_stream_off(emul_stream_t *s, bool off) {
+  emul_dev_t *d = s->dev;
+  MGPU_LOCK(&d->compute, MGPU_LK_BACKEND);
+  s->kq_off = off;
+  for (op_t *op = d->kq_head, *next; off && op; op = next) {
+    next = op->knext;
+    if (op->stream == s) kq_unlink(d, op);
+  }
+  MGPU_UNLOCK(&d->compute);
+}
+
 static void sleep_until(double t) {
   double now = mgpu__now();
   if (t <= now) return;
-  double d = t - now;
-  struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
-  nanosleep(&ts, NULL);
+  mgpu__nap(t - now);
 }
 
 /* Seconds a launch of n items takes on device d (0: as long as its CPU
@@ -170,40 +207,58 @@ static void *stream_main(void *arg) {
     } else if (op->kind == OP_GATE) {
       if (atomic_load(&s->dev->gate_shut)) {
         free(op);
+        kq_stream_off(s, true);
         MGPU_LOCK(&hang_lock, MGPU_LK_BACKEND);
         for (;;) pthread_cond_wait(&hang_cv, &hang_lock); /* for good: nothing behind it runs */
       }
     } else if (op->kind == OP_HANG) {
       s->waiting = op; /* what a hung stream holds stays reachable from it */
+      kq_stream_off(s, true);
       hang_here();
+      kq_stream_off(s, false);
       s->waiting = NULL;
     } else if (!skip && op->kind == OP_COPY) {
       memcpy(op->dst, op->src, op->bytes);
-    } else if (!skip) {
-      MGPU_LOCK(&s->dev->compute, MGPU_LK_BACKEND);
-      double t0 = mgpu__now();
-      rc = op->kernel.cpu(&op->chunk);
-      double took = kernel_time(s->dev, op->chunk.count);
-      if (s->dev->overlap) {
-        /* Side by side: the launch lasts its own time from its start, and
-         * its items take their share of the device's speed after those of
-         * the launches before it. */
-        double items = s->dev->speed > 0 ? (double)op->chunk.count / s->dev->speed : 0;
-        s->dev->busy_until = (t0 < s->dev->busy_until ? s->dev->busy_until : t0) + items;
-        double end = MGPU_MAX(t0 + took, s->dev->busy_until);
-        MGPU_UNLOCK(&s->dev->compute);
-        sleep_until(end);
+    } else if (op->kind == OP_KERNEL) {
+      emul_dev_t *d = s->dev;
+      MGPU_LOCK(&d->compute, MGPU_LK_BACKEND);
+      if (skip) {
+        kq_unlink(d, op);
+        MGPU_UNLOCK(&d->compute);
       } else {
-        if (took > 0) {
+        while (d->engine_busy || (op->in_kq && d->kq_head != op)) pthread_cond_wait(&d->engine_cv, &d->compute);
+        kq_unlink(d, op);
+        d->engine_busy = true;
+        MGPU_UNLOCK(&d->compute);
+        double t0 = mgpu__now();
+        rc = op->kernel.cpu(&op->chunk);
+        double took = kernel_time(d, op->chunk.count), end;
+        MGPU_LOCK(&d->compute, MGPU_LK_BACKEND);
+        if (d->overlap) {
+          /* Side by side: the launch lasts its own time from its start, and
+           * its items take their share of the device's speed after those of
+           * the launches before it; the engine is free for the next launch. */
+          double items = d->speed > 0 ? (double)op->chunk.count / d->speed : 0;
+          d->busy_until = (t0 < d->busy_until ? d->busy_until : t0) + items;
+          end = MGPU_MAX(t0 + took, d->busy_until);
+          d->engine_busy = false;
+          pthread_cond_broadcast(&d->engine_cv);
+          MGPU_UNLOCK(&d->compute);
+          sleep_until(end);
+        } else {
           /* A virtual clock of the compute engine: a kernel ends its time
            * after the later of its start and the previous kernel's end, so the
            * host's sleep overshoot does not pile up from kernel to kernel and
            * a device kept busy runs at its declared speed. */
-          double start = t0 < s->dev->busy_until ? s->dev->busy_until : t0;
-          s->dev->busy_until = start + took;
-          sleep_until(s->dev->busy_until);
+          if (took > 0) d->busy_until = (t0 < d->busy_until ? d->busy_until : t0) + took;
+          end = d->busy_until;
+          MGPU_UNLOCK(&d->compute);
+          if (took > 0) sleep_until(end);
+          MGPU_LOCK(&d->compute, MGPU_LK_BACKEND);
+          d->engine_busy = false;
+          pthread_cond_broadcast(&d->engine_cv);
+          MGPU_UNLOCK(&d->compute);
         }
-        MGPU_UNLOCK(&s->dev->compute);
       }
     }
     free(op);
@@ -229,6 +284,7 @@ static int emul_open(int dev, const mgpu__config_t *cfg, void **ctx) {
   d->mem_limit = (size_t)cfg->test.emulate_mem;
   pthread_mutex_init(&d->lock, NULL);
   pthread_mutex_init(&d->compute, NULL);
+  pthread_cond_init(&d->engine_cv, NULL);
   *ctx = d;
   return 0;
 }
@@ -242,6 +298,7 @@ static void emul_close(void *ctx) {
   if (d->mem_used) atomic_fetch_add(&mgpu__emul_left_bytes, d->mem_used);
   pthread_mutex_destroy(&d->lock);
   pthread_mutex_destroy(&d->compute);
+  pthread_cond_destroy(&d->engine_cv);
   free(d->streams);
   free(d);
 }
@@ -472,6 +529,18 @@ static int emul_launch(void *ctx, const mgpu_kernel_t *k, const mgpu_chunk_t *c,
   op->chunk.out = op->out;
   op->chunk.consts = op->consts;
   op->chunk.stream = s;
+  emul_stream_t *st = s;
+  emul_dev_t *d = st->dev;
+  op->stream = st;
+  MGPU_LOCK(&d->compute, MGPU_LK_BACKEND);
+  if (!st->kq_off) {
+    op->in_kq = true;
+    op->kprev = d->kq_tail;
+    if (d->kq_tail) d->kq_tail->knext = op;
+    else d->kq_head = op;
+    d->kq_tail = op;
+  }
+  MGPU_UNLOCK(&d->compute);
   return enqueue(s, op);
 }
 

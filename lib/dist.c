@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static pthread_mutex_t left_lock = PTHREAD_MUTEX_INITIALIZER;
 static void **left;
@@ -63,11 +62,6 @@ mgpu_status_t mgpu__dist_mpi(struct mgpu__dist *d, const char *fn, const char *c
   return mgpu__dist_break(d, fn, "%s failed: %s", call, mpi_error(rc, s));
 }
 
-static void nap(double s) {
-  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-  nanosleep(&ts, NULL);
-}
-
 mgpu_status_t mgpu__dist_wait(struct mgpu__dist *d, const char *fn, MPI_Request *req, double deadline_s,
                               const char *what) {
   double t0 = mgpu__now(), pause = 20e-6;
@@ -81,7 +75,7 @@ mgpu_status_t mgpu__dist_wait(struct mgpu__dist *d, const char *fn, MPI_Request 
                               "or makes other calls", what, deadline_s);
     /* Short waits end within microseconds; long ones cost a wake-up per
      * millisecond at most. */
-    nap(pause);
+    mgpu__nap(pause);
     pause = MGPU_MIN(2 * pause, 1e-3);
   }
 }

@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* A rank's record at a batch's end. */
 typedef struct {
@@ -30,11 +29,6 @@ typedef struct {
   mgpu_rank_stats_t s;
   char why[640];
 } end_rec_t;
-
-static void nap(double s) {
-  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-  nanosleep(&ts, NULL);
-}
 
 static uint64_t dbits(double x) {
   uint64_t u;
@@ -603,7 +597,7 @@ void mgpu__dist_drive(mgpu__dbatch_t *db, double block_s) {
       mgpu__dist_fail(db, MGPU_EREMOTE, true, "rank %d saw no progress of the batch for %g s (MGPU_TIMEOUT): a rank stopped or "
            "hangs", db->rank, db->deadline);
     if (block_s <= 0 || now - t0 >= block_s) return;
-    nap(db->nflight ? POLL_S : idle);
+    mgpu__nap(db->nflight ? POLL_S : idle);
     if (!db->nflight) idle = MGPU_MIN(2 * idle, POLL_IDLE_MAX_S);
   }
   if (db->state == MGPU_DB_ENDING) {

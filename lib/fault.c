@@ -1,6 +1,7 @@
 /*
  * fault.c: the test-only fault plan of MGPU_FAULT_INJECT, which makes chosen GPU
- * operations fail so that recovery can be tested on emulated and real devices.
+ * operations fail, never end or pause so that recovery and races can be tested
+ * on emulated and real devices.
  */
 #include "mgpurt_int.h"
 
@@ -63,8 +64,9 @@ int mgpu__fault_parse(const char *spec, mgpu__fault_plan_t *plan, char *why, siz
     else if (mgpu__parse_keyword(kind, "props")) fk = MGPU_FAULT_PROPS;
     else if (mgpu__parse_keyword(kind, "hang")) fk = MGPU_FAULT_HANG;
     else if (mgpu__parse_keyword(kind, "hangcoll")) fk = MGPU_FAULT_HANGCOLL;
+    else if (mgpu__parse_keyword(kind, "stall")) fk = MGPU_FAULT_STALL;
     else {
-      snprintf(why, whylen, "unknown kind '%s' (launch, alloc, const, props, hang or hangcoll)", kind);
+      snprintf(why, whylen, "unknown kind '%s' (launch, alloc, const, props, hang, hangcoll or stall)", kind);
       return -1;
     }
     long long g, kk;
@@ -88,7 +90,7 @@ int mgpu__fault_parse(const char *spec, mgpu__fault_plan_t *plan, char *why, siz
 }
 
 int mgpu__fault_check_gpus(const mgpu__fault_plan_t *plan, int ngpus, char *why, size_t whylen) {
-  static const char *const kinds[] = {"launch", "alloc", "const", "props", "hang", "hangcoll"};
+  static const char *const kinds[] = {"launch", "alloc", "const", "props", "hang", "hangcoll", "stall"};
   for (int i = 0; i < plan->n; i++) {
     if (plan->f[i].gpu < ngpus) continue;
     char k[32] = "all";

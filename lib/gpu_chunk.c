@@ -322,7 +322,14 @@ bool mgpu__gpu_retire_oldest(mgpu__gpu_t *gp) {
     gp->last_done = now;
     gp->failures = 0;
     if (!atomic_load(&s->claim.b->failed)) learn(gp, s, busy, span, inside, alone);
+    /* The last chunk in flight: no later one can join its sample (the next
+     * starts alone), so it is taught now, before its claim completes. That
+     * can end the batch and wake the caller, whose next batch of the kernel
+     * is planned on the model: taught after it, a batch run as one chunk
+     * could leave the next one planned on a GPU not yet measured. */
+    if (gp->inflight == 1) learn_flush(gp);
     mgpu__complete(gp->rt, gp->w, &s->claim, busy > 0 ? busy : 1e-9, 0);
+    if (mgpu__fault_hit(&gp->rt->faults, MGPU_FAULT_STALL, gp->g, gp->completions++)) mgpu__nap(MGPU_FAULT_STALL_S);
   } else {
     mgpu__gpu_on_failure(gp, s, rc, "while running");
   }

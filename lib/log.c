@@ -87,6 +87,12 @@ double mgpu__now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+void mgpu__nap(double s) {
+  if (!(s > 0)) return;
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  nanosleep(&ts, NULL);
+}
+
 /* ------------------------------------------------------- lock order */
 bool mgpu__lock_order_checked(void) {
 #ifdef MGPU_DEBUG_LOCKS

@@ -330,6 +330,7 @@ mgpu_status_t mgpu__fail_quiet(mgpu_status_t st, const char *fmt, ...) __attribu
 void mgpu__clear_error(void);
 void mgpu__panic(const char *file, int line, const char *fmt, ...) __attribute__((noreturn, format(printf, 3, 4)));
 double mgpu__now(void); /* seconds, CLOCK_MONOTONIC */
+void mgpu__nap(double s); /* sleep s seconds (at most once: a signal may cut it short) */
 /* Range locks (claim.c) this thread holds: thieves wait on them, so nothing
  * slow (a driver call) runs under one; the emulated device panics if it does. */
 extern _Thread_local int mgpu__range_locks_held;
@@ -585,6 +586,8 @@ extern const mgpu_dev_ops_t *const mgpu__dev_cuda; /* NULL when built without CU
  *   alloc:D:K    the K-th device allocation on GPU D fails as out of memory
  *   const:D:K    the K-th constant upload on GPU D fails
  *   props:D:0    reading GPU D's properties at mgpu_init fails
+ *   stall:D:K    GPU D's host thread pauses MGPU_FAULT_STALL_S just after
+ *                its K-th chunk completes, as when the OS takes its core
  * Items are separated by commas. D is the runtime's GPU number (0..), not the
  * driver's device index. */
 #define MGPU_FAULT_MAX 32
@@ -596,8 +599,10 @@ typedef enum {
   MGPU_FAULT_CONST,
   MGPU_FAULT_PROPS,
   MGPU_FAULT_HANG,
-  MGPU_FAULT_HANGCOLL
+  MGPU_FAULT_HANGCOLL,
+  MGPU_FAULT_STALL
 } mgpu_fault_kind_t;
+#define MGPU_FAULT_STALL_S 0.05
 typedef struct {
   int n;
   struct { mgpu_fault_kind_t kind; int gpu; long long k; /* -1 = all */ } f[MGPU_FAULT_MAX];
@@ -1562,7 +1567,7 @@ struct mgpu__gpu {
   int oldest;                 /* FIFO of busy slots: oldest .. oldest+inflight-1 */
   int inflight;
   mgpu__room_t room;          /* what limits its chunks (room.c) */
-  long long launches, allocs, const_uploads;
+  long long launches, allocs, const_uploads, completions;
   int failures;               /* consecutive failed chunks */
   bool oom_drain;             /* out of memory for one item: claim nothing until no chunk is in flight */
   double last_done;           /* host time of the last completion (fallback) */

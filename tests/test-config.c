@@ -107,7 +107,8 @@ static const env_case_t env_cases[] = {
     {"MGPU_TIMEOUT", "off", 0},              {"MGPU_TIMEOUT", "", 0},
     {"MGPU_TIMEOUT", "5s", 0},               {"MGPU_TIMEOUT", "0x10", 0},
     {"MGPU_FAULT_INJECT", "hang:0:2", 1},    {"MGPU_FAULT_INJECT", "hangcoll:1:all", 1},
-    {"MGPU_FAULT_INJECT", "hung:0:1", 0},
+    {"MGPU_FAULT_INJECT", "hung:0:1", 0},    {"MGPU_FAULT_INJECT", " STALL:0:all ", 1},
+    {"MGPU_FAULT_INJECT", "stall:0:-1", 0},
     {"MGPU_TENSOR_SPLIT", "0x10,1", 0},      {"MGPU_TENSOR_SPLIT", "1,0x1p3", 0},
     {"MGPU_TENSOR_SPLIT", "1,-0", 0},        {"MGPU_TENSOR_SPLIT", "1,-0.0e0", 0},
     /* Lists refuse empty entries, as MGPU_DEVICES does. */

@@ -1133,6 +1133,69 @@ START_TEST(test_gpu_groups) {
 }
 END_TEST
 
+/* A device-to-core ratio far too high (1e7): the GPU's first chunk of a
+ * kernel, the prior's probe of 2 ms of work, is the whole batch, and so is
+ * every later one (its chunks cannot grow past a batch). The model must have
+ * learnt that chunk by the time the batch returns, since the next batch is
+ * planned on it: GPU-only, twenty batches of one chunk each, and the
+ * GPU's chunks learnt after each, though its host thread pauses 50 ms just
+ * after each chunk completes (MGPU_FAULT_INJECT stall), as when the OS takes
+ * its core at that moment. Then the case reported, in steal mode:
+ * items dear at the head, and the GPU slower than the two CPU workers in
+ * truth (20 ms for the batch, 10 ms on the CPU workers): the first batch is
+ * the GPU's, by the prior, and the second probes the CPU workers, one item
+ * each, in each of eight runtimes. A sample learnt only after the batch
+ * returns leaves about a third of second batches to the GPU whole again,
+ * its speed not yet measured. */
+START_TEST(test_probe_after_one_chunk) {
+  mgpu_test_config_t cfg = mgpu_test_config(2, 1);
+  cfg.cfg.device_to_core_ratio = 1e7;
+  cfg.cfg.sched = MGPU_SCHED_GPU;
+  cfg.test.emulate_speed = 4e5;
+  cfg.test.fault_inject = "stall:0:all";
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+  mgpu_worker_stats_t ws[3];
+  uint64_t chunks = 0;
+  for (int b = 0; b < 20; b++) {
+    mgpu_stats_t st;
+    run_sleep(rt, 4000, 0, ws, 3, &st);
+    chunks += ws[2].chunks;
+    MGPU_LOCK(&rt->lock, MGPU_LK_RT);
+    uint64_t learnt = atomic_load(&mgpu__model_get(rt, &sleep_kernel)->samples[2]);
+    MGPU_UNLOCK(&rt->lock);
+    ck_assert_msg(ws[2].chunks == 1, "batch %d: %llu chunks", b, (unsigned long long)ws[2].chunks);
+    ck_assert_msg(learnt == chunks, "batch %d returned with %llu of the GPU's %llu chunks learnt", b,
+                  (unsigned long long)learnt, (unsigned long long)chunks);
+  }
+  mgpu_finalize(rt);
+
+  const size_t n = 400;
+  irregular_arg_t a = {50e-6, 0, 8}; /* items 0..7 cost 2 ms on a CPU worker, the others 50 us */
+  uint32_t *out = malloc(4 * n);
+  mgpu_batch_t batch = {.kernel = &irregular_kernel, .n = n, .out = {out}, .arg = &a, .arg_size = sizeof a};
+  for (int r = 0; r < 8; r++) {
+    cfg = mgpu_test_config(2, 1);
+    cfg.cfg.device_to_core_ratio = 1e7;
+    cfg.test.emulate_speed = 2e4;
+    ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+    for (int b = 0; b < 2; b++) {
+      mgpu_stats_t st = {.worker = ws, .worker_cap = 3};
+      ck_assert_int_eq(mgpu_run(rt, &batch, &st), MGPU_OK);
+      for (size_t i = 0; i < n; i++)
+        if (out[i] != i) ck_abort_msg("runtime %d, batch %d: item %zu wrong", r, b, i);
+      if (b == 0) continue;
+      ck_assert_msg(ws[0].items > 0 && ws[1].items > 0,
+                    "runtime %d: the second batch did not probe the CPU workers (items %llu, %llu; GPU %llu)", r,
+                    (unsigned long long)ws[0].items, (unsigned long long)ws[1].items,
+                    (unsigned long long)ws[2].items);
+    }
+    mgpu_finalize(rt);
+  }
+  free(out);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("sched");
   TCase *tc = tcase_create("sched");
@@ -1159,6 +1222,7 @@ int main(void) {
   tcase_add_test(tc, test_divergent_rows_hand_back);
   tcase_add_test(tc, test_handback_cpu_only);
   tcase_add_test(tc, test_handback_behind_other_batch);
+  tcase_add_test(tc, test_probe_after_one_chunk);
   tcase_add_test(tc, test_cost_profile_split);
   suite_add_tcase(s, tc);
   TCase *position = tcase_create("position");

@@ -945,6 +945,52 @@ START_TEST(test_hang_collective) {
 END_TEST
 
 
+/* An emulated device's kernels start in the order they were launched, across
+ * its streams, as a device's launch queue gives them out: stream threads
+ * woken in another order would run a later launch first, and the runtime
+ * would time its chunks out of order (on a 16-core host, 1 to 2 in 30 runs of
+ * test-sched's latency-bound cases ended their chunks' growth early). A
+ * stream stopped at an injected hang keeps no place in that order: the other
+ * streams' kernels launched after the one behind it still run. */
+static _Atomic int order_next;
+static int order_seen[80];
+static int order_item(const mgpu_chunk_t *c) {
+  order_seen[atomic_fetch_add(&order_next, 1)] = (int)c->first;
+  return 0;
+}
+
+START_TEST(test_emulated_launch_order) {
+  mgpu__config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.test.emulate_latency = 1e-3;
+  const mgpu_dev_ops_t *ops = &mgpu__dev_emul;
+  void *ctx, *s[8];
+  ck_assert_int_eq(ops->open(0, &cfg, &ctx), 0);
+  for (int i = 0; i < 8; i++) ck_assert_int_eq(ops->stream_create(ctx, &s[i]), 0);
+  const mgpu_kernel_t k = {.name = "order", .cpu = order_item};
+  atomic_store(&order_next, 0);
+  for (int i = 0; i < 64; i++) {
+    mgpu_chunk_t c = {.first = (size_t)i, .count = 1};
+    ck_assert_int_eq(ops->launch(ctx, &k, &c, s[i % 8]), 0);
+  }
+  for (int i = 0; i < 8; i++) ck_assert_int_eq(ops->stream_sync(ctx, s[i]), 0);
+  for (int i = 0; i < 64; i++) ck_assert_msg(order_seen[i] == i, "launch %d started in place %d", order_seen[i], i);
+
+  ck_assert_int_eq(ops->hang(ctx, s[0]), 0);
+  for (int i = 64; i < 72; i++) {
+    mgpu_chunk_t c = {.first = (size_t)i, .count = 1};
+    ck_assert_int_eq(ops->launch(ctx, &k, &c, s[i - 64]), 0);
+  }
+  for (int i = 1; i < 8; i++) ck_assert_int_eq(ops->stream_sync(ctx, s[i]), 0);
+  for (int i = 64; i < 71; i++) ck_assert_int_eq(order_seen[i], i + 1);
+  mgpu__emul_release_hangs();
+  ck_assert_int_eq(ops->stream_sync(ctx, s[0]), 0);
+  ck_assert_int_eq(order_seen[71], 64);
+  for (int i = 0; i < 8; i++) ops->stream_destroy(ctx, s[i]);
+  ops->close(ctx);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("workers");
   TCase *tc = tcase_create("workers");
@@ -972,6 +1018,7 @@ int main(void) {
   tcase_add_test(tc, test_cancel_then_retire);
   tcase_add_test(tc, test_hang_chunk);
   tcase_add_test(tc, test_hang_collective);
+  tcase_add_test(tc, test_emulated_launch_order);
   suite_add_tcase(s, tc);
   return mgpu_test_main(s);
 }
