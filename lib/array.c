@@ -209,12 +209,41 @@ void mgpu__device_allocs_free_all(mgpu_runtime_t *rt) {
   rt->ndev_allocs = rt->dev_allocs_cap = 0;
 }
 
+/* A copy that starts in an allocation of mgpu_device_alloc must be on its
+ * GPU and end within it; where the copy starts elsewhere (an array's part,
+ * memory of the caller's own), the device refuses what it can. */
+static mgpu_status_t check_range(mgpu_runtime_t *rt, const char *fn, const char *name, int gpu, const void *dev,
+                                 size_t bytes) {
+  uintptr_t a = (uintptr_t)dev;
+  bool found = false;
+  uintptr_t lo = 0;
+  size_t size = 0;
+  int on = -1;
+  MGPU_LOCK(&rt->alloc_lock, MGPU_LK_ALLOC);
+  for (int i = 0; i < rt->ndev_allocs && !found; i++) {
+    lo = (uintptr_t)rt->dev_allocs[i].p;
+    size = rt->dev_allocs[i].bytes;
+    on = rt->dev_allocs[i].gpu;
+    found = a >= lo && a - lo < size;
+  }
+  MGPU_UNLOCK(&rt->alloc_lock);
+  if (!found) return MGPU_OK;
+  if (on != gpu)
+    return mgpu__fail(MGPU_EINVAL, "%s: %s %p is memory of GPU %d (mgpu_device_alloc), not of GPU %d", fn, name, dev,
+                      on, gpu);
+  if (bytes > size - (a - lo))
+    return mgpu__fail(MGPU_EINVAL, "%s: %zu bytes at %s %p run %zu bytes past the end of its allocation (%zu bytes at "
+                      "%p on GPU %d)", fn, bytes, name, dev, bytes - (size - (a - lo)), size, (void *)lo, gpu);
+  return MGPU_OK;
+}
+
 static mgpu_status_t raw_copy(mgpu_runtime_t *rt, const char *fn, int gpu, void *dev, void *host, size_t bytes,
                               int dir) {
   mgpu_status_t st = check_gpu(rt, fn, gpu);
   if (st != MGPU_OK) return st;
   if (bytes == 0) return MGPU_OK;
   if (!dev || !host) return mgpu__fail(MGPU_EINVAL, "%s: %s is NULL", fn, (dir == 0) == !dev ? "dst" : "src");
+  if ((st = check_range(rt, fn, dir == 0 ? "dst" : "src", gpu, dev, bytes)) != MGPU_OK) return st;
   op_t op = {.host = host, .bytes = bytes, .dir = dir};
   op.dev[gpu] = dev;
   return on_gpus(rt, fn, 1, &gpu, 1, copy_part, &op, NULL);

@@ -634,6 +634,16 @@ mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visi
     return mgpu__fail(MGPU_EINVAL, "MGPU_SCHED=gpu runs kernels with a GPU function on GPUs only, and MGPU_NUM_GPUS=0 "
                                    "leaves none: expected MGPU_NUM_GPUS of at least 1, or MGPU_SCHED=steal, static or cpu");
   }
+  /* Default shares of split arrays: one per GPU, then perhaps one for the
+   * host. Any other count fits no array the runtime could create. */
+  int nsplit = v->ntensor_split, g = v->num_gpus;
+  if (nsplit > 0 && nsplit != g + 1 && !(nsplit == g && g > 0)) {
+    char expected[64];
+    if (g == 0) snprintf(expected, sizeof expected, "1 (the host)");
+    else snprintf(expected, sizeof expected, "%d (GPUs) or %d (GPUs, then the host)", g, g + 1);
+    return mgpu__fail(MGPU_EINVAL, "MGPU_TENSOR_SPLIT has %d entr%s but the runtime uses %d GPU%s: expected %s", nsplit,
+                      nsplit == 1 ? "y" : "ies", g, g == 1 ? "" : "s", expected);
+  }
   /* A thread count of the user's own is taken as it is: no reserve unless asked. */
   if (v->reserve_threads == -1) {
     v->reserve_threads = mgpu__default_reserve(v->num_gpus, threads_derived);

@@ -514,6 +514,35 @@ static int emul_copy(void *ctx, void *dst, const void *src, size_t bytes, void *
   return enqueue(s, op);
 }
 
+/* Whether [p, p + bytes) lies in one live allocation of d. A copy that does
+ * not is refused, as CUDA refuses a copy past its allocation's end or into
+ * memory freed, where a host memcpy would write over what the heap keeps
+ * there. */
+static bool in_device(emul_dev_t *d, const void *p, size_t bytes) {
+  if (bytes == 0) return true;
+  uintptr_t a = (uintptr_t)p;
+  bool ok = false;
+  MGPU_LOCK(&d->lock, MGPU_LK_BACKEND);
+  for (const emul_alloc_t *h = d->allocs; h && !ok; h = h->next) {
+    uintptr_t lo = (uintptr_t)(h + 1);
+    ok = a >= lo && a - lo <= h->bytes && bytes <= h->bytes - (a - lo);
+  }
+  MGPU_UNLOCK(&d->lock);
+  return ok;
+}
+
+static int emul_copy_h2d(void *ctx, void *dst, const void *src, size_t bytes, void *s) {
+  return in_device(ctx, dst, bytes) ? emul_copy(ctx, dst, src, bytes, s) : MGPU_EINVAL;
+}
+
+static int emul_copy_d2h(void *ctx, void *dst, const void *src, size_t bytes, void *s) {
+  return in_device(ctx, src, bytes) ? emul_copy(ctx, dst, src, bytes, s) : MGPU_EINVAL;
+}
+
+static int emul_copy_d2d(void *ctx, void *dst, const void *src, size_t bytes, void *s) {
+  return in_device(ctx, dst, bytes) && in_device(ctx, src, bytes) ? emul_copy(ctx, dst, src, bytes, s) : MGPU_EINVAL;
+}
+
 static int emul_launch(void *ctx, const mgpu_kernel_t *k, const mgpu_chunk_t *c, void *s) {
   not_under_range_lock("launch");
   MGPU_UNUSED(ctx);
@@ -652,8 +681,8 @@ const mgpu_dev_ops_t mgpu__dev_emul = {
     .host_is_pinned = emul_host_is_pinned,
     .stream_create = emul_stream_create,
     .stream_destroy = emul_stream_destroy,
-    .copy_h2d = emul_copy,
-    .copy_d2h = emul_copy,
+    .copy_h2d = emul_copy_h2d,
+    .copy_d2h = emul_copy_d2h,
     .launch = emul_launch,
     .stream_sync = emul_stream_sync,
     .stream_query = emul_stream_query,
@@ -663,7 +692,7 @@ const mgpu_dev_ops_t mgpu__dev_emul = {
     .event_record = emul_event_record,
     .event_time = emul_event_time,
     .event_query = emul_event_query,
-    .copy_d2d = emul_copy,
+    .copy_d2d = emul_copy_d2d,
     .gate = emul_gate,
     .gate_close = emul_gate_close,
     .abandon = emul_abandon,

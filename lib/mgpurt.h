@@ -605,7 +605,9 @@ MGPU_API mgpu_status_t mgpu_device_alloc(mgpu_runtime_t *rt, int gpu, size_t byt
  * any other pointer, or one freed already). NULL is a no-op. mgpu_finalize
  * frees what is left, with a warning. */
 MGPU_API mgpu_status_t mgpu_device_free(mgpu_runtime_t *rt, int gpu, void *p);
-/** Synchronous copies between host memory and memory of GPU gpu. */
+/** Synchronous copies between host memory and memory of GPU gpu. MGPU_EINVAL
+ * where the device pointer lies in an allocation of mgpu_device_alloc on
+ * another GPU, or the copy runs past that allocation's end. */
 MGPU_API mgpu_status_t mgpu_memcpy_to_device(mgpu_runtime_t *rt, int gpu, void *dst, const void *src, size_t bytes);
 MGPU_API mgpu_status_t mgpu_memcpy_from_device(mgpu_runtime_t *rt, int gpu, void *dst, const void *src, size_t bytes);
 

@@ -121,12 +121,23 @@ START_TEST(test_split_default_and_env) {
   mgpu_array_destroy(a);
   mgpu_finalize(rt);
 
-  /* MGPU_TENSOR_SPLIT with a count that does not fit the GPUs. */
+  /* MGPU_TENSOR_SPLIT with a count that fits no array of the runtime is
+   * refused when it starts, not at the first array. */
   c.cfg.ntensor_split = 4;
   c.cfg.tensor_split[3] = 1;
+  rt = NULL;
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_EINVAL);
+  ck_assert_ptr_null(rt);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "MGPU_TENSOR_SPLIT has 4 entries but the runtime uses 2 GPUs: "
+                                                  "expected 2 (GPUs) or 3 (GPUs, then the host)"));
+  c.cfg.ntensor_split = 2;
+  c.cfg.num_gpus = 0;
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "has 2 entries but the runtime uses 0 GPUs: expected 1 (the host)"));
+  c.cfg.ntensor_split = 1;
   ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
-  ck_assert_int_eq(mgpu_array_create(rt, 10, 4, 0, NULL, &a), MGPU_EINVAL);
-  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "MGPU_TENSOR_SPLIT has 4 entries but the runtime has 2 GPUs"));
+  ck_assert_int_eq(mgpu_array_create(rt, 10, 4, 0, NULL, &a), MGPU_OK);
+  mgpu_array_destroy(a);
   mgpu_finalize(rt);
 }
 END_TEST
@@ -689,6 +700,48 @@ START_TEST(test_device_alloc_freed_at_finalize) {
 }
 END_TEST
 
+/* Copies between the host and device memory stay within the allocation:
+ * one that starts in memory of mgpu_device_alloc but runs past its end, or
+ * names the wrong GPU, is refused with MGPU_EINVAL naming both; on an
+ * emulated device, which is host memory, one past the end of any of its
+ * allocations or into memory freed is refused too, as CUDA refuses it,
+ * instead of writing over the heap. Nothing is copied by a refused call. */
+START_TEST(test_copy_bounds) {
+  mgpu_runtime_t *rt = start(1, 2);
+  if (!rt) return;
+  uint8_t host[4096], back[4096];
+  for (size_t i = 0; i < sizeof host; i++) host[i] = (uint8_t)(i * 7 + 1);
+  void *p, *q;
+  ck_assert_int_eq(mgpu_device_alloc(rt, 0, 1024, &p), MGPU_OK);
+  ck_assert_int_eq(mgpu_device_alloc(rt, 1, 1024, &q), MGPU_OK);
+  ck_assert_int_eq(mgpu_memcpy_to_device(rt, 0, p, host, 1024), MGPU_OK);
+  ck_assert_int_eq(mgpu_memcpy_to_device(rt, 0, p, host + 1024, 4096 - 1024), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_memcpy_to_device: 3072 bytes at dst"));
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "run 2048 bytes past the end of its allocation (1024 bytes at"));
+  ck_assert_int_eq(mgpu_memcpy_to_device(rt, 0, (uint8_t *)p + 1000, host, 25), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "run 1 bytes past the end"));
+  ck_assert_int_eq(mgpu_memcpy_from_device(rt, 0, back, (uint8_t *)p + 1000, 25), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_memcpy_from_device: 25 bytes at src"));
+  ck_assert_int_eq(mgpu_memcpy_to_device(rt, 1, p, host, 16), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "is memory of GPU 0 (mgpu_device_alloc), not of GPU 1"));
+  /* The allocation holds what the first copy put there, all of it. */
+  memset(back, 0, sizeof back);
+  ck_assert_int_eq(mgpu_memcpy_from_device(rt, 0, back + 24, (uint8_t *)p + 24, 1000), MGPU_OK);
+  ck_assert_int_eq(memcmp(back + 24, host + 24, 1000), 0);
+  ck_assert_int_eq(mgpu_device_free(rt, 0, p), MGPU_OK);
+  if (!real_mode()) {
+    /* Memory freed, and host memory, are not the emulated device's. */
+    ck_assert_int_eq(mgpu_memcpy_to_device(rt, 0, p, host, 16), MGPU_EINVAL);
+    ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "GPU 0 failed (invalid argument"));
+    ck_assert_int_eq(mgpu_memcpy_to_device(rt, 1, back, host, 16), MGPU_EINVAL);
+    ck_assert_int_eq(mgpu_memcpy_from_device(rt, 1, back, host, 16), MGPU_EINVAL);
+  }
+  ck_assert_int_eq(mgpu_memcpy_to_device(rt, 1, q, host, 1024), MGPU_OK);
+  ck_assert_int_eq(mgpu_device_free(rt, 1, q), MGPU_OK);
+  mgpu_finalize(rt);
+}
+END_TEST
+
 START_TEST(test_collective_errors) {
   mgpu_runtime_t *rt = start(1, 2);
   if (!rt) return;
@@ -754,6 +807,7 @@ int main(void) {
   tcase_add_test(tc, test_free_waits_for_tasks);
   tcase_add_test(tc, test_collective_errors);
   tcase_add_test(tc, test_device_alloc_freed_at_finalize);
+  tcase_add_test(tc, test_copy_bounds);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   /* On real GPUs, no fork: CUDA does not survive one once started. */

@@ -79,6 +79,8 @@ expect 2 "split has 1 entry, which does not fit --gpus 2" -- env MGPU_EMULATE_GP
 # A policy that leaves no worker is refused when the runtime starts.
 expect 2 "MGPU_SCHED=cpu runs every batch on the CPU workers, and MGPU_NUM_THREADS=0" -- env MGPU_EMULATE_GPUS=1 MGPU_NUM_THREADS=0 "$run" --mode cpu -n 100 --repeat 1
 expect 2 "MGPU_SCHED=gpu runs kernels with a GPU function on GPUs only, and MGPU_NUM_GPUS=0" -- env MGPU_NUM_GPUS=0 "$run" --mode gpu -n 100 --repeat 1
+# Default array shares whose count fits no GPU count are refused when the runtime starts.
+expect 2 "MGPU_TENSOR_SPLIT has 3 entries but the runtime uses 1 GPU: expected 1 (GPUs) or 2" -- env MGPU_EMULATE_GPUS=1 MGPU_NUM_GPUS=1 MGPU_TENSOR_SPLIT=1,1,1 "$run" --mode steal -n 100 --repeat 1
 # A flag and its variable accept the same text (the library's rules: blanks
 # around values and list entries, decimal only, no -0, keywords in any case).
 same() { # same FLAG VARIABLE VALUE [VAR=VALUE...]: --info exits alike with either
