@@ -42,10 +42,13 @@ void mgpu__emul_release_hangs(void) {
   MGPU_UNLOCK(&hang_lock);
 }
 
-static void hang_here(void) {
+/* A device given up keeps its hung streams stopped whatever is released:
+ * what they still hold (copies into buffers its caller has freed since) must
+ * never run. */
+static void hang_here(const _Atomic int *abandoned) {
   MGPU_LOCK(&hang_lock, MGPU_LK_BACKEND);
   uint64_t gen = hang_gen;
-  while (hang_gen == gen) pthread_cond_wait(&hang_cv, &hang_lock);
+  while (hang_gen == gen || atomic_load(abandoned)) pthread_cond_wait(&hang_cv, &hang_lock);
   MGPU_UNLOCK(&hang_lock);
 }
 
@@ -95,6 +98,7 @@ typedef struct emul_dev {
    * the other streams' kernels do not wait for them. */
   struct op *kq_head, *kq_tail;
   _Atomic int gate_shut;   /* gate_close: streams stop at their next gate */
+  _Atomic int abandoned;   /* given up: a hung stream never goes on */
   struct emul_alloc *allocs; /* live allocations, under lock: a device given up keeps them reachable */
 } emul_dev_t;
 
@@ -214,7 +218,7 @@ static void *stream_main(void *arg) {
     } else if (op->kind == OP_HANG) {
       s->waiting = op; /* what a hung stream holds stays reachable from it */
       kq_stream_off(s, true);
-      hang_here();
+      hang_here(&s->dev->abandoned);
       kq_stream_off(s, false);
       s->waiting = NULL;
     } else if (!skip && op->kind == OP_COPY) {
@@ -593,6 +597,7 @@ static void emul_gate_close(void *ctx) {
 /* Its stream threads may wait for good: they are detached, not joined. */
 static void emul_abandon(void *ctx) {
   emul_dev_t *d = ctx;
+  atomic_store(&d->abandoned, 1);
   for (int i = 0; i < d->nstreams; i++) pthread_detach(d->streams[i]->thread);
 }
 

@@ -991,6 +991,31 @@ START_TEST(test_emulated_launch_order) {
 }
 END_TEST
 
+/* A device given up keeps its hung streams stopped though hangs are
+ * released later (a test's mgpu__emul_release_hangs is for every device):
+ * what they hold, such as a copy into a buffer its caller has since freed,
+ * must never run. */
+START_TEST(test_emulated_abandoned_stays_hung) {
+  mgpu__config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.test.emulate_mem = 1 << 20;
+  const mgpu_dev_ops_t *ops = &mgpu__dev_emul;
+  void *ctx, *s, *dev;
+  ck_assert_int_eq(ops->open(0, &cfg, &ctx), 0);
+  ck_assert_int_eq(ops->stream_create(ctx, &s), 0);
+  ck_assert_int_eq(ops->mem_alloc(ctx, 64, &dev), 0);
+  static char src[64] = "written", dst[64];
+  ck_assert_int_eq(ops->hang(ctx, s), 0);
+  ck_assert_int_eq(ops->copy_d2h(ctx, dst, dev, 8, s), 0);
+  ck_assert_int_eq(ops->copy_h2d(ctx, dev, src, 8, s), 0);
+  mgpu_test_sleep(0.05); /* the stream reaches its hang */
+  ops->abandon(ctx);
+  mgpu__emul_release_hangs();
+  mgpu_test_sleep(0.05);
+  ck_assert_int_eq(ops->stream_query(ctx, s), 1); /* still stopped */
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("workers");
   TCase *tc = tcase_create("workers");
@@ -1019,6 +1044,7 @@ int main(void) {
   tcase_add_test(tc, test_hang_chunk);
   tcase_add_test(tc, test_hang_collective);
   tcase_add_test(tc, test_emulated_launch_order);
+  tcase_add_test(tc, test_emulated_abandoned_stays_hung);
   suite_add_tcase(s, tc);
   return mgpu_test_main(s);
 }
