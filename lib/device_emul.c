@@ -148,6 +148,15 @@ static int emul_props(int dev, mgpu_device_info_t *out) {
 
 static int emul_can_peer(int a, int b) { return a != b; }
 
+/* Put a kernel last in its device's launch order (under d->compute). */
+static void kq_append(emul_dev_t *d, op_t *op) {
+  op->in_kq = true;
+  op->kprev = d->kq_tail;
+  if (d->kq_tail) d->kq_tail->knext = op;
+  else d->kq_head = op;
+  d->kq_tail = op;
+}
+
 /* Take a kernel off its device's launch order (under d->compute). */
 static void kq_unlink(emul_dev_t *d, op_t *op) {
   if (!op->in_kq) return;
@@ -156,6 +165,12 @@ static void kq_unlink(emul_dev_t *d, op_t *op) {
   if (op->knext) op->knext->kprev = op->kprev;
   else d->kq_tail = op->kprev;
   op->in_kq = false;
+  pthread_cond_broadcast(&d->engine_cv);
+}
+
+/* The kernel holding the engine lets it go (under d->compute). */
+static void engine_free(emul_dev_t *d) {
+  d->engine_busy = false;
   pthread_cond_broadcast(&d->engine_cv);
 }
 
@@ -236,7 +251,7 @@ static void *stream_main(void *arg) {
         MGPU_UNLOCK(&d->compute);
         double t0 = mgpu__now();
         rc = op->kernel.cpu(&op->chunk);
-        double took = kernel_time(d, op->chunk.count), end;
+        double took = kernel_time(d, op->chunk.count), end = 0;
         MGPU_LOCK(&d->compute, MGPU_LK_BACKEND);
         if (d->overlap) {
           /* Side by side: the launch lasts its own time from its start, and
@@ -245,22 +260,22 @@ static void *stream_main(void *arg) {
           double items = d->speed > 0 ? (double)op->chunk.count / d->speed : 0;
           d->busy_until = (t0 < d->busy_until ? d->busy_until : t0) + items;
           end = MGPU_MAX(t0 + took, d->busy_until);
-          d->engine_busy = false;
-          pthread_cond_broadcast(&d->engine_cv);
-          MGPU_UNLOCK(&d->compute);
-          sleep_until(end);
-        } else {
+        } else if (took > 0) {
           /* A virtual clock of the compute engine: a kernel ends its time
            * after the later of its start and the previous kernel's end, so the
            * host's sleep overshoot does not pile up from kernel to kernel and
            * a device kept busy runs at its declared speed. */
-          if (took > 0) d->busy_until = (t0 < d->busy_until ? d->busy_until : t0) + took;
+          d->busy_until = (t0 < d->busy_until ? d->busy_until : t0) + took;
           end = d->busy_until;
-          MGPU_UNLOCK(&d->compute);
-          if (took > 0) sleep_until(end);
+        }
+        /* One kernel at a time holds the engine until its time is over. */
+        bool hold = !d->overlap;
+        if (!hold) engine_free(d);
+        MGPU_UNLOCK(&d->compute);
+        sleep_until(end);
+        if (hold) {
           MGPU_LOCK(&d->compute, MGPU_LK_BACKEND);
-          d->engine_busy = false;
-          pthread_cond_broadcast(&d->engine_cv);
+          engine_free(d);
           MGPU_UNLOCK(&d->compute);
         }
       }
@@ -566,13 +581,7 @@ static int emul_launch(void *ctx, const mgpu_kernel_t *k, const mgpu_chunk_t *c,
   emul_dev_t *d = st->dev;
   op->stream = st;
   MGPU_LOCK(&d->compute, MGPU_LK_BACKEND);
-  if (!st->kq_off) {
-    op->in_kq = true;
-    op->kprev = d->kq_tail;
-    if (d->kq_tail) d->kq_tail->knext = op;
-    else d->kq_head = op;
-    d->kq_tail = op;
-  }
+  if (!st->kq_off) kq_append(d, op);
   MGPU_UNLOCK(&d->compute);
   return enqueue(s, op);
 }
