@@ -31,7 +31,8 @@ static void close_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c,
   } else if (busy_s > 0 && !atomic_load(&b->failed)) {
     /* A GPU's host thread teaches its model itself (gpu_chunk.c), since a
      * chunk's device time is known only once the chunks around it ended. */
-    if (w->kind == MGPU_WORKER_CPU) mgpu__model_update(b->model, w->id, c->count, busy_s, busy_s, false, 0);
+    if (w->kind == MGPU_WORKER_CPU)
+      mgpu__model_update(b->model, w->id, &(mgpu__sample_t){.items = (double)c->count, .secs = busy_s});
     if (b->prof_sums && w->kind == MGPU_WORKER_GPU) {
       double *row = b->prof_sums + (size_t)(w->id - rt->ncpu) * 2 * MGPU_PROF_BINS;
       mgpu__prof_add(row, row + MGPU_PROF_BINS, b->desc.n, c->first, c->count, busy_s);

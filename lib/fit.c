@@ -54,19 +54,21 @@ static void solve(mgpu__fit_t *f) {
 }
 
 /* The rate at the largest size seen against the size class below it: a
- * rate still rising with the size keeps the chunks growing. The rates are
- * each chunk's own, r = n / its span (from its own start to its end): the
- * device time it is credited with hides the part it ran beside the chunk
- * before it, and a chunk that grew out of a smaller one would look faster by
- * that part alone. A chunk claimed while they grew that ends after they
- * stopped opens the growth again only at MGPU_FIT_REOPEN times the rate
- * below it. `alone`: a chunk alone past the largest size class, judged
- * against the class below's rate among others (q, n / its device time),
+ * rate still rising with the size keeps the chunks growing. A sample of
+ * `items` counts in the class of its largest launch, n (mgpu__fit_sample).
+ * The rates are each sample's own, r = items / its span (from its own start
+ * to its end): the device time it is credited with hides the part it ran
+ * beside the chunk before it, and a chunk that grew out of a smaller one
+ * would look faster by that part alone. A chunk claimed while they grew
+ * that ends after they stopped opens the growth again only at
+ * MGPU_FIT_REOPEN times the rate below it. `alone`: a chunk alone past the
+ * largest size class, judged against the class below's rate among others
+ * (q, items / its device time),
  * since the question there is whether one chunk beats smaller ones
  * overlapped. `lone`: the chunk ran with nothing else in flight. A rise from
  * a class of lone chunks does not measure the knee: a lone launch too small
  * to fill the device is slower than the same chunks in flight together. */
-static void size_class(mgpu__fit_t *f, double n, double r, double q, bool alone, bool lone) {
+static void size_class(mgpu__fit_t *f, double n, double items, double r, double q, bool alone, bool lone) {
   double rise = MGPU_FIT_RISE;
   if (n > MGPU_FIT_SIZE_CLASS * f->nmax) {
     bool known = mgpu__fit_known(f);
@@ -114,8 +116,8 @@ static void size_class(mgpu__fit_t *f, double n, double r, double q, bool alone,
         f->trial_items = f->trial_secs = 0;
       }
       if (++f->trial_n > MGPU_FIT_TRIAL_SKIP) {
-        f->trial_items += n;
-        f->trial_secs += n / q;
+        f->trial_items += items;
+        f->trial_secs += items / q;
       }
       if (f->trial_n >= MGPU_FIT_TRIAL_SKIP + MGPU_FIT_TRIAL_CHUNKS) {
         double rate = f->trial_items / f->trial_secs;
@@ -142,9 +144,9 @@ static void size_class(mgpu__fit_t *f, double n, double r, double q, bool alone,
  * whose sizes only whole batches judge. */
 static bool classes(const mgpu__fit_t *f) { return (f->bt_dir == 0 || f->bt_dir == 2) && f->floor == 0; }
 
-/* Learn a chunk of n items that took t seconds of the worker, `span` from
- * its own start. */
-static void add(mgpu__fit_t *f, double n, double t, double span, bool lone) {
+/* Learn a sample of n items, launches of at most `launch`, that took t
+ * seconds of the worker, `span` from its first chunk's own start. */
+static void add(mgpu__fit_t *f, double n, double launch, double t, double span, bool lone) {
   if (!(n > 0) || !(t > 0)) return;
   /* Relative error: a chunk weighs by 1 / t^2, with t its predicted time
    * once there is a prediction, so that a chunk's own noise does not set its
@@ -168,13 +170,16 @@ static void add(mgpu__fit_t *f, double n, double t, double span, bool lone) {
   f->items = f->items * k + n;
   f->secs = f->secs * k + tp;
   f->samples++;
-  if (classes(f)) size_class(f, n, n / MGPU_MAX(span, t), n / t, false, lone);
+  if (classes(f)) size_class(f, launch, n, n / MGPU_MAX(span, t), n / t, false, lone);
   solve(f);
 }
 
-void mgpu__fit_add(mgpu__fit_t *f, double n, double t) { add(f, n, t, t, false); }
+void mgpu__fit_add(mgpu__fit_t *f, double n, double t) { add(f, n, n, t, t, false); }
 
-void mgpu__fit_sample(mgpu__fit_t *f, double n, double t, double span, bool isolated) {
+void mgpu__fit_sample(mgpu__fit_t *f, const mgpu__sample_t *s) {
+  double n = s->items, t = s->secs, span = s->span > 0 ? s->span : t;
+  double launch = s->launch > 0 ? MGPU_MIN(s->launch, n) : n;
+  bool isolated = s->isolated;
   if (!(n > 0) || !(t > 0)) return;
   f->piped = f->piped * MGPU_MODEL_DECAY + (isolated ? 0 : 1);
   if (isolated && f->piped >= MGPU_FIT_PIPED_MIN) {
@@ -185,11 +190,11 @@ void mgpu__fit_sample(mgpu__fit_t *f, double n, double t, double span, bool isol
      * batch with nothing to overlap its copies. Its rate, fill included,
      * against the smaller chunks' rate among others: no faster, and the
      * growth ends. */
-    if (!mgpu__fit_known(f) && n > MGPU_FIT_SIZE_CLASS * f->nmax && classes(f))
-      size_class(f, n, n / t, n / t, true, true);
+    if (!mgpu__fit_known(f) && launch > MGPU_FIT_SIZE_CLASS * f->nmax && classes(f))
+      size_class(f, launch, n, n / t, n / t, true, true);
     return;
   }
-  add(f, n, t, span, isolated);
+  add(f, n, launch, t, span, isolated);
 }
 
 double mgpu__fit_time(const mgpu__fit_t *f, double n) { return f->a + f->c * n; }

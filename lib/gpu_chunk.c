@@ -218,9 +218,11 @@ void mgpu__gpu_on_failure(mgpu__gpu_t *gp, mgpu__slot_t *s, int rc, const char *
 
 /* Teach the model the sample held, if any. */
 static void learn_flush(mgpu__gpu_t *gp) {
-  if (gp->held_model && gp->held_s > 0)
-    mgpu__model_update(gp->held_model, gp->w->id, (size_t)(gp->held_items + 0.5), gp->held_s, gp->held_span,
-                       gp->held_alone, gp->held_tag);
+  if (gp->held_model && gp->held_s > 0) {
+    mgpu__sample_t smp = {.items = gp->held_items, .launch = gp->held_launch, .secs = gp->held_s,
+                          .span = gp->held_span, .isolated = gp->held_alone, .tag = gp->held_tag};
+    mgpu__model_update(gp->held_model, gp->w->id, &smp);
+  }
   gp->held_model = NULL;
 }
 
@@ -231,8 +233,9 @@ static void learn_flush(mgpu__gpu_t *gp) {
  * kernels) end together: the later one is credited only the moment between
  * their ends, far faster than the held one's rate, and learnt alone it would
  * make its items look nearly free, batch after batch. Together they are what
- * the device did in that time. A chunk queued behind the held one runs at
- * about its rate and keeps a sample of its own. In a batch with a cost
+ * the device did in that time, at the size of the largest of them. A chunk
+ * queued behind the held one runs at about its rate and keeps a sample of
+ * its own. In a batch with a cost
  * profile a GPU counts in items of average cost, as it sizes its chunks. */
 static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, double span, bool inside, bool alone) {
   const mgpu__claim_t *c = &s->claim;
@@ -244,6 +247,7 @@ static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, double sp
       mgpu__log(MGPU_LOG_DEBUG, "model of '%s', worker %d: %.0f items in %.3g s ran beside the %.0f items before "
                 "them (%.3g s): learnt with them", b->kernel.name, gp->w->id, items, busy, gp->held_items, gp->held_s);
     gp->held_items += items;
+    gp->held_launch = MGPU_MAX(gp->held_launch, items);
     if (!inside) gp->held_s += busy;
     return;
   }
@@ -251,6 +255,7 @@ static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, double sp
   gp->held_model = b->model;
   gp->held_tag = b->id + 1;
   gp->held_items = items;
+  gp->held_launch = items;
   gp->held_s = busy;
   gp->held_span = span;
   gp->held_alone = alone;

@@ -1128,14 +1128,26 @@ size_t mgpu__rank_steal_share(const mgpu__rank_steal_view_t *v);
 /* ----------------------------------------------------------------- fit.c */
 /* Learn a chunk of n items that took t seconds. */
 void mgpu__fit_add(mgpu__fit_t *f, double n, double t);
-/* A GPU's chunk of n items in t seconds (its device time, from when the
- * chunk before it ended), `span` from its own start, `isolated` when the device had
- * nothing else in flight as it started: then its time holds the fill of the
- * pipeline (copies in, the kernel, copies out one after the other), which a
- * chunk among others in flight does not pay, and it is learnt only where the
+/* A timing a worker learns from: one chunk, or a GPU's chunks that ran
+ * beside one another, taken together (gpu_chunk.c). */
+typedef struct {
+  double items;  /* its items (of average cost, under a cost profile) */
+  double launch; /* its largest chunk, the size it tells the growth about (0: items) */
+  double secs;   /* the worker's time: a GPU's device time, from when the chunk before it ended */
+  double span;   /* from its first chunk's own start (0: secs) */
+  bool isolated; /* the device had nothing else in flight as it started */
+  uint64_t tag;  /* its first chunk's batch: id + 1 (0: none, a CPU worker's) */
+} mgpu__sample_t;
+/* A GPU's sample: an isolated one's time holds the fill of the pipeline
+ * (copies in, the kernel, copies out one after the other), which a chunk
+ * among others in flight does not pay, and it is learnt only where the
  * worker's chunks run alone; elsewhere it only judges whether the chunks
- * still grow, where it is past the largest size learnt. */
-void mgpu__fit_sample(mgpu__fit_t *f, double n, double t, double span, bool isolated);
+ * still grow, where it is past the largest size learnt. The size classes
+ * that judge the growth are of single launches: chunks that ran side by
+ * side, or ended out of order, are as fast together as their launches' size
+ * makes them, and judged as one launch of their total they would tell of a
+ * size never launched. */
+void mgpu__fit_sample(mgpu__fit_t *f, const mgpu__sample_t *s);
 /* A GPU is about to claim from batch `tag` (its id + 1) of n items: where
  * that is a new batch, the batch before it is judged. A floor trial compares
  * whole batches, which hold the same items in the same places: items that
@@ -1282,12 +1294,9 @@ void mgpu__model_free(mgpu__model_t *m);
 /* Whether kernel a and b are one kernel: same functions, shapes and name (a
  * kernel struct rebuilt per call keeps its history). */
 bool mgpu__model_same_kernel(const mgpu_kernel_t *a, const mgpu_kernel_t *b);
-/* Learn from a chunk of worker w (its own thread): `items` in `seconds`
- * (`span` from its own start, for a GPU; else `seconds`), of the batch
- * `tag` (its id + 1; 0 for a CPU worker);
- * publishes the worker's speed, latency and whether its fit is known. */
-void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, double span, bool isolated,
-                        uint64_t tag);
+/* Learn from a sample of worker w (its own thread); publishes the worker's
+ * speed, latency and whether its fit is known. */
+void mgpu__model_update(mgpu__model_t *m, int w, const mgpu__sample_t *s);
 /* Worker w (its own thread) is about to claim for kernel m from the batch
  * `tag` (its id + 1) of batch_n items: the items of its next chunk before
  * the end of its range (mgpu__fit_chunk), remembered for the speed it
@@ -1579,6 +1588,7 @@ struct mgpu__gpu {
   mgpu__model_t *held_model;  /* NULL: none held */
   uint64_t held_tag;          /* its first chunk's batch: id + 1 */
   double held_items, held_s, held_span;
+  double held_launch;         /* its largest chunk's items */
   bool held_alone;            /* its chunk started with nothing else in flight */
   double epoch_host;          /* host clock at the device's time 0 (open) */
   bool timed;                 /* the back end has timing events */

@@ -75,22 +75,23 @@ static void publish(mgpu__model_t *m, int w) {
   atomic_store_explicit(&m->mean_secs[w], f->secs, memory_order_relaxed);
 }
 
-void mgpu__model_update(mgpu__model_t *m, int w, size_t items, double seconds, double span, bool isolated,
-                        uint64_t tag) {
-  if (seconds <= 0 || items == 0) return;
+void mgpu__model_update(mgpu__model_t *m, int w, const mgpu__sample_t *s) {
+  double items = s->items, seconds = s->secs;
+  if (!(seconds > 0) || !(items > 0)) return;
   mgpu__fit_t *f = &m->fit[w];
-  mgpu__fit_batch_time(f, tag, (double)items, seconds);
-  mgpu__fit_sample(f, (double)items, seconds, span, isolated);
+  mgpu__fit_batch_time(f, s->tag, items, seconds);
+  mgpu__fit_sample(f, s);
   atomic_fetch_add_explicit(&m->samples[w], 1, memory_order_relaxed);
   publish(m, w);
   mgpu__log(MGPU_LOG_DEBUG,
-            "model of '%s', worker %d: %zu items in %.3g s%s; fit a %.3g s + %.3g s/item, saturating at %.3g items, "
-            "%s, next chunk %zu",
-            m->key.name ? m->key.name : "", w, items, seconds, isolated ? " (alone)" : "", f->a, f->c,
-            mgpu__fit_sat(f), mgpu__fit_known(f) ? "saturated" : "growing", f->planned);
+            "model of '%s', worker %d: %.0f items (largest chunk %.0f) in %.3g s%s; fit a %.3g s + %.3g s/item, "
+            "saturating at %.3g items, %s, next chunk %zu",
+            m->key.name ? m->key.name : "", w, items, s->launch > 0 ? s->launch : items, seconds,
+            s->isolated ? " (alone)" : "", f->a, f->c, mgpu__fit_sat(f), mgpu__fit_known(f) ? "saturated" : "growing",
+            f->planned);
   /* The slowest rate seen, drifting back up slowly: items of one kernel can
    * differ in cost, and a slow thief plans with its worst case. */
-  double rate = (double)items / seconds, slow = atomic_load_explicit(&m->slow[w], memory_order_relaxed);
+  double rate = items / seconds, slow = atomic_load_explicit(&m->slow[w], memory_order_relaxed);
   slow = (slow == 0 || rate < slow) ? rate : slow + MGPU_SLOW_DRIFT * (rate - slow);
   atomic_store_explicit(&m->slow[w], slow, memory_order_relaxed);
 }

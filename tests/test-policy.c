@@ -17,7 +17,14 @@ static double dev_time(double a, double c, double n) { return a + c * n; }
 /* Chunks of growing sizes on an exact line: the fit finds the line, and
  * the saturating size is where latency is a tenth of the time. */
 /* A chunk whose span is its device time (alone, or one after another). */
-static void sample(mgpu__fit_t *f, double n, double t, bool isolated) { mgpu__fit_sample(f, n, t, t, isolated); }
+static void sample(mgpu__fit_t *f, double n, double t, bool isolated) {
+  mgpu__fit_sample(f, &(mgpu__sample_t){.items = n, .secs = t, .isolated = isolated});
+}
+
+/* A sample `span` from its own start: among others, its device time is less. */
+static void sample_span(mgpu__fit_t *f, double n, double t, double span, bool isolated) {
+  mgpu__fit_sample(f, &(mgpu__sample_t){.items = n, .secs = t, .span = span, .isolated = isolated});
+}
 
 /* The start of a growth: chunks of n1 and n2 claimed, n1 learnt alone in
  * t1, n3 claimed while n2 runs, then n2 learnt alone in t2. */
@@ -282,14 +289,68 @@ START_TEST(test_fit_span_growth) {
     mgpu__fit_t f = {0};
     grow_alone(&f, 1231378, 0.00333, 4925512, 0.0104, 19702048);
     ck_assert(!mgpu__fit_known(&f));
-    mgpu__fit_sample(&f, 19702048, 0.0362, spans ? 0.043 : 0.0362, false);
-    mgpu__fit_sample(&f, 7396297, 0.00427, spans ? 0.0104 : 0.00427, false);
+    sample_span(&f, 19702048, 0.0362, spans ? 0.043 : 0.0362, false);
+    sample_span(&f, 7396297, 0.00427, spans ? 0.0104 : 0.00427, false);
     size_t n = mgpu__fit_chunk(&f, 1e6, 2e-3, range, true);
     if (spans) {
       ck_assert(mgpu__fit_known(&f));
       ck_assert_uint_le(n, range / 4);
     } else {
       ck_assert_uint_eq(n, range);
+    }
+  }
+}
+END_TEST
+
+/* Chunks that ended out of order on a latency-bound device (the emulated
+ * one of test-sched's test_latency_bound_gpu_only, 6 ms a launch of up to
+ * 4,096 items, when its stream threads ran launches out of order; three in
+ * flight, the batch 16,384 items). The GPU's host thread retires its chunks
+ * in launch order and joins those that ended within the held one's time
+ * (gpu_chunk.c): the third launch of 4,096 ran before the second, so the
+ * second's time held both, and the two joined into "8,192 items in 14.4 ms
+ * of device time, 21.4 ms by span". Judged as one launch of 8,192 that is no
+ * faster than the lone 4,096 before it, and the growth stopped at 4,096 (the
+ * next batch in four launches); judged as what it is, launches of 4,096,
+ * it leaves the size that a launch of 8,192 or more would run at untried, and
+ * the chunks grow. The claims and samples are the run's, in its order. */
+START_TEST(test_fit_joined_launches) {
+  for (int by_launch = 0; by_launch < 2; by_launch++) {
+    mgpu__fit_t f = {0};
+    /* One step of the run: a claim (0: none) or a sample (items, largest
+     * chunk, device time, span, isolated). */
+    static const struct { size_t claim; double items, launch, t, span; bool alone; } run[] = {
+        {.claim = 1}, {.claim = 4}, {.claim = 16},
+        {0, 1, 1, 0.006196, 0.006196, true}, {.claim = 16},
+        {0, 4, 4, 0.006151, 0.01233, false}, {.claim = 16},
+        {0, 16, 16, 0.006148, 0.01847, false}, {.claim = 64},
+        {0, 16, 16, 0.006152, 0.01832, false}, {.claim = 256},
+        {0, 16, 16, 0.006177, 0.01838, false}, {.claim = 256},
+        {0, 64, 64, 0.006162, 0.01843, false}, {.claim = 1024},
+        {0, 256, 256, 0.006119, 0.01835, false}, {.claim = 4096}, {.claim = 4096}, {.claim = 4096},
+        {0, 1536, 1024, 0.0185, 0.03066, false}, {.claim = 2187},
+        {0, 4096, 4096, 0.007198, 0.00718, true},
+        {0, 8192, 4096, 0.01439, 0.02144, false},
+        {0, 2187, 2187, 0.007179, 0.02141, false},
+    };
+    for (size_t i = 0; i < sizeof run / sizeof run[0]; i++) {
+      if (run[i].claim) {
+        mgpu__fit_claimed(&f, run[i].claim);
+        continue;
+      }
+      mgpu__sample_t smp = {.items = run[i].items, .launch = by_launch ? run[i].launch : 0, .secs = run[i].t,
+                            .span = run[i].span, .isolated = run[i].alone};
+      mgpu__fit_sample(&f, &smp);
+    }
+    size_t n = mgpu__fit_chunk(&f, 1e3, 2e-3, 16384, true);
+    printf("joined launches judged as %s: %s, next chunk %zu\n", by_launch ? "their largest" : "one of their total",
+           mgpu__fit_known(&f) ? "saturated" : "growing", n);
+    if (by_launch) {
+      ck_assert(!mgpu__fit_known(&f));
+      ck_assert_uint_gt(n, 4096);
+    } else {
+      ck_assert(mgpu__fit_known(&f));
+      ck_assert_uint_eq(n, 4096);
     }
   }
 }
@@ -323,7 +384,7 @@ START_TEST(test_fit_probe_past_knee) {
   mgpu__fit_claimed(&f, 8246107);
   sample(&f, 8246107, 0.0175, true);
   mgpu__fit_claimed(&f, 32984428);
-  mgpu__fit_sample(&f, 24916701, 0.0459, 0.050, false);
+  sample_span(&f, 24916701, 0.0459, 0.050, false);
   ck_assert(mgpu__fit_known(&f));
   ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e6, 2e-3, SIZE_MAX, true), 8246107 / (size_t)MGPU_FIT_GROWTH);
   size_t n = settle_below(&f, 0, 1.1e-9, 12);
@@ -371,7 +432,7 @@ static size_t lone_rise(double fill, double lat, double overlap, int batches, in
       left -= n;
       ++*last_chunks;
       double t = (first ? fill : lat) + (double)n / rate;
-      mgpu__fit_sample(&f, (double)n, t, first ? t : overlap * t, first);
+      sample_span(&f, (double)n, t, first ? t : overlap * t, first);
     }
   }
   return mgpu__fit_chunk(&f, 1e6, 2e-3, SIZE_MAX, true);
@@ -428,7 +489,7 @@ START_TEST(test_fit_scattered_latency) {
   mgpu__fit_claimed(&f, 8386731);
   sample(&f, 8386731, 0.0177, true);
   mgpu__fit_claimed(&f, 33546924);
-  mgpu__fit_sample(&f, 24826709, 0.0453, 0.050, false);
+  sample_span(&f, 24826709, 0.0453, 0.050, false);
   sample(&f, 19880547, 0.0417, true);
   sample(&f, 13399961, 0.00929, false);
   sample(&f, 8386731, 0.0178, true);
@@ -515,7 +576,7 @@ static double div_batch(div_dev_t *d, int *chunks, int *judged) {
                 (pos + k > d->n - d->cheap ? pos + k - MGPU_MAX(pos, d->n - d->cheap) : 0);
     double t = ((double)lo * d->lo + (double)(k - lo) * d->hi) * (d->fill > (double)k ? sqrt(d->fill / (double)k) : 1);
     mgpu__fit_batch_time(&d->f, d->batch + 1, (double)k, t);
-    mgpu__fit_sample(&d->f, (double)k, t, t, false);
+    sample_span(&d->f, (double)k, t, t, false);
     total += t;
     pos += k;
     ++*chunks;
@@ -1174,6 +1235,7 @@ int main(void) {
   tcase_add_test(tc, test_fit_whole_batch_alone);
   tcase_add_test(tc, test_fit_stale_growth);
   tcase_add_test(tc, test_fit_span_growth);
+  tcase_add_test(tc, test_fit_joined_launches);
   tcase_add_test(tc, test_fit_probe_past_knee);
   tcase_add_test(tc, test_fit_scattered_latency);
   tcase_add_test(tc, test_fit_knee_stays);

@@ -403,17 +403,54 @@ START_TEST(test_overlapped_launches) {
     double t = run_sleep(rt, n, 0, ws, 2, NULL);
     MGPU_LOCK(&rt->lock, MGPU_LK_RT);
     const mgpu__fit_t *f = &mgpu__model_get(rt, &sleep_kernel)->fit[1];
-    double a = f->a, pred = mgpu__fit_time(f, (double)n);
+    double a = f->a, pred = mgpu__fit_time(f, (double)n), nmax = f->nmax;
+    size_t claimed = f->claimed;
     MGPU_UNLOCK(&rt->lock);
     printf("overlapped launches, batch %d: %.4f s in %llu launches; the GPU's fit %.4f s + %.3g s/item, %.4f s for "
-           "the batch\n",
-           b, t, (unsigned long long)ws[1].chunks, a, f->c, pred);
+           "the batch; largest size class %.0f, largest claim %zu\n",
+           b, t, (unsigned long long)ws[1].chunks, a, f->c, pred, nmax, claimed);
     ck_assert_uint_eq(ws[1].items, n);
     /* The first batch's launches grow from a probe, side by side. */
     if (b < 2 || !mgpu_test_timing()) continue;
     ck_assert_msg(a >= 0.5 * launch, "batch %d: the fit's latency is %.4f s, a launch %.4f s", b, a, launch);
     ck_assert_msg(pred >= 0.8 * t && pred <= 1.25 * t, "batch %d: the fit gives the batch %.4f s, it took %.4f s", b,
                   pred, t);
+  }
+  mgpu_finalize(rt);
+}
+END_TEST
+
+/* Launches side by side at MGPU_MAX_BATCH_SIZE (256 items, four streams, a
+ * launch 20 ms): the GPU's host thread joins each launch to those it ran
+ * beside into one sample (gpu_chunk.c), which tells the growth of launches
+ * of the largest of them, not of one launch of their total: no size class
+ * is larger than a launch. */
+START_TEST(test_joined_launch_sizes) {
+  mgpu_test_config_t cfg = mgpu_test_config(1, 1);
+  cfg.cfg.sched = MGPU_SCHED_GPU;
+  cfg.cfg.streams_per_gpu = 4;
+  cfg.cfg.max_batch_size = 256;
+  cfg.test.emulate_overlap = 1;
+  cfg.test.emulate_latency = 20e-3;
+  cfg.test.emulate_speed = 1e6;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+  const size_t n = 4096;
+  mgpu_worker_stats_t ws[2];
+  for (int b = 0; b < 3; b++) {
+    double t = run_sleep(rt, n, 0, ws, 2, NULL);
+    MGPU_LOCK(&rt->lock, MGPU_LK_RT);
+    const mgpu__fit_t *f = &mgpu__model_get(rt, &sleep_kernel)->fit[1];
+    double nmax = f->nmax;
+    size_t claimed = f->claimed;
+    MGPU_UNLOCK(&rt->lock);
+    printf("launches side by side at the cap, batch %d: %.4f s in %llu launches; largest size class %.0f, largest "
+           "launch %zu\n",
+           b, t, (unsigned long long)ws[1].chunks, nmax, claimed);
+    ck_assert_uint_eq(ws[1].items, n);
+    ck_assert_uint_le(claimed, 256);
+    ck_assert_msg(nmax <= (double)claimed, "batch %d: a size class of %.0f items, the largest launch %zu", b, nmax,
+                  claimed);
   }
   mgpu_finalize(rt);
 }
@@ -1210,6 +1247,7 @@ int main(void) {
   tcase_add_test(tc, test_one_item_batch);
   tcase_add_test(tc, test_no_probe_on_short_batches);
   tcase_add_test(tc, test_overlapped_launches);
+  tcase_add_test(tc, test_joined_launch_sizes);
   tcase_add_test(tc, test_cpus_sit_out);
   tcase_add_test(tc, test_reserve_workers);
   tcase_add_test(tc, test_reserve_gpus_out);
