@@ -104,6 +104,14 @@ static mgpu_status_t start(mgpu_runtime_t **rt, const MPI_Comm *comm, double tim
   return mgpu__dist_init(&cfg, &t, rt);
 }
 
+/* start() for a scenario that needs the runtime: false, with a failed
+ * check, where mgpu_init failed. */
+static bool started(mgpu_runtime_t **rt, double timeout) {
+  if (start(rt, NULL, timeout) == MGPU_OK) return true;
+  check(false, "mgpu_init: %s", mgpu_last_error());
+  return false;
+}
+
 typedef struct {
   size_t n;
   double *x, *y;
@@ -197,9 +205,7 @@ static void scenario_batch(int argc, char **argv) {
   int slow = argc > 2 ? atoi(argv[2]) : -1;
   size_t n = argc > 3 ? (size_t)atoll(argv[3]) : 200000;
   mgpu_runtime_t *rt;
-  mgpu_status_t st = start(&rt, NULL, -1);
-  check(st == MGPU_OK, "mgpu_init: %s", mgpu_last_error());
-  if (st != MGPU_OK) return;
+  if (!started(&rt, -1)) return;
   check(mgpu_num_ranks(rt) == nranks && mgpu_rank(rt) == rank, "mgpu_num_ranks %d, mgpu_rank %d", mgpu_num_ranks(rt),
         mgpu_rank(rt));
   arrays_t a;
@@ -213,7 +219,7 @@ static void scenario_batch(int argc, char **argv) {
     s.rank = rs;
     s.rank_cap = nranks;
     double t0 = now();
-    st = mgpu_run(rt, &b, &s);
+    mgpu_status_t st = mgpu_run(rt, &b, &s);
     double t = now() - t0;
     check(st == MGPU_OK, "%s: mgpu_run: %s", what, mgpu_last_error());
     check_once(&a, what);
@@ -246,10 +252,7 @@ static void scenario_batch(int argc, char **argv) {
  * those are read. */
 static void scenario_plan(void) {
   mgpu_runtime_t *rt;
-  if (start(&rt, NULL, -1) != MGPU_OK) {
-    check(false, "mgpu_init: %s", mgpu_last_error());
-    return;
-  }
+  if (!started(&rt, -1)) return;
   arrays_t a;
   arrays(&a, 100000);
   mgpu_rank_stats_t *rs = calloc((size_t)nranks, sizeof *rs);
@@ -281,10 +284,7 @@ static void scenario_plan(void) {
  * rank, and the runtime still runs the next good batch. */
 static void scenario_mismatch(void) {
   mgpu_runtime_t *rt;
-  if (start(&rt, NULL, 20) != MGPU_OK) {
-    check(false, "mgpu_init: %s", mgpu_last_error());
-    return;
-  }
+  if (!started(&rt, 20)) return;
   arrays_t a;
   arrays(&a, 20000);
   struct {
@@ -316,10 +316,7 @@ static void scenario_mismatch(void) {
 /* The ranks make different calls: both refuse, naming the calls. */
 static void scenario_calls(void) {
   mgpu_runtime_t *rt;
-  if (start(&rt, NULL, 20) != MGPU_OK) {
-    check(false, "mgpu_init: %s", mgpu_last_error());
-    return;
-  }
+  if (!started(&rt, 20)) return;
   arrays_t a;
   arrays(&a, 1000);
   mgpu_batch_t b = batch_of(&a, &lin);
@@ -337,10 +334,7 @@ static void scenario_calls(void) {
 static void scenario_fail(void) {
   mgpu_runtime_t *rt;
   cfg_threads = 1, cfg_gpus = 0;
-  if (start(&rt, NULL, 20) != MGPU_OK) {
-    check(false, "mgpu_init: %s", mgpu_last_error());
-    return;
-  }
+  if (!started(&rt, 20)) return;
   arrays_t a;
   arrays(&a, 400000);
   mgpu_batch_t b = batch_of(&a, &lin);
@@ -375,10 +369,7 @@ static void scenario_fail(void) {
 /* mgpu_event_cancel on rank 0 ends the batch on every rank. */
 static void scenario_cancel(void) {
   mgpu_runtime_t *rt;
-  if (start(&rt, NULL, 20) != MGPU_OK) {
-    check(false, "mgpu_init: %s", mgpu_last_error());
-    return;
-  }
+  if (!started(&rt, 20)) return;
   arrays_t a;
   arrays(&a, 2000000); /* seconds of work at the test's speeds */
   mgpu_batch_t b = batch_of(&a, &lin);
@@ -402,10 +393,7 @@ static void scenario_cancel(void) {
 static void scenario_cancel_fail(void) {
   mgpu_runtime_t *rt;
   cfg_threads = 1, cfg_gpus = 0;
-  if (start(&rt, NULL, 20) != MGPU_OK) {
-    check(false, "mgpu_init: %s", mgpu_last_error());
-    return;
-  }
+  if (!started(&rt, 20)) return;
   arrays_t a;
   arrays(&a, 400000);
   mgpu_batch_t b = batch_of(&a, &lin);
@@ -444,10 +432,7 @@ enum { TAG_ANSWERED = 71 }; /* rank 0 to rank 1 in scenario_lost */
 static void scenario_lost(int argc, char **argv) {
   bool kill_it = argc > 2 && !strcmp(argv[2], "kill");
   mgpu_runtime_t *rt;
-  if (start(&rt, NULL, 3) != MGPU_OK) {
-    check(false, "mgpu_init: %s", mgpu_last_error());
-    return;
-  }
+  if (!started(&rt, 3)) return;
   arrays_t a;
   arrays(&a, 2000000);
   mgpu_batch_t b = batch_of(&a, &lin);
@@ -557,10 +542,7 @@ static void scenario_comm(void) {
 static void scenario_single(void) {
   mgpu_runtime_t *rt;
   if (nranks > 1) cfg_mpi = 0;
-  if (start(&rt, NULL, -1) != MGPU_OK) {
-    check(false, "mgpu_init: %s", mgpu_last_error());
-    return;
-  }
+  if (!started(&rt, -1)) return;
   check(mgpu_num_ranks(rt) == 1 && mgpu_rank(rt) == 0 && rt->dist == NULL, "one rank: mgpu_num_ranks %d",
         mgpu_num_ranks(rt));
   arrays_t a;
@@ -585,10 +567,7 @@ static void scenario_coll(void) {
   cfg_threads = 1;
   cfg_gpus = rank % 3 == 2 ? 0 : rank % 2 + 1;
   mgpu_runtime_t *rt;
-  if (start(&rt, NULL, 20) != MGPU_OK) {
-    check(false, "mgpu_init: %s", mgpu_last_error());
-    return;
-  }
+  if (!started(&rt, 20)) return;
   int ng = mgpu_num_gpus(rt), base = 0, total = 0;
   MPI_Exscan(&ng, &base, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (rank == 0) base = 0;
@@ -674,10 +653,7 @@ static void scenario_array(void) {
   cfg_threads = 1;
   cfg_gpus = rank % 2 + 1;
   mgpu_runtime_t *rt;
-  if (start(&rt, NULL, 20) != MGPU_OK) {
-    check(false, "mgpu_init: %s", mgpu_last_error());
-    return;
-  }
+  if (!started(&rt, 20)) return;
   const size_t n = 10007;
   arrays_t h;
   arrays(&h, n); /* full-size host arrays and the counts of the kernel's calls */
