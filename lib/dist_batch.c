@@ -163,7 +163,7 @@ static void split(int size, size_t n, double *rate, double *lat, size_t *share) 
     if (rate[r] > 0) sum += rate[r], known++;
   for (int r = 0; r < size; r++)
     if (!(rate[r] > 0)) rate[r] = known ? sum / known : 1, lat[r] = 0;
-  mgpu__split(rate, lat, size, n, share);
+  mgpu__split(rate, lat, NULL, size, n, share);
 }
 
 /* A rank's record of the batch in user (checked on this rank: chk), and its model. */

@@ -667,6 +667,7 @@ typedef struct mgpu__model {
    * (mgpu__fit_known, or MGPU_FIT_TRUST_AFTER chunks learnt). */
   _Atomic double *speed;
   _Atomic double *latency;
+  _Atomic double *peak;     /* items/s its chunks' items add past their latency: 1 / c (0: none) */
   _Atomic int *known;
   _Atomic double *reach;    /* the largest chunk size learnt (items) */
   _Atomic uint64_t *samples;
@@ -1071,6 +1072,10 @@ double mgpu__worker_speed(const mgpu__batch_t *b, int w);
 /* Seconds of latency worker w's chunks of b's kernel have (the CPU team's
  * mean for a CPU worker; 0 before measurements). */
 double mgpu__worker_latency(const mgpu__batch_t *b, int w);
+/* The items/s a GPU's chunk of b's kernel adds past its latency (1 / c of
+ * its fit), where its speed is its own fit's; else 0: its time for s items
+ * is then taken as latency + s / speed (mgpu__share_time). */
+double mgpu__worker_peak(const mgpu__batch_t *b, int w);
 /* The runtime's model of kernel k, made on first use. Under rt->lock. */
 mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k);
 void mgpu__models_free(mgpu_runtime_t *rt);
@@ -1081,10 +1086,18 @@ double mgpu__cpu_item_s(const mgpu__batch_t *b);
 void mgpu__gpu_groups(const mgpu_runtime_t *rt, int *group);
 
 /* --------------------------------------------------------------- split.c */
+/* A worker's seconds for s items: latency + s / speed; with a peak (> speed,
+ * the items/s its chunks' items add past their latency), speed being its
+ * rate at the size of its chunks, latency included, the slower of
+ * latency + s / peak (the items within one chunk) and s / speed (chunks one
+ * after another, each with its latency): counting the latency on top of a
+ * rate that holds it already would count it twice. */
+double mgpu__share_time(double speed, double latency, double peak, double s);
 /* Shares of `items` for n workers that finish them together: worker i
- * takes latency[i] + share[i] / speed[i] seconds (latency may be NULL: none),
- * and one whose latency alone passes that time gets nothing. */
-void mgpu__split(const double *speed, const double *latency, int n, size_t items, size_t *share);
+ * takes mgpu__share_time(speed[i], latency[i], peak[i], share[i]) seconds
+ * (latency and peak may be NULL: none), and one whose latency alone passes
+ * that time gets nothing. */
+void mgpu__split(const double *speed, const double *latency, const double *peak, int n, size_t items, size_t *share);
 /* Workers of one group (group[i]: the index of the group's first member;
  * -1: none) whose speeds lie within tol of the group's median take the mean
  * of those speeds; the others keep theirs. */

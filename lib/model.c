@@ -32,6 +32,7 @@ mgpu__model_t *mgpu__model_new(const mgpu_kernel_t *k, int nworkers) {
   m->fit = calloc(n, sizeof *m->fit);
   m->speed = calloc(n, sizeof *m->speed);
   m->latency = calloc(n, sizeof *m->latency);
+  m->peak = calloc(n, sizeof *m->peak);
   m->known = calloc(n, sizeof *m->known);
   m->reach = calloc(n, sizeof *m->reach);
   m->samples = calloc(n, sizeof *m->samples);
@@ -39,7 +40,7 @@ mgpu__model_t *mgpu__model_new(const mgpu_kernel_t *k, int nworkers) {
   m->mean_items = calloc(n, sizeof *m->mean_items);
   m->mean_secs = calloc(n, sizeof *m->mean_secs);
   m->prof = calloc(MGPU_PROF_BINS, sizeof *m->prof);
-  if (!m->fit || !m->speed || !m->latency || !m->known || !m->reach || !m->samples || !m->slow || !m->mean_items ||
+  if (!m->fit || !m->speed || !m->latency || !m->peak || !m->known || !m->reach || !m->samples || !m->slow || !m->mean_items ||
       !m->mean_secs || !m->prof) {
     mgpu__model_free(m);
     return NULL;
@@ -52,6 +53,7 @@ void mgpu__model_free(mgpu__model_t *m) {
   free(m->fit);
   free((void *)m->speed);
   free((void *)m->latency);
+  free((void *)m->peak);
   free((void *)m->known);
   free((void *)m->reach);
   free((void *)m->samples);
@@ -69,6 +71,7 @@ static void publish(mgpu__model_t *m, int w) {
   double n = f->planned ? (double)f->planned : f->nmax;
   atomic_store_explicit(&m->speed[w], mgpu__fit_rate(f, MGPU_MAX(n, 1.0)), memory_order_relaxed);
   atomic_store_explicit(&m->latency[w], f->a, memory_order_relaxed);
+  atomic_store_explicit(&m->peak[w], f->c > 0 ? 1 / f->c : 0, memory_order_relaxed);
   atomic_store_explicit(&m->known[w], mgpu__fit_known(f) || f->samples >= MGPU_FIT_TRUST_AFTER, memory_order_relaxed);
   atomic_store_explicit(&m->reach[w], f->nmax, memory_order_relaxed);
   atomic_store_explicit(&m->mean_items[w], f->items, memory_order_relaxed);

@@ -38,26 +38,28 @@ static void pool_alike_gpus(const mgpu_runtime_t *rt, double *speed) {
 }
 
 /* GPUs of one group that split as equals (the same pooled speed) take the
- * mean of their latencies too, so that noise in each one's fit does not
- * tilt their shares. */
-static void pool_latencies(const mgpu_runtime_t *rt, const double *speed, double *latency) {
+ * mean of their latencies and peaks too, so that noise in each one's fit
+ * does not tilt their shares. */
+static void pool_latencies(const mgpu_runtime_t *rt, const double *speed, double *latency, double *peak) {
   for (int i = rt->ncpu; i < rt->nworkers; i++) {
     if (speed[i] <= 0 || rt->gpu_group[i] != i) continue;
-    double sum = 0;
+    double sum = 0, sum_peak = 0;
     int n = 0;
     for (int j = i; j < rt->nworkers; j++)
-      if (rt->gpu_group[j] == i && speed[j] == speed[i]) sum += latency[j], n++;
+      if (rt->gpu_group[j] == i && speed[j] == speed[i]) sum += latency[j], sum_peak += peak[j], n++;
     for (int j = i; j < rt->nworkers && n > 1; j++)
-      if (rt->gpu_group[j] == i && speed[j] == speed[i]) latency[j] = sum / n;
+      if (rt->gpu_group[j] == i && speed[j] == speed[i]) latency[j] = sum / n, peak[j] = sum_peak / n;
   }
 }
 
-/* The predicted end of a split: the latest latency + share / speed of the
+/* The predicted end of a split: the latest time (mgpu__share_time) of the
  * workers with a share. */
-static double split_end(const double *speed, const double *latency, const size_t *share, int n) {
+static double split_end(const double *speed, const double *latency, const double *peak, const size_t *share,
+                        int n) {
   double t = 0;
   for (int i = 0; i < n; i++)
-    if (share[i] > 0 && speed[i] > 0) t = MGPU_MAX(t, latency[i] + (double)share[i] / speed[i]);
+    if (share[i] > 0 && speed[i] > 0)
+      t = MGPU_MAX(t, mgpu__share_time(speed[i], latency[i], peak ? peak[i] : 0, (double)share[i]));
   return t;
 }
 
@@ -70,8 +72,8 @@ static double split_end(const double *speed, const double *latency, const size_t
  * split by predicted completion time: a GPU whose launch outlasts the CPU
  * workers' whole batch gets no share there, and then neither sets the pace
  * nor makes the CPU workers the slow ones. `share` is scratch. */
-static void damp_slow(double *speed, const double *latency, int n, size_t items, size_t *share) {
-  mgpu__split(speed, latency, n, items, share);
+static void damp_slow(double *speed, const double *latency, double *peak, int n, size_t items, size_t *share) {
+  mgpu__split(speed, latency, peak, n, items, share);
   double fastest = 0, slow = 0;
   for (int i = 0; i < n; i++)
     if (share[i] > 0) fastest = MGPU_MAX(fastest, speed[i]);
@@ -81,7 +83,8 @@ static void damp_slow(double *speed, const double *latency, int n, size_t items,
    * batch, their full share is worth more than a clean tail. */
   if (slow > MGPU_SLOW_SPLIT_SHARE * (double)items) return;
   for (int i = 0; i < n; i++)
-    if (speed[i] > 0 && speed[i] * MGPU_SLOW_SPLIT_RATIO < fastest) speed[i] /= MGPU_SLOW_THIEF_MARGIN;
+    if (speed[i] > 0 && speed[i] * MGPU_SLOW_SPLIT_RATIO < fastest)
+      speed[i] /= MGPU_SLOW_THIEF_MARGIN, peak[i] /= MGPU_SLOW_THIEF_MARGIN;
 }
 
 /* Whether there are two GPU workers or more, all of one kind (every GPU
@@ -131,11 +134,12 @@ static void split_gpus_by_cost(const mgpu_runtime_t *rt, mgpu__batch_t *b, size_
  * the batch no later than they would with them and one such item: beside a
  * GPU whose launch outlasts the batch, the CPU workers are the batch.
  * `share` is scratch. */
-static void skip_coarse(const mgpu__batch_t *b, double *speed, const double *latency, size_t items, size_t *share) {
+static void skip_coarse(const mgpu__batch_t *b, double *speed, const double *latency, const double *peak,
+                        size_t items, size_t *share) {
   const mgpu_runtime_t *rt = b->rt;
   int n = rt->nworkers;
-  mgpu__split(speed, latency, n, items, share);
-  double end = split_end(speed, latency, share, n), fastest = 0;
+  mgpu__split(speed, latency, peak, n, items, share);
+  double end = split_end(speed, latency, peak, share, n), fastest = 0;
   if (end <= 0) return;
   for (int i = 0; i < n; i++) fastest = MGPU_MAX(fastest, speed[i]);
   /* Only far slower CPU workers are judged by the longest item, as thieves
@@ -155,8 +159,8 @@ static void skip_coarse(const mgpu__batch_t *b, double *speed, const double *lat
     }
   }
   if (any) {
-    mgpu__split(rest, latency, n, items, share);
-    double without = split_end(rest, latency, share, n);
+    mgpu__split(rest, latency, peak, n, items, share);
+    double without = split_end(rest, latency, peak, share, n);
     if (without <= end + risk) {
       memcpy(speed, rest, (size_t)n * sizeof *speed);
       mgpu__log(MGPU_LOG_DEBUG,
@@ -195,7 +199,9 @@ static void probe_cpus(const mgpu__batch_t *b, size_t *share) {
     gpu += share[i];
     double v = atomic_load_explicit(&m->speed[i], memory_order_relaxed);
     if (v > 0)
-      gpu_s = MGPU_MAX(gpu_s, atomic_load_explicit(&m->latency[i], memory_order_relaxed) + (double)share[i] / v);
+      gpu_s = MGPU_MAX(gpu_s, mgpu__share_time(v, atomic_load_explicit(&m->latency[i], memory_order_relaxed),
+                                               atomic_load_explicit(&m->peak[i], memory_order_relaxed),
+                                               (double)share[i]));
   }
   if (gpu_s < MGPU_PROBE_MIN_S) return;
   int probed = 0;
@@ -223,7 +229,8 @@ static void probe_cpus(const mgpu__batch_t *b, size_t *share) {
  * constants"). Idle, they still help with the GPUs' staging copies. Judged by
  * predicted completion, a GPU whose launch outlasts the CPU workers' whole
  * batch never sends them out. `share` is scratch. */
-static bool cpus_sit_out(const mgpu__batch_t *b, const double *speed, const double *latency, size_t *share) {
+static bool cpus_sit_out(const mgpu__batch_t *b, const double *speed, const double *latency, const double *peak,
+                         size_t *share) {
   const mgpu_runtime_t *rt = b->rt;
   if (!b->steal_ok || !b->gpu_ok || !b->cpu_ok) return false;
   double cpu = 0;
@@ -245,10 +252,10 @@ static bool cpus_sit_out(const mgpu__batch_t *b, const double *speed, const doub
     lat[i] = cpu_worker ? mgpu__worker_latency(b, i) : latency[i];
     gpus[i] = cpu_worker ? 0 : speed[i];
   }
-  mgpu__split(all, lat, rt->nworkers, b->desc.n, share);
-  double with = split_end(all, lat, share, rt->nworkers);
-  mgpu__split(gpus, lat, rt->nworkers, b->desc.n, share);
-  double without = split_end(gpus, lat, share, rt->nworkers);
+  mgpu__split(all, lat, peak, rt->nworkers, b->desc.n, share);
+  double with = split_end(all, lat, peak, share, rt->nworkers);
+  mgpu__split(gpus, lat, peak, rt->nworkers, b->desc.n, share);
+  double without = split_end(gpus, lat, peak, share, rt->nworkers);
   free(all);
   if (with <= (1 - MGPU_CPU_NEGLIGIBLE) * without) return false;
   mgpu__log(MGPU_LOG_DEBUG, "kernel '%s', %zu items: the CPU workers sit out (predicted end %.3g s with them, %.3g s without)",
@@ -317,14 +324,15 @@ bool mgpu__plan_split(mgpu_runtime_t *rt, mgpu__batch_t *b, size_t *share) {
   }
   /* By predicted completion: each worker's latency counts against its share
    * (static mode splits by the ratio alone, as the older runtimes do). */
-  double *latency = NULL;
+  double *latency = NULL, *peak = NULL;
   if (b->steal_ok) {
-    latency = calloc((size_t)rt->nworkers, sizeof *latency);
+    latency = calloc(2 * (size_t)rt->nworkers, sizeof *latency);
     if (!latency) MGPU_PANIC("out of memory splitting a batch");
+    peak = latency + rt->nworkers;
     for (int i = 0; i < rt->nworkers; i++)
-      if (speed[i] > 0) latency[i] = mgpu__worker_latency(b, i);
+      if (speed[i] > 0) latency[i] = mgpu__worker_latency(b, i), peak[i] = mgpu__worker_peak(b, i);
   }
-  if (cpus_sit_out(b, speed, latency, share)) {
+  if (cpus_sit_out(b, speed, latency, peak, share)) {
     b->cpu_out = true;
     b->nreserve = 0; /* the reserve plays no part: every CPU worker is out */
     b->reserve_timed = false;
@@ -332,18 +340,19 @@ bool mgpu__plan_split(mgpu_runtime_t *rt, mgpu__batch_t *b, size_t *share) {
   }
   if (b->steal_ok) {
     if (mgpu__ranges_in_flight(speed, rt->nworkers, b->desc.n, rt->cfg.v.streams_per_gpu)) pool_alike_gpus(rt, speed);
-    pool_latencies(rt, speed, latency);
-    damp_slow(speed, latency, rt->nworkers, b->desc.n, share);
-    skip_coarse(b, speed, latency, b->desc.n, share);
+    pool_latencies(rt, speed, latency, peak);
+    damp_slow(speed, latency, peak, rt->nworkers, b->desc.n, share);
+    skip_coarse(b, speed, latency, peak, b->desc.n, share);
   }
-  mgpu__split(speed, latency, rt->nworkers, b->desc.n, share);
+  mgpu__split(speed, latency, peak, rt->nworkers, b->desc.n, share);
   probe_cpus(b, share);
   if (mgpu__log_level() >= MGPU_LOG_DEBUG)
     for (int i = 0; i < rt->nworkers; i++)
       if (share[i] || speed[i] > 0)
-        mgpu__log(MGPU_LOG_DEBUG, "kernel '%s', %zu items: worker %d takes %zu (%.4g items/s, latency %.3g s)",
+        mgpu__log(MGPU_LOG_DEBUG,
+                  "kernel '%s', %zu items: worker %d takes %zu (%.4g items/s, latency %.3g s, peak %.4g items/s)",
                   b->kernel.name ? b->kernel.name : "(unnamed)", b->desc.n, i, share[i], speed[i],
-                  latency ? latency[i] : 0.0);
+                  latency ? latency[i] : 0.0, peak ? peak[i] : 0.0);
   free(latency);
   /* (Under MGPU_PROF_BINS items some bins stay empty: never a profile.) */
   if (b->steal_ok && b->gpu_ok && b->desc.n >= MGPU_PROF_BINS && gpus_of_one_kind(rt)) {

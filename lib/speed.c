@@ -103,6 +103,14 @@ double mgpu__worker_speed(const mgpu__batch_t *b, int wi) {
   return MGPU_MAX(s, prior);
 }
 
+double mgpu__worker_peak(const mgpu__batch_t *b, int wi) {
+  const mgpu__model_t *m = b->model;
+  if (b->rt->workers[wi].kind != MGPU_WORKER_GPU) return 0;
+  double s = atomic_load_explicit(&m->speed[wi], memory_order_relaxed);
+  if (!(s > 0) || !atomic_load_explicit(&m->known[wi], memory_order_relaxed)) return 0;
+  return atomic_load_explicit(&m->peak[wi], memory_order_relaxed);
+}
+
 double mgpu__worker_latency(const mgpu__batch_t *b, int wi) {
   const mgpu_runtime_t *rt = b->rt;
   const mgpu__model_t *m = b->model;

@@ -41,18 +41,56 @@ static double finish_time(const double *speed, const double *latency, int n, dou
   return t;
 }
 
-void mgpu__split(const double *speed, const double *latency, int n, size_t items, size_t *share) {
+/* A peak counts where it is above the speed: a speed lowered by the split's
+ * own rules (damped, pooled) keeps its plain line. */
+static bool has_peak(double speed, double peak) { return peak > speed; }
+
+double mgpu__share_time(double speed, double latency, double peak, double s) {
+  if (has_peak(speed, peak)) return MGPU_MAX(latency + s / peak, s / speed);
+  return latency + s / speed;
+}
+
+/* The items a worker finishes by time T: the inverse of mgpu__share_time. */
+static double items_by(double speed, double latency, double peak, double T) {
+  double n = has_peak(speed, peak) ? MGPU_MIN((T - latency) * peak, T * speed) : (T - latency) * speed;
+  return MGPU_MAX(0.0, n);
+}
+
+/* finish_time's T with peaks: the items done by T rise with T, continuous
+ * and piecewise linear, so T is found by halving an interval that holds
+ * it. At T = the largest latency + items / the summed speeds every worker
+ * has done at least (T - its latency) * its speed: the sum passes items. */
+static double finish_time_peak(const double *speed, const double *latency, const double *peak, int n, double items) {
+  double total = 0, lat = 0;
+  for (int i = 0; i < n; i++)
+    if (speed[i] > 0) total += speed[i], lat = MGPU_MAX(lat, latency[i]);
+  double lo = 0, hi = lat + items / total;
+  for (int it = 0; it < 200 && hi - lo > 1e-12 * hi; it++) {
+    double mid = 0.5 * (lo + hi), done = 0;
+    for (int i = 0; i < n; i++)
+      if (speed[i] > 0) done += items_by(speed[i], MGPU_MAX(0.0, latency[i]), peak[i], mid);
+    if (done >= items) hi = mid;
+    else lo = mid;
+  }
+  return hi;
+}
+
+void mgpu__split(const double *speed, const double *latency, const double *peak, int n, size_t items, size_t *share) {
   double total = 0;
   for (int i = 0; i < n; i++) total += speed[i] > 0 ? speed[i] : 0;
   for (int i = 0; i < n; i++) share[i] = 0;
   if (total <= 0 || items == 0) return;
-  double T = latency ? finish_time(speed, latency, n, (double)items) : 0;
+  if (!latency) peak = NULL;
+  double T = !latency ? 0
+             : peak   ? finish_time_peak(speed, latency, peak, n, (double)items)
+                      : finish_time(speed, latency, n, (double)items);
   /* Each share is capped by what is left, so the total never passes items
    * nor wraps, however large items is (a double rounds SIZE_MAX up to 2^64). */
   size_t given = 0;
   for (int i = 0; i < n; i++) {
     if (speed[i] <= 0) continue;
-    double exact = latency ? floor(MGPU_MAX(0.0, (T - latency[i]) * speed[i])) : floor((double)items * (speed[i] / total));
+    double exact = !latency ? floor((double)items * (speed[i] / total))
+                            : floor(items_by(speed[i], MGPU_MAX(0.0, latency[i]), peak ? peak[i] : 0, T));
     size_t left = items - given;
     share[i] = exact >= (double)left ? left : (size_t)exact;
     given += share[i];
@@ -65,7 +103,7 @@ void mgpu__split(const double *speed, const double *latency, int n, size_t items
     double best_t = 0;
     for (int i = 0; i < n; i++) {
       if (speed[i] <= 0) continue;
-      double t = (latency ? latency[i] : 0) + (double)(share[i] + 1) / speed[i];
+      double t = mgpu__share_time(speed[i], latency ? latency[i] : 0, peak ? peak[i] : 0, (double)(share[i] + 1));
       if (best < 0 || t < best_t) best = i, best_t = t;
     }
     share[best]++;

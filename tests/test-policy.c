@@ -673,27 +673,57 @@ START_TEST(test_fit_floor_down) {
 }
 END_TEST
 
+/* A latency-bound GPU beside one CPU worker (a 20 ms launch, 1e7 items/s
+ * past it, chunks of 20,000 items: 9.1e5 items/s at that size, the latency
+ * held in it) and a CPU worker at 1e5 items/s. Within one chunk the GPU's
+ * time is 20 ms + s / 1e7, and a split that added the latency to the rate
+ * that holds it already counted it twice: it predicted 37.8 ms for 20,000
+ * items and gave the CPU worker 3,784 of them, 38 ms of its work beside a
+ * GPU that ends in 22 ms. With the peak both end at 21.8 ms. Past one chunk
+ * each chunk pays its latency, and the rate alone tells the time. */
+START_TEST(test_split_peak) {
+  const double a = 20e-3, peak_rate = 1e7, p = 20000, gpu = p / (a + p / peak_rate);
+  const double speed[2] = {1e5, gpu}, latency[2] = {0, a}, peak[2] = {0, peak_rate};
+  size_t share[2];
+  mgpu__split(speed, latency, NULL, 2, 20000, share);
+  printf("latency-bound GPU beside a CPU worker: the CPU worker's share %zu counting the latency twice\n", share[0]);
+  ck_assert_uint_ge(share[0], 3700);
+  mgpu__split(speed, latency, peak, 2, 20000, share);
+  double T = (20000 + peak_rate * a) / (1e5 + peak_rate);
+  printf("latency-bound GPU beside a CPU worker: the CPU worker's share %zu with the GPU's peak (T %.4f s)\n", share[0],
+         T);
+  ck_assert_uint_eq(share[0] + share[1], 20000);
+  ck_assert(share[0] >= (size_t)floor(1e5 * T) - 1 && share[0] <= (size_t)floor(1e5 * T) + 1);
+  ck_assert_double_eq_tol(mgpu__share_time(gpu, a, peak_rate, (double)share[1]), T, 1e-4);
+  /* Past one chunk: the rate at the chunks' size, each chunk's latency in it. */
+  ck_assert_double_eq_tol(mgpu__share_time(gpu, a, peak_rate, 5 * p), 5 * p / gpu, 1e-12);
+  /* No peak, or one under the speed (a speed the split lowered): the plain line. */
+  ck_assert_double_eq_tol(mgpu__share_time(gpu, a, 0, p), a + p / gpu, 1e-12);
+  ck_assert_double_eq_tol(mgpu__share_time(gpu, a, gpu / 2, p), a + p / gpu, 1e-12);
+}
+END_TEST
+
 START_TEST(test_split_latency) {
   const double speed[2] = {1000, 1e6}, latency[2] = {0, 18e-3};
   size_t share[2];
-  mgpu__split(speed, latency, 2, 10, share);
+  mgpu__split(speed, latency, NULL, 2, 10, share);
   ck_assert_uint_eq(share[0], 10);
   ck_assert_uint_eq(share[1], 0);
-  mgpu__split(speed, latency, 2, 100000, share);
+  mgpu__split(speed, latency, NULL, 2, 100000, share);
   double T = (100000 + 1e6 * 18e-3) / (1000 + 1e6);
   ck_assert_uint_eq(share[0] + share[1], 100000);
   ck_assert(share[0] >= (size_t)floor(1000 * T) && share[0] <= (size_t)floor(1000 * T) + 1);
   /* Zero latencies split as speeds alone do. */
   const double none[2] = {0, 0};
   size_t by_speed[2];
-  mgpu__split(speed, none, 2, 100000, share);
-  mgpu__split(speed, NULL, 2, 100000, by_speed);
+  mgpu__split(speed, none, NULL, 2, 100000, share);
+  mgpu__split(speed, NULL, NULL, 2, 100000, by_speed);
   ck_assert_uint_eq(share[0], by_speed[0]);
   ck_assert_uint_eq(share[1], by_speed[1]);
   /* Three workers, the middle latency between the others' finish times. */
   const double s3[3] = {100, 100, 100}, l3[3] = {0, 0.5, 2};
   size_t sh3[3];
-  mgpu__split(s3, l3, 3, 200, sh3); /* T: 100 T + 100 (T - 0.5) = 200, T = 1.25 < 2 */
+  mgpu__split(s3, l3, NULL, 3, 200, sh3); /* T: 100 T + 100 (T - 0.5) = 200, T = 1.25 < 2 */
   ck_assert_uint_eq(sh3[0], 125);
   ck_assert_uint_eq(sh3[1], 75);
   ck_assert_uint_eq(sh3[2], 0);
@@ -1056,34 +1086,34 @@ END_TEST
 START_TEST(test_split) {
   size_t share[4];
   double sp[4] = {1, 1, 3, 3};
-  mgpu__split(sp, NULL, 4, 1001, share);
+  mgpu__split(sp, NULL, NULL, 4, 1001, share);
   ck_assert_uint_eq(share[0] + share[1] + share[2] + share[3], 1001);
   ck_assert_uint_eq(share[2], 376);
   double one[3] = {1, 0, 2};
-  mgpu__split(one, NULL, 3, 10, share);
+  mgpu__split(one, NULL, NULL, 3, 10, share);
   ck_assert_uint_eq(share[1], 0);
   ck_assert_uint_eq(share[0] + share[2], 10);
   /* 1:5000, 2000 items: the slow workers get nothing, not the remainder. */
   double tail[3] = {1, 1, 5000};
-  mgpu__split(tail, NULL, 3, 2000, share);
+  mgpu__split(tail, NULL, NULL, 3, 2000, share);
   ck_assert_uint_eq(share[0], 0);
   ck_assert_uint_eq(share[1], 0);
   ck_assert_uint_eq(share[2], 2000);
   /* Many equal workers: remainder spread one each. */
   double eq[7] = {1, 1, 1, 1, 1, 1, 1};
   size_t s7[7];
-  mgpu__split(eq, NULL, 7, 20, s7);
+  mgpu__split(eq, NULL, NULL, 7, 20, s7);
   for (int i = 0; i < 7; i++) ck_assert(s7[i] == 2 || s7[i] == 3);
   /* Counts near SIZE_MAX: the shares add up exactly, with no wrap (the test's
    * timeout catches a remainder loop of 2^64 steps). */
   size_t huge[] = {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX / 3 * 2, (size_t)1 << 63};
   double sp3[3] = {1, 3, 7};
   for (size_t h = 0; h < sizeof huge / sizeof huge[0]; h++) {
-    mgpu__split(sp3, NULL, 3, huge[h], share);
+    mgpu__split(sp3, NULL, NULL, 3, huge[h], share);
     ck_assert_uint_ge(share[2], share[1]);
     ck_assert_uint_ge(share[1], share[0]);
     ck_assert_uint_eq(share[0] + share[1], huge[h] - share[2]);
-    mgpu__split(sp, NULL, 4, huge[h], share);
+    mgpu__split(sp, NULL, NULL, 4, huge[h], share);
     ck_assert_uint_eq(share[0] + share[1] + share[2], huge[h] - share[3]);
   }
 }
@@ -1245,6 +1275,7 @@ int main(void) {
   tcase_add_test(tc, test_fit_floor_down);
   tcase_add_test(tc, test_split);
   tcase_add_test(tc, test_split_latency);
+  tcase_add_test(tc, test_split_peak);
   tcase_add_test(tc, test_pool_alike);
   tcase_add_test(tc, test_ranges_in_flight);
   tcase_add_test(tc, test_steal_share);

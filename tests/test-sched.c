@@ -420,6 +420,41 @@ START_TEST(test_overlapped_launches) {
 }
 END_TEST
 
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* A latency-bound GPU (a 20 ms launch, 4,096 items a wave at 1e7 items/s)
+ * beside one CPU worker at 1e5 items/s, 20,000 items: one launch takes 22 ms,
+ * and the CPU worker can add about 2,000 items in it. A split that counted
+ * the launch latency on top of the GPU's rate at its chunks' size (which
+ * holds it already) predicted the GPU's share twice the latency long, gave
+ * the CPU worker about twice what it finishes in one launch, and every batch
+ * took 28 to 53 ms (test-policy's test_split_peak has the numbers). */
+START_TEST(test_latency_counted_once) {
+  mgpu_test_config_t cfg = mgpu_test_config(1, 1);
+  cfg.test.emulate_latency = 20e-3;
+  cfg.test.emulate_width = 4096;
+  cfg.test.emulate_speed = 1e7;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+  const size_t n = 20000;
+  const double one = 20e-3 + 5 * 4096 / 1e7;
+  mgpu_worker_stats_t ws[2];
+  double t[8];
+  for (int b = 0; b < 8; b++) {
+    t[b] = run_sleep(rt, n, 1e-5, ws, 2, NULL);
+    printf("latency-bound GPU beside a CPU worker, batch %d: %.4f s (one launch %.4f s); CPU %llu items, GPU %llu\n", b,
+           t[b], one, (unsigned long long)ws[0].items, (unsigned long long)ws[1].items);
+  }
+  /* The model learns in the first batches; the median of the rest. */
+  qsort(t + 3, 5, sizeof *t, cmp_dbl);
+  if (mgpu_test_timing()) ck_assert_msg(t[5] < 1.2 * one, "median batch %.4f s, one launch %.4f s", t[5], one);
+  mgpu_finalize(rt);
+}
+END_TEST
+
 /* Launches side by side at MGPU_MAX_BATCH_SIZE (256 items, four streams, a
  * launch 20 ms): the GPU's host thread joins each launch to those it ran
  * beside into one sample (gpu_chunk.c), which tells the growth of launches
@@ -1248,6 +1283,7 @@ int main(void) {
   tcase_add_test(tc, test_no_probe_on_short_batches);
   tcase_add_test(tc, test_overlapped_launches);
   tcase_add_test(tc, test_joined_launch_sizes);
+  tcase_add_test(tc, test_latency_counted_once);
   tcase_add_test(tc, test_cpus_sit_out);
   tcase_add_test(tc, test_reserve_workers);
   tcase_add_test(tc, test_reserve_gpus_out);
