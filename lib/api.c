@@ -44,10 +44,12 @@ MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *batch
 }
 
 MGPU_API mgpu_status_t mgpu_run(mgpu_runtime_t *rt, const mgpu_batch_t *batch, mgpu_stats_t *stats) {
+  mgpu_status_t st = mgpu__refuse_in_worker(rt, "mgpu_run");
+  if (st != MGPU_OK) return st;
   if (!dist_rt(rt)) return mgpu__node_run(rt, batch, stats);
   /* The statistics are checked before the batch runs, as for one process. */
   mgpu__stats_ref_t ref;
-  mgpu_status_t st = mgpu__stats_ref("mgpu_run", stats, &ref);
+  st = mgpu__stats_ref("mgpu_run", stats, &ref);
   if (st != MGPU_OK) return st;
   mgpu_event_t *ev;
   st = mgpu__dist_submit(rt, batch, 0, NULL, &ev);

@@ -170,7 +170,7 @@ static int loop_cpu(const mgpu_chunk_t *c) {
 
 MGPU_API mgpu_status_t mgpu_parallel_for(mgpu_runtime_t *rt, size_t n, mgpu_loop_fn fn, void *arg) {
   mgpu_status_t st = mgpu__check_rt(rt, "mgpu_parallel_for");
-  if (st != MGPU_OK) return st;
+  if (st != MGPU_OK || (st = mgpu__refuse_in_worker(rt, "mgpu_parallel_for")) != MGPU_OK) return st;
   if (!fn) return mgpu__fail(MGPU_EINVAL, "mgpu_parallel_for: fn is NULL");
   if (rt->ncpu == 0)
     return mgpu__fail(MGPU_ENOTSUP, "mgpu_parallel_for: the runtime has no CPU workers (MGPU_NUM_THREADS=0)");

@@ -423,8 +423,10 @@ static mgpu_status_t outcome(const mgpu__dbatch_t *db) {
 
 mgpu_status_t mgpu__dist_event_wait(mgpu_event_t *ev, mgpu_stats_t *stats) {
   mgpu__dbatch_t *db = (mgpu__dbatch_t *)ev;
+  mgpu_status_t st = mgpu__refuse_in_worker(db->rt, "mgpu_event_wait");
+  if (st != MGPU_OK) return st;
   mgpu__stats_ref_t ref;
-  mgpu_status_t st = mgpu__stats_ref("mgpu_event_wait", stats, &ref);
+  st = mgpu__stats_ref("mgpu_event_wait", stats, &ref);
   if (st != MGPU_OK) return st;
   if (db->state != MGPU_DB_DONE) {
     struct mgpu__dist *d = db->d;

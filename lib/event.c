@@ -106,8 +106,10 @@ mgpu_status_t mgpu__node_event_wait(mgpu_event_t *ev, mgpu_stats_t *stats) {
   if (!ev) return mgpu__fail(MGPU_EINVAL, "mgpu_event_wait: event is NULL");
   if (!mgpu__handle_live(MGPU_H_EVENT, ev))
     return mgpu__fail(MGPU_EINVAL, "mgpu_event_wait: %p is not a live event (released already?)", (void *)ev);
+  mgpu_status_t st = mgpu__refuse_in_worker(((const mgpu__batch_t *)ev)->rt, "mgpu_event_wait");
+  if (st != MGPU_OK) return st;
   mgpu__stats_ref_t ref;
-  mgpu_status_t st = mgpu__stats_ref("mgpu_event_wait", stats, &ref);
+  st = mgpu__stats_ref("mgpu_event_wait", stats, &ref);
   if (st != MGPU_OK) return st;
   mgpu_stats_t s;
   st = mgpu__event_wait(ev, stats ? &s : NULL, &ref);

@@ -451,7 +451,9 @@ MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *batch
 
 /**
  * Wait for an event; returns the batch's status and fills *stats if not NULL.
- * May be called several times and from several threads.
+ * May be called several times and from several threads, but not from inside
+ * a kernel of the event's runtime (MGPU_ESTATE, as mgpu_run and
+ * mgpu_parallel_for there: the calling worker would wait for itself).
  */
 MGPU_API mgpu_status_t mgpu_event_wait(mgpu_event_t *ev, mgpu_stats_t *stats);
 /** MGPU_OK or the batch's failure when done, MGPU_ESTATE while not done. */

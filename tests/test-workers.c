@@ -298,16 +298,37 @@ END_TEST
 
 /* Calls that would wait for the calling worker itself, made from inside a
  * kernel: a device call from a GPU's host thread (here the emulated stream
- * that stands for it) on that GPU, and mgpu_finalize from any worker. */
+ * that stands for it) on that GPU, and mgpu_finalize from any worker; and
+ * calls that wait for batches of the runtime (mgpu_run, mgpu_parallel_for,
+ * mgpu_event_wait), which hung for good: the inner batch gave the calling
+ * worker a range, and thieves leave a range's last item to its owner. */
 static mgpu_runtime_t *self_rt;
-static _Atomic int self_alloc = -100, self_fin_gpu = -100, self_fin_cpu = -100;
+static _Atomic int self_alloc = -100, self_fin_gpu = -100, self_fin_cpu = -100, self_run_gpu = -100;
+static _Atomic int self_run = -100, self_loop = -100, self_wait = -100;
+static char self_msg[256];
+static int self_nop(const mgpu_chunk_t *c) { return 0; }
+static int self_body(void *arg, size_t first, size_t count) { return 0; }
 static int self_calls(const mgpu_chunk_t *c) {
+  static const mgpu_kernel_t inner = {.name = "self-inner", .cpu = self_nop};
+  mgpu_batch_t ib = {.kernel = &inner, .n = 100};
   if (c->stream && atomic_load(&self_alloc) == -100) {
     void *p = NULL;
     atomic_store(&self_alloc, mgpu_device_alloc(self_rt, 0, 64, &p));
     atomic_store(&self_fin_gpu, mgpu_finalize_checked(self_rt));
+    atomic_store(&self_run_gpu, mgpu_run(self_rt, &ib, NULL));
   }
-  if (!c->stream && atomic_load(&self_fin_cpu) == -100) atomic_store(&self_fin_cpu, mgpu_finalize_checked(self_rt));
+  if (!c->stream && atomic_load(&self_fin_cpu) == -100) {
+    atomic_store(&self_fin_cpu, mgpu_finalize_checked(self_rt));
+    atomic_store(&self_run, mgpu_run(self_rt, &ib, NULL));
+    snprintf(self_msg, sizeof self_msg, "%s", mgpu_last_error());
+    atomic_store(&self_loop, mgpu_parallel_for(self_rt, 100, self_body, NULL));
+    /* Submitting is not waiting: the inner batch runs once this kernel returns. */
+    mgpu_event_t *ev;
+    if (mgpu_submit(self_rt, &ib, 0, NULL, &ev) == MGPU_OK) {
+      atomic_store(&self_wait, mgpu_event_wait(ev, NULL));
+      mgpu_event_release(ev);
+    }
+  }
   return 0;
 }
 
@@ -322,6 +343,7 @@ START_TEST(test_calls_that_wait_for_the_caller) {
   ck_assert_int_eq(mgpu_run(self_rt, &gb, NULL), MGPU_OK);
   ck_assert_int_eq(atomic_load(&self_alloc), MGPU_ESTATE);
   ck_assert_int_eq(atomic_load(&self_fin_gpu), MGPU_ESTATE);
+  ck_assert_int_eq(atomic_load(&self_run_gpu), MGPU_ESTATE);
   mgpu_finalize(self_rt);
   /* A kernel without GPU function: from a CPU worker. */
   cfg.cfg.sched = MGPU_SCHED_STEAL;
@@ -330,6 +352,10 @@ START_TEST(test_calls_that_wait_for_the_caller) {
   mgpu_batch_t cb = {.kernel = &ck, .n = 1};
   ck_assert_int_eq(mgpu_run(self_rt, &cb, NULL), MGPU_OK);
   ck_assert_int_eq(atomic_load(&self_fin_cpu), MGPU_ESTATE);
+  ck_assert_int_eq(atomic_load(&self_run), MGPU_ESTATE);
+  ck_assert_msg(strstr(self_msg, "mgpu_run: called from a worker of the runtime"), "%s", self_msg);
+  ck_assert_int_eq(atomic_load(&self_loop), MGPU_ESTATE);
+  ck_assert_int_eq(atomic_load(&self_wait), MGPU_ESTATE);
   mgpu_finalize(self_rt);
 }
 END_TEST
