@@ -11,12 +11,16 @@
 #include "mgpurt_int.h"
 
 #include <stdio.h>
+#include <string.h>
 
 /* Take its chunks and task parts in flight. Under hang_lock, by its thread,
  * or by the watchdog while the thread waits in the driver. */
 void mgpu__gpu_take_held(mgpu__gpu_t *gp, mgpu__held_t *h) {
   h->nclaims = h->nparts = 0;
-  for (int i = 0; i < gp->inflight; i++) h->claims[h->nclaims++] = gp->slots[(gp->oldest + i) % gp->nslots].claim;
+  for (int i = 0; i < gp->inflight; i++) {
+    h->slot[h->nclaims] = (gp->oldest + i) % gp->nslots;
+    h->claims[h->nclaims++] = gp->slots[(gp->oldest + i) % gp->nslots].claim;
+  }
   gp->inflight = 0;
   for (int i = 0; i < gp->tf_n; i++) h->parts[h->nparts++] = gp->tf[(gp->tf_head + i) % MGPU_TASKS_IN_FLIGHT];
   gp->tf_n = 0;
@@ -36,20 +40,59 @@ static void fail_posts(mgpu__gpu_t *gp) {
   }
 }
 
+/* Which held chunks the device has ended (done[i]), once the gate is shut.
+ * Chunks on the hung one's other streams go on, and those past the gate
+ * before it shut write their results into the caller's pinned arrays: handed
+ * back, they would be computed again, and an array that is both a batch's
+ * input and its output would get f(f(x)). A chunk stopped at the gate writes
+ * nothing; one past it ends within its copy's time, so the chunks' ends are
+ * read until they stay unchanged for MGPU_GIVEUP_SETTLE_S (at most
+ * MGPU_GIVEUP_WAIT_S). Without event timing nothing is known: all go back. */
+static int held_done(mgpu__gpu_t *gp, const mgpu__held_t *h, bool *done) {
+  int ndone = 0;
+  for (int i = 0; i < h->nclaims; i++) done[i] = false;
+  if (!gp->timed || !gp->ops->event_query) return 0;
+  double t0 = mgpu__now(), stable = t0;
+  for (;;) {
+    bool changed = false;
+    for (int i = 0; i < h->nclaims; i++)
+      if (!done[i] && gp->ops->event_query(gp->ctx, gp->slots[h->slot[i]].ev_end) == 0)
+        done[i] = changed = true, ndone++;
+    double now = mgpu__now();
+    if (changed) stable = now;
+    if (ndone == h->nclaims || now - stable >= MGPU_GIVEUP_SETTLE_S || now - t0 >= MGPU_GIVEUP_WAIT_S) return ndone;
+    mgpu__nap(MGPU_GIVEUP_SETTLE_S / 10);
+  }
+}
+
 /* Hand back what a hung device held (taken by mgpu__gpu_take_held) and retire it. */
 void mgpu__gpu_give_up(mgpu__gpu_t *gp, mgpu__held_t *h, const char *why) {
   mgpu_runtime_t *rt = gp->rt;
   /* First the gate: nothing the device finishes late may land in the
    * caller's arrays once other workers own those items. */
   if (gp->ops->gate_close) gp->ops->gate_close(gp->ctx);
+  bool done[32];
+  int ndone = held_done(gp, h, done);
   if (gp->ops->abandon) gp->ops->abandon(gp->ctx);
+  int back = h->nclaims - ndone;
   mgpu__log(MGPU_LOG_ERROR, "GPU %d (device %d) is hung: %s; it is given up for the rest of the runtime's life: "
-                            "%d chunk%s in flight go%s to the other workers, %d collective or copy part%s fail%s",
-            gp->g, rt->gpu_index[gp->g], why, h->nclaims, h->nclaims == 1 ? "" : "s", h->nclaims == 1 ? "es" : "",
-            h->nparts, h->nparts == 1 ? "" : "s", h->nparts == 1 ? "s" : "");
+                            "%d chunk%s in flight go%s to the other workers (%d ended on the device and count%s as "
+                            "done), %d collective or copy part%s fail%s",
+            gp->g, rt->gpu_index[gp->g], why, back, back == 1 ? "" : "s", back == 1 ? "es" : "", ndone,
+            ndone == 1 ? "s" : "", h->nparts, h->nparts == 1 ? "" : "s", h->nparts == 1 ? "s" : "");
   atomic_fetch_add(&rt->gpus_given_up, 1);
+  /* The ended ones first: their staged outputs are in host memory the
+   * device no longer writes, their direct ones in the caller's arrays. */
+  for (int i = 0; i < h->nclaims; i++) {
+    if (!done[i]) continue;
+    const mgpu__slot_t *s = &gp->slots[h->slot[i]];
+    if (!atomic_load(&h->claims[i].b->failed))
+      for (int k = 0; k < s->nstaged; k++) memcpy(s->staged_out[k].user, s->staged_out[k].staged, s->staged_out[k].bytes);
+    mgpu__complete(rt, gp->w, &h->claims[i], 0, 0);
+  }
   mgpu__retire(rt, gp->w, "it is hung");
-  for (int i = 0; i < h->nclaims; i++) mgpu__giveback(rt, gp->w, &h->claims[i]);
+  for (int i = 0; i < h->nclaims; i++)
+    if (!done[i]) mgpu__giveback(rt, gp->w, &h->claims[i]);
   for (int i = 0; i < h->nparts; i++) {
     mgpu__task_t *t = h->parts[i].t;
     mgpu__task_fail(t, MGPU_EDEVICE, "%s: GPU %d is hung: %s", t->b->kernel.name, gp->g, why);

@@ -132,6 +132,10 @@ bool mgpu__lock_order_checked(void);
 #define MGPU_ALIGN_DEV 256
 /* Consecutive failed chunks after which a GPU is retired. */
 #define MGPU_FAILURES_TO_RETIRE 3
+/* A device given up: how long its chunks' ends must stay unchanged, and at
+ * most how long they are read, to tell the chunks it ended (gpu_hang.c). */
+#define MGPU_GIVEUP_SETTLE_S 0.01
+#define MGPU_GIVEUP_WAIT_S 0.2
 /* Task parts enqueued on a GPU's task stream at once. */
 #define MGPU_TASKS_IN_FLIGHT 64
 /* A slot's pinned staging, allocated once at this size, and the most
@@ -1650,6 +1654,7 @@ struct mgpu__gpu {
 /* What a device held when it was given up. */
 typedef struct {
   mgpu__claim_t claims[32]; /* MGPU_STREAMS_PER_GPU is at most 32 */
+  int slot[32];             /* each claim's slot */
   mgpu__tflight_t parts[MGPU_TASKS_IN_FLIGHT + 1];
   int nclaims, nparts;
 } mgpu__held_t;
