@@ -525,6 +525,50 @@ START_TEST(test_hung_gpu_real) {
 }
 END_TEST
 
+/* A real GPU whose third chunk hangs (hang:0:2: its stream waits for good
+ * before the launch) with four chunks in flight, in place on pinned memory:
+ * the chunks on its other streams end and write their results into the
+ * array while the host thread waits for the hung one. At the deadline the
+ * GPU is given up; the chunks it ended count as done, the hung one goes to
+ * the CPU workers, and every item is f(x) of its input (computed again, an
+ * ended chunk's items would be f(f(x))). */
+START_TEST(test_hang_ended_chunks_real) {
+  NEED_GPUS(1);
+  mgpu_test_config_t c = mgpu_test_config(2, 0);
+  c.cfg.num_gpus = 1;
+  c.cfg.sched = MGPU_SCHED_GPU;
+  c.cfg.streams_per_gpu = 4;
+  c.cfg.max_batch_size = 100000;
+  c.cfg.timeout = 1;
+  c.cfg.debug = 1;
+  c.test.fault_inject = "hang:0:2";
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
+  mgpu_kernel_t k;
+  ck_assert_int_eq(mgpu_kernel_mulmod(100, &k), MGPU_OK);
+  mgpu_mulmod_arg_t a = {100};
+  const size_t n = 1000000;
+  uint64_t *x = mgpu_host_alloc(rt, 8 * n), *orig = malloc(8 * n);
+  ck_assert_ptr_nonnull(x);
+  uint64_t rng = 12345;
+  for (size_t i = 0; i < n; i++) orig[i] = x[i] = mgpu_test_rand(&rng);
+  mgpu_batch_t b = {.kernel = &k, .n = n, .in = {x}, .out = {x}, .arg = &a, .arg_size = sizeof a};
+  mgpu_stats_t st = {0};
+  ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
+  size_t wrong = 0;
+  for (size_t i = 0; i < n; i++) wrong += x[i] != cpu_ref(&k, &a, orig, i);
+  mgpu_device_info_t info = MGPU_DEVICE_INFO_INIT;
+  ck_assert_int_eq(mgpu_device_info(rt, 0, &info), MGPU_OK);
+  printf("hung GPU beside chunks that ended, in place: %zu of %zu items wrong, %llu retries, GPU 0 %s\n", wrong, n,
+         (unsigned long long)st.retries, info.retired ? "retired" : "in use");
+  ck_assert_uint_eq(wrong, 0);
+  ck_assert_uint_eq(st.items, n);
+  ck_assert_int_eq(info.retired, 1);
+  free(orig);
+  mgpu_finalize(rt); /* x is left to it: freeing pinned memory could wait on the device */
+}
+END_TEST
+
 /* A collective whose part on a real GPU never ends (hangcoll: the stream
  * waits for good before the part): at its deadline the collective fails and,
  * with NCCL, the communicators are aborted; at twice the deadline the GPU is
@@ -576,6 +620,7 @@ int main(void) {
   tcase_add_test(tc, test_many_submitters_gpu);
   tcase_add_test(tc, test_transfer_bandwidth);
   tcase_add_test(tc, test_balance_real);
+  tcase_add_test(tc, test_hang_ended_chunks_real);
   tcase_add_test(tc, test_hung_gpu_real);
   tcase_add_test(tc, test_hung_collective_real);
   suite_add_tcase(s, tc);
