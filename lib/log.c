@@ -59,6 +59,13 @@ mgpu_status_t mgpu__fail(mgpu_status_t st, const char *fmt, ...) {
   return st;
 }
 
+mgpu_status_t mgpu__refuse_in_worker(const mgpu_runtime_t *rt, const char *fn) {
+  if (!rt || mgpu__self_rt != rt) return MGPU_OK;
+  return mgpu__fail(MGPU_ESTATE, "%s: called from a worker of the runtime (inside a kernel function?), which would "
+                                 "wait for batches while computing nothing, and for items it holds itself: refused",
+                    fn);
+}
+
 mgpu_status_t mgpu__fail_quiet(mgpu_status_t st, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

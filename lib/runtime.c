@@ -192,13 +192,6 @@ fail_free:
   return st;
 }
 
-mgpu_status_t mgpu__refuse_in_worker(const mgpu_runtime_t *rt, const char *fn) {
-  if (!rt || mgpu__self_rt != rt) return MGPU_OK;
-  return mgpu__fail(MGPU_ESTATE, "%s: called from a worker of the runtime (inside a kernel function?), which would "
-                                 "wait for batches while computing nothing, and for items it holds itself: refused",
-                    fn);
-}
-
 mgpu_status_t mgpu__node_finalize(mgpu_runtime_t *rt) {
   if (!rt) return MGPU_OK;
   if (mgpu__self_rt == rt)
