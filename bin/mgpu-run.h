@@ -230,6 +230,9 @@ mgpu_runtime_t *start_runtime(const opts_t *o, mgpu_sched_t mode, double ratio, 
 void finish_runtime(work_t *w, mgpu_runtime_t *rt);
 bool finalize_runtime(mgpu_runtime_t *rt);
 const char *reserve_setting(mgpu_runtime_t *rt);
+/* The mode runtime rt runs batches in (MGPU_SCHED, from --mode or the
+ * environment). */
+mgpu_sched_t runtime_sched(mgpu_runtime_t *rt);
 void print_info(mgpu_runtime_t *rt);
 void print_list(const char *plugin);
 

@@ -109,7 +109,11 @@ static void run_scaling(work_t *w, const opts_t *o, outcome_t *oc) {
     finish_runtime(w, rt);
   }
   if (oc->nsres == 0) oc->sres[oc->nsres++].mode = mode_name(oc->scale_mode); /* interrupted before the first */
-  oc->res[0] = oc->sres[oc->nsres - 1];
+  /* The result line is of the largest count that ran (a count past the
+   * GPUs the runtime sees is skipped). */
+  int last = oc->nsres - 1;
+  while (last > 0 && !oc->sres[last].ran) last--;
+  oc->res[0] = oc->sres[last];
   oc->nres = 1;
 }
 
@@ -235,9 +239,11 @@ int run_batch_workload(mgpu_runtime_t *base, opts_t *o, const mgpu_plugin_worklo
       return EXIT_USAGE;
     }
   } else {
-    if (!w.k.gpu && oc.ngpu > 0 && o->mode != MGPU_SCHED_CPU)
+    /* Without --mode, the runtime's (MGPU_SCHED from the environment). */
+    mgpu_sched_t mode = runtime_sched(base);
+    if (!w.k.gpu && oc.ngpu > 0 && mode != MGPU_SCHED_CPU)
       oc.note = "the kernel has no GPU function: the CPU workers ran every item";
-    measure(base, &w, o, &oc.res[0], mode_name(o->mode));
+    measure(base, &w, o, &oc.res[0], mode_name(mode));
     if (o->plot) plot_run(base, o, &oc.res[0], &w);
     oc.nres = 1;
   }

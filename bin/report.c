@@ -123,7 +123,8 @@ const result_t *main_result(const outcome_t *oc) {
 }
 
 void report_quiet(const opts_t *o, const work_t *w, const outcome_t *oc) {
-  const char *verdict = !o->verify ? "off" : oc->vd.bad ? "FAILED" : "ok";
+  /* Nothing checked where no run completed (SIGINT stopped the last). */
+  const char *verdict = !o->verify ? "off" : !w->complete ? "none" : oc->vd.bad ? "FAILED" : "ok";
   size_t prefix = o->ceiling ? oc->ceiling.prefix : main_result(oc)->prefix;
   printf("%s: %zu items", w->name, w->n);
   if (prefix) printf(" (timed on the first %zu)", prefix);

@@ -70,6 +70,17 @@ const char *reserve_setting(mgpu_runtime_t *rt) {
   return "0";
 }
 
+mgpu_sched_t runtime_sched(mgpu_runtime_t *rt) {
+  mgpu_setting_t s = MGPU_SETTING_INIT;
+  for (int i = 0; mgpu_info_setting(rt, i, &s) == MGPU_OK; i++) {
+    if (strcmp(s.name, "MGPU_SCHED")) continue;
+    if (!strcmp(s.value, "static")) return MGPU_SCHED_STATIC;
+    if (!strcmp(s.value, "cpu")) return MGPU_SCHED_CPU;
+    if (!strcmp(s.value, "gpu")) return MGPU_SCHED_GPU;
+  }
+  return MGPU_SCHED_STEAL;
+}
+
 void print_info(mgpu_runtime_t *rt) {
   printf("libmgpurt %s\n\nSettings (value, source):\n", mgpu_version());
   mgpu_setting_t s = MGPU_SETTING_INIT;

@@ -207,6 +207,12 @@ expect 2 "--max-bytes '1X'" -- "$run" allreduce --max-bytes 1X
 expect 2 "--min-bytes is larger than --max-bytes" -- "$run" allreduce --min-bytes 1K --max-bytes 8
 expect 2 "--split, --dtype, --min-bytes and --max-bytes are for" -- "$run" --split 1,1 ntt
 expect 2 "--gpus and --compare" -- "$run" mulmod --gpus 1,2 --compare
+# A count past the GPUs seen is skipped: the result line is of the largest
+# count that ran, not a skipped one's zero.
+expect 0 "^ntt: 100 items, [0-9.]* s, [1-9][0-9.e+]* items/s, verification ok" -- env MGPU_EMULATE_GPUS=2 "$run" -n 100 --repeat 1 --gpus 1,3 -q
+# Without --mode the report names the mode MGPU_SCHED gives the runtime.
+expect 0 "^mode gpu " -- env MGPU_EMULATE_GPUS=1 MGPU_SCHED=gpu "$run" mulmod --intensity 5 -n 2000 --repeat 1
+expect 0 "^mode cpu " -- env MGPU_EMULATE_GPUS=1 MGPU_SCHED=cpu "$run" mulmod --intensity 5 -n 2000 --repeat 1
 expect 2 "--split, --dtype, --min-bytes and --max-bytes are for" -- "$run" mulmod --dtype f32
 expect 2 "--min-bytes is larger than --max-bytes (default 1G)" -- "$run" allreduce --min-bytes 2G
 expect 2 "are for the batch workloads, not matvec" -- "$run" matvec --plot /tmp/x.svg
@@ -620,6 +626,17 @@ if [ $rc = 130 ] && grep -q "^mode steal .* items/s" "$out" &&
        grep -q "verification: none (SIGINT stopped the last run)" "$out"; } ||
      { ! grep -q "interrupted in mode" "$out" && grep -q "verification: ok" "$out"; }; }; then ok
 else bad "SIGINT: exit $rc, output: $(cat "$out")"; fi
+rm -f "$out"
+# The same with -q: the result line says that nothing was verified.
+out=$(mktemp /tmp/mgpu-int-XXXXXX)
+"$run" mulmod -n 300000 --intensity 100 --repeat 1000 --num-gpus 0 -q > "$out" 2>&1 &
+pid=$!
+sleep 1.5
+kill -INT $pid
+wait $pid; rc=$?
+if [ $rc = 130 ] && { { grep -q "interrupted in mode steal, timed run" "$out" && grep -q "verification none\$" "$out"; } ||
+   { ! grep -q "interrupted in mode" "$out" && grep -q "verification ok\$" "$out"; }; }; then ok
+else bad "SIGINT with -q: exit $rc, output: $(cat "$out")"; fi
 rm -f "$out"
 # SIGINT during --compare: the JSON report still parses, and the turns, which
 # come last, say that they did not run.
