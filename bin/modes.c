@@ -22,6 +22,7 @@ static void plot_run(mgpu_runtime_t *rt, const opts_t *o, const result_t *r, con
            r->wall_s, mgpu_version());
   if (mgpu_run_plot(o->plot, rt, &r->st, title) != 0) {
     fprintf(stderr, "%s: cannot write %s: %s\n", prog, o->plot, strerror(errno));
+    plot_trace_remove();
     exit(EXIT_FAIL);
   }
 }

@@ -127,10 +127,12 @@ static const opt_desc_t options[] = {
   {"plot", 0, "FILE.svg", O_PLOT, G_WORKLOAD,
       "draw the run (the steal run with --compare): a\n"
       "timeline with a lane per worker and GPU stream, and\n"
-      "items and busy time per worker"},
+      "items and busy time per worker; not with --gpus or\n"
+      "--ceiling"},
   {"trace", 0, "FILE", O_TRACE, G_WORKLOAD,
       "write a Chrome/Perfetto trace of the run (of the steal\n"
-      "run with --compare) to FILE, as MGPU_TRACE does"},
+      "run with --compare) to FILE, as MGPU_TRACE does; not\n"
+      "with --gpus or --ceiling"},
   {"plugin", 0, "FILE", O_PLUGIN, G_WORKLOAD,
       "load workloads from a shared library (entry point\n"
       "mgpu_plugin_init, see mgpurt_plugin.h); name one as\n"
@@ -350,6 +352,28 @@ static void apply_runtime_option(opts_t *o, opt_id_t id, const char *v) {
   }
 }
 
+/* The absolute path of p's folder and p's last name (p need not exist):
+ * false where the folder cannot be resolved. */
+static bool resolve(const char *p, char *out, size_t cap) {
+  char dir[PATH_MAX], real[PATH_MAX];
+  const char *slash = strrchr(p, '/'), *name = slash ? slash + 1 : p;
+  size_t len = slash ? (size_t)(slash - p) : 0;
+  if (len >= sizeof dir) return false;
+  if (slash) memcpy(dir, p, len), dir[len] = 0;
+  if (!realpath(slash ? (len ? dir : "/") : ".", real)) return false;
+  return snprintf(out, cap, "%s/%s", real, name) < (int)cap;
+}
+
+/* Whether two paths name one file: the same text, the same folder and name,
+ * or one existing file (links). */
+static bool same_file(const char *a, const char *b) {
+  if (!strcmp(a, b)) return true;
+  char ra[2 * PATH_MAX], rb[2 * PATH_MAX];
+  if (resolve(a, ra, sizeof ra) && resolve(b, rb, sizeof rb) && !strcmp(ra, rb)) return true;
+  struct stat sa, sb;
+  return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 /* Options that do not go together, or that need a file written. */
 static void check_combinations(const opts_t *o) {
   if (o->compare && o->mode) usage_error("--compare runs every mode: do not give --mode too");
@@ -371,6 +395,15 @@ static void check_combinations(const opts_t *o) {
                   o->multi.nshares, o->multi.nshares == 1 ? "y" : "ies", o->gpus_list[i], o->gpus_list[i],
                   o->gpus_list[i] + 1);
   if (o->cfg.ndevices > 0 && o->ngpus_list) usage_error("--gpus picks the first N GPUs: do not give --devices too");
+  if ((o->plot || o->trace) && (o->ngpus_list || o->ceiling))
+    usage_error("--plot and --trace record one mode's run, or --compare's steal run: not with %s",
+                o->ngpus_list ? "--gpus" : "--ceiling");
+  /* Each output its own file: one written after another would leave only the last. */
+  const char *const file[3] = {o->output, o->plot, o->trace}, *const flag[3] = {"--output", "--plot", "--trace"};
+  for (int i = 0; i < 3; i++)
+    for (int j = i + 1; j < 3; j++)
+      if (file[i] && file[j] && same_file(file[i], file[j]))
+        usage_error("%s and %s name the same file '%s': give each its own", flag[i], flag[j], file[j]);
   if (!o->info && !o->list) {
     check_writable("--trace", o->trace);
     check_writable("--plot", o->plot);

@@ -207,6 +207,12 @@ expect 2 "--max-bytes '1X'" -- "$run" allreduce --max-bytes 1X
 expect 2 "--min-bytes is larger than --max-bytes" -- "$run" allreduce --min-bytes 1K --max-bytes 8
 expect 2 "--split, --dtype, --min-bytes and --max-bytes are for" -- "$run" --split 1,1 ntt
 expect 2 "--gpus and --compare" -- "$run" mulmod --gpus 1,2 --compare
+# --plot and --trace record one run: not the runs of --gpus or --ceiling; and
+# two outputs in one file would leave only the last written.
+expect 2 "--plot and --trace record one mode's run, or --compare's steal run: not with --gpus" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 2000 --gpus 1 --plot g.svg
+expect 2 "not with --ceiling" -- "$run" mulmod -n 2000 --ceiling --trace t.json
+expect 2 "--output and --plot name the same file 'same.svg': give each its own" -- "$run" mandelbrot -n 50 --size 8 -o same.svg --plot same.svg
+expect 2 "--plot and --trace name the same file" -- "$run" -n 50 --plot x.svg --trace ./x.svg
 # A count past the GPUs seen is skipped: the result line is of the largest
 # count that ran, not a skipped one's zero.
 expect 0 "^ntt: 100 items, [0-9.]* s, [1-9][0-9.e+]* items/s, verification ok" -- env MGPU_EMULATE_GPUS=2 "$run" -n 100 --repeat 1 --gpus 1,3 -q
