@@ -72,8 +72,8 @@ static const setting_t settings[MGPU_SET_COUNT] = {
                                 "TESTS ONLY: launches of an emulated device on different streams run side by side, "
                                 "sharing only its items' speed (default 0: one launch at a time)"},
   [MGPU_SET_FAULT_INJECT] = {"MGPU_FAULT_INJECT", K_FAULT, 0, 0, 0, 0, 0,
-                             "a comma-separated list of launch:GPU:K|all, alloc:GPU:K, const:GPU:K, hang:GPU:K, "
-                             "hangcoll:GPU:K",
+                             "a comma-separated list of launch:GPU:K|all, alloc:GPU:K, const:GPU:K, props:GPU:0, "
+                             "hang:GPU:K, hangcoll:GPU:K, stall:GPU:K",
                              "TESTS ONLY: make chosen GPU operations fail or never end (default: none)"},
   [MGPU_SET_TENSOR_SPLIT] = {"MGPU_TENSOR_SPLIT", K_RATIOS, 0, 0, 0, 1e12, 0,
                              "a comma-separated list of shares >= 0, one per GPU and optionally one more for the "
@@ -463,7 +463,8 @@ static mgpu_status_t from_arg(int id, const mgpu_config_t *a, const mgpu__testcf
       return bad_arg(id, "ntensor_split", num);
     }
     if (mgpu__check_ratios(a->tensor_split, a->ntensor_split, why, sizeof why) != 0)
-      return bad_arg(id, "tensor_split", why);
+      return mgpu__fail(MGPU_EINVAL, "mgpu_config_t.tensor_split (the field of MGPU_TENSOR_SPLIT) is invalid: %s",
+                        why);
     v->ntensor_split = a->ntensor_split;
     memcpy(v->tensor_split, a->tensor_split, sizeof v->tensor_split);
     *set = true;

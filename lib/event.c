@@ -211,8 +211,9 @@ mgpu_status_t mgpu__node_event_cancel(mgpu_event_t *ev) {
 }
 
 mgpu_status_t mgpu__node_event_progress(mgpu_event_t *ev, size_t *done_p, size_t *total_p) {
-  if (!ev || !mgpu__handle_live(MGPU_H_EVENT, ev))
-    return mgpu__fail(MGPU_EINVAL, "mgpu_event_progress: %p is not a live event", (void *)ev);
+  if (!ev) return mgpu__fail(MGPU_EINVAL, "mgpu_event_progress: event is NULL");
+  if (!mgpu__handle_live(MGPU_H_EVENT, ev))
+    return mgpu__fail(MGPU_EINVAL, "mgpu_event_progress: %p is not a live event (released already?)", (void *)ev);
   mgpu__batch_t *b = (mgpu__batch_t *)ev;
   size_t total = b->desc.n, done;
   MGPU_LOCK(&b->lock, MGPU_LK_BATCH);

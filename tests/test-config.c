@@ -323,7 +323,11 @@ START_TEST(test_bad_args) {
   a.tensor_split[0] = 1;
   a.tensor_split[1] = -1;
   ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
-  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_config_t.tensor_split"));
+  /* One message, naming the field and what is wrong with it. */
+  ck_assert_msg(strstr(mgpu_last_error(), "mgpu_config_t.tensor_split (the field of MGPU_TENSOR_SPLIT) is invalid: "
+                                          "share 1 is -1: expected a number in 0..1e12"),
+                "%s", mgpu_last_error());
+  ck_assert_msg(!strstr(mgpu_last_error(), "is invalid (the field"), "%s", mgpu_last_error());
   a.ntensor_split = 0;
   ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
   a.ntensor_split = 2;
@@ -361,6 +365,10 @@ START_TEST(test_test_args) {
     char want[128];
     snprintf(want, sizeof want, "mgpu__testcfg_t.%s is invalid (the field of MGPU_", bad[i].name);
     ck_assert_msg(strstr(mgpu_last_error(), want) != NULL, "%s: %s", want, mgpu_last_error());
+    /* Every kind the parser takes is in the list of what is accepted. */
+    if (bad[i].field == 5)
+      ck_assert_msg(strstr(mgpu_last_error(), "props:GPU:0, hang:GPU:K, hangcoll:GPU:K, stall:GPU:K"), "%s",
+                    mgpu_last_error());
   }
   setenv("MGPU_EMULATE_LATENCY", "2", 1);
   setenv("MGPU_EMULATE_WIDTH", "8", 1);

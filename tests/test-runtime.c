@@ -659,6 +659,8 @@ START_TEST(test_progress_and_trace_events) {
   ck_assert_uint_eq(done, n);
   mgpu_event_release(ev);
   ck_assert_int_eq(mgpu_event_progress(ev, &done, &total), MGPU_EINVAL);
+  ck_assert_int_eq(mgpu_event_progress(NULL, &done, &total), MGPU_EINVAL);
+  ck_assert_str_eq(mgpu_last_error(), "mgpu_event_progress: event is NULL");
   mgpu_event_release(eb);
   /* The recorded events cover every item of the batch once. */
   size_t m;
