@@ -183,6 +183,20 @@ static bool by_cost(const mgpu_runtime_t *rt, const mgpu__cost_t *cost, int i, d
   return cost && vo > 0 && rt->workers[i].kind == MGPU_WORKER_GPU;
 }
 
+/* Seconds before CPU worker i can start on its range of b: where it runs a
+ * chunk of another batch, as long again as that chunk has run so far (its
+ * end is not known; one dear item can hold it for seconds). A batch that
+ * came while its owner was busy elsewhere would otherwise wait for that
+ * chunk for its range's last item, which the tail rule leaves to the owner. */
+static double busy_elsewhere(const mgpu_runtime_t *rt, const mgpu__batch_t *b, int i, double now) {
+  const mgpu__worker_t *o = &rt->workers[i];
+  if (o->kind != MGPU_WORKER_CPU) return 0;
+  const mgpu__batch_t *rb = atomic_load_explicit(&o->run_batch, memory_order_acquire);
+  if (!rb || rb == b) return 0;
+  double since = 1e-9 * (double)atomic_load_explicit(&o->run_since_ns, memory_order_relaxed);
+  return since > 0 && now > since ? now - since : 0;
+}
+
 /* Steal from the back of the range in b that would finish last. In a batch
  * its GPUs split by cost, a GPU judges another GPU's range by cost, and
  * takes by cost (mgpu__cost_steal). */
@@ -196,6 +210,7 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
   double pt = (double)atomic_load_explicit(&b->ranges[w->id].pending, memory_order_relaxed);
   double slowest = atomic_load_explicit(&b->model->slow[w->id], memory_order_relaxed);
   double item_s = w->kind == MGPU_WORKER_CPU ? mgpu__cpu_item_s(b) : 0;
+  double now = mgpu__now();
   for (int attempt = 0; attempt < 4; attempt++) {
     int victim = -1;
     double worst = 0;
@@ -209,7 +224,7 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
       /* In static mode only a retired worker's range may be taken. */
       if (!b->steal_ok && vo > 0) continue;
       double left = (double)(end - begin) + (double)atomic_load_explicit(&r->pending, memory_order_relaxed);
-      double t = vo > 0 ? LATENCY(i) + left / vo : INFINITY;
+      double t = vo > 0 ? LATENCY(i) + busy_elsewhere(rt, b, i, now) + left / vo : INFINITY;
       if (by_cost(rt, cost, i, vo)) t = pending_s(r) + mgpu__cost_at(cost, end) - mgpu__cost_at(cost, begin);
       if (victim < 0 || t > worst) victim = i, worst = t;
     }
@@ -227,7 +242,8 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
     double vo = mgpu__worker_speed(b, victim), vt_r = w->kind == MGPU_WORKER_CPU ? cpu_speed_on(r, vt) : vt;
     if (rt->workers[victim].kind == MGPU_WORKER_CPU) vo = cpu_speed_on(r, vo);
     double R = (double)(end - begin), po = (double)atomic_load_explicit(&r->pending, memory_order_relaxed);
-    mgpu__steal_view_t sv = {.vt = vt_r, .at = at, .pt = pt, .vo = vo, .ao = LATENCY(victim),
+    mgpu__steal_view_t sv = {.vt = vt_r, .at = at, .pt = pt, .vo = vo,
+                             .ao = LATENCY(victim) + busy_elsewhere(rt, b, victim, now),
                              .po = po, .left = R, .slowest = slowest, .worst_item_s = item_s};
     size_t take = by_cost(rt, cost, victim, vo)
                       ? mgpu__cost_steal(cost, begin, end, pending_s(&b->ranges[w->id]), pending_s(r))
@@ -241,8 +257,8 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
     mgpu__range_unlock(r);
     install(b, w, end - take, take, r_item_s);
     if (rt->trace_on) {
-      double now = mgpu__now();
-      mgpu__tev_t ev = {.t0 = now, .t1 = now, .kind = MGPU_TEV_STEAL, .stream = -1, .other = victim,
+      double t = mgpu__now();
+      mgpu__tev_t ev = {.t0 = t, .t1 = t, .kind = MGPU_TEV_STEAL, .stream = -1, .other = victim,
                         .name = b->kernel.name, .batch = b->id, .first = end - take, .count = take};
       mgpu__trace_add(rt, w, &ev);
     }

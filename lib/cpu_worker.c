@@ -76,6 +76,8 @@ static void run_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
   double item_s = atomic_load_explicit(&b->ranges[w->id].item_s, memory_order_relaxed);
   if (item_s > 0 && rate > 0) rate = fmin(rate, 1 / item_s);
   double t0 = mgpu__now(), busy = 0, predicted = 0;
+  atomic_store_explicit(&w->run_since_ns, (uint64_t)(t0 * 1e9), memory_order_relaxed);
+  atomic_store_explicit(&w->run_batch, b, memory_order_release);
   size_t done = 0, to = 0;
   bool over = false;
   int rc = 0;
@@ -109,6 +111,7 @@ static void run_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
                       .batch = b->id, .first = c->first, .count = rc ? to : done};
     mgpu__trace_add(rt, w, &ev);
   }
+  atomic_store_explicit(&w->run_batch, NULL, memory_order_release);
   if (item_s > 0 && rc == 0 && !over && done > 0)
     atomic_store_explicit(&b->ranges[w->id].item_s, busy / (double)done, memory_order_relaxed);
   if (rc != 0) mgpu__complete_failed(rt, w, c, done, to - done, busy, rc);

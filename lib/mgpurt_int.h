@@ -772,6 +772,10 @@ struct mgpu__worker {
   _Atomic uint64_t busy_ns;
   _Atomic uint64_t staged;  /* bytes copied through GPU staging buffers */
   mgpu__batch_t *cur;      /* batch this worker is taking chunks from (own ref) */
+  /* A CPU worker's chunk running now: its batch (NULL: none; only compared,
+   * never followed) and since when (ns of mgpu__now), for thieves. */
+  _Atomic(const mgpu__batch_t *) run_batch;
+  _Atomic uint64_t run_since_ns;
   mgpu__room_t *room;      /* a GPU worker's room for a chunk (NULL: no limit, CPU) */
   void *scratch;           /* CPU: host scratch buffer */
   size_t scratch_bytes;
