@@ -154,9 +154,11 @@ mgpu_status_t mgpu__event_wait(mgpu_event_t *ev, mgpu_stats_t *stats, const mgpu
   else if (st == MGPU_ECANCELED)
     mgpu__fail_quiet(st, "batch of kernel '%s' canceled: %zu of %zu items computed, the rest not",
                      b->kernel.name ? b->kernel.name : "(unnamed)", b->desc.n - atomic_load(&b->dropped), b->desc.n);
-  else if (st != MGPU_OK)
-    mgpu__fail_quiet(st, "batch of kernel '%s' failed: %s", b->kernel.name ? b->kernel.name : "(unnamed)",
-                     mgpu_strerror(st));
+  else if (st != MGPU_OK) {
+    const char *why = atomic_load(&b->fail_why);
+    mgpu__fail_quiet(st, "batch of kernel '%s' failed: %s%s%s", b->kernel.name ? b->kernel.name : "(unnamed)",
+                     mgpu_strerror(st), why ? ": " : "", why ? why : "");
+  }
   return st;
 }
 

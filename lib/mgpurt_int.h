@@ -957,6 +957,7 @@ struct mgpu__batch {
   size_t failed_first, failed_count;
   /* Device bytes of one item, where a GPU found no room for one (its error message). */
   _Atomic size_t no_room_bytes;
+  _Atomic(const char *) fail_why; /* why no worker could run it (a string literal; NULL: not that) */
   double t_submit, t_start, t_end;
   mgpu__batch_t **dependents;
   int ndependents, dependents_cap;

@@ -37,6 +37,7 @@ void mgpu__fail_orphans(mgpu_runtime_t *rt, mgpu_status_t st, const char *why) {
      * stays its status) and drop the unclaimed items; claimed ones complete
      * as usual. */
     bool fails_now = mgpu__batch_fail(orphan, st);
+    if (fails_now) atomic_store(&orphan->fail_why, why);
     atomic_store(&orphan->failed, 1);
     size_t dropped = 0;
     for (int i = 0; i < rt->nworkers; i++) {

@@ -4,6 +4,8 @@
 #include "testutil.h"
 
 #include <limits.h>
+#include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -718,6 +720,27 @@ START_TEST(test_errors_quiet) {
 }
 END_TEST
 
+/* A nap past time_t's range (an emulated device of 1e-300 items/s, which
+ * MGPU_EMULATE_SPEED accepts) sleeps, where casting it was undefined and
+ * returned at once: the device ran as if it had no speed limit. */
+static _Atomic int nap_done;
+static void *nap_forever(void *arg) {
+  MGPU_UNUSED(arg);
+  mgpu__nap(INFINITY);
+  atomic_store(&nap_done, 1);
+  return NULL;
+}
+
+START_TEST(test_nap_forever) {
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, nap_forever, NULL), 0);
+  mgpu_test_sleep(0.2);
+  ck_assert_int_eq(atomic_load(&nap_done), 0);
+  pthread_cancel(th); /* nanosleep is a cancellation point */
+  pthread_join(th, NULL);
+}
+END_TEST
+
 START_TEST(test_parsers) {
   long long v;
   ck_assert_int_eq(mgpu__parse_ll("9223372036854775807", 0, LLONG_MAX, &v), 0);
@@ -759,6 +782,7 @@ int main(void) {
   tcase_add_test(tc, test_fault_gpu_range);
   tcase_add_test(tc, test_deadline_rule);
   tcase_add_test(tc, test_parsers);
+  tcase_add_test(tc, test_nap_forever);
   suite_add_tcase(s, tc);
   printf("config: %d bad-input and valid environment cases in the table\n", NCASES);
   return mgpu_test_main(s);

@@ -155,6 +155,8 @@ START_TEST(test_gpu_only_all_retired) {
   axpk_arg_t a = {1, NULL};
   mgpu_batch_t b = axpk_batch(&axpk, 1000, x, y, &a);
   ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_EDEVICE);
+  /* The caller's message says why, not only the code's meaning. */
+  ck_assert_msg(strstr(mgpu_last_error(), "no worker is left that can run it"), "%s", mgpu_last_error());
   mgpu_finalize(rt);
 }
 END_TEST
