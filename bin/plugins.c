@@ -117,9 +117,16 @@ void plugin_load(const char *path, const opts_t *o) {
   void *h = dlopen(buf, RTLD_NOW | RTLD_LOCAL);
   if (!h) usage_error("--plugin '%s' is not a loadable shared library: %s", path, dlerror());
   mgpu_plugin_init_fn init;
-  *(void **)&init = dlsym(h, MGPU_PLUGIN_ENTRY);
-  if (!init) usage_error("--plugin '%s' has no entry point %s() (see mgpurt_plugin.h)", path,
-                         MGPU_PLUGIN_ENTRY);
+  void *entry = dlsym(h, MGPU_PLUGIN_ENTRY);
+  if (!entry) usage_error("--plugin '%s' has no entry point %s() (see mgpurt_plugin.h)", path, MGPU_PLUGIN_ENTRY);
+  /* Called, a symbol of data (`int mgpu_plugin_init = 5;`) crashes. */
+  Dl_info info;
+  const ElfW(Sym) *sym = NULL;
+  if (dladdr1(entry, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && ELF64_ST_TYPE(sym->st_info) != STT_FUNC &&
+      ELF64_ST_TYPE(sym->st_info) != STT_GNU_IFUNC)
+    usage_error("--plugin '%s': its %s is not a function (an ELF symbol of type %d; see mgpurt_plugin.h)", path,
+                MGPU_PLUGIN_ENTRY, (int)ELF64_ST_TYPE(sym->st_info));
+  *(void **)&init = entry;
   mgpu_plugin_registry_t reg = {.abi = MGPU_PLUGIN_ABI, .add = plugin_add, .loader = NULL};
   int rc = init(&reg);
   if (rc != 0) {

@@ -573,6 +573,7 @@ else bad "--compare, kernel without a GPU function: exit $rc: $out"; fi
 # Verification says what it checked and, on a failure, the number wrong and the
 # first wrong item with its worker and the bytes expected and got.
 wrongplugin="${top_builddir:-.}/tests/.libs/plugin-wrong.so"
+expect 2 "its mgpu_plugin_init is not a function" -- "$run" --plugin "${top_builddir:-.}/tests/.libs/plugin-data.so" --list
 expect 1 "verification: FAILED: 2 wrong (all 2000 items checked against the CPU function); first wrong item 17, computed by worker 0 (cpu): output 0 bytes 1..7: expected db0007d7654b34, got 240007d7654b34" -- "$run" --plugin "$wrongplugin" wrong --repeat 1 --threads 1 --num-gpus 0
 expect 1 "FAILED: 1 wrong (2000 of 100000 items, one in 50, checked against the CPU function); first wrong item 1500" -- "$run" --plugin "$wrongplugin" wrong -n 100000 --repeat 1 --threads 1 --num-gpus 0
 expect 0 "verification: ok (2000 of 20000 items, one in 10, checked against the CPU function)" -- "$run" mulmod -n 20000 --intensity 2 --repeat 1
