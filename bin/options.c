@@ -443,8 +443,21 @@ void options_parse(int argc, char **argv, opts_t *o) {
     int k = c >= 256 ? c - 256 : -1;
     for (int i = 0; i < NOPTIONS && k < 0; i++)
       if (options[i].short_name && options[i].short_name == c) k = i;
-    if (c == ':') usage_error("option '%s' needs a value", argv[optind - 1]);
-    if (k < 0) usage_error("unknown option '%s'", argv[optind - 1]);
+    /* getopt's optopt names a short option (argv[optind - 1] is its whole
+     * cluster, or the next word) and a long one given a value it takes none of. */
+    const char *word = argv[optind - 1];
+    bool is_long = !strncmp(word, "--", 2);
+    if (c == ':') {
+      if (!is_long && optopt > 0 && optopt < 256) usage_error("option '-%c' needs a value", optopt);
+      usage_error("option '%s' needs a value", word);
+    }
+    if (k < 0) {
+      for (int i = 0; i < NOPTIONS; i++)
+        if (optopt && optopt == longopts[i].val && !options[i].arg)
+          usage_error("option '--%s' takes no value: '%s'", options[i].name, word);
+      if (!is_long && optopt > 0 && optopt < 256) usage_error("unknown option '-%c'", optopt);
+      usage_error("unknown or ambiguous option '%s'", word);
+    }
     apply_runtime_option(o, options[k].id, optarg);
   }
   if (optind < argc) o->workload = argv[optind++];

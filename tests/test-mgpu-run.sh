@@ -17,7 +17,12 @@ expect 0 "Usage: mgpu-run" -- "$run" --help
 expect 0 "libmgpurt" -- "$run" --version
 expect 0 "MGPU_NUM_THREADS" -- "$run" --info
 expect 0 "ntt" -- "$run" --list
-expect 2 "unknown option" -- "$run" --frobnicate
+expect 2 "unknown or ambiguous option '--frobnicate'" -- "$run" --frobnicate
+# A short option in a cluster is named itself, not the word before it; a
+# long option given a value it takes none of says so.
+expect 2 "unknown option '-x'" -- "$run" -n 5 -xq
+expect 2 "option '--json' takes no value: '--json=1'" -- "$run" --json=1
+expect 2 "option '--items' needs a value" -- "$run" --items
 expect 2 "unknown workload" -- "$run" nosuch
 expect 2 "needs a value" -- "$run" --items
 expect 2 "--items '-5'" -- "$run" --items -5
