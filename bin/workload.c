@@ -28,7 +28,32 @@ static uint64_t rng_next(uint64_t *s) {
   return x ^ (x >> 31);
 }
 
+/* Host memory the system can give without swapping (MemAvailable in
+ * /proc/meminfo, bytes; 0: not known). */
+static size_t mem_available(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  unsigned long long kb = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+  fclose(f);
+  return (size_t)kb * 1024;
+}
+
+/* The workload's arrays: refused where together they pass the memory
+ * available, since under overcommit malloc succeeds and filling them would
+ * have the process killed without a word. */
 static void *alloc_array(mgpu_runtime_t *base, const opts_t *o, size_t bytes) {
+  static size_t total, avail;
+  static bool looked;
+  if (!looked) avail = mem_available(), looked = true;
+  total += bytes;
+  if (avail && total > avail) {
+    fprintf(stderr, "%s: the arrays need more than %zu bytes of host memory, and %zu are available (MemAvailable in "
+            "/proc/meminfo): give a smaller -n\n", prog, total, avail);
+    exit(EXIT_FAIL);
+  }
   void *p = o->pinned ? mgpu_host_alloc(base, bytes ? bytes : 1) : aligned_alloc(64, ((bytes ? bytes : 1) + 63) & ~(size_t)63);
   if (!p) {
     fprintf(stderr, "%s: cannot allocate %zu bytes of host memory\n", prog, bytes);
