@@ -88,7 +88,7 @@ static const setting_t settings[MGPU_SET_COUNT] = {
                         "seconds a GPU chunk or collective may take before the GPU counts as hung (retired) or "
                         "the collective fails; auto: 10 times the predicted time, at least 30 s (300 s with no "
                         "prediction); 0 = off (default auto)"},
-  [MGPU_SET_MPI] = {"MGPU_MPI", K_BOOL, 0, 1, 0, 0, 0, "auto, off, 1, 0, yes, no, on or false",
+  [MGPU_SET_MPI] = {"MGPU_MPI", K_BOOL, 0, 1, 0, 0, 0, "auto, off, 1, 0, yes, no, on, true or false",
                     "auto: where the program has initialised MPI, the runtime spans the ranks of its communicator "
                     "(MPI_COMM_WORLD unless given) when they are more than one; off: this process alone "
                     "(default auto)"},
