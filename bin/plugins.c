@@ -169,5 +169,11 @@ const mgpu_plugin_workload_t *resolve_workload(opts_t *o) {
   if (o->intensity && !pw && strcmp(o->workload, "mandelbrot") && strcmp(o->workload, "mulmod") &&
       strcmp(o->workload, "chain"))
     usage_error("--intensity is for the mulmod, chain and mandelbrot workloads and plugins' workloads");
+  static const char *const sized[] = {"ntt", "pipeline", "sha256", "mandelbrot", "matvec", NULL};
+  bool takes_size = pw != NULL;
+  for (int i = 0; sized[i] && !takes_size; i++) takes_size = !strcmp(o->workload, sized[i]);
+  if (o->size >= 0 && !takes_size)
+    usage_error("--size is for the ntt, pipeline, sha256, mandelbrot and matvec workloads and plugins' workloads");
+  if (o->size == 0 && !strcmp(o->workload, "matvec")) usage_error("--size '0': matvec needs at least 1 column");
   return pw;
 }
