@@ -71,7 +71,7 @@ void mgpu__gpu_give_up(mgpu__gpu_t *gp, mgpu__held_t *h, const char *why) {
   /* First the gate: nothing the device finishes late may land in the
    * caller's arrays once other workers own those items. */
   if (gp->ops->gate_close) gp->ops->gate_close(gp->ctx);
-  bool done[32];
+  bool done[sizeof h->claims / sizeof h->claims[0]];
   int ndone = held_done(gp, h, done);
   if (gp->ops->abandon) gp->ops->abandon(gp->ctx);
   int back = h->nclaims - ndone;
@@ -86,8 +86,8 @@ void mgpu__gpu_give_up(mgpu__gpu_t *gp, mgpu__held_t *h, const char *why) {
   for (int i = 0; i < h->nclaims; i++) {
     if (!done[i]) continue;
     const mgpu__slot_t *s = &gp->slots[h->slot[i]];
-    if (!atomic_load(&h->claims[i].b->failed))
-      for (int k = 0; k < s->nstaged; k++) memcpy(s->staged_out[k].user, s->staged_out[k].staged, s->staged_out[k].bytes);
+    for (int k = 0; k < s->nstaged && !atomic_load(&h->claims[i].b->failed); k++)
+      memcpy(s->staged_out[k].user, s->staged_out[k].staged, s->staged_out[k].bytes);
     mgpu__complete(rt, gp->w, &h->claims[i], 0, 0);
   }
   mgpu__retire(rt, gp->w, "it is hung");

@@ -139,8 +139,8 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
     /* No worker can take it (every GPU retired and no CPU worker). */
     free(share);
     MGPU_UNLOCK(&rt->lock);
-    if (mgpu__batch_fail(b, MGPU_EDEVICE)) atomic_store(&b->fail_why, "no worker is left that can run it");
-    mgpu__fail_quiet(MGPU_EDEVICE, "batch of kernel '%s': no worker left that can run it", b->kernel.name);
+    if (mgpu__batch_fail(b, MGPU_EDEVICE)) atomic_store(&b->fail_why, MGPU_NO_WORKER_WHY);
+    mgpu__fail_quiet(MGPU_EDEVICE, "batch of kernel '%s': %s", b->kernel.name, MGPU_NO_WORKER_WHY);
     mgpu__finish(rt, b);
     return;
   }

@@ -132,6 +132,8 @@ bool mgpu__lock_order_checked(void);
 #define MGPU_ALIGN_DEV 256
 /* Consecutive failed chunks after which a GPU is retired. */
 #define MGPU_FAILURES_TO_RETIRE 3
+/* Why a batch fails with MGPU_EDEVICE where no worker is left to it. */
+#define MGPU_NO_WORKER_WHY "no worker is left that can run it"
 /* A device given up: how long its chunks' ends must stay unchanged, and at
  * most how long they are read, to tell the chunks it ended (gpu_hang.c). */
 #define MGPU_GIVEUP_SETTLE_S 0.01
@@ -957,7 +959,7 @@ struct mgpu__batch {
   size_t failed_first, failed_count;
   /* Device bytes of one item, where a GPU found no room for one (its error message). */
   _Atomic size_t no_room_bytes;
-  _Atomic(const char *) fail_why; /* why no worker could run it (a string literal; NULL: not that) */
+  _Atomic(const char *) fail_why; /* why no worker could run it (MGPU_NO_WORKER_WHY; NULL: not that) */
   double t_submit, t_start, t_end;
   mgpu__batch_t **dependents;
   int ndependents, dependents_cap;

@@ -40,8 +40,8 @@ mgpu__model_t *mgpu__model_new(const mgpu_kernel_t *k, int nworkers) {
   m->mean_items = calloc(n, sizeof *m->mean_items);
   m->mean_secs = calloc(n, sizeof *m->mean_secs);
   m->prof = calloc(MGPU_PROF_BINS, sizeof *m->prof);
-  if (!m->fit || !m->speed || !m->latency || !m->peak || !m->known || !m->reach || !m->samples || !m->slow || !m->mean_items ||
-      !m->mean_secs || !m->prof) {
+  if (!m->fit || !m->speed || !m->latency || !m->peak || !m->known || !m->reach || !m->samples || !m->slow ||
+      !m->mean_items || !m->mean_secs || !m->prof) {
     mgpu__model_free(m);
     return NULL;
   }

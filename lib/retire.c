@@ -10,7 +10,7 @@ void mgpu__retire(mgpu_runtime_t *rt, mgpu__worker_t *w, const char *why) {
   if (atomic_exchange(&w->retired, 1)) return;
   mgpu__log(MGPU_LOG_WARN, "GPU %d (device %d) is retired for the rest of the run: %s; its items go to the other workers",
             w->gpu, rt->gpu_index[w->gpu], why);
-  mgpu__fail_orphans(rt, MGPU_EDEVICE, "no worker is left that can run it");
+  mgpu__fail_orphans(rt, MGPU_EDEVICE, MGPU_NO_WORKER_WHY);
 }
 
 void mgpu__fail_orphans(mgpu_runtime_t *rt, mgpu_status_t st, const char *why) {
