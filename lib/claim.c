@@ -138,7 +138,7 @@ static bool cpu_takes(const mgpu_runtime_t *rt, const mgpu__batch_t *b, const mg
     size_t begin = range_begin(r), end = atomic_load_explicit(&r->end, memory_order_relaxed);
     double left = (double)(end > begin ? end - begin : 0);
     left += (double)atomic_load_explicit(&r->pending, memory_order_relaxed);
-    best = fmin(best, mgpu__worker_latency(b, i) + (left + k) / v);
+    best = fmin(best, mgpu__share_time(v, mgpu__worker_latency(b, i), mgpu__worker_peak(b, i), left + k));
   }
   if (best == INFINITY) return true;
   double v = mgpu__worker_speed(b, w->id);
@@ -206,6 +206,7 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
   double at = mgpu__worker_latency(b, w->id);
   double cpu_lat = rt->ncpu ? mgpu__worker_latency(b, 0) : 0; /* the CPU team's, once */
 #define LATENCY(i) (rt->workers[i].kind == MGPU_WORKER_CPU ? cpu_lat : mgpu__worker_latency(b, (i)))
+#define PEAK(i) (rt->workers[i].kind == MGPU_WORKER_CPU ? 0 : mgpu__worker_peak(b, (i)))
   const mgpu__cost_t *cost = w->kind == MGPU_WORKER_GPU ? b->cost : NULL;
   double pt = (double)atomic_load_explicit(&b->ranges[w->id].pending, memory_order_relaxed);
   double slowest = atomic_load_explicit(&b->model->slow[w->id], memory_order_relaxed);
@@ -224,7 +225,7 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
       /* In static mode only a retired worker's range may be taken. */
       if (!b->steal_ok && vo > 0) continue;
       double left = (double)(end - begin) + (double)atomic_load_explicit(&r->pending, memory_order_relaxed);
-      double t = vo > 0 ? LATENCY(i) + busy_elsewhere(rt, b, i, now) + left / vo : INFINITY;
+      double t = vo > 0 ? mgpu__share_time(vo, LATENCY(i) + busy_elsewhere(rt, b, i, now), PEAK(i), left) : INFINITY;
       if (by_cost(rt, cost, i, vo)) t = pending_s(r) + mgpu__cost_at(cost, end) - mgpu__cost_at(cost, begin);
       if (victim < 0 || t > worst) victim = i, worst = t;
     }
@@ -242,8 +243,8 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
     double vo = mgpu__worker_speed(b, victim), vt_r = w->kind == MGPU_WORKER_CPU ? cpu_speed_on(r, vt) : vt;
     if (rt->workers[victim].kind == MGPU_WORKER_CPU) vo = cpu_speed_on(r, vo);
     double R = (double)(end - begin), po = (double)atomic_load_explicit(&r->pending, memory_order_relaxed);
-    mgpu__steal_view_t sv = {.vt = vt_r, .at = at, .pt = pt, .vo = vo,
-                             .ao = LATENCY(victim) + busy_elsewhere(rt, b, victim, now),
+    mgpu__steal_view_t sv = {.vt = vt_r, .at = at, .pkt = PEAK(w->id), .pt = pt, .vo = vo,
+                             .ao = LATENCY(victim) + busy_elsewhere(rt, b, victim, now), .pko = PEAK(victim),
                              .po = po, .left = R, .slowest = slowest, .worst_item_s = item_s};
     size_t take = by_cost(rt, cost, victim, vo)
                       ? mgpu__cost_steal(cost, begin, end, pending_s(&b->ranges[w->id]), pending_s(r))
@@ -268,6 +269,7 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
   }
   return false;
 #undef LATENCY
+#undef PEAK
 }
 
 /* Collect every batch worker w may work on into w->cand, in the order it

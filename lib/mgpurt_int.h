@@ -1122,12 +1122,13 @@ void mgpu__pool_alike(double *speed, const int *group, int n, double tol);
  * of MGPU_GPU_TARGET_S): its whole range is then in flight at once and
  * nothing of it is left to steal. */
 bool mgpu__ranges_in_flight(const double *speed, int n, size_t items, int streams);
-/* What a thief sees of one victim's range: speeds (items/s), latencies (s)
- * and items pending of thief and owner, items left in the range, the slowest
- * rate the thief has seen on the kernel and the longest one item took a
- * worker of its kind (0: not known). */
+/* What a thief sees of one victim's range: speeds (items/s), latencies (s),
+ * peaks (items/s past the latency, 0: none; see mgpu__share_time) and items
+ * pending of thief and owner, items left in the range, the slowest rate the
+ * thief has seen on the kernel and the longest one item took a worker of its
+ * kind (0: not known). */
 typedef struct {
-  double vt, at, pt, vo, ao, po, left;
+  double vt, at, pkt, pt, vo, ao, pko, po, left;
   double slowest, worst_item_s;
 } mgpu__steal_view_t;
 /* Items the thief takes from the back of the range (0: the tail rule). */

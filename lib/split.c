@@ -147,13 +147,14 @@ bool mgpu__ranges_in_flight(const double *speed, int n, size_t items, int stream
 
 size_t mgpu__steal_share(const mgpu__steal_view_t *v) {
   if (v->vo <= 0) return (size_t)v->left; /* a retired owner: take it all */
-  /* Equal finish: at + (pt + s)/vt == ao + (po + left - s)/vo, latencies at
-   * and ao for the chunk each still has to start. A thief far slower than
-   * the owner plans with its worst case, the slower of a quarter of its speed
-   * and the slowest rate it has seen on this kernel: items differ in cost (a
-   * row of the Mandelbrot set), and one expensive item on a slow worker would
-   * outlast the owner, so it takes only what it surely finishes first. */
-  double vt = v->vt;
+  /* Equal finish: thief and owner end together, each taking
+   * mgpu__share_time for what it has, latencies at and ao for the chunk each
+   * still has to start. A thief far slower than the owner plans with its
+   * worst case, the slower of a quarter of its speed and the slowest rate it
+   * has seen on this kernel: items differ in cost (a row of the Mandelbrot
+   * set), and one expensive item on a slow worker would outlast the owner,
+   * so it takes only what it surely finishes first. */
+  double vt = v->vt, pkt = v->pkt;
   if (vt * MGPU_SLOW_SPLIT_RATIO < v->vo) {
     /* Nor does it take anything once the owner has less left than the
      * longest item any worker of its kind has taken: the item it would take
@@ -162,8 +163,25 @@ size_t mgpu__steal_share(const mgpu__steal_view_t *v) {
     if (v->worst_item_s > 0 && (v->po + v->left) / v->vo < v->worst_item_s) return 0;
     vt /= MGPU_SLOW_THIEF_MARGIN;
     if (v->slowest > 0 && v->slowest < vt) vt = v->slowest;
+    pkt = 0; /* the worst case is a plain rate */
   }
-  double s = (vt * (v->po + v->left) - v->vo * v->pt + vt * v->vo * (v->ao - v->at)) / (v->vo + vt);
+  double s;
+  if (!has_peak(vt, pkt) && !has_peak(v->vo, v->pko)) {
+    /* at + (pt + s)/vt == ao + (po + left - s)/vo */
+    s = (vt * (v->po + v->left) - v->vo * v->pt + vt * v->vo * (v->ao - v->at)) / (v->vo + vt);
+  } else {
+    /* The thief's time rises with s and the owner's falls, both continuous:
+     * halve [0, left] for where they cross. */
+    double lo = 0, hi = v->left;
+    if (mgpu__share_time(vt, v->at, pkt, v->pt) >= mgpu__share_time(v->vo, v->ao, v->pko, v->po + v->left)) return 0;
+    if (mgpu__share_time(vt, v->at, pkt, v->pt + v->left) <= mgpu__share_time(v->vo, v->ao, v->pko, v->po)) hi = lo = v->left;
+    for (int it = 0; it < 200 && hi - lo > 1e-9 * MGPU_MAX(1.0, hi); it++) {
+      double mid = 0.5 * (lo + hi);
+      if (mgpu__share_time(vt, v->at, pkt, v->pt + mid) <= mgpu__share_time(v->vo, v->ao, v->pko, v->po + v->left - mid)) lo = mid;
+      else hi = mid;
+    }
+    s = lo + 1e-6; /* halving ends below a crossing at a whole item */
+  }
   if (s > v->left) s = v->left;
   return s >= 1 ? (size_t)floor(s) : 0;
 }

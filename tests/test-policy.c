@@ -747,6 +747,25 @@ START_TEST(test_steal_latency) {
   size_t plain = mgpu__steal_share(&from_gpu);
   from_gpu.ao = 18e-3;
   ck_assert_uint_gt(mgpu__steal_share(&from_gpu), plain);
+  /* A GPU owner with a peak: its speed at its chunk size (2e5 items/s, a
+   * launch of 4,096 items in 20.4 ms) holds the 20 ms latency, and its time
+   * for N items is max(20 ms + N / 1e7, N / 2e5). With 12,288 items to go,
+   * the CPU thief at 1e5 items/s levels both at 4,096 (adding the latency
+   * on top of the chunk rate gave 5,429). */
+  mgpu__steal_view_t peaked = {.vt = 1e5, .vo = 2e5, .ao = 20e-3, .pko = 1e7, .po = 4096, .left = 8192};
+  ck_assert_uint_eq(mgpu__steal_share(&peaked), 4096);
+  /* With only part of one launch left, the owner still needs its 20 ms: the
+   * thief takes every item it finishes by then, here all 2,000. */
+  mgpu__steal_view_t one_launch = {.vt = 1e5, .vo = 2e5, .ao = 20e-3, .pko = 1e7, .left = 2000};
+  ck_assert_uint_eq(mgpu__steal_share(&one_launch), 2000);
+  one_launch.left = 4000; /* s / 1e5 = 20 ms + (4,000 - s) / 1e7: s = 2,019.8 */
+  ck_assert_uint_eq(mgpu__steal_share(&one_launch), 2019);
+  /* A GPU thief's peak counts likewise: at 5 ms a launch, 1e6 items/s past
+   * it and 1e5 at its chunk size, against a CPU owner at 1e4 items/s with
+   * 1,000 left: max(5 ms + s / 1e6, s / 1e5) = (1,000 - s) / 1e4 at s = 909,
+   * where s / 1e5 binds (5 ms + s / 1e5 gave 863). */
+  mgpu__steal_view_t gpu_peak = {.vt = 1e5, .at = 5e-3, .pkt = 1e6, .vo = 1e4, .left = 1000};
+  ck_assert_uint_eq(mgpu__steal_share(&gpu_peak), 909);
 }
 END_TEST
 
