@@ -87,7 +87,7 @@ static bool take_own(mgpu__batch_t *b, mgpu__worker_t *w, size_t max_items, doub
   c->b = b;
   c->first = begin;
   c->count = n;
-  c->stolen = false;
+  c->from_share = true;
   mgpu__batch_ref(b);
   return true;
 }
@@ -329,13 +329,13 @@ bool mgpu__claim(mgpu_runtime_t *rt, mgpu__worker_t *w, size_t max_items, double
   for (int phase = 0; phase < 2 && !got; phase++) {
     for (int i = 0; i < n && !got; i++) {
       mgpu__batch_t *cb = cand[i];
-      if (phase == 0)
-        got = take_own(cb, w, max_items, target_s, c) ||
-              (take_requeue(rt, cb, w) && take_own(cb, w, max_items, target_s, c));
+      bool own = phase == 0 && take_own(cb, w, max_items, target_s, c);
+      if (own) got = true;
+      else if (phase == 0) got = take_requeue(rt, cb, w) && take_own(cb, w, max_items, target_s, c);
       else got = steal(rt, cb, w) && take_own(cb, w, max_items, target_s, c);
       if (got) {
         set_current(w, cb);
-        c->stolen = phase == 1;
+        c->from_share = own;
       }
     }
   }

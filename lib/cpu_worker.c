@@ -76,6 +76,10 @@ static void run_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
   double item_s = atomic_load_explicit(&b->ranges[w->id].item_s, memory_order_relaxed);
   if (item_s > 0 && rate > 0) rate = fmin(rate, 1 / item_s);
   double t0 = mgpu__now(), busy = 0, predicted = 0;
+  /* A worker idle as the batch started, on its first chunk of it from its
+   * own range: the time in between is the team's start (mgpu__start_cost). */
+  if (c->from_share && w->run_end < b->t_start && b->wstats[w->id].chunks == 0)
+    mgpu__start_cost_learn(rt, t0 - b->t_start);
   atomic_store_explicit(&w->run_since_ns, (uint64_t)(t0 * 1e9), memory_order_relaxed);
   atomic_store_explicit(&w->run_batch, b, memory_order_release);
   size_t done = 0, to = 0;
@@ -112,6 +116,7 @@ static void run_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
     mgpu__trace_add(rt, w, &ev);
   }
   atomic_store_explicit(&w->run_batch, NULL, memory_order_release);
+  w->run_end = mgpu__now();
   if (item_s > 0 && rc == 0 && !over && done > 0)
     atomic_store_explicit(&b->ranges[w->id].item_s, busy / (double)done, memory_order_relaxed);
   if (rc != 0) mgpu__complete_failed(rt, w, c, done, to - done, busy, rc);

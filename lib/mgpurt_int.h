@@ -98,9 +98,11 @@ bool mgpu__lock_order_checked(void);
 #define MGPU_PIECE_GROWTH 4
 #define MGPU_HANDBACK_FACTOR 8.0
 #define MGPU_HANDBACK_SLACK_S 2e-3
-/* CPU workers that have never run a kernel probe it, one item each, on a
- * batch whose GPU share is predicted to take at least this long (s). */
+/* CPU workers that have never run a kernel probe it, one item each, once the
+ * GPUs have spent this long on it (s), their share of the batch included. */
 #define MGPU_PROBE_MIN_S 10e-3
+/* Weight of each new first-chunk start in mgpu__start_cost's decayed mean. */
+#define MGPU_TEAM_START_WEIGHT 0.1
 /* CPU workers sit out a kernel's batches where the GPUs alone are predicted
  * to end them less than 1% later. */
 #define MGPU_CPU_NEGLIGIBLE 0.01
@@ -683,6 +685,7 @@ typedef struct mgpu__model {
   _Atomic uint64_t *samples;
   _Atomic double *slow;     /* slowest recent chunk rate per worker (items/s) */
   _Atomic double *mean_items, *mean_secs; /* the decayed sums of its mean rate (mgpu__fit_t items, secs) */
+  _Atomic double *spent;    /* seconds of the chunks it has learnt from, all told */
   /* Cost profile, under rt->lock: a GPU's seconds per item in each of
    * MGPU_PROF_BINS equal parts of the index space of batches of prof_n items
    * (0: not learnt), averaged over batches; learnt and used only where every
@@ -778,6 +781,7 @@ struct mgpu__worker {
    * never followed) and since when (ns of mgpu__now), for thieves. */
   _Atomic(const mgpu__batch_t *) run_batch;
   _Atomic uint64_t run_since_ns;
+  double run_end;          /* a CPU worker's: when its last chunk ended (its thread only) */
   mgpu__room_t *room;      /* a GPU worker's room for a chunk (NULL: no limit, CPU) */
   void *scratch;           /* CPU: host scratch buffer */
   size_t scratch_bytes;
@@ -823,6 +827,7 @@ struct mgpu_runtime {
   const mgpu_dev_ops_t *dev;   /* back end of the GPU workers, NULL when none */
   int ngpus;
   double prior_ratio;          /* device-to-core ratio before measurements */
+  _Atomic double start_cost;   /* mgpu__start_cost */
   int gpu_index[MGPU_MAX_DEVICES]; /* driver device index of runtime GPU g */
   mgpu_device_info_t gpu_info[MGPU_MAX_DEVICES];
   mgpu__fault_plan_t faults;
@@ -1004,7 +1009,7 @@ struct mgpu__batch {
 typedef struct {
   mgpu__batch_t *b;        /* referenced: release with mgpu__batch_unref */
   size_t first, count;
-  bool stolen;
+  bool from_share;         /* from the worker's share of the first split: not stolen, not requeued */
   uint64_t cost_ns;        /* its cost, in a batch with a cost */
 } mgpu__claim_t;
 
@@ -1091,6 +1096,13 @@ double mgpu__worker_latency(const mgpu__batch_t *b, int w);
  * its fit), where its speed is its own fit's; else 0: its time for s items
  * is then taken as latency + s / speed (mgpu__share_time). */
 double mgpu__worker_peak(const mgpu__batch_t *b, int w);
+/* Seconds from a batch's start to a CPU worker's first chunk of it, where the
+ * worker was idle as it started (waking the team): the runtime's decayed
+ * mean, learnt from each such first chunk; 0 before the first. Any kernel's
+ * batches teach it. The split adds it to the CPU workers' latency: a batch
+ * the GPUs end in less gives them nothing to start on. */
+double mgpu__start_cost(const mgpu_runtime_t *rt);
+void mgpu__start_cost_learn(mgpu_runtime_t *rt, double s);
 /* The runtime's model of kernel k, made on first use. Under rt->lock. */
 mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k);
 void mgpu__models_free(mgpu_runtime_t *rt);

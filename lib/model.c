@@ -39,9 +39,10 @@ mgpu__model_t *mgpu__model_new(const mgpu_kernel_t *k, int nworkers) {
   m->slow = calloc(n, sizeof *m->slow);
   m->mean_items = calloc(n, sizeof *m->mean_items);
   m->mean_secs = calloc(n, sizeof *m->mean_secs);
+  m->spent = calloc(n, sizeof *m->spent);
   m->prof = calloc(MGPU_PROF_BINS, sizeof *m->prof);
   if (!m->fit || !m->speed || !m->latency || !m->peak || !m->known || !m->reach || !m->samples || !m->slow ||
-      !m->mean_items || !m->mean_secs || !m->prof) {
+      !m->mean_items || !m->mean_secs || !m->spent || !m->prof) {
     mgpu__model_free(m);
     return NULL;
   }
@@ -60,6 +61,7 @@ void mgpu__model_free(mgpu__model_t *m) {
   free((void *)m->slow);
   free((void *)m->mean_items);
   free((void *)m->mean_secs);
+  free((void *)m->spent);
   free(m->prof);
   free(m);
 }
@@ -85,6 +87,8 @@ void mgpu__model_update(mgpu__model_t *m, int w, const mgpu__sample_t *s) {
   mgpu__fit_batch_time(f, s->tag, items, seconds);
   mgpu__fit_sample(f, s);
   atomic_fetch_add_explicit(&m->samples[w], 1, memory_order_relaxed);
+  atomic_store_explicit(&m->spent[w], atomic_load_explicit(&m->spent[w], memory_order_relaxed) + seconds,
+                        memory_order_relaxed);
   publish(m, w);
   mgpu__log(MGPU_LOG_DEBUG,
             "model of '%s', worker %d: %.0f items (largest chunk %.0f) in %.3g s%s; fit a %.3g s + %.3g s/item, "

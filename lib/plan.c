@@ -23,6 +23,14 @@ static double split_speed(const mgpu__batch_t *b, int wi) {
   return mgpu__worker_speed(b, wi);
 }
 
+/* A worker's latency in the first split: its chunks' (mgpu__worker_latency),
+ * and for a CPU worker the team's start (mgpu__start_cost), which no chunk
+ * time holds. */
+static double split_latency(const mgpu__batch_t *b, int wi) {
+  double a = mgpu__worker_latency(b, wi);
+  return b->rt->workers[wi].kind == MGPU_WORKER_CPU ? a + mgpu__start_cost(b->rt) : a;
+}
+
 /* GPUs of one kind start a short batch with equal shares unless their
  * measured speeds differ by more than MGPU_ALIKE_TOL. Each GPU's learned speed
  * carries its own bias, stable from batch to batch (when its chunks start
@@ -174,28 +182,33 @@ static void skip_coarse(const mgpu__batch_t *b, double *speed, const double *lat
 
 /* A CPU team that has not run an item of the kernel, and that the split
  * leaves out, takes one item per eligible CPU worker from the GPUs' shares
- * where a GPU has run the kernel and is predicted by its own fit to take at
- * least MGPU_PROBE_MIN_S on its share. At least one item stays with the GPUs,
- * except in a batch of one item: its probe costs one CPU item's time, as any
- * probe does, and without it a CPU worker would never run that kernel.
+ * once the GPUs have spent MGPU_PROBE_MIN_S on the kernel, this batch's
+ * shares (by their own fits) included, and where those shares take longer
+ * than the team's start. At least one item stays with the GPUs, except in a
+ * batch of one item: its probe costs one CPU item's time, as any probe does,
+ * and without it a CPU worker would never run that kernel.
  * The CPU workers' speed is otherwise a guess from a GPU's through the
  * device-to-core ratio, a ratio of full-width throughputs: for a kernel
  * whose launch costs the same for 1 item as for thousands (a long serial
- * chain per item) it rates the CPU workers far too slow, and without a
- * measurement they would never get a share nor steal, however much sooner
- * they finish the batch. The probe costs one CPU item's time at most, once
- * per kernel; on shorter batches, where starting the CPU team is a real part
- * of the time, the CPU workers stay unmeasured and out, as the prior says. */
+ * chain per item), or that runs worse on a GPU than on a core, it rates the
+ * CPU workers far too slow, and without a measurement they would never get a
+ * share nor steal, however much sooner they finish the batch. The probe
+ * costs one CPU item's time at most, once per kernel, after the GPUs have
+ * spent MGPU_PROBE_MIN_S on it: short batches are probed too, after several
+ * of them. Once measured, the CPU workers take a share only where they end
+ * sooner with the team's start counted (split_latency). */
 static void probe_cpus(const mgpu__batch_t *b, size_t *share) {
   const mgpu_runtime_t *rt = b->rt;
   const mgpu__model_t *m = b->model;
   if (!b->steal_ok || !b->cpu_ok || !b->gpu_ok || b->cpu_out) return;
   size_t gpu = 0;
-  double gpu_s = 0;
+  double gpu_s = 0, spent = 0;
   for (int i = 0; i < rt->nworkers; i++) {
     bool learnt = atomic_load_explicit(&m->samples[i], memory_order_relaxed) > 0;
     if (i < rt->ncpu && (share[i] > 0 || learnt)) return;
-    if (i < rt->ncpu || !learnt || share[i] == 0) continue;
+    if (i < rt->ncpu || !learnt) continue;
+    spent += atomic_load_explicit(&m->spent[i], memory_order_relaxed);
+    if (share[i] == 0) continue;
     gpu += share[i];
     double v = atomic_load_explicit(&m->speed[i], memory_order_relaxed);
     if (v > 0)
@@ -203,7 +216,7 @@ static void probe_cpus(const mgpu__batch_t *b, size_t *share) {
                                                atomic_load_explicit(&m->peak[i], memory_order_relaxed),
                                                (double)share[i]));
   }
-  if (gpu_s < MGPU_PROBE_MIN_S) return;
+  if (spent + gpu_s < MGPU_PROBE_MIN_S || gpu_s <= mgpu__start_cost(rt)) return;
   int probed = 0;
   size_t keep = b->desc.n > 1 ? 1 : 0;
   for (int i = 0; i < rt->ncpu && gpu > keep; i++) {
@@ -216,8 +229,10 @@ static void probe_cpus(const mgpu__batch_t *b, size_t *share) {
     probed++;
   }
   if (probed)
-    mgpu__log(MGPU_LOG_DEBUG, "kernel '%s', %zu items: %d CPU workers probe it, one item each (GPU share %.3g s)",
-              b->kernel.name ? b->kernel.name : "(unnamed)", b->desc.n, probed, gpu_s);
+    mgpu__log(MGPU_LOG_DEBUG,
+              "kernel '%s', %zu items: %d CPU workers probe it, one item each (GPU share %.3g s, GPUs' time on it "
+              "%.3g s)",
+              b->kernel.name ? b->kernel.name : "(unnamed)", b->desc.n, probed, gpu_s, spent);
 }
 
 /* Whether the CPU workers should sit out a batch: the GPUs alone (also
@@ -249,7 +264,7 @@ static bool cpus_sit_out(const mgpu__batch_t *b, const double *speed, const doub
   for (int i = 0; i < rt->nworkers; i++) {
     bool cpu_worker = rt->workers[i].kind == MGPU_WORKER_CPU;
     all[i] = cpu_worker ? mgpu__worker_speed(b, i) : speed[i];
-    lat[i] = cpu_worker ? mgpu__worker_latency(b, i) : latency[i];
+    lat[i] = cpu_worker ? split_latency(b, i) : latency[i];
     gpus[i] = cpu_worker ? 0 : speed[i];
   }
   mgpu__split(all, lat, peak, rt->nworkers, b->desc.n, share);
@@ -330,7 +345,7 @@ bool mgpu__plan_split(mgpu_runtime_t *rt, mgpu__batch_t *b, size_t *share) {
     if (!latency) MGPU_PANIC("out of memory splitting a batch");
     peak = latency + rt->nworkers;
     for (int i = 0; i < rt->nworkers; i++)
-      if (speed[i] > 0) latency[i] = mgpu__worker_latency(b, i), peak[i] = mgpu__worker_peak(b, i);
+      if (speed[i] > 0) latency[i] = split_latency(b, i), peak[i] = mgpu__worker_peak(b, i);
   }
   if (cpus_sit_out(b, speed, latency, peak, share)) {
     b->cpu_out = true;

@@ -123,6 +123,18 @@ double mgpu__worker_latency(const mgpu__batch_t *b, int wi) {
   return n ? sum / n : 0;
 }
 
+double mgpu__start_cost(const mgpu_runtime_t *rt) {
+  return atomic_load_explicit(&rt->start_cost, memory_order_relaxed);
+}
+
+void mgpu__start_cost_learn(mgpu_runtime_t *rt, double s) {
+  if (!(s >= 0)) return;
+  double old = atomic_load_explicit(&rt->start_cost, memory_order_relaxed), next;
+  do next = old > 0 ? old + MGPU_TEAM_START_WEIGHT * (s - old) : s;
+  while (!atomic_compare_exchange_weak_explicit(&rt->start_cost, &old, next, memory_order_relaxed,
+                                                memory_order_relaxed));
+}
+
 mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k) {
   for (mgpu__model_t *m = rt->models; m; m = m->next)
     if (mgpu__model_same_kernel(&m->key, k)) return m;
