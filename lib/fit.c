@@ -148,6 +148,7 @@ static bool classes(const mgpu__fit_t *f) { return (f->bt_dir == 0 || f->bt_dir 
  * seconds of the worker, `span` from its first chunk's own start. */
 static void add(mgpu__fit_t *f, double n, double launch, double t, double span, bool lone) {
   if (!(n > 0) || !(t > 0)) return;
+
   /* Relative error: a chunk weighs by 1 / t^2, with t its predicted time
    * once there is a prediction, so that a chunk's own noise does not set its
    * weight; one far faster than the line (a result found in a warm cache)
@@ -293,9 +294,31 @@ static int judge_batch(mgpu__fit_t *f, double *rate, double *base) {
   return f->bt_dir;
 }
 
+/* Which way a batch's chunks took far off the line's prediction for them:
+ * over MGPU_FIT_SHIFT times it (1), under (-1), or neither (0). */
+static int off_way(double took, double pred) {
+  if (!(pred > 0) || !(took > 0)) return 0;
+  return took > MGPU_FIT_SHIFT * pred ? 1 : took * MGPU_FIT_SHIFT < pred ? -1 : 0;
+}
+
+/* The line starts over (the size classes stay: a cost that fell shows as a
+ * rate that rises past them, and the chunks grow again). */
+static void restart_line(mgpu__fit_t *f) {
+  f->sw = f->sn = f->snn = f->st = f->snt = f->stt = f->items = f->secs = 0;
+  f->a = f->c = 0;
+  f->samples = 0;
+  f->off_run = 0;
+  f->bt_took = f->bt_pred = f->bt_judged = 0;
+}
+
 int mgpu__fit_batch(mgpu__fit_t *f, uint64_t tag, size_t n, double *rate, double *base) {
   if (tag == f->bt_batch) return 0;
   int judged = judge_batch(f, rate, base);
+  /* A batch counts where most of its items ran in chunks judged. */
+  int way = 2 * f->bt_judged >= f->bt_items ? off_way(f->bt_took, f->bt_pred) : 0;
+  f->off_run = way == 0 ? 0 : (f->off_run * way > 0 ? f->off_run : 0) + way;
+  f->bt_last_judged = way ? f->bt_judged : 0;
+  f->bt_took = f->bt_pred = f->bt_judged = 0;
   f->bt_batch = tag;
   f->bt_items = f->bt_secs = 0;
   f->bt_lo = f->bt_hi = 0;
@@ -320,6 +343,25 @@ void mgpu__fit_batch_time(mgpu__fit_t *f, uint64_t tag, double n, double t) {
   if (tag == 0 || tag != f->bt_batch || !(n > 0) || !(t > 0)) return;
   f->bt_items += n;
   f->bt_secs += t;
+  /* A kernel whose cost changed for good (another argument, other data):
+   * the batch before this one and this one so far each took MGPU_FIT_SHIFT
+   * times off the line's prediction, the same way. Chunks are judged by
+   * whole batches, since items that differ in cost by position take a
+   * batch's chunks far off the line both ways; one batch is an OS stall or
+   * a warm cache, which add()'s weighting holds to little, but it would take
+   * tens of batches to learn a new cost, giving out shares by the old one
+   * meanwhile. This batch is judged once it has run half as many items in
+   * judged chunks as the one before: its first chunks alone may be the cheap
+   * rows of an image (and thieves may have taken some of its items). Chunks past the sizes learnt are not judged: the line only
+   * extrapolates to them, and the growth judges them. */
+  if (f->samples >= MGPU_FIT_CLIP_AFTER && n <= MGPU_FIT_SIZE_CLASS * f->nmax) {
+    f->bt_pred += mgpu__fit_time(f, n);
+    f->bt_took += t;
+    f->bt_judged += n;
+    int way = off_way(f->bt_took, f->bt_pred);
+    if (way != 0 && f->off_run * way >= MGPU_FIT_SHIFT_RUN - 1 && 2 * f->bt_judged >= f->bt_last_judged)
+      restart_line(f);
+  }
   /* The spread of rates is of chunks of about the batch's size: a piece cut
    * by the end of a range runs at its latency's rate whatever its items. */
   if (n < 0.5 * (double)f->bt_first) return;

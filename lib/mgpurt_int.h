@@ -221,6 +221,11 @@ bool mgpu__lock_order_checked(void);
  * than the fit. */
 #define MGPU_FIT_CLIP_AFTER 4
 #define MGPU_FIT_CLIP 4.0
+/* MGPU_FIT_SHIFT_RUN batches in a row whose chunks of a GPU each took over
+ * MGPU_FIT_SHIFT times the fit's predicted time (or under it by that
+ * factor): the kernel's cost has changed for good, and the line starts over. */
+#define MGPU_FIT_SHIFT 4.0
+#define MGPU_FIT_SHIFT_RUN 2
 /* A chunk that started before the held one ended and is credited with
  * over this many times its rate ran beside it (gpu_chunk.c, learn): it
  * joins it. Chunks queued one after another run at about one rate. */
@@ -653,6 +658,9 @@ typedef struct {
   size_t grown;                /* the largest claim when the growth last stopped (SIZE_MAX: growing) */
   size_t planned;              /* the size the last claim asked for, before the end of its range */
   double piped;                /* decayed count of chunks that ran while another was in flight */
+  int off_run;                 /* batches in a row far over (> 0) or under (< 0) the prediction */
+  double bt_took, bt_pred;     /* the batch's device time in judged chunks, and the line's prediction for them */
+  double bt_judged, bt_last_judged; /* its items in judged chunks, and the last batch's where it was off */
   /* The floor trials by whole batches (mgpu__fit_batch). */
   double floor;                /* the chunks' floor the trials kept (0: none) */
   uint64_t bt_batch;           /* the batch being summed: its id + 1 (0: none) */

@@ -139,6 +139,52 @@ START_TEST(test_fit_forgets) {
 }
 END_TEST
 
+/* One batch of a GPU's fit: a chunk of n items that takes t seconds. */
+static void one_batch(mgpu__fit_t *f, uint64_t *tag, double n, double t) {
+  double rate, base;
+  mgpu__fit_batch(f, ++*tag, (size_t)n, &rate, &base);
+  mgpu__fit_batch_time(f, *tag, n, t);
+  mgpu__fit_add(f, n, t);
+}
+
+/* The cost grows a thousandfold for good: one batch that slow moves the fit
+ * by a bounded amount (test_fit_robust), a second in a row starts the line
+ * over from it, and the fit is the new cost at once. So it does the other
+ * way, a thousandfold cheaper. A batch whose chunks are far off both ways
+ * (cheap rows, then dear ones) is not off as a whole. */
+START_TEST(test_fit_shift) {
+  mgpu__fit_t f = {0};
+  uint64_t tag = 0;
+  for (int i = 0; i < 20; i++) one_batch(&f, &tag, 4000, dev_time(1e-4, 1e-6, 4000));
+  double before = mgpu__fit_time(&f, 4000);
+  one_batch(&f, &tag, 4000, 1000 * before);
+  ck_assert_double_lt(mgpu__fit_time(&f, 4000), MGPU_FIT_CLIP * before);
+  one_batch(&f, &tag, 4000, 1000 * before);
+  ck_assert_double_eq_tol(mgpu__fit_time(&f, 4000), 1000 * before, 1e-6 * before);
+  ck_assert_uint_eq(f.samples, 1);
+  /* A run broken by a batch on time does not count. */
+  for (int i = 0; i < 10; i++) one_batch(&f, &tag, 4000, 1000 * before);
+  one_batch(&f, &tag, 4000, before);
+  one_batch(&f, &tag, 4000, 1000 * before);
+  one_batch(&f, &tag, 4000, before);
+  ck_assert_double_gt(mgpu__fit_time(&f, 4000), 100 * before);
+  one_batch(&f, &tag, 4000, before);
+  ck_assert_double_eq_tol(mgpu__fit_time(&f, 4000), before, 1e-6 * before);
+  /* Cheap chunks then dear ones, batch after batch: no restart. */
+  uint64_t samples = f.samples;
+  for (int b = 0; b < 10; b++) {
+    double rate, base;
+    mgpu__fit_batch(&f, ++tag, 8000, &rate, &base);
+    for (int k = 0; k < 2; k++) {
+      double t = (k ? 1.9 : 0.1) * before;
+      mgpu__fit_batch_time(&f, tag, 4000, t);
+      mgpu__fit_add(&f, 4000, t);
+    }
+  }
+  ck_assert_uint_eq(f.samples, samples + 20);
+}
+END_TEST
+
 /* One chunk a hundred times too slow (the OS took the core) moves the fit
  * by a bounded amount, and the fit returns. */
 START_TEST(test_fit_robust) {
@@ -1277,6 +1323,7 @@ int main(void) {
   tcase_add_test(tc, test_fit_tail_pieces);
   tcase_add_test(tc, test_fit_forgets);
   tcase_add_test(tc, test_fit_robust);
+  tcase_add_test(tc, test_fit_shift);
   tcase_add_test(tc, test_fit_never_shrinks_below_claims);
   tcase_add_test(tc, test_fit_cpu_chunks);
   tcase_add_test(tc, test_fit_pipeline_fill);

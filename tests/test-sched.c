@@ -455,6 +455,69 @@ START_TEST(test_latency_counted_once) {
 }
 END_TEST
 
+/* A kernel whose GPU cost changes for good, 1,000 times dearer per item,
+ * beside one CPU worker that it leaves unchanged. */
+typedef struct {
+  double gpu_s, cpu_s; /* seconds per item on the (emulated) GPU and on a CPU worker */
+} shift_arg_t;
+
+static int shift_fn(const mgpu_chunk_t *c) {
+  const shift_arg_t *a = c->arg;
+  mgpu_test_spend((c->stream ? a->gpu_s : a->cpu_s) * (double)c->count);
+  uint32_t *out = c->out[0];
+  for (size_t j = 0; j < c->count; j++) out[j] = (uint32_t)(c->first + j) * 7u;
+  return 0;
+}
+
+static const mgpu_kernel_t shift_kernel = {
+    .name = "shift", .cpu = shift_fn, .gpu = shift_fn, .nin = 0, .nout = 1, .out_size = {4}};
+
+static double run_shift(mgpu_runtime_t *rt, size_t n, shift_arg_t a, mgpu_worker_stats_t *ws) {
+  uint32_t *out = malloc(4 * n);
+  mgpu_batch_t b = {.kernel = &shift_kernel, .n = n, .out = {out}, .arg = &a, .arg_size = sizeof a};
+  mgpu_stats_t st = {.worker = ws, .worker_cap = 2};
+  double t0 = mgpu__now();
+  ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
+  double t = mgpu__now() - t0;
+  for (size_t i = 0; i < n; i++)
+    if (out[i] != (uint32_t)i * 7u) ck_abort_msg("item %zu wrong", i);
+  free(out);
+  return t;
+}
+
+/* The fit of a worker whose chunks run far off its prediction several in a
+ * row starts over: weighed as stalls of the OS, such chunks moved the line
+ * only over tens of batches, and every batch in between gave the GPU nearly
+ * all the items at the old cost. */
+START_TEST(test_cost_changes_for_good) {
+  mgpu_test_config_t cfg = mgpu_test_config(1, 1);
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+  const size_t n = 4000;
+  mgpu_worker_stats_t ws[2];
+  shift_arg_t cheap = {1e-7, 1e-5}, dear = {1e-4, 1e-5};
+  for (int b = 0; b < 10; b++) run_shift(rt, n, cheap, ws);
+  const double ideal = n / (1 / dear.gpu_s + 1 / dear.cpu_s), gpu_alone = n * dear.gpu_s;
+  double t[8];
+  for (int b = 0; b < 8; b++) {
+    t[b] = run_shift(rt, n, dear, ws);
+    printf("GPU 1000x dearer for good, batch %d: %.4f s (ideal %.4f s, GPU alone %.4f s); CPU %llu items, GPU %llu\n",
+           b, t[b], ideal, gpu_alone, (unsigned long long)ws[0].items, (unsigned long long)ws[1].items);
+  }
+  for (int b = 4; b < 8; b++)
+    if (mgpu_test_timing()) ck_assert_msg(t[b] < 2 * ideal, "batch %d took %.4f s, ideal %.4f s", b, t[b], ideal);
+  /* And back: the GPU's chunks run far under the dear line, and it takes
+   * the batch again. */
+  for (int b = 0; b < 8; b++) {
+    t[b] = run_shift(rt, n, cheap, ws);
+    printf("GPU cheap again, batch %d: %.4f s; CPU %llu items, GPU %llu\n", b, t[b], (unsigned long long)ws[0].items,
+           (unsigned long long)ws[1].items);
+  }
+  ck_assert_msg(ws[1].items >= n * 9 / 10, "the GPU ran %llu of %zu items", (unsigned long long)ws[1].items, n);
+  mgpu_finalize(rt);
+}
+END_TEST
+
 /* Launches side by side at MGPU_MAX_BATCH_SIZE (256 items, four streams, a
  * launch 20 ms): the GPU's host thread joins each launch to those it ran
  * beside into one sample (gpu_chunk.c), which tells the growth of launches
@@ -1321,6 +1384,7 @@ int main(void) {
   tcase_add_test(tc, test_overlapped_launches);
   tcase_add_test(tc, test_joined_launch_sizes);
   tcase_add_test(tc, test_latency_counted_once);
+  tcase_add_test(tc, test_cost_changes_for_good);
   tcase_add_test(tc, test_cpus_sit_out);
   tcase_add_test(tc, test_reserve_workers);
   tcase_add_test(tc, test_reserve_gpus_out);
