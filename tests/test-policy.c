@@ -185,6 +185,19 @@ START_TEST(test_fit_shift) {
 }
 END_TEST
 
+/* The CPU team's start: one start far over the mean (a worker descheduled)
+ * moves it by a bounded amount; a start that stays longer is learnt. */
+START_TEST(test_start_cost_clip) {
+  static mgpu_runtime_t rt;
+  for (int i = 0; i < 40; i++) mgpu__start_cost_learn(&rt, 80e-6);
+  ck_assert_double_eq_tol(mgpu__start_cost(&rt), 80e-6, 1e-9);
+  mgpu__start_cost_learn(&rt, 10e-3);
+  ck_assert_double_le(mgpu__start_cost(&rt), 80e-6 * (1 + MGPU_TEAM_START_WEIGHT * (MGPU_FIT_CLIP - 1)) + 1e-12);
+  for (int i = 0; i < 60; i++) mgpu__start_cost_learn(&rt, 200e-6);
+  ck_assert_double_eq_tol(mgpu__start_cost(&rt), 200e-6, 2e-6);
+}
+END_TEST
+
 /* One chunk a hundred times too slow (the OS took the core) moves the fit
  * by a bounded amount, and the fit returns. */
 START_TEST(test_fit_robust) {
@@ -1324,6 +1337,7 @@ int main(void) {
   tcase_add_test(tc, test_fit_forgets);
   tcase_add_test(tc, test_fit_robust);
   tcase_add_test(tc, test_fit_shift);
+  tcase_add_test(tc, test_start_cost_clip);
   tcase_add_test(tc, test_fit_never_shrinks_below_claims);
   tcase_add_test(tc, test_fit_cpu_chunks);
   tcase_add_test(tc, test_fit_pipeline_fill);
