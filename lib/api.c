@@ -39,20 +39,20 @@ MGPU_API int mgpu_rank(const mgpu_runtime_t *rt) {
 
 MGPU_API mgpu_status_t mgpu_submit(mgpu_runtime_t *rt, const mgpu_batch_t *batch, size_t ndeps,
                                    mgpu_event_t *const *deps, mgpu_event_t **done_p) {
-  if (dist_rt(rt)) return mgpu__dist_submit(rt, batch, ndeps, deps, done_p);
-  return mgpu__node_submit(rt, batch, 0, ndeps, deps, done_p);
+  if (dist_rt(rt)) return mgpu__dist_submit(rt, "mgpu_submit", batch, ndeps, deps, done_p);
+  return mgpu__node_submit(rt, "mgpu_submit", "batch->", batch, 0, ndeps, deps, done_p);
 }
 
 MGPU_API mgpu_status_t mgpu_run(mgpu_runtime_t *rt, const mgpu_batch_t *batch, mgpu_stats_t *stats) {
   mgpu_status_t st = mgpu__refuse_in_worker(rt, "mgpu_run");
   if (st != MGPU_OK) return st;
-  if (!dist_rt(rt)) return mgpu__node_run(rt, batch, stats);
+  if (!dist_rt(rt)) return mgpu__node_run(rt, "mgpu_run", "batch->", batch, stats);
   /* The statistics are checked before the batch runs, as for one process. */
   mgpu__stats_ref_t ref;
   st = mgpu__stats_ref("mgpu_run", stats, &ref);
   if (st != MGPU_OK) return st;
   mgpu_event_t *ev;
-  st = mgpu__dist_submit(rt, batch, 0, NULL, &ev);
+  st = mgpu__dist_submit(rt, "mgpu_run", batch, 0, NULL, &ev);
   if (st != MGPU_OK) return st;
   st = mgpu__dist_event_wait(ev, stats);
   mgpu__dist_event_release(ev);

@@ -635,7 +635,7 @@ MGPU_API mgpu_status_t mgpu_array_run(mgpu_runtime_t *rt, const mgpu_array_batch
     for (int i = 0; i < k->nin; i++) hb.in[i] = ab->in[i]->host;
     for (int i = 0; i < k->nout; i++) hb.out[i] = ab->out[i]->host;
     for (int i = 0; i < ab->nconsts; i++) hb.consts[i] = ab->consts[i];
-    hst = mgpu__node_submit(rt, &hb, hw.offset, 0, NULL, &hev);
+    hst = mgpu__node_submit(rt, fn, "batch->", &hb, hw.offset, 0, NULL, &hev);
   }
   mgpu_stats_t s;
   char gwhy[512] = "";

@@ -34,27 +34,27 @@ mgpu_status_t mgpu__batch_in(const char *fn, const mgpu_batch_t *user, mgpu_batc
   return st;
 }
 
-mgpu_status_t mgpu__batch_check(const mgpu_runtime_t *rt, const mgpu_batch_t *d) {
+mgpu_status_t mgpu__batch_check(const mgpu_runtime_t *rt, const char *fn, const char *pre, const mgpu_batch_t *d) {
   const mgpu_kernel_t *k = d->kernel;
-  if (!k) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch->kernel is NULL");
+  if (!k) return mgpu__fail(MGPU_EINVAL, "%s: %skernel is NULL", fn, pre);
   const char *name = k->name ? k->name : "(unnamed)";
-  if (!k->cpu) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: kernel '%s' has no cpu function (it is required)", name);
+  if (!k->cpu) return mgpu__fail(MGPU_EINVAL, "%s: kernel '%s' has no cpu function (it is required)", fn, name);
   if (k->nin < 0 || k->nin > MGPU_MAX_ARGS)
-    return mgpu__fail(MGPU_EINVAL, "mgpu_submit: kernel '%s' has nin = %d: expected 0..%d", name, k->nin, MGPU_MAX_ARGS);
+    return mgpu__fail(MGPU_EINVAL, "%s: kernel '%s' has nin = %d: expected 0..%d", fn, name, k->nin, MGPU_MAX_ARGS);
   if (k->nout < 0 || k->nout > MGPU_MAX_ARGS)
-    return mgpu__fail(MGPU_EINVAL, "mgpu_submit: kernel '%s' has nout = %d: expected 0..%d", name, k->nout,
+    return mgpu__fail(MGPU_EINVAL, "%s: kernel '%s' has nout = %d: expected 0..%d", fn, name, k->nout,
                       MGPU_MAX_ARGS);
   if (d->nconsts < 0 || d->nconsts > MGPU_MAX_CONSTS)
-    return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch->nconsts = %d: expected 0..%d", d->nconsts, MGPU_MAX_CONSTS);
+    return mgpu__fail(MGPU_EINVAL, "%s: %snconsts = %d: expected 0..%d", fn, pre, d->nconsts, MGPU_MAX_CONSTS);
   for (int i = 0; i < d->nconsts; i++) {
-    if (!d->consts[i]) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch->consts[%d] is NULL", i);
+    if (!d->consts[i]) return mgpu__fail(MGPU_EINVAL, "%s: %sconsts[%d] is NULL", fn, pre, i);
     if (!mgpu__handle_live(MGPU_H_CONST, d->consts[i]))
-      return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch->consts[%d] was destroyed, or is not a constant", i);
+      return mgpu__fail(MGPU_EINVAL, "%s: %sconsts[%d] was destroyed, or is not a constant", fn, pre, i);
     if (d->consts[i]->rt != rt)
-      return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch->consts[%d] belongs to another runtime", i);
+      return mgpu__fail(MGPU_EINVAL, "%s: %sconsts[%d] belongs to another runtime", fn, pre, i);
   }
   if (d->arg_size > 0 && !d->arg)
-    return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch->arg is NULL with arg_size = %zu", d->arg_size);
+    return mgpu__fail(MGPU_EINVAL, "%s: %sarg is NULL with arg_size = %zu", fn, pre, d->arg_size);
   size_t per_item = k->scratch_per_item;
   for (int dir = 0; dir < 2; dir++) {
     int n = dir ? k->nout : k->nin;
@@ -63,38 +63,38 @@ mgpu_status_t mgpu__batch_check(const mgpu_runtime_t *rt, const mgpu_batch_t *d)
       const void *p = dir ? (const void *)d->out[i] : d->in[i];
       const char *what = dir ? "out" : "in";
       if (d->n > 0 && !p)
-        return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch->%s[%d] is NULL with n = %zu items", what, i, d->n);
+        return mgpu__fail(MGPU_EINVAL, "%s: %s%s[%d] is NULL with n = %zu items", fn, pre, what, i, d->n);
       if (sz && d->n > SIZE_MAX / sz)
-        return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch->n = %zu items of %zu bytes (%s[%d]) overflows size_t", d->n,
-                          sz, what, i);
+        return mgpu__fail(MGPU_EINVAL, "%s: %sn = %zu items of %zu bytes (%s[%d]) overflows size_t", fn, pre,
+                          d->n, sz, what, i);
       if (per_item > SIZE_MAX - sz)
-        return mgpu__fail(MGPU_EINVAL, "mgpu_submit: kernel '%s' item sizes overflow size_t", name);
+        return mgpu__fail(MGPU_EINVAL, "%s: kernel '%s' item sizes overflow size_t", fn, name);
       per_item += sz;
     }
   }
   if (per_item && d->n > SIZE_MAX / per_item)
-    return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch->n = %zu items of %zu bytes in all overflows size_t", d->n,
+    return mgpu__fail(MGPU_EINVAL, "%s: %sn = %zu items of %zu bytes in all overflows size_t", fn, pre, d->n,
                       per_item);
   if (d->n > MGPU_MAX_ITEMS)
-    return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch->n = %zu items: expected at most MGPU_MAX_ITEMS (%zu)", d->n,
+    return mgpu__fail(MGPU_EINVAL, "%s: %sn = %zu items: expected at most MGPU_MAX_ITEMS (%zu)", fn, pre, d->n,
                       MGPU_MAX_ITEMS);
   return MGPU_OK;
 }
 
-mgpu_status_t mgpu__node_submit(mgpu_runtime_t *rt, const mgpu_batch_t *user, size_t base, size_t ndeps,
-                                mgpu_event_t *const *deps, mgpu_event_t **done_p) {
-  mgpu_status_t rst = mgpu__check_rt(rt, "mgpu_submit");
+mgpu_status_t mgpu__node_submit(mgpu_runtime_t *rt, const char *fn, const char *pre, const mgpu_batch_t *user,
+                                size_t base, size_t ndeps, mgpu_event_t *const *deps, mgpu_event_t **done_p) {
+  mgpu_status_t rst = mgpu__check_rt(rt, fn);
   if (rst != MGPU_OK) return rst;
-  if (!user) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch is NULL");
-  if (!done_p) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: done_p is NULL");
+  if (!user) return mgpu__fail(MGPU_EINVAL, "%s: batch is NULL", fn);
+  if (!done_p) return mgpu__fail(MGPU_EINVAL, "%s: done_p is NULL", fn);
   mgpu_batch_t desc;
   mgpu_kernel_t kernel;
-  mgpu_status_t st = mgpu__batch_in("mgpu_submit", user, &desc, &kernel);
+  mgpu_status_t st = mgpu__batch_in(fn, user, &desc, &kernel);
   if (st != MGPU_OK) return st;
   const mgpu_batch_t *d = &desc;
-  st = mgpu__check_deps(rt, "mgpu_submit", ndeps, deps);
+  st = mgpu__check_deps(rt, fn, ndeps, deps);
   if (st != MGPU_OK) return st;
-  st = mgpu__batch_check(rt, d);
+  st = mgpu__batch_check(rt, fn, pre, d);
   if (st != MGPU_OK) return st;
 
   const mgpu__config_t *cfg = &rt->cfg;
@@ -104,11 +104,11 @@ mgpu_status_t mgpu__node_submit(mgpu_runtime_t *rt, const mgpu_batch_t *user, si
   /* mgpu_init refuses an MGPU_SCHED that leaves no worker: only a kernel
    * without GPU function on a runtime without CPU workers has none. */
   if (!cpu_ok && !gpu_ok)
-    return mgpu__fail(MGPU_ENOTSUP, "mgpu_submit: kernel '%s' has no GPU function and the runtime has no CPU workers "
-                                    "(MGPU_NUM_THREADS=0)", d->kernel->name ? d->kernel->name : "(unnamed)");
+    return mgpu__fail(MGPU_ENOTSUP, "%s: kernel '%s' has no GPU function and the runtime has no CPU workers "
+                                    "(MGPU_NUM_THREADS=0)", fn, d->kernel->name ? d->kernel->name : "(unnamed)");
 
   mgpu__batch_t *b = calloc(1, sizeof *b);
-  if (!b) return mgpu__fail(MGPU_ENOMEM, "mgpu_submit: out of memory");
+  if (!b) return mgpu__fail(MGPU_ENOMEM, "%s: out of memory", fn);
   b->nworkers = rt->nworkers;
   b->ranges = calloc((size_t)rt->nworkers, sizeof *b->ranges);
   b->wstats = calloc((size_t)rt->nworkers, sizeof *b->wstats);
@@ -118,7 +118,7 @@ mgpu_status_t mgpu__node_submit(mgpu_runtime_t *rt, const mgpu_batch_t *user, si
     free(b->wstats);
     free(b->arg_copy);
     free(b);
-    return mgpu__fail(MGPU_ENOMEM, "mgpu_submit: out of memory");
+    return mgpu__fail(MGPU_ENOMEM, "%s: out of memory", fn);
   }
   for (int i = 0; i < rt->nworkers; i++) {
     pthread_mutex_init(&b->ranges[i].lock, NULL);
@@ -141,13 +141,14 @@ mgpu_status_t mgpu__node_submit(mgpu_runtime_t *rt, const mgpu_batch_t *user, si
   return mgpu__enqueue(rt, b, ndeps, deps, done_p);
 }
 
-mgpu_status_t mgpu__node_run(mgpu_runtime_t *rt, const mgpu_batch_t *batch, mgpu_stats_t *stats) {
+mgpu_status_t mgpu__node_run(mgpu_runtime_t *rt, const char *fn, const char *pre, const mgpu_batch_t *batch,
+                             mgpu_stats_t *stats) {
   /* A statistics struct the library cannot fill is refused before the batch runs. */
   mgpu__stats_ref_t ref;
-  mgpu_status_t st = mgpu__stats_ref("mgpu_run", stats, &ref);
+  mgpu_status_t st = mgpu__stats_ref(fn, stats, &ref);
   if (st != MGPU_OK) return st;
   mgpu_event_t *ev;
-  st = mgpu__node_submit(rt, batch, 0, 0, NULL, &ev);
+  st = mgpu__node_submit(rt, fn, pre, batch, 0, 0, NULL, &ev);
   if (st != MGPU_OK) return st;
   mgpu_stats_t s;
   st = mgpu__event_wait(ev, stats ? &s : NULL, &ref);
@@ -177,7 +178,8 @@ MGPU_API mgpu_status_t mgpu_parallel_for(mgpu_runtime_t *rt, size_t n, mgpu_loop
   static const mgpu_kernel_t loop_kernel = {.size = sizeof loop_kernel, .name = "mgpu_parallel_for", .cpu = loop_cpu};
   loop_arg_t la = {fn, arg};
   mgpu_batch_t b = {.size = sizeof b, .kernel = &loop_kernel, .n = n, .arg = &la, .arg_size = sizeof la};
-  return mgpu__node_run(rt, &b, NULL);
+  /* Of the batch, only n is the caller's: it is named as this call names it. */
+  return mgpu__node_run(rt, "mgpu_parallel_for", "", &b, NULL);
 }
 
 mgpu_status_t mgpu__task_submit(mgpu_runtime_t *rt, mgpu__task_t *t, const char *name, size_t ndeps,

@@ -155,6 +155,7 @@ typedef struct mgpu__dbatch {
   mgpu_runtime_t *rt;
   struct mgpu__dist *d;
   uint64_t seq;
+  const char *fn;            /* the public call that submitted it, for messages of its parts */
   int state;
   mgpu_batch_t desc;         /* this rank's arrays (item 0 of each), a copy of the argument */
   mgpu_kernel_t kernel;

@@ -70,8 +70,9 @@ void mgpu__dist_close(mgpu_runtime_t *rt) {
 }
 
 /* Attach this rank's share of the batch's arrays to the data window: each
- * region once, overlapping ones (an array both read and written) merged. */
-static mgpu_status_t attach(mgpu__dbatch_t *db) {
+ * region once, overlapping ones (an array both read and written) merged.
+ * fn: the public call that submits it. */
+static mgpu_status_t attach(mgpu__dbatch_t *db, const char *fn) {
   struct { char *lo, *hi; } r[2 * MGPU_MAX_ARGS];
   int n = 0;
   size_t first = db->first[db->rank], count = db->count[db->rank];
@@ -104,7 +105,7 @@ static mgpu_status_t attach(mgpu__dbatch_t *db) {
   }
   for (int i = 0; i < m; i++) {
     int rc = MPI_Win_attach(db->d->data, r[i].lo, (MPI_Aint)(r[i].hi - r[i].lo));
-    if (rc != MPI_SUCCESS) return mgpu__dist_mpi(db->d, "mgpu_submit", "MPI_Win_attach", rc);
+    if (rc != MPI_SUCCESS) return mgpu__dist_mpi(db->d, fn, "MPI_Win_attach", rc);
     db->att[db->natt++] = r[i].lo;
   }
   return MGPU_OK;
@@ -214,11 +215,12 @@ static mgpu_status_t agree(struct mgpu__dist *d, const char *fn, int op, const s
 }
 
 /* This rank's checks of a batch, as the runtime of one process makes them. */
-static mgpu_status_t check_local(mgpu_runtime_t *rt, const mgpu_batch_t *user, mgpu_batch_t *d, mgpu_kernel_t *k) {
-  if (!user) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: batch is NULL");
-  mgpu_status_t st = mgpu__batch_in("mgpu_submit", user, d, k);
+static mgpu_status_t check_local(mgpu_runtime_t *rt, const char *fn, const mgpu_batch_t *user, mgpu_batch_t *d,
+                                 mgpu_kernel_t *k) {
+  if (!user) return mgpu__fail(MGPU_EINVAL, "%s: batch is NULL", fn);
+  mgpu_status_t st = mgpu__batch_in(fn, user, d, k);
   if (st != MGPU_OK) return st;
-  return mgpu__batch_check(rt, d);
+  return mgpu__batch_check(rt, fn, "batch->", d);
 }
 
 mgpu_status_t mgpu__dist_plan(mgpu_runtime_t *rt, const mgpu_batch_t *batch, size_t *first_p, size_t *count_p) {
@@ -282,11 +284,10 @@ mgpu_status_t mgpu__dist_deps(mgpu_runtime_t *rt, const char *fn, size_t ndeps, 
   return MGPU_OK;
 }
 
-mgpu_status_t mgpu__dist_submit(mgpu_runtime_t *rt, const mgpu_batch_t *user, size_t ndeps,
+mgpu_status_t mgpu__dist_submit(mgpu_runtime_t *rt, const char *fn, const mgpu_batch_t *user, size_t ndeps,
                                 mgpu_event_t *const *deps, mgpu_event_t **done_p) {
   struct mgpu__dist *d = rt->dist;
-  const char *fn = "mgpu_submit";
-  if (!done_p) return mgpu__fail(MGPU_EINVAL, "mgpu_submit: done_p is NULL");
+  if (!done_p) return mgpu__fail(MGPU_EINVAL, "%s: done_p is NULL", fn);
   mgpu_status_t st = mgpu__dist_thread_ok(d, fn);
   if (st != MGPU_OK) return st;
   /* Dependencies end first: a batch across ranks starts at once. */
@@ -312,8 +313,8 @@ mgpu_status_t mgpu__dist_submit(mgpu_runtime_t *rt, const mgpu_batch_t *user, si
   }
   bool mem = db && all && db->first && db->count && db->rate && db->lat && db->addr && db->ranks && db->wstats &&
              db->pws;
-  mgpu_status_t chk = mem ? check_local(rt, user, &db->desc, &db->kernel)
-                          : mgpu__fail(MGPU_ENOMEM, "mgpu_submit: out of memory");
+  mgpu_status_t chk = mem ? check_local(rt, fn, user, &db->desc, &db->kernel)
+                          : mgpu__fail(MGPU_ENOMEM, "%s: out of memory", fn);
   submit_rec_t mine;
   fill_rec(d, mem ? &db->desc : NULL, mem ? &db->kernel : NULL, chk, mgpu_last_error(), &mine);
   mine.dep_failed = dep_failed;
@@ -323,8 +324,8 @@ mgpu_status_t mgpu__dist_submit(mgpu_runtime_t *rt, const mgpu_batch_t *user, si
       submit_rec_t o;
       memcpy(&o, all + (size_t)r * MGPU_DIST_PAYLOAD, sizeof o);
       if (o.dep_failed) {
-        st = mgpu__fail(MGPU_EDEP, "mgpu_submit: a batch that this one depends on failed on rank %d, so kernel '%s' "
-                        "did not run", r, o.kernel);
+        st = mgpu__fail(MGPU_EDEP, "%s: a batch that this one depends on failed on rank %d, so kernel '%s' "
+                        "did not run", fn, r, o.kernel);
         break;
       }
     }
@@ -338,6 +339,7 @@ mgpu_status_t mgpu__dist_submit(mgpu_runtime_t *rt, const mgpu_batch_t *user, si
   db->rt = rt;
   db->d = d;
   db->seq = d->calls;
+  db->fn = fn;
   db->size = d->size;
   db->rank = d->rank;
   db->n = db->desc.n;
@@ -371,14 +373,14 @@ mgpu_status_t mgpu__dist_submit(mgpu_runtime_t *rt, const mgpu_batch_t *user, si
     split(d->size, db->n, db->rate, db->lat, db->count);
   }
   for (int r = 1; r < d->size; r++) db->first[r] = db->first[r - 1] + db->count[r - 1];
-  if (!db->model || (db->desc.arg_size && !db->arg_copy)) st = mgpu__fail(MGPU_ENOMEM, "mgpu_submit: out of memory");
+  if (!db->model || (db->desc.arg_size && !db->arg_copy)) st = mgpu__fail(MGPU_ENOMEM, "%s: out of memory", fn);
   /* No rank can leave now that all agreed: a failure from here on is the
    * batch's, and ends it on every rank. */
   d->cur = db;
   double rmax = 0;
   for (int r = 0; r < d->size; r++) rmax = MGPU_MAX(rmax, db->rate[r] > 0 ? (double)db->count[r] / db->rate[r] : 0);
   db->deadline = mgpu__dist_deadline(d, db->model && db->model->fit.samples ? rmax : 0);
-  if (st == MGPU_OK) st = attach(db);
+  if (st == MGPU_OK) st = attach(db, fn);
   if (st == MGPU_OK) st = mgpu__dist_publish(db);
   if (st != MGPU_OK) mgpu__dist_fail(db, st, true, "%s", mgpu_last_error());
   if (db->count[db->rank] == 0) db->own_empty = true;

@@ -283,10 +283,10 @@ static int noop(const mgpu_chunk_t *c) {
   return 0;
 }
 
-static mgpu_status_t done_event(mgpu_runtime_t *rt, mgpu_event_t **done_p) {
+static mgpu_status_t done_event(mgpu_runtime_t *rt, const char *fn, mgpu_event_t **done_p) {
   static const mgpu_kernel_t k = {.size = sizeof k, .name = "collective across ranks", .cpu = noop, .gpu = noop};
   mgpu_batch_t b = {.size = sizeof b, .kernel = &k, .n = 0};
-  return mgpu__node_submit(rt, &b, 0, 0, NULL, done_p);
+  return mgpu__node_submit(rt, fn, "batch->", &b, 0, 0, NULL, done_p);
 }
 
 mgpu_status_t mgpu__dist_collective(mgpu_runtime_t *rt, int kind, const void *const *send, void *const *recv,
@@ -341,6 +341,6 @@ mgpu_status_t mgpu__dist_collective(mgpu_runtime_t *rt, int kind, const void *co
     st = host_path(rt, fn, kind, send, recv, count, dt, op, root);
   }
   MGPU_UNLOCK(&d->lock);
-  if (st == MGPU_OK && async) st = done_event(rt, done_p);
+  if (st == MGPU_OK && async) st = done_event(rt, fn, done_p);
   return st;
 }

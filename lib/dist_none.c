@@ -29,9 +29,9 @@ static mgpu_status_t none(const char *fn) {
 mgpu_status_t mgpu__dist_finalize(mgpu_runtime_t *rt) { return mgpu__node_finalize(rt); }
 int mgpu__dist_rank(const mgpu_runtime_t *rt) { return 0; }
 int mgpu__dist_size(const mgpu_runtime_t *rt) { return 1; }
-mgpu_status_t mgpu__dist_submit(mgpu_runtime_t *rt, const mgpu_batch_t *batch, size_t ndeps,
+mgpu_status_t mgpu__dist_submit(mgpu_runtime_t *rt, const char *fn, const mgpu_batch_t *batch, size_t ndeps,
                                 mgpu_event_t *const *deps, mgpu_event_t **done_p) {
-  return none("mgpu_submit");
+  return none(fn);
 }
 mgpu_status_t mgpu__dist_plan(mgpu_runtime_t *rt, const mgpu_batch_t *batch, size_t *first_p, size_t *count_p) {
   return none("mgpu_batch_plan");

@@ -135,7 +135,7 @@ static mgpu_status_t start_part(mgpu__dbatch_t *db, int slot, size_t first, size
   for (int k = 0; k < db->kernel.nin; k++) b.in[k] = in[k];
   for (int k = 0; k < db->kernel.nout; k++) b.out[k] = out[k];
   mgpu__dpart_t *p = &db->part[slot];
-  mgpu_status_t st = mgpu__node_submit(db->rt, &b, first, 0, NULL, &p->ev);
+  mgpu_status_t st = mgpu__node_submit(db->rt, db->fn, "batch->", &b, first, 0, NULL, &p->ev);
   if (st != MGPU_OK) {
     p->ev = NULL;
     return st;

@@ -476,7 +476,8 @@ MGPU_API void mgpu_event_release(mgpu_event_t *ev);
  */
 MGPU_API mgpu_status_t mgpu_event_cancel(mgpu_event_t *ev);
 
-/** Submit, wait and release: the synchronous form. stats may be NULL. */
+/** Submit, wait and release: the synchronous form. stats may be NULL.
+ * Errors: mgpu_submit's (its messages name mgpu_run), or the batch's status. */
 MGPU_API mgpu_status_t mgpu_run(mgpu_runtime_t *rt, const mgpu_batch_t *batch, mgpu_stats_t *stats);
 
 /**
@@ -500,7 +501,7 @@ typedef int (*mgpu_loop_fn)(void *arg, size_t first, size_t count);
  * Run fn over [0, n) on the runtime's CPU workers (no second thread team): the
  * helper for unoffloadable segments. Synchronous. A non-zero return from fn fails
  * it with MGPU_EKERNEL. With no CPU workers (MGPU_NUM_THREADS=0) it returns
- * MGPU_ENOTSUP.
+ * MGPU_ENOTSUP; n over MGPU_MAX_ITEMS is MGPU_EINVAL.
  */
 MGPU_API mgpu_status_t mgpu_parallel_for(mgpu_runtime_t *rt, size_t n, mgpu_loop_fn fn, void *arg);
 

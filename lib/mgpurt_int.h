@@ -1279,15 +1279,20 @@ void mgpu__copyjobs_destroy(mgpu_runtime_t *rt);
  * copied in full (abi.c): k gets the kernel, d->kernel points at it. */
 mgpu_status_t mgpu__kernel_in(const char *fn, const char *what, const mgpu_kernel_t *user, mgpu_kernel_t *k);
 mgpu_status_t mgpu__batch_in(const char *fn, const mgpu_batch_t *user, mgpu_batch_t *d, mgpu_kernel_t *k);
-/* mgpu_submit's checks of a batch copied in by mgpu__batch_in. */
-mgpu_status_t mgpu__batch_check(const mgpu_runtime_t *rt, const mgpu_batch_t *d);
-/* mgpu_submit and mgpu_run on this process's workers. A batch submitted with
- * a base shows its kernel chunk->first = base + the item's index in it (the
- * ranks' layer runs a part of a larger batch so); its arrays hold its own n
- * items. */
-mgpu_status_t mgpu__node_submit(mgpu_runtime_t *rt, const mgpu_batch_t *batch, size_t base, size_t ndeps,
-                                mgpu_event_t *const *deps, mgpu_event_t **done_p);
-mgpu_status_t mgpu__node_run(mgpu_runtime_t *rt, const mgpu_batch_t *batch, mgpu_stats_t *stats);
+/* mgpu_submit's checks of a batch copied in by mgpu__batch_in. Messages
+ * name the public call fn that the caller made (mgpu_submit, mgpu_run,
+ * mgpu_parallel_for, ...), and each field of the batch with the prefix pre
+ * that the call's own words give it: "batch->" where the caller passed a
+ * batch, "" where the call's arguments are the fields (mgpu_parallel_for's n). */
+mgpu_status_t mgpu__batch_check(const mgpu_runtime_t *rt, const char *fn, const char *pre, const mgpu_batch_t *d);
+/* mgpu_submit and mgpu_run on this process's workers, for the public call
+ * fn (fn and pre as for mgpu__batch_check). A batch submitted with a base
+ * shows its kernel chunk->first = base + the item's index in it (the ranks'
+ * layer runs a part of a larger batch so); its arrays hold its own n items. */
+mgpu_status_t mgpu__node_submit(mgpu_runtime_t *rt, const char *fn, const char *pre, const mgpu_batch_t *batch,
+                                size_t base, size_t ndeps, mgpu_event_t *const *deps, mgpu_event_t **done_p);
+mgpu_status_t mgpu__node_run(mgpu_runtime_t *rt, const char *fn, const char *pre, const mgpu_batch_t *batch,
+                             mgpu_stats_t *stats);
 
 /* --------------------------------------------------------------- event.c */
 /* Wait until every device task on GPU gpu submitted before the call (also
@@ -1742,8 +1747,9 @@ int mgpu__dist_size(const mgpu_runtime_t *rt);
 
 /* dist_batch.c: a batch across ranks. Its event is its own object (a
  * handle of kind MGPU_H_DEVENT); the calls on it make the MPI calls that
- * drive it, from the caller's thread. */
-mgpu_status_t mgpu__dist_submit(mgpu_runtime_t *rt, const mgpu_batch_t *batch, size_t ndeps,
+ * drive it, from the caller's thread. mgpu__dist_submit is mgpu_submit's
+ * work, its messages naming the public call fn (mgpu_submit or mgpu_run). */
+mgpu_status_t mgpu__dist_submit(mgpu_runtime_t *rt, const char *fn, const mgpu_batch_t *batch, size_t ndeps,
                                 mgpu_event_t *const *deps, mgpu_event_t **done_p);
 mgpu_status_t mgpu__dist_plan(mgpu_runtime_t *rt, const mgpu_batch_t *batch, size_t *first_p, size_t *count_p);
 /* Run the batch across ranks still open to its end (before finalize). */

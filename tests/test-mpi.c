@@ -281,7 +281,8 @@ static void scenario_plan(void) {
 }
 
 /* Bad input across ranks: each is an error naming what differs, on every
- * rank, and the runtime still runs the next good batch. */
+ * rank, and the call that was made (mgpu_run), and the runtime still runs
+ * the next good batch. */
 static void scenario_mismatch(void) {
   mgpu_runtime_t *rt;
   if (!started(&rt, 20)) return;
@@ -289,7 +290,10 @@ static void scenario_mismatch(void) {
   arrays(&a, 20000);
   struct {
     const char *what, *expect;
-  } cases[] = {{"n", "batch->n"}, {"kernel", "the kernel"}, {"arg", "batch->arg"}, {"null", "rank 1 refused"}};
+  } cases[] = {{"n", "mgpu_run: the ranks disagree on batch->n"},
+               {"kernel", "mgpu_run: the ranks disagree on the kernel"},
+               {"arg", "mgpu_run: the ranks disagree on batch->arg"},
+               {"null", "mgpu_run: rank 1 refused the batch: mgpu_run: batch->in[0] is NULL"}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     mgpu_batch_t b = batch_of(&a, &lin);
     double c2[2] = {3, 1};
@@ -300,7 +304,8 @@ static void scenario_mismatch(void) {
     double t0 = now();
     mgpu_status_t st = mgpu_run(rt, &b, NULL);
     const char *msg = mgpu_last_error();
-    const char *expect = rank == 1 && !strcmp(cases[i].what, "null") ? "batch->in[0] is NULL" : cases[i].expect;
+    const char *expect =
+        rank == 1 && !strcmp(cases[i].what, "null") ? "mgpu_run: batch->in[0] is NULL" : cases[i].expect;
     check(st == MGPU_EINVAL && strstr(msg, expect), "a batch whose %s differs on rank 1: %s (%s), expected "
           "MGPU_EINVAL naming '%s'", cases[i].what, mgpu_status_name(st), msg, expect);
     check(now() - t0 < 10, "the refusal took %.1f s", now() - t0);

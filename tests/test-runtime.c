@@ -150,6 +150,16 @@ START_TEST(test_dependency_on_other_runtime) {
 }
 END_TEST
 
+/* The last error starts with "fn: what". */
+static void assert_error_of(const char *fn, const char *what) {
+  char want[160];
+  snprintf(want, sizeof want, "%s: %s", fn, what);
+  ck_assert_msg(strncmp(mgpu_last_error(), want, strlen(want)) == 0, "want \"%s...\", got \"%s\"", want,
+                mgpu_last_error());
+}
+
+static int no_body(void *arg, size_t first, size_t count) { return 0; }
+
 START_TEST(test_bad_arguments) {
   mgpu_runtime_t *rt = start(1, 0);
   mgpu__log_set_level(MGPU_LOG_NONE);
@@ -212,6 +222,23 @@ START_TEST(test_bad_arguments) {
   ck_assert_int_eq(mgpu_submit(rt, &noarg, 0, NULL, &ev), MGPU_EINVAL);
   ck_assert_int_eq(mgpu_event_wait(NULL, NULL), MGPU_EINVAL);
   ck_assert_int_eq(mgpu_parallel_for(rt, 10, NULL, NULL), MGPU_EINVAL);
+  /* The calls that submit for the caller (mgpu_run, mgpu_parallel_for) name
+   * themselves in the errors of the checks they share with mgpu_submit, and
+   * mgpu_parallel_for names its n as its own argument. */
+  many = axpk;
+  many.nin = MGPU_MAX_ARGS + 1;
+  ck_assert_int_eq(mgpu_run(rt, &toomany, NULL), MGPU_EINVAL);
+  assert_error_of("mgpu_run", "kernel 'axpk' has nin = 9: expected 0..8");
+  ck_assert_int_eq(mgpu_run(rt, &nullin, NULL), MGPU_EINVAL);
+  assert_error_of("mgpu_run", "batch->in[0] is NULL");
+  ck_assert_int_eq(mgpu_run(rt, NULL, NULL), MGPU_EINVAL);
+  assert_error_of("mgpu_run", "batch is NULL");
+  ck_assert_int_eq(mgpu_run(NULL, &b, NULL), MGPU_EINVAL);
+  assert_error_of("mgpu_run", "rt is NULL");
+  ck_assert_int_eq(mgpu_submit(rt, &nullin, 0, NULL, &ev), MGPU_EINVAL);
+  assert_error_of("mgpu_submit", "batch->in[0] is NULL");
+  ck_assert_int_eq(mgpu_parallel_for(rt, MGPU_MAX_ITEMS + 1, no_body, NULL), MGPU_EINVAL);
+  assert_error_of("mgpu_parallel_for", "n = 9007199254740993 items: expected at most MGPU_MAX_ITEMS");
   mgpu_const_t *c;
   ck_assert_int_eq(mgpu_const_create(rt, NULL, 8, &c), MGPU_EINVAL);
   ck_assert_int_eq(mgpu_const_create(rt, x, 0, &c), MGPU_EINVAL);
@@ -304,6 +331,7 @@ START_TEST(test_no_worker_for_kernel) {
   mgpu_batch_t b = axpk_batch(&axpk_cpu_only, 4, x, y, &a);
   ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_ENOTSUP);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "MGPU_NUM_THREADS=0"));
+  assert_error_of("mgpu_run", "kernel 'axpk-cpu' has no GPU function");
   b.kernel = &axpk;
   ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
   ck_assert_uint_eq(y[3], 0);
