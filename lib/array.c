@@ -126,41 +126,6 @@ static mgpu_status_t check_gpu(mgpu_runtime_t *rt, const char *fn, int gpu) {
 
 /* ------------------------------------------------------------ raw device memory */
 
-/* The runtime records what mgpu_device_alloc gives out, so that finalize
- * frees what the caller left and mgpu_device_free refuses a stranger. */
-static int record_alloc(mgpu_runtime_t *rt, int gpu, void *p, size_t bytes) {
-  MGPU_LOCK(&rt->alloc_lock, MGPU_LK_ALLOC);
-  if (rt->ndev_allocs == rt->dev_allocs_cap) {
-    int cap = rt->dev_allocs_cap ? 2 * rt->dev_allocs_cap : 16;
-    void *n = realloc(rt->dev_allocs, sizeof *rt->dev_allocs * (size_t)cap);
-    if (!n) {
-      MGPU_UNLOCK(&rt->alloc_lock);
-      return -1;
-    }
-    rt->dev_allocs = n;
-    rt->dev_allocs_cap = cap;
-  }
-  rt->dev_allocs[rt->ndev_allocs].p = p;
-  rt->dev_allocs[rt->ndev_allocs].bytes = bytes;
-  rt->dev_allocs[rt->ndev_allocs].gpu = gpu;
-  rt->ndev_allocs++;
-  MGPU_UNLOCK(&rt->alloc_lock);
-  return 0;
-}
-
-/* Take p off the record; false if GPU gpu has no such allocation. */
-static bool forget_alloc(mgpu_runtime_t *rt, int gpu, void *p) {
-  bool found = false;
-  MGPU_LOCK(&rt->alloc_lock, MGPU_LK_ALLOC);
-  for (int i = 0; i < rt->ndev_allocs && !found; i++)
-    if (rt->dev_allocs[i].p == p && rt->dev_allocs[i].gpu == gpu) {
-      rt->dev_allocs[i] = rt->dev_allocs[--rt->ndev_allocs];
-      found = true;
-    }
-  MGPU_UNLOCK(&rt->alloc_lock);
-  return found;
-}
-
 static mgpu_status_t device_free(mgpu_runtime_t *rt, int gpu, void *p) {
   op_t op = {0};
   op.dev[gpu] = p;
@@ -177,7 +142,7 @@ MGPU_API mgpu_status_t mgpu_device_alloc(mgpu_runtime_t *rt, int gpu, size_t byt
   op_t op = {.bytes = bytes ? bytes : 1};
   st = on_gpus(rt, "mgpu_device_alloc", 1, &gpu, 1, alloc_part, &op, NULL);
   if (st != MGPU_OK) return st;
-  if (record_alloc(rt, gpu, op.dev[gpu], op.bytes) != 0) {
+  if (mgpu__devmem_record(rt, gpu, op.dev[gpu], op.bytes) != 0) {
     device_free(rt, gpu, op.dev[gpu]);
     return mgpu__fail(MGPU_ENOMEM, "mgpu_device_alloc: out of host memory recording the allocation");
   }
@@ -188,7 +153,7 @@ MGPU_API mgpu_status_t mgpu_device_alloc(mgpu_runtime_t *rt, int gpu, size_t byt
 MGPU_API mgpu_status_t mgpu_device_free(mgpu_runtime_t *rt, int gpu, void *p) {
   mgpu_status_t st = check_gpu(rt, "mgpu_device_free", gpu);
   if (st != MGPU_OK || !p) return st;
-  if (!forget_alloc(rt, gpu, p))
+  if (!mgpu__devmem_forget(rt, gpu, p))
     return mgpu__fail(MGPU_EINVAL, "mgpu_device_free: %p was not allocated by mgpu_device_alloc on GPU %d of this "
                                    "runtime, or was freed already", p, gpu);
   return device_free(rt, gpu, p);
@@ -209,41 +174,13 @@ void mgpu__device_allocs_free_all(mgpu_runtime_t *rt) {
   rt->ndev_allocs = rt->dev_allocs_cap = 0;
 }
 
-/* A copy that starts in an allocation of mgpu_device_alloc must be on its
- * GPU and end within it; where the copy starts elsewhere (an array's part,
- * memory of the caller's own), the device refuses what it can. */
-static mgpu_status_t check_range(mgpu_runtime_t *rt, const char *fn, const char *name, int gpu, const void *dev,
-                                 size_t bytes) {
-  uintptr_t a = (uintptr_t)dev;
-  bool found = false;
-  uintptr_t lo = 0;
-  size_t size = 0;
-  int on = -1;
-  MGPU_LOCK(&rt->alloc_lock, MGPU_LK_ALLOC);
-  for (int i = 0; i < rt->ndev_allocs && !found; i++) {
-    lo = (uintptr_t)rt->dev_allocs[i].p;
-    size = rt->dev_allocs[i].bytes;
-    on = rt->dev_allocs[i].gpu;
-    found = a >= lo && a - lo < size;
-  }
-  MGPU_UNLOCK(&rt->alloc_lock);
-  if (!found) return MGPU_OK;
-  if (on != gpu)
-    return mgpu__fail(MGPU_EINVAL, "%s: %s %p is memory of GPU %d (mgpu_device_alloc), not of GPU %d", fn, name, dev,
-                      on, gpu);
-  if (bytes > size - (a - lo))
-    return mgpu__fail(MGPU_EINVAL, "%s: %zu bytes at %s %p run %zu bytes past the end of its allocation (%zu bytes at "
-                      "%p on GPU %d)", fn, bytes, name, dev, bytes - (size - (a - lo)), size, (void *)lo, gpu);
-  return MGPU_OK;
-}
-
 static mgpu_status_t raw_copy(mgpu_runtime_t *rt, const char *fn, int gpu, void *dev, void *host, size_t bytes,
                               int dir) {
   mgpu_status_t st = check_gpu(rt, fn, gpu);
   if (st != MGPU_OK) return st;
   if (bytes == 0) return MGPU_OK;
   if (!dev || !host) return mgpu__fail(MGPU_EINVAL, "%s: %s is NULL", fn, (dir == 0) == !dev ? "dst" : "src");
-  if ((st = check_range(rt, fn, dir == 0 ? "dst" : "src", gpu, dev, bytes)) != MGPU_OK) return st;
+  if ((st = mgpu__devmem_check(rt, fn, dir == 0 ? "dst" : "src", gpu, dev, bytes, NULL)) != MGPU_OK) return st;
   op_t op = {.host = host, .bytes = bytes, .dir = dir};
   op.dev[gpu] = dev;
   return on_gpus(rt, fn, 1, &gpu, 1, copy_part, &op, NULL);

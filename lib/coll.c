@@ -196,6 +196,32 @@ static void free_coll(void *arg) {
   free(c);
 }
 
+mgpu_status_t mgpu__coll_check_buffers(mgpu_runtime_t *rt, const char *fn, int kind, const void *const *send,
+                                       void *const *recv, size_t count, mgpu_dtype_t dt, int root) {
+  int total = rt->coll_gpu_total, base = rt->coll_gpu_base;
+  size_t es = mgpu_dtype_size(dt), one = count * es, all = one * (size_t)total;
+  char each[64], every[96];
+  snprintf(each, sizeof each, "count %zu of %s", count, mgpu_dtype_name(dt));
+  snprintf(every, sizeof every, "count %zu of %s for each of %d GPUs", count, mgpu_dtype_name(dt), total);
+  /* What each GPU reads from send and writes to recv (mgpurt.h's rules). */
+  bool send_all = kind == MGPU__COLL_REDUCE_SCATTER, recv_all = kind == MGPU__COLL_ALLGATHER;
+  char name[32];
+  for (int g = 0; g < rt->ngpus && count > 0; g++) {
+    if (!recv[g]) return mgpu__fail(MGPU_EINVAL, "%s: recv[%d] is NULL", fn, g);
+    bool reads = kind != MGPU__COLL_BROADCAST || g + base == root;
+    if (reads && !send[g]) return mgpu__fail(MGPU_EINVAL, "%s: send[%d] is NULL", fn, g);
+    mgpu_status_t st;
+    snprintf(name, sizeof name, "send[%d]", g);
+    if (reads && (st = mgpu__devmem_check(rt, fn, name, g, send[g], send_all ? all : one,
+                                          send_all ? every : each)) != MGPU_OK)
+      return st;
+    snprintf(name, sizeof name, "recv[%d]", g);
+    if ((st = mgpu__devmem_check(rt, fn, name, g, recv[g], recv_all ? all : one, recv_all ? every : each)) != MGPU_OK)
+      return st;
+  }
+  return MGPU_OK;
+}
+
 mgpu_status_t mgpu__node_collective(mgpu_runtime_t *rt, int kind, const void *const *send, void *const *recv,
                                     size_t count, mgpu_dtype_t dt, mgpu_redop_t op, int root, size_t ndeps,
                                     mgpu_event_t *const *deps, mgpu_event_t **done_p, bool async) {
@@ -217,18 +243,14 @@ mgpu_status_t mgpu__node_collective(mgpu_runtime_t *rt, int kind, const void *co
     return mgpu__fail(MGPU_EINVAL, "%s: op %d is not one of MGPU_OP_SUM, MGPU_OP_PROD, MGPU_OP_MIN, MGPU_OP_MAX", fn,
                       (int)op);
   /* GPUs numbered over all ranks where the collectives span several. */
-  int total = rt->coll_gpu_total, base = rt->coll_gpu_base;
+  int total = rt->coll_gpu_total;
   if (kind == MGPU__COLL_BROADCAST && (root < 0 || root >= total))
     return mgpu__fail(MGPU_EINVAL, "%s: root %d is not a GPU of the runtime: expected 0..%d", fn, root, total - 1);
   if (!send || !recv) return mgpu__fail(MGPU_EINVAL, "%s: %s is NULL", fn, send ? "recv" : "send");
   size_t in_elems = kind == MGPU__COLL_REDUCE_SCATTER ? count * (size_t)total : count;
   if (count > SIZE_MAX / es / (size_t)total / 2)
     return mgpu__fail(MGPU_EINVAL, "%s: count %zu of %zu-byte elements overflows size_t", fn, count, es);
-  for (int g = 0; g < rt->ngpus && count > 0; g++) {
-    if (!recv[g]) return mgpu__fail(MGPU_EINVAL, "%s: recv[%d] is NULL", fn, g);
-    if (!send[g] && (kind != MGPU__COLL_BROADCAST || g + base == root))
-      return mgpu__fail(MGPU_EINVAL, "%s: send[%d] is NULL", fn, g);
-  }
+  if ((st = mgpu__coll_check_buffers(rt, fn, kind, send, recv, count, dt, root)) != MGPU_OK) return st;
   bool nccl = mgpu__coll_uses_nccl(rt);
   if (nccl && (st = ensure_comms(rt, fn)) != MGPU_OK) return st;
 

@@ -76,7 +76,7 @@ static void identity(void *p, size_t n, mgpu_dtype_t dt, mgpu_redop_t op) {
 
 /* This rank's checks of the call (as the collective of one process makes
  * them, with the GPUs numbered over all ranks). */
-static mgpu_status_t check_local(const mgpu_runtime_t *rt, const char *fn, int kind, const void *const *send,
+static mgpu_status_t check_local(mgpu_runtime_t *rt, const char *fn, int kind, const void *const *send,
                                  void *const *recv, size_t count, mgpu_dtype_t dt, mgpu_redop_t op, int root) {
   size_t es = mgpu_dtype_size(dt);
   if (es == 0)
@@ -85,7 +85,7 @@ static mgpu_status_t check_local(const mgpu_runtime_t *rt, const char *fn, int k
   if ((kind == MGPU__COLL_ALLREDUCE || kind == MGPU__COLL_REDUCE_SCATTER) && (unsigned)op > MGPU_OP_MAX)
     return mgpu__fail(MGPU_EINVAL, "%s: op %d is not one of MGPU_OP_SUM, MGPU_OP_PROD, MGPU_OP_MIN, MGPU_OP_MAX", fn,
                       (int)op);
-  int total = rt->coll_gpu_total, base = rt->coll_gpu_base;
+  int total = rt->coll_gpu_total;
   if (total == 0) return mgpu__fail(MGPU_ENODEV, "%s: no rank of the runtime has a GPU", fn);
   if (kind == MGPU__COLL_BROADCAST && (root < 0 || root >= total))
     return mgpu__fail(MGPU_EINVAL, "%s: root %d is not a GPU of the runtime: expected 0..%d (the GPUs of every rank, "
@@ -96,12 +96,7 @@ static mgpu_status_t check_local(const mgpu_runtime_t *rt, const char *fn, int k
   if (count > most)
     return mgpu__fail(MGPU_EINVAL, "%s: count %zu: across ranks at most %zu elements of %zu bytes with %d GPUs", fn,
                       count, most, es, total);
-  for (int g = 0; g < rt->ngpus && count > 0; g++) {
-    if (!recv[g]) return mgpu__fail(MGPU_EINVAL, "%s: recv[%d] is NULL", fn, g);
-    if (!send[g] && (kind != MGPU__COLL_BROADCAST || g + base == root))
-      return mgpu__fail(MGPU_EINVAL, "%s: send[%d] is NULL", fn, g);
-  }
-  return MGPU_OK;
+  return mgpu__coll_check_buffers(rt, fn, kind, send, recv, count, dt, root);
 }
 
 /* Where the records differ: a message, the same on every rank. */

@@ -629,9 +629,12 @@ MGPU_API mgpu_status_t mgpu_memcpy_from_device(mgpu_runtime_t *rt, int gpu, void
  * the buffers must stay valid until the event completes. Collectives start in
  * the order their dependencies are met (calls without dependencies: in call
  * order), and every GPU sees them in that one order.
- * Errors: MGPU_EINVAL (bad type, op, root, NULL pointer; or NCCL refusing the
- * arguments), MGPU_ENODEV (the runtime has no GPU), MGPU_EDEVICE (NCCL or CUDA
- * failed; the message has NCCL's words).
+ * Errors: MGPU_EINVAL (bad type, op, root, NULL pointer; a buffer inside an
+ * allocation of mgpu_device_alloc that is another GPU's, or that the call
+ * would read or write past the end of: the message names the buffer, the
+ * allocation's size and the bytes asked for, and nothing moves; or NCCL
+ * refusing the arguments), MGPU_ENODEV (the runtime has no GPU), MGPU_EDEVICE
+ * (NCCL or CUDA failed; the message has NCCL's words).
  */
 MGPU_API mgpu_status_t mgpu_allreduce(mgpu_runtime_t *rt, const void *const *send, void *const *recv, size_t count,
                                       mgpu_dtype_t dt, mgpu_redop_t op);

@@ -1515,6 +1515,22 @@ extern _Atomic size_t mgpu__emul_left_bytes;
  * emulated back end (mgpu_host_alloc, staging), and their frees (tests). */
 extern _Atomic uint64_t mgpu__emul_allocs, mgpu__emul_frees;
 
+/* ----------------------------------------------------------- devmem.c */
+/* Note allocation p of bytes on GPU gpu (mgpu_device_alloc); -1: out of
+ * host memory. */
+int mgpu__devmem_record(mgpu_runtime_t *rt, int gpu, void *p, size_t bytes);
+/* Take p off the record; false where GPU gpu has no such allocation. */
+bool mgpu__devmem_forget(mgpu_runtime_t *rt, int gpu, void *p);
+/* `bytes` bytes at dev, which fn reads or writes on GPU gpu as its argument
+ * `name` ("dst", "recv[1]"): where dev lies in an allocation of
+ * mgpu_device_alloc, it must be that GPU's and the bytes must end within it
+ * (MGPU_EINVAL naming the call, the argument, the allocation's size and the
+ * bytes of it asked for; what, if not NULL, says what the bytes hold).
+ * Memory of no such allocation (an array's part, the caller's own) is left
+ * to the device to refuse. */
+mgpu_status_t mgpu__devmem_check(mgpu_runtime_t *rt, const char *fn, const char *name, int gpu, const void *dev,
+                                 size_t bytes, const char *what);
+
 /* ------------------------------------------------------------- coll.c */
 enum { MGPU__COLL_ALLREDUCE = 0, MGPU__COLL_BROADCAST, MGPU__COLL_ALLGATHER, MGPU__COLL_REDUCE_SCATTER };
 /* A collective of the given kind over this process's GPUs (mgpurt.h gives
@@ -1523,6 +1539,13 @@ enum { MGPU__COLL_ALLREDUCE = 0, MGPU__COLL_BROADCAST, MGPU__COLL_ALLGATHER, MGP
 mgpu_status_t mgpu__node_collective(mgpu_runtime_t *rt, int kind, const void *const *send, void *const *recv,
                                     size_t count, mgpu_dtype_t dt, mgpu_redop_t op, int root, size_t ndeps,
                                     mgpu_event_t *const *deps, mgpu_event_t **done_p, bool async);
+/* The buffers of a collective on this process's GPUs (count > 0): send[g]
+ * where GPU g reads it, and recv[g], are not NULL, and each lies within its
+ * allocation of mgpu_device_alloc where it is in one (mgpu__devmem_check),
+ * for the bytes mgpurt.h's rule of the kind reads or writes there. GPUs and
+ * root are numbered over all ranks (rt->coll_gpu_total, coll_gpu_base). */
+mgpu_status_t mgpu__coll_check_buffers(mgpu_runtime_t *rt, const char *fn, int kind, const void *const *send,
+                                       void *const *recv, size_t count, mgpu_dtype_t dt, int root);
 void mgpu__coll_destroy(mgpu_runtime_t *rt); /* at finalize, after the workers stopped */
 /* The NCCL communicators of this process's GPUs, made across the ranks by
  * dist_coll.c: the collectives use them from now on. */

@@ -742,6 +742,84 @@ START_TEST(test_copy_bounds) {
 }
 END_TEST
 
+/* The message of a refused collective starts with want, and the call left
+ * both GPUs' buffers as they were. */
+static void assert_refused(mgpu_runtime_t *rt, mgpu_status_t st, const char *want, void *const *buf,
+                           const uint8_t *was) {
+  ck_assert_int_eq(st, MGPU_EINVAL);
+  ck_assert_msg(strncmp(mgpu_last_error(), want, strlen(want)) == 0, "want \"%s...\", got \"%s\"", want,
+                mgpu_last_error());
+  uint8_t now[64];
+  for (int g = 0; g < 2; g++) {
+    ck_assert_int_eq(mgpu_memcpy_from_device(rt, g, now, buf[g], sizeof now), MGPU_OK);
+    ck_assert_msg(memcmp(now, was + 64 * g, sizeof now) == 0, "GPU %d's buffer changed", g);
+  }
+}
+
+/* A collective's buffers stay within their allocations of mgpu_device_alloc:
+ * one that would read or write past the end is refused before anything
+ * moves, with a message naming the call, the buffer, the allocation's size
+ * and the bytes of it that the call asks for. */
+START_TEST(test_collective_bounds) {
+  mgpu_runtime_t *rt = start(1, 2);
+  if (!rt) return;
+  void *buf[2];
+  uint8_t was[128];
+  for (size_t i = 0; i < sizeof was; i++) was[i] = (uint8_t)(i * 5 + 3);
+  for (int g = 0; g < 2; g++) {
+    ck_assert_int_eq(mgpu_device_alloc(rt, g, 64, &buf[g]), MGPU_OK);
+    ck_assert_int_eq(mgpu_memcpy_to_device(rt, g, buf[g], was + 64 * g, 64), MGPU_OK);
+  }
+  const void *const *s = (const void *const *)buf;
+  char want[400];
+  /* 16 floats fill an allocation of 64 bytes; 17 run past it. */
+  snprintf(want, sizeof want, "mgpu_allreduce: 68 bytes at send[0] %p (count 17 of f32) run 4 bytes past the end of "
+           "its allocation (64 bytes at %p on GPU 0; the call asks for its bytes 0..67)", buf[0], buf[0]);
+  assert_refused(rt, mgpu_allreduce(rt, s, buf, 17, MGPU_FLOAT32, MGPU_OP_MAX), want, buf, was);
+  mgpu_event_t *ev = (mgpu_event_t *)0x1;
+  snprintf(want, sizeof want, "mgpu_allreduce_async: 68 bytes at send[0] %p (count 17 of f32)", buf[0]);
+  assert_refused(rt, mgpu_allreduce_async(rt, s, buf, 17, MGPU_FLOAT32, MGPU_OP_MAX, 0, NULL, &ev), want, buf, was);
+  ck_assert_ptr_eq(ev, (mgpu_event_t *)0x1);
+  /* Broadcast reads only the root's send buffer, and writes every recv. */
+  void *big[2];
+  for (int g = 0; g < 2; g++) ck_assert_int_eq(mgpu_device_alloc(rt, g, 256, &big[g]), MGPU_OK);
+  const void *root_small[2] = {big[0], buf[1]};
+  snprintf(want, sizeof want, "mgpu_broadcast: 128 bytes at send[1] %p (count 32 of f32) run 64 bytes past the end "
+           "of its allocation (64 bytes at %p on GPU 1;", buf[1], buf[1]);
+  assert_refused(rt, mgpu_broadcast(rt, root_small, big, 32, MGPU_FLOAT32, 1), want, buf, was);
+  ck_assert_int_eq(mgpu_broadcast(rt, root_small, big, 32, MGPU_FLOAT32, 0), MGPU_OK);
+  snprintf(want, sizeof want, "mgpu_broadcast: 128 bytes at recv[0] %p (count 32 of f32)", buf[0]);
+  const void *bs[2] = {big[0], big[1]};
+  assert_refused(rt, mgpu_broadcast(rt, bs, buf, 32, MGPU_FLOAT32, 0), want, buf, was);
+  /* All-gather writes count from each GPU into every recv; reduce-scatter
+   * reads as much from every send. */
+  ck_assert_int_eq(mgpu_allgather(rt, s, big, 8, MGPU_FLOAT32), MGPU_OK);
+  snprintf(want, sizeof want, "mgpu_allgather: 72 bytes at recv[0] %p (count 9 of f32 for each of 2 GPUs) run 8 "
+           "bytes past the end of its allocation (64 bytes at %p on GPU 0; the call asks for its bytes 0..71)",
+           buf[0], buf[0]);
+  assert_refused(rt, mgpu_allgather(rt, s, buf, 9, MGPU_FLOAT32), want, buf, was);
+  snprintf(want, sizeof want, "mgpu_reduce_scatter: 72 bytes at send[0] %p (count 9 of f32 for each of 2 GPUs) run "
+           "8 bytes past the end", buf[0]);
+  assert_refused(rt, mgpu_reduce_scatter(rt, s, big, 9, MGPU_FLOAT32, MGPU_OP_SUM), want, buf, was);
+  /* A buffer that starts inside its allocation: the bytes asked for are
+   * counted from the allocation's start. */
+  void *mid[2] = {(uint8_t *)buf[0] + 32, (uint8_t *)buf[1] + 32};
+  snprintf(want, sizeof want, "mgpu_allreduce: 64 bytes at send[0] %p (count 8 of f64) run 32 bytes past the end "
+           "of its allocation (64 bytes at %p on GPU 0; the call asks for its bytes 32..95)", mid[0], buf[0]);
+  assert_refused(rt, mgpu_allreduce(rt, (const void *const *)mid, mid, 8, MGPU_FLOAT64, MGPU_OP_SUM), want, buf, was);
+  /* Memory of the other GPU. */
+  void *crossed[2] = {big[0], buf[0]};
+  snprintf(want, sizeof want, "mgpu_allreduce: recv[1] %p is memory of GPU 0 (mgpu_device_alloc), not of GPU 1",
+           buf[0]);
+  assert_refused(rt, mgpu_allreduce(rt, bs, crossed, 4, MGPU_FLOAT32, MGPU_OP_SUM), want, buf, was);
+  for (int g = 0; g < 2; g++) {
+    mgpu_device_free(rt, g, buf[g]);
+    mgpu_device_free(rt, g, big[g]);
+  }
+  mgpu_finalize(rt);
+}
+END_TEST
+
 START_TEST(test_collective_errors) {
   mgpu_runtime_t *rt = start(1, 2);
   if (!rt) return;
@@ -806,6 +884,7 @@ int main(void) {
   tcase_add_test(tc, test_collective_async_chain);
   tcase_add_test(tc, test_free_waits_for_tasks);
   tcase_add_test(tc, test_collective_errors);
+  tcase_add_test(tc, test_collective_bounds);
   tcase_add_test(tc, test_device_alloc_freed_at_finalize);
   tcase_add_test(tc, test_copy_bounds);
   suite_add_tcase(s, tc);

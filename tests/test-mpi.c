@@ -641,6 +641,14 @@ static void scenario_coll(void) {
   /* A root past the GPUs of all ranks. */
   st = mgpu_broadcast(rt, (const void *const *)send, (void *const *)recv, count, MGPU_FLOAT64, total);
   check(st == MGPU_EINVAL && strstr(mgpu_last_error(), "root"), "a root past the GPUs: %s", mgpu_last_error());
+  /* A count past the end of the buffers' allocations: refused before
+   * anything moves, on every rank (those whose GPUs refuse it, and the
+   * others, which get their message), naming the buffer and its size. */
+  st = mgpu_allreduce(rt, (const void *const *)isend, (void *const *)irecv, count + 1, MGPU_INT32, MGPU_OP_MAX);
+  check(st == MGPU_EINVAL && strstr(mgpu_last_error(), "mgpu_allreduce: 4004 bytes at send[0]") &&
+        strstr(mgpu_last_error(), "run 4 bytes past the end of its allocation (4000 bytes at"),
+        "a count past the buffers: %s (%s)", mgpu_status_name(st), mgpu_last_error());
+  if (rank == 0) printf("a count past the buffers: %s\n", mgpu_last_error());
 #undef EACH_GPU_CHECK
   for (int g = 0; g < ng; g++) {
     mgpu_device_free(rt, g, send[g]);
