@@ -20,6 +20,14 @@ mgpu_status_t mgpu__stats_ref(const char *fn, const mgpu_stats_t *user, mgpu__st
       mgpu__abi_size(fn, "stats->size", "mgpu_stats_t", user->size, MGPU__STATS_SIZE_V1, sizeof r->in, true, &bytes);
   if (st != MGPU_OK) return st;
   mgpu__abi_in(&r->in, sizeof r->in, user, bytes);
+  /* A negative count of entries is no array size: refused rather than read
+   * as none, which would leave the caller's array unfilled without a word. */
+  if (r->in.worker_cap < 0)
+    return mgpu__fail(MGPU_EINVAL, "%s: stats->worker_cap = %d: expected 0 or more, the entries of stats->worker", fn,
+                      r->in.worker_cap);
+  if (r->in.rank_cap < 0)
+    return mgpu__fail(MGPU_EINVAL, "%s: stats->rank_cap = %d: expected 0 or more, the entries of stats->rank", fn,
+                      r->in.rank_cap);
   if (r->in.worker) {
     st = mgpu__abi_size(fn, "stats->worker_size", "mgpu_worker_stats_t", r->in.worker_size,
                         MGPU__WORKER_STATS_SIZE_V1, sizeof(mgpu_worker_stats_t), false, &wbytes);

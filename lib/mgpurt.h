@@ -383,7 +383,8 @@ typedef struct {
  * Statistics of one batch (mgpu_event_wait) or of the runtime's life
  * (mgpu_runtime_stats). Set `worker` to an array of `worker_cap` entries to get
  * per-worker figures (nworkers tells how many exist), or leave it NULL.
- * Start from MGPU_STATS_INIT (or zero it): `worker` is read.
+ * Start from MGPU_STATS_INIT (or zero it): `worker`, the counts and the sizes
+ * are read; a negative worker_cap or rank_cap is MGPU_EINVAL.
  */
 typedef struct {
   size_t size;            /**< sizeof(mgpu_stats_t) (MGPU_STATS_INIT), or 0 */
@@ -397,7 +398,7 @@ typedef struct {
   size_t failed_first;    /**< MGPU_EKERNEL: first item of the failing chunk */
   size_t failed_count;    /**< MGPU_EKERNEL: its length */
   int nworkers;
-  int worker_cap;
+  int worker_cap;         /**< entries of `worker`: 0 or more */
   mgpu_worker_stats_t *worker;
   /** sizeof(mgpu_worker_stats_t) (MGPU_STATS_INIT), or 0: the element size of `worker` */
   size_t worker_size;
@@ -411,7 +412,7 @@ typedef struct {
   mgpu_rank_stats_t *rank;
   /** sizeof(mgpu_rank_stats_t) (MGPU_STATS_INIT), or 0: the element size of `rank` */
   size_t rank_size;
-  int rank_cap;
+  int rank_cap;           /**< entries of `rank`: 0 or more */
   int nranks;             /**< ranks of the batch (0: a batch of one process) */
   /* Version 3. */
   /** batch: 1 where every GPU was kept out of it, since the kernel's timed

@@ -669,6 +669,65 @@ END_TEST
 /* MGPU_STATS (mgpu_config_t.stats): mgpu_finalize prints the runtime's
  * numbers, read before its handle goes: two batches of 1000 items on two CPU
  * workers and one emulated GPU. */
+/* A negative count of entries of the worker or rank array is refused by
+ * every call that fills statistics, naming the field, before a batch runs;
+ * 0 takes none. */
+START_TEST(test_stats_negative_cap) {
+  mgpu_runtime_t *rt = start(2, 0);
+  mgpu__log_set_level(MGPU_LOG_NONE);
+  uint64_t x[4] = {1, 2, 3, 4}, y[4] = {0};
+  axpk_arg_t a = {0, NULL};
+  mgpu_batch_t b = axpk_batch(&axpk, 4, x, y, &a);
+  mgpu_worker_stats_t ws[2];
+  mgpu_stats_t st = MGPU_STATS_INIT;
+  st.worker = ws;
+  st.worker_cap = -1;
+  ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_EINVAL);
+  ck_assert_str_eq(mgpu_last_error(), "mgpu_run: stats->worker_cap = -1: expected 0 or more, the entries of "
+                                      "stats->worker");
+  ck_assert_uint_eq(y[3], 0); /* the batch did not run */
+  ck_assert_int_eq(mgpu_runtime_stats(rt, &st), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_runtime_stats: stats->worker_cap = -1"));
+  mgpu_event_t *ev;
+  ck_assert_int_eq(mgpu_submit(rt, &b, 0, NULL, &ev), MGPU_OK);
+  ck_assert_int_eq(mgpu_event_wait(ev, &st), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_event_wait: stats->worker_cap = -1"));
+  ck_assert_int_eq(mgpu_event_wait(ev, NULL), MGPU_OK);
+  mgpu_event_release(ev);
+  FILE *f = tmpfile();
+  ck_assert_ptr_nonnull(f);
+  mgpu_stats_print(rt, &st, f);
+  rewind(f);
+  char line[256] = "";
+  ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+  fclose(f);
+  ck_assert_ptr_nonnull(strstr(line, "(statistics not printed: mgpu_stats_print: stats->worker_cap = -1"));
+  /* Without a worker array too: the count is no array's. */
+  st.worker = NULL;
+  ck_assert_int_eq(mgpu_runtime_stats(rt, &st), MGPU_EINVAL);
+  y[3] = 0;
+  st = (mgpu_stats_t)MGPU_STATS_INIT;
+  mgpu_rank_stats_t rs[1];
+  st.rank = rs;
+  st.rank_cap = -3;
+  ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_EINVAL);
+  ck_assert_str_eq(mgpu_last_error(), "mgpu_run: stats->rank_cap = -3: expected 0 or more, the entries of "
+                                      "stats->rank");
+  ck_assert_uint_eq(y[3], 0);
+  /* 0 entries: the totals alone. */
+  st = (mgpu_stats_t)MGPU_STATS_INIT;
+  st.worker = ws;
+  st.worker_cap = 0;
+  memset(ws, 0xA5, sizeof ws);
+  ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
+  ck_assert_uint_eq(y[3], 12);
+  ck_assert_uint_eq(st.items, 4);
+  ck_assert_int_eq(st.nworkers, 2);
+  ck_assert_int_eq(((unsigned char *)ws)[0], 0xA5);
+  mgpu_finalize(rt);
+}
+END_TEST
+
 START_TEST(test_stats_at_finalize) {
   capture_t cap;
   capture_begin(&cap);
@@ -1037,6 +1096,7 @@ int main(void) {
   tcase_add_test(tc, test_parallel_for);
   tcase_add_test(tc, test_batch_beside_busy_worker);
   tcase_add_test(tc, test_finalize_waits);
+  tcase_add_test(tc, test_stats_negative_cap);
   tcase_add_test(tc, test_stats_at_finalize);
   tcase_add_test(tc, test_progress_and_trace_events);
   tcase_add_test(tc, test_cancel_cpu);
