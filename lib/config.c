@@ -488,6 +488,11 @@ mgpu_status_t mgpu__config_parse(const mgpu_config_t *user, const mgpu__testcfg_
     mgpu__abi_in(&a, sizeof a, user, bytes);
     a.size = sizeof a;
   }
+  /* A flag, with no variable of its own to be unset by: only 0 and 1 mean
+   * something. */
+  if (a.ignore_env != 0 && a.ignore_env != 1)
+    return mgpu__fail(MGPU_EINVAL, "mgpu_config_t.ignore_env=%d is invalid: expected 0 (the MGPU_* variables count, "
+                                   "the default) or 1 (they are ignored)", a.ignore_env);
   const mgpu_config_t *arg = &a;
   mgpu__testcfg_t test_unset;
   mgpu__testcfg_init(&test_unset);

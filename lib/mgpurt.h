@@ -136,7 +136,7 @@ typedef struct mgpu_config {
    *  GPU, optionally one more for the host; each >= 0, not all 0. -1 = unset. */
   int ntensor_split;
   double tensor_split[MGPU_MAX_DEVICES + 1];
-  int ignore_env;             /**< 1: ignore MGPU_* environment variables */
+  int ignore_env;             /**< 0 or 1: 1 ignores the MGPU_* environment variables */
   /** MGPU_RESERVE_THREADS: CPU workers kept out of batches that GPUs also run
    *  (they run kernels without a GPU function, mgpu_parallel_for, and help with
    *  staging copies), 0..4096 and fewer than num_threads; MGPU_RESERVE_AUTO to

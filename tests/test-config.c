@@ -264,6 +264,21 @@ START_TEST(test_bad_args) {
     ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
     ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_config_t."));
   }
+  /* ignore_env is a flag: 0 or 1. */
+  int flags[] = {7, -1, 2};
+  for (size_t i = 0; i < sizeof flags / sizeof *flags; i++) {
+    mgpu_config_init(&a);
+    a.ignore_env = flags[i];
+    ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
+    char want[128];
+    snprintf(want, sizeof want, "mgpu_config_t.ignore_env=%d is invalid: expected 0 (the MGPU_* variables count, the "
+             "default) or 1 (they are ignored)", flags[i]);
+    ck_assert_str_eq(mgpu_last_error(), want);
+  }
+  mgpu_config_init(&a);
+  a.ignore_env = 0;
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_OK);
+  ck_assert_int_eq(c.v.ignore_env, 0);
   mgpu_config_init(&a);
   a.ignore_env = 1;
   a.reserve_threads = MGPU_RESERVE_AUTO;
