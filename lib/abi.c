@@ -9,7 +9,7 @@
 #include <string.h>
 
 mgpu_status_t mgpu__abi_size(const char *fn, const char *what, const char *type, size_t size, size_t v1,
-                             size_t known, bool has_size, size_t *bytes_p) {
+                             size_t known, size_t align, bool has_size, size_t *bytes_p) {
   if (size == 0) size = v1;
   if (size > known)
     return mgpu__fail(MGPU_EINVAL, "%s: %s = %zu, but this library's %s has %zu bytes: the program was built "
@@ -19,6 +19,16 @@ mgpu_status_t mgpu__abi_size(const char *fn, const char *what, const char *type,
     return mgpu__fail(MGPU_EINVAL, "%s: %s = %zu is smaller than the %zu bytes of its own size field (%s has %zu "
                                    "bytes; 0 means the first version's layout)",
                       fn, what, size, sizeof(size_t), type, known);
+  /* Every sizeof of a struct is a multiple of its alignment, which no
+   * version lowers; another size ends inside a field, which would be read
+   * or written in part. */
+  if (size % align != 0) {
+    size_t least = has_size ? MGPU__ROUND_UP(sizeof(size_t), align) : align;
+    return mgpu__fail(MGPU_EINVAL, "%s: %s = %zu is not a size that %s has in any mgpurt.h: expected 0 (the first "
+                                   "version's layout) or the program's sizeof(%s), a multiple of %zu (its "
+                                   "alignment) from %zu to %zu bytes (this library's)",
+                      fn, what, size, type, type, align, least, known);
+  }
   *bytes_p = size;
   return MGPU_OK;
 }

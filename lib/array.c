@@ -340,7 +340,8 @@ MGPU_API mgpu_status_t mgpu_array_part(const mgpu_array_t *a, int i, mgpu_array_
   if (!out) return mgpu__fail(MGPU_EINVAL, "mgpu_array_part: out is NULL");
   size_t bytes;
   mgpu_status_t st = mgpu__abi_size("mgpu_array_part", "out->size", "mgpu_array_part_t", out->size,
-                                    MGPU__ARRAY_PART_SIZE_V1, sizeof *out, true, &bytes);
+                                    MGPU__ARRAY_PART_SIZE_V1, sizeof *out, _Alignof(mgpu_array_part_t), true,
+                                    &bytes);
   if (st != MGPU_OK) return st;
   if (i < 0 || i > a->ngpus)
     return mgpu__fail(MGPU_EINVAL, "mgpu_array_part: part %d does not exist: expected 0..%d", i, a->ngpus);
@@ -479,7 +480,7 @@ static mgpu_status_t array_batch_in(const char *fn, const mgpu_array_batch_t *us
   memset(ab, 0, sizeof *ab);
   size_t bytes;
   mgpu_status_t st = mgpu__abi_size(fn, "batch->size", "mgpu_array_batch_t", user->size, MGPU__ARRAY_BATCH_SIZE_V1,
-                                    sizeof *ab, true, &bytes);
+                                    sizeof *ab, _Alignof(mgpu_array_batch_t), true, &bytes);
   if (st != MGPU_OK) return st;
   mgpu__abi_in(ab, sizeof *ab, user, bytes);
   ab->size = sizeof *ab;

@@ -13,7 +13,8 @@ mgpu_status_t mgpu__kernel_in(const char *fn, const char *what, const mgpu_kerne
   memset(k, 0, sizeof *k);
   size_t bytes;
   mgpu_status_t st =
-      mgpu__abi_size(fn, what, "mgpu_kernel_t", user->size, MGPU__KERNEL_SIZE_V1, sizeof *k, true, &bytes);
+      mgpu__abi_size(fn, what, "mgpu_kernel_t", user->size, MGPU__KERNEL_SIZE_V1, sizeof *k,
+                     _Alignof(mgpu_kernel_t), true, &bytes);
   if (st != MGPU_OK) return st;
   mgpu__abi_in(k, sizeof *k, user, bytes);
   k->size = sizeof *k;
@@ -24,7 +25,8 @@ mgpu_status_t mgpu__batch_in(const char *fn, const mgpu_batch_t *user, mgpu_batc
   memset(d, 0, sizeof *d);
   size_t bytes;
   mgpu_status_t st =
-      mgpu__abi_size(fn, "batch->size", "mgpu_batch_t", user->size, MGPU__BATCH_SIZE_V1, sizeof *d, true, &bytes);
+      mgpu__abi_size(fn, "batch->size", "mgpu_batch_t", user->size, MGPU__BATCH_SIZE_V1, sizeof *d,
+                     _Alignof(mgpu_batch_t), true, &bytes);
   if (st != MGPU_OK) return st;
   mgpu__abi_in(d, sizeof *d, user, bytes);
   d->size = sizeof *d;

@@ -483,7 +483,7 @@ mgpu_status_t mgpu__config_parse(const mgpu_config_t *user, const mgpu__testcfg_
   if (user) {
     size_t bytes;
     mgpu_status_t st = mgpu__abi_size("mgpu_init", "cfg->size", "mgpu_config_t", user->size, MGPU__CONFIG_SIZE_V1,
-                                      sizeof a, true, &bytes);
+                                      sizeof a, _Alignof(mgpu_config_t), true, &bytes);
     if (st != MGPU_OK) return st;
     mgpu__abi_in(&a, sizeof a, user, bytes);
     a.size = sizeof a;

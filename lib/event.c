@@ -17,7 +17,8 @@ mgpu_status_t mgpu__stats_ref(const char *fn, const mgpu_stats_t *user, mgpu__st
   if (!user) return MGPU_OK;
   size_t bytes, wbytes = 0;
   mgpu_status_t st =
-      mgpu__abi_size(fn, "stats->size", "mgpu_stats_t", user->size, MGPU__STATS_SIZE_V1, sizeof r->in, true, &bytes);
+      mgpu__abi_size(fn, "stats->size", "mgpu_stats_t", user->size, MGPU__STATS_SIZE_V1, sizeof r->in,
+                     _Alignof(mgpu_stats_t), true, &bytes);
   if (st != MGPU_OK) return st;
   mgpu__abi_in(&r->in, sizeof r->in, user, bytes);
   /* A negative count of entries is no array size: refused rather than read
@@ -30,14 +31,15 @@ mgpu_status_t mgpu__stats_ref(const char *fn, const mgpu_stats_t *user, mgpu__st
                       r->in.rank_cap);
   if (r->in.worker) {
     st = mgpu__abi_size(fn, "stats->worker_size", "mgpu_worker_stats_t", r->in.worker_size,
-                        MGPU__WORKER_STATS_SIZE_V1, sizeof(mgpu_worker_stats_t), false, &wbytes);
+                        MGPU__WORKER_STATS_SIZE_V1, sizeof(mgpu_worker_stats_t), _Alignof(mgpu_worker_stats_t), false,
+                        &wbytes);
     if (st != MGPU_OK) return st;
   }
   /* A layout without the rank fields reads them as 0 (mgpu__abi_in). */
   if (r->in.rank && r->in.rank_cap > 0) {
     size_t kbytes;
     st = mgpu__abi_size(fn, "stats->rank_size", "mgpu_rank_stats_t", r->in.rank_size, MGPU__RANK_STATS_SIZE_V1,
-                        sizeof(mgpu_rank_stats_t), false, &kbytes);
+                        sizeof(mgpu_rank_stats_t), _Alignof(mgpu_rank_stats_t), false, &kbytes);
     if (st != MGPU_OK) return st;
     r->rank = (char *)r->in.rank;
     r->rank_bytes = kbytes;

@@ -28,7 +28,10 @@
  * with designated initializers works as it is. A program built against an
  * older header (a smaller size) is read and written within its size, the
  * fields it lacks taking their defaults; a size larger than this library
- * knows is refused with MGPU_EINVAL, naming the struct and both sizes.
+ * knows is refused with MGPU_EINVAL, naming the struct and both sizes, and
+ * so is one that is not a multiple of the struct's alignment (no sizeof is:
+ * it would end inside a field). Element sizes (mgpu_stats_t.worker_size and
+ * rank_size, mgpu_trace_events_size's elem_size) follow the same rules.
  */
 #ifndef MGPURT_H
 #define MGPURT_H
@@ -541,8 +544,8 @@ typedef struct {
  * "batch" events, in the order the batches completed.
  * The elements carry no size: mgpu_trace_events passes the program's
  * sizeof(mgpu_trace_event_t) to mgpu_trace_events_size, which writes each
- * within it (an elem_size larger than the library knows: 0 events, and
- * mgpu_last_error says why).
+ * within it (an elem_size larger than the library knows, or not a multiple
+ * of the struct's alignment: 0 events, and mgpu_last_error says why).
  */
 MGPU_API size_t mgpu_trace_events_size(const mgpu_runtime_t *rt, mgpu_trace_event_t *out, size_t max,
                                        size_t elem_size);

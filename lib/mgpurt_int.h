@@ -364,7 +364,9 @@ extern _Thread_local int mgpu__self_gpu;
  * the first extensible version, whose sizes are below. A later version
  * appends its fields at or after the previous version's size (its sizeof,
  * tail padding included), so that a caller's size alone tells which fields
- * it has. Each struct's owner copies what the caller has over a full struct
+ * it has, and never raises the struct's alignment, on which the version-1
+ * sizes and the check of a caller's size depend. Each struct's owner copies
+ * what the caller has over a full struct
  * of defaults (config.c, batch.c, event.c, runtime.c, array.c, trace.c) and
  * writes outputs back within the caller's size.
  */
@@ -391,11 +393,13 @@ _Static_assert(offsetof(mgpu_stats_t, gpus_out_batches) >= MGPU__SIZE_TO(mgpu_st
 /* The bytes of a caller's struct to read and write: its size (`what` names
  * it in messages, e.g. "batch->size"; `type` is the struct's type name), v1
  * for 0. MGPU_EINVAL, naming the struct and both sizes, for a size past
- * `known` (the library's sizeof: a caller built against a newer header) or
- * one that does not even hold its size field; has_size says whether the
- * struct starts with a size field (an array's elements do not). */
+ * `known` (the library's sizeof: a caller built against a newer header), one
+ * that does not even hold its size field, or one that is not a multiple of
+ * `align` (the struct's _Alignof: no sizeof of it is, and such a size would
+ * end inside a field); has_size says whether the struct starts with a size
+ * field (an array's elements do not). */
 mgpu_status_t mgpu__abi_size(const char *fn, const char *what, const char *type, size_t size, size_t v1,
-                             size_t known, bool has_size, size_t *bytes_p);
+                             size_t known, size_t align, bool has_size, size_t *bytes_p);
 /* Copy min(bytes, known) bytes of the caller's struct `from` over `to`,
  * which holds the defaults (and is `known` bytes long). */
 void mgpu__abi_in(void *to, size_t known, const void *from, size_t bytes);

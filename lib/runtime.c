@@ -285,7 +285,7 @@ MGPU_API mgpu_status_t mgpu_info_setting(const mgpu_runtime_t *rt, int i, mgpu_s
   mgpu_setting_t s = {.size = sizeof s};
   size_t bytes;
   st = mgpu__abi_size("mgpu_info_setting", "out->size", "mgpu_setting_t", out->size, MGPU__SETTING_SIZE_V1, sizeof s,
-                      true, &bytes);
+                      _Alignof(mgpu_setting_t), true, &bytes);
   if (st != MGPU_OK) return st;
   st = info_setting(rt, i, &s);
   if (st != MGPU_OK) return st;
@@ -300,7 +300,7 @@ MGPU_API mgpu_status_t mgpu_device_info(const mgpu_runtime_t *rt, int gpu, mgpu_
   if (!out) return mgpu__fail(MGPU_EINVAL, "mgpu_device_info: out is NULL");
   size_t bytes;
   st = mgpu__abi_size("mgpu_device_info", "out->size", "mgpu_device_info_t", out->size, MGPU__DEVICE_INFO_SIZE_V1,
-                      sizeof *out, true, &bytes);
+                      sizeof *out, _Alignof(mgpu_device_info_t), true, &bytes);
   if (st != MGPU_OK) return st;
   if (gpu < 0 || gpu >= rt->ngpus) {
     if (rt->ngpus == 0) return mgpu__fail(MGPU_EINVAL, "mgpu_device_info: gpu %d: the runtime has no GPU", gpu);

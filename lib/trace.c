@@ -196,7 +196,7 @@ MGPU_API size_t mgpu_trace_events_size(const mgpu_runtime_t *rt, mgpu_trace_even
   if (mgpu__check_rt(rt, "mgpu_trace_events") != MGPU_OK) return 0;
   size_t elem;
   if (mgpu__abi_size("mgpu_trace_events", "elem_size", "mgpu_trace_event_t", elem_size, MGPU__TRACE_EVENT_SIZE_V1,
-                     sizeof(mgpu_trace_event_t), false, &elem) != MGPU_OK)
+                     sizeof(mgpu_trace_event_t), _Alignof(mgpu_trace_event_t), false, &elem) != MGPU_OK)
     return 0;
   if (!rt->trace_on) return 0;
   size_t n = 0;

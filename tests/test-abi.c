@@ -2,7 +2,8 @@
  * older layouts are defined here (today's structs with their last fields cut
  * off) and handed to the library with their own sizes: it reads only what
  * they have, gives the rest its defaults and writes nothing past them. Sizes
- * past the library's are refused, naming the struct; size 0 is version 1.
+ * past the library's, and sizes that end inside a field, are refused, naming
+ * the struct; size 0 is version 1.
  * Only the public headers are used, and the program links the shared
  * library, as a user's would. */
 #include "config.h"
@@ -373,6 +374,92 @@ START_TEST(test_newer_refused) {
 }
 END_TEST
 
+/* A size that ends inside a field is no struct's size (every sizeof is a
+ * multiple of the struct's alignment): refused, naming the field, what is
+ * accepted, and nothing is read, run or written. */
+START_TEST(test_size_inside_a_field) {
+  mgpu_runtime_t *rt = cpu_runtime(2);
+  char want[400];
+  int32_t x[4] = {1, 2, 3, 4}, y[4] = {0};
+  mgpu_batch_t b = {.size = sizeof b, .kernel = &twice, .n = 4, .in = {x}, .out = {y}};
+  /* The worker array's element size: 1, and one that ends inside `items`. */
+  size_t inside[] = {1, offsetof(mgpu_worker_stats_t, items) + 4};
+  for (int i = 0; i < 2; i++) {
+    buf_t gw;
+    fill_guard(&gw);
+    mgpu_stats_t s = MGPU_STATS_INIT;
+    s.worker = (mgpu_worker_stats_t *)(void *)gw.b;
+    s.worker_cap = 2;
+    s.worker_size = inside[i];
+    ck_assert_int_eq(mgpu_run(rt, &b, &s), MGPU_EINVAL);
+    snprintf(want, sizeof want, "mgpu_run: stats->worker_size = %zu is not a size that mgpu_worker_stats_t has in any "
+             "mgpurt.h: expected 0 (the first version's layout) or the program's sizeof(mgpu_worker_stats_t), a "
+             "multiple of %zu (its alignment) from %zu to %zu bytes (this library's)", inside[i],
+             _Alignof(mgpu_worker_stats_t), _Alignof(mgpu_worker_stats_t), sizeof(mgpu_worker_stats_t));
+    ck_assert_str_eq(mgpu_last_error(), want);
+    ck_assert_int_eq(y[0], 0);
+    ck_assert(guard_intact(&gw, 0));
+  }
+  /* The rank array's, the statistics' own, and those of the runtime's. */
+  mgpu_rank_stats_t rs[1];
+  mgpu_stats_t s = MGPU_STATS_INIT;
+  s.rank = rs;
+  s.rank_cap = 1;
+  s.rank_size = 1;
+  ck_assert_int_eq(mgpu_run(rt, &b, &s), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_run: stats->rank_size = 1 is not a size that "
+                                                  "mgpu_rank_stats_t has"));
+  s = (mgpu_stats_t)MGPU_STATS_INIT;
+  s.size = offsetof(mgpu_stats_t, wall_s) + 4;
+  ck_assert_int_eq(mgpu_runtime_stats(rt, &s), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_runtime_stats: stats->size = "));
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "is not a size that mgpu_stats_t has"));
+  ck_assert_int_eq(y[0], 0);
+  /* The batch and its kernel. */
+  b.size = sizeof(size_t) + 1;
+  ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "batch->size = "));
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "is not a size that mgpu_batch_t has"));
+  mgpu_kernel_t k = twice;
+  k.size = offsetof(mgpu_kernel_t, nin) + 2;
+  b.size = sizeof b;
+  b.kernel = &k;
+  ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "batch->kernel->size = "));
+  ck_assert_int_eq(y[0], 0);
+  /* The structs the library fills, and the trace's elements. */
+  mgpu_setting_t set = {.size = sizeof set - 1};
+  ck_assert_int_eq(mgpu_info_setting(rt, 0, &set), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "is not a size that mgpu_setting_t has"));
+  ck_assert_ptr_null(set.name);
+  mgpu_device_info_t d = {.size = offsetof(mgpu_device_info_t, sm_count) + 2};
+  ck_assert_int_eq(mgpu_device_info(rt, 0, &d), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "is not a size that mgpu_device_info_t has"));
+  mgpu_array_t *a;
+  ck_assert_int_eq(mgpu_array_create(rt, 16, 4, 0, NULL, &a), MGPU_OK);
+  mgpu_array_part_t p = {.size = offsetof(mgpu_array_part_t, gpu) + 1};
+  ck_assert_int_eq(mgpu_array_part(a, 0, &p), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "is not a size that mgpu_array_part_t has"));
+  mgpu_array_batch_t ab = {.size = sizeof(size_t) + 4, .kernel = &twice, .in = {a}, .out = {a}};
+  ck_assert_int_eq(mgpu_array_run(rt, &ab, NULL), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "is not a size that mgpu_array_batch_t has"));
+  mgpu_array_destroy(a);
+  ck_assert_uint_eq(mgpu_trace_events_size(rt, NULL, 0, 1), 0);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "elem_size = 1 is not a size that mgpu_trace_event_t has"));
+  mgpu_finalize(rt);
+  /* The configuration: mgpu_init fails and leaves *rt_p alone. */
+  mgpu_config_t c;
+  mgpu_config_init(&c);
+  c.ignore_env = 1;
+  c.size = offsetof(mgpu_config_t, num_threads) + 2;
+  mgpu_runtime_t *other = (mgpu_runtime_t *)0x1;
+  ck_assert_int_eq(mgpu_init(&c, &other), MGPU_EINVAL);
+  ck_assert_ptr_eq(other, (mgpu_runtime_t *)0x1);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_init: cfg->size = "));
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "is not a size that mgpu_config_t has"));
+}
+END_TEST
+
 START_TEST(test_size_zero) {
   /* Zeroed structs and designated initializers without .size: version 1. */
   mgpu_config_t c;
@@ -457,6 +544,7 @@ int main(void) {
   tcase_add_test(tc, test_v1_without_ranks);
   tcase_add_test(tc, test_v2_stats);
   tcase_add_test(tc, test_newer_refused);
+  tcase_add_test(tc, test_size_inside_a_field);
   tcase_add_test(tc, test_size_zero);
   tcase_add_test(tc, test_config_init_size);
   suite_add_tcase(s, tc);
