@@ -3,8 +3,8 @@
  * items (the whole batch, or a prefix): its outputs poisoned, the batch
  * submitted (the pipeline as dependent sub-batches), waited for under the
  * progress bar and SIGINT's watch, and timed, with the host's steal time over
- * the timed span; and a mode's first warm-up, stopped where a run of the whole
- * batch would take over --max-run-time. On a runtime across MPI ranks each
+ * the timed span; and the runs that stop early where they would take over
+ * --max-run-time, with which measure.c sizes a mode's prefix. On a runtime across MPI ranks each
  * rank holds the results of its share: they are gathered on every rank after
  * the timed span (ranks.c), and the pipeline's stages run one after the
  * other, each reading what the last gathered.
@@ -254,26 +254,30 @@ double run_once(mgpu_runtime_t *rt, work_t *w, mgpu_stats_t *st, stealacc_t *sa)
 }
 
 /* Whether a batch that has run el seconds and computed done of its total
- * items should stop: once it has run half the bound, where its rate so far
- * says that it would run past the bound (at the bound where nothing is done). */
-static bool past_bound(double el, size_t done, size_t total, double bound_s) {
+ * items should stop. By its rate (project): once it has run half the bound,
+ * where its rate so far says that it would run past the bound (at the bound
+ * where nothing is done). By the clock: at the bound. */
+static bool past_bound(double el, size_t done, size_t total, double bound_s, bool project) {
+  if (!project) return el >= bound_s;
   if (el < bound_s / 2) return false;
   return done == 0 ? el >= bound_s : el * (double)total / (double)done > bound_s;
 }
 
-/* A mode's first warm-up: the whole batch (w->nrun = w->n), stopped at its
- * next chunk once past_bound says that it would take over bound_s seconds (0:
- * never). Returns the seconds it ran and sets *done to the items it computed
- * (all of them where it completed, the outputs then holding them); -1 when
- * SIGINT canceled it. The pipeline's stages run to their end. */
-double run_bounded(mgpu_runtime_t *rt, work_t *w, double bound_s, size_t *done) {
-  w->nrun = w->n;
-  *done = w->n;
+/* A run of the first k items (w->nrun = k), stopped at its next chunk once
+ * past_bound says that it runs too long (bound_s 0: never). Returns the
+ * seconds it ran and sets *done to the items it computed (k where it
+ * completed, the outputs then holding them); -1 when SIGINT canceled it. The
+ * pipeline's stages run to their end. */
+double run_bounded(mgpu_runtime_t *rt, work_t *w, size_t k, double bound_s, bool project, size_t *done) {
+  w->nrun = k;
+  *done = k;
   if (bound_s <= 0 || !strcmp(w->name, "pipeline")) return run_once(rt, w, NULL, NULL);
   run_prepare(w);
   mgpu_event_t *ev;
+  mgpu_batch_t b = w->b;
+  b.n = k;
   double t0 = now_s();
-  check_status(mgpu_submit(rt, &w->b, 0, NULL, &ev), "submitting the batch");
+  check_status(mgpu_submit(rt, &b, 0, NULL, &ev), "submitting the batch");
   watch_events(&ev, 1);
   progress_begin(ev);
   bool stopped = false;
@@ -281,7 +285,8 @@ double run_bounded(mgpu_runtime_t *rt, work_t *w, double bound_s, size_t *done) 
     struct timespec ts = {0, 5 * 1000 * 1000};
     nanosleep(&ts, NULL);
     size_t d = 0, total = 0;
-    if (!stopped && mgpu_event_progress(ev, &d, &total) == MGPU_OK && past_bound(now_s() - t0, d, total, bound_s))
+    if (!stopped && mgpu_event_progress(ev, &d, &total) == MGPU_OK &&
+        past_bound(now_s() - t0, d, total, bound_s, project))
       stopped = mgpu_event_cancel(ev) == MGPU_OK;
   }
   mgpu_stats_t own = {0};
@@ -296,7 +301,7 @@ double run_bounded(mgpu_runtime_t *rt, work_t *w, double bound_s, size_t *done) 
   size_t items = own.items;
   if (rs) items = 0;
   for (int r = 0; rs && r < mgpu_num_ranks(rt); r++) items += rs[r].items;
-  if (canceled(s, items, w->n)) {
+  if (canceled(s, items, k)) {
     free(own_rs);
     return -1;
   }
@@ -306,8 +311,8 @@ double run_bounded(mgpu_runtime_t *rt, work_t *w, double bound_s, size_t *done) 
     return t;
   }
   check_status(s, "the batch");
-  gather_outputs(rt, w, w->b.kernel, w->b.out, rs);
+  gather_outputs(rt, w, b.kernel, b.out, rs);
   free(own_rs);
-  w->complete = true, w->ndone = w->n;
+  w->complete = true, w->ndone = k;
   return t;
 }

@@ -157,10 +157,12 @@ static void ceiling_results(work_t *w, const cbufs_t *b, ceiling_t *c) {
 }
 
 /* The ceiling, after a warm-up pass. Where a pass of the whole batch would
- * take over --max-run-time, it is measured on a prefix: of the items that
- * the gpu mode's rate expect_tp (0: not known) computes in that time, and
- * made shorter where the warm-up pass still took over it. */
-void ceiling_run(const opts_t *o, work_t *w, int ngpu, double expect_tp, ceiling_t *c) {
+ * take over --max-run-time, it is measured on a prefix: first of start items
+ * (the gpu mode's prefix, or the whole batch), then, while the warm-up pass
+ * still takes over the bound, of fewer (prefix_next, as for the modes; a
+ * pass is one launch, which cannot stop early), CEILING_TRIES passes at most. */
+#define CEILING_TRIES 4
+void ceiling_run(const opts_t *o, work_t *w, int ngpu, size_t start, ceiling_t *c) {
   memset(c, 0, sizeof *c);
   c->asked = true;
   if ((c->skipped = ceiling_skip(w, ngpu)) != NULL) return;
@@ -170,17 +172,16 @@ void ceiling_run(const opts_t *o, work_t *w, int ngpu, double expect_tp, ceiling
   if (o->cfg.ndevices > 0) one.cfg.ndevices = 1, one.cfg.devices[0] = o->cfg.devices[0];
   mgpu_runtime_t *rt = start_runtime(&one, MGPU_SCHED_GPU, 0, false);
   double bound = o->max_run_s;
-  size_t n = w->n;
-  if (bound > 0 && expect_tp > 0 && (double)n / expect_tp > bound)
-    n = expect_tp * bound >= 1 ? (size_t)(expect_tp * bound) : 1;
+  size_t n = bound > 0 && start > 0 && start < w->n ? start : w->n;
   cbufs_t b;
   bufs_make(rt, w, n, &b);
   double copy_s;
   double t = ceiling_pass(rt, w, &b, &copy_s); /* warm-up: the device's first use */
-  if (bound > 0 && t > bound && n > 1) {
-    n = (size_t)((double)n * bound / t);
+  for (int i = 0; i < CEILING_TRIES && bound > 0 && t > bound && n > 1 && !interrupted; i++) {
+    n = prefix_next(n, n, t, bound, 0, n);
     bufs_free(rt, w, &b);
-    bufs_make(rt, w, n ? n : 1, &b);
+    bufs_make(rt, w, n, &b);
+    t = ceiling_pass(rt, w, &b, &copy_s);
   }
   c->prefix = b.n < w->n ? b.n : 0;
   c->items = b.n;

@@ -2,8 +2,8 @@
  * measure.c: one mode's timed runs on its runtime: a warm-up, then --repeat
  * timed runs, whose median is reported. Where a run of the whole batch would
  * take over --max-run-time, the first warm-up is stopped early (batch.c) and
- * the mode is timed on a prefix of the batch sized to run about that long:
- * its figures are the prefix's.
+ * the mode is timed on the largest prefix of the batch that runs of prefixes
+ * find to run within it: its figures are the prefix's.
  */
 #include "config.h"
 
@@ -18,32 +18,73 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Decide from the first warm-up, which ran t seconds and computed done items,
- * whether the mode is timed on the whole batch or on its first r->prefix
- * items: a prefix where the whole batch would take over the bound, of as many
- * items as the warm-up's rate computes in the bound. */
-static void choose_prefix(const opts_t *o, const work_t *w, result_t *r, double t, size_t done) {
-  r->sized = true;
-  /* Across ranks every rank must run the same prefix: rank 0's choice. */
-  t = ranks_bcast(t);
-  done = (size_t)ranks_bcast((double)done);
-  if (o->max_run_s <= 0 || (done >= w->n && t <= o->max_run_s) || done == 0 || t <= 0) return;
-  double rate = (double)done / t, k = rate * o->max_run_s;
-  if (k >= (double)w->n) return;
-  r->prefix = k >= 1 ? (size_t)k : 1;
-  r->whole_s = (double)w->n / rate;
+/* Sizing a prefix. Items can differ in cost by position (mandelbrot's middle
+ * rows are dearer than its first ones), so neither the rate of a run of the
+ * whole batch nor one measured on items spread through it says how long the
+ * first k items take: only a run of them does. So prefixes are run, each
+ * stopped by the clock at the bound, and the largest that ran within it is
+ * kept. A prefix is aimed at PREFIX_AIM of the bound, since runs of the same
+ * items vary, and at most PREFIX_GROW times the last one run, since the items
+ * it adds may cost more than those that set the rate; one that ran at least
+ * PREFIX_ENOUGH of the bound is kept without trying a larger one. */
+#define PREFIX_AIM 0.75
+#define PREFIX_GROW 2.0
+#define PREFIX_ENOUGH 0.5
+#define PREFIX_TRIES 8
+
+/* The prefix to try after a run of k items that computed done of them in t
+ * seconds: as many as that run's rate computes in PREFIX_AIM of bound_s, at
+ * most PREFIX_GROW k, or halfway between lo and hi where that is not strictly
+ * between them (lo: the largest prefix known to run within the bound, 0 for
+ * none; hi: the smallest known not to); 0 when no size is left between them. */
+size_t prefix_next(size_t k, size_t done, double t, double bound_s, size_t lo, size_t hi) {
+  double x = t > 0 ? (double)done / t * bound_s * PREFIX_AIM : 0;
+  if (x > PREFIX_GROW * (double)k) x = PREFIX_GROW * (double)k;
+  size_t next = x >= (double)hi ? hi : x < 1 ? 1 : (size_t)x;
+  if (next <= lo || next >= hi) next = lo + (hi - lo) / 2;
+  return next > lo && next < hi ? next : 0;
 }
 
-/* The mode's warm-up runs (its first round's first one bounded), on the
- * whole batch or the prefix chosen; false when SIGINT stopped one. */
+/* After the first warm-up, a run of the whole batch that ran t seconds and
+ * computed done items: the whole batch where it completed within the bound,
+ * else the prefix that runs of prefixes find (their runs are warm-ups too).
+ * Across ranks every rank must run the same prefixes: rank 0's figures
+ * decide. False when SIGINT stopped a run. */
+static bool choose_prefix(mgpu_runtime_t *rt, const opts_t *o, work_t *w, result_t *r, double t, size_t done) {
+  r->sized = true;
+  t = ranks_bcast(t);
+  done = (size_t)ranks_bcast((double)done);
+  double bound = o->max_run_s;
+  if (bound <= 0 || (done >= w->n && t <= bound)) return true;
+  size_t lo = 0, hi = w->n, k = prefix_next(w->n, done, t, bound, lo, hi);
+  for (int i = 0; i < PREFIX_TRIES && k > 0; i++) {
+    progress_label(r->mode, "sizing run", i + 1, PREFIX_TRIES);
+    size_t dk;
+    double tk = run_bounded(rt, w, k, bound, false, &dk);
+    if (tk < 0) return false;
+    tk = ranks_bcast(tk);
+    dk = (size_t)ranks_bcast((double)dk);
+    bool within = dk >= k && tk <= bound;
+    if (within) lo = k;
+    else hi = k;
+    if (within && tk >= bound * PREFIX_ENOUGH) break;
+    k = prefix_next(k, dk, tk, bound, lo, hi);
+  }
+  /* No prefix ran within the bound: the last estimate, at least one item. */
+  r->prefix = lo ? lo : k ? k : 1;
+  return true;
+}
+
+/* The mode's warm-up runs (its first round's first one bounded, then those
+ * that size its prefix), on the whole batch or the prefix chosen; false
+ * when SIGINT stopped one. */
 static bool warm_up(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, int warm) {
   int i = 0;
   if (!r->sized) {
     progress_label(r->mode, "warm-up", 1, warm);
     size_t done;
-    double t = run_bounded(rt, w, o->max_run_s, &done);
-    if (t < 0) return false;
-    choose_prefix(o, w, r, t, done);
+    double t = run_bounded(rt, w, w->n, o->max_run_s, true, &done);
+    if (t < 0 || !choose_prefix(rt, o, w, r, t, done)) return false;
     i = 1;
   }
   w->nrun = r->prefix ? r->prefix : w->n;

@@ -116,10 +116,9 @@ typedef struct {
   bool reserve_auto; /* MGPU_RESERVE_THREADS=auto */
   stealacc_t steal; /* host steal time over the timed runs */
   const char *skipped;
-  bool sized;       /* the first warm-up has decided between the whole batch and a prefix */
+  bool sized;       /* the first warm-ups have decided between the whole batch and a prefix */
   size_t prefix;    /* items of each timed run where a run of the whole batch would take over
                      * --max-run-time (the first ones of the batch); 0: the whole batch */
-  double whole_s;   /* with a prefix: the seconds a run of the whole batch would take, as estimated */
 } result_t;
 
 /* What verification found: the first wrong item is the lowest checked one. */
@@ -244,7 +243,7 @@ unsigned long long work_intensity(const work_t *w);
 /* batch.c */
 void check_status(mgpu_status_t st, const char *what);
 double run_once(mgpu_runtime_t *rt, work_t *w, mgpu_stats_t *st, stealacc_t *sa);
-double run_bounded(mgpu_runtime_t *rt, work_t *w, double bound_s, size_t *done);
+double run_bounded(mgpu_runtime_t *rt, work_t *w, size_t k, double bound_s, bool project, size_t *done);
 size_t verify_step(size_t n);
 double steal_share(const stealacc_t *a);
 
@@ -265,6 +264,7 @@ bool canceled(mgpu_status_t s, size_t computed, size_t n);
 
 /* measure.c */
 void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const char *mode);
+size_t prefix_next(size_t k, size_t done, double t, double bound_s, size_t lo, size_t hi);
 void free_result(result_t *r);
 
 /* sweep.c */
@@ -291,7 +291,7 @@ void report_header(const work_t *w, mgpu_runtime_t *base, int ncpu, int ngpu);
 void print_prefix_note(const opts_t *o, const work_t *w, const outcome_t *oc);
 
 /* ceiling.c */
-void ceiling_run(const opts_t *o, work_t *w, int ngpu, double expect_tp, ceiling_t *c);
+void ceiling_run(const opts_t *o, work_t *w, int ngpu, size_t start, ceiling_t *c);
 void ceiling_report(const ceiling_t *c, const result_t *gpu);
 void ceiling_json(const ceiling_t *c);
 void report_text(const opts_t *o, const work_t *w, const outcome_t *oc);

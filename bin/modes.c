@@ -251,7 +251,7 @@ int run_batch_workload(mgpu_runtime_t *base, opts_t *o, const mgpu_plugin_worklo
   progress_finish();
   oc.vd = (verdict_t){.first = -1, .worker = -1};
   if (o->verify && w.complete) verify(&w, base, &oc.vd); /* the last run's results are in w.out */
-  if (o->compare && !interrupted) ceiling_run(o, &w, oc.ngpu, oc.res[1].ran ? oc.res[1].throughput : 0, &oc.ceiling);
+  if (o->compare && !interrupted) ceiling_run(o, &w, oc.ngpu, oc.res[1].ran ? oc.res[1].prefix : 0, &oc.ceiling);
   if (o->output) write_image(&w, o, oc.ncpu);
   if (o->compare) compare_figures(&oc);
   if (o->json) report_json(o, &w, &oc, base);

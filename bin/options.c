@@ -111,8 +111,9 @@ static const opt_desc_t options[] = {
       "time a mode on a prefix of the batch where a run of\n"
       "the whole batch would take over T seconds, 0..1e6\n"
       "(default 3; 0: no bound): its first warm-up stops\n"
-      "early, the prefix is what its rate computes in T\n"
-      "seconds, and the report says so; the ceiling too"},
+      "early, then runs of prefixes, each stopped at T,\n"
+      "find the largest that runs within T, and the report\n"
+      "says so; the ceiling too"},
   {"seed", 0, "S", O_SEED, G_WORKLOAD,
       "seed of the random inputs (default 1)"},
   {"no-verify", 0, NULL, O_NO_VERIFY, G_WORKLOAD,

@@ -207,27 +207,25 @@ void report_text(const opts_t *o, const work_t *w, const outcome_t *oc) {
 }
 
 /* The note that names the runs timed on a prefix of the batch, where a run of
- * the whole batch would have taken over --max-run-time, with how long that
- * would have been. */
+ * the whole batch would have taken over --max-run-time. */
 void print_prefix_note(const opts_t *o, const work_t *w, const outcome_t *oc) {
-  const result_t *rs = oc->nsres ? oc->sres : oc->res, *pr[4 + SWEEP_POINTS + MGPU_MAX_DEVICES];
+  const result_t *rs = oc->nsres ? oc->sres : oc->res;
   char name[4 + SWEEP_POINTS + MGPU_MAX_DEVICES][32];
   int n = 0;
   for (int i = 0; i < (oc->nsres ? oc->nsres : oc->nres); i++) {
     if (!rs[i].prefix) continue;
     if (oc->nsres) snprintf(name[n], sizeof name[n], "%d GPU%s", o->gpus_list[i], o->gpus_list[i] == 1 ? "" : "s");
     else snprintf(name[n], sizeof name[n], "mode %s", rs[i].mode);
-    pr[n++] = &rs[i];
+    n++;
   }
   for (int i = 0; i < SWEEP_POINTS; i++)
     if (oc->sweep.pt[i].prefix)
-      snprintf(name[n], sizeof name[n], "%s", oc->sweep.pt[i].mode), pr[n++] = &oc->sweep.pt[i];
+      snprintf(name[n], sizeof name[n], "%s", oc->sweep.pt[i].mode), n++;
   if (!n && !oc->ceiling.prefix) return;
   printf("note: timed on the first items of the batch (as many as shown above), as a run of all %zu would take over "
          "--max-run-time %g s: ", w->n, o->max_run_s);
   for (int i = 0; i < n; i++)
-    printf("%s%s (about %.3g s)", i == 0 ? "" : i == n - 1 && !oc->ceiling.prefix ? " and " : ", ", name[i],
-           pr[i]->whole_s);
+    printf("%s%s", i == 0 ? "" : i == n - 1 && !oc->ceiling.prefix ? " and " : ", ", name[i]);
   if (oc->ceiling.prefix) printf("%sthe ceiling", n ? " and " : "");
   printf("; %s items/s are those of that prefix (--max-run-time 0 times the whole batch)\n",
          n + (oc->ceiling.prefix ? 1 : 0) > 1 ? "their" : "its");

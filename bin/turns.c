@@ -20,7 +20,6 @@
 static void run_one(work_t *w, const opts_t *o, mgpu_runtime_t *rt, result_t *r, const result_t *from) {
   r->sized = true;
   r->prefix = from->prefix;
-  r->whole_s = from->whole_s;
   measure(rt, w, o, r, r->mode);
   finish_runtime(w, rt);
 }
