@@ -40,7 +40,8 @@ typedef struct {
   unsigned long long seed;
   const char *output;  /* mandelbrot image */
   const char *plugin;  /* shared library adding workloads */
-  const char *trace;   /* MGPU_TRACE file of the (steal) run */
+  const char *trace;   /* MGPU_TRACE file of the (steal) run: --trace, else MGPU_TRACE */
+  bool trace_env;      /* trace is MGPU_TRACE's */
   const char *plot;    /* SVG of the (steal) run */
   bool overlay;
   bool dtype_given;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "mgpu-run.h"
+#include "mgpurt_int.h"
 
 typedef enum {
   O_ITEMS, O_SIZE, O_INTENSITY, O_MODE, O_COMPARE, O_CEILING, O_ROUNDS, O_TURNS, O_GPUS, O_SPLIT, O_DTYPE, O_MIN_BYTES, O_MAX_BYTES,
@@ -132,8 +133,9 @@ static const opt_desc_t options[] = {
       "--ceiling"},
   {"trace", 0, "FILE", O_TRACE, G_WORKLOAD,
       "write a Chrome/Perfetto trace of the run (of the steal\n"
-      "run with --compare) to FILE, as MGPU_TRACE does; not\n"
-      "with --gpus or --ceiling"},
+      "run with --compare) to FILE; not with --gpus or\n"
+      "--ceiling; default: MGPU_TRACE, which traces the same\n"
+      "run (and a multi-GPU workload's), no other runtime"},
   {"plugin", 0, "FILE", O_PLUGIN, G_WORKLOAD,
       "load workloads from a shared library (entry point\n"
       "mgpu_plugin_init, see mgpurt_plugin.h); name one as\n"
@@ -375,6 +377,24 @@ static bool same_file(const char *a, const char *b) {
   return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+/* MGPU_TRACE names the file of the run that --trace records, and --trace wins
+ * over it. Every runtime reads the environment, so mgpu-run takes the
+ * variable over (it gives the file to the traced runtime alone): left set,
+ * each runtime it starts would write its own trace to the same file, and the
+ * last to stop (not the run traced) would be the one left there. A blank or
+ * overlong value is left for the library to refuse; --info shows the
+ * variable as set. */
+static void trace_from_env(opts_t *o) {
+  const char *v = getenv("MGPU_TRACE");
+  if (!v || o->info || o->list) return;
+  static char path[PATH_MAX];
+  if (strlen(v) >= sizeof path) return;
+  const char *t = mgpu__parse_trim(v, path, sizeof path);
+  if (!*t) return;
+  if (!o->trace) o->trace = t, o->trace_env = true;
+  unsetenv("MGPU_TRACE");
+}
+
 /* Options that do not go together, or that need a file written. */
 static void check_combinations(const opts_t *o) {
   if (o->compare && o->mode) usage_error("--compare runs every mode: do not give --mode too");
@@ -386,7 +406,7 @@ static void check_combinations(const opts_t *o) {
   if (o->multi.min_bytes > (o->multi.max_bytes ? o->multi.max_bytes : (size_t)1 << 30))
     usage_error("--min-bytes is larger than --max-bytes (default 1G)");
   if (o->workload && multi_is_workload(o->workload) &&
-      (o->plot || o->trace || o->compare || o->output || o->ceiling || o->mode))
+      (o->plot || (o->trace && !o->trace_env) || o->compare || o->output || o->ceiling || o->mode))
     usage_error("--plot, --trace, --compare, --output, --ceiling and --mode are for the batch workloads, not %s",
                 o->workload);
   /* Shares fit a count of GPUs: N or N + 1 (the host's last). */
@@ -396,17 +416,21 @@ static void check_combinations(const opts_t *o) {
                   o->multi.nshares, o->multi.nshares == 1 ? "y" : "ies", o->gpus_list[i], o->gpus_list[i],
                   o->gpus_list[i] + 1);
   if (o->cfg.ndevices > 0 && o->ngpus_list) usage_error("--gpus picks the first N GPUs: do not give --devices too");
-  if ((o->plot || o->trace) && (o->ngpus_list || o->ceiling))
+  if ((o->plot || (o->trace && !o->trace_env)) && (o->ngpus_list || o->ceiling))
     usage_error("--plot and --trace record one mode's run, or --compare's steal run: not with %s",
                 o->ngpus_list ? "--gpus" : "--ceiling");
+  if (o->trace_env && (o->ngpus_list || o->ceiling))
+    usage_error("MGPU_TRACE='%s' records one run, as --trace does (a mode's, --compare's steal run or a multi-GPU "
+                "workload's): not with %s: unset it", o->trace, o->ngpus_list ? "--gpus" : "--ceiling");
   /* Each output its own file: one written after another would leave only the last. */
-  const char *const file[3] = {o->output, o->plot, o->trace}, *const flag[3] = {"--output", "--plot", "--trace"};
+  const char *trace_name = o->trace_env ? "MGPU_TRACE" : "--trace";
+  const char *const file[3] = {o->output, o->plot, o->trace}, *const flag[3] = {"--output", "--plot", trace_name};
   for (int i = 0; i < 3; i++)
     for (int j = i + 1; j < 3; j++)
       if (file[i] && file[j] && same_file(file[i], file[j]))
         usage_error("%s and %s name the same file '%s': give each its own", flag[i], flag[j], file[j]);
   if (!o->info && !o->list) {
-    check_writable("--trace", o->trace);
+    check_writable(trace_name, o->trace);
     check_writable("--plot", o->plot);
     check_writable("--output", o->output);
   }
@@ -463,6 +487,7 @@ void options_parse(int argc, char **argv, opts_t *o) {
   }
   if (optind < argc) o->workload = argv[optind++];
   if (optind < argc) usage_error("unexpected argument '%s'", argv[optind]);
+  trace_from_env(o);
   check_combinations(o);
   if (o->turns < 0) o->turns = TURNS_DEFAULT;
 }

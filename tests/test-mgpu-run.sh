@@ -524,6 +524,36 @@ PY
 fi
 rm -f "$trace"
 expect 2 "MGPU_TRACE='/nonexistent/dir/t.json'" -- env MGPU_TRACE=/nonexistent/dir/t.json "$run" --info
+# MGPU_TRACE names the file of the run that --trace records: with --compare,
+# the steal run (a warm-up and two timed runs: three batches, each over the
+# whole batch), not whichever runtime stops last; the other runtimes write
+# none, nor do they where --trace names another file.
+trace=$(mktemp /tmp/mgpu-trace-XXXXXX)
+other=$(mktemp /tmp/mgpu-trace-XXXXXX)
+expect 0 "verification ok" -- env MGPU_TRACE="$trace" MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 10 --compare --repeat 2 --threads 1 -q
+if command -v python3 >/dev/null 2>&1; then
+  if python3 - "$trace" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+batches = [e for e in ev if e.get("cat") == "batch"]
+assert len(batches) == 3 and all(e["args"]["items"] == 20000 for e in batches), batches
+PY
+  then ok; else bad "MGPU_TRACE with --compare: the file is not the steal run's trace: $(head -c 300 "$trace")"; fi
+fi
+: > "$trace"
+expect 0 "verification ok" -- env MGPU_TRACE="$trace" MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 10 --compare --repeat 1 --threads 1 -q --turns 1 --trace "$other"
+if [ -s "$trace" ]; then bad "MGPU_TRACE was written beside --trace"; else ok; fi
+# --gpus makes a runtime per count: MGPU_TRACE is refused there, as --trace is.
+expect 2 "MGPU_TRACE='$trace' records one run, as --trace does (a mode's, --compare's steal run or a multi-GPU workload's): not with --gpus: unset it" -- \
+  env MGPU_TRACE="$trace" MGPU_EMULATE_GPUS=2 "$run" mulmod -n 2000 --intensity 10 --repeat 1 --gpus 1,2
+expect 2 "MGPU_TRACE='$trace' records one run.*not with --gpus" -- \
+  env MGPU_TRACE="$trace" MGPU_EMULATE_GPUS=2 "$run" reduce -n 10000 --gpus 1,2
+expect 2 "--output and MGPU_TRACE name the same file" -- env MGPU_TRACE=same.ppm "$run" mandelbrot -n 50 --size 8 -o same.ppm
+# A multi-GPU workload's run is traced to it.
+: > "$trace"
+expect 0 "verification: ok" -- env MGPU_TRACE="$trace" MGPU_EMULATE_GPUS=2 "$run" reduce -n 100000
+if grep -q '"traceEvents"' "$trace"; then ok; else bad "MGPU_TRACE: reduce wrote no trace"; fi
+rm -f "$trace" "$other"
 # --plot: a well-formed SVG with a lane per worker and per GPU stream, and a
 # bar per worker; rasterised with rsvg-convert where it is installed.
 svg=$(mktemp /tmp/mgpu-plot-XXXXXX).svg
