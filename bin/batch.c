@@ -24,6 +24,19 @@ void check_status(mgpu_status_t st, const char *what) {
   exit(st == MGPU_EINVAL ? EXIT_USAGE : EXIT_FAIL);
 }
 
+/* check_status for a call on w's kernel. A plugin's kernel, argument and item
+ * sizes are the plugin's own, checked only when the library takes its batch:
+ * one refused there is the plugin's error, not the command line's, so a
+ * runtime error (exit 1) that names it. */
+void check_work_status(const work_t *w, mgpu_status_t st, const char *what) {
+  if (st == MGPU_EINVAL && w->plugin) {
+    fprintf(stderr, "%s: plugin workload '%s': %s failed: %s (%s)\n", prog, w->plugin->name, what,
+            mgpu_status_name(st), mgpu_last_error());
+    exit(EXIT_FAIL);
+  }
+  check_status(st, what);
+}
+
 /* Mark the start (end false) or the end of a timed span in a. */
 static void steal_mark(stealacc_t *a, bool end) {
   if (!a || a->failed) return;
@@ -86,7 +99,7 @@ static double run_single(mgpu_runtime_t *rt, work_t *w, mgpu_stats_t *st, steala
   clock_gettime(CLOCK_MONOTONIC, &t0);
   mgpu_batch_t b = w->b;
   b.n = w->nrun;
-  check_status(mgpu_submit(rt, &b, 0, NULL, &ev), "submitting the batch");
+  check_work_status(w, mgpu_submit(rt, &b, 0, NULL, &ev), "submitting the batch");
   watch_events(&ev, 1);
   progress_begin(ev);
   mgpu_status_t st_ = mgpu_event_wait(ev, s);
@@ -99,7 +112,7 @@ static double run_single(mgpu_runtime_t *rt, work_t *w, mgpu_stats_t *st, steala
     free(own_rs);
     return -1;
   }
-  check_status(st_, "the batch");
+  check_work_status(w, st_, "the batch");
   gather_outputs(rt, w, b.kernel, b.out, rs);
   if (own_rs) s->rank = NULL, s->rank_cap = 0;
   free(own_rs);
@@ -277,7 +290,7 @@ double run_bounded(mgpu_runtime_t *rt, work_t *w, size_t k, double bound_s, bool
   mgpu_batch_t b = w->b;
   b.n = k;
   double t0 = now_s();
-  check_status(mgpu_submit(rt, &b, 0, NULL, &ev), "submitting the batch");
+  check_work_status(w, mgpu_submit(rt, &b, 0, NULL, &ev), "submitting the batch");
   watch_events(&ev, 1);
   progress_begin(ev);
   bool stopped = false;
@@ -310,7 +323,7 @@ double run_bounded(mgpu_runtime_t *rt, work_t *w, size_t k, double bound_s, bool
     free(own_rs);
     return t;
   }
-  check_status(s, "the batch");
+  check_work_status(w, s, "the batch");
   gather_outputs(rt, w, b.kernel, b.out, rs);
   free(own_rs);
   w->complete = true, w->ndone = k;

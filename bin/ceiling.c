@@ -43,14 +43,15 @@ static void bufs_make(mgpu_runtime_t *rt, const work_t *w, size_t n, cbufs_t *b)
   b->n = n;
   b->ab = (mgpu_array_batch_t){.kernel = k, .arg = w->argp, .arg_size = w->arg_size};
   for (int i = 0; i < k->nin; i++) {
-    check_status(mgpu_array_create(rt, n, k->in_size[i], 1, share, &b->ain[i]), "ceiling: the input arrays");
+    check_work_status(w, mgpu_array_create(rt, n, k->in_size[i], 1, share, &b->ain[i]), "ceiling: the input arrays");
     b->hin[i] = mgpu_host_alloc(rt, k->in_size[i] * n);
     if (!b->hin[i]) check_status(MGPU_ENOMEM, "ceiling: pinned input memory");
     memcpy(b->hin[i], w->in[i], k->in_size[i] * n);
     b->ab.in[i] = b->ain[i];
   }
   for (int i = 0; i < k->nout; i++) {
-    check_status(mgpu_array_create(rt, n, k->out_size[i], 1, share, &b->aout[i]), "ceiling: the output arrays");
+    check_work_status(w, mgpu_array_create(rt, n, k->out_size[i], 1, share, &b->aout[i]),
+                      "ceiling: the output arrays");
     b->hout[i] = mgpu_host_alloc(rt, k->out_size[i] * n);
     if (!b->hout[i]) check_status(MGPU_ENOMEM, "ceiling: pinned output memory");
     b->ab.out[i] = b->aout[i];
@@ -68,7 +69,7 @@ static double ceiling_pass(mgpu_runtime_t *rt, const work_t *w, const cbufs_t *b
   double t0 = now_s();
   for (int i = 0; i < w->k_real.nin; i++) check_status(mgpu_array_scatter(b->ain[i], b->hin[i]), "ceiling: copying in");
   double t1 = now_s();
-  check_status(mgpu_array_run(rt, &b->ab, NULL), "ceiling: the launch");
+  check_work_status(w, mgpu_array_run(rt, &b->ab, NULL), "ceiling: the launch");
   double t2 = now_s();
   for (int i = 0; i < w->k_real.nout; i++)
     check_status(mgpu_array_gather(b->aout[i], b->hout[i]), "ceiling: copying out");

@@ -243,6 +243,7 @@ unsigned long long work_intensity(const work_t *w);
 
 /* batch.c */
 void check_status(mgpu_status_t st, const char *what);
+void check_work_status(const work_t *w, mgpu_status_t st, const char *what);
 double run_once(mgpu_runtime_t *rt, work_t *w, mgpu_stats_t *st, stealacc_t *sa);
 double run_bounded(mgpu_runtime_t *rt, work_t *w, size_t k, double bound_s, bool project, size_t *done);
 size_t verify_step(size_t n);

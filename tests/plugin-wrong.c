@@ -4,11 +4,15 @@
  * batch fails verification while the one-item reference calls do not;
  * "params", whose --list line shows the command line's sizes it received; and
  * "stall", x + 1 at two seconds a chunk, so that a signal finds a chunk running;
- * "zero", an input of zero-byte items beside an output of each item's index.
+ * "zero", an input of zero-byte items beside an output of each item's index;
+ * "badsize", whose kernel's size field the library refuses at submit. With
+ * PLUGIN_WRONG_INIT=einval in the environment, the entry point returns
+ * MGPU_EINVAL instead.
  */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -41,10 +45,22 @@ static int zero_cpu(const mgpu_chunk_t *c) {
   return 0;
 }
 
+/* out: workload w under another name, its kernel's too. */
+static mgpu_plugin_workload_t *like(const mgpu_plugin_workload_t *w, mgpu_plugin_workload_t *out, const char *name,
+                                    const char *doc) {
+  *out = *w;
+  out->name = name;
+  out->doc = doc;
+  out->kernel.name = name;
+  return out;
+}
+
 int mgpu_plugin_init(mgpu_plugin_registry_t *reg);
 
 int mgpu_plugin_init(mgpu_plugin_registry_t *reg) {
   if (reg->abi != MGPU_PLUGIN_ABI) return 1;
+  const char *init = getenv("PLUGIN_WRONG_INIT");
+  if (init && !strcmp(init, "einval")) return MGPU_EINVAL;
   static mgpu_plugin_workload_t w;
   memset(&w, 0, sizeof w);
   w.name = "wrong";
@@ -72,11 +88,7 @@ int mgpu_plugin_init(mgpu_plugin_registry_t *reg) {
   p.kernel.cpu = wrong_cpu;
   if (reg->add(reg, &p) != 0) return 1;
   static mgpu_plugin_workload_t st;
-  st = w;
-  st.name = "stall";
-  st.doc = "x + 1, two seconds a chunk (tests only)";
-  st.kernel.name = "stall";
-  st.kernel.cpu = stall_cpu;
+  like(&w, &st, "stall", "x + 1, two seconds a chunk (tests only)")->kernel.cpu = stall_cpu;
   st.default_items = 100;
   if (reg->add(reg, &st) != 0) return 1;
   static mgpu_plugin_workload_t z;
@@ -89,5 +101,9 @@ int mgpu_plugin_init(mgpu_plugin_registry_t *reg) {
   z.kernel.nout = 1;
   z.kernel.out_size[0] = sizeof(uint32_t);
   z.default_items = 1000;
-  return reg->add(reg, &z);
+  if (reg->add(reg, &z) != 0) return 1;
+  /* "badsize": a kernel size smaller than its own size field. */
+  static mgpu_plugin_workload_t bs;
+  like(&w, &bs, "badsize", "a kernel the library refuses (tests only)")->kernel.size = 3;
+  return reg->add(reg, &bs);
 }

@@ -636,6 +636,12 @@ expect 1 "FAILED: 1 wrong (2000 of 100000 items, one in 50, checked against the 
 expect 0 "verification: ok (2000 of 20000 items, one in 10, checked against the CPU function)" -- "$run" mulmod -n 20000 --intensity 2 --repeat 1
 # An input of zero-byte items gets an array all the same (the library refuses NULL).
 expect 0 "verification: ok" -- "$run" --plugin "$wrongplugin" zero --repeat 1 --threads 2 --num-gpus 0
+# What the plugin gets wrong is a runtime error (1), not a usage error (2): an
+# entry point that returns non-zero (MGPU_EINVAL here), and a kernel that the
+# library refuses as invalid when the batch is submitted.
+expect 1 "plugin '$wrongplugin': mgpu_plugin_init() returned -1" -- env PLUGIN_WRONG_INIT=einval "$run" --plugin "$wrongplugin" wrong --repeat 1
+expect 1 "plugin workload 'badsize': submitting the batch failed: MGPU_EINVAL (mgpu_submit: batch->kernel->size = 3" -- \
+  "$run" --plugin "$wrongplugin" badsize --repeat 1 --threads 1 --num-gpus 0
 # The latency-bound workload: every item checked, on CPU workers and emulated GPUs.
 expect 0 "verification: ok (all 3000 items checked against the CPU function)" -- env MGPU_EMULATE_GPUS=1 "$run" chain -n 3000 --intensity 50 --repeat 1
 expect 0 "chain, 3000 items, intensity 50" -- "$run" chain -n 3000 --intensity 50 --repeat 1 --num-gpus 0
