@@ -16,11 +16,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "flagname.h"
 #include "mgpu-run.h"
 
 void check_status(mgpu_status_t st, const char *what) {
   if (st == MGPU_OK) return;
-  fprintf(stderr, "%s: %s failed: %s (%s)\n", prog, what, mgpu_status_name(st), mgpu_last_error());
+  fprintf(stderr, "%s: %s failed: %s (%s)\n", prog, what, mgpu_status_name(st), flagname_apply(mgpu_last_error()));
   exit(st == MGPU_EINVAL ? EXIT_USAGE : EXIT_FAIL);
 }
 
@@ -31,7 +32,7 @@ void check_status(mgpu_status_t st, const char *what) {
 void check_work_status(const work_t *w, mgpu_status_t st, const char *what) {
   if (st == MGPU_EINVAL && w->plugin) {
     fprintf(stderr, "%s: plugin workload '%s': %s failed: %s (%s)\n", prog, w->plugin->name, what,
-            mgpu_status_name(st), mgpu_last_error());
+            mgpu_status_name(st), flagname_apply(mgpu_last_error()));
     exit(EXIT_FAIL);
   }
   check_status(st, what);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "flagname.h"
 #include "mgpurt_kernels.h"
 #include "multi.h"
 
@@ -47,7 +48,7 @@ double multi_now(void) {
 }
 
 int multi_fail(const char *what) {
-  fprintf(stderr, "mgpu-run: %s: %s\n", what, mgpu_last_error());
+  fprintf(stderr, "mgpu-run: %s: %s\n", what, flagname_apply(mgpu_last_error()));
   return 1;
 }
 

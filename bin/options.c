@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "flagname.h"
 #include "mgpu-run.h"
 #include "mgpurt_int.h"
 
@@ -182,6 +183,19 @@ static const opt_desc_t options[] = {
       "print the version and exit"}
 };
 enum { NOPTIONS = sizeof options / sizeof options[0] };
+
+/* The options that set a runtime setting, with its variable: the library's
+ * messages name the variable, and flagname.c names the flag instead where
+ * the flag was given. */
+static const struct {
+  opt_id_t id;
+  const char *flag, *var;
+} option_vars[] = {
+  {O_THREADS, "--threads", "MGPU_NUM_THREADS"},     {O_RESERVE, "--reserve", "MGPU_RESERVE_THREADS"},
+  {O_NUM_GPUS, "--num-gpus", "MGPU_NUM_GPUS"},      {O_DEVICES, "--devices", "MGPU_DEVICES"},
+  {O_RATIO, "--ratio", "MGPU_DEVICE_TO_CORE_RATIO"}, {O_MAX_BATCH, "--max-batch", "MGPU_MAX_BATCH_SIZE"},
+  {O_STREAMS, "--streams", "MGPU_STREAMS_PER_GPU"}, {O_NO_MPI, "--no-mpi", "MGPU_MPI"},
+  {O_MODE, "--mode", "MGPU_SCHED"},                 {O_TRACE, "--trace", "MGPU_TRACE"}};
 
 /* --help: the second column starts here. */
 #define HELP_COLUMN 23
@@ -484,6 +498,8 @@ void options_parse(int argc, char **argv, opts_t *o) {
       usage_error("unknown or ambiguous option '%s'", word);
     }
     apply_runtime_option(o, options[k].id, optarg);
+    for (size_t i = 0; i < sizeof option_vars / sizeof option_vars[0]; i++)
+      if (option_vars[i].id == options[k].id) flagname_set(option_vars[i].var, option_vars[i].flag);
   }
   if (optind < argc) o->workload = argv[optind++];
   if (optind < argc) usage_error("unexpected argument '%s'", argv[optind]);

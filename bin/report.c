@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "flagname.h"
 #include "mgpu-run.h"
 
 /* Steal shown on a mode's line from STEAL_SHOW, and above STEAL_NOTE a note
@@ -30,17 +31,20 @@ static void print_workers(const result_t *r, const work_t *w) {
   if (!strcmp(w->name, "pipeline"))
     printf("pipeline: items of the last run's three stages (%zu per stage), by worker:\n", r->prefix ? r->prefix : w->n);
   mgpu_stats_print(NULL, &r->st, stdout);
+  /* The setting as the user gave it: --reserve, or the variable. */
+  char text[64], set[64];
+  if (r->reserve_auto) snprintf(text, sizeof text, "MGPU_RESERVE_THREADS=auto");
+  else snprintf(text, sizeof text, "MGPU_RESERVE_THREADS=%d", r->reserve);
+  snprintf(set, sizeof set, "%s", flagname_apply(text));
   if (r->reserve >= r->ncpu && r->reserve_auto)
-    printf("Every CPU worker was kept out of the last run, which this kernel's trials found faster "
-           "(MGPU_RESERVE_THREADS=auto)\n");
+    printf("Every CPU worker was kept out of the last run, which this kernel's trials found faster (%s)\n", set);
   else if (r->reserve > 0 && r->reserve_auto)
-    printf("CPU workers %d..%d were kept out of the last run, which this kernel's trials found faster "
-           "(MGPU_RESERVE_THREADS=auto)\n", r->ncpu - r->reserve, r->ncpu - 1);
+    printf("CPU workers %d..%d were kept out of the last run, which this kernel's trials found faster (%s)\n",
+           r->ncpu - r->reserve, r->ncpu - 1, set);
   else if (r->reserve > 0)
-    printf("CPU workers %d..%d are kept out of batches that GPUs also run (MGPU_RESERVE_THREADS=%d)\n",
-           r->ncpu - r->reserve, r->ncpu - 1, r->reserve);
+    printf("CPU workers %d..%d are kept out of batches that GPUs also run (%s)\n", r->ncpu - r->reserve, r->ncpu - 1, set);
   if (r->st.gpus_out_batches)
-    printf("Every GPU was kept out of the last run, which this kernel's trials found faster (MGPU_RESERVE_THREADS=auto)\n");
+    printf("Every GPU was kept out of the last run, which this kernel's trials found faster (%s)\n", set);
 }
 
 /* The ranks of the mode's last timed run, across MPI ranks. */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "flagname.h"
 #include "mgpu-run.h"
 
 /* --plot without --trace records the trace in a file of its own, removed at exit. */
@@ -51,7 +52,7 @@ mgpu_runtime_t *start_runtime(const opts_t *o, mgpu_sched_t mode, double ratio, 
   if (st != MGPU_OK) {
     /* The library gives the reason in mgpu_last_error (it prints errors it
      * returns only at MGPU_DEBUG=info); settings errors are usage errors. */
-    fprintf(stderr, "%s: %s\n", prog, mgpu_last_error()[0] ? mgpu_last_error() : mgpu_strerror(st));
+    fprintf(stderr, "%s: %s\n", prog, mgpu_last_error()[0] ? flagname_apply(mgpu_last_error()) : mgpu_strerror(st));
     fprintf(stderr, "%s: cannot start the runtime (%s)\n", prog, mgpu_status_name(st));
     /* Asking for GPUs that the runtime does not see is a usage error, however
      * many the machine has (the man page's EXIT STATUS). */
@@ -135,7 +136,7 @@ void print_info(mgpu_runtime_t *rt) {
 /* Finalize rt, saying why where the trace could not be written; true then. */
 bool finalize_runtime(mgpu_runtime_t *rt) {
   if (mgpu_finalize_checked(rt) == MGPU_OK) return false;
-  fprintf(stderr, "%s: %s\n", prog, mgpu_last_error());
+  fprintf(stderr, "%s: %s\n", prog, flagname_apply(mgpu_last_error()));
   trace_lost = true;
   return true;
 }

@@ -50,7 +50,19 @@ expect 2 "--num-gpus '65'" -- "$run" --num-gpus 65 --info
 expect 2 "--max-batch '0'" -- "$run" --max-batch 0 --info
 expect 2 "--streams '33'" -- "$run" --streams 33 --info
 expect 2 "--reserve '-1'" -- "$run" --reserve -1 --info
-expect 2 "MGPU_RESERVE_THREADS=3 leaves no CPU worker" -- "$run" --threads 3 --reserve 3 --info
+# The library names a setting by its variable; where a flag set it, the
+# message names the flag, and the variable keeps its name where it is the source.
+expect 2 "^mgpu-run: --reserve 3 leaves no CPU worker for batches that GPUs also run: expected 0..2 with 3 CPU workers (--threads)" -- "$run" --threads 3 --reserve 3 --info
+expect 2 "^mgpu-run: MGPU_RESERVE_THREADS=3 leaves no CPU worker .* with 3 CPU workers (--threads)" -- env MGPU_RESERVE_THREADS=3 "$run" --threads 3 --info
+expect 2 "^mgpu-run: --num-gpus 3 is more than the 2 emulated GPUs visible: expected 0..2" -- env MGPU_EMULATE_GPUS=2 "$run" --num-gpus 3 --info
+expect 2 "^mgpu-run: MGPU_NUM_GPUS=3 is more than" -- env MGPU_EMULATE_GPUS=2 MGPU_NUM_GPUS=3 "$run" --info
+expect 2 "^mgpu-run: --devices: device 5 does not exist: expected indices in 0..1" -- env MGPU_EMULATE_GPUS=2 "$run" --devices 5 --info
+expect 2 "^mgpu-run: --num-gpus 1 conflicts with --devices, which lists 2 devices" -- env MGPU_EMULATE_GPUS=2 "$run" --num-gpus 1 --devices 0,1 --info
+expect 2 "^mgpu-run: --threads 0 leaves no worker" -- "$run" --threads 0 --num-gpus 0 --info
+expect 2 "^mgpu-run: --mode cpu runs every batch on the CPU workers, and --threads 0 leaves none: expected --threads of at least 1, or --mode steal, static or gpu" -- \
+  env MGPU_EMULATE_GPUS=1 "$run" --mode cpu --threads 0 --info
+expect 2 "^mgpu-run: --mode gpu runs kernels with a GPU function on GPUs only, and --num-gpus 0 leaves none: expected --num-gpus of at least 1" -- \
+  "$run" --mode gpu --num-gpus 0 --info
 expect 2 "MGPU_RESERVE_THREADS='x'" -- env MGPU_RESERVE_THREADS=x "$run" --info
 # Reserve workers take nothing of a batch that a GPU also runs; the report says
 # so. A build without CUDA has no GPU functions: the batch is then CPU-only,
@@ -58,7 +70,7 @@ expect 2 "MGPU_RESERVE_THREADS='x'" -- env MGPU_RESERVE_THREADS=x "$run" --info
 out=$(env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --repeat 1 --threads 3 --reserve 2 2>&1)
 items() { printf '%s\n' "$out" | awk -v w="$1" '$1 == w && ($2 == "cpu" || $2 ~ /^gpu/) {print $3}'; }
 if [ "$(items 3)" -gt 0 ] 2>/dev/null; then
-  if printf '%s' "$out" | grep -q "CPU workers 1..2 are kept out of batches that GPUs also run" &&
+  if printf '%s' "$out" | grep -q "CPU workers 1..2 are kept out of batches that GPUs also run (--reserve 2)" &&
      [ "$(items 1)" = 0 ] && [ "$(items 2)" = 0 ] && [ "$(items 0)" -gt 0 ]; then ok; else bad "--reserve 2: $out"; fi
 else
   if ! printf '%s' "$out" | grep -q "kept out" && [ "$(items 1)" -gt 0 ] && [ "$(items 2)" -gt 0 ]; then ok
@@ -86,8 +98,9 @@ expect 2 "are for the batch workloads, not reduce" -- env MGPU_EMULATE_GPUS=2 "$
 expect 2 "split has 4 entries but the runtime has 2 GPUs: expected 2 (GPUs) or 3" -- env MGPU_EMULATE_GPUS=2 "$run" reduce --split 1,1,1,1
 expect 2 "split has 1 entry, which does not fit --gpus 2" -- env MGPU_EMULATE_GPUS=2 "$run" reduce --gpus 1,2 --split 1
 # A policy that leaves no worker is refused when the runtime starts.
-expect 2 "MGPU_SCHED=cpu runs every batch on the CPU workers, and MGPU_NUM_THREADS=0" -- env MGPU_EMULATE_GPUS=1 MGPU_NUM_THREADS=0 "$run" --mode cpu -n 100 --repeat 1
-expect 2 "MGPU_SCHED=gpu runs kernels with a GPU function on GPUs only, and MGPU_NUM_GPUS=0" -- env MGPU_NUM_GPUS=0 "$run" --mode gpu -n 100 --repeat 1
+expect 2 "mgpu-run: --mode cpu runs every batch on the CPU workers, and MGPU_NUM_THREADS=0" -- env MGPU_EMULATE_GPUS=1 MGPU_NUM_THREADS=0 "$run" --mode cpu -n 100 --repeat 1
+expect 2 "mgpu-run: MGPU_SCHED=cpu runs every batch on the CPU workers, and MGPU_NUM_THREADS=0" -- env MGPU_EMULATE_GPUS=1 MGPU_NUM_THREADS=0 MGPU_SCHED=cpu "$run" -n 100 --repeat 1
+expect 2 "mgpu-run: --mode gpu runs kernels with a GPU function on GPUs only, and MGPU_NUM_GPUS=0" -- env MGPU_NUM_GPUS=0 "$run" --mode gpu -n 100 --repeat 1
 # Default array shares whose count fits no GPU count are refused when the runtime starts.
 expect 2 "MGPU_TENSOR_SPLIT has 3 entries but the runtime uses 1 GPU: expected 1 (GPUs) or 2" -- env MGPU_EMULATE_GPUS=1 MGPU_NUM_GPUS=1 MGPU_TENSOR_SPLIT=1,1,1 "$run" --mode steal -n 100 --repeat 1
 # A flag and its variable accept the same text (the library's rules: blanks
@@ -118,8 +131,8 @@ expect 2 "--max-bytes '8B'" -- "$run" allreduce --max-bytes 8B
 expect 2 "--max-bytes '1T'" -- "$run" allreduce --max-bytes 1T
 # Asking for more GPUs than the runtime sees is a usage error (2), with or
 # without a GPU; --gpus with every count too high runs nothing and says so.
-expect 2 "MGPU_NUM_GPUS=64" -- "$run" --info --num-gpus 64
-expect 2 "MGPU_NUM_GPUS=64" -- env MGPU_EMULATE_GPUS=1 "$run" --info --num-gpus 64
+expect 2 "mgpu-run: --num-gpus 64 " -- "$run" --info --num-gpus 64
+expect 2 "mgpu-run: --num-gpus 64 is more than the 1 emulated GPUs visible" -- env MGPU_EMULATE_GPUS=1 "$run" --info --num-gpus 64
 expect 2 "MGPU_DEVICES" -- env MGPU_DEVICES=9 "$run" --info
 expect 2 "MGPU_DEVICES" -- env MGPU_EMULATE_GPUS=1 MGPU_DEVICES=9 "$run" --info
 # Runs that need a machine without a GPU (emulated devices add to real ones).
@@ -621,6 +634,7 @@ cpuplugin="${top_builddir:-.}/tests/.libs/plugin-cpu.so"
 expect 2 "nothing ran: workload 'collatz' has no GPU function, so mode gpu cannot run it" -- env MGPU_EMULATE_GPUS=1 "$run" --plugin "$cpuplugin" -n 2000 --mode gpu --repeat 1
 expect 2 "mode gpu (the default of --gpus) cannot run it" -- env MGPU_EMULATE_GPUS=1 "$run" --plugin "$cpuplugin" -n 2000 --gpus 1 --repeat 1
 expect 0 "note: the kernel has no GPU function: the CPU workers ran every item" -- env MGPU_EMULATE_GPUS=1 "$run" --plugin "$cpuplugin" -n 2000 --repeat 1
+expect 1 "has no GPU function and the runtime has no CPU workers (--threads 0)" -- env MGPU_EMULATE_GPUS=1 "$run" --plugin "$cpuplugin" -n 2000 --repeat 1 --threads 0
 out=$(env MGPU_EMULATE_GPUS=1 "$run" --plugin "$cpuplugin" -n 2000 --compare --repeat 1 --threads 1 2>&1); rc=$?
 if [ $rc = 0 ] && printf '%s' "$out" | grep -q "mode gpu    skipped (the kernel has no GPU function)" &&
    printf '%s' "$out" | grep -q "mode static skipped (the kernel has no GPU function)" &&
@@ -806,13 +820,13 @@ esac
 if [ -w /dev/full ]; then
   expect 1 "MGPU_TRACE='/dev/full': writing the trace failed" -- \
     env MGPU_TRACE=/dev/full "$run" mulmod -n 100 --intensity 3 --repeat 1 --threads 1 -q
-  expect 1 "writing the trace failed" -- \
+  expect 1 "mgpu-run: --trace '/dev/full': writing the trace failed" -- \
     "$run" mulmod -n 100 --intensity 3 --repeat 1 --threads 1 -q --compare --rounds 1 --trace /dev/full
 fi
 # OMP_THREAD_LIMIT caps the default CPU workers (one OpenMP team), and --info says so.
 expect 0 "1 CPU worker (at most OMP_THREAD_LIMIT=1)" -- env OMP_THREAD_LIMIT=1 "$run" --info --num-gpus 0
 expect 0 "verification: ok" -- env OMP_THREAD_LIMIT=1 "$run" mulmod -n 1000 --intensity 3 --repeat 1 --num-gpus 0
-expect 2 "OMP_THREAD_LIMIT=1" -- env OMP_THREAD_LIMIT=1 "$run" --info --threads 2
+expect 2 "^mgpu-run: --threads 2 is more than OMP_THREAD_LIMIT=1 allows" -- env OMP_THREAD_LIMIT=1 "$run" --info --threads 2
 out=$(env OMP_THREAD_LIMIT=1 "$run" --info --threads 1 2>&1)
 if printf '%s' "$out" | grep -q "CPU worker (at most OMP_THREAD_LIMIT"; then bad "--threads 1: the limit did not apply: $out"; else ok; fi
 # Flags follow the variables' rules: decimal numbers only, no empty list
