@@ -140,7 +140,9 @@ static const opt_desc_t options[] = {
   {"plugin", 0, "FILE", O_PLUGIN, G_WORKLOAD,
       "load workloads from a shared library (entry point\n"
       "mgpu_plugin_init, see mgpurt_plugin.h); name one as\n"
-      "WORKLOAD, or the only one runs; one --plugin a run"},
+      "WORKLOAD, or the only one runs; one --plugin a run;\n"
+      "a workload's name: up to 64 letters, digits, '-',\n"
+      "'_' and '.', a letter or digit first"},
   {"overlay", 0, NULL, O_OVERLAY, G_WORKLOAD,
       "mandelbrot: tint each row by the worker that computed it"},
   {"threads", 't', "N", O_THREADS, G_RUNTIME,

@@ -6,11 +6,14 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,30 +25,81 @@
 const char *const workloads[] = {"ntt",      "sha256", "mandelbrot", "saxpy",     "mulmod",         "chain",
                                  "pipeline", "matvec", "reduce",     "allreduce", "saxpy-resident", NULL};
 
-enum { MAX_PLUGIN_WORKLOADS = 64 };
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define MAX_PLUGIN_WORKLOADS 64
 static mgpu_plugin_workload_t plugin_work[MAX_PLUGIN_WORKLOADS];
 static int nplugin_work;
 
+/* The loader's state behind mgpu_plugin_registry_t.loader: the plugin's path,
+ * for messages, and how many of its workloads were refused. */
+typedef struct {
+  const char *path;
+  int refused;
+} loader_t;
+
+/* A workload's name is typed on the command line as WORKLOAD and shown in the
+ * report and its JSON unquoted: so a word of letters, digits, '-', '_' and
+ * '.', starting with a letter or a digit (a name starting with '-' would be
+ * taken for an option). */
+#define PLUGIN_NAME_MAX 64
+#define PLUGIN_NAME_RULE \
+  "1 to " STR(PLUGIN_NAME_MAX) " characters, letters, digits, '-', '_' and '.', starting with a letter or digit"
+
+static bool name_ok(const char *name) {
+  size_t len = strlen(name);
+  if (len == 0 || len > PLUGIN_NAME_MAX || !isalnum((unsigned char)name[0])) return false;
+  for (const char *p = name; *p; p++)
+    if (!isascii((unsigned char)*p) || !(isalnum((unsigned char)*p) || strchr("-_.", *p))) return false;
+  return true;
+}
+
+/* name as a message shows it: at most 80 bytes of it, each byte other than a
+ * printable ASCII one as \xHH, so that no control character reaches the
+ * terminal. */
+static const char *shown(const char *name, char *buf, size_t cap) {
+  size_t at = 0;
+  const char *p = name;
+  buf[0] = '\0';
+  for (; *p && at + 8 < cap && p - name < 80; p++) {
+    unsigned char c = (unsigned char)*p;
+    at += (size_t)snprintf(buf + at, cap - at, c >= 0x20 && c < 0x7f && c != '\\' ? "%c" : "\\x%02x", c);
+  }
+  if (*p) at += (size_t)snprintf(buf + at, cap - at, "...");
+  return buf;
+}
+
+/* Refuse a workload: say why on stderr, naming the plugin, count it, and
+ * return non-zero to the plugin. */
+static int refuse(loader_t *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int refuse(loader_t *l, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "%s: --plugin '%s': ", prog, l->path);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  l->refused++;
+  return 1;
+}
+
 static int plugin_add(mgpu_plugin_registry_t *reg, const mgpu_plugin_workload_t *w) {
-  (void)reg;
-  if (!w || !w->name || !*w->name || !w->kernel.cpu) {
-    fprintf(stderr, "%s: the plugin added a workload without a name or a CPU function\n", prog);
-    return 1;
-  }
+  loader_t *l = reg->loader;
+  char name[512];
+  if (!w) return refuse(l, "reg->add was given no workload (NULL)");
+  if (!w->name) return refuse(l, "a workload has no name (NULL): expected " PLUGIN_NAME_RULE);
+  shown(w->name, name, sizeof name);
+  if (!name_ok(w->name)) return refuse(l, "workload name '%s' is invalid: expected " PLUGIN_NAME_RULE, name);
+  if (!w->kernel.cpu) return refuse(l, "workload '%s' has no CPU function: expected its kernel.cpu set", name);
   for (int i = 0; workloads[i]; i++)
-    if (!strcmp(workloads[i], w->name)) {
-      fprintf(stderr, "%s: the plugin's workload '%s' has the name of a built-in one\n", prog, w->name);
-      return 1;
-    }
+    if (!strcmp(workloads[i], w->name))
+      return refuse(l, "workload '%s' has the name of a built-in workload: expected another name", name);
   for (int i = 0; i < nplugin_work; i++)
-    if (!strcmp(plugin_work[i].name, w->name)) {
-      fprintf(stderr, "%s: the plugin added workload '%s' twice\n", prog, w->name);
-      return 1;
-    }
-  if (nplugin_work == MAX_PLUGIN_WORKLOADS) {
-    fprintf(stderr, "%s: the plugin added more than %d workloads\n", prog, MAX_PLUGIN_WORKLOADS);
-    return 1;
-  }
+    if (!strcmp(plugin_work[i].name, w->name))
+      return refuse(l, "workload '%s' is added twice: expected a name of its own for each workload", name);
+  if (nplugin_work == MAX_PLUGIN_WORKLOADS)
+    return refuse(l, "workload '%s' is one too many: expected at most " STR(MAX_PLUGIN_WORKLOADS) " workloads",
+                  name);
   plugin_work[nplugin_work++] = *w;
   return 0;
 }
@@ -127,10 +181,18 @@ void plugin_load(const char *path, const opts_t *o) {
     usage_error("--plugin '%s': its %s is not a function (an ELF symbol of type %d; see mgpurt_plugin.h)", path,
                 MGPU_PLUGIN_ENTRY, (int)ELF64_ST_TYPE(sym->st_info));
   *(void **)&init = entry;
-  mgpu_plugin_registry_t reg = {.abi = MGPU_PLUGIN_ABI, .add = plugin_add, .loader = NULL};
+  loader_t l = {path, 0};
+  mgpu_plugin_registry_t reg = {.abi = MGPU_PLUGIN_ABI, .add = plugin_add, .loader = &l};
   int rc = init(&reg);
   if (rc != 0) {
     fprintf(stderr, "%s: plugin '%s': %s() returned %d\n", prog, path, MGPU_PLUGIN_ENTRY, rc);
+    exit(EXIT_FAIL);
+  }
+  /* A plugin that goes on after a refusal would run without the workload it
+   * meant to add: the refusal stops the run whatever the entry point returns. */
+  if (l.refused) {
+    fprintf(stderr, "%s: plugin '%s': %d workload%s refused (above)\n", prog, path, l.refused,
+            l.refused == 1 ? "" : "s");
     exit(EXIT_FAIL);
   }
   if (nplugin_work == 0) usage_error("--plugin '%s' added no workload", path);

@@ -7,7 +7,8 @@
  * "zero", an input of zero-byte items beside an output of each item's index;
  * "badsize", whose kernel's size field the library refuses at submit. With
  * PLUGIN_WRONG_INIT=einval in the environment, the entry point returns
- * MGPU_EINVAL instead.
+ * MGPU_EINVAL instead; with PLUGIN_WRONG_NAME=NAME, it adds "wrong" under
+ * that name too and returns 0 whatever reg->add answers.
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -105,5 +106,9 @@ int mgpu_plugin_init(mgpu_plugin_registry_t *reg) {
   /* "badsize": a kernel size smaller than its own size field. */
   static mgpu_plugin_workload_t bs;
   like(&w, &bs, "badsize", "a kernel the library refuses (tests only)")->kernel.size = 3;
-  return reg->add(reg, &bs);
+  if (reg->add(reg, &bs) != 0) return 1;
+  static mgpu_plugin_workload_t named;
+  const char *name = getenv("PLUGIN_WRONG_NAME");
+  if (name) reg->add(reg, like(&w, &named, name, "x + 1 under another name (tests only)"));
+  return 0;
 }

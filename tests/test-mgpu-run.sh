@@ -656,6 +656,21 @@ expect 0 "verification: ok" -- "$run" --plugin "$wrongplugin" zero --repeat 1 --
 expect 1 "plugin '$wrongplugin': mgpu_plugin_init() returned -1" -- env PLUGIN_WRONG_INIT=einval "$run" --plugin "$wrongplugin" wrong --repeat 1
 expect 1 "plugin workload 'badsize': submitting the batch failed: MGPU_EINVAL (mgpu_submit: batch->kernel->size = 3" -- \
   "$run" --plugin "$wrongplugin" badsize --repeat 1 --threads 1 --num-gpus 0
+# A workload's name is a word typed on the command line: one the registry
+# refuses (empty, with a blank or a control character, past 64 characters,
+# starting with '-', a built-in's, or added twice) is named, with the plugin
+# and what is accepted, and stops the run even where the entry point goes on.
+rule="expected 1 to 64 characters, letters, digits, '-', '_' and '.', starting with a letter or digit"
+for name in "" "a b" "$(printf 'red\033[31m')" "-x" "$(printf '%065d' 0)" "$(printf 'caf\303\251')"; do
+  expect 1 "^mgpu-run: --plugin '$wrongplugin': workload name '.*' is invalid: $rule" -- env PLUGIN_WRONG_NAME="$name" "$run" --plugin "$wrongplugin" --list
+done
+expect 1 "workload name 'red\\\\x1b\[31m' is invalid" -- env PLUGIN_WRONG_NAME="$(printf 'red\033[31m')" "$run" --plugin "$wrongplugin" --list
+expect 1 "^mgpu-run: --plugin '$wrongplugin': workload 'ntt' has the name of a built-in workload: expected another name" -- \
+  env PLUGIN_WRONG_NAME=ntt "$run" --plugin "$wrongplugin" wrong --repeat 1
+expect 1 "^mgpu-run: --plugin '$wrongplugin': workload 'wrong' is added twice: expected a name of its own for each workload" -- \
+  env PLUGIN_WRONG_NAME=wrong "$run" --plugin "$wrongplugin" wrong --repeat 1
+expect 1 "^mgpu-run: plugin '$wrongplugin': 1 workload refused (above)" -- env PLUGIN_WRONG_NAME="a b" "$run" --plugin "$wrongplugin" --list
+expect 0 "^  ok-name_1.2 " -- env PLUGIN_WRONG_NAME=ok-name_1.2 "$run" --plugin "$wrongplugin" --list
 # The latency-bound workload: every item checked, on CPU workers and emulated GPUs.
 expect 0 "verification: ok (all 3000 items checked against the CPU function)" -- env MGPU_EMULATE_GPUS=1 "$run" chain -n 3000 --intensity 50 --repeat 1
 expect 0 "chain, 3000 items, intensity 50" -- "$run" chain -n 3000 --intensity 50 --repeat 1 --num-gpus 0
