@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "flagname.h"
+#include "hostmem.h"
 #include "mgpurt_kernels.h"
 #include "multi.h"
 
@@ -196,6 +197,10 @@ static int run_matvec(mgpu_runtime_t *rt, const multi_opts_t *o) {
   if (mgpu_kernel_matvec(cols, &k) != MGPU_OK) return multi_fail("matvec kernel");
   double sh[MGPU_MAX_DEVICES + 1];
   int nsh = shares_of(o, rt, 0, sh);
+  /* W, x and y. */
+  if (!hostmem_fits(hostmem_mul(hostmem_add(hostmem_mul(rows, cols), hostmem_add(rows, cols)), sizeof(float)),
+                    "-n or --size"))
+    return 1;
   float *w = malloc(sizeof(float) * rows * cols), *x = malloc(sizeof(float) * cols), *y = malloc(sizeof(float) * rows);
   if (!w || !x || !y) {
     fprintf(stderr, "mgpu-run: matvec: cannot allocate %zu x %zu floats\n", rows, cols);
@@ -275,6 +280,7 @@ static int run_reduce(mgpu_runtime_t *rt, const multi_opts_t *o) {
   int ng = mgpu_num_gpus(rt);
   double sh[MGPU_MAX_DEVICES + 1];
   int nsh = shares_of(o, rt, mgpu_num_cpu_workers(rt) > 0 ? 0.1 : 0, sh);
+  if (!hostmem_fits(hostmem_mul(es, n), "-n")) return 1;
   void *x = malloc(es * n);
   if (!x) {
     fprintf(stderr, "mgpu-run: reduce: cannot allocate %zu elements\n", n);
@@ -352,7 +358,14 @@ static int run_saxpy_resident(mgpu_runtime_t *rt, const multi_opts_t *o) {
   mgpu_kernel_t k;
   if (mgpu_kernel_saxpy(&k) != MGPU_OK) return multi_fail("saxpy kernel");
   mgpu_saxpy_arg_t arg = {1.5f};
+  /* x, y and the result, of a float an element each. */
+  if (!hostmem_fits(hostmem_mul(3 * sizeof(float), n), "-n")) return 1;
   float *hx = malloc(4 * n), *hy = malloc(4 * n), *hr = malloc(4 * n);
+  if (!hx || !hy || !hr) {
+    fprintf(stderr, "mgpu-run: saxpy-resident: cannot allocate 3 x %zu floats\n", n);
+    free(hx), free(hy), free(hr);
+    return 1;
+  }
 #pragma omp parallel for schedule(static)
   for (size_t i = 0; i < n; i++) hx[i] = (float)value(o->seed, i), hy[i] = (float)value(o->seed + 1, i);
   mgpu_array_t *x, *y, *r;

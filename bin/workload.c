@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hostmem.h"
 #include "mgpu-run.h"
 
 /* --intensity's defaults. mandelbrot's 10000 iterations make the middle rows'
@@ -28,32 +29,7 @@ static uint64_t rng_next(uint64_t *s) {
   return x ^ (x >> 31);
 }
 
-/* Host memory the system can give without swapping (MemAvailable in
- * /proc/meminfo, bytes; 0: not known). */
-static size_t mem_available(void) {
-  FILE *f = fopen("/proc/meminfo", "r");
-  if (!f) return 0;
-  char line[256];
-  unsigned long long kb = 0;
-  while (fgets(line, sizeof line, f))
-    if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
-  fclose(f);
-  return (size_t)kb * 1024;
-}
-
-/* The workload's arrays: refused where together they pass the memory
- * available, since under overcommit malloc succeeds and filling them would
- * have the process killed without a word. */
 static void *alloc_array(mgpu_runtime_t *base, const opts_t *o, size_t bytes) {
-  static size_t total, avail;
-  static bool looked;
-  if (!looked) avail = mem_available(), looked = true;
-  total += bytes;
-  if (avail && total > avail) {
-    fprintf(stderr, "%s: the arrays need more than %zu bytes of host memory, and %zu are available (MemAvailable in "
-            "/proc/meminfo): give a smaller -n\n", prog, total, avail);
-    exit(EXIT_FAIL);
-  }
   void *p = o->pinned ? mgpu_host_alloc(base, bytes ? bytes : 1) : aligned_alloc(64, ((bytes ? bytes : 1) + 63) & ~(size_t)63);
   if (!p) {
     fprintf(stderr, "%s: cannot allocate %zu bytes of host memory\n", prog, bytes);
@@ -198,6 +174,18 @@ static void setup_chain(work_t *w, const opts_t *o) {
   w->arg.chain.length = setup_u64(w, o, (size_t)1 << 16, CHAIN_LENGTH_DEFAULT, mgpu_kernel_chain, "mgpu_kernel_chain");
 }
 
+/* The bytes of every array work_setup makes (an array of zero-byte items
+ * takes one), checked against the memory available before any is made and
+ * filled (hostmem.c); pipeline: with its two middle arrays. */
+static size_t arrays_bytes(const work_t *w, bool pipeline) {
+  size_t total = pipeline ? hostmem_mul(2, w->out_bytes) : 0;
+  for (int i = 0; i < MGPU_MAX_ARGS; i++) {
+    if (w->in_bytes[i] || i < w->k.nin) total = hostmem_add(total, w->in_bytes[i] ? w->in_bytes[i] : 1);
+    if (w->outs_bytes[i] || i < w->k.nout) total = hostmem_add(total, w->outs_bytes[i] ? w->outs_bytes[i] : 1);
+  }
+  return total;
+}
+
 /* The input arrays, filled by the plugin or from the seed. */
 static void fill_inputs(work_t *w, const opts_t *o, mgpu_runtime_t *base, const mgpu_plugin_workload_t *pw,
                         uint64_t *rng) {
@@ -275,8 +263,9 @@ void work_setup(work_t *w, const opts_t *o, mgpu_runtime_t *base, const mgpu_plu
   else if (!strcmp(wl, "saxpy")) setup_saxpy(w, o);
   else if (!strcmp(wl, "chain")) setup_chain(w, o);
   else setup_mulmod(w, o);
-  fill_inputs(w, o, base, pw, &rng);
   if (!pw) w->outs_bytes[0] = w->out_bytes;
+  if (!hostmem_fits(arrays_bytes(w, !strcmp(wl, "pipeline")), "-n")) exit(EXIT_FAIL);
+  fill_inputs(w, o, base, pw, &rng);
   for (int i = 0; i < MGPU_MAX_ARGS; i++)
     if (w->outs_bytes[i] || i < w->k.nout) w->outs[i] = alloc_array(base, o, w->outs_bytes[i] ? w->outs_bytes[i] : 1);
   w->out = w->outs[0];

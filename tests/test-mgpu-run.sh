@@ -244,14 +244,22 @@ expect 2 "--plot and --trace record one mode's run, or --compare's steal run: no
 expect 2 "not with --ceiling" -- "$run" mulmod -n 2000 --ceiling --trace t.json
 expect 2 "--output and --plot name the same file 'same.svg': give each its own" -- "$run" mandelbrot -n 50 --size 8 -o same.svg --plot same.svg
 expect 2 "--plot and --trace name the same file" -- "$run" -n 50 --plot x.svg --trace ./x.svg
-# Arrays that together pass the memory available are refused before they
-# are filled (under overcommit each malloc succeeds, and the kernel would kill
-# the process without a word): mulmod's input and output of 8 bytes an item,
+# Arrays that together pass the memory available are refused before any is
+# made (under overcommit each malloc succeeds, and the kernel would kill the
+# process without a word): mulmod's input and output of 8 bytes an item,
 # each two thirds of MemAvailable.
 avail_kb=$(sed -n 's/^MemAvailable: *\([0-9]*\) kB/\1/p' /proc/meminfo 2>/dev/null)
 if [ -n "$avail_kb" ]; then
   expect 1 "bytes of host memory, and [0-9]* are available (MemAvailable in /proc/meminfo): give a smaller -n" -- \
     "$run" mulmod -n $((avail_kb * 1024 / 12)) --repeat 1
+  # The multi-GPU workloads' arrays alike: reduce's floats, matvec's W of
+  # 1000 columns, saxpy-resident's three arrays, each 4/3 to 3/2 of it.
+  expect 1 "^mgpu-run: the arrays need [0-9]* bytes of host memory, and [0-9]* are available (MemAvailable in /proc/meminfo): give a smaller -n$" -- \
+    env MGPU_EMULATE_GPUS=1 "$run" reduce -n $((avail_kb * 1024 / 3))
+  expect 1 "bytes of host memory, and [0-9]* are available (MemAvailable in /proc/meminfo): give a smaller -n or --size" -- \
+    env MGPU_EMULATE_GPUS=1 "$run" matvec -n $((avail_kb * 1024 / 3000)) --size 1000
+  expect 1 "bytes of host memory, and [0-9]* are available (MemAvailable in /proc/meminfo): give a smaller -n" -- \
+    env MGPU_EMULATE_GPUS=1 "$run" saxpy-resident -n $((avail_kb * 1024 / 8))
 fi
 # A count past the GPUs seen is skipped: the result line is of the largest
 # count that ran, not a skipped one's zero.
