@@ -331,6 +331,8 @@ static void apply_workload_option(opts_t *o, opt_id_t id, const char *v) {
     break;
   case O_TRACE:
     if (!*v) usage_error("--trace needs a file name");
+    /* A blank name would reach the library, whose message names its struct field. */
+    if (strspn(v, " \t\n\v\f\r") == strlen(v)) usage_error("--trace needs a file name: '%s' is blank", v);
     o->trace = v;
     break;
   case O_PLUGIN:

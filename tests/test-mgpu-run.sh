@@ -85,6 +85,7 @@ expect 2 "--streams ''" -- "$run" --streams "" --info
 expect 2 "--ratio 'nan'" -- "$run" --ratio nan --info
 expect 2 "--devices" -- "$run" --devices 1, --info
 expect 2 "--trace needs a file name" -- "$run" --trace "" --info
+expect 2 "^mgpu-run: --trace needs a file name: '  ' is blank" -- "$run" mulmod -n 10 --repeat 1 --trace "  "
 expect 2 "--overlay needs --output" -- "$run" mandelbrot --overlay -n 4
 expect 2 "--output is for the mandelbrot workload" -- "$run" mulmod -o /tmp/x.png -n 4
 expect 2 "--size" -- "$run" pipeline --size 17 -n 4
