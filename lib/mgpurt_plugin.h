@@ -23,7 +23,10 @@ extern "C" {
  * points to must stay valid until the process exits.
  */
 typedef struct mgpu_plugin_workload {
-  const char *name;          /**< the name on mgpu-run's command line */
+  /** The name on mgpu-run's command line: 1 to 64 letters, digits, '-',
+   *  '_' and '.', starting with a letter or digit, not a built-in
+   *  workload's nor one already added. */
+  const char *name;
   const char *doc;           /**< one line for --list */
   mgpu_kernel_t kernel;
   const void *arg;           /**< the batch's argument (may be NULL with arg_size 0) */
@@ -41,7 +44,9 @@ typedef struct mgpu_plugin_workload {
 /** What a plugin's entry point receives. */
 typedef struct mgpu_plugin_registry {
   int abi;                   /**< MGPU_PLUGIN_ABI of the loading program */
-  /** Add one workload; returns 0, or non-zero (bad or duplicate name). */
+  /** Add one workload; returns 0, or non-zero where its name breaks the
+   *  rule on `name` or it has no CPU function (mgpu-run then ends the run
+   *  with exit status 1). */
   int (*add)(struct mgpu_plugin_registry *reg, const mgpu_plugin_workload_t *w);
   void *loader;              /**< the loader's own state */
 } mgpu_plugin_registry_t;
