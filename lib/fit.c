@@ -148,7 +148,6 @@ static bool classes(const mgpu__fit_t *f) { return (f->bt_dir == 0 || f->bt_dir 
  * seconds of the worker, `span` from its first chunk's own start. */
 static void add(mgpu__fit_t *f, double n, double launch, double t, double span, bool lone) {
   if (!(n > 0) || !(t > 0)) return;
-
   /* Relative error: a chunk weighs by 1 / t^2, with t its predicted time
    * once there is a prediction, so that a chunk's own noise does not set its
    * weight; one far faster than the line (a result found in a warm cache)
@@ -314,7 +313,7 @@ static void restart_line(mgpu__fit_t *f) {
 int mgpu__fit_batch(mgpu__fit_t *f, uint64_t tag, size_t n, double *rate, double *base) {
   if (tag == f->bt_batch) return 0;
   int judged = judge_batch(f, rate, base);
-  /* A batch counts where most of its items ran in chunks judged. */
+  /* A batch counts where at least half of its items ran in chunks judged. */
   int way = 2 * f->bt_judged >= f->bt_items ? off_way(f->bt_took, f->bt_pred) : 0;
   f->off_run = way == 0 ? 0 : (f->off_run * way > 0 ? f->off_run : 0) + way;
   f->bt_last_judged = way ? f->bt_judged : 0;
@@ -352,8 +351,9 @@ void mgpu__fit_batch_time(mgpu__fit_t *f, uint64_t tag, double n, double t) {
    * tens of batches to learn a new cost, giving out shares by the old one
    * meanwhile. This batch is judged once it has run half as many items in
    * judged chunks as the one before: its first chunks alone may be the cheap
-   * rows of an image (and thieves may have taken some of its items). Chunks past the sizes learnt are not judged: the line only
-   * extrapolates to them, and the growth judges them. */
+   * rows of an image (and thieves may have taken some of its items). Chunks
+   * past the sizes learnt are not judged: the line only extrapolates to them,
+   * and the growth judges them. */
   if (f->samples >= MGPU_FIT_CLIP_AFTER && n <= MGPU_FIT_SIZE_CLASS * f->nmax) {
     f->bt_pred += mgpu__fit_time(f, n);
     f->bt_took += t;
