@@ -245,10 +245,9 @@ static void probe_cpus(const mgpu__batch_t *b, size_t *share) {
  * predicted completion, a GPU whose launch outlasts the CPU workers' whole
  * batch never sends them out. The team's start is not counted here (the
  * split counts it): the GPUs' own host-side start and end are in no model,
- * and with it a batch the GPUs take 0.2 ms over on one H200 (saxpy of
- * 100,000 items) sent the CPU workers out for good, ending the reserve's
- * trials, whose timed batches find the CPU workers alone twice as fast.
- * `share` is scratch. */
+ * so with it a batch of a fraction of a millisecond sends the CPU workers
+ * out for good and ends the reserve's trials, whose timed batches would
+ * find them faster (doc/tuning.md, "The first split"). `share` is scratch. */
 static bool cpus_sit_out(const mgpu__batch_t *b, const double *speed, const double *latency, const double *peak,
                          size_t *share) {
   const mgpu_runtime_t *rt = b->rt;

@@ -131,10 +131,10 @@ void mgpu__start_cost_learn(mgpu_runtime_t *rt, double s) {
   if (!(s >= 0)) return;
   /* A start far over the mean (a worker descheduled, or finishing a staging
    * copy it helped with) counts as MGPU_FIT_CLIP times the mean at most, as
-   * a stalled chunk does in a fit: one such start of 10 ms lifted a mean of
-   * 80 us to over 1 ms, and the split gave the CPU workers nothing of
-   * batches they end in 0.1 ms. A start that stays longer still raises the
-   * mean, by that factor's share a sample. */
+   * a stalled chunk does in a fit: one such start would otherwise keep the
+   * CPU workers out of short batches for many batches after it. A start
+   * that stays longer still raises the mean, by that factor's share a
+   * sample. */
   double old = atomic_load_explicit(&rt->start_cost, memory_order_relaxed), next;
   do next = old > 0 ? old + MGPU_TEAM_START_WEIGHT * (MGPU_MIN(s, MGPU_FIT_CLIP * old) - old) : s;
   while (!atomic_compare_exchange_weak_explicit(&rt->start_cost, &old, next, memory_order_relaxed,

@@ -107,11 +107,12 @@ static int sleep_cpu(const mgpu_chunk_t *c) {
 static const mgpu_kernel_t sleep_kernel = {
     .name = "sleep", .cpu = sleep_cpu, .gpu = never_gpu, .nin = 0, .nout = 1, .out_size = {4}};
 
-static double run_sleep(mgpu_runtime_t *rt, size_t n, double cpu_cost, mgpu_worker_stats_t *ws, int cap,
-                        mgpu_stats_t *st_out) {
+/* One batch of n items of kernel k (whose items write i ^ 0x5a5a5a5a),
+ * checked; returns its time. */
+static double run_marked(mgpu_runtime_t *rt, const mgpu_kernel_t *k, const void *arg, size_t arg_size, size_t n,
+                         mgpu_worker_stats_t *ws, int cap, mgpu_stats_t *st_out) {
   uint32_t *out = malloc(4 * n);
-  sleep_arg_t a = {cpu_cost};
-  mgpu_batch_t b = {.kernel = &sleep_kernel, .n = n, .out = {out}, .arg = &a, .arg_size = sizeof a};
+  mgpu_batch_t b = {.kernel = k, .n = n, .out = {out}, .arg = arg, .arg_size = arg_size};
   mgpu_stats_t st = {.worker = ws, .worker_cap = cap};
   double t0 = mgpu__now();
   ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
@@ -121,6 +122,12 @@ static double run_sleep(mgpu_runtime_t *rt, size_t n, double cpu_cost, mgpu_work
   free(out);
   if (st_out) *st_out = st;
   return t;
+}
+
+static double run_sleep(mgpu_runtime_t *rt, size_t n, double cpu_cost, mgpu_worker_stats_t *ws, int cap,
+                        mgpu_stats_t *st_out) {
+  sleep_arg_t a = {cpu_cost};
+  return run_marked(rt, &sleep_kernel, &a, sizeof a, n, ws, cap, st_out);
 }
 
 START_TEST(test_balance) {
@@ -465,7 +472,7 @@ static int shift_fn(const mgpu_chunk_t *c) {
   const shift_arg_t *a = c->arg;
   mgpu_test_spend((c->stream ? a->gpu_s : a->cpu_s) * (double)c->count);
   uint32_t *out = c->out[0];
-  for (size_t j = 0; j < c->count; j++) out[j] = (uint32_t)(c->first + j) * 7u;
+  for (size_t j = 0; j < c->count; j++) out[j] = (uint32_t)(c->first + j) ^ 0x5a5a5a5au;
   return 0;
 }
 
@@ -473,22 +480,13 @@ static const mgpu_kernel_t shift_kernel = {
     .name = "shift", .cpu = shift_fn, .gpu = shift_fn, .nin = 0, .nout = 1, .out_size = {4}};
 
 static double run_shift(mgpu_runtime_t *rt, size_t n, shift_arg_t a, mgpu_worker_stats_t *ws) {
-  uint32_t *out = malloc(4 * n);
-  mgpu_batch_t b = {.kernel = &shift_kernel, .n = n, .out = {out}, .arg = &a, .arg_size = sizeof a};
-  mgpu_stats_t st = {.worker = ws, .worker_cap = 2};
-  double t0 = mgpu__now();
-  ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
-  double t = mgpu__now() - t0;
-  for (size_t i = 0; i < n; i++)
-    if (out[i] != (uint32_t)i * 7u) ck_abort_msg("item %zu wrong", i);
-  free(out);
-  return t;
+  return run_marked(rt, &shift_kernel, &a, sizeof a, n, ws, 2, NULL);
 }
 
-/* The fit of a worker whose chunks run far off its prediction several in a
- * row starts over: weighed as stalls of the OS, such chunks moved the line
- * only over tens of batches, and every batch in between gave the GPU nearly
- * all the items at the old cost. */
+/* The fit of a GPU whose batches run far off its prediction two in a row
+ * starts over: weighed as stalls of the OS, such chunks moved the line only
+ * over tens of batches, and every batch in between gave the GPU nearly all
+ * the items at the old cost. */
 START_TEST(test_cost_changes_for_good) {
   mgpu_test_config_t cfg = mgpu_test_config(1, 1);
   mgpu_runtime_t *rt;
