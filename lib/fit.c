@@ -182,7 +182,10 @@ void mgpu__fit_sample(mgpu__fit_t *f, const mgpu__sample_t *s) {
   bool isolated = s->isolated;
   if (!(n > 0) || !(t > 0)) return;
   f->piped = f->piped * MGPU_MODEL_DECAY + (isolated ? 0 : 1);
-  if (isolated && f->piped >= MGPU_FIT_PIPED_MIN) {
+  /* An empty line (none yet, or one started over) learns any sample: it
+   * predicts nothing, and the worker would be rated by the prior for good
+   * where every chunk of its batches runs alone. */
+  if (isolated && f->piped >= MGPU_FIT_PIPED_MIN && f->samples > 0) {
     /* Not learnt into the line, but a chunk alone past the largest size
      * class still judges the growth: a claim that takes a whole batch's
      * range runs alone, and a size learnt only from chunks among others

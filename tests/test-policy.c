@@ -185,6 +185,33 @@ START_TEST(test_fit_shift) {
 }
 END_TEST
 
+/* A worker whose chunks ran among others until its kernel's cost changed,
+ * and whose batches are then one chunk each, alone: the line starts over
+ * from such chunks too. An isolated chunk is learnt only where the worker's
+ * chunks run alone, but an empty line learns it: left empty, it predicts
+ * nothing, the worker's rate is 0 and the prior rates it for good. */
+START_TEST(test_fit_shift_alone) {
+  mgpu__fit_t f = {0};
+  uint64_t tag = 0;
+  for (int i = 0; i < 20; i++) {
+    double rate, base, t = dev_time(1e-4, 1e-6, 4000);
+    mgpu__fit_batch(&f, ++tag, 4000, &rate, &base);
+    mgpu__fit_batch_time(&f, tag, 4000, t);
+    mgpu__fit_sample(&f, &(mgpu__sample_t){.items = 4000, .secs = t, .tag = tag});
+  }
+  double before = mgpu__fit_time(&f, 4000);
+  for (int i = 0; i < 2; i++) {
+    double rate, base, t = before / 1000;
+    mgpu__fit_batch(&f, ++tag, 4000, &rate, &base);
+    mgpu__fit_batch_time(&f, tag, 4000, t);
+    mgpu__fit_sample(&f, &(mgpu__sample_t){.items = 4000, .secs = t, .isolated = true, .tag = tag});
+  }
+  ck_assert_uint_eq(f.samples, 1);
+  ck_assert_double_eq_tol(mgpu__fit_time(&f, 4000), before / 1000, 1e-6 * before);
+  ck_assert_double_gt(mgpu__fit_rate(&f, 4000), 900 * 4000 / before);
+}
+END_TEST
+
 /* The CPU team's start: one start far over the mean (a worker descheduled)
  * moves it by a bounded amount; a start that stays longer is learnt. */
 START_TEST(test_start_cost_clip) {
@@ -1337,6 +1364,7 @@ int main(void) {
   tcase_add_test(tc, test_fit_forgets);
   tcase_add_test(tc, test_fit_robust);
   tcase_add_test(tc, test_fit_shift);
+  tcase_add_test(tc, test_fit_shift_alone);
   tcase_add_test(tc, test_start_cost_clip);
   tcase_add_test(tc, test_fit_never_shrinks_below_claims);
   tcase_add_test(tc, test_fit_cpu_chunks);
