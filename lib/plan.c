@@ -4,8 +4,8 @@
  * together,
  * adjusted where the model knows better: alike GPUs split as equals, far
  * slower workers start small, CPU workers sit out where they add too little,
- * the reserve of CPU workers, CPU workers probe a kernel the prior rules
- * out, and GPUs split by cost where items differ in cost by position.
+ * the reserve of CPU workers, CPU workers and GPUs probe a kernel the prior
+ * rules out, and GPUs split by cost where items differ in cost by position.
  */
 #include "mgpurt_int.h"
 
@@ -235,6 +235,53 @@ static void probe_cpus(const mgpu__batch_t *b, size_t *share) {
               b->kernel.name ? b->kernel.name : "(unnamed)", b->desc.n, probed, gpu_s, spent);
 }
 
+/* A GPU that has not run an item of the kernel, and that the split leaves
+ * out, takes one item from the CPU workers' shares once they have spent
+ * MGPU_PROBE_MIN_S on the kernel, this batch's shares (by their own rate)
+ * included: the mirror of probe_cpus. A GPU's speed is otherwise the CPU
+ * team's times the device-to-core ratio, and a ratio set far too low (a
+ * guess, or one measured on another kernel) rates it under
+ * MGPU_MIN_SHARE_ITEMS items in every short batch; as a thief it plans as a
+ * far slower worker and takes nothing, so it would never be measured nor
+ * take a share, however much sooner it finishes the batch. The probe costs
+ * one launch of one item once per kernel and GPU, beside the CPU workers'
+ * own work. At least one item stays with the CPU workers, except in a batch
+ * of one item. */
+static void probe_gpus(const mgpu__batch_t *b, size_t *share) {
+  const mgpu_runtime_t *rt = b->rt;
+  const mgpu__model_t *m = b->model;
+  if (!b->steal_ok || !b->cpu_ok || !b->gpu_ok || b->cpu_out) return;
+  size_t cpu = 0;
+  double cpu_s = 0, spent = 0;
+  for (int i = 0; i < rt->ncpu; i++) {
+    spent += atomic_load_explicit(&m->spent[i], memory_order_relaxed);
+    if (share[i] == 0) continue;
+    cpu += share[i];
+    /* Only a measured team's time counts: unmeasured, its speed is a unit. */
+    double v = atomic_load_explicit(&m->samples[i], memory_order_relaxed) > 0 ? mgpu__worker_speed(b, i) : 0;
+    if (v > 0) cpu_s = MGPU_MAX(cpu_s, mgpu__worker_latency(b, i) + (double)share[i] / v);
+  }
+  if (spent + cpu_s < MGPU_PROBE_MIN_S) return;
+  int probed = 0;
+  size_t keep = b->desc.n > 1 ? 1 : 0;
+  for (int i = rt->ncpu; i < rt->nworkers && cpu > keep; i++) {
+    if (share[i] > 0 || atomic_load_explicit(&m->samples[i], memory_order_relaxed) > 0 ||
+        !mgpu__eligible(rt, b, &rt->workers[i]))
+      continue;
+    int from = 0;
+    for (int j = 1; j < rt->ncpu; j++)
+      if (share[j] > share[from]) from = j;
+    share[from]--, cpu--;
+    share[i] = 1;
+    probed++;
+  }
+  if (probed)
+    mgpu__log(MGPU_LOG_DEBUG,
+              "kernel '%s', %zu items: %d GPUs probe it, one item each (CPU share %.3g s, CPU workers' time on it "
+              "%.3g s)",
+              b->kernel.name ? b->kernel.name : "(unnamed)", b->desc.n, probed, cpu_s, spent);
+}
+
 /* Whether the CPU workers should sit out a batch: the GPUs alone (also
  * measured) are predicted to end it less than MGPU_CPU_NEGLIGIBLE later than
  * with them on this kernel (by rates alone: they add less than that share of
@@ -365,6 +412,7 @@ bool mgpu__plan_split(mgpu_runtime_t *rt, mgpu__batch_t *b, size_t *share) {
   }
   mgpu__split(speed, latency, peak, rt->nworkers, b->desc.n, share);
   probe_cpus(b, share);
+  probe_gpus(b, share);
   if (mgpu__log_level() >= MGPU_LOG_DEBUG)
     for (int i = 0; i < rt->nworkers; i++)
       if (share[i] || speed[i] > 0)

@@ -606,6 +606,50 @@ START_TEST(test_probe_short_batches_once) {
 }
 END_TEST
 
+/* A prior that rates the GPU at a hundredth of a CPU worker
+ * (MGPU_DEVICE_TO_CORE_RATIO=0.01), in batches of 64 items that two CPU
+ * workers take 32 ms over: the GPU's share is under MGPU_MIN_SHARE_ITEMS in
+ * every batch, and as a far slower thief it takes nothing. Once the CPU
+ * workers have spent 10 ms on the kernel the GPU probes it with one item.
+ * A GPU 1,000 times faster than a CPU worker then runs the batches (0.1 ms
+ * each, not 32 ms); one 10 times slower runs its probe and nothing else. */
+START_TEST(test_gpu_probe_low_ratio) {
+  for (int fast = 1; fast >= 0; fast--) {
+    mgpu_test_config_t cfg = mgpu_test_config(2, 1);
+    cfg.cfg.device_to_core_ratio = 0.01;
+    cfg.test.emulate_speed = fast ? 1e6 : 100;
+    mgpu_runtime_t *rt;
+    ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+    const size_t n = 64;
+    const double cpu_alone = n / 2 * 1e-3;
+    mgpu_worker_stats_t ws[3];
+    double t[12];
+    int gpu_batches = 0;
+    unsigned long long gpu_items = 0;
+    for (int b = 0; b < 12; b++) {
+      t[b] = run_sleep(rt, n, 1e-3, ws, 3, NULL);
+      printf("GPU %s under a prior of 0.01, batch %d: %.4f s (CPU alone %.4f s); CPU %llu + %llu items, GPU %llu\n",
+             fast ? "1000x faster" : "10x slower", b, t[b], cpu_alone, (unsigned long long)ws[0].items,
+             (unsigned long long)ws[1].items, (unsigned long long)ws[2].items);
+      gpu_batches += ws[2].items > 0;
+      gpu_items += ws[2].items;
+      if (fast && b >= 3)
+        ck_assert_msg(ws[2].items >= n * 9 / 10, "batch %d: the GPU ran %llu of %zu items", b,
+                      (unsigned long long)ws[2].items, n);
+    }
+    if (fast) {
+      qsort(t + 3, 9, sizeof *t, cmp_dbl);
+      if (mgpu_test_timing())
+        ck_assert_msg(t[7] < 0.25 * cpu_alone, "median batch %.4f s, CPU alone %.4f s", t[7], cpu_alone);
+    } else {
+      ck_assert_int_eq(gpu_batches, 1);
+      ck_assert_uint_eq(gpu_items, 1);
+    }
+    mgpu_finalize(rt);
+  }
+}
+END_TEST
+
 /* A kernel that runs 20 times slower on the GPU (1e4 items/s) than on the
  * two CPU workers (1e5 items/s each), in batches of 40 items the GPU takes
  * 4 ms over, under a prior that rates the GPU 1,000 cores: no batch's GPU
@@ -1379,6 +1423,7 @@ int main(void) {
   tcase_add_test(tc, test_one_item_batch);
   tcase_add_test(tc, test_probe_short_batches_once);
   tcase_add_test(tc, test_gpu_slow_short_batches);
+  tcase_add_test(tc, test_gpu_probe_low_ratio);
   tcase_add_test(tc, test_overlapped_launches);
   tcase_add_test(tc, test_joined_launch_sizes);
   tcase_add_test(tc, test_latency_counted_once);
