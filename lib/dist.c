@@ -188,12 +188,13 @@ uint64_t mgpu__dist_hash(const void *p, size_t n) {
   return h;
 }
 
-mgpu__dmodel_t *mgpu__dist_model(struct mgpu__dist *d, const mgpu_kernel_t *k) {
+mgpu__dmodel_t *mgpu__dist_model(struct mgpu__dist *d, const mgpu_kernel_t *k, uint64_t footprint) {
   for (mgpu__dmodel_t *m = d->models; m; m = m->next)
-    if (mgpu__model_same_kernel(&m->key, k)) return m;
+    if (m->footprint == footprint && mgpu__model_same_kernel(&m->key, k)) return m;
   mgpu__dmodel_t *m = calloc(1, sizeof *m);
   if (!m) return NULL;
   m->key = *k;
+  m->footprint = footprint;
   m->next = d->models;
   d->models = m;
   return m;

@@ -63,6 +63,7 @@ enum {
  * its workers on a run of consecutive items), fit.c's line through them. */
 typedef struct mgpu__dmodel {
   mgpu_kernel_t key;
+  uint64_t footprint; /* mgpu_batch_t.footprint */
   mgpu__fit_t fit;
   struct mgpu__dmodel *next;
 } mgpu__dmodel_t;
@@ -97,6 +98,7 @@ struct mgpu__dist {
   /* mgpu_batch_plan's split, for the next batch of its kernel and n. */
   bool planned;
   mgpu_kernel_t plan_key;
+  uint64_t plan_footprint;
   size_t plan_n;
   size_t *plan_share;        /* [size] */
   double *plan_rate;         /* [size] */
@@ -128,8 +130,9 @@ const char *mgpu__dist_op_name(int op);
 double mgpu__dist_deadline(const struct mgpu__dist *d, double predicted_s);
 /* fn may make MPI calls from this thread (MPI's thread level). */
 mgpu_status_t mgpu__dist_thread_ok(struct mgpu__dist *d, const char *fn);
-/* The model of kernel k, made on first use (NULL: out of memory). */
-mgpu__dmodel_t *mgpu__dist_model(struct mgpu__dist *d, const mgpu_kernel_t *k);
+/* The model of kernel k for batches of this footprint, made on first use
+ * (NULL: out of memory). */
+mgpu__dmodel_t *mgpu__dist_model(struct mgpu__dist *d, const mgpu_kernel_t *k, uint64_t footprint);
 /* FNV-1a of n bytes: what a rank compares of others' data without sending it. */
 uint64_t mgpu__dist_hash(const void *p, size_t n);
 

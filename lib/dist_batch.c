@@ -24,7 +24,7 @@ typedef struct {
   int32_t dep_failed;
   int32_t planned;           /* it holds mgpu_batch_plan's split for this kernel and n */
   int32_t nin, nout, nconsts;
-  uint64_t n, arg_size, arg_hash;
+  uint64_t n, arg_size, arg_hash, footprint;
   uint64_t in_size[MGPU_MAX_ARGS], out_size[MGPU_MAX_ARGS];
   uint64_t addr[2 * MGPU_MAX_ARGS]; /* the address of item 0 of in[k], then out[k] */
   double rate, latency;      /* its model of the kernel (rate 0: not known) */
@@ -146,6 +146,8 @@ static bool disagree(const struct mgpu__dist *d, const char *fn, const char *all
          (unsigned long long)o.arg_size, r);
     DIFF(z.arg_hash != o.arg_hash, "%s: the ranks disagree on batch->arg: its %llu bytes differ between rank 0 and "
          "rank %d (a rank computes items of others with its own argument)", fn, (unsigned long long)z.arg_size, r);
+    DIFF(z.footprint != o.footprint, "%s: the ranks disagree on batch->footprint: %llu on rank 0, %llu on rank %d", fn,
+         (unsigned long long)z.footprint, (unsigned long long)o.footprint, r);
     DIFF(z.nconsts != o.nconsts, "%s: the ranks disagree on batch->nconsts: %d on rank 0, %d on rank %d", fn,
          z.nconsts, o.nconsts, r);
     DIFF(z.planned != o.planned, "%s: rank %d %s mgpu_batch_plan's split for this batch, rank 0 %s", fn, r,
@@ -192,8 +194,10 @@ static void fill_rec(struct mgpu__dist *d, const mgpu_batch_t *b, const mgpu_ker
   rec->nconsts = b->nconsts;
   rec->arg_size = b->arg_size;
   rec->arg_hash = b->arg && b->arg_size ? mgpu__dist_hash(b->arg, b->arg_size) : 0;
-  rec->planned = d->planned && d->plan_n == b->n && mgpu__model_same_kernel(&d->plan_key, k);
-  mgpu__dist_rate(mgpu__dist_model(d, k), &rec->rate, &rec->latency);
+  rec->footprint = b->footprint;
+  rec->planned = d->planned && d->plan_n == b->n && d->plan_footprint == b->footprint &&
+                 mgpu__model_same_kernel(&d->plan_key, k);
+  mgpu__dist_rate(mgpu__dist_model(d, k, b->footprint), &rec->rate, &rec->latency);
 }
 
 /* The records of every rank's call (op MGPU_DOP_SUBMIT or _PLAN): the
@@ -254,6 +258,7 @@ mgpu_status_t mgpu__dist_plan(mgpu_runtime_t *rt, const mgpu_batch_t *batch, siz
     split(d->size, desc.n, d->plan_rate, lat, d->plan_share);
     d->planned = true;
     d->plan_key = kernel;
+    d->plan_footprint = desc.footprint;
     d->plan_n = desc.n;
     size_t first = 0;
     for (int r = 0; r < d->rank; r++) first += d->plan_share[r];
@@ -351,7 +356,7 @@ mgpu_status_t mgpu__dist_submit(mgpu_runtime_t *rt, const char *fn, const mgpu_b
     if (db->arg_copy) memcpy(db->arg_copy, db->desc.arg, db->desc.arg_size);
     db->desc.arg = db->arg_copy;
   }
-  db->model = mgpu__dist_model(d, &db->kernel);
+  db->model = mgpu__dist_model(d, &db->kernel, db->desc.footprint);
   for (int k = 0; k < db->kernel.nin; k++) db->bytes_per_item += db->kernel.in_size[k];
   for (int k = 0; k < db->kernel.nout; k++) db->bytes_per_item += db->kernel.out_size[k];
   bool planned = false;

@@ -132,7 +132,7 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
     return;
   }
   MGPU_LOCK(&rt->lock, MGPU_LK_RT);
-  b->model = mgpu__model_get(rt, &b->kernel);
+  b->model = mgpu__model_get(rt, &b->kernel, b->desc.footprint);
   size_t *share = calloc((size_t)rt->nworkers, sizeof(size_t));
   if (!share) MGPU_PANIC("out of memory splitting a batch");
   if (!mgpu__plan_split(rt, b, share)) {

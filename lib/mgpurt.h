@@ -336,6 +336,15 @@ typedef struct mgpu_batch {
   mgpu_const_t *consts[MGPU_MAX_CONSTS];
   const void *arg;  /**< copied at submit: may be reused right after */
   size_t arg_size;
+  /* Version 2. */
+  /** Which model of its kernel the batch is split by and trains: batches of
+   *  one kernel and one footprint share a model (0, the default, is the
+   *  kernel's own). Where an item's cost depends on `arg` (a size, a level,
+   *  an iteration count), give each cost its own footprint, so that batches
+   *  of different costs in turn are each split by what they cost, as
+   *  StarPU's footprints do; a footprint that differs from batch to batch
+   *  learns nothing. */
+  uint64_t footprint;
 } mgpu_batch_t;
 #define MGPU_BATCH_INIT {.size = sizeof(mgpu_batch_t)}
 

@@ -385,6 +385,7 @@ extern _Thread_local int mgpu__self_gpu;
 /* Version 2's fields start past version 1's size, tail padding included. */
 _Static_assert(offsetof(mgpu_config_t, mpi) >= MGPU__CONFIG_SIZE_V1, "mgpu_config_t version 2 overlaps version 1");
 _Static_assert(offsetof(mgpu_stats_t, rank) >= MGPU__STATS_SIZE_V1, "mgpu_stats_t version 2 overlaps version 1");
+_Static_assert(offsetof(mgpu_batch_t, footprint) >= MGPU__BATCH_SIZE_V1, "mgpu_batch_t version 2 overlaps version 1");
 _Static_assert(offsetof(mgpu_stats_t, gpus_out_batches) >= MGPU__SIZE_TO(mgpu_stats_t, nranks),
                "mgpu_stats_t version 3 overlaps version 2");
 #define MGPU__TRACE_EVENT_SIZE_V1 MGPU__SIZE_TO(mgpu_trace_event_t, t1)
@@ -683,6 +684,7 @@ typedef struct {
 
 typedef struct mgpu__model {
   mgpu_kernel_t key;        /* copy of the kernel it describes */
+  uint64_t footprint;       /* and the batches' footprint (mgpu_batch_t.footprint) */
   int nworkers;
   mgpu__fit_t *fit;         /* slot w: worker w only */
   /* Published by worker w after each of its chunks, read by everyone: the
@@ -1115,8 +1117,9 @@ double mgpu__worker_peak(const mgpu__batch_t *b, int w);
  * the GPUs end in less gives them nothing to start on. */
 double mgpu__start_cost(const mgpu_runtime_t *rt);
 void mgpu__start_cost_learn(mgpu_runtime_t *rt, double s);
-/* The runtime's model of kernel k, made on first use. Under rt->lock. */
-mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k);
+/* The runtime's model of kernel k for batches of this footprint, made on
+ * first use. Under rt->lock. */
+mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k, uint64_t footprint);
 void mgpu__models_free(mgpu_runtime_t *rt);
 /* The longest one item of b's kernel is known to take a CPU worker (0: not known). */
 double mgpu__cpu_item_s(const mgpu__batch_t *b);
@@ -1346,8 +1349,9 @@ void mgpu__node_event_release(mgpu_event_t *ev);
 void mgpu__runtime_stats(const mgpu_runtime_t *rt, mgpu_stats_t *s, const mgpu__stats_ref_t *r);
 
 /* --------------------------------------------------------------- model.c */
-/* A model for workers of nworkers slots (kernel k); NULL when out of memory. */
-mgpu__model_t *mgpu__model_new(const mgpu_kernel_t *k, int nworkers);
+/* A model for workers of nworkers slots (kernel k, batches of this
+ * footprint); NULL when out of memory. */
+mgpu__model_t *mgpu__model_new(const mgpu_kernel_t *k, uint64_t footprint, int nworkers);
 void mgpu__model_free(mgpu__model_t *m);
 /* Whether kernel a and b are one kernel: same functions, shapes and name (a
  * kernel struct rebuilt per call keeps its history). */

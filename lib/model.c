@@ -23,10 +23,11 @@ bool mgpu__model_same_kernel(const mgpu_kernel_t *a, const mgpu_kernel_t *b) {
   return a->name == NULL || strcmp(a->name, b->name) == 0;
 }
 
-mgpu__model_t *mgpu__model_new(const mgpu_kernel_t *k, int nworkers) {
+mgpu__model_t *mgpu__model_new(const mgpu_kernel_t *k, uint64_t footprint, int nworkers) {
   mgpu__model_t *m = calloc(1, sizeof *m);
   if (!m) return NULL;
   m->key = *k;
+  m->footprint = footprint;
   m->nworkers = nworkers;
   size_t n = (size_t)nworkers;
   m->fit = calloc(n, sizeof *m->fit);

@@ -141,10 +141,10 @@ void mgpu__start_cost_learn(mgpu_runtime_t *rt, double s) {
                                                 memory_order_relaxed));
 }
 
-mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k) {
+mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k, uint64_t footprint) {
   for (mgpu__model_t *m = rt->models; m; m = m->next)
-    if (mgpu__model_same_kernel(&m->key, k)) return m;
-  mgpu__model_t *m = mgpu__model_new(k, rt->nworkers);
+    if (m->footprint == footprint && mgpu__model_same_kernel(&m->key, k)) return m;
+  mgpu__model_t *m = mgpu__model_new(k, footprint, rt->nworkers);
   if (!m) MGPU_PANIC("out of memory for a kernel model");
   m->next = rt->models;
   rt->models = m;

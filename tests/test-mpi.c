@@ -293,6 +293,7 @@ static void scenario_mismatch(void) {
   } cases[] = {{"n", "mgpu_run: the ranks disagree on batch->n"},
                {"kernel", "mgpu_run: the ranks disagree on the kernel"},
                {"arg", "mgpu_run: the ranks disagree on batch->arg"},
+               {"footprint", "mgpu_run: the ranks disagree on batch->footprint: 0 on rank 0, 5 on rank 1"},
                {"null", "mgpu_run: rank 1 refused the batch: mgpu_run: batch->in[0] is NULL"}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     mgpu_batch_t b = batch_of(&a, &lin);
@@ -300,6 +301,7 @@ static void scenario_mismatch(void) {
     if (rank == 1 && !strcmp(cases[i].what, "n")) b.n--;
     if (rank == 1 && !strcmp(cases[i].what, "kernel")) b.kernel = &other;
     if (rank == 1 && !strcmp(cases[i].what, "arg")) b.arg = c2;
+    if (rank == 1 && !strcmp(cases[i].what, "footprint")) b.footprint = 5;
     if (rank == 1 && !strcmp(cases[i].what, "null")) b.in[0] = NULL;
     double t0 = now();
     mgpu_status_t st = mgpu_run(rt, &b, NULL);

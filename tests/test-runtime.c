@@ -36,6 +36,42 @@ START_TEST(test_dependency_chain) {
 }
 END_TEST
 
+/* A batch's footprint picks its kernel's model: batches of one kernel and
+ * one footprint share one. A batch of version 1's size (without footprint),
+ * with other bytes where footprint lies, is the kernel's own (footprint 0):
+ * those bytes are not read. */
+START_TEST(test_batch_footprint) {
+  mgpu_runtime_t *rt = start(2, 0);
+  const size_t n = 64;
+  uint64_t x[64], y[64];
+  for (size_t i = 0; i < n; i++) x[i] = i;
+  axpk_arg_t a = {1, NULL};
+  struct {
+    _Alignas(16) unsigned char b[sizeof(mgpu_batch_t) + 64];
+  } g;
+  memset(g.b, 0x5a, sizeof g.b);
+  mgpu_batch_t b = axpk_batch(&axpk, n, x, y, &a);
+  b.size = MGPU__BATCH_SIZE_V1;
+  memcpy(g.b, &b, MGPU__BATCH_SIZE_V1);
+  ck_assert_msg(mgpu_run(rt, (const mgpu_batch_t *)(void *)g.b, NULL) == MGPU_OK, "%s", mgpu_last_error());
+  for (size_t i = MGPU__BATCH_SIZE_V1; i < sizeof g.b; i++) ck_assert_int_eq(g.b[i], 0x5a);
+  b.size = sizeof b;
+  b.footprint = 7;
+  ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
+  b.footprint = 0;
+  ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
+  ck_assert_uint_eq(y[n - 1], (n - 1) * 3 + 1);
+  int models = 0;
+  uint64_t sum = 0;
+  MGPU_LOCK(&rt->lock, MGPU_LK_RT);
+  for (const mgpu__model_t *m = rt->models; m; m = m->next) models++, sum += m->footprint;
+  MGPU_UNLOCK(&rt->lock);
+  ck_assert_int_eq(models, 2);
+  ck_assert_uint_eq(sum, 7);
+  mgpu_finalize(rt);
+}
+END_TEST
+
 /* ------------------------------------------------------------ errors */
 
 static int fail_at_cpu(const mgpu_chunk_t *c) {
@@ -1084,6 +1120,7 @@ int main(void) {
   TCase *tc = tcase_create("runtime");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_dependency_chain);
+  tcase_add_test(tc, test_batch_footprint);
   tcase_add_test(tc, test_kernel_failure);
   tcase_add_test(tc, test_kernel_failure_range);
   tcase_add_test(tc, test_bad_arguments);

@@ -109,10 +109,11 @@ static const mgpu_kernel_t sleep_kernel = {
 
 /* One batch of n items of kernel k (whose items write i ^ 0x5a5a5a5a),
  * checked; returns its time. */
-static double run_marked(mgpu_runtime_t *rt, const mgpu_kernel_t *k, const void *arg, size_t arg_size, size_t n,
-                         mgpu_worker_stats_t *ws, int cap, mgpu_stats_t *st_out) {
+static double run_footprint(mgpu_runtime_t *rt, const mgpu_kernel_t *k, const void *arg, size_t arg_size, size_t n,
+                            uint64_t footprint, mgpu_worker_stats_t *ws, int cap, mgpu_stats_t *st_out) {
   uint32_t *out = malloc(4 * n);
-  mgpu_batch_t b = {.kernel = k, .n = n, .out = {out}, .arg = arg, .arg_size = arg_size};
+  mgpu_batch_t b = MGPU_BATCH_INIT;
+  b.kernel = k, b.n = n, b.out[0] = out, b.arg = arg, b.arg_size = arg_size, b.footprint = footprint;
   mgpu_stats_t st = {.worker = ws, .worker_cap = cap};
   double t0 = mgpu__now();
   ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
@@ -122,6 +123,11 @@ static double run_marked(mgpu_runtime_t *rt, const mgpu_kernel_t *k, const void 
   free(out);
   if (st_out) *st_out = st;
   return t;
+}
+
+static double run_marked(mgpu_runtime_t *rt, const mgpu_kernel_t *k, const void *arg, size_t arg_size, size_t n,
+                         mgpu_worker_stats_t *ws, int cap, mgpu_stats_t *st_out) {
+  return run_footprint(rt, k, arg, arg_size, n, 0, ws, cap, st_out);
 }
 
 static double run_sleep(mgpu_runtime_t *rt, size_t n, double cpu_cost, mgpu_worker_stats_t *ws, int cap,
@@ -409,7 +415,7 @@ START_TEST(test_overlapped_launches) {
   for (int b = 0; b < 6; b++) {
     double t = run_sleep(rt, n, 0, ws, 2, NULL);
     MGPU_LOCK(&rt->lock, MGPU_LK_RT);
-    const mgpu__fit_t *f = &mgpu__model_get(rt, &sleep_kernel)->fit[1];
+    const mgpu__fit_t *f = &mgpu__model_get(rt, &sleep_kernel, 0)->fit[1];
     double a = f->a, pred = mgpu__fit_time(f, (double)n), nmax = f->nmax;
     size_t claimed = f->claimed;
     MGPU_UNLOCK(&rt->lock);
@@ -516,6 +522,46 @@ START_TEST(test_cost_changes_for_good) {
 }
 END_TEST
 
+/* One kernel whose GPU cost depends on its argument, cheap and 1,000 times
+ * dearer in turn, batch after batch, beside one CPU worker: one model for
+ * both is always the other batch's, and each dear batch puts all 4,000
+ * items in one GPU launch of 0.4 s (11 times the best split's 36 ms). With
+ * a footprint for each cost, each is split by its own model. */
+START_TEST(test_footprint_alternating) {
+  mgpu_test_config_t cfg = mgpu_test_config(1, 1);
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+  const size_t n = 4000;
+  mgpu_worker_stats_t ws[2];
+  const shift_arg_t cost[2] = {{1e-7, 1e-5}, {1e-4, 1e-5}};
+  const double ideal = n / (1 / cost[1].gpu_s + 1 / cost[1].cpu_s);
+  double dear[8];
+  for (int b = 0; b < 24; b++) {
+    int d = b % 2;
+    double t = run_footprint(rt, &shift_kernel, &cost[d], sizeof cost[d], n, d ? 2 : 1, ws, 2, NULL);
+    printf("GPU cheap and 1000x dearer in turn, footprints 1 and 2, batch %d (%s): %.4f s; CPU %llu items, GPU %llu\n",
+           b, d ? "dear" : "cheap", t, (unsigned long long)ws[0].items, (unsigned long long)ws[1].items);
+    if (d && b >= 8) dear[(b - 8) / 2] = t;
+    if (!d && b >= 8)
+      ck_assert_msg(ws[1].items >= n * 9 / 10, "cheap batch %d: the GPU ran %llu of %zu items", b,
+                    (unsigned long long)ws[1].items, n);
+  }
+  qsort(dear, 8, sizeof *dear, cmp_dbl);
+  if (mgpu_test_timing())
+    ck_assert_msg(dear[4] < 2 * ideal, "median dear batch %.4f s, ideal %.4f s", dear[4], ideal);
+  /* One model each, and none for footprint 0. */
+  int models = 0;
+  MGPU_LOCK(&rt->lock, MGPU_LK_RT);
+  for (const mgpu__model_t *m = rt->models; m; m = m->next) {
+    ck_assert(m->footprint == 1 || m->footprint == 2);
+    models++;
+  }
+  MGPU_UNLOCK(&rt->lock);
+  ck_assert_int_eq(models, 2);
+  mgpu_finalize(rt);
+}
+END_TEST
+
 /* Launches side by side at MGPU_MAX_BATCH_SIZE (256 items, four streams, a
  * launch 20 ms): the GPU's host thread joins each launch to those it ran
  * beside into one sample (gpu_chunk.c), which tells the growth of launches
@@ -536,7 +582,7 @@ START_TEST(test_joined_launch_sizes) {
   for (int b = 0; b < 3; b++) {
     double t = run_sleep(rt, n, 0, ws, 2, NULL);
     MGPU_LOCK(&rt->lock, MGPU_LK_RT);
-    const mgpu__fit_t *f = &mgpu__model_get(rt, &sleep_kernel)->fit[1];
+    const mgpu__fit_t *f = &mgpu__model_get(rt, &sleep_kernel, 0)->fit[1];
     double nmax = f->nmax;
     size_t claimed = f->claimed;
     MGPU_UNLOCK(&rt->lock);
@@ -870,7 +916,7 @@ static void run_contend(double gpu_cost, double slow, int busy_at, int trials, c
     /* The ways' times as the batch's choice sees them (the batch adds its own after). */
     double score[MGPU_RESERVE_LEVELS], best = 0;
     MGPU_LOCK(&rt->lock, MGPU_LK_RT);
-    mgpu__model_t *m = mgpu__model_get(rt, &contend_kernel);
+    mgpu__model_t *m = mgpu__model_get(rt, &contend_kernel, 0);
     for (int l = 0; l < MGPU_RESERVE_LEVELS; l++) {
       score[l] = m->reserve_runs[l] > 1 ? MGPU_MAX(m->reserve_rate[l][0], m->reserve_rate[l][1]) : m->reserve_rate[l][0];
       best = MGPU_MAX(best, score[l]);
@@ -1087,7 +1133,7 @@ START_TEST(test_cpu_team_rate) {
   mgpu_runtime_t *rt;
   ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
   MGPU_LOCK(&rt->lock, MGPU_LK_RT);
-  mgpu__model_t *m = mgpu__model_get(rt, &sleep_kernel);
+  mgpu__model_t *m = mgpu__model_get(rt, &sleep_kernel, 0);
   MGPU_UNLOCK(&rt->lock);
   atomic_store(&m->speed[2], 2e4);
   atomic_store(&m->known[2], 1);
@@ -1375,7 +1421,7 @@ START_TEST(test_probe_after_one_chunk) {
     run_sleep(rt, 4000, 0, ws, 3, &st);
     chunks += ws[2].chunks;
     MGPU_LOCK(&rt->lock, MGPU_LK_RT);
-    uint64_t learnt = atomic_load(&mgpu__model_get(rt, &sleep_kernel)->samples[2]);
+    uint64_t learnt = atomic_load(&mgpu__model_get(rt, &sleep_kernel, 0)->samples[2]);
     MGPU_UNLOCK(&rt->lock);
     ck_assert_msg(ws[2].chunks == 1, "batch %d: %llu chunks", b, (unsigned long long)ws[2].chunks);
     ck_assert_msg(learnt == chunks, "batch %d returned with %llu of the GPU's %llu chunks learnt", b,
@@ -1428,6 +1474,7 @@ int main(void) {
   tcase_add_test(tc, test_joined_launch_sizes);
   tcase_add_test(tc, test_latency_counted_once);
   tcase_add_test(tc, test_cost_changes_for_good);
+  tcase_add_test(tc, test_footprint_alternating);
   tcase_add_test(tc, test_cpus_sit_out);
   tcase_add_test(tc, test_reserve_workers);
   tcase_add_test(tc, test_reserve_gpus_out);
