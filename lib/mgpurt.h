@@ -133,7 +133,8 @@ typedef struct mgpu_config {
   int streams_per_gpu;        /**< MGPU_STREAMS_PER_GPU: 1..32 */
   mgpu_sched_t sched;         /**< MGPU_SCHED */
   int stats;                  /**< MGPU_STATS: 0/1, per-worker table at finalize */
-  const char *trace;          /**< MGPU_TRACE: trace file path, NULL = unset */
+  const char *trace;          /**< MGPU_TRACE: trace file path, NULL = unset; not one that
+                                   another live runtime traces to (MGPU_EINVAL) */
   int debug;                  /**< MGPU_DEBUG: 0 none, 1 error, 2 warn, 3 info, 4 debug */
   /** MGPU_TENSOR_SPLIT: default shares of split arrays (mgpu_array_create), one per
    *  GPU, optionally one more for the host; each >= 0, not all 0. -1 = unset. */

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #define MGPU_INTERNAL __attribute__((visibility("hidden")))
 #define MGPU_CACHELINE 64
@@ -53,7 +54,7 @@ enum {
   MGPU_LK_SLEEP,    /* rt->sleep_lock, rt->gpu_sleep_lock */
   MGPU_LK_THREADS,  /* rt->watchdog_lock, rt->team_lock */
   MGPU_LK_BACKEND,  /* device back ends' own locks */
-  MGPU_LK_LEAF      /* handle.c's, gpu_worker.c's gone_lock, log.c's */
+  MGPU_LK_LEAF      /* handle.c's, trace.c's, gpu_worker.c's gone_lock, log.c's */
 };
 #ifdef MGPU_DEBUG_LOCKS
 void mgpu__lock_enter(const void *m, int level, const char *what, const char *file, int line);
@@ -888,6 +889,9 @@ struct mgpu_runtime {
   double t_init;
   int trace_on;                /* MGPU_TRACE is set */
   FILE *trace_fp;
+  dev_t trace_dev;             /* trace_fp's file, and the next live runtime that traces: trace.c's lock */
+  ino_t trace_ino;
+  mgpu_runtime_t *trace_next;
   mgpu__tev_t *btrace;         /* MGPU_TEV_BATCH events, under lock */
   size_t nbtrace, btrace_cap;
   uint64_t btrace_dropped;
@@ -1592,6 +1596,7 @@ mgpu_status_t mgpu__trace_open(mgpu_runtime_t *rt);
 void mgpu__trace_add(mgpu_runtime_t *rt, mgpu__worker_t *w, const mgpu__tev_t *ev);
 void mgpu__trace_batch(mgpu_runtime_t *rt, const mgpu__batch_t *b); /* under rt->lock */
 mgpu_status_t mgpu__trace_close(mgpu_runtime_t *rt); /* after the workers stopped */
+void mgpu__trace_discard(mgpu_runtime_t *rt);        /* mgpu_init failed after mgpu__trace_open */
 void mgpu__trace_free(mgpu__worker_t *w);
 
 /* ------------------------------------------------------------ handle.c */

@@ -38,7 +38,7 @@ static void free_runtime(mgpu_runtime_t *rt) {
     if (!rt->host_allocs[i].pinned) free(rt->host_allocs[i].p);
     else if (!keep_pinned) rt->dev->host_free(rt->host_allocs[i].p);
   }
-  if (rt->trace_fp) fclose(rt->trace_fp); /* init failed after opening it */
+  mgpu__trace_discard(rt); /* init failed after opening it */
   free(rt->btrace);
   for (int i = 0; rt->workers && i < rt->nworkers; i++) {
     free(rt->workers[i].scratch);

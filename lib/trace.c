@@ -8,9 +8,48 @@
 #include "mgpurt_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The live runtimes that trace, linked through rt->trace_next, so that two
+ * never write one file: each writes the whole file at its mgpu_finalize, and
+ * a second writer would interleave with the first or leave the tail of a
+ * longer trace behind its own. A file is known by its device and inode, which
+ * every name of it shares (a hard link, a path spelled another way); its open
+ * descriptor keeps the inode from being reused while the runtime lives. */
+static pthread_mutex_t tracing_lock = PTHREAD_MUTEX_INITIALIZER; /* MGPU_LK_LEAF */
+static mgpu_runtime_t *tracing;                                  /* tracing_lock */
+
+/* Enter rt for its file, unless another live runtime writes that file. */
+static bool tracing_enter(mgpu_runtime_t *rt, const struct stat *sb) {
+  bool taken = false;
+  MGPU_LOCK(&tracing_lock, MGPU_LK_LEAF);
+  for (const mgpu_runtime_t *o = tracing; o && !taken; o = o->trace_next)
+    taken = o->trace_dev == sb->st_dev && o->trace_ino == sb->st_ino;
+  if (!taken) {
+    rt->trace_dev = sb->st_dev;
+    rt->trace_ino = sb->st_ino;
+    rt->trace_next = tracing;
+    tracing = rt;
+  }
+  MGPU_UNLOCK(&tracing_lock);
+  return !taken;
+}
+
+static void tracing_leave(mgpu_runtime_t *rt) {
+  MGPU_LOCK(&tracing_lock, MGPU_LK_LEAF);
+  for (mgpu_runtime_t **p = &tracing; *p; p = &(*p)->trace_next)
+    if (*p == rt) {
+      *p = rt->trace_next;
+      break;
+    }
+  MGPU_UNLOCK(&tracing_lock);
+  rt->trace_next = NULL;
+}
 
 /* Append ev to a growing buffer; false (and the event dropped) out of memory:
  * tracing must not break the run. */
@@ -38,14 +77,40 @@ void mgpu__trace_batch(mgpu_runtime_t *rt, const mgpu__batch_t *b) {
 }
 
 mgpu_status_t mgpu__trace_open(mgpu_runtime_t *rt) {
-  if (!rt->cfg.v.trace) return MGPU_OK;
-  /* Open now, so a bad path is an error of mgpu_init, not a lost trace. */
-  rt->trace_fp = fopen(rt->cfg.v.trace, "w");
-  if (!rt->trace_fp)
-    return mgpu__fail(MGPU_EINVAL, "MGPU_TRACE='%s': cannot open the file for writing: %s", rt->cfg.v.trace,
-                      strerror(errno));
+  const char *path = rt->cfg.v.trace;
+  if (!path) return MGPU_OK;
+  /* Open now, so a bad path is an error of mgpu_init, not a lost trace; cut
+   * the file only once it is known that no other runtime writes it. */
+  int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+  struct stat sb;
+  if (fd < 0 || fstat(fd, &sb) != 0) {
+    int err = errno;
+    if (fd >= 0) close(fd);
+    return mgpu__fail(MGPU_EINVAL, "MGPU_TRACE='%s': cannot open the file for writing: %s", path, strerror(err));
+  }
+  if (!tracing_enter(rt, &sb)) {
+    close(fd);
+    return mgpu__fail(MGPU_EINVAL, "MGPU_TRACE='%s': another live runtime of this process traces to this file, and "
+                                   "each writes the whole file at its mgpu_finalize: expected a file of this "
+                                   "runtime's own (mgpu_config_t.trace), or the other runtime finalized first",
+                      path);
+  }
+  /* A device or a pipe has no length to cut. */
+  if ((S_ISREG(sb.st_mode) && ftruncate(fd, 0) != 0) || !(rt->trace_fp = fdopen(fd, "w"))) {
+    int err = errno;
+    close(fd);
+    tracing_leave(rt);
+    return mgpu__fail(MGPU_EINVAL, "MGPU_TRACE='%s': cannot open the file for writing: %s", path, strerror(err));
+  }
   rt->trace_on = 1;
   return MGPU_OK;
+}
+
+void mgpu__trace_discard(mgpu_runtime_t *rt) {
+  if (!rt->trace_fp) return;
+  fclose(rt->trace_fp);
+  rt->trace_fp = NULL;
+  tracing_leave(rt);
 }
 
 static void json_string(FILE *f, const char *s) {
@@ -176,6 +241,7 @@ mgpu_status_t mgpu__trace_close(mgpu_runtime_t *rt) {
   if (dropped)
     mgpu__log(MGPU_LOG_WARN, "MGPU_TRACE: %llu events were dropped (out of memory)", (unsigned long long)dropped);
   rt->trace_fp = NULL;
+  tracing_leave(rt);
   return st;
 }
 

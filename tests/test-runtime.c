@@ -847,6 +847,63 @@ START_TEST(test_progress_and_trace_events) {
 }
 END_TEST
 
+/* Whether the trace file at path parses as JSON and its chunks and batches are
+ * of the kernel named `kernel` alone. */
+static bool trace_file_of(const char *path, const char *kernel) {
+  char cmd[512];
+  snprintf(cmd, sizeof cmd,
+           "python3 -c 'import json, sys\n"
+           "ev = json.load(open(sys.argv[1]))[\"traceEvents\"]\n"
+           "names = {e[\"name\"] for e in ev if e.get(\"cat\") in (\"chunk\", \"batch\")}\n"
+           "sys.exit(names != {sys.argv[2]})' '%s' '%s'",
+           path, kernel);
+  return system(cmd) == 0;
+}
+
+/* Two live runtimes never write one trace file: each writes the whole file at
+ * its mgpu_finalize, so the second would leave the tail of a longer trace
+ * behind its own. The second is refused, also where its path is another
+ * name of the file (a hard link); the file holds the first one's trace, and
+ * is free for another runtime once the first is finalized. */
+START_TEST(test_trace_one_writer) {
+  if (system("python3 -c '' 2>/dev/null") != 0) return; /* nothing to parse the trace with */
+  char path[] = "/tmp/mgpu-trace-test-XXXXXX", alias[sizeof path + 5];
+  temp_file(path);
+  snprintf(alias, sizeof alias, "%s.link", path);
+  ck_assert_int_eq(link(path, alias), 0);
+  mgpu_test_config_t c = mgpu_test_config(2, 0);
+  c.cfg.trace = path;
+  mgpu_runtime_t *a, *b;
+  ck_assert_int_eq(mgpu_test_init(&c, &a), MGPU_OK);
+  const size_t n = 200000;
+  uint64_t *x = calloc(n, 8), *y = malloc(8 * n);
+  axpk_arg_t k = {3, NULL};
+  mgpu_batch_t ba = axpk_batch(&axpk, n, x, y, &k), bb = axpk_batch(&axpk_cpu_only, 10, x, y, &k);
+  ck_assert_int_eq(mgpu_run(a, &ba, NULL), MGPU_OK);
+  c.cfg.num_threads = 1;
+  c.cfg.trace = alias;
+  mgpu_status_t st = mgpu_test_init(&c, &b);
+  char why[512];
+  snprintf(why, sizeof why, "%s", mgpu_last_error());
+  if (st == MGPU_OK) ck_assert_int_eq(mgpu_run(b, &bb, NULL), MGPU_OK);
+  mgpu_finalize(a);
+  if (st == MGPU_OK) mgpu_finalize(b);
+  ck_assert_msg(trace_file_of(path, "axpk"), "the trace file is not the first runtime's whole trace");
+  ck_assert_int_eq(st, MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(why, "MGPU_TRACE='"));
+  ck_assert_ptr_nonnull(strstr(why, alias));
+  ck_assert_ptr_nonnull(strstr(why, "another live runtime of this process traces to this file"));
+  /* The first one finalized, the file takes another runtime's trace. */
+  ck_assert_int_eq(mgpu_test_init(&c, &b), MGPU_OK);
+  ck_assert_int_eq(mgpu_run(b, &bb, NULL), MGPU_OK);
+  ck_assert_int_eq(mgpu_finalize_checked(b), MGPU_OK);
+  ck_assert_msg(trace_file_of(path, "axpk-cpu"), "the trace file is not the second runtime's whole trace");
+  free(x), free(y);
+  unlink(alias);
+  unlink(path);
+}
+END_TEST
+
 START_TEST(test_finalize_waits) {
   /* Finalize with a batch in flight waits for it; its outputs are complete. */
   mgpu_runtime_t *rt = start(2, 1);
@@ -1136,6 +1193,7 @@ int main(void) {
   tcase_add_test(tc, test_stats_negative_cap);
   tcase_add_test(tc, test_stats_at_finalize);
   tcase_add_test(tc, test_progress_and_trace_events);
+  tcase_add_test(tc, test_trace_one_writer);
   tcase_add_test(tc, test_cancel_cpu);
   tcase_add_test(tc, test_cancel_gpu);
   tcase_add_test(tc, test_cancel_then_failure);
