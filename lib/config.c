@@ -24,8 +24,11 @@ typedef struct {
   long long lo, hi;   /* integer kinds */
   double dlo, dhi;    /* K_DOUBLE: lo exclusive when dlo_open */
   int dlo_open;
-  const char *accepted; /* what is accepted, for messages */
+  const char *accepted; /* what the variable accepts, for messages */
   const char *doc;
+  /* What the field accepts, where its values are not the variable's words
+   * (an int 0 or 1 for yes/no, an enum's names); NULL: accepted. */
+  const char *field_accepted;
 } setting_t;
 
 #define LL_MAX_ITEMS (1LL << 40)
@@ -38,7 +41,8 @@ static const setting_t settings[MGPU_SET_COUNT] = {
                          "GPUs to use (default: all visible; 0 = CPU only)"},
   [MGPU_SET_DEVICES] = {"MGPU_DEVICES", K_LIST, 0, MGPU_MAX_DEVICES - 1, 0, 0, 0,
                         "a comma-separated list of distinct device indices in 0..63, e.g. 0,2",
-                        "explicit GPU list (default: the first MGPU_NUM_GPUS visible)"},
+                        "explicit GPU list (default: the first MGPU_NUM_GPUS visible)",
+                        "ndevices in 1..64 and devices[0..ndevices) distinct indices in 0..63"},
   [MGPU_SET_RATIO] = {"MGPU_DEVICE_TO_CORE_RATIO", K_DOUBLE, 0, 0, 0, 1e7, 1,
                       "a number greater than 0 and at most 1e7",
                       "how many CPU workers one GPU is worth; sets the first split (default: measured per kernel)"},
@@ -47,20 +51,24 @@ static const setting_t settings[MGPU_SET_COUNT] = {
   [MGPU_SET_STREAMS] = {"MGPU_STREAMS_PER_GPU", K_INT, 1, 32, 0, 0, 0, "an integer in 1..32",
                         "chunks in flight per GPU, to overlap copies and kernels (default 3)"},
   [MGPU_SET_SCHED] = {"MGPU_SCHED", K_SCHED, 0, 0, 0, 0, 0, "one of steal, static, cpu, gpu",
-                      "steal (default), static (fixed split by ratio), cpu or gpu (restrict workers)"},
+                      "steal (default), static (fixed split by ratio), cpu or gpu (restrict workers)",
+                      "MGPU_SCHED_STEAL, MGPU_SCHED_STATIC, MGPU_SCHED_CPU or MGPU_SCHED_GPU"},
   [MGPU_SET_STATS] = {"MGPU_STATS", K_BOOL, 0, 1, 0, 0, 0, "0, 1, yes, no, on, off, true or false",
-                      "print a per-worker table at mgpu_finalize (default 0)"},
+                      "print a per-worker table at mgpu_finalize (default 0)",
+                      "0 or 1"},
   [MGPU_SET_TRACE] = {"MGPU_TRACE", K_PATH, 0, 0, 0, 0, 0, "a file path of 1..1023 characters, not blank", "write a trace to this file (default: none)"},
   [MGPU_SET_DEBUG] = {"MGPU_DEBUG", K_LEVEL, 0, 4, 0, 0, 0, "0..4 or none, error, warn, info, debug",
                       "log level on stderr; errors returned to the program are printed at info and above "
-                      "(default warn)"},
+                      "(default warn)",
+                      "0 (none), 1 (error), 2 (warn), 3 (info) or 4 (debug)"},
   [MGPU_SET_EMULATE_GPUS] = {"MGPU_EMULATE_GPUS", K_INT, 0, MGPU_MAX_DEVICES, 0, 0, 0, "an integer in 0..64",
                              "TESTS ONLY: replace GPUs by N emulated devices on host memory (default 0)"},
   [MGPU_SET_EMULATE_SPEED] = {"MGPU_EMULATE_SPEED", K_DOUBLE, 0, 0, 0, 1e12, 0, "a number in 0..1e12",
                               "TESTS ONLY: items/s of an emulated device; 0 = as fast as the host (default 0)"},
   [MGPU_SET_EMULATE_MEM] = {"MGPU_EMULATE_MEM", K_BYTES, 1LL << 20, 1LL << 40, 0, 0, 0,
                             "a size in 1M..1T (bytes, or with a K, M, G or T suffix)",
-                            "TESTS ONLY: memory of an emulated device (default 1G)"},
+                            "TESTS ONLY: memory of an emulated device (default 1G)",
+                            "a number of bytes in 1048576..1099511627776"},
   [MGPU_SET_EMULATE_LATENCY] = {"MGPU_EMULATE_LATENCY", K_DOUBLE, 0, 0, 0, 10, 0, "a number of seconds in 0..10",
                                 "TESTS ONLY: seconds each kernel launch of an emulated device takes on top of its "
                                 "items' time (default 0)"},
@@ -70,7 +78,8 @@ static const setting_t settings[MGPU_SET_COUNT] = {
                               "them (default 0: no limit)"},
   [MGPU_SET_EMULATE_OVERLAP] = {"MGPU_EMULATE_OVERLAP", K_BOOL, 0, 1, 0, 0, 0, "0, 1, yes, no, on, off, true or false",
                                 "TESTS ONLY: launches of an emulated device on different streams run side by side, "
-                                "sharing only its items' speed (default 0: one launch at a time)"},
+                                "sharing only its items' speed (default 0: one launch at a time)",
+                                "0 or 1"},
   [MGPU_SET_FAULT_INJECT] = {"MGPU_FAULT_INJECT", K_FAULT, 0, 0, 0, 0, 0,
                              "a comma-separated list of launch:GPU:K|all, alloc:GPU:K, const:GPU:K, props:GPU:0, "
                              "hang:GPU:K, hangcoll:GPU:K, stall:GPU:K",
@@ -78,20 +87,24 @@ static const setting_t settings[MGPU_SET_COUNT] = {
   [MGPU_SET_TENSOR_SPLIT] = {"MGPU_TENSOR_SPLIT", K_RATIOS, 0, 0, 0, 1e12, 0,
                              "a comma-separated list of shares >= 0, one per GPU and optionally one more for the "
                              "host, not all 0, e.g. 0.6,0.4",
-                             "default split of arrays across GPUs (and host) (default: equal shares of the GPUs)"},
+                             "default split of arrays across GPUs (and host) (default: equal shares of the GPUs)",
+                             "ntensor_split in 1..65, with that many shares >= 0 in tensor_split, not all 0"},
   [MGPU_SET_RESERVE_THREADS] = {"MGPU_RESERVE_THREADS", K_INT, 0, 4096, 0, 0, 0,
                                 "an integer in 0..4096, fewer than the CPU workers, or auto (MGPU_RESERVE_AUTO)",
                                 "CPU workers kept out of batches that GPUs also run; auto: learned per kernel, 0, "
                                 "a quarter, half or all of the workers, or every GPU out (default: auto with a "
-                                "GPU and a default MGPU_NUM_THREADS, else 0)"},
+                                "GPU and a default MGPU_NUM_THREADS, else 0)",
+                                "an integer in 0..4096, fewer than the CPU workers, or MGPU_RESERVE_AUTO"},
   [MGPU_SET_TIMEOUT] = {"MGPU_TIMEOUT", K_DOUBLE, 0, 0, 0, 1e6, 0, "a number of seconds in 0..1e6 (0: off) or auto",
                         "seconds a GPU chunk or collective may take before the GPU counts as hung (retired) or "
                         "the collective fails; auto: 10 times the predicted time, at least 30 s (300 s with no "
-                        "prediction); 0 = off (default auto)"},
+                        "prediction); 0 = off (default auto)",
+                        "a number of seconds in 0..1e6 (0: off) or MGPU_TIMEOUT_AUTO"},
   [MGPU_SET_MPI] = {"MGPU_MPI", K_BOOL, 0, 1, 0, 0, 0, "auto, off, 1, 0, yes, no, on, true or false",
                     "auto: where the program has initialised MPI, the runtime spans the ranks of its communicator "
                     "(MPI_COMM_WORLD unless given) when they are more than one; off: this process alone "
-                    "(default auto)"},
+                    "(default auto)",
+                    "1 (auto) or 0 (off)"},
 };
 
 const char *mgpu__config_name(int id) { return settings[id].name; }
@@ -198,14 +211,19 @@ static mgpu_status_t bad_env(int id, const char *value, const char *why) {
                     why ? why : "", s->accepted);
 }
 
-/* A field of mgpu_config_t, or of mgpu__testcfg_t for the settings for tests. */
-static mgpu_status_t bad_arg(int id, const char *field, const char *value) {
-  const setting_t *s = &settings[id];
+/* How a message names a field: of mgpu_init's cfg, or of mgpu__testcfg_t for
+ * the settings for tests. */
+static const char *field_of(int id) {
   bool test = id == MGPU_SET_EMULATE_GPUS || id == MGPU_SET_EMULATE_SPEED || id == MGPU_SET_EMULATE_MEM ||
               id == MGPU_SET_EMULATE_LATENCY || id == MGPU_SET_EMULATE_WIDTH || id == MGPU_SET_EMULATE_OVERLAP ||
               id == MGPU_SET_FAULT_INJECT;
-  return mgpu__fail(MGPU_EINVAL, "%s.%s=%s is invalid (the field of %s): expected %s, or leave it unset",
-                    test ? "mgpu__testcfg_t" : "mgpu_config_t", field, value, s->name, s->accepted);
+  return test ? "mgpu__testcfg_t." : "cfg->";
+}
+
+static mgpu_status_t bad_arg(int id, const char *field, const char *value) {
+  const setting_t *s = &settings[id];
+  return mgpu__fail(MGPU_EINVAL, "mgpu_init: %s%s = %s is invalid (the field of %s): expected %s, or leave it unset",
+                    field_of(id), field, value, s->name, s->field_accepted ? s->field_accepted : s->accepted);
 }
 
 /* Parse one environment value into the resolved config. */
@@ -463,7 +481,7 @@ static mgpu_status_t from_arg(int id, const mgpu_config_t *a, const mgpu__testcf
       return bad_arg(id, "ntensor_split", num);
     }
     if (mgpu__check_ratios(a->tensor_split, a->ntensor_split, why, sizeof why) != 0)
-      return mgpu__fail(MGPU_EINVAL, "mgpu_config_t.tensor_split (the field of MGPU_TENSOR_SPLIT) is invalid: %s",
+      return mgpu__fail(MGPU_EINVAL, "mgpu_init: cfg->tensor_split (the field of MGPU_TENSOR_SPLIT) is invalid: %s",
                         why);
     v->ntensor_split = a->ntensor_split;
     memcpy(v->tensor_split, a->tensor_split, sizeof v->tensor_split);
@@ -491,8 +509,8 @@ mgpu_status_t mgpu__config_parse(const mgpu_config_t *user, const mgpu__testcfg_
   /* A flag, with no variable of its own to be unset by: only 0 and 1 mean
    * something. */
   if (a.ignore_env != 0 && a.ignore_env != 1)
-    return mgpu__fail(MGPU_EINVAL, "mgpu_config_t.ignore_env=%d is invalid: expected 0 (the MGPU_* variables count, "
-                                   "the default) or 1 (they are ignored)", a.ignore_env);
+    return mgpu__fail(MGPU_EINVAL, "mgpu_init: cfg->ignore_env = %d is invalid: expected 0 (the MGPU_* variables "
+                                   "count, the default) or 1 (they are ignored)", a.ignore_env);
   const mgpu_config_t *arg = &a;
   mgpu__testcfg_t test_unset;
   mgpu__testcfg_init(&test_unset);

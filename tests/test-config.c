@@ -262,7 +262,7 @@ START_TEST(test_bad_args) {
     case 5: a.reserve_threads = (int)cases[i].value; break;
     }
     ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
-    ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_config_t."));
+    ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_init: cfg->"));
   }
   /* ignore_env is a flag: 0 or 1. */
   int flags[] = {7, -1, 2};
@@ -271,8 +271,8 @@ START_TEST(test_bad_args) {
     a.ignore_env = flags[i];
     ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
     char want[128];
-    snprintf(want, sizeof want, "mgpu_config_t.ignore_env=%d is invalid: expected 0 (the MGPU_* variables count, the "
-             "default) or 1 (they are ignored)", flags[i]);
+    snprintf(want, sizeof want, "mgpu_init: cfg->ignore_env = %d is invalid: expected 0 (the MGPU_* variables count, "
+             "the default) or 1 (they are ignored)", flags[i]);
     ck_assert_str_eq(mgpu_last_error(), want);
   }
   mgpu_config_init(&a);
@@ -290,7 +290,7 @@ START_TEST(test_bad_args) {
   a.ignore_env = 1;
   a.trace = "  ";
   ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
-  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_config_t.trace=\"\" (a blank path)"));
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_init: cfg->trace = \"\" (a blank path)"));
   static char long_path[1100];
   memset(long_path, 'a', sizeof long_path - 1);
   a.trace = long_path;
@@ -302,7 +302,7 @@ START_TEST(test_bad_args) {
   a.ignore_env = 1;
   a.timeout = -5;
   ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
-  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_config_t.timeout=-5 is invalid (the field of MGPU_TIMEOUT)"));
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_init: cfg->timeout = -5 is invalid (the field of MGPU_TIMEOUT)"));
   a.timeout = 0.25;
   ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_OK);
   ck_assert(c.v.timeout == 0.25);
@@ -316,7 +316,7 @@ START_TEST(test_bad_args) {
   mgpu__testcfg_init(&t);
   t.emulate_speed = -0.0;
   ck_assert_int_eq(mgpu__config_parse(&a, &t, &c), MGPU_EINVAL);
-  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu__testcfg_t.emulate_speed=-0 is invalid (the field of "
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_init: mgpu__testcfg_t.emulate_speed = -0 is invalid (the field of "
                                                   "MGPU_EMULATE_SPEED)"));
   mgpu_config_init(&a);
   a.ignore_env = 1;
@@ -341,7 +341,7 @@ START_TEST(test_bad_args) {
   a.tensor_split[1] = -1;
   ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
   /* One message, naming the field and what is wrong with it. */
-  ck_assert_msg(strstr(mgpu_last_error(), "mgpu_config_t.tensor_split (the field of MGPU_TENSOR_SPLIT) is invalid: "
+  ck_assert_msg(strstr(mgpu_last_error(), "mgpu_init: cfg->tensor_split (the field of MGPU_TENSOR_SPLIT) is invalid: "
                                           "share 1 is -1: expected a number in 0..1e12"),
                 "%s", mgpu_last_error());
   ck_assert_msg(!strstr(mgpu_last_error(), "is invalid (the field"), "%s", mgpu_last_error());
@@ -355,6 +355,63 @@ START_TEST(test_bad_args) {
 }
 END_TEST
 
+/* A bad field of mgpu_config_t is mgpu_init's error, naming the field as the
+ * caller wrote it and what the field takes, in the field's values, not its
+ * variable's words (stats takes 0 or 1, not yes or on). */
+START_TEST(test_field_errors) {
+  mgpu__log_set_level(MGPU_LOG_NONE);
+  struct {
+    int field, value;
+    const char *want;
+  } cases[] = {
+      {0, 5000, "mgpu_init: cfg->num_threads = 5000 is invalid (the field of MGPU_NUM_THREADS): expected an integer "
+                "in 0..4096, or leave it unset"},
+      {1, 2, "mgpu_init: cfg->stats = 2 is invalid (the field of MGPU_STATS): expected 0 or 1, or leave it unset"},
+      {2, 3, "mgpu_init: cfg->mpi = 3 is invalid (the field of MGPU_MPI): expected 1 (auto) or 0 (off), or leave it "
+             "unset"},
+      {3, 9, "mgpu_init: cfg->debug = 9 is invalid (the field of MGPU_DEBUG): expected 0 (none), 1 (error), 2 (warn), "
+             "3 (info) or 4 (debug), or leave it unset"},
+      {4, 99, "mgpu_init: cfg->sched = 99 is invalid (the field of MGPU_SCHED): expected MGPU_SCHED_STEAL, "
+              "MGPU_SCHED_STATIC, MGPU_SCHED_CPU or MGPU_SCHED_GPU, or leave it unset"},
+      {5, -7, "mgpu_init: cfg->reserve_threads = -7 is invalid (the field of MGPU_RESERVE_THREADS): expected an "
+              "integer in 0..4096, fewer than the CPU workers, or MGPU_RESERVE_AUTO, or leave it unset"},
+      {6, -5, "mgpu_init: cfg->timeout = -5 is invalid (the field of MGPU_TIMEOUT): expected a number of seconds in "
+              "0..1e6 (0: off) or MGPU_TIMEOUT_AUTO, or leave it unset"},
+      {7, 70, "mgpu_init: cfg->devices = 70 (entry 0) is invalid (the field of MGPU_DEVICES): expected ndevices in "
+              "1..64 and devices[0..ndevices) distinct indices in 0..63, or leave it unset"},
+      {8, 0, "mgpu_init: cfg->ntensor_split = 0 is invalid (the field of MGPU_TENSOR_SPLIT): expected ntensor_split "
+             "in 1..65, with that many shares >= 0 in tensor_split, not all 0, or leave it unset"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    mgpu_config_t a;
+    mgpu_config_init(&a);
+    a.ignore_env = 1;
+    int v = cases[i].value;
+    switch (cases[i].field) {
+    case 0: a.num_threads = v; break;
+    case 1: a.stats = v; break;
+    case 2: a.mpi = v; break;
+    case 3: a.debug = v; break;
+    case 4: a.sched = (mgpu_sched_t)v; break;
+    case 5: a.reserve_threads = v; break;
+    case 6: a.timeout = v; break;
+    case 7: a.ndevices = 1, a.devices[0] = v; break;
+    case 8: a.ntensor_split = v; break;
+    }
+    mgpu_runtime_t *rt = NULL;
+    ck_assert_int_eq(mgpu_init(&a, &rt), MGPU_EINVAL);
+    ck_assert_str_eq(mgpu_last_error(), cases[i].want);
+    ck_assert_ptr_null(rt);
+  }
+  /* The variables keep their own words. */
+  setenv("MGPU_STATS", "maybe", 1);
+  mgpu_runtime_t *rt = NULL;
+  ck_assert_int_eq(mgpu_init(NULL, &rt), MGPU_EINVAL);
+  ck_assert_str_eq(mgpu_last_error(), "MGPU_STATS='maybe' is invalid: expected 0, 1, yes, no, on, off, true or false");
+  unsetenv("MGPU_STATS");
+}
+END_TEST
+
 START_TEST(test_test_args) {
   /* The settings for tests from mgpu__testcfg_t: range-checked like their
    * variables, named by their field, and winning over the environment. */
@@ -362,11 +419,11 @@ START_TEST(test_test_args) {
   mgpu__log_set_level(MGPU_LOG_NONE);
   mgpu__testcfg_t t;
   struct { int field; double value; const char *name; } bad[] = {
-      {0, 65, "emulate_gpus=65"},          {0, -2, "emulate_gpus=-2"},         {1, -3, "emulate_speed=-3"},
-      {1, 2e12, "emulate_speed=2e+12"},    {2, 1024, "emulate_mem=1024"},      {3, 10.5, "emulate_latency=10.5"},
-      {3, -0.0, "emulate_latency=-0"},     {3, -2, "emulate_latency=-2"},      {4, -2, "emulate_width=-2"},
-      {4, 1099511627777.0, "emulate_width=1099511627777"}, {5, 0, "fault_inject=boom:0:1"},
-      {6, 2, "emulate_overlap=2"},         {6, -2, "emulate_overlap=-2"}};
+      {0, 65, "emulate_gpus = 65"},          {0, -2, "emulate_gpus = -2"},         {1, -3, "emulate_speed = -3"},
+      {1, 2e12, "emulate_speed = 2e+12"},    {2, 1024, "emulate_mem = 1024"},      {3, 10.5, "emulate_latency = 10.5"},
+      {3, -0.0, "emulate_latency = -0"},     {3, -2, "emulate_latency = -2"},      {4, -2, "emulate_width = -2"},
+      {4, 1099511627777.0, "emulate_width = 1099511627777"}, {5, 0, "fault_inject = boom:0:1"},
+      {6, 2, "emulate_overlap = 2"},         {6, -2, "emulate_overlap = -2"}};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     mgpu__testcfg_init(&t);
     switch (bad[i].field) {
@@ -380,7 +437,7 @@ START_TEST(test_test_args) {
     }
     ck_assert_int_eq(mgpu__config_parse(NULL, &t, &c), MGPU_EINVAL);
     char want[128];
-    snprintf(want, sizeof want, "mgpu__testcfg_t.%s is invalid (the field of MGPU_", bad[i].name);
+    snprintf(want, sizeof want, "mgpu_init: mgpu__testcfg_t.%s is invalid (the field of MGPU_", bad[i].name);
     ck_assert_msg(strstr(mgpu_last_error(), want) != NULL, "%s: %s", want, mgpu_last_error());
     /* Every kind the parser takes is in the list of what is accepted. */
     if (bad[i].field == 5)
@@ -720,7 +777,7 @@ START_TEST(test_errors_quiet) {
   ck_assert_int_eq(st2, MGPU_EINVAL);
   ck_assert_ptr_eq(rt, (mgpu_runtime_t *)0x1);
   ck_assert_msg(n == 0, "printed at the default level: %s", buf);
-  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_config_t.num_threads=5000"));
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_init: cfg->num_threads = 5000"));
   ck_assert_int_eq(mgpu_init(NULL, &rt), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "MGPU_NUM_THREADS='abc' is invalid"));
   mgpu__log_set_level(MGPU_LOG_INFO);
@@ -787,6 +844,7 @@ int main(void) {
   tcase_add_test(tc, test_env_values);
   tcase_add_test(tc, test_arg_wins_over_env);
   tcase_add_test(tc, test_bad_args);
+  tcase_add_test(tc, test_field_errors);
   tcase_add_test(tc, test_test_args);
   tcase_add_test(tc, test_resolve);
   tcase_add_test(tc, test_init_rejects_env);
