@@ -95,6 +95,19 @@ const char *mgpu__dist_op_name(int op) {
   return "an unknown call";
 }
 
+mgpu__dist_hdr_t mgpu__dist_hdr(const struct mgpu__dist *d, int op, const char *fn) {
+  mgpu__dist_hdr_t h = {.op = (uint32_t)op, .rank = (uint32_t)d->rank, .call = d->calls};
+  snprintf(h.fn, sizeof h.fn, "%s", fn);
+  return h;
+}
+
+/* A batch's end is named for what it is; it is exchanged in whichever call
+ * runs the batch to its end. */
+const char *mgpu__dist_call_name(const mgpu__dist_hdr_t *h) {
+  if (h->op == MGPU_DOP_END || !h->fn[0]) return mgpu__dist_op_name((int)h->op);
+  return h->fn;
+}
+
 double mgpu__dist_deadline(const struct mgpu__dist *d, double predicted_s) {
   return mgpu__deadline_s(d->timeout, predicted_s);
 }
@@ -112,7 +125,7 @@ mgpu_status_t mgpu__dist_exchange(struct mgpu__dist *d, const char *fn, int op, 
     /* The other ranks wait in the exchange: this rank cannot leave them. */
     return mgpu__dist_break(d, fn, "out of memory for an exchange between the ranks");
   }
-  mgpu__dist_hdr_t h = {.op = (uint32_t)op, .rank = (uint32_t)d->rank, .call = d->calls};
+  mgpu__dist_hdr_t h = mgpu__dist_hdr(d, op, fn);
   memcpy(send, &h, sizeof h);
   memcpy(send + sizeof h, mine, bytes);
   MPI_Request req;
@@ -152,8 +165,8 @@ mgpu_status_t mgpu__dist_exchange(struct mgpu__dist *d, const char *fn, int op, 
     snprintf(d->broken_why, sizeof d->broken_why, "the ranks made different calls");
     return mgpu__fail(MGPU_EINVAL, "%s: the ranks made different calls: rank 0 called %s (its call %llu), rank %d "
                       "called %s (its call %llu); every rank makes the same calls on a runtime across ranks, in the "
-                      "same order", fn, mgpu__dist_op_name((int)z.op), (unsigned long long)z.call, k,
-                      mgpu__dist_op_name((int)o.op), (unsigned long long)o.call);
+                      "same order", fn, mgpu__dist_call_name(&z), (unsigned long long)z.call, k,
+                      mgpu__dist_call_name(&o), (unsigned long long)o.call);
   }
   for (int r = 0; r < d->size; r++)
     memcpy((char *)all + (size_t)r * MGPU_DIST_PAYLOAD, recv + (size_t)r * MGPU_DIST_REC + sizeof h,

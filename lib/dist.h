@@ -39,11 +39,14 @@ enum {
  * whatever the call, so that ranks in different calls still exchange and
  * each sees which call the others made. */
 #define MGPU_DIST_REC 1024
-/* What a record starts with: the call and how many exchanges came before. */
+/* What a record starts with: the call, how many exchanges came before, and
+ * the public function that the rank's program called, for messages (mgpu_run
+ * and mgpu_submit make the same call). */
 typedef struct {
   uint32_t op;
   uint32_t rank;
   uint64_t call;
+  char fn[24];
 } mgpu__dist_hdr_t;
 #define MGPU_DIST_PAYLOAD (MGPU_DIST_REC - sizeof(mgpu__dist_hdr_t))
 
@@ -125,6 +128,11 @@ mgpu_status_t mgpu__dist_exchange(struct mgpu__dist *d, const char *fn, int op, 
                                   void *all, double deadline_s);
 /* The name of call op, for messages. */
 const char *mgpu__dist_op_name(int op);
+/* This rank's record header for call op, made in the public function fn. */
+mgpu__dist_hdr_t mgpu__dist_hdr(const struct mgpu__dist *d, int op, const char *fn);
+/* What the rank of record header h called, for messages: the public
+ * function its program called where the record names one. */
+const char *mgpu__dist_call_name(const mgpu__dist_hdr_t *h);
 /* Seconds to wait for the other ranks at a call (MGPU_TIMEOUT's deadline
  * for a call whose own time is predicted_s; <= 0: not known). */
 double mgpu__dist_deadline(const struct mgpu__dist *d, double predicted_s);

@@ -29,6 +29,7 @@ typedef struct {
   mgpu_rank_stats_t s;
   char why[640];
 } end_rec_t;
+_Static_assert(sizeof(end_rec_t) <= MGPU_DIST_PAYLOAD, "a batch's end record fits a record of the ranks");
 
 static uint64_t dbits(double x) {
   uint64_t u;
@@ -469,7 +470,7 @@ static void start_end(mgpu__dbatch_t *db) {
     mgpu__dist_break(d, "mgpu_event_wait", "out of memory at the end of a batch");
     return;
   }
-  mgpu__dist_hdr_t h = {.op = MGPU_DOP_END, .rank = (uint32_t)db->rank, .call = d->calls};
+  mgpu__dist_hdr_t h = mgpu__dist_hdr(d, MGPU_DOP_END, "mgpu_event_wait");
   memcpy(db->end_send, &h, sizeof h);
   memcpy(db->end_send + sizeof h, &mine, sizeof mine);
   int rc = MPI_Iallgather(db->end_send, MGPU_DIST_REC, MPI_BYTE, db->end_recv, MGPU_DIST_REC, MPI_BYTE, d->comm,
@@ -494,7 +495,7 @@ static void close_batch(mgpu__dbatch_t *db) {
       snprintf(d->broken_why, sizeof d->broken_why, "the ranks made different calls");
       db->final = mgpu__fail(MGPU_EINVAL, "mgpu_event_wait: rank %d called %s where this rank ends a batch: every "
                              "rank makes the same calls on a runtime across ranks, in the same order", r,
-                             mgpu__dist_op_name((int)h.op));
+                             mgpu__dist_call_name(&h));
       snprintf(db->final_why, sizeof db->final_why, "%s", mgpu_last_error());
       break;
     }
