@@ -109,7 +109,12 @@ static int copy_bandwidth(mgpu_runtime_t *rt, size_t bytes, int repeat, double *
   mgpu_stats_t st = {.worker = ws, .worker_cap = nw};
   double best[MGPU_MAX_DEVICES] = {0};
   for (int r = 0; r <= repeat; r++) {
-    if (mgpu_array_copy(b, a, &st) != MGPU_OK) return multi_fail("mgpu_array_copy");
+    if (mgpu_array_copy(b, a, &st) != MGPU_OK) {
+      int rc = multi_fail("mgpu_array_copy");
+      mgpu_array_destroy(a);
+      mgpu_array_destroy(b);
+      return rc;
+    }
     for (int g = 0; g < ng && r > 0; g++) {
       double t = ws[ncpu + g].busy_s;
       double v = t > 0 ? 2.0 * (double)(n / (size_t)ng) * 4 / t : 0;
@@ -201,33 +206,56 @@ static int run_matvec(mgpu_runtime_t *rt, const multi_opts_t *o) {
   if (!hostmem_fits(hostmem_mul(hostmem_add(hostmem_mul(rows, cols), hostmem_add(rows, cols)), sizeof(float)),
                     "-n or --size"))
     return 1;
+  int rc = 1;
+  long long bad = 0;
+  mgpu_array_t *aw, *ay;
+  mgpu_const_t *cx;
+  mgpu_worker_stats_t *ws;
+  double *times;
   float *w = malloc(sizeof(float) * rows * cols), *x = malloc(sizeof(float) * cols), *y = malloc(sizeof(float) * rows);
   if (!w || !x || !y) {
     fprintf(stderr, "mgpu-run: matvec: cannot allocate %zu x %zu floats\n", rows, cols);
-    return 1;
+    goto free_host;
   }
 #pragma omp parallel for schedule(static)
   for (size_t r = 0; r < rows; r++)
     for (size_t j = 0; j < cols; j++) w[r * cols + j] = (float)value(o->seed, r * cols + j);
   for (size_t j = 0; j < cols; j++) x[j] = (float)value(o->seed + 1, j);
-  mgpu_array_t *aw, *ay;
-  if (mgpu_array_create(rt, rows, sizeof(float) * cols, nsh, nsh ? sh : NULL, &aw) != MGPU_OK) return multi_fail("matvec W");
-  if (mgpu_array_create(rt, rows, sizeof(float), nsh, nsh ? sh : NULL, &ay) != MGPU_OK) return multi_fail("matvec y");
+  if (mgpu_array_create(rt, rows, sizeof(float) * cols, nsh, nsh ? sh : NULL, &aw) != MGPU_OK) {
+    rc = multi_fail("matvec W");
+    goto free_host;
+  }
+  if (mgpu_array_create(rt, rows, sizeof(float), nsh, nsh ? sh : NULL, &ay) != MGPU_OK) {
+    rc = multi_fail("matvec y");
+    goto destroy_w;
+  }
   double t0 = multi_now();
-  if (mgpu_array_scatter(aw, w) != MGPU_OK) return multi_fail("mgpu_array_scatter");
+  if (mgpu_array_scatter(aw, w) != MGPU_OK) {
+    rc = multi_fail("mgpu_array_scatter");
+    goto destroy_y;
+  }
   double t_scatter = multi_now() - t0;
-  mgpu_const_t *cx;
-  if (mgpu_const_create(rt, x, sizeof(float) * cols, &cx) != MGPU_OK) return multi_fail("mgpu_const_create");
+  if (mgpu_const_create(rt, x, sizeof(float) * cols, &cx) != MGPU_OK) {
+    rc = multi_fail("mgpu_const_create");
+    goto destroy_y;
+  }
+  ws = calloc((size_t)nw, sizeof *ws);
+  times = calloc((size_t)o->repeat, sizeof(double));
+  if (!ws || !times) {
+    fprintf(stderr, "mgpu-run: matvec: out of memory for the figures of %d runs\n", o->repeat);
+    goto free_figures;
+  }
   mgpu_matvec_arg_t arg = {cols};
   mgpu_array_batch_t b = {.kernel = &k, .in = {aw}, .out = {ay}, .nconsts = 1, .consts = {cx}, .arg = &arg,
                           .arg_size = sizeof arg};
-  mgpu_worker_stats_t *ws = calloc((size_t)nw, sizeof *ws);
   mgpu_stats_t st = {.worker = ws, .worker_cap = nw};
-  double *times = calloc((size_t)o->repeat, sizeof(double)), best_dev[MGPU_MAX_DEVICES] = {0};
+  double best_dev[MGPU_MAX_DEVICES] = {0};
   int reps = 0; /* timed runs made: fewer than o->repeat after SIGINT */
-  long long bad = 0;
   for (int r = -1; r < o->repeat && !(r >= 0 && multi_stopped(o)); r++) {
-    if (mgpu_array_run(rt, &b, &st) != MGPU_OK) return multi_fail("mgpu_array_run");
+    if (mgpu_array_run(rt, &b, &st) != MGPU_OK) {
+      rc = multi_fail("mgpu_array_run");
+      goto free_figures;
+    }
     if (r < 0) continue;
     times[reps++] = st.wall_s;
     for (int g = 0; g < ng; g++)
@@ -236,11 +264,15 @@ static int run_matvec(mgpu_runtime_t *rt, const multi_opts_t *o) {
   }
   if (reps == 0) {
     multi_none_timed("matvec");
-    goto out;
+    rc = multi_outcome(o, bad);
+    goto free_figures;
   }
   qsort(times, (size_t)reps, sizeof *times, cmp_double);
   double med = times[reps / 2];
-  if (mgpu_array_gather(ay, y) != MGPU_OK) return multi_fail("mgpu_array_gather");
+  if (mgpu_array_gather(ay, y) != MGPU_OK) {
+    rc = multi_fail("mgpu_array_gather");
+    goto free_figures;
+  }
   size_t checked = 0;
   if (o->verify) bad = matvec_check(w, x, y, rows, cols, &checked);
   /* The copy bandwidth, measured on as many bytes as the largest part of W
@@ -253,7 +285,7 @@ static int run_matvec(mgpu_runtime_t *rt, const multi_opts_t *o) {
     if (p.count * cols * 4 > cbytes) cbytes = p.count * cols * 4;
   }
   cbytes = cbytes > ((size_t)1 << 30) ? (size_t)1 << 30 : cbytes < ((size_t)1 << 22) ? (size_t)1 << 22 : cbytes;
-  if (ng > 0 && copy_bandwidth(rt, cbytes, 3, cbw) != 0) return 1;
+  if (ng > 0 && copy_bandwidth(rt, cbytes, 3, cbw) != 0) goto free_figures;
   matvec_report_t m = {rows, cols, ng, ncpu, reps, med, t_scatter, checked, bad, {0}, {0}, {0}};
   for (int g = 0; g < ng; g++) {
     mgpu_array_part_t p = MGPU_ARRAY_PART_INIT;
@@ -263,12 +295,17 @@ static int run_matvec(mgpu_runtime_t *rt, const multi_opts_t *o) {
     m.copy_bw[g] = cbw[g];
   }
   matvec_report(o, aw, &m);
-out:
+  rc = multi_outcome(o, bad);
+free_figures:
+  free(ws), free(times);
   mgpu_const_destroy(cx);
-  mgpu_array_destroy(aw);
+destroy_y:
   mgpu_array_destroy(ay);
-  free(w), free(x), free(y), free(ws), free(times);
-  return multi_outcome(o, bad);
+destroy_w:
+  mgpu_array_destroy(aw);
+free_host:
+  free(w), free(x), free(y);
+  return rc;
 }
 
 /* ------------------------------------------------------------ reduce */
