@@ -180,6 +180,16 @@ static void skip_coarse(const mgpu__batch_t *b, double *speed, const double *lat
   free(rest);
 }
 
+/* A probe for worker i: one item of the largest share among workers
+ * [lo, hi), which holds at least one. */
+static void give_probe(size_t *share, int lo, int hi, int i) {
+  int from = lo;
+  for (int j = lo + 1; j < hi; j++)
+    if (share[j] > share[from]) from = j;
+  share[from]--;
+  share[i] = 1;
+}
+
 /* A CPU team that has not run an item of the kernel, and that the split
  * leaves out, takes one item per eligible CPU worker from the GPUs' shares
  * once the GPUs have spent MGPU_PROBE_MIN_S on the kernel, this batch's
@@ -221,11 +231,8 @@ static void probe_cpus(const mgpu__batch_t *b, size_t *share) {
   size_t keep = b->desc.n > 1 ? 1 : 0;
   for (int i = 0; i < rt->ncpu && gpu > keep; i++) {
     if (!mgpu__eligible(rt, b, &rt->workers[i])) continue;
-    int from = rt->ncpu;
-    for (int j = rt->ncpu + 1; j < rt->nworkers; j++)
-      if (share[j] > share[from]) from = j;
-    share[from]--, gpu--;
-    share[i] = 1;
+    give_probe(share, rt->ncpu, rt->nworkers, i);
+    gpu--;
     probed++;
   }
   if (probed)
@@ -268,11 +275,8 @@ static void probe_gpus(const mgpu__batch_t *b, size_t *share) {
     if (share[i] > 0 || atomic_load_explicit(&m->samples[i], memory_order_relaxed) > 0 ||
         !mgpu__eligible(rt, b, &rt->workers[i]))
       continue;
-    int from = 0;
-    for (int j = 1; j < rt->ncpu; j++)
-      if (share[j] > share[from]) from = j;
-    share[from]--, cpu--;
-    share[i] = 1;
+    give_probe(share, 0, rt->ncpu, i);
+    cpu--;
     probed++;
   }
   if (probed)
