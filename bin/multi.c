@@ -329,21 +329,35 @@ static int run_reduce(mgpu_runtime_t *rt, const multi_opts_t *o) {
     if (o->f64) ((double *)x)[i] = v;
     else ((float *)x)[i] = (float)v;
   }
+  int rc = 1, same = 1, reps = 0, bad = 0;
+  double first = 0, *times = NULL;
   mgpu_array_t *a;
-  if (mgpu_array_create(rt, n, es, nsh, nsh ? sh : NULL, &a) != MGPU_OK) return multi_fail("reduce array");
-  if (mgpu_array_scatter(a, x) != MGPU_OK) return multi_fail("mgpu_array_scatter");
-  double first = 0, *times = calloc((size_t)o->repeat, sizeof(double));
-  int same = 1, reps = 0, bad = 0;
+  if (mgpu_array_create(rt, n, es, nsh, nsh ? sh : NULL, &a) != MGPU_OK) {
+    rc = multi_fail("reduce array");
+    goto free_x;
+  }
+  if (mgpu_array_scatter(a, x) != MGPU_OK) {
+    rc = multi_fail("mgpu_array_scatter");
+    goto destroy;
+  }
+  if (!(times = calloc((size_t)o->repeat, sizeof(double)))) {
+    fprintf(stderr, "mgpu-run: reduce: out of memory for the figures of %d runs\n", o->repeat);
+    goto destroy;
+  }
   for (int r = -1; r < o->repeat && !(r >= 0 && multi_stopped(o)); r++) {
     double s, t0 = multi_now();
-    if (mgpu_array_sum(a, dt, &s) != MGPU_OK) return multi_fail("mgpu_array_sum");
+    if (mgpu_array_sum(a, dt, &s) != MGPU_OK) {
+      rc = multi_fail("mgpu_array_sum");
+      goto destroy;
+    }
     if (r < 0) first = s;
     else times[reps++] = multi_now() - t0;
     if (memcmp(&s, &first, sizeof s) != 0) same = 0;
   }
   if (reps == 0) {
     multi_none_timed("reduce");
-    goto out;
+    rc = multi_outcome(o, bad);
+    goto destroy;
   }
   qsort(times, (size_t)reps, sizeof *times, cmp_double);
   double med = times[reps / 2];
@@ -375,10 +389,13 @@ static int run_reduce(mgpu_runtime_t *rt, const multi_opts_t *o) {
       printf("verification: %s (error %.3g of sum |x| against a long double sum; bound 1e-12)\n", bad ? "FAILED" : "ok",
              relerr);
   }
-out:
+  rc = multi_outcome(o, bad);
+destroy:
   mgpu_array_destroy(a);
-  free(x), free(times);
-  return multi_outcome(o, bad);
+  free(times);
+free_x:
+  free(x);
+  return rc;
 }
 
 /* ------------------------------------------------------------ saxpy-resident */

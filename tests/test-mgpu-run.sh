@@ -262,14 +262,18 @@ if [ -n "$avail_kb" ]; then
   expect 1 "bytes of host memory, and [0-9]* are available (MemAvailable in /proc/meminfo): give a smaller -n" -- \
     env MGPU_EMULATE_GPUS=1 "$run" saxpy-resident -n $((avail_kb * 1024 / 8))
 fi
-# A matvec that fails after it made its host arrays (W does not fit the
-# emulated GPU's memory) frees them: valgrind finds nothing lost (not in a
-# sanitizer build, whose runtime valgrind cannot run).
+# A matvec or a reduce that fails after it made its host arrays (W, or the
+# GPU's part, does not fit the emulated GPU's memory) frees them: valgrind
+# finds nothing lost (not in a sanitizer build, whose runtime valgrind cannot
+# run).
 case ${MGPU_TEST_CFLAGS:-} in *-fsanitize=*) valgrind=no ;; *) valgrind=$(command -v valgrind || echo no) ;; esac
 if [ "$valgrind" != no ]; then
   expect 1 "^mgpu-run: matvec W: mgpu_array_create: cannot allocate 4000000 bytes on GPU 0: out of device memory$" -- \
     env MGPU_EMULATE_GPUS=1 MGPU_EMULATE_MEM=1M "${top_builddir:-.}/libtool" --mode=execute "$valgrind" --error-exitcode=3 \
     --leak-check=full --errors-for-leak-kinds=definite,indirect -q "$run" matvec -n 1000 --size 1000 --threads 1
+  expect 1 "^mgpu-run: reduce array: mgpu_array_create: cannot allocate 3636364 bytes on GPU 0: out of device memory$" -- \
+    env MGPU_EMULATE_GPUS=1 MGPU_EMULATE_MEM=1M "${top_builddir:-.}/libtool" --mode=execute "$valgrind" --error-exitcode=3 \
+    --leak-check=full --errors-for-leak-kinds=definite,indirect -q "$run" reduce -n 1000000 --threads 1
 fi
 # A count past the GPUs seen is skipped: the result line is of the largest
 # count that ran, not a skipped one's zero.
