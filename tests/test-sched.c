@@ -688,8 +688,14 @@ START_TEST(test_gpu_probe_low_ratio) {
       if (mgpu_test_timing())
         ck_assert_msg(t[7] < 0.25 * cpu_alone, "median batch %.4f s, CPU alone %.4f s", t[7], cpu_alone);
     } else {
-      ck_assert_int_eq(gpu_batches, 1);
-      ck_assert_uint_eq(gpu_items, 1);
+      /* The probe ran; and only it, where the clocks are not slowed
+       * (valgrind and the sanitizers slow the CPU workers' chunks, and
+       * by the measured speeds a GPU thief may then take an item more). */
+      ck_assert_int_ge(gpu_batches, 1);
+      if (mgpu_test_timing()) {
+        ck_assert_int_eq(gpu_batches, 1);
+        ck_assert_uint_eq(gpu_items, 1);
+      }
     }
     mgpu_finalize(rt);
   }
@@ -716,8 +722,12 @@ START_TEST(test_gpu_slow_short_batches) {
     printf("kernel slower on the GPU, batch %d: %.4f s (GPU alone %.4f s); CPU %llu + %llu items, GPU %llu\n", b, t[b],
            gpu_alone, (unsigned long long)ws[0].items, (unsigned long long)ws[1].items,
            (unsigned long long)ws[2].items);
-    if (b >= 6) ck_assert_msg(ws[2].items <= n / 4, "batch %d: the GPU ran %llu of %zu items", b,
-                              (unsigned long long)ws[2].items, n);
+    /* Not under valgrind or the sanitizers (MGPURT_NO_TIMING): they slow
+     * the CPU workers' chunks of 10 us items, not the emulated GPU's
+     * sleeps, and the measured speeds then rightly give the GPU more. */
+    if (b >= 6 && mgpu_test_timing())
+      ck_assert_msg(ws[2].items <= n / 4, "batch %d: the GPU ran %llu of %zu items", b, (unsigned long long)ws[2].items,
+                    n);
   }
   qsort(t + 6, 6, sizeof *t, cmp_dbl);
   if (mgpu_test_timing()) ck_assert_msg(t[9] < 0.5 * gpu_alone, "median batch %.4f s, GPU alone %.4f s", t[9], gpu_alone);
