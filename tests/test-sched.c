@@ -648,8 +648,14 @@ START_TEST(test_probe_short_batches_once) {
     cpu_items += cpu;
   }
   printf("short batches beside CPU workers 1000x slower: %d batches with CPU items, %llu items\n", probes, cpu_items);
-  ck_assert_int_eq(probes, 1);
-  ck_assert_uint_le(cpu_items, 2);
+  /* The probe ran; and only it, where the clocks are not slowed: under
+   * valgrind a CPU worker's chunk costs far more than its items, and by the
+   * measured speeds a thief may take an item of a later batch. */
+  ck_assert_int_ge(probes, 1);
+  if (mgpu_test_timing()) {
+    ck_assert_int_eq(probes, 1);
+    ck_assert_uint_le(cpu_items, 2);
+  }
   mgpu_finalize(rt);
 }
 END_TEST
