@@ -212,6 +212,17 @@ double mgpu__fit_sat(const mgpu__fit_t *f) {
   return MGPU_SAT_SHARE / (1 - MGPU_SAT_SHARE) * f->a / f->c;
 }
 
+bool mgpu__fit_beside(double held_items, double held_s, double items, double busy, double span) {
+  /* Far faster than the held chunks; or faster, mostly in their time, and
+   * credited less than a share of theirs. A chunk queued behind them waits
+   * while they run but is credited its own whole run: a larger one at
+   * least their time, a smaller one no more than their rate. */
+  double lhs = busy * held_items, rhs = items * held_s;
+  if (lhs * MGPU_FIT_BESIDE < rhs) return true;
+  double own = 1 - MGPU_FIT_BESIDE_SHARE;
+  return lhs * MGPU_FIT_BESIDE_SPAN < rhs && busy < own * span && busy < own * held_s;
+}
+
 bool mgpu__fit_known(const mgpu__fit_t *f) { return f->nprev > 0 && !f->rising; }
 
 size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s, size_t max_items, bool grows) {

@@ -242,7 +242,7 @@ static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, double sp
   const mgpu__batch_t *b = c->b;
   double items = b->cost ? (double)mgpu__cost_items(b->cost, c->first, c->count) : (double)c->count;
   if (gp->held_model == b->model &&
-      (inside || (!alone && busy * gp->held_items * MGPU_FIT_BESIDE < items * gp->held_s))) {
+      (inside || (!alone && mgpu__fit_beside(gp->held_items, gp->held_s, items, busy, span)))) {
     if (!inside)
       mgpu__log(MGPU_LOG_DEBUG, "model of '%s', worker %d: %.0f items in %.3g s ran beside the %.0f items before "
                 "them (%.3g s): learnt with them", b->kernel.name, gp->w->id, items, busy, gp->held_items, gp->held_s);

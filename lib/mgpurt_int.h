@@ -99,6 +99,12 @@ bool mgpu__lock_order_checked(void);
 #define MGPU_PIECE_GROWTH 4
 #define MGPU_HANDBACK_FACTOR 8.0
 #define MGPU_HANDBACK_SLACK_S 2e-3
+/* An overrun under this many seconds past the slack is confirmed by the
+ * next piece, of as many items, before anything is handed back: a thread
+ * the OS held up for a time slice (a few ms on a loaded machine) runs its
+ * next piece on time, and handing its range to a slower worker would make
+ * one stall cost the batch many times over. */
+#define MGPU_HANDBACK_SURE_S 20e-3
 /* CPU workers that have never run a kernel probe it, one item each, once the
  * GPUs have spent this long on it (s), their share of the batch included. */
 #define MGPU_PROBE_MIN_S 10e-3
@@ -228,9 +234,16 @@ bool mgpu__lock_order_checked(void);
 #define MGPU_FIT_SHIFT 4.0
 #define MGPU_FIT_SHIFT_RUN 2
 /* A chunk that started before the held one ended and is credited with
- * over this many times its rate ran beside it (gpu_chunk.c, learn): it
+ * over this many times its rate ran beside it (mgpu__fit_beside): it
  * joins it. Chunks queued one after another run at about one rate. */
 #define MGPU_FIT_BESIDE 10.0
+/* Or credited with over this many times its rate, where it spent over
+ * MGPU_FIT_BESIDE_SHARE of its own span before the held one's end and was
+ * credited under the rest of the held one's time: how far apart launches
+ * side by side end depends on when the host issued them, not on the
+ * kernel, so their credited rates alone do not tell them. */
+#define MGPU_FIT_BESIDE_SPAN 2.0
+#define MGPU_FIT_BESIDE_SHARE 0.5
 /* A chunk that ran alone is learnt while fewer than this many (decayed) of
  * the worker's recent chunks ran among others. */
 #define MGPU_FIT_PIPED_MIN 0.5
@@ -1228,6 +1241,11 @@ double mgpu__fit_rate(const mgpu__fit_t *f, double n);
 double mgpu__fit_sat(const mgpu__fit_t *f);
 /* Two size classes seen and the rate no longer rising: chunks stop growing. */
 bool mgpu__fit_known(const mgpu__fit_t *f);
+/* Whether a chunk of `items` that started before the held sample's chunks
+ * (held_items in held_s seconds) ended ran beside them: credited `busy`
+ * seconds (from their end to its own), `span` from its own start (busy
+ * where the device gives no timestamps). */
+bool mgpu__fit_beside(double held_items, double held_s, double items, double busy, double span);
 /* Items of the worker's next chunk, before the end of its range: the probe
  * (prior_rate items/s for target_s) before any claim; where it `grows` (a
  * GPU), growing from the largest claim while the fit is not known, then

@@ -212,6 +212,29 @@ START_TEST(test_fit_shift_alone) {
 }
 END_TEST
 
+/* Which chunk joins the held sample (mgpu__fit_beside). Launches of 50 ms
+ * side by side on four streams: the 1, 4 and 16 items before held in 60.1
+ * ms, the next 16 started 45 ms before their end and ended 4.7 ms after it
+ * (an emulated run's timings): 9.7 times their rate by the time credited,
+ * and beside them for nine tenths of its span, it joins them; learnt alone,
+ * it made the items look nearly free. A chunk queued behind others runs at
+ * their rate for its own part, however long it waited; a tail chunk queued
+ * behind a larger one, a larger chunk faster by its size but mostly in its
+ * own time, and a larger launch as long as the one it queued behind, keep
+ * samples of their own. */
+START_TEST(test_fit_beside) {
+  ck_assert(mgpu__fit_beside(21, 0.0601, 16, 0.00474, 0.050));
+  ck_assert(mgpu__fit_beside(21, 0.0601, 16, 0.0033, 0.0033)); /* no timestamps: the rate alone */
+  ck_assert(!mgpu__fit_beside(21, 0.0601, 16, 0.00474, 0.00474));
+  ck_assert(!mgpu__fit_beside(16, 0.010, 16, 0.0098, 0.030));
+  ck_assert(!mgpu__fit_beside(1024, 0.010, 8, 0.00009, 0.020));
+  ck_assert(!mgpu__fit_beside(16, 0.010, 64, 0.012, 0.018));
+  /* Launches of 20 ms one after another: the 4,096 items queued behind
+   * 1,024 are four times their rate, and waited a launch. */
+  ck_assert(!mgpu__fit_beside(1024, 0.0201, 4096, 0.0204, 0.0405));
+}
+END_TEST
+
 /* The CPU team's start: one start far over the mean (a worker descheduled)
  * moves it by a bounded amount; a start that stays longer is learnt. */
 START_TEST(test_start_cost_clip) {
@@ -1365,6 +1388,7 @@ int main(void) {
   tcase_add_test(tc, test_fit_robust);
   tcase_add_test(tc, test_fit_shift);
   tcase_add_test(tc, test_fit_shift_alone);
+  tcase_add_test(tc, test_fit_beside);
   tcase_add_test(tc, test_start_cost_clip);
   tcase_add_test(tc, test_fit_never_shrinks_below_claims);
   tcase_add_test(tc, test_fit_cpu_chunks);
