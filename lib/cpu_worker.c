@@ -68,7 +68,10 @@ static size_t piece_end(size_t done, size_t n) {
  * finish them sooner (claim.c, cpu_takes), since a CPU core must not hold
  * items a GPU would finish many times sooner. A range with a handed-back cost
  * keeps the cost of its latest chunk, so that cheaper items further on grow
- * its chunks again. */
+ * its chunks again. An overrun short enough to be the OS holding the thread
+ * up is first confirmed by the next piece (MGPU_HANDBACK_SURE_S); a chunk
+ * whose last piece overran that little ends as it is, and its next chunk's
+ * pieces are timed afresh. */
 static void run_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
   mgpu__batch_t *b = c->b;
   double rate = b->steal_ok ? mgpu__worker_speed(b, w->id) : 0;
@@ -83,11 +86,14 @@ static void run_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
   atomic_store_explicit(&w->run_since_ns, (uint64_t)(t0 * 1e9), memory_order_relaxed);
   atomic_store_explicit(&w->run_batch, b, memory_order_release);
   size_t done = 0, to = 0;
+  size_t slow_n = 0; /* items of the last piece, where it overran and awaits confirmation */
+  double slow_s = 0, excused = 0; /* its time; overruns the next piece showed were stalls */
   bool over = false;
   int rc = 0;
   size_t per = b->kernel.scratch_per_item;
   while (done < c->count && !over) {
     to = rate > 0 ? piece_end(done, c->count) : c->count;
+    if (slow_n) to = MGPU_MIN(c->count, done + slow_n);
     /* A call takes no more items than their scratch can be allocated for;
      * where not one item's can, the batch fails with MGPU_ENOMEM (before the
      * claim closes, which would make it MGPU_EKERNEL) on that item. */
@@ -105,10 +111,23 @@ static void run_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
     rc = run_items(w, c, done, to, &piece);
     busy += piece;
     if (rc != 0) break;
+    size_t piece_n = to - done;
     done = to;
     if (!(rate > 0)) continue; /* one call: the loop ends */
     predicted = (double)done / rate;
-    over = busy > MGPU_HANDBACK_FACTOR * predicted + MGPU_HANDBACK_SLACK_S && !atomic_load(&b->failed);
+    double late = busy - excused - MGPU_HANDBACK_FACTOR * predicted;
+    if (slow_n) {
+      /* As slow again: the items are dear. On time: the overrun was a stall. */
+      over = piece > MGPU_HANDBACK_FACTOR * (double)piece_n / rate + MGPU_HANDBACK_SLACK_S;
+      if (!over) excused += slow_s - (double)slow_n / rate;
+      slow_n = 0;
+    } else if (late > MGPU_HANDBACK_SURE_S) {
+      over = true;
+    } else if (late > MGPU_HANDBACK_SLACK_S) {
+      slow_n = piece_n;
+      slow_s = piece;
+    }
+    over = over && !atomic_load(&b->failed);
   }
   if (rt->trace_on) {
     mgpu__tev_t ev = {.t0 = t0, .t1 = t0 + busy, .kind = MGPU_TEV_CHUNK, .stream = -1, .name = b->kernel.name,

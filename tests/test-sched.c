@@ -6,6 +6,7 @@
 #include "testutil.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -1268,6 +1269,67 @@ START_TEST(test_handback_cpu_only) {
 }
 END_TEST
 
+/* A CPU worker held up once (the OS ran something else for 8 ms) in the
+ * first piece of its chunk: the next piece runs on time, so it hands
+ * nothing back. Handed to the GPU, ten times slower on these items, its
+ * range would cost the batch many times the stall. */
+static _Atomic int stall_pending;
+
+static int stall_fn(const mgpu_chunk_t *c) {
+  if (!c->stream && atomic_exchange(&stall_pending, 0)) mgpu_test_sleep(8e-3);
+  mgpu_test_spend((c->stream ? 1e-4 : 1e-5) * (double)c->count);
+  uint32_t *out = c->out[0];
+  for (size_t j = 0; j < c->count; j++) out[j] = (uint32_t)(c->first + j);
+  return 0;
+}
+
+START_TEST(test_stall_no_handback) {
+  char path[] = "/tmp/mgpu-stall-XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  mgpu_test_config_t cfg = mgpu_test_config(1, 1);
+  cfg.cfg.trace = path;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+  const size_t n = 4000;
+  mgpu_kernel_t k = {.name = "stall", .cpu = stall_fn, .gpu = stall_fn, .nout = 1, .out_size = {4}};
+  uint32_t *out = malloc(4 * n);
+  mgpu_batch_t b = {.kernel = &k, .n = n, .out = {out}};
+  for (int i = 0; i < 6; i++) ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK); /* the model learns */
+  const uint64_t first_stalled = 6; /* batches count from 0 */
+  for (int i = 0; i < 4; i++) {
+    memset(out, 0, 4 * n);
+    atomic_store(&stall_pending, 1);
+    mgpu_worker_stats_t ws[2];
+    mgpu_stats_t st = {.worker = ws, .worker_cap = 2};
+    double t0 = mgpu__now();
+    ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
+    printf("a CPU worker stalled 8 ms, batch %d: %.4f s; CPU %llu items, GPU %llu\n", i, mgpu__now() - t0,
+           (unsigned long long)ws[0].items, (unsigned long long)ws[1].items);
+    for (size_t j = 0; j < n; j++)
+      if (out[j] != j) ck_abort_msg("batch %d: item %zu wrong", i, j);
+  }
+  size_t m = mgpu_trace_events(rt, NULL, 0), handbacks = 0, computed = 0;
+  mgpu_trace_event_t *e = malloc((m ? m : 1) * sizeof *e);
+  m = mgpu_trace_events(rt, e, m);
+  for (size_t i = 0; i < m; i++) {
+    if (e[i].batch < first_stalled) continue;
+    if (!strcmp(e[i].kind, "handback")) handbacks++;
+    if (!strcmp(e[i].kind, "chunk") || !strcmp(e[i].kind, "kernel")) computed += e[i].count;
+  }
+  printf("a CPU worker stalled 8 ms: %zu hand-backs in 4 batches\n", handbacks);
+  ck_assert_uint_eq(computed, 4 * n);
+  /* Under valgrind and the sanitizers the piece after the stall can run
+   * late too. */
+  if (mgpu_test_timing()) ck_assert_uint_eq(handbacks, 0);
+  free(e);
+  free(out);
+  mgpu_finalize(rt);
+  unlink(path);
+}
+END_TEST
+
 /* Items handed back in one batch while the GPU has its own range in a later
  * one: batch A is the divergent rows above, batch B, submitted just after,
  * holds 1 s of emulated GPU work in chunks of at most 50 ms. The one CPU
@@ -1504,6 +1566,7 @@ int main(void) {
   tcase_add_test(tc, test_cpu_team_rate);
   tcase_add_test(tc, test_divergent_rows_hand_back);
   tcase_add_test(tc, test_handback_cpu_only);
+  tcase_add_test(tc, test_stall_no_handback);
   tcase_add_test(tc, test_handback_behind_other_batch);
   tcase_add_test(tc, test_probe_after_one_chunk);
   tcase_add_test(tc, test_cost_profile_split);
