@@ -213,10 +213,11 @@ double mgpu__fit_sat(const mgpu__fit_t *f) {
 }
 
 bool mgpu__fit_beside(double held_items, double held_s, double items, double busy, double span) {
-  /* Far faster than the held chunks; or faster, mostly in their time, and
-   * credited less than a share of theirs. A chunk queued behind them waits
-   * while they run but is credited its own whole run: a larger one at
-   * least their time, a smaller one no more than their rate. */
+  /* Far faster than the held chunks; or faster than a pipeline explains,
+   * mostly in their time, and credited less than a share of theirs. A chunk
+   * queued behind them waits while they run but is credited its own whole
+   * run: a larger one at least their time, a smaller one no more than their
+   * rate. */
   double lhs = busy * held_items, rhs = items * held_s;
   if (lhs * MGPU_FIT_BESIDE < rhs) return true;
   double own = 1 - MGPU_FIT_BESIDE_SHARE;

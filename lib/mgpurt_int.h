@@ -241,8 +241,11 @@ bool mgpu__lock_order_checked(void);
  * MGPU_FIT_BESIDE_SHARE of its own span before the held one's end and was
  * credited under the rest of the held one's time: how far apart launches
  * side by side end depends on when the host issued them, not on the
- * kernel, so their credited rates alone do not tell them. */
-#define MGPU_FIT_BESIDE_SPAN 2.0
+ * kernel, so their credited rates alone do not tell them. A chunk in a
+ * pipeline (copy in, kernel, copy out) has at most two of its three stages
+ * hidden by the others, so it is credited at most three times the rate of
+ * one that ran alone: past that, with a margin, is no pipelining. */
+#define MGPU_FIT_BESIDE_SPAN 4.0
 #define MGPU_FIT_BESIDE_SHARE 0.5
 /* A chunk that ran alone is learnt while fewer than this many (decayed) of
  * the worker's recent chunks ran among others. */

@@ -232,6 +232,10 @@ START_TEST(test_fit_beside) {
   /* Launches of 20 ms one after another: the 4,096 items queued behind
    * 1,024 are four times their rate, and waited a launch. */
   ck_assert(!mgpu__fit_beside(1024, 0.0201, 4096, 0.0204, 0.0405));
+  /* A batch's first chunk alone, its copies and kernel 1 ms each one after
+   * the other, and the next of its size queued behind it, credited its
+   * kernel's 1 ms with its copies hidden: three times the rate. */
+  ck_assert(!mgpu__fit_beside(4096, 0.003, 4096, 0.001, 0.0025));
 }
 END_TEST
 
