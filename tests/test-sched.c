@@ -1223,6 +1223,34 @@ START_TEST(test_divergent_rows_hand_back) {
 }
 END_TEST
 
+/* A runtime of `cpus` CPU workers and `gpus` emulated GPUs that traces to a
+ * new file at path (a mkstemp template). */
+static mgpu_runtime_t *init_traced(char *path, int cpus, int gpus) {
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  mgpu_test_config_t cfg = mgpu_test_config(cpus, gpus);
+  cfg.cfg.trace = path;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+  return rt;
+}
+
+/* The hand-backs in the trace of batches from..to-1, and the items their
+ * CPU chunks and GPU launches computed. */
+static void count_handbacks(mgpu_runtime_t *rt, uint64_t from, uint64_t to, size_t *handbacks, size_t *computed) {
+  size_t m = mgpu_trace_events(rt, NULL, 0);
+  mgpu_trace_event_t *e = malloc((m ? m : 1) * sizeof *e);
+  m = mgpu_trace_events(rt, e, m);
+  *handbacks = *computed = 0;
+  for (size_t i = 0; i < m; i++) {
+    if (e[i].batch < from || e[i].batch >= to) continue;
+    if (!strcmp(e[i].kind, "handback")) ++*handbacks;
+    if (!strcmp(e[i].kind, "chunk") || !strcmp(e[i].kind, "kernel")) *computed += e[i].count;
+  }
+  free(e);
+}
+
 /* CPU workers alone, where one chunk of cheap-looking items holds all the
  * dear ones (20 items of 30 ms after 200 items of 20 us): the worker hands
  * back what it has not started, the idle one takes it, and the two share the
@@ -1230,13 +1258,7 @@ END_TEST
  * hand-backs; every item is computed once. */
 START_TEST(test_handback_cpu_only) {
   char path[] = "/tmp/mgpu-handback-XXXXXX";
-  int fd = mkstemp(path);
-  ck_assert_int_ge(fd, 0);
-  close(fd);
-  mgpu_test_config_t cfg = mgpu_test_config(2, 0);
-  cfg.cfg.trace = path;
-  mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+  mgpu_runtime_t *rt = init_traced(path, 2, 0);
   const size_t n = 400;
   mgpu_kernel_t k = {.name = "rows", .cpu = rows_cpu, .nout = 1, .out_size = {4}};
   uint32_t *out = malloc(4 * n);
@@ -1250,19 +1272,12 @@ START_TEST(test_handback_cpu_only) {
   double t = mgpu__now() - t0;
   for (size_t i = 0; i < n; i++)
     if (out[i] != i) ck_abort_msg("item %zu wrong", i);
-  size_t m = mgpu_trace_events(rt, NULL, 0), handbacks = 0, computed = 0;
-  mgpu_trace_event_t *e = malloc((m ? m : 1) * sizeof *e);
-  m = mgpu_trace_events(rt, e, m);
-  for (size_t i = 0; i < m; i++) {
-    if (e[i].batch != 1) continue;
-    if (!strcmp(e[i].kind, "handback")) handbacks++;
-    if (!strcmp(e[i].kind, "chunk")) computed += e[i].count;
-  }
+  size_t handbacks, computed;
+  count_handbacks(rt, 1, 2, &handbacks, &computed);
   printf("hand-back, CPU workers alone: %.3f s, %zu hand-backs\n", t, handbacks);
   ck_assert_uint_gt(handbacks, 0);
   ck_assert_uint_eq(computed, n);
   if (mgpu_test_timing()) ck_assert_msg(t < 0.45, "%.3f s: one worker ran the dear items alone", t);
-  free(e);
   free(out);
   mgpu_finalize(rt);
   unlink(path);
@@ -1285,13 +1300,7 @@ static int stall_fn(const mgpu_chunk_t *c) {
 
 START_TEST(test_stall_no_handback) {
   char path[] = "/tmp/mgpu-stall-XXXXXX";
-  int fd = mkstemp(path);
-  ck_assert_int_ge(fd, 0);
-  close(fd);
-  mgpu_test_config_t cfg = mgpu_test_config(1, 1);
-  cfg.cfg.trace = path;
-  mgpu_runtime_t *rt;
-  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+  mgpu_runtime_t *rt = init_traced(path, 1, 1);
   const size_t n = 4000;
   mgpu_kernel_t k = {.name = "stall", .cpu = stall_fn, .gpu = stall_fn, .nout = 1, .out_size = {4}};
   uint32_t *out = malloc(4 * n);
@@ -1310,20 +1319,13 @@ START_TEST(test_stall_no_handback) {
     for (size_t j = 0; j < n; j++)
       if (out[j] != j) ck_abort_msg("batch %d: item %zu wrong", i, j);
   }
-  size_t m = mgpu_trace_events(rt, NULL, 0), handbacks = 0, computed = 0;
-  mgpu_trace_event_t *e = malloc((m ? m : 1) * sizeof *e);
-  m = mgpu_trace_events(rt, e, m);
-  for (size_t i = 0; i < m; i++) {
-    if (e[i].batch < first_stalled) continue;
-    if (!strcmp(e[i].kind, "handback")) handbacks++;
-    if (!strcmp(e[i].kind, "chunk") || !strcmp(e[i].kind, "kernel")) computed += e[i].count;
-  }
+  size_t handbacks, computed;
+  count_handbacks(rt, first_stalled, first_stalled + 4, &handbacks, &computed);
   printf("a CPU worker stalled 8 ms: %zu hand-backs in 4 batches\n", handbacks);
   ck_assert_uint_eq(computed, 4 * n);
   /* Under valgrind and the sanitizers the piece after the stall can run
    * late too. */
   if (mgpu_test_timing()) ck_assert_uint_eq(handbacks, 0);
-  free(e);
   free(out);
   mgpu_finalize(rt);
   unlink(path);
