@@ -65,14 +65,17 @@ mgpu_status_t mgpu__dist_mpi(struct mgpu__dist *d, const char *fn, const char *c
 mgpu_status_t mgpu__dist_wait(struct mgpu__dist *d, const char *fn, MPI_Request *req, double deadline_s,
                               const char *what) {
   double t0 = mgpu__now(), pause = 20e-6;
+  /* The message's head names fn (mgpu__dist_break): `what` only where it is
+   * another step than the call itself. */
+  bool own = !strcmp(what, fn);
   for (;;) {
     int flag = 0;
     int rc = MPI_Test(req, &flag, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) return mgpu__dist_mpi(d, fn, "MPI_Test", rc);
     if (flag) return MGPU_OK;
     if (deadline_s > 0 && mgpu__now() - t0 > deadline_s)
-      return mgpu__dist_break(d, fn, "%s: not every rank took part within %g s (MGPU_TIMEOUT): a rank stopped, hangs, "
-                              "or makes other calls", what, deadline_s);
+      return mgpu__dist_break(d, fn, "%s%snot every rank took part within %g s (MGPU_TIMEOUT): a rank stopped, hangs, "
+                              "or makes other calls", own ? "" : what, own ? "" : ": ", deadline_s);
     /* Short waits end within microseconds; long ones cost a wake-up per
      * millisecond at most. */
     mgpu__nap(pause);
@@ -137,7 +140,10 @@ mgpu_status_t mgpu__dist_exchange(struct mgpu__dist *d, const char *fn, int op, 
   }
   /* A request that never completed still owns its buffers: MPI may write
    * them should the others come after all. They are left to it. */
-  mgpu_status_t st = mgpu__dist_wait(d, fn, &req, deadline_s, mgpu__dist_op_name(op));
+  /* A batch's records are exchanged in the user's call, mgpu_run's or
+   * mgpu_submit's. */
+  const char *what = op == MGPU_DOP_SUBMIT ? fn : mgpu__dist_op_name(op);
+  mgpu_status_t st = mgpu__dist_wait(d, fn, &req, deadline_s, what);
   if (st != MGPU_OK) {
     mgpu__dist_leave(send);
     mgpu__dist_leave(recv);

@@ -117,7 +117,8 @@ mgpu_status_t mgpu__dist_break(struct mgpu__dist *d, const char *fn, const char 
 /* An MPI call's result: MGPU_OK, or d broken with MPI's message. */
 mgpu_status_t mgpu__dist_mpi(struct mgpu__dist *d, const char *fn, const char *call, int rc);
 /* Wait for a nonblocking MPI request for at most deadline_s seconds (0: no
- * deadline); MGPU_EREMOTE (d broken) where it passes or MPI fails. */
+ * deadline); MGPU_EREMOTE (d broken) where it passes or MPI fails. `what`
+ * names the step waited for in the message, unless it is fn itself. */
 mgpu_status_t mgpu__dist_wait(struct mgpu__dist *d, const char *fn, MPI_Request *req, double deadline_s,
                               const char *what);
 /* Every rank's record of call op: mine (bytes <= MGPU_DIST_PAYLOAD) in, all

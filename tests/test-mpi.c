@@ -480,6 +480,12 @@ static void scenario_lost(int argc, char **argv) {
   double t = now() - t0;
   check(st == MGPU_EREMOTE, "rank 1 away: %s (%s), expected MGPU_EREMOTE", mgpu_status_name(st), mgpu_last_error());
   check(t < 8, "the rank waited %.1f s for the one away", t);
+  /* The message names the call the user made, once. */
+  char want[96];
+  snprintf(want, sizeof want, "mgpu_run on rank %d: not every rank took part within 3 s (MGPU_TIMEOUT)", rank);
+  if (!kill_it)
+    check(strstr(mgpu_last_error(), want) != NULL, "rank 1 away: '%s', expected it to hold '%s'", mgpu_last_error(),
+          want);
   if (rank == 0) printf("rank 0 with rank 1 away, after %.1f s: %s\n", t, mgpu_last_error());
   st = mgpu_run(rt, &b, NULL);
   check(st == MGPU_EREMOTE, "a batch after a rank was lost: %s, expected MGPU_EREMOTE", mgpu_status_name(st));
