@@ -797,11 +797,12 @@ START_TEST(test_cpus_sit_out) {
     mgpu_runtime_t *rt;
     ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
     mgpu_worker_stats_t ws[3];
-    /* The model learns both kinds, in two batches: after one, the GPU's
-     * chunks have not all grown to the device's rate. */
+    /* The model learns both kinds, in two batches, the second 20 ms of the
+     * GPU's work: after one of 20,000 items (2.5 ms at 8e6 items/s), the
+     * GPU's chunks have not all grown to the device's rate. */
     run_sleep(rt, 20000, cpu_cost, ws, 3, NULL);
     ck_assert_uint_gt(ws[0].items + ws[1].items, 0);
-    run_sleep(rt, 20000, cpu_cost, ws, 3, NULL);
+    run_sleep(rt, (size_t)fmax(20000, gpu_speeds[k] * 0.02), cpu_cost, ws, 3, NULL);
     uint64_t cpu_items = 0;
     const size_t n = (size_t)(gpu_speeds[k] * 0.05);
     for (int rep = 0; rep < 3; rep++) {
