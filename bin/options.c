@@ -134,7 +134,8 @@ static const opt_desc_t options[] = {
       "--ceiling"},
   {"trace", 0, "FILE", O_TRACE, G_WORKLOAD,
       "write a Chrome/Perfetto trace of the run (of the steal\n"
-      "run with --compare) to FILE; not with --gpus or\n"
+      "run with --compare) to FILE (%r, %p, %h: the MPI rank,\n"
+      "process id, host name); not with --gpus or\n"
       "--ceiling; default: MGPU_TRACE, which traces the same\n"
       "run (and a multi-GPU workload's), no other runtime"},
   {"plugin", 0, "FILE", O_PLUGIN, G_WORKLOAD,
@@ -333,6 +334,10 @@ static void apply_workload_option(opts_t *o, opt_id_t id, const char *v) {
     if (!*v) usage_error("--trace needs a file name");
     /* A blank name would reach the library, whose message names its struct field. */
     if (strspn(v, " \t\n\v\f\r") == strlen(v)) usage_error("--trace needs a file name: '%s' is blank", v);
+    char why[64];
+    if (!mgpu__trace_pattern_ok(v, why, sizeof why))
+      usage_error("--trace '%s': %s: expected %%r (the MPI rank), %%p (the process id), %%h (the host name) or %%%% "
+                  "(a %%) after a %%", v, why);
     o->trace = v;
     break;
   case O_PLUGIN:
@@ -400,7 +405,8 @@ static bool same_file(const char *a, const char *b) {
  * variable over (it gives the file to the traced runtime alone): left set,
  * each runtime it starts would write its own trace to the same file, and the
  * last to stop (not the run traced) would be the one left there. A blank or
- * overlong value is left for the library to refuse; --info shows the
+ * overlong value, or one with a % that starts no substitution, is left for
+ * the library to refuse; --info shows the
  * variable as set. */
 static void trace_from_env(opts_t *o) {
   const char *v = getenv("MGPU_TRACE");
@@ -408,7 +414,8 @@ static void trace_from_env(opts_t *o) {
   static char path[PATH_MAX];
   if (strlen(v) >= sizeof path) return;
   const char *t = mgpu__parse_trim(v, path, sizeof path);
-  if (!*t) return;
+  char why[64];
+  if (!*t || !mgpu__trace_pattern_ok(t, why, sizeof why)) return;
   if (!o->trace) o->trace = t, o->trace_env = true;
   unsetenv("MGPU_TRACE");
 }
@@ -448,7 +455,8 @@ static void check_combinations(const opts_t *o) {
       if (file[i] && file[j] && same_file(file[i], file[j]))
         usage_error("%s and %s name the same file '%s': give each its own", flag[i], flag[j], file[j]);
   if (!o->info && !o->list) {
-    check_writable(trace_name, o->trace);
+    /* A path with substitutions is the library's to expand and check, at mgpu_init. */
+    if (o->trace && !strchr(o->trace, '%')) check_writable(trace_name, o->trace);
     check_writable("--plot", o->plot);
     check_writable("--output", o->output);
   }

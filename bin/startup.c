@@ -35,12 +35,20 @@ void plot_trace_remove(void) {
   if (plot_trace[0]) unlink(plot_trace);
 }
 
+/* Whether the trace's path names a file per process (MGPU_TRACE's %r or %p). */
+static bool trace_per_process(const char *path) {
+  for (const char *q = path; *q; q++)
+    if (*q == '%' && *++q && (*q == 'r' || *q == 'p')) return true;
+  return false;
+}
+
 mgpu_runtime_t *start_runtime(const opts_t *o, mgpu_sched_t mode, double ratio, bool traced) {
   mgpu_config_t c = o->cfg;
-  /* Under an MPI launcher each rank writes its own trace: FILE.rankN past rank 0. */
+  /* Under an MPI launcher each rank writes its own trace: FILE.rankN past
+   * rank 0, unless FILE names one per rank itself. */
   static char rank_trace[1100];
   const char *trace = traced && o->trace ? o->trace : traced && o->plot ? plot_trace : NULL;
-  if (trace && trace == o->trace && ranks_rank() > 0) {
+  if (trace && trace == o->trace && ranks_rank() > 0 && !trace_per_process(trace)) {
     snprintf(rank_trace, sizeof rank_trace, "%s.rank%d", trace, ranks_rank());
     trace = rank_trace;
   }

@@ -56,7 +56,7 @@ static const setting_t settings[MGPU_SET_COUNT] = {
   [MGPU_SET_STATS] = {"MGPU_STATS", K_BOOL, 0, 1, 0, 0, 0, "0, 1, yes, no, on, off, true or false",
                       "print a per-worker table at mgpu_finalize (default 0)",
                       "0 or 1"},
-  [MGPU_SET_TRACE] = {"MGPU_TRACE", K_PATH, 0, 0, 0, 0, 0, "a file path of 1..1023 characters, not blank", "write a trace to this file (default: none)"},
+  [MGPU_SET_TRACE] = {"MGPU_TRACE", K_PATH, 0, 0, 0, 0, 0, "a file path of 1..1023 characters, not blank, in which %r (the MPI rank), %p (the process id), %h (the host name) and %% (a %) are substituted", "write a trace to this file (default: none)"},
   [MGPU_SET_DEBUG] = {"MGPU_DEBUG", K_LEVEL, 0, 4, 0, 0, 0, "0..4 or none, error, warn, info, debug",
                       "log level on stderr; errors returned to the program are printed at info and above "
                       "(default warn)",
@@ -273,6 +273,7 @@ static mgpu_status_t from_text(int id, const char *value, mgpu__config_t *c) {
       break;
     }
     const char *t = mgpu__parse_trim(value, buf, sizeof buf);
+    if (*t && !mgpu__trace_pattern_ok(t, why, sizeof why)) break;
     if (*t) {
       snprintf(c->trace_path, sizeof c->trace_path, "%s", t);
       v->trace = c->trace_path;
@@ -405,17 +406,23 @@ static mgpu_status_t from_arg(int id, const mgpu_config_t *a, const mgpu__testcf
     v->sched = a->sched;
     *set = true;
     return MGPU_OK;
-  case MGPU_SET_TRACE:
+  case MGPU_SET_TRACE: {
     if (!a->trace) return MGPU_OK;
     if (strlen(a->trace) >= sizeof c->trace_path) {
       snprintf(num, sizeof num, "(a path of %zu characters)", strlen(a->trace));
       return bad_arg(id, "trace", num);
     }
     if (strspn(a->trace, " \t\n\v\f\r") == strlen(a->trace)) return bad_arg(id, "trace", "\"\" (a blank path)");
+    char why[64], shown[sizeof c->trace_path + 80];
+    if (!mgpu__trace_pattern_ok(a->trace, why, sizeof why)) {
+      snprintf(shown, sizeof shown, "\"%s\" (%s)", a->trace, why);
+      return bad_arg(id, "trace", shown);
+    }
     snprintf(c->trace_path, sizeof c->trace_path, "%s", a->trace);
     v->trace = c->trace_path;
     *set = true;
     return MGPU_OK;
+  }
   case MGPU_SET_EMULATE_SPEED:
     if (ta->emulate_speed == -1) return MGPU_OK;
     if (!(ta->emulate_speed >= 0 && !signbit(ta->emulate_speed) && ta->emulate_speed <= s->dhi)) {

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static pthread_mutex_t left_lock = PTHREAD_MUTEX_INITIALIZER;
 static void **left;
@@ -226,7 +227,32 @@ typedef struct {
   int32_t status;   /* of its runtime's start */
   int32_t ncpu, ngpus;
   char why[512];
+  int32_t traced;   /* its trace file, where it traces: the host, the device and the inode */
+  uint64_t trace_dev, trace_ino;
+  char host[128];
 } init_rec_t;
+_Static_assert(sizeof(init_rec_t) <= MGPU_DIST_PAYLOAD, "mgpu_init's record fits a record of the ranks");
+
+/* Where two ranks trace to one file, the failure of mgpu_init on every rank
+ * (each writes the whole file at its mgpu_finalize, so neither trace would be
+ * whole); MGPU_OK where every rank's file is its own. Files are compared on
+ * one host: a file shared between hosts is not seen. all holds the records. */
+static mgpu_status_t check_traces(const char *all, int size, const mgpu_runtime_t *rt) {
+  for (int r = 0; r < size; r++) {
+    init_rec_t a;
+    memcpy(&a, all + (size_t)r * MGPU_DIST_PAYLOAD, sizeof a);
+    for (int q = r + 1; a.traced && q < size; q++) {
+      init_rec_t b;
+      memcpy(&b, all + (size_t)q * MGPU_DIST_PAYLOAD, sizeof b);
+      char name[2200];
+      if (b.traced && a.trace_dev == b.trace_dev && a.trace_ino == b.trace_ino && !strcmp(a.host, b.host))
+        return mgpu__fail(MGPU_EINVAL, "mgpu_init: ranks %d and %d trace to one file on host %s, %s, and each writes "
+                          "the whole file at mgpu_finalize: put %%r in the path for a file per rank (for example "
+                          "'trace-%%r.json')", r, q, a.host, mgpu__trace_name(rt, name, sizeof name));
+    }
+  }
+  return MGPU_OK;
+}
 
 /* The communicator the configuration names, checked: MGPU_OK with *comm_p
  * and *use_p (false: this process alone). */
@@ -391,9 +417,15 @@ mgpu_status_t mgpu__dist_init(const mgpu_config_t *cfg, const mgpu__testcfg_t *t
   /* Every rank starts its runtime, then all learn whether all did. */
   mgpu_runtime_t *rt = NULL;
   init_rec_t mine = {0};
-  mine.status = mgpu__init_test(cfg, test, &rt);
+  mine.status = mgpu__init_rank(cfg, test, d->rank, &rt);
   if (mine.status != MGPU_OK) snprintf(mine.why, sizeof mine.why, "%s", mgpu_last_error());
   else mine.ncpu = rt->ncpu, mine.ngpus = rt->ngpus;
+  if (rt && rt->trace_fp) {
+    mine.traced = 1;
+    mine.trace_dev = (uint64_t)rt->trace_dev;
+    mine.trace_ino = (uint64_t)rt->trace_ino;
+    if (gethostname(mine.host, sizeof mine.host - 1) != 0) snprintf(mine.host, sizeof mine.host, "localhost");
+  }
   char *all = malloc((size_t)size * MGPU_DIST_PAYLOAD);
   d->ncpu = calloc((size_t)size, sizeof *d->ncpu);
   d->ngpus = calloc((size_t)size, sizeof *d->ngpus);
@@ -427,10 +459,13 @@ mgpu_status_t mgpu__dist_init(const mgpu_config_t *cfg, const mgpu__testcfg_t *t
                                              o.why);
     if (mine.status != MGPU_OK) mgpu__fail_quiet(st, "%s", mine.why);
   }
+  if (st == MGPU_OK && failed < 0) st = check_traces(all, size, rt);
   free(all);
   if (st != MGPU_OK) {
     /* MPI_Comm_free is local enough: it does not wait for the others. */
     if (!d->broken) MPI_Comm_free(&d->comm);
+    /* A trace of a runtime that never started is not written. */
+    if (rt) mgpu__trace_discard(rt);
     if (rt) mgpu__node_finalize(rt);
     char why[512];
     snprintf(why, sizeof why, "%s", mgpu_last_error());

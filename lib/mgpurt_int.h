@@ -438,6 +438,9 @@ int mgpu__parse_int_list(const char *s, int lo, int hi, int *out, int max, int *
 /* Shares of a split: each finite and in 0..1e12, not all 0. */
 int mgpu__check_ratios(const double *r, int n, char *why, size_t whylen);
 int mgpu__parse_ratios(const char *s, double *out, int max, int *n_p, char *why, size_t whylen);
+/* Whether every % of a trace path starts one of MGPU_TRACE's substitutions
+ * (%r, %p, %h, %%); why says which does not. */
+bool mgpu__trace_pattern_ok(const char *pat, char *why, size_t len);
 
 /* ------------------------------------------------------------- config.c */
 enum { MGPU_SRC_DEFAULT = 0, MGPU_SRC_ENV, MGPU_SRC_ARG, MGPU_SRC_DERIVED };
@@ -905,6 +908,7 @@ struct mgpu_runtime {
   double t_init;
   int trace_on;                /* MGPU_TRACE is set */
   FILE *trace_fp;
+  char trace_file[1024];       /* MGPU_TRACE with its substitutions (mgpu__trace_expand) */
   dev_t trace_dev;             /* trace_fp's file, and the next live runtime that traces: trace.c's lock */
   ino_t trace_ino;
   mgpu_runtime_t *trace_next;
@@ -951,6 +955,9 @@ struct mgpu_runtime {
  * suites, which link the library's objects, call it for a runtime that is
  * never distributed. Hidden: not part of the library's exports. */
 mgpu_status_t mgpu__init_test(const mgpu_config_t *cfg, const mgpu__testcfg_t *test, mgpu_runtime_t **rt_p);
+/* mgpu__init_test for MPI rank `rank` of a runtime across ranks (the rank
+ * names its trace file, MGPU_TRACE's %r). */
+mgpu_status_t mgpu__init_rank(const mgpu_config_t *cfg, const mgpu__testcfg_t *test, int rank, mgpu_runtime_t **rt_p);
 /* mgpu_finalize_checked of one process: rt's handle given back, then its
  * batches waited for, its workers stopped and its memory freed. */
 mgpu_status_t mgpu__node_finalize(mgpu_runtime_t *rt);
@@ -1613,7 +1620,16 @@ typedef struct {
 extern const mgpu__nccl_t *const mgpu__nccl;
 
 /* ------------------------------------------------------------ trace.c */
-mgpu_status_t mgpu__trace_open(mgpu_runtime_t *rt);
+/* MGPU_TRACE's substitutions, so that each MPI rank or process of a job has a
+ * file of its own: %r the rank, %p the process id, %h the host name, %% a %
+ * (mgpu__trace_pattern_ok checks a path for them). */
+/* pat with its substitutions for MPI rank `rank` into out; false where that
+ * is len characters or more. */
+bool mgpu__trace_expand(const char *pat, int rank, char *out, size_t len);
+/* rt's trace in messages, "MGPU_TRACE='PATTERN' ('FILE')", into buf. */
+const char *mgpu__trace_name(const mgpu_runtime_t *rt, char *buf, size_t len);
+/* Open the trace file of rt->cfg.v.trace for this process, MPI rank `rank`. */
+mgpu_status_t mgpu__trace_open(mgpu_runtime_t *rt, int rank);
 void mgpu__trace_add(mgpu_runtime_t *rt, mgpu__worker_t *w, const mgpu__tev_t *ev);
 void mgpu__trace_batch(mgpu_runtime_t *rt, const mgpu__batch_t *b); /* under rt->lock */
 mgpu_status_t mgpu__trace_close(mgpu_runtime_t *rt); /* after the workers stopped */

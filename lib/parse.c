@@ -201,3 +201,14 @@ size_t mgpu__edit_distance(const char *a, const char *b) {
   return row[lb];
 }
 
+bool mgpu__trace_pattern_ok(const char *pat, char *why, size_t len) {
+  for (const char *q = pat; *q; q++) {
+    if (*q != '%') continue;
+    q++;
+    if (*q == 'r' || *q == 'p' || *q == 'h' || *q == '%') continue;
+    if (*q) snprintf(why, len, "'%%%c' is no substitution", *q);
+    else snprintf(why, len, "it ends in a lone '%%'");
+    return false;
+  }
+  return true;
+}

@@ -77,6 +77,10 @@ static void stop_workers(mgpu_runtime_t *rt) {
 }
 
 mgpu_status_t mgpu__init_test(const mgpu_config_t *cfg, const mgpu__testcfg_t *test, mgpu_runtime_t **rt_p) {
+  return mgpu__init_rank(cfg, test, 0, rt_p);
+}
+
+mgpu_status_t mgpu__init_rank(const mgpu_config_t *cfg, const mgpu__testcfg_t *test, int rank, mgpu_runtime_t **rt_p) {
   mgpu__clear_error();
   if (!rt_p) return mgpu__fail(MGPU_EINVAL, "mgpu_init: rt_p is NULL");
   mgpu__config_t c;
@@ -153,7 +157,7 @@ mgpu_status_t mgpu__init_test(const mgpu_config_t *cfg, const mgpu__testcfg_t *t
   }
   mgpu__gpu_groups(rt, rt->gpu_group);
 
-  st = mgpu__trace_open(rt);
+  st = mgpu__trace_open(rt, rank);
   if (st != MGPU_OK) goto fail_free;
 
   /* GPU host threads first: the prior ratio comes from their devices. */

@@ -51,6 +51,31 @@ static void tracing_leave(mgpu_runtime_t *rt) {
   rt->trace_next = NULL;
 }
 
+bool mgpu__trace_expand(const char *pat, int rank, char *out, size_t len) {
+  size_t o = 0;
+  char host[256] = "";
+  for (const char *q = pat; *q; q++) {
+    char part[300];
+    if (*q != '%') part[0] = *q, part[1] = 0;
+    else {
+      q++;
+      if (*q == 'r') snprintf(part, sizeof part, "%d", rank);
+      else if (*q == 'p') snprintf(part, sizeof part, "%ld", (long)getpid());
+      else if (*q == 'h') {
+        if (!host[0] && gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "localhost");
+        snprintf(part, sizeof part, "%s", host);
+      } else part[0] = '%', part[1] = 0; /* %%, the only other one mgpu__trace_pattern_ok lets by */
+      if (!*q) break;
+    }
+    size_t k = strlen(part);
+    if (o + k >= len) return false;
+    memcpy(out + o, part, k);
+    o += k;
+  }
+  out[o] = 0;
+  return true;
+}
+
 /* Append ev to a growing buffer; false (and the event dropped) out of memory:
  * tracing must not break the run. */
 static bool tev_push(mgpu__tev_t **buf, size_t *n, size_t *cap, const mgpu__tev_t *ev) {
@@ -76,31 +101,44 @@ void mgpu__trace_batch(mgpu_runtime_t *rt, const mgpu__batch_t *b) {
   if (!tev_push(&rt->btrace, &rt->nbtrace, &rt->btrace_cap, &ev)) rt->btrace_dropped++;
 }
 
-mgpu_status_t mgpu__trace_open(mgpu_runtime_t *rt) {
-  const char *path = rt->cfg.v.trace;
-  if (!path) return MGPU_OK;
-  /* Open now, so a bad path is an error of mgpu_init, not a lost trace; cut
-   * the file only once it is known that no other runtime writes it. */
+const char *mgpu__trace_name(const mgpu_runtime_t *rt, char *buf, size_t len) {
+  if (strcmp(rt->cfg.v.trace, rt->trace_file) == 0) snprintf(buf, len, "MGPU_TRACE='%s'", rt->trace_file);
+  else snprintf(buf, len, "MGPU_TRACE='%s' ('%s')", rt->cfg.v.trace, rt->trace_file);
+  return buf;
+}
+
+mgpu_status_t mgpu__trace_open(mgpu_runtime_t *rt, int rank) {
+  const char *pat = rt->cfg.v.trace;
+  if (!pat) return MGPU_OK;
+  if (!mgpu__trace_expand(pat, rank, rt->trace_file, sizeof rt->trace_file))
+    return mgpu__fail(MGPU_EINVAL, "MGPU_TRACE='%s': the path with its substitutions is over %zu characters", pat,
+                      sizeof rt->trace_file - 1);
+  const char *path = rt->trace_file;
+  char name[2200];
+  mgpu__trace_name(rt, name, sizeof name);
+  /* Open now, so a bad path is an error of mgpu_init, not a lost trace. The
+   * file is cut only when the trace is written (mgpu__trace_close): an
+   * mgpu_init that fails later, here or on another MPI rank, leaves it as it
+   * was. */
   int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
   struct stat sb;
   if (fd < 0 || fstat(fd, &sb) != 0) {
     int err = errno;
     if (fd >= 0) close(fd);
-    return mgpu__fail(MGPU_EINVAL, "MGPU_TRACE='%s': cannot open the file for writing: %s", path, strerror(err));
+    return mgpu__fail(MGPU_EINVAL, "%s: cannot open the file for writing: %s", name, strerror(err));
   }
   if (!tracing_enter(rt, &sb)) {
     close(fd);
-    return mgpu__fail(MGPU_EINVAL, "MGPU_TRACE='%s': another live runtime of this process traces to this file, and "
+    return mgpu__fail(MGPU_EINVAL, "%s: another live runtime of this process traces to this file, and "
                                    "each writes the whole file at its mgpu_finalize: expected a file of this "
                                    "runtime's own (mgpu_config_t.trace), or the other runtime finalized first",
-                      path);
+                      name);
   }
-  /* A device or a pipe has no length to cut. */
-  if ((S_ISREG(sb.st_mode) && ftruncate(fd, 0) != 0) || !(rt->trace_fp = fdopen(fd, "w"))) {
+  if (!(rt->trace_fp = fdopen(fd, "w"))) {
     int err = errno;
     close(fd);
     tracing_leave(rt);
-    return mgpu__fail(MGPU_EINVAL, "MGPU_TRACE='%s': cannot open the file for writing: %s", path, strerror(err));
+    return mgpu__fail(MGPU_EINVAL, "%s: cannot open the file for writing: %s", name, strerror(err));
   }
   rt->trace_on = 1;
   return MGPU_OK;
@@ -198,6 +236,10 @@ mgpu_status_t mgpu__trace_close(mgpu_runtime_t *rt) {
   FILE *f = rt->trace_fp;
   bool first = true;
   uint64_t dropped = rt->btrace_dropped;
+  /* A device or a pipe has no length to cut. */
+  struct stat sb;
+  int cut = fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) ? ftruncate(fileno(f), 0) : 0;
+  int cut_err = cut ? errno : 0;
   fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", f);
   meta(f, &first, 1, 0, "process_name", "CPU workers");
   meta(f, &first, 2, 0, "process_name", "GPU host threads");
@@ -231,13 +273,15 @@ mgpu_status_t mgpu__trace_close(mgpu_runtime_t *rt) {
   }
   fputs("\n]}\n", f);
   /* A full disk shows at the last flush or only as the stream's error flag. */
-  int werr = ferror(f) ? (errno ? errno : EIO) : 0;
+  int werr = cut_err ? cut_err : ferror(f) ? (errno ? errno : EIO) : 0;
   if (fclose(f) != 0 && !werr) werr = errno ? errno : EIO;
   mgpu_status_t st = MGPU_OK;
+  char name[2200];
   if (werr)
-    st = mgpu__fail(MGPU_ESYSTEM, "MGPU_TRACE='%s': writing the trace failed: %s", rt->cfg.v.trace, strerror(werr));
+    st = mgpu__fail(MGPU_ESYSTEM, "%s: writing the trace failed: %s", mgpu__trace_name(rt, name, sizeof name),
+                    strerror(werr));
   else
-    mgpu__log(MGPU_LOG_INFO, "trace written to %s", rt->cfg.v.trace);
+    mgpu__log(MGPU_LOG_INFO, "trace written to %s", rt->trace_file);
   if (dropped)
     mgpu__log(MGPU_LOG_WARN, "MGPU_TRACE: %llu events were dropped (out of memory)", (unsigned long long)dropped);
   rt->trace_fp = NULL;

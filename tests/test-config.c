@@ -71,6 +71,8 @@ static const env_case_t env_cases[] = {
     {"MGPU_STATS", "off", 1},                {"MGPU_STATS", "2", 0},
     {"MGPU_STATS", "", 0},                   {"MGPU_TRACE", "/tmp/t.json", 1},
     {"MGPU_TRACE", "", 0},                   {"MGPU_TRACE", "  ", 0},
+    {"MGPU_TRACE", "/tmp/t-%r-%p-%h%%.json", 1}, {"MGPU_TRACE", "/tmp/t-%d.json", 0},
+    {"MGPU_TRACE", "/tmp/t%", 0},            {"MGPU_TRACE", "/tmp/100%.json", 0},
     {"MGPU_DEBUG", "warn", 1},               {"MGPU_DEBUG", "4", 1},
     {"MGPU_DEBUG", "5", 0},                  {"MGPU_DEBUG", "loud", 0},
     {"MGPU_DEBUG", "-1", 0},                 {"MGPU_EMULATE_GPUS", "2", 1},
@@ -201,6 +203,12 @@ START_TEST(test_env_values) {
   ck_assert_ptr_null(strstr(mgpu_last_error(), "too long"));
   ck_assert_int_eq(parse_env("MGPU_TRACE", " /tmp/t.json ", &c), MGPU_OK);
   ck_assert_str_eq(c.v.trace, "/tmp/t.json");
+  /* A % that starts no substitution is named, with the ones there are. */
+  ck_assert_int_eq(parse_env("MGPU_TRACE", "run-%d.json", &c), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "MGPU_TRACE='run-%d.json' is invalid: '%d' is no substitution"));
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "%r (the MPI rank), %p (the process id), %h (the host name)"));
+  ck_assert_int_eq(parse_env("MGPU_TRACE", "run%", &c), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "it ends in a lone '%'"));
   ck_assert_int_eq(parse_env("MGPU_RESERVE_THREADS", " Auto ", &c), MGPU_OK);
   ck_assert_int_eq(c.v.reserve_threads, MGPU_RESERVE_AUTO);
   ck_assert_int_eq(parse_env("MGPU_FAULT_INJECT", "launch:0:1,,alloc:0:1", &c), MGPU_EINVAL);
@@ -297,6 +305,9 @@ START_TEST(test_bad_args) {
   ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "(a path of 1099 characters)"));
   ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "1..1023 characters"));
+  a.trace = "run-%x.json";
+  ck_assert_int_eq(mgpu__config_parse(&a, NULL, &c), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "mgpu_init: cfg->trace = \"run-%x.json\" ('%x' is no substitution)"));
   /* MGPU_TIMEOUT's field: seconds, 0 (off) or MGPU_TIMEOUT_AUTO. */
   mgpu_config_init(&a);
   a.ignore_env = 1;

@@ -589,6 +589,16 @@ expect 2 "--output and MGPU_TRACE name the same file" -- env MGPU_TRACE=same.ppm
 expect 0 "verification: ok" -- env MGPU_TRACE="$trace" MGPU_EMULATE_GPUS=2 "$run" reduce -n 100000
 if grep -q '"traceEvents"' "$trace"; then ok; else bad "MGPU_TRACE: reduce wrote no trace"; fi
 rm -f "$trace" "$other"
+# A trace path's substitutions: %p and %r name the file; a % that starts none
+# is a usage error for --trace, and the library's error for MGPU_TRACE.
+tdir=$(mktemp -d /tmp/mgpu-trace-XXXXXX)
+expect 0 "verification ok" -- "$run" mulmod -n 2000 --repeat 1 --threads 1 -q --trace "$tdir/t-%p-%r.json"
+if ls "$tdir" | grep -q '^t-[0-9][0-9]*-0\.json$' && grep -q '"traceEvents"' "$tdir"/t-*-0.json; then ok
+else bad "--trace with %p and %r: $(ls "$tdir")"; fi
+expect 2 "^mgpu-run: --trace '$tdir/t-%q.json': '%q' is no substitution: expected %r (the MPI rank)" -- \
+  "$run" mulmod -n 2000 --repeat 1 --trace "$tdir/t-%q.json"
+expect 2 "MGPU_TRACE='$tdir/t%' is invalid: it ends in a lone '%'" -- env MGPU_TRACE="$tdir/t%" "$run" mulmod -n 2000 --repeat 1
+rm -rf "$tdir"
 # --plot: a well-formed SVG with a lane per worker and per GPU stream, and a
 # bar per worker; rasterised with rsvg-convert where it is installed.
 svg=$(mktemp /tmp/mgpu-plot-XXXXXX).svg

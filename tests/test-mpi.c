@@ -20,6 +20,7 @@
 static int rank, nranks, failures;
 static int cfg_mpi = -1; /* mgpu_config_t.mpi of start() */
 static int cfg_threads = 0, cfg_gpus = 1; /* its CPU workers and emulated GPUs */
+static const char *cfg_trace;             /* its mgpu_config_t.trace */
 
 static void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void check(bool ok, const char *fmt, ...) {
@@ -96,6 +97,7 @@ static mgpu_status_t start(mgpu_runtime_t **rt, const MPI_Comm *comm, double tim
   cfg.debug = getenv("MGPU_TEST_DEBUG") ? atoi(getenv("MGPU_TEST_DEBUG")) : 1;
   if (timeout >= 0) cfg.timeout = timeout;
   cfg.mpi = cfg_mpi;
+  cfg.trace = cfg_trace;
   if (comm) MGPU_CONFIG_SET_COMM(&cfg, comm);
   mgpu__testcfg_t t;
   mgpu__testcfg_init(&t);
@@ -577,6 +579,55 @@ static void scenario_single(void) {
   mgpu_finalize(rt);
 }
 
+/* Whether the file at path begins as a trace does: true where it is s. */
+static bool file_begins(const char *path, const char *s) {
+  char buf[64] = "";
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  size_t got = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[got] = 0;
+  return strncmp(buf, s, strlen(s)) == 0;
+}
+
+/* Ranks that trace to one file: mgpu_init fails on every rank, naming the
+ * ranks and %r, and leaves the file as it was; with %r each rank writes its
+ * own. argv[2] is a folder for the files. */
+static void scenario_trace(int argc, char **argv) {
+  const char *dir = argc > 2 ? argv[2] : "/tmp";
+  char same[512], pat[512], mine[600];
+  snprintf(same, sizeof same, "%s/same.json", dir);
+  if (rank == 0) {
+    FILE *f = fopen(same, "w");
+    check(f && fputs("old\n", f) >= 0 && fclose(f) == 0, "cannot write %s", same);
+  }
+  sync_ranks();
+  cfg_trace = same;
+  mgpu_runtime_t *rt;
+  mgpu_status_t st = start(&rt, NULL, 10);
+  check(st == MGPU_EINVAL, "two ranks tracing to %s: %s (%s), expected MGPU_EINVAL", same, mgpu_status_name(st),
+        mgpu_last_error());
+  if (st == MGPU_OK) mgpu_finalize(rt);
+  check(strstr(mgpu_last_error(), "mgpu_init: ranks 0 and 1 trace to one file") &&
+            strstr(mgpu_last_error(), "put %r in the path"),
+        "the message: '%s'", mgpu_last_error());
+  sync_ranks();
+  check(file_begins(same, "old\n"), "%s was changed by an mgpu_init that failed", same);
+  if (rank == 0) printf("two ranks on one trace file: %s\n", mgpu_last_error());
+  snprintf(pat, sizeof pat, "%s/t-%%r.json", dir);
+  cfg_trace = pat;
+  if (!started(&rt, 10)) return;
+  arrays_t a;
+  arrays(&a, 20000);
+  mgpu_batch_t b = batch_of(&a, &lin);
+  check(mgpu_run(rt, &b, NULL) == MGPU_OK, "mgpu_run: %s", mgpu_last_error());
+  check(mgpu_finalize_checked(rt) == MGPU_OK, "mgpu_finalize: %s", mgpu_last_error());
+  arrays_free(&a);
+  snprintf(mine, sizeof mine, "%s/t-%d.json", dir, rank);
+  check(file_begins(mine, "{\"displayTimeUnit\""), "no trace of rank %d in %s", rank, mine);
+  cfg_trace = NULL;
+}
+
 /* Collectives over every GPU of every rank: rank r has (r % 3 == 2 ? 0 :
  * r % 2 + 1) emulated GPUs, so that some rank has none once there are three;
  * GPUs are numbered over the ranks, rank 0's first. */
@@ -746,6 +797,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(sc, "lost")) scenario_lost(argc, argv);
   else if (!strcmp(sc, "comm")) scenario_comm();
   else if (!strcmp(sc, "single")) scenario_single();
+  else if (!strcmp(sc, "trace")) scenario_trace(argc, argv);
   else if (!strcmp(sc, "coll")) scenario_coll();
   else if (!strcmp(sc, "array")) scenario_array();
   else {

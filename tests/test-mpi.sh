@@ -84,6 +84,9 @@ run "collectives over two ranks" 2 ok 1e6 coll
 run "split arrays across three ranks" 3 ok 1e6 array
 run "one rank: one process" 1 ok 1e6 single
 run "MGPU_MPI off: one process each" 2 ok 1e6 single
+tdir=$(mktemp -d) || exit 99
+run "two ranks tracing to one file, then a file each (%r)" 2 ok 1e6 trace "$tdir"
+rm -rf "$tdir"
 
 # The guide's example (doc/examples/mpi.c) on two ranks.
 example=$top_builddir/doc/examples/mpi

@@ -850,7 +850,7 @@ END_TEST
 /* Whether the trace file at path parses as JSON and its chunks and batches are
  * of the kernel named `kernel` alone. */
 static bool trace_file_of(const char *path, const char *kernel) {
-  char cmd[512];
+  char cmd[1200];
   snprintf(cmd, sizeof cmd,
            "python3 -c 'import json, sys\n"
            "ev = json.load(open(sys.argv[1]))[\"traceEvents\"]\n"
@@ -901,6 +901,39 @@ START_TEST(test_trace_one_writer) {
   free(x), free(y);
   unlink(alias);
   unlink(path);
+}
+END_TEST
+
+/* MGPU_TRACE's substitutions name the file: %p the process id, %r the rank
+ * (0 for a process alone), %h the host name, %% a %. Messages name the
+ * pattern and the file. */
+START_TEST(test_trace_substitutions) {
+  if (system("python3 -c '' 2>/dev/null") != 0) return; /* nothing to parse the trace with */
+  char dir[] = "/tmp/mgpu-trace-subst-XXXXXX", pat[128], want[512], host[256] = "";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  ck_assert_int_eq(gethostname(host, sizeof host - 1), 0);
+  snprintf(pat, sizeof pat, "%s/t-%%p-%%r-%%h-%%%%.json", dir);
+  snprintf(want, sizeof want, "%s/t-%ld-0-%s-%%.json", dir, (long)getpid(), host);
+  mgpu_test_config_t c = mgpu_test_config(2, 0);
+  c.cfg.trace = pat;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
+  const size_t n = 1000;
+  uint64_t *x = calloc(n, 8), *y = malloc(8 * n);
+  axpk_arg_t k = {3, NULL};
+  mgpu_batch_t b = axpk_batch(&axpk_cpu_only, n, x, y, &k);
+  ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
+  ck_assert_int_eq(mgpu_finalize_checked(rt), MGPU_OK);
+  ck_assert_msg(trace_file_of(want, "axpk-cpu"), "no whole trace in %s", want);
+  unlink(want);
+  /* A file that cannot be opened is named by its pattern and its path. */
+  snprintf(pat, sizeof pat, "%s/none/t-%%r.json", dir);
+  c.cfg.trace = pat;
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_EINVAL);
+  snprintf(want, sizeof want, "MGPU_TRACE='%s' ('%s/none/t-0.json'): cannot open the file for writing", pat, dir);
+  ck_assert_msg(strstr(mgpu_last_error(), want), "'%s', expected '%s'", mgpu_last_error(), want);
+  free(x), free(y);
+  rmdir(dir);
 }
 END_TEST
 
@@ -1194,6 +1227,7 @@ int main(void) {
   tcase_add_test(tc, test_stats_at_finalize);
   tcase_add_test(tc, test_progress_and_trace_events);
   tcase_add_test(tc, test_trace_one_writer);
+  tcase_add_test(tc, test_trace_substitutions);
   tcase_add_test(tc, test_cancel_cpu);
   tcase_add_test(tc, test_cancel_gpu);
   tcase_add_test(tc, test_cancel_then_failure);
