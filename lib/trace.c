@@ -119,12 +119,16 @@ mgpu_status_t mgpu__trace_open(mgpu_runtime_t *rt, int rank) {
   /* Open now, so a bad path is an error of mgpu_init, not a lost trace. The
    * file is cut only when the trace is written (mgpu__trace_close): an
    * mgpu_init that fails later, here or on another MPI rank, leaves it as it
-   * was. */
-  int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+   * was. Nonblocking, for a FIFO that no process reads would hold
+   * mgpu_init for good; the trace's writes block as usual. */
+  int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0666);
   struct stat sb;
-  if (fd < 0 || fstat(fd, &sb) != 0) {
+  if (fd < 0 || fstat(fd, &sb) != 0 || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
     int err = errno;
     if (fd >= 0) close(fd);
+    if (err == ENXIO)
+      return mgpu__fail(MGPU_EINVAL, "%s: the file is a FIFO that no process has open for reading: start its "
+                        "reader first, or give a regular file", name);
     return mgpu__fail(MGPU_EINVAL, "%s: cannot open the file for writing: %s", name, strerror(err));
   }
   if (!tracing_enter(rt, &sb)) {

@@ -8,7 +8,11 @@
 
 #include <omp.h>
 #include <stdio.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 START_TEST(test_dependency_chain) {
@@ -937,6 +941,53 @@ START_TEST(test_trace_substitutions) {
 }
 END_TEST
 
+typedef struct {
+  int fd;
+  char head[64];
+  size_t got;
+} fifo_reader_t;
+
+/* Reads the FIFO to its end, keeping the first bytes. */
+static void *read_fifo(void *p) {
+  fifo_reader_t *r = p;
+  char buf[4096];
+  ssize_t k;
+  while ((k = read(r->fd, buf, sizeof buf)) > 0 || (k < 0 && errno == EINTR))
+    for (ssize_t i = 0; i < k && r->got < sizeof r->head - 1; i++) r->head[r->got++] = buf[i];
+  return NULL;
+}
+
+/* A FIFO that no process reads is refused at once (an open for writing
+ * would wait for a reader for good); with a reader it takes the trace. */
+START_TEST(test_trace_fifo) {
+  char dir[] = "/tmp/mgpu-trace-fifo-XXXXXX", path[64];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/fifo", dir);
+  ck_assert_int_eq(mkfifo(path, 0600), 0);
+  mgpu_test_config_t c = mgpu_test_config(1, 0);
+  c.cfg.trace = path;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_EINVAL);
+  ck_assert_ptr_nonnull(strstr(mgpu_last_error(), "the file is a FIFO that no process has open for reading"));
+  fifo_reader_t r = {.fd = open(path, O_RDONLY | O_NONBLOCK)};
+  ck_assert_int_ge(r.fd, 0);
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
+  ck_assert_int_eq(fcntl(r.fd, F_SETFL, fcntl(r.fd, F_GETFL) & ~O_NONBLOCK), 0);
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, read_fifo, &r), 0);
+  uint64_t x[100] = {0}, y[100];
+  axpk_arg_t k = {3, NULL};
+  mgpu_batch_t b = axpk_batch(&axpk_cpu_only, 100, x, y, &k);
+  ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
+  ck_assert_int_eq(mgpu_finalize_checked(rt), MGPU_OK);
+  pthread_join(th, NULL);
+  close(r.fd);
+  ck_assert_msg(strncmp(r.head, "{\"displayTimeUnit\"", 18) == 0, "the FIFO got '%s'", r.head);
+  unlink(path);
+  rmdir(dir);
+}
+END_TEST
+
 START_TEST(test_finalize_waits) {
   /* Finalize with a batch in flight waits for it; its outputs are complete. */
   mgpu_runtime_t *rt = start(2, 1);
@@ -1228,6 +1279,7 @@ int main(void) {
   tcase_add_test(tc, test_progress_and_trace_events);
   tcase_add_test(tc, test_trace_one_writer);
   tcase_add_test(tc, test_trace_substitutions);
+  tcase_add_test(tc, test_trace_fifo);
   tcase_add_test(tc, test_cancel_cpu);
   tcase_add_test(tc, test_cancel_gpu);
   tcase_add_test(tc, test_cancel_then_failure);
