@@ -63,6 +63,11 @@ void write_image(const work_t *w, const opts_t *o, int ncpu) {
   fprintf(f, "P6\n%u %u\n255\n", wd, ht);
   fwrite(rgb, 3, (size_t)wd * ht, f);
 #endif
-  fclose(f);
+  /* A full disk shows at the last flush or only as the stream's error flag. */
+  int bad = ferror(f);
+  if (fclose(f) != 0 || bad) {
+    fprintf(stderr, "%s: cannot write %s: %s\n", prog, o->output, strerror(errno ? errno : EIO));
+    exit(EXIT_FAIL);
+  }
   free(rgb);
 }

@@ -6,8 +6,12 @@
  */
 #include "config.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mgpu-run.h"
 
@@ -71,7 +75,25 @@ static int run(opts_t *op) {
   return run_batch_workload(base, &o, pw);
 }
 
+/* Standard input, output and error closed by the caller are opened on
+ * /dev/null, so that no file the run opens (a trace) takes their numbers and
+ * receives the report. */
+static void keep_std_fds(void) {
+  for (int fd = 0; fd <= 2; fd++)
+    if (fcntl(fd, F_GETFD) < 0 && errno == EBADF && open("/dev/null", fd ? O_WRONLY : O_RDONLY) != fd) _exit(EXIT_FAIL);
+}
+
+/* A report that could not be written (a full disk) fails the run. */
+static void check_stdout(void) {
+  errno = 0;
+  if (fflush(stdout) == 0 && !ferror(stdout)) return;
+  fprintf(stderr, "%s: cannot write the report to standard output: %s\n", prog, strerror(errno ? errno : EIO));
+  _exit(EXIT_FAIL);
+}
+
 int main(int argc, char **argv) {
+  keep_std_fds();
+  atexit(check_stdout);
   opts_t o;
   options_parse(argc, argv, &o);
   /* SIGINT's thread first: MPI's threads inherit the blocked signal. */

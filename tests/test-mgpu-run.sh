@@ -599,6 +599,16 @@ expect 2 "^mgpu-run: --trace '$tdir/t-%q.json': '%q' is no substitution: expecte
   "$run" mulmod -n 2000 --repeat 1 --trace "$tdir/t-%q.json"
 expect 2 "MGPU_TRACE='$tdir/t%' is invalid: it ends in a lone '%'" -- env MGPU_TRACE="$tdir/t%" "$run" mulmod -n 2000 --repeat 1
 rm -rf "$tdir"
+# A report that cannot be written fails the run, and so does an image; with
+# standard output closed, the trace does not take its place.
+expect 1 "^mgpu-run: cannot write the report to standard output: No space left on device" -- \
+  sh -c '"$0" mulmod -n 100 --repeat 1 -q > /dev/full' "$run"
+expect 1 "cannot write the report to standard output" -- sh -c '"$0" --help > /dev/full' "$run"
+expect 1 "^mgpu-run: cannot write /dev/full: No space left on device" -- "$run" mandelbrot -n 64 --size 64 -q --repeat 1 -o /dev/full
+trace=$(mktemp /tmp/mgpu-trace-XXXXXX)
+expect 0 "" -- sh -c '"$0" mulmod -n 100 --repeat 1 --trace "$1" >&-' "$run" "$trace"
+if grep -q '^{"displayTimeUnit"' "$trace"; then ok; else bad "stdout closed: the trace begins '$(head -c 40 "$trace" | od -c | head -1)'"; fi
+rm -f "$trace"
 # --plot: a well-formed SVG with a lane per worker and per GPU stream, and a
 # bar per worker; rasterised with rsvg-convert where it is installed.
 svg=$(mktemp /tmp/mgpu-plot-XXXXXX).svg
