@@ -101,5 +101,5 @@ mgpu_status_t mgpu__check_rt(const mgpu_runtime_t *rt, const char *fn) {
   if (!rt) return mgpu__fail(MGPU_EINVAL, "%s: rt is NULL", fn);
   if (!mgpu__handle_live(MGPU_H_RUNTIME, rt))
     return mgpu__fail(MGPU_ESTATE, "%s: rt %p is not a live runtime (used after mgpu_finalize?)", fn, (const void *)rt);
-  return MGPU_OK;
+  return mgpu__refuse_forked(rt, fn);
 }

@@ -372,6 +372,10 @@ extern _Thread_local const mgpu_runtime_t *mgpu__self_rt;
  * that waits for batches of rt (mgpu_run, mgpu_parallel_for,
  * mgpu_event_wait) would wait for the items that worker holds (log.c). */
 mgpu_status_t mgpu__refuse_in_worker(const mgpu_runtime_t *rt, const char *fn);
+/* MGPU_ESTATE, naming fn, when the calling process is not the one that
+ * started rt (a child of fork, whose copy of rt has no workers); also part
+ * of mgpu__refuse_in_worker and mgpu__check_rt (log.c). */
+mgpu_status_t mgpu__refuse_forked(const mgpu_runtime_t *rt, const char *fn);
 extern _Thread_local int mgpu__self_gpu;
 
 /* ---------------------------------------------------------------- abi.c */
@@ -906,6 +910,7 @@ struct mgpu_runtime {
   _Atomic uint64_t gpus_out_batches; /* of those, batches run with every GPU kept out */
 
   double t_init;
+  pid_t pid;                   /* the process that started it: a fork's child has none of its threads */
   int trace_on;                /* MGPU_TRACE is set */
   FILE *trace_fp;
   char trace_file[1024];       /* MGPU_TRACE with its substitutions (mgpu__trace_expand) */

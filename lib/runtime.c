@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 extern char **environ;
 
@@ -102,6 +103,7 @@ mgpu_status_t mgpu__init_rank(const mgpu_config_t *cfg, const mgpu__testcfg_t *t
   pthread_cond_init(&rt->idle_cv, NULL);
   mgpu__copyjobs_init(rt);
   rt->t_init = mgpu__now();
+  rt->pid = getpid();
   rt->usable_cores =
       mgpu__usable_cores("/sys/fs/cgroup", "/proc/self/cgroup", &rt->cpus, rt->cores_how, sizeof rt->cores_how);
 

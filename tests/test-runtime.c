@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 START_TEST(test_dependency_chain) {
@@ -988,6 +989,42 @@ START_TEST(test_trace_fifo) {
 }
 END_TEST
 
+/* A child of fork has a copy of the runtime without its workers: its calls
+ * are refused at once instead of waiting for good, and the parent's runtime
+ * goes on. */
+START_TEST(test_forked_child_refused) {
+  mgpu_runtime_t *rt = start(2, 1);
+  const size_t n = 1000;
+  uint64_t *x = calloc(n, 8), *y = malloc(8 * n);
+  for (size_t i = 0; i < n; i++) x[i] = i;
+  axpk_arg_t k = {3, NULL};
+  mgpu_batch_t b = axpk_batch(&axpk, n, x, y, &k);
+  ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
+  fflush(NULL);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    alarm(20); /* a child that waits for good is killed, and fails the test */
+    int bad = 0;
+    mgpu_event_t *ev;
+    bad |= mgpu_run(rt, &b, NULL) != MGPU_ESTATE;
+    bad |= strstr(mgpu_last_error(), "mgpu_run: the runtime was started by process") == NULL;
+    bad |= strstr(mgpu_last_error(), "(a child of fork)") == NULL;
+    bad |= mgpu_submit(rt, &b, 0, NULL, &ev) != MGPU_ESTATE;
+    bad |= mgpu_finalize_checked(rt) != MGPU_ESTATE;
+    if (bad) fprintf(stderr, "child: %s\n", mgpu_last_error());
+    _exit(bad ? 1 : 0);
+  }
+  int status = 0;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child: status %#x", status);
+  ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
+  for (size_t i = 0; i < n; i++) ck_assert_uint_eq(y[i], x[i] * 3 + 3);
+  ck_assert_int_eq(mgpu_finalize_checked(rt), MGPU_OK);
+  free(x), free(y);
+}
+END_TEST
+
 START_TEST(test_finalize_waits) {
   /* Finalize with a batch in flight waits for it; its outputs are complete. */
   mgpu_runtime_t *rt = start(2, 1);
@@ -1280,6 +1317,7 @@ int main(void) {
   tcase_add_test(tc, test_trace_one_writer);
   tcase_add_test(tc, test_trace_substitutions);
   tcase_add_test(tc, test_trace_fifo);
+  tcase_add_test(tc, test_forked_child_refused);
   tcase_add_test(tc, test_cancel_cpu);
   tcase_add_test(tc, test_cancel_gpu);
   tcase_add_test(tc, test_cancel_then_failure);
