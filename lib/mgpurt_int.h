@@ -79,6 +79,9 @@ bool mgpu__lock_order_checked(void);
 /* ------------------------------------------------------------- tunables */
 /* The scheduler's constants, each with its reason in one line; the
  * measurements behind them are in doc/tuning.md ("Internal constants"). */
+/* mgpu_init warns where the CPU workers asked for outnumber the usable cores
+ * more than this many times. */
+#define MGPU_THREADS_PER_CORE_WARN 4
 /* Seconds of device work a GPU's chunk is sized to. */
 #define MGPU_GPU_TARGET_S 2e-3
 /* A thief far slower than its victim plans with a quarter of its speed. */

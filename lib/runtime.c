@@ -111,6 +111,13 @@ mgpu_status_t mgpu__init_rank(const mgpu_config_t *cfg, const mgpu__testcfg_t *t
   const mgpu_dev_ops_t *dev = pick_backend(&c, &visible);
   st = mgpu__config_resolve(&c, rt->usable_cores, visible);
   if (st != MGPU_OK) goto fail_free;
+  /* Every batch wakes every CPU worker: far more of them than cores makes
+   * each batch wait for the OS to run them all in turn. */
+  if (c.source[MGPU_SET_NUM_THREADS] != MGPU_SRC_DERIVED && c.v.num_threads > MGPU_THREADS_PER_CORE_WARN * rt->usable_cores)
+    mgpu__log(MGPU_LOG_WARN, "MGPU_NUM_THREADS=%d is %.3g times the %d usable cores: each batch wakes every CPU worker, "
+              "and batches take far longer than with one worker a core (the default: %d)", c.v.num_threads,
+              (double)c.v.num_threads / rt->usable_cores, rt->usable_cores,
+              MGPU_MAX(1, rt->usable_cores - c.v.num_gpus));
   rt->cfg = c;
   /* The config holds pointers into itself; point them at the runtime's copy. */
   if (c.v.trace) rt->cfg.v.trace = rt->cfg.trace_path;

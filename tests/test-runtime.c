@@ -1025,6 +1025,30 @@ START_TEST(test_forked_child_refused) {
 }
 END_TEST
 
+/* CPU workers asked for that outnumber the usable cores over four times are
+ * warned about (each batch wakes them all); four times is not. */
+START_TEST(test_threads_past_cores_warned) {
+  mgpu_runtime_t *rt = start(1, 0);
+  int cores = mgpu_usable_cores(rt, NULL);
+  mgpu_finalize(rt);
+  if (4 * cores + 1 > 4096) return; /* past MGPU_NUM_THREADS's range */
+  char text[2048], want[128];
+  for (int k = 0; k < 2; k++) {
+    mgpu_test_config_t c = mgpu_test_config(4 * cores + (k == 0), 0);
+    c.cfg.debug = 2; /* warnings */
+    capture_t cap;
+    capture_begin(&cap);
+    ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
+    mgpu_finalize(rt);
+    capture_end(&cap, text, sizeof text);
+    snprintf(want, sizeof want, "warning: MGPU_NUM_THREADS=%d is ", 4 * cores + 1);
+    if (k == 0) ck_assert_msg(strstr(text, want) && strstr(text, "usable cores: each batch wakes every CPU worker"),
+                              "no warning: '%s'", text);
+    else ck_assert_msg(!strstr(text, "usable cores"), "a warning at four workers a core: '%s'", text);
+  }
+}
+END_TEST
+
 START_TEST(test_finalize_waits) {
   /* Finalize with a batch in flight waits for it; its outputs are complete. */
   mgpu_runtime_t *rt = start(2, 1);
@@ -1318,6 +1342,7 @@ int main(void) {
   tcase_add_test(tc, test_trace_substitutions);
   tcase_add_test(tc, test_trace_fifo);
   tcase_add_test(tc, test_forked_child_refused);
+  tcase_add_test(tc, test_threads_past_cores_warned);
   tcase_add_test(tc, test_cancel_cpu);
   tcase_add_test(tc, test_cancel_gpu);
   tcase_add_test(tc, test_cancel_then_failure);
