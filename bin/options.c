@@ -170,7 +170,8 @@ static const opt_desc_t options[] = {
       "(MGPU_MPI=off; else MPI is initialised and every\n"
       "batch runs once over all ranks, rank 0 reporting)"},
   {"json", 0, NULL, O_JSON, G_OUTPUT,
-      "print the report as JSON on stdout"},
+      "print the report as JSON on stdout (not with --info\n"
+      "or --list, which print text)"},
   {"quiet", 'q', NULL, O_QUIET, G_OUTPUT,
       "print only the result line (or the JSON); no progress\n"
       "bar (shown on a terminal for batches that run over a\n"
@@ -341,6 +342,7 @@ static void apply_workload_option(opts_t *o, opt_id_t id, const char *v) {
     o->trace = v;
     break;
   case O_PLUGIN:
+    if (!*v || strspn(v, " \t\n\v\f\r") == strlen(v)) usage_error("--plugin needs a file name: '%s' is blank", v);
     if (o->plugin) usage_error("--plugin is given twice ('%s', then '%s'): mgpu-run loads one plugin", o->plugin, v);
     o->plugin = v;
     break;
@@ -422,6 +424,8 @@ static void trace_from_env(opts_t *o) {
 
 /* Options that do not go together, or that need a file written. */
 static void check_combinations(const opts_t *o) {
+  if (o->json && (o->info || o->list))
+    usage_error("--json is for the report of a run: %s prints text", o->info ? "--info" : "--list");
   if (o->compare && o->mode) usage_error("--compare runs every mode: do not give --mode too");
   if (o->ceiling && (o->compare || o->mode || o->ngpus_list))
     usage_error("--ceiling runs only the ceiling: not with --compare, --mode or --gpus");
@@ -429,7 +433,7 @@ static void check_combinations(const opts_t *o) {
   if (o->turns >= 0 && !o->compare) usage_error("--turns is for --compare");
   if (o->compare && o->ngpus_list) usage_error("--gpus and --compare do not go together: run them separately");
   if (o->multi.min_bytes > (o->multi.max_bytes ? o->multi.max_bytes : (size_t)1 << 30))
-    usage_error("--min-bytes is larger than --max-bytes (default 1G)");
+    usage_error(o->multi.max_bytes ? "--min-bytes is larger than --max-bytes" : "--min-bytes is larger than --max-bytes's default, 1G");
   if (o->workload && multi_is_workload(o->workload) &&
       (o->plot || (o->trace && !o->trace_env) || o->compare || o->output || o->ceiling || o->mode))
     usage_error("--plot, --trace, --compare, --output, --ceiling and --mode are for the batch workloads, not %s",

@@ -127,6 +127,8 @@ static void setup_sha256(work_t *w, const opts_t *o) {
 static void setup_mandelbrot(work_t *w, const opts_t *o) {
   int width = o->size < 0 ? 4096 : o->size;
   w->n = o->items < 0 ? 4096 : (size_t)o->items;
+  if (width < 1 || (unsigned)width > MGPU_MANDELBROT_MAX_DIM)
+    usage_error("--size %d is no width for mandelbrot: expected 1..%u pixels", width, MGPU_MANDELBROT_MAX_DIM);
   if (w->n > MGPU_MANDELBROT_MAX_DIM)
     usage_error("--items %zu is too many rows for mandelbrot: at most %u", w->n, MGPU_MANDELBROT_MAX_DIM);
   w->arg.mandel = (mgpu_mandelbrot_arg_t){(uint32_t)width, (uint32_t)(w->n ? w->n : 1),

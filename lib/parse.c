@@ -51,7 +51,9 @@ int mgpu__parse_double(const char *s, double lo, double hi, double *out) {
   if (*t == '\0' || strlen(s) >= sizeof buf || !mgpu_is_decimal(t)) return -1;
   errno = 0;
   double v = strtod(t, &end);
-  if (errno == ERANGE || end == t || *end != '\0' || !isfinite(v)) return -1;
+  /* Past the range is refused; a number too small to be normal is not, as
+   * long as it does not round to 0. */
+  if ((errno == ERANGE && (v == 0 || !isfinite(v))) || end == t || *end != '\0' || !isfinite(v)) return -1;
   /* -0 compares equal to 0: where negatives are refused, so is it. */
   if (v < lo || v > hi || (lo >= 0 && signbit(v))) return -1;
   *out = v;

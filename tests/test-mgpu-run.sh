@@ -85,6 +85,12 @@ expect 2 "--streams ''" -- "$run" --streams "" --info
 expect 2 "--ratio 'nan'" -- "$run" --ratio nan --info
 expect 2 "--devices" -- "$run" --devices 1, --info
 expect 2 "--trace needs a file name" -- "$run" --trace "" --info
+expect 2 "^mgpu-run: --plugin needs a file name: '' is blank" -- "$run" --plugin "" --list
+expect 2 "^mgpu-run: --json is for the report of a run: --info prints text" -- "$run" --info --json
+expect 2 "^mgpu-run: --json is for the report of a run: --list prints text" -- "$run" --list --json
+expect 2 "^mgpu-run: --size 0 is no width for mandelbrot: expected 1..1048576 pixels" -- "$run" mandelbrot --size 0 -n 10
+expect 2 "^mgpu-run: --min-bytes is larger than --max-bytes\$" -- "$run" allreduce --min-bytes 8 --max-bytes 4
+expect 2 "^mgpu-run: --min-bytes is larger than --max-bytes's default, 1G" -- "$run" allreduce --min-bytes 2G
 expect 2 "^mgpu-run: --trace needs a file name: '  ' is blank" -- "$run" mulmod -n 10 --repeat 1 --trace "  "
 expect 2 "--overlay needs --output" -- "$run" mandelbrot --overlay -n 4
 expect 2 "--output is for the mandelbrot workload" -- "$run" mulmod -o /tmp/x.png -n 4
@@ -282,7 +288,6 @@ expect 0 "^ntt: 100 items, [0-9.]* s, [1-9][0-9.e+]* items/s, verification ok" -
 expect 0 "^mode gpu " -- env MGPU_EMULATE_GPUS=1 MGPU_SCHED=gpu "$run" mulmod --intensity 5 -n 2000 --repeat 1
 expect 0 "^mode cpu " -- env MGPU_EMULATE_GPUS=1 MGPU_SCHED=cpu "$run" mulmod --intensity 5 -n 2000 --repeat 1
 expect 2 "--split, --dtype, --min-bytes and --max-bytes are for" -- "$run" mulmod --dtype f32
-expect 2 "--min-bytes is larger than --max-bytes (default 1G)" -- "$run" allreduce --min-bytes 2G
 expect 2 "are for the batch workloads, not matvec" -- "$run" matvec --plot /tmp/x.svg
 expect 2 "are for the batch workloads, not reduce" -- "$run" reduce --compare
 # With a skipped first count, the JSON array still parses.
