@@ -28,9 +28,12 @@ static void close_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c,
     if (first)
       mgpu__log(MGPU_LOG_ERROR, "kernel '%s' failed (returned %d) on items %zu..%zu; the batch fails with MGPU_EKERNEL",
                 b->kernel.name, kernel_rc, b->base + c->first, b->base + c->first + c->count - 1);
-  } else if (busy_s > 0 && !atomic_load(&b->failed)) {
-    /* A GPU's host thread teaches its model itself (gpu_chunk.c), since a
-     * chunk's device time is known only once the chunks around it ended. */
+  } else if (busy_s > 0) {
+    /* A chunk that ran to its end teaches the model, also in a batch that
+     * was canceled or failed elsewhere meanwhile: its time is what the
+     * kernel cost. A GPU's host thread teaches its model itself
+     * (gpu_chunk.c), since a chunk's device time is known only once the
+     * chunks around it ended. */
     if (w->kind == MGPU_WORKER_CPU)
       mgpu__model_update(b->model, w->id, &(mgpu__sample_t){.items = (double)c->count, .secs = busy_s});
     if (b->prof_sums && w->kind == MGPU_WORKER_GPU) {

@@ -326,7 +326,7 @@ bool mgpu__gpu_retire_oldest(mgpu__gpu_t *gp) {
     }
     gp->last_done = now;
     gp->failures = 0;
-    if (!atomic_load(&s->claim.b->failed)) learn(gp, s, busy, span, inside, alone);
+    learn(gp, s, busy, span, inside, alone); /* canceled or failed meanwhile too: it ran to its end */
     /* The last chunk in flight: no later one can join its sample (the next
      * starts alone), so it is taught now, before its claim completes. That
      * can end the batch and wake the caller, whose next batch of the kernel

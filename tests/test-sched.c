@@ -668,6 +668,41 @@ END_TEST
  * workers have spent 10 ms on the kernel the GPU probes it with one item.
  * A GPU 1,000 times faster than a CPU worker then runs the batches (0.1 ms
  * each, not 32 ms); one 10 times slower runs its probe and nothing else. */
+/* Chunks that ran to their end in a canceled batch teach the model like any
+ * other: an emulated GPU whose launch takes 0.3 s, first met in a batch
+ * canceled while that launch ran, gets no item of the next batch, which the
+ * two CPU workers finish in about 2 ms (400 items of 10 us). Unlearnt, the GPU would be planned
+ * on the prior again, and the next batch would wait for another launch. */
+START_TEST(test_canceled_batch_teaches) {
+  mgpu_test_config_t cfg = mgpu_test_config(2, 1);
+  cfg.test.emulate_latency = 0.3;
+  cfg.test.emulate_speed = 1e9;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+  const size_t n = 400, first = 40000; /* the first batch: 0.2 s of the CPU workers' */
+  sleep_arg_t a = {1e-5};
+  uint32_t *out = malloc(4 * first);
+  mgpu_batch_t b = MGPU_BATCH_INIT;
+  b.kernel = &sleep_kernel, b.n = first, b.out[0] = out, b.arg = &a, b.arg_size = sizeof a;
+  mgpu_event_t *ev;
+  ck_assert_int_eq(mgpu_submit(rt, &b, 0, NULL, &ev), MGPU_OK);
+  mgpu_worker_stats_t ws[3];
+  mgpu_stats_t st = {.worker = ws, .worker_cap = 3};
+  mgpu__nap(0.05); /* the GPU's launch is under way */
+  ck_assert_int_eq(mgpu_event_cancel(ev), MGPU_OK);
+  ck_assert_int_eq(mgpu_event_wait(ev, &st), MGPU_ECANCELED);
+  mgpu_event_release(ev);
+  printf("canceled batch: GPU %llu items\n", (unsigned long long)ws[2].items);
+  ck_assert_uint_ge(ws[2].items, 1); /* the launch that the next batch learns from */
+  double t = run_sleep(rt, n, a.cpu_cost, ws, 3, NULL);
+  printf("the batch after it: %.4f s; CPU %llu + %llu items, GPU %llu\n", t, (unsigned long long)ws[0].items,
+         (unsigned long long)ws[1].items, (unsigned long long)ws[2].items);
+  ck_assert_msg(ws[2].items == 0, "the GPU ran %llu items, in a launch of 0.3 s", (unsigned long long)ws[2].items);
+  free(out);
+  mgpu_finalize(rt);
+}
+END_TEST
+
 START_TEST(test_gpu_probe_low_ratio) {
   for (int fast = 1; fast >= 0; fast--) {
     mgpu_test_config_t cfg = mgpu_test_config(2, 1);
@@ -1558,6 +1593,7 @@ int main(void) {
   tcase_add_test(tc, test_probe_short_batches_once);
   tcase_add_test(tc, test_gpu_slow_short_batches);
   tcase_add_test(tc, test_gpu_probe_low_ratio);
+  tcase_add_test(tc, test_canceled_batch_teaches);
   tcase_add_test(tc, test_overlapped_launches);
   tcase_add_test(tc, test_joined_launch_sizes);
   tcase_add_test(tc, test_latency_counted_once);
