@@ -19,8 +19,7 @@ static bool dist_rt(const mgpu_runtime_t *rt) {
 
 MGPU_API mgpu_status_t mgpu_finalize_checked(mgpu_runtime_t *rt) {
   /* A fork's child would wait for workers it does not have. */
-  if (rt && mgpu__handle_live(MGPU_H_RUNTIME, rt) && mgpu__refuse_forked(rt, "mgpu_finalize") != MGPU_OK)
-    return MGPU_ESTATE;
+  if (mgpu__refuse_forked(rt, "mgpu_finalize") != MGPU_OK) return MGPU_ESTATE;
   if (!dist_rt(rt)) return mgpu__node_finalize(rt);
   mgpu__dist_close(rt);
   return mgpu__dist_finalize(rt);

@@ -61,7 +61,8 @@ mgpu_status_t mgpu__fail(mgpu_status_t st, const char *fmt, ...) {
 }
 
 mgpu_status_t mgpu__refuse_forked(const mgpu_runtime_t *rt, const char *fn) {
-  if (!rt || rt->pid == getpid()) return MGPU_OK;
+  /* A runtime finalized already is not read (an event may outlive it). */
+  if (!rt || !mgpu__handle_live(MGPU_H_RUNTIME, rt) || rt->pid == getpid()) return MGPU_OK;
   return mgpu__fail(MGPU_ESTATE, "%s: the runtime was started by process %ld, and this is process %ld (a child of "
                     "fork), which has none of its workers: every call would wait for good. Start a runtime in the "
                     "child (mgpu_init), or fork before mgpu_init: refused", fn, (long)rt->pid, (long)getpid());
