@@ -11,6 +11,7 @@
 #include "mgpurt_int.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 /* Open addressing with linear probing; a slot holds a key or is empty. */
 typedef struct {
@@ -102,4 +103,21 @@ mgpu_status_t mgpu__check_rt(const mgpu_runtime_t *rt, const char *fn) {
   if (!mgpu__handle_live(MGPU_H_RUNTIME, rt))
     return mgpu__fail(MGPU_ESTATE, "%s: rt %p is not a live runtime (used after mgpu_finalize?)", fn, (const void *)rt);
   return mgpu__refuse_forked(rt, fn);
+}
+
+mgpu_status_t mgpu__refuse_forked(const mgpu_runtime_t *rt, const char *fn) {
+  /* A runtime finalized already is not read (an event may outlive it). */
+  if (!rt || !mgpu__handle_live(MGPU_H_RUNTIME, rt) || rt->pid == getpid()) return MGPU_OK;
+  return mgpu__fail(MGPU_ESTATE, "%s: the runtime was started by process %ld, and this is process %ld (a child of "
+                    "fork), which has none of its workers: every call would wait for good. Start a runtime in the "
+                    "child (mgpu_init), or fork before mgpu_init: refused", fn, (long)rt->pid, (long)getpid());
+}
+
+mgpu_status_t mgpu__refuse_in_worker(const mgpu_runtime_t *rt, const char *fn) {
+  mgpu_status_t st = mgpu__refuse_forked(rt, fn);
+  if (st != MGPU_OK) return st;
+  if (!rt || mgpu__self_rt != rt) return MGPU_OK;
+  return mgpu__fail(MGPU_ESTATE, "%s: called from a worker of the runtime (inside a kernel function?), which would "
+                                 "wait for batches while computing nothing, and for items it holds itself: refused",
+                    fn);
 }

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 static _Atomic int log_level = MGPU_LOG_WARN;
 static _Thread_local char last_error[1024];
@@ -58,23 +57,6 @@ mgpu_status_t mgpu__fail(mgpu_status_t st, const char *fmt, ...) {
   record(st, true, fmt, ap);
   va_end(ap);
   return st;
-}
-
-mgpu_status_t mgpu__refuse_forked(const mgpu_runtime_t *rt, const char *fn) {
-  /* A runtime finalized already is not read (an event may outlive it). */
-  if (!rt || !mgpu__handle_live(MGPU_H_RUNTIME, rt) || rt->pid == getpid()) return MGPU_OK;
-  return mgpu__fail(MGPU_ESTATE, "%s: the runtime was started by process %ld, and this is process %ld (a child of "
-                    "fork), which has none of its workers: every call would wait for good. Start a runtime in the "
-                    "child (mgpu_init), or fork before mgpu_init: refused", fn, (long)rt->pid, (long)getpid());
-}
-
-mgpu_status_t mgpu__refuse_in_worker(const mgpu_runtime_t *rt, const char *fn) {
-  mgpu_status_t st = mgpu__refuse_forked(rt, fn);
-  if (st != MGPU_OK) return st;
-  if (!rt || mgpu__self_rt != rt) return MGPU_OK;
-  return mgpu__fail(MGPU_ESTATE, "%s: called from a worker of the runtime (inside a kernel function?), which would "
-                                 "wait for batches while computing nothing, and for items it holds itself: refused",
-                    fn);
 }
 
 mgpu_status_t mgpu__fail_quiet(mgpu_status_t st, const char *fmt, ...) {

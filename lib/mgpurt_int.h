@@ -373,11 +373,11 @@ extern _Thread_local int mgpu__range_locks_held;
 extern _Thread_local const mgpu_runtime_t *mgpu__self_rt;
 /* MGPU_ESTATE, naming fn, when the calling thread is a worker of rt: a call
  * that waits for batches of rt (mgpu_run, mgpu_parallel_for,
- * mgpu_event_wait) would wait for the items that worker holds (log.c). */
+ * mgpu_event_wait) would wait for the items that worker holds (handle.c). */
 mgpu_status_t mgpu__refuse_in_worker(const mgpu_runtime_t *rt, const char *fn);
 /* MGPU_ESTATE, naming fn, when rt is live and the calling process is not the
  * one that started it (a child of fork, whose copy of rt has no workers);
- * also part of mgpu__refuse_in_worker and mgpu__check_rt (log.c). */
+ * also part of mgpu__refuse_in_worker and mgpu__check_rt (handle.c). */
 mgpu_status_t mgpu__refuse_forked(const mgpu_runtime_t *rt, const char *fn);
 extern _Thread_local int mgpu__self_gpu;
 
