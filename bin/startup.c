@@ -37,8 +37,11 @@ void plot_trace_remove(void) {
 
 /* Whether the trace's path names a file per process (MGPU_TRACE's %r or %p). */
 static bool trace_per_process(const char *path) {
-  for (const char *q = path; *q; q++)
-    if (*q == '%' && *++q && (*q == 'r' || *q == 'p')) return true;
+  for (const char *q = path; *q; q++) {
+    if (*q != '%') continue;
+    if (*++q == 'r' || *q == 'p') return true;
+    if (!*q) break; /* a lone % at the end, which the library refuses */
+  }
   return false;
 }
 

@@ -238,20 +238,21 @@ _Static_assert(sizeof(init_rec_t) <= MGPU_DIST_PAYLOAD, "mgpu_init's record fits
  * whole); MGPU_OK where every rank's file is its own. Files are compared on
  * one host: a file shared between hosts is not seen. all holds the records. */
 static mgpu_status_t check_traces(const char *all, int size, const mgpu_runtime_t *rt) {
-  for (int r = 0; r < size; r++) {
-    init_rec_t a;
-    memcpy(&a, all + (size_t)r * MGPU_DIST_PAYLOAD, sizeof a);
-    for (int q = r + 1; a.traced && q < size; q++) {
-      init_rec_t b;
-      memcpy(&b, all + (size_t)q * MGPU_DIST_PAYLOAD, sizeof b);
+  init_rec_t *rec = malloc((size_t)size * sizeof *rec);
+  if (!rec) return mgpu__fail(MGPU_ENOMEM, "mgpu_init: out of memory");
+  for (int r = 0; r < size; r++) memcpy(&rec[r], all + (size_t)r * MGPU_DIST_PAYLOAD, sizeof *rec);
+  mgpu_status_t st = MGPU_OK;
+  for (int r = 0; r < size && st == MGPU_OK; r++)
+    for (int q = r + 1; rec[r].traced && q < size && st == MGPU_OK; q++) {
+      const init_rec_t *a = &rec[r], *b = &rec[q];
       char name[2200];
-      if (b.traced && a.trace_dev == b.trace_dev && a.trace_ino == b.trace_ino && !strcmp(a.host, b.host))
-        return mgpu__fail(MGPU_EINVAL, "mgpu_init: ranks %d and %d trace to one file on host %s, %s, and each writes "
-                          "the whole file at mgpu_finalize: put %%r in the path for a file per rank (for example "
-                          "'trace-%%r.json')", r, q, a.host, mgpu__trace_name(rt, name, sizeof name));
+      if (b->traced && a->trace_dev == b->trace_dev && a->trace_ino == b->trace_ino && !strcmp(a->host, b->host))
+        st = mgpu__fail(MGPU_EINVAL, "mgpu_init: ranks %d and %d trace to one file on host %s, %s, and each writes "
+                        "the whole file at mgpu_finalize: put %%r in the path for a file per rank (for example "
+                        "'trace-%%r.json')", r, q, a->host, mgpu__trace_name(rt, name, sizeof name));
     }
-  }
-  return MGPU_OK;
+  free(rec);
+  return st;
 }
 
 /* The communicator the configuration names, checked: MGPU_OK with *comm_p

@@ -98,19 +98,25 @@ bool mgpu__handle_del(mgpu__handle_kind_t kind, const void *p) {
   return found;
 }
 
+/* MGPU_ESTATE where the calling process did not start rt, which is live. */
+static mgpu_status_t live_forked(const mgpu_runtime_t *rt, const char *fn) {
+  if (rt->pid == getpid()) return MGPU_OK;
+  return mgpu__fail(MGPU_ESTATE, "%s: the runtime was started by process %ld, and this is process %ld (a child of "
+                    "fork), which has none of its workers: every call would wait for good. Start a runtime in the "
+                    "child (mgpu_init), or fork before mgpu_init: refused", fn, (long)rt->pid, (long)getpid());
+}
+
 mgpu_status_t mgpu__check_rt(const mgpu_runtime_t *rt, const char *fn) {
   if (!rt) return mgpu__fail(MGPU_EINVAL, "%s: rt is NULL", fn);
   if (!mgpu__handle_live(MGPU_H_RUNTIME, rt))
     return mgpu__fail(MGPU_ESTATE, "%s: rt %p is not a live runtime (used after mgpu_finalize?)", fn, (const void *)rt);
-  return mgpu__refuse_forked(rt, fn);
+  return live_forked(rt, fn);
 }
 
 mgpu_status_t mgpu__refuse_forked(const mgpu_runtime_t *rt, const char *fn) {
   /* A runtime finalized already is not read (an event may outlive it). */
-  if (!rt || !mgpu__handle_live(MGPU_H_RUNTIME, rt) || rt->pid == getpid()) return MGPU_OK;
-  return mgpu__fail(MGPU_ESTATE, "%s: the runtime was started by process %ld, and this is process %ld (a child of "
-                    "fork), which has none of its workers: every call would wait for good. Start a runtime in the "
-                    "child (mgpu_init), or fork before mgpu_init: refused", fn, (long)rt->pid, (long)getpid());
+  if (!rt || !mgpu__handle_live(MGPU_H_RUNTIME, rt)) return MGPU_OK;
+  return live_forked(rt, fn);
 }
 
 mgpu_status_t mgpu__refuse_in_worker(const mgpu_runtime_t *rt, const char *fn) {

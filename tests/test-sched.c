@@ -661,18 +661,12 @@ START_TEST(test_probe_short_batches_once) {
 }
 END_TEST
 
-/* A prior that rates the GPU at a hundredth of a CPU worker
- * (MGPU_DEVICE_TO_CORE_RATIO=0.01), in batches of 64 items that two CPU
- * workers take 32 ms over: the GPU's share is under MGPU_MIN_SHARE_ITEMS in
- * every batch, and as a far slower thief it takes nothing. Once the CPU
- * workers have spent 10 ms on the kernel the GPU probes it with one item.
- * A GPU 1,000 times faster than a CPU worker then runs the batches (0.1 ms
- * each, not 32 ms); one 10 times slower runs its probe and nothing else. */
 /* Chunks that ran to their end in a canceled batch teach the model like any
  * other: an emulated GPU whose launch takes 0.3 s, first met in a batch
  * canceled while that launch ran, gets no item of the next batch, which the
- * two CPU workers finish in about 2 ms (400 items of 10 us). Unlearnt, the GPU would be planned
- * on the prior again, and the next batch would wait for another launch. */
+ * two CPU workers finish in about 2 ms (400 items of 10 us). Unlearnt, the
+ * GPU would be planned on the prior again, and the next batch would wait for
+ * another launch. */
 START_TEST(test_canceled_batch_teaches) {
   mgpu_test_config_t cfg = mgpu_test_config(2, 1);
   cfg.test.emulate_latency = 0.3;
@@ -703,6 +697,13 @@ START_TEST(test_canceled_batch_teaches) {
 }
 END_TEST
 
+/* A prior that rates the GPU at a hundredth of a CPU worker
+ * (MGPU_DEVICE_TO_CORE_RATIO=0.01), in batches of 64 items that two CPU
+ * workers take 32 ms over: the GPU's share is under MGPU_MIN_SHARE_ITEMS in
+ * every batch, and as a far slower thief it takes nothing. Once the CPU
+ * workers have spent 10 ms on the kernel the GPU probes it with one item.
+ * A GPU 1,000 times faster than a CPU worker then runs the batches (0.1 ms
+ * each, not 32 ms); one 10 times slower runs its probe and nothing else. */
 START_TEST(test_gpu_probe_low_ratio) {
   for (int fast = 1; fast >= 0; fast--) {
     mgpu_test_config_t cfg = mgpu_test_config(2, 1);
