@@ -26,7 +26,8 @@ static bool device_starved(mgpu__gpu_t *gp) {
 
 /* mgpu__copy's question: share what is left of a staging copy now? Yes when
  * the device waits, or while its host side is known to be the bottleneck:
- * the device ran dry before one of its last chunks was issued. */
+ * the device ran dry before one of its last chunks was issued, or one of
+ * them ended before the host thread came to retire it. */
 static bool copy_share(void *arg) {
   mgpu__gpu_t *gp = arg;
   return gp->share_ahead > 0 || device_starved(gp);
@@ -65,6 +66,7 @@ int mgpu__gpu_issue(mgpu__gpu_t *gp, mgpu__slot_t *s) {
   for (int i = 0; i < k->nout; i++)
     if (!pin_out[i]) stage += mgpu__gpu_round_up(k->out_size[i] * n);
   double t_hbuf = mgpu__now();
+  s->stage_bytes = stage;
   if (stage && (rc = mgpu__gpu_ensure_hbuf(gp, s, stage)) != 0) return rc;
   if (gp->rt->trace_on) {
     mgpu__tev_t ev = {.t0 = t_alloc, .t1 = t_dbuf, .kind = MGPU_TEV_ALLOC, .stream = -1, .name = b->kernel.name,
@@ -265,6 +267,19 @@ static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, double sp
  * was given up while the thread waited. */
 bool mgpu__gpu_retire_oldest(mgpu__gpu_t *gp) {
   mgpu__slot_t *s = &gp->slots[gp->oldest];
+  /* The oldest chunk ended before the host thread, every slot taken and items
+   * left to claim, came to retire it: the host's staging copies, not the
+   * device, set the pace, and the next chunks' copies are shared from their
+   * start (doc/tuning.md, "Internal constants"). */
+  if (s->stage_bytes && gp->inflight == gp->nslots && gp->timed && gp->ops->event_query &&
+      !mgpu__all_claimed(s->claim.b) && gp->ops->event_query(gp->ctx, s->ev_end) == 0) {
+    int before = gp->share_ahead;
+    gp->share_ahead = mgpu__share_ahead(gp->rt, before, true);
+    gp->host_paced++;
+    if (before == 0 && gp->share_ahead > 0)
+      mgpu__log(MGPU_LOG_DEBUG, "GPU %d: a chunk ended before its host thread came to it: the next %d chunks' "
+                "copies are shared from their start", gp->g, gp->share_ahead);
+  }
   mgpu__gpu_watch_begin(gp, s);
   int rc = gp->ops->stream_sync(gp->ctx, s->stream);
   if (!mgpu__gpu_watch_end(gp)) return false;

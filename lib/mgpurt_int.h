@@ -1686,6 +1686,7 @@ typedef struct {
   size_t h2d_bytes, d2h_bytes;
   mgpu__claim_t claim;
   double t_issue;
+  size_t stage_bytes; /* of its arrays, staged through hbuf */
   int nstaged;
   struct { void *user; const void *staged; size_t bytes; } staged_out[MGPU_MAX_ARGS];
   const void *in[MGPU_MAX_ARGS];
@@ -1716,6 +1717,7 @@ struct mgpu__gpu {
   bool oom_drain;             /* out of memory for one item: claim nothing until no chunk is in flight */
   double last_done;           /* host time of the last completion (fallback) */
   int share_ahead;            /* chunks whose copies are shared from their start (mgpu__share_ahead) */
+  long long host_paced;       /* chunks found ended when the host thread came to retire them (gpu_chunk.c) */
   double last_end_dev;        /* device time when the last chunk ended */
   /* The chunk-time sample not yet taught to the model (gpu_chunk.c): a chunk
    * whose device time ended inside time already given to an earlier chunk

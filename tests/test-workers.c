@@ -585,6 +585,54 @@ START_TEST(test_staging_starved_midway) {
 }
 END_TEST
 
+START_TEST(test_staging_paced_by_host) {
+  /* A GPU on pageable arrays whose host thread pauses (MGPU_FAULT_INJECT
+   * stall, as when the OS takes its core) for longer than one chunk's device
+   * time but less than two: when it issues its next chunk the device still
+   * computes, so the device has not run dry, but the oldest chunk has ended
+   * by the time the host thread comes to retire it. Its host side, not the
+   * device, sets the pace, and the next chunks' copies are shared from their
+   * start. Chunks of 4096 items take 35 ms each (MGPU_EMULATE_SPEED), every
+   * slot taken; the pause is 50 ms, after every sixth chunk from the 18th
+   * (the first batch's chunks grow from a probe). A host late by a few
+   * milliseconds at one pause misses one sign, not all of them. */
+  if (!mgpu_test_timing()) return;
+  const size_t chunk = 4096, n = 16 * chunk;
+  mgpu_test_config_t cfg = mgpu_test_config(2, 1);
+  cfg.cfg.sched = MGPU_SCHED_GPU;
+  cfg.cfg.max_batch_size = (long long)chunk;
+  cfg.cfg.streams_per_gpu = 3;
+  cfg.test.emulate_latency = 0.035;
+  cfg.test.emulate_speed = 1e7;
+  char plan[512] = "";
+  for (int k = 18; k < 18 + 6 * 20; k += 6)
+    snprintf(plan + strlen(plan), sizeof plan - strlen(plan), "%sstall:0:%d", *plan ? "," : "", k);
+  cfg.test.fault_inject = plan;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+  uint64_t *x = malloc(8 * n), *y = malloc(8 * n);
+  for (size_t i = 0; i < n; i++) x[i] = i * 0x9e3779b97f4a7c15u;
+  axpk_arg_t a = {.k = 5};
+  mgpu_batch_t b = axpk_batch(&axpk, n, x, y, &a);
+  uint64_t chunks = 0;
+  for (int r = 0; r < 6; r++) {
+    mgpu_worker_stats_t ws[3];
+    mgpu_stats_t st = {.worker = ws, .worker_cap = 3};
+    ck_assert_int_eq(mgpu_run(rt, &b, &st), MGPU_OK);
+    for (size_t i = 0; i < n; i++)
+      if (y[i] != x[i] * 3 + 5) ck_abort_msg("item %zu wrong after run %d", i, r);
+    chunks += ws[2].chunks;
+  }
+  long long paced = rt->gpus[0]->host_paced;
+  printf("paced by its host: %lld signs in %llu chunks\n", paced, (unsigned long long)chunks);
+  ck_assert_msg(chunks > 18 + 6 * 3, "only %llu chunks", (unsigned long long)chunks);
+  ck_assert_msg(paced >= 2, "the host paced its device %lld times in %llu chunks", paced, (unsigned long long)chunks);
+  free(x);
+  free(y);
+  mgpu_finalize(rt);
+}
+END_TEST
+
 START_TEST(test_staging_out_edges) {
   /* Copies out of staging into user arrays use streamed stores from a
    * 64-byte boundary of the destination on: every alignment of source and
@@ -1104,6 +1152,7 @@ int main(void) {
   tcase_add_test(tc, test_staging_shared);
   tcase_add_test(tc, test_staging_helpers);
   tcase_add_test(tc, test_staging_starved_midway);
+  tcase_add_test(tc, test_staging_paced_by_host);
   tcase_add_test(tc, test_staging_out_edges);
   tcase_add_test(tc, test_staging_pinned_once);
   tcase_add_test(tc, test_buffer_growth_waits_for_no_other_stream);
