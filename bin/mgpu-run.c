@@ -59,7 +59,6 @@ static int run(opts_t *op) {
             "worker%s\n", prog, o.cfg.reserve_threads, ncpu, ncpu == 1 ? "" : "s");
   if (gpus_unrunnable(&o, ngpu)) {
     mgpu_finalize(base);
-    plot_trace_remove();
     return EXIT_USAGE;
   }
   if (multi_is_workload(o.workload) && mgpu_num_ranks(base) > 1) {

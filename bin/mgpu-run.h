@@ -225,7 +225,6 @@ const mgpu_plugin_workload_t *resolve_workload(opts_t *o);
 /* startup.c */
 extern bool trace_lost;
 int plot_trace_make(void);
-void plot_trace_remove(void);
 mgpu_runtime_t *start_runtime(const opts_t *o, mgpu_sched_t mode, double ratio, bool traced);
 void finish_runtime(work_t *w, mgpu_runtime_t *rt);
 bool finalize_runtime(mgpu_runtime_t *rt);

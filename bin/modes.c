@@ -22,7 +22,6 @@ static void plot_run(mgpu_runtime_t *rt, const opts_t *o, const result_t *r, con
            r->wall_s, mgpu_version());
   if (mgpu_run_plot(o->plot, rt, &r->st, title) != 0) {
     fprintf(stderr, "%s: cannot write %s: %s\n", prog, o->plot, strerror(errno));
-    plot_trace_remove();
     exit(EXIT_FAIL);
   }
 }
@@ -222,6 +221,13 @@ int run_batch_workload(mgpu_runtime_t *base, opts_t *o, const mgpu_plugin_worklo
   progress_start(o);
   work_t w;
   work_setup(&w, o, base, pw);
+  if (atomic_load(&interrupted)) {
+    progress_finish();
+    fprintf(stderr, "%s: interrupted while making the inputs: nothing ran\n", prog);
+    work_free(&w, base, o);
+    mgpu_finalize(base);
+    return EXIT_INTERRUPTED;
+  }
   if (gpu_mode_refused(o, &w, &oc)) {
     work_free(&w, base, o);
     mgpu_finalize(base);
@@ -263,7 +269,6 @@ int run_batch_workload(mgpu_runtime_t *base, opts_t *o, const mgpu_plugin_worklo
   /* The trace is written here: a run whose trace is lost fails. */
   finalize_runtime(base);
   if (trace_lost) bad = bad ? bad : 1;
-  plot_trace_remove();
   if (interrupted) {
     fprintf(stderr, "%s: interrupted: the report covers the runs made before SIGINT\n", prog);
     return EXIT_INTERRUPTED;

@@ -14,11 +14,16 @@
 #include "flagname.h"
 #include "mgpu-run.h"
 
-/* --plot without --trace records the trace in a file of its own, removed at exit. */
+/* --plot without --trace records the trace in a file of its own, removed at
+ * exit (atexit: every way out of mgpu-run but a second SIGINT's _exit). */
 static char plot_trace[64];
 
 /* Set when a runtime's trace could not be written at finalize: the run fails. */
 bool trace_lost;
+
+static void plot_trace_remove(void) {
+  if (plot_trace[0]) unlink(plot_trace);
+}
 
 int plot_trace_make(void) {
   snprintf(plot_trace, sizeof plot_trace, "/tmp/mgpu-run-trace-XXXXXX");
@@ -28,11 +33,8 @@ int plot_trace_make(void) {
     return -1;
   }
   close(fd);
+  atexit(plot_trace_remove);
   return 0;
-}
-
-void plot_trace_remove(void) {
-  if (plot_trace[0]) unlink(plot_trace);
 }
 
 /* Whether the trace's path names a file per process (MGPU_TRACE's %r or %p). */

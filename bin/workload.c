@@ -188,10 +188,16 @@ static size_t arrays_bytes(const work_t *w, bool pipeline) {
   return total;
 }
 
-/* The input arrays, filled by the plugin or from the seed. */
+/* Items filled between two looks at SIGINT: a few milliseconds' work, so that
+ * inputs of gigabytes, seconds to fill, stop at once. */
+#define FILL_STEP ((size_t)1 << 20)
+
+/* The input arrays, filled by the plugin or from the seed; SIGINT stops the
+ * filling (a plugin's init_input is one call, and runs to its end), and the
+ * caller then runs nothing. */
 static void fill_inputs(work_t *w, const opts_t *o, mgpu_runtime_t *base, const mgpu_plugin_workload_t *pw,
                         uint64_t *rng) {
-  for (int i = 0; i < MGPU_MAX_ARGS; i++) {
+  for (int i = 0; i < MGPU_MAX_ARGS && !atomic_load(&interrupted); i++) {
     /* An input of zero-byte items still needs an array (the library refuses
      * NULL with n > 0): one byte, nothing to fill. */
     if (!w->in_bytes[i] && i < w->k.nin) w->in[i] = alloc_array(base, o, 1);
@@ -204,10 +210,12 @@ static void fill_inputs(work_t *w, const opts_t *o, mgpu_runtime_t *base, const 
       }
     } else if (!strcmp(w->name, "saxpy")) {
       float *f = w->in[i];
-      for (size_t j = 0; j < w->n; j++) f[j] = (float)(rng_next(rng) >> 40) / (float)(1 << 24) - 0.5f;
+      for (size_t j = 0; j < w->n && (j % FILL_STEP || !atomic_load(&interrupted)); j++)
+        f[j] = (float)(rng_next(rng) >> 40) / (float)(1 << 24) - 0.5f;
     } else {
       uint64_t *u = w->in[i];
-      for (size_t j = 0; j < w->in_bytes[i] / 8; j++) u[j] = rng_next(rng) % MGPU_GOLDILOCKS_P;
+      for (size_t j = 0; j < w->in_bytes[i] / 8 && (j % FILL_STEP || !atomic_load(&interrupted)); j++)
+        u[j] = rng_next(rng) % MGPU_GOLDILOCKS_P;
       unsigned char *bytes = w->in[i];
       for (size_t j = w->in_bytes[i] / 8 * 8; j < w->in_bytes[i]; j++) bytes[j] = (unsigned char)rng_next(rng);
     }

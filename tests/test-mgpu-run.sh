@@ -679,6 +679,13 @@ rm -rf "$tmpd"
 # "gpu" figure made by CPU workers, and no E.
 cpuplugin="${top_builddir:-.}/tests/.libs/plugin-cpu.so"
 expect 2 "nothing ran: workload 'collatz' has no GPU function, so mode gpu cannot run it" -- env MGPU_EMULATE_GPUS=1 "$run" --plugin "$cpuplugin" -n 2000 --mode gpu --repeat 1
+# --plot's own trace file goes whatever way mgpu-run ends, this refusal too.
+before=$(ls -d /tmp/mgpu-run-trace-* 2>/dev/null)
+pdir=$(mktemp -d /tmp/mgpu-plot-XXXXXX)
+expect 2 "so mode gpu cannot run it" -- env MGPU_EMULATE_GPUS=1 "$run" --plugin "$cpuplugin" -n 2000 --mode gpu --repeat 1 --plot "$pdir/p.svg"
+after=$(ls -d /tmp/mgpu-run-trace-* 2>/dev/null)
+if [ "$before" = "$after" ]; then ok; else bad "--plot left its trace file: $(comm -13 <(echo "$before") <(echo "$after"))"; fi
+rm -rf "$pdir"
 expect 2 "mode gpu (the default of --gpus) cannot run it" -- env MGPU_EMULATE_GPUS=1 "$run" --plugin "$cpuplugin" -n 2000 --gpus 1 --repeat 1
 expect 0 "note: the kernel has no GPU function: the CPU workers ran every item" -- env MGPU_EMULATE_GPUS=1 "$run" --plugin "$cpuplugin" -n 2000 --repeat 1
 expect 1 "has no GPU function and the runtime has no CPU workers (--threads 0)" -- env MGPU_EMULATE_GPUS=1 "$run" --plugin "$cpuplugin" -n 2000 --repeat 1 --threads 0
@@ -846,6 +853,20 @@ wait $pid; rc=$?
 if [ $rc = 130 ] && grep -q "stopping at the next chunk" "$out" && ! grep -q "interrupted in" "$out" &&
    ! grep -q "verification" "$out"; then ok
 else bad "second SIGINT: exit $rc, output: $(cat "$out")"; fi
+rm -f "$out"
+# SIGINT while the inputs are made (3.2 GB: 10 s to fill on the 2-core VM,
+# seconds on 16 cores) stops the filling: nothing runs, and the exit status
+# is 130. Where the machine has no room for the arrays, mgpu-run says so
+# (exit 1) and the case is moot.
+"$run" mulmod -n 400000000 --repeat 1 --num-gpus 0 --threads 1 > "$out" 2>&1 &
+pid=$!
+watchdog
+sleep 1
+kill -INT $pid
+wait $pid; rc=$?
+if [ $rc = 130 ] && grep -q "interrupted while making the inputs: nothing ran" "$out" && ! grep -q "^mode " "$out"; then ok
+elif [ $rc = 1 ] && grep -q -- "-n" "$out" && grep -q -i "memory" "$out"; then ok
+else bad "SIGINT while the inputs are made: exit $rc, output: $(cat "$out")"; fi
 rm -f "$out"
 # SIGINT during the first mode of --compare --rounds: the quiet line reports
 # the mode that ran, not the steal mode that never did.
