@@ -80,6 +80,7 @@ static bool choose_prefix(mgpu_runtime_t *rt, const opts_t *o, work_t *w, result
  * when SIGINT stopped one. */
 static bool warm_up(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, int warm) {
   int i = 0;
+  if (interrupted) return false; /* before the first run, or between modes */
   if (!r->sized) {
     progress_label(r->mode, "warm-up", 1, warm);
     size_t done;

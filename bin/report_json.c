@@ -13,7 +13,7 @@ static void json_result(const result_t *r, bool last) {
   int nw = r->nw;
   printf("    {\"mode\": \"%s\", \"ran\": %s", r->mode, r->ran ? "true" : "false");
   if (!r->ran) {
-    printf(", \"skipped\": \"%s\"}%s\n", r->skipped ? r->skipped : "", last ? "" : ",");
+    printf(", \"skipped\": \"%s\"}%s\n", r->skipped ? r->skipped : "interrupted", last ? "" : ",");
     return;
   }
   printf(", \"runs\": %d, \"wall_s\": %.6f, \"items_per_s\": %.3f, \"cpu_workers\": %d, \"reserve_workers\": %d, "

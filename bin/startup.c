@@ -14,9 +14,10 @@
 #include "flagname.h"
 #include "mgpu-run.h"
 
-/* --plot without --trace records the trace in a file of its own, removed at
- * exit (atexit: every way out of mgpu-run but a second SIGINT's _exit). */
-static char plot_trace[64];
+/* --plot without --trace records the trace in a file of its own in $TMPDIR
+ * (or /tmp), removed at exit (atexit: every way out of mgpu-run but a second
+ * SIGINT's _exit). */
+static char plot_trace[4096];
 
 /* Set when a runtime's trace could not be written at finalize: the run fails. */
 bool trace_lost;
@@ -26,10 +27,18 @@ static void plot_trace_remove(void) {
 }
 
 int plot_trace_make(void) {
-  snprintf(plot_trace, sizeof plot_trace, "/tmp/mgpu-run-trace-XXXXXX");
+  const char *dir = getenv("TMPDIR");
+  if (!dir || !*dir) dir = "/tmp";
+  if (snprintf(plot_trace, sizeof plot_trace, "%s/mgpu-run-trace-XXXXXX", dir) >= (int)sizeof plot_trace) {
+    plot_trace[0] = 0;
+    fprintf(stderr, "%s: cannot make a temporary trace file for --plot: TMPDIR is too long (%zu bytes)\n", prog,
+            strlen(dir));
+    return -1;
+  }
   int fd = mkstemp(plot_trace);
   if (fd < 0) {
-    fprintf(stderr, "%s: cannot make a temporary trace file for --plot: %s\n", prog, strerror(errno));
+    fprintf(stderr, "%s: cannot make a temporary trace file for --plot in '%s': %s\n", prog, dir, strerror(errno));
+    plot_trace[0] = 0;
     return -1;
   }
   close(fd);

@@ -275,7 +275,7 @@ bool mgpu__gpu_retire_oldest(mgpu__gpu_t *gp) {
       !mgpu__all_claimed(s->claim.b) && gp->ops->event_query(gp->ctx, s->ev_end) == 0) {
     int before = gp->share_ahead;
     gp->share_ahead = mgpu__share_ahead(gp->rt, before, true);
-    gp->host_paced++;
+    if (gp->share_ahead > 0) gp->host_paced++;
     if (before == 0 && gp->share_ahead > 0)
       mgpu__log(MGPU_LOG_DEBUG, "GPU %d: a chunk ended before its host thread came to it: the next %d chunks' "
                 "copies are shared from their start", gp->g, gp->share_ahead);

@@ -1717,7 +1717,7 @@ struct mgpu__gpu {
   bool oom_drain;             /* out of memory for one item: claim nothing until no chunk is in flight */
   double last_done;           /* host time of the last completion (fallback) */
   int share_ahead;            /* chunks whose copies are shared from their start (mgpu__share_ahead) */
-  long long host_paced;       /* chunks found ended when the host thread came to retire them (gpu_chunk.c) */
+  long long host_paced;       /* retirements that found their chunk ended and shared the next copies (gpu_chunk.c) */
   double last_end_dev;        /* device time when the last chunk ended */
   /* The chunk-time sample not yet taught to the model (gpu_chunk.c): a chunk
    * whose device time ended inside time already given to an earlier chunk

@@ -679,12 +679,14 @@ rm -rf "$tmpd"
 # "gpu" figure made by CPU workers, and no E.
 cpuplugin="${top_builddir:-.}/tests/.libs/plugin-cpu.so"
 expect 2 "nothing ran: workload 'collatz' has no GPU function, so mode gpu cannot run it" -- env MGPU_EMULATE_GPUS=1 "$run" --plugin "$cpuplugin" -n 2000 --mode gpu --repeat 1
-# --plot's own trace file goes whatever way mgpu-run ends, this refusal too.
-before=$(ls -d /tmp/mgpu-run-trace-* 2>/dev/null)
+# --plot's own trace file, in $TMPDIR, goes whatever way mgpu-run ends: after
+# a run, and after this refusal too.
 pdir=$(mktemp -d /tmp/mgpu-plot-XXXXXX)
-expect 2 "so mode gpu cannot run it" -- env MGPU_EMULATE_GPUS=1 "$run" --plugin "$cpuplugin" -n 2000 --mode gpu --repeat 1 --plot "$pdir/p.svg"
-after=$(ls -d /tmp/mgpu-run-trace-* 2>/dev/null)
-if [ "$before" = "$after" ]; then ok; else bad "--plot left its trace file: $(comm -13 <(echo "$before") <(echo "$after"))"; fi
+expect 0 "verification: ok" -- env TMPDIR="$pdir" "$run" mulmod -n 2000 --repeat 1 --num-gpus 0 --plot "$pdir/p.svg"
+expect 2 "so mode gpu cannot run it" -- env TMPDIR="$pdir" MGPU_EMULATE_GPUS=1 "$run" --plugin "$cpuplugin" -n 2000 --mode gpu --repeat 1 --plot "$pdir/q.svg"
+left=$(cd "$pdir" && ls | grep -v '^p\.svg$')
+if [ -s "$pdir/p.svg" ] && [ -z "$left" ]; then ok; else bad "--plot left its trace file: $left"; fi
+expect 1 "cannot make a temporary trace file for --plot in '$pdir/none': No such file or directory" -- env TMPDIR="$pdir/none" "$run" mulmod -n 2000 --repeat 1 --num-gpus 0 --plot "$pdir/r.svg"
 rm -rf "$pdir"
 expect 2 "mode gpu (the default of --gpus) cannot run it" -- env MGPU_EMULATE_GPUS=1 "$run" --plugin "$cpuplugin" -n 2000 --gpus 1 --repeat 1
 expect 0 "note: the kernel has no GPU function: the CPU workers ran every item" -- env MGPU_EMULATE_GPUS=1 "$run" --plugin "$cpuplugin" -n 2000 --repeat 1
@@ -855,19 +857,23 @@ if [ $rc = 130 ] && grep -q "stopping at the next chunk" "$out" && ! grep -q "in
 else bad "second SIGINT: exit $rc, output: $(cat "$out")"; fi
 rm -f "$out"
 # SIGINT while the inputs are made (3.2 GB: 10 s to fill on the 2-core VM,
-# seconds on 16 cores) stops the filling: nothing runs, and the exit status
-# is 130. Where the machine has no room for the arrays, mgpu-run says so
-# (exit 1) and the case is moot.
-"$run" mulmod -n 400000000 --repeat 1 --num-gpus 0 --threads 1 > "$out" 2>&1 &
+# seconds on 16 cores) stops the filling: no run is made, the report (here
+# the JSON) shows the mode skipped, and the exit status is 130. Where the
+# machine has no room for the arrays, mgpu-run says so (exit 1) and the case
+# is moot.
+"$run" mulmod -n 400000000 --repeat 1 --num-gpus 0 --threads 1 --json > "$out" 2> "$out.err" &
 pid=$!
 watchdog
 sleep 1
+t0=$(date +%s)
 kill -INT $pid
 wait $pid; rc=$?
-if [ $rc = 130 ] && grep -q "interrupted while making the inputs: nothing ran" "$out" && ! grep -q "^mode " "$out"; then ok
-elif [ $rc = 1 ] && grep -q -- "-n" "$out" && grep -q -i "memory" "$out"; then ok
-else bad "SIGINT while the inputs are made: exit $rc, output: $(cat "$out")"; fi
-rm -f "$out"
+took=$(( $(date +%s) - t0 ))
+if [ $rc = 130 ] && [ $took -le 3 ] && grep -q "interrupted while making the inputs: no run is made" "$out.err" &&
+   grep -q '{"mode": "steal", "ran": false, "skipped": "interrupted"}' "$out" && ! grep -q "interrupted in mode" "$out.err"; then ok
+elif [ $rc = 1 ] && grep -q -i "memory" "$out.err"; then ok
+else bad "SIGINT while the inputs are made: exit $rc after $took s, output: $(cat "$out" "$out.err")"; fi
+rm -f "$out" "$out.err"
 # SIGINT during the first mode of --compare --rounds: the quiet line reports
 # the mode that ran, not the steal mode that never did.
 out=$(mktemp /tmp/mgpu-int-XXXXXX)
