@@ -188,9 +188,10 @@ static size_t arrays_bytes(const work_t *w, bool pipeline) {
   return total;
 }
 
-/* Items filled between two looks at SIGINT: a few milliseconds' work, so that
- * inputs of gigabytes, seconds to fill, stop at once. */
-#define FILL_STEP ((size_t)1 << 20)
+/* Whether to fill item j: SIGINT is looked at every 2^20 items, a few
+ * milliseconds' work, so that inputs of gigabytes, seconds to fill, stop at
+ * once. */
+static bool fill_on(size_t j) { return (j & (((size_t)1 << 20) - 1)) || !atomic_load(&interrupted); }
 
 /* The input arrays, filled by the plugin or from the seed; SIGINT stops the
  * filling (a plugin's init_input is one call, and runs to its end), and the
@@ -210,11 +211,11 @@ static void fill_inputs(work_t *w, const opts_t *o, mgpu_runtime_t *base, const 
       }
     } else if (!strcmp(w->name, "saxpy")) {
       float *f = w->in[i];
-      for (size_t j = 0; j < w->n && (j % FILL_STEP || !atomic_load(&interrupted)); j++)
+      for (size_t j = 0; j < w->n && fill_on(j); j++)
         f[j] = (float)(rng_next(rng) >> 40) / (float)(1 << 24) - 0.5f;
     } else {
       uint64_t *u = w->in[i];
-      for (size_t j = 0; j < w->in_bytes[i] / 8 && (j % FILL_STEP || !atomic_load(&interrupted)); j++)
+      for (size_t j = 0; j < w->in_bytes[i] / 8 && fill_on(j); j++)
         u[j] = rng_next(rng) % MGPU_GOLDILOCKS_P;
       unsigned char *bytes = w->in[i];
       for (size_t j = w->in_bytes[i] / 8 * 8; j < w->in_bytes[i]; j++) bytes[j] = (unsigned char)rng_next(rng);

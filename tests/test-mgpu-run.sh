@@ -812,6 +812,17 @@ fi
 # A watchdog bounds a background run that ignores SIGINT (timeout(1) would
 # take the signals itself).
 watchdog() { ( sleep 60; kill -KILL $pid 2>/dev/null ) >/dev/null 2>&1 & }
+# sigint_after S: S seconds into the background run $pid, under the
+# watchdog, one SIGINT; then its exit status in rc and the whole seconds it
+# took after the signal in took.
+sigint_after() {
+  watchdog
+  sleep "$1"
+  t0=$(date +%s)
+  kill -INT $pid
+  wait $pid; rc=$?
+  took=$(( $(date +%s) - t0 ))
+}
 # The first SIGINT during a run's only batch (the warm-up, about 100 s on two
 # cores) stops it at its next chunk: no further batch is submitted, the mode
 # is reported as skipped, the header came first. The watchdog would make the
@@ -819,12 +830,7 @@ watchdog() { ( sleep 60; kill -KILL $pid 2>/dev/null ) >/dev/null 2>&1 & }
 out=$(mktemp /tmp/mgpu-int-XXXXXX)
 "$run" mulmod -n 300000 --intensity 100000 --repeat 1 --num-gpus 0 --threads 2 > "$out" 2>&1 &
 pid=$!
-watchdog
-sleep 1
-t0=$(date +%s)
-kill -INT $pid
-wait $pid; rc=$?
-took=$(( $(date +%s) - t0 ))
+sigint_after 1
 if [ $rc = 130 ] && [ $took -le 20 ] && head -1 "$out" | grep -q "^libmgpurt .*: mulmod, 300000 items" &&
    grep -q "stopping at the next chunk" "$out" &&
    grep -q "interrupted in mode steal, warm-up 1 of 1: [0-9]* of 300000 items computed" "$out" &&
@@ -835,10 +841,7 @@ else bad "SIGINT in the warm-up: exit $rc after $took s, output: $(cat "$out")";
 # 200 MB take seconds even on 16 cores.
 "$run" reduce -n 50000000 --repeat 1000 --num-gpus 0 > "$out" 2>&1 &
 pid=$!
-watchdog
-sleep 2
-kill -INT $pid
-wait $pid; rc=$?
+sigint_after 2
 if [ $rc = 130 ] && { { grep -q "(median of [0-9]*)" "$out" && ! grep -q "(median of 1000)" "$out" &&
    grep -q "verification: ok" "$out"; } || grep -q "interrupted before the first timed run" "$out"; }; then ok
 else bad "SIGINT in reduce: exit $rc, output: $(cat "$out")"; fi
@@ -863,12 +866,7 @@ rm -f "$out"
 # is moot.
 "$run" mulmod -n 400000000 --repeat 1 --num-gpus 0 --threads 1 --json > "$out" 2> "$out.err" &
 pid=$!
-watchdog
-sleep 1
-t0=$(date +%s)
-kill -INT $pid
-wait $pid; rc=$?
-took=$(( $(date +%s) - t0 ))
+sigint_after 1
 if [ $rc = 130 ] && [ $took -le 3 ] && grep -q "interrupted while making the inputs: no run is made" "$out.err" &&
    grep -q '{"mode": "steal", "ran": false, "skipped": "interrupted"}' "$out" && ! grep -q "interrupted in mode" "$out.err"; then ok
 elif [ $rc = 1 ] && grep -q -i "memory" "$out.err"; then ok
