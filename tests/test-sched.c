@@ -137,7 +137,7 @@ static double run_sleep(mgpu_runtime_t *rt, size_t n, double cpu_cost, mgpu_work
   return run_marked(rt, &sleep_kernel, &a, sizeof a, n, ws, cap, st_out);
 }
 
-START_TEST(test_balance) {
+MGPU_TIMED_TEST(test_balance) {
   /* Two CPU workers at 20,000 items/s each, one emulated GPU 50x faster. */
   const double cpu_cost = 50e-6, gpu_speed = 1e6;
   mgpu_test_config_t cfg = mgpu_test_config(2, 1);
@@ -158,16 +158,15 @@ START_TEST(test_balance) {
            (unsigned long long)ws[2].items, (unsigned long long)st.steals);
     if (ti < t) t = ti;
   }
-  if (mgpu_test_timing())
-    ck_assert_msg(t <= ideal * 1.6, "makespan %.3f s is more than 60%% over the ideal %.3f s", t, ideal);
+  mgpu_timing_check(t <= ideal * 1.6, "makespan %.3f s is more than 60%% over the ideal %.3f s", t, ideal);
   /* The CPUs did take part (by their measured speed: not asserted under
    * sanitizers, whose load once made them look too slow to add 2%). */
-  if (mgpu_test_timing()) ck_assert_uint_gt(ws[0].items + ws[1].items, 0);
+  mgpu_timing_check(ws[0].items + ws[1].items > 0, "the CPU workers ran no item");
   mgpu_finalize(rt);
 }
 END_TEST
 
-START_TEST(test_balance_irregular_first_batch) {
+MGPU_TIMED_TEST(test_balance_irregular_first_batch) {
   /* No prior knowledge at all (ratio unknown): stealing still fixes the split. */
   const double cpu_cost = 100e-6, gpu_speed = 2e5;
   mgpu_test_config_t cfg = mgpu_test_config(2, 1);
@@ -181,7 +180,7 @@ START_TEST(test_balance_irregular_first_batch) {
   double t = run_sleep(rt, n, cpu_cost, ws, 3, &st);
   printf("first batch: makespan %.3f s, ideal %.3f s, steals %llu\n", t, ideal, (unsigned long long)st.steals);
   ck_assert_uint_gt(st.steals, 0);
-  if (mgpu_test_timing()) ck_assert_msg(t <= ideal * 2.5, "makespan %.3f s vs ideal %.3f s", t, ideal);
+  mgpu_timing_check(t <= ideal * 2.5, "makespan %.3f s vs ideal %.3f s", t, ideal);
   mgpu_finalize(rt);
 }
 END_TEST
@@ -218,7 +217,7 @@ static int peak_fn(const mgpu_chunk_t *c) {
 }
 
 
-START_TEST(test_cost_profile_split) {
+MGPU_TIMED_TEST(test_cost_profile_split) {
   /* Four alike GPUs, GPU-only. Split by items per second, learnt on
    * whichever rows each did last, the split moved from batch to batch; split
    * by the cost profile, each GPU's range begins where its share of the cost
@@ -268,7 +267,7 @@ START_TEST(test_cost_profile_split) {
    * share of its place (split by speeds: in none, most of a share off). */
   int near = 0;
   for (int i = 0; i < LAST; i++) near += worst[i] <= 0.25;
-  if (mgpu_test_timing()) ck_assert_msg(near >= LAST / 2, "only %d of the last %d batches split within 25%%", near, LAST);
+  mgpu_timing_check(near >= LAST / 2, "only %d of the last %d batches split within 25%%", near, LAST);
 }
 END_TEST
 
@@ -354,7 +353,7 @@ END_TEST
  * latency to see where every launch is one size), and a launch latency with
  * launches side by side on four streams, where the fit learns the latency
  * only by joining each chunk to the one it ran beside. */
-START_TEST(test_latency_bound_cpus_first) {
+MGPU_TIMED_TEST(test_latency_bound_cpus_first) {
   static const char *const shapes[] = {"latency", "width", "latency, side by side"};
   for (int shape = 0; shape < 3; shape++) {
     mgpu_test_config_t cfg = mgpu_test_config(2, 1);
@@ -387,7 +386,7 @@ START_TEST(test_latency_bound_cpus_first) {
        * the split's), and its last timing can come in after a batch starts. */
       if (b < 4) continue;
       ck_assert_uint_eq(ws[2].items, 0);
-      if (mgpu_test_timing()) ck_assert_msg(t < 0.7 * launch, "batch %d took %.3f s", b, t);
+      mgpu_timing_check(t < 0.7 * launch, "batch %d took %.3f s", b, t);
     }
     mgpu_finalize(rt);
   }
@@ -402,7 +401,7 @@ END_TEST
  * sees the launch's latency (doc/tuning.md, "Completion times", has the
  * figures). Joined to the chunk it ran beside, the fit learns the latency and
  * predicts the batch. */
-START_TEST(test_overlapped_launches) {
+MGPU_TIMED_TEST(test_overlapped_launches) {
   mgpu_test_config_t cfg = mgpu_test_config(1, 1);
   cfg.cfg.sched = MGPU_SCHED_GPU;
   const double launch = 50e-3;
@@ -426,9 +425,9 @@ START_TEST(test_overlapped_launches) {
     ck_assert_uint_eq(ws[1].items, n);
     /* The first batch's launches grow from a probe, side by side. */
     if (b < 2 || !mgpu_test_timing()) continue;
-    ck_assert_msg(a >= 0.5 * launch, "batch %d: the fit's latency is %.4f s, a launch %.4f s", b, a, launch);
-    ck_assert_msg(pred >= 0.8 * t && pred <= 1.25 * t, "batch %d: the fit gives the batch %.4f s, it took %.4f s", b,
-                  pred, t);
+    mgpu_timing_check(a >= 0.5 * launch, "batch %d: the fit's latency is %.4f s, a launch %.4f s", b, a, launch);
+    mgpu_timing_check(pred >= 0.8 * t && pred <= 1.25 * t,
+                      "batch %d: the fit gives the batch %.4f s, it took %.4f s", b, pred, t);
   }
   mgpu_finalize(rt);
 }
@@ -446,7 +445,7 @@ static int cmp_dbl(const void *a, const void *b) {
  * holds it already) predicted the GPU's share twice the latency long, gave
  * the CPU worker about twice what it finishes in one launch, and every batch
  * took 28 to 53 ms (test-policy's test_split_peak has the numbers). */
-START_TEST(test_latency_counted_once) {
+MGPU_TIMED_TEST(test_latency_counted_once) {
   mgpu_test_config_t cfg = mgpu_test_config(1, 1);
   cfg.test.emulate_latency = 20e-3;
   cfg.test.emulate_width = 4096;
@@ -464,7 +463,7 @@ START_TEST(test_latency_counted_once) {
   }
   /* The model learns in the first batches; the median of the rest. */
   qsort(t + 3, 5, sizeof *t, cmp_dbl);
-  if (mgpu_test_timing()) ck_assert_msg(t[5] < 1.2 * one, "median batch %.4f s, one launch %.4f s", t[5], one);
+  mgpu_timing_check(t[5] < 1.2 * one, "median batch %.4f s, one launch %.4f s", t[5], one);
   mgpu_finalize(rt);
 }
 END_TEST
@@ -494,7 +493,7 @@ static double run_shift(mgpu_runtime_t *rt, size_t n, shift_arg_t a, mgpu_worker
  * starts over: weighed as stalls of the OS, such chunks moved the line only
  * over tens of batches, and every batch in between gave the GPU nearly all
  * the items at the old cost. */
-START_TEST(test_cost_changes_for_good) {
+MGPU_TIMED_TEST(test_cost_changes_for_good) {
   mgpu_test_config_t cfg = mgpu_test_config(1, 1);
   mgpu_runtime_t *rt;
   ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
@@ -509,8 +508,11 @@ START_TEST(test_cost_changes_for_good) {
     printf("GPU 1000x dearer for good, batch %d: %.4f s (ideal %.4f s, GPU alone %.4f s); CPU %llu items, GPU %llu\n",
            b, t[b], ideal, gpu_alone, (unsigned long long)ws[0].items, (unsigned long long)ws[1].items);
   }
+  /* 40 to 55 ms on an idle two-core machine, 70 to 140 ms where its host
+   * takes the vCPUs at times (a CPU worker's short sleeps then overrun); an
+   * old fit kept gives 0.4 s. */
   for (int b = 4; b < 8; b++)
-    if (mgpu_test_timing()) ck_assert_msg(t[b] < 2 * ideal, "batch %d took %.4f s, ideal %.4f s", b, t[b], ideal);
+    mgpu_timing_check(t[b] < 4 * ideal, "batch %d took %.4f s, ideal %.4f s", b, t[b], ideal);
   /* And back: the GPU's chunks run far under the dear line, and it takes
    * the batch again. */
   for (int b = 0; b < 8; b++) {
@@ -518,7 +520,7 @@ START_TEST(test_cost_changes_for_good) {
     printf("GPU cheap again, batch %d: %.4f s; CPU %llu items, GPU %llu\n", b, t[b], (unsigned long long)ws[0].items,
            (unsigned long long)ws[1].items);
   }
-  ck_assert_msg(ws[1].items >= n * 9 / 10, "the GPU ran %llu of %zu items", (unsigned long long)ws[1].items, n);
+  mgpu_speed_check(ws[1].items >= n * 9 / 10, "the GPU ran %llu of %zu items", (unsigned long long)ws[1].items, n);
   mgpu_finalize(rt);
 }
 END_TEST
@@ -528,7 +530,7 @@ END_TEST
  * both is always the other batch's, and each dear batch puts all 4,000
  * items in one GPU launch of 0.4 s (11 times the best split's 36 ms). With
  * a footprint for each cost, each is split by its own model. */
-START_TEST(test_footprint_alternating) {
+MGPU_TIMED_TEST(test_footprint_alternating) {
   mgpu_test_config_t cfg = mgpu_test_config(1, 1);
   mgpu_runtime_t *rt;
   ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
@@ -544,14 +546,13 @@ START_TEST(test_footprint_alternating) {
            b, d ? "dear" : "cheap", t, (unsigned long long)ws[0].items, (unsigned long long)ws[1].items);
     if (d && b >= 8) dear[(b - 8) / 2] = t;
     if (!d && b >= 8)
-      ck_assert_msg(ws[1].items >= n * 9 / 10, "cheap batch %d: the GPU ran %llu of %zu items", b,
+      mgpu_speed_check(ws[1].items >= n * 9 / 10, "cheap batch %d: the GPU ran %llu of %zu items", b,
                     (unsigned long long)ws[1].items, n);
   }
   /* 37 to 41 ms on an idle two-core machine, 80 to 105 ms where its host
    * takes a tenth of its time; one model for both costs: 0.4 s. */
   qsort(dear, 8, sizeof *dear, cmp_dbl);
-  if (mgpu_test_timing())
-    ck_assert_msg(dear[4] < 4 * ideal, "median dear batch %.4f s, ideal %.4f s", dear[4], ideal);
+  mgpu_timing_check(dear[4] < 4 * ideal, "median dear batch %.4f s, ideal %.4f s", dear[4], ideal);
   /* One model each, and none for footprint 0. */
   int models = 0;
   MGPU_LOCK(&rt->lock, MGPU_LK_RT);
@@ -606,7 +607,7 @@ END_TEST
  * the first batch, the CPU workers' probe takes the only item of the next
  * (a GPU keeps one item of a larger batch), and from then on a CPU worker
  * runs it. */
-START_TEST(test_one_item_batch) {
+MGPU_TIMED_TEST(test_one_item_batch) {
   mgpu_test_config_t cfg = mgpu_test_config(2, 1);
   cfg.cfg.device_to_core_ratio = 100;
   const double launch = 50e-3, cpu_cost = 5e-3;
@@ -620,8 +621,8 @@ START_TEST(test_one_item_batch) {
     printf("one item, a 50 ms launch against 5 ms on a CPU worker, batch %d: %.4f s; CPU %llu + %llu, GPU %llu\n", b,
            t, (unsigned long long)ws[0].items, (unsigned long long)ws[1].items, (unsigned long long)ws[2].items);
     if (b < 2) continue;
-    ck_assert_msg(ws[2].items == 0, "batch %d: the GPU ran the item", b);
-    if (mgpu_test_timing()) ck_assert_msg(t < 0.5 * launch, "batch %d took %.3f s", b, t);
+    mgpu_speed_check(ws[2].items == 0, "batch %d: the GPU ran the item", b);
+    mgpu_timing_check(t < 0.5 * launch, "batch %d took %.3f s", b, t);
   }
   mgpu_finalize(rt);
 }
@@ -632,7 +633,7 @@ END_TEST
  * item, the CPU workers (1,000 times slower than the GPU) probe the kernel
  * once the GPU has spent 10 ms on it, one item each in one batch, and then
  * sit out: they would add 0.2%. */
-START_TEST(test_probe_short_batches_once) {
+MGPU_TIMED_TEST(test_probe_short_batches_once) {
   mgpu_test_config_t cfg = mgpu_test_config(2, 1);
   cfg.cfg.device_to_core_ratio = 1000;
   cfg.test.emulate_speed = 1e6;
@@ -653,10 +654,7 @@ START_TEST(test_probe_short_batches_once) {
    * valgrind a CPU worker's chunk costs far more than its items, and by the
    * measured speeds a thief may take an item of a later batch. */
   ck_assert_int_ge(probes, 1);
-  if (mgpu_test_timing()) {
-    ck_assert_int_eq(probes, 1);
-    ck_assert_uint_le(cpu_items, 2);
-  }
+  mgpu_timing_check(probes == 1 && cpu_items <= 2, "%d batches with CPU items, %llu items", probes, cpu_items);
   mgpu_finalize(rt);
 }
 END_TEST
@@ -704,7 +702,7 @@ END_TEST
  * workers have spent 10 ms on the kernel the GPU probes it with one item.
  * A GPU 1,000 times faster than a CPU worker then runs the batches (0.1 ms
  * each, not 32 ms); one 10 times slower runs its probe and nothing else. */
-START_TEST(test_gpu_probe_low_ratio) {
+MGPU_TIMED_TEST(test_gpu_probe_low_ratio) {
   for (int fast = 1; fast >= 0; fast--) {
     mgpu_test_config_t cfg = mgpu_test_config(2, 1);
     cfg.cfg.device_to_core_ratio = 0.01;
@@ -725,22 +723,19 @@ START_TEST(test_gpu_probe_low_ratio) {
       gpu_batches += ws[2].items > 0;
       gpu_items += ws[2].items;
       if (fast && b >= 3)
-        ck_assert_msg(ws[2].items >= n * 9 / 10, "batch %d: the GPU ran %llu of %zu items", b,
+        mgpu_speed_check(ws[2].items >= n * 9 / 10, "batch %d: the GPU ran %llu of %zu items", b,
                       (unsigned long long)ws[2].items, n);
     }
     if (fast) {
       qsort(t + 3, 9, sizeof *t, cmp_dbl);
-      if (mgpu_test_timing())
-        ck_assert_msg(t[7] < 0.25 * cpu_alone, "median batch %.4f s, CPU alone %.4f s", t[7], cpu_alone);
+      mgpu_timing_check(t[7] < 0.25 * cpu_alone, "median batch %.4f s, CPU alone %.4f s", t[7], cpu_alone);
     } else {
       /* The probe ran; and only it, where the clocks are not slowed
        * (valgrind and the sanitizers slow the CPU workers' chunks, and
        * by the measured speeds a GPU thief may then take an item more). */
       ck_assert_int_ge(gpu_batches, 1);
-      if (mgpu_test_timing()) {
-        ck_assert_int_eq(gpu_batches, 1);
-        ck_assert_uint_eq(gpu_items, 1);
-      }
+      mgpu_timing_check(gpu_batches == 1 && gpu_items == 1, "the GPU ran %llu items in %d batches", gpu_items,
+                        gpu_batches);
     }
     mgpu_finalize(rt);
   }
@@ -752,7 +747,7 @@ END_TEST
  * 4 ms over, under a prior that rates the GPU 1,000 cores: no batch's GPU
  * share is long, but once the GPU has spent 10 ms on the kernel the CPU
  * workers probe it, and from then on they run nearly every item. */
-START_TEST(test_gpu_slow_short_batches) {
+MGPU_TIMED_TEST(test_gpu_slow_short_batches) {
   mgpu_test_config_t cfg = mgpu_test_config(2, 1);
   cfg.cfg.device_to_core_ratio = 1000;
   cfg.test.emulate_speed = 1e4;
@@ -770,12 +765,12 @@ START_TEST(test_gpu_slow_short_batches) {
     /* Not under valgrind or the sanitizers (MGPURT_NO_TIMING): they slow
      * the CPU workers' chunks of 10 us items, not the emulated GPU's
      * sleeps, and the measured speeds then rightly give the GPU more. */
-    if (b >= 6 && mgpu_test_timing())
-      ck_assert_msg(ws[2].items <= n / 4, "batch %d: the GPU ran %llu of %zu items", b, (unsigned long long)ws[2].items,
-                    n);
+    if (b >= 6)
+      mgpu_timing_check(ws[2].items <= n / 4, "batch %d: the GPU ran %llu of %zu items", b,
+                        (unsigned long long)ws[2].items, n);
   }
   qsort(t + 6, 6, sizeof *t, cmp_dbl);
-  if (mgpu_test_timing()) ck_assert_msg(t[9] < 0.5 * gpu_alone, "median batch %.4f s, GPU alone %.4f s", t[9], gpu_alone);
+  mgpu_timing_check(t[9] < 0.5 * gpu_alone, "median batch %.4f s, GPU alone %.4f s", t[9], gpu_alone);
   /* The workers slept between batches: their start was learnt. */
   double start = mgpu__start_cost(rt);
   printf("the CPU team's start: %.3g s\n", start);
@@ -823,7 +818,7 @@ END_TEST
  * sit out follows measured speeds, which valgrind (MGPURT_NO_TIMING)
  * distorts either way by running one thread at a time: there only the items
  * are checked. */
-START_TEST(test_cpus_sit_out) {
+MGPU_TIMED_TEST(test_cpus_sit_out) {
   const double cpu_cost = 100e-6; /* two CPU workers: 2e4 items/s */
   const double gpu_speeds[] = {8e6, 3e5, 2e5};
   for (int k = 0; k < 3; k++) {
@@ -845,12 +840,12 @@ START_TEST(test_cpus_sit_out) {
       mgpu_stats_t st = MGPU_STATS_INIT;
       run_sleep(rt, n, cpu_cost, ws, 3, &st);
       cpu_items += ws[0].items + ws[1].items;
-      if (k == 0 && mgpu_test_timing()) ck_assert_int_eq(st.reserve_workers, 0);
+      if (k == 0) mgpu_timing_check(st.reserve_workers == 0, "%d CPU workers kept out", st.reserve_workers);
     }
     printf("sit out: GPU %.2g items/s, CPU workers %.2g: CPU items %llu of %zu\n", gpu_speeds[k], 2 / cpu_cost,
            (unsigned long long)cpu_items, 3 * n);
-    if (k == 0 && mgpu_test_timing()) ck_assert_uint_eq(cpu_items, 0);
-    if (k > 0 && mgpu_test_timing()) ck_assert_uint_gt(cpu_items, 0);
+    mgpu_timing_check(k == 0 ? cpu_items == 0 : cpu_items > 0, "GPU at %.2g items/s: %llu CPU items", gpu_speeds[k],
+                      (unsigned long long)cpu_items);
     mgpu_finalize(rt);
   }
 }
@@ -1004,8 +999,8 @@ static void run_contend(double gpu_cost, double slow, int busy_at, int trials, c
      * the fastest. Under sanitizers (MGPURT_NO_TIMING) only its consequences
      * are checked. */
     int out_now = st.reserve_workers;
-    if (mgpu_test_timing() && j < trials) ck_assert_int_eq(out_now, want[j]);
-    if (mgpu_test_timing() && j >= trials) {
+    if (j < trials) mgpu_timing_check(out_now == want[j], "batch %d: %d kept out, %d wanted", k, out_now, want[j]);
+    if (j >= trials && mgpu_test_timing()) {
       int want_level = -1, got_level = st.gpus_out_batches ? MGPU_RESERVE_GPUS_OUT : -1;
       for (int l = 0; l < MGPU_RESERVE_LEVELS; l++) {
         if (out_of[l] == want[j]) want_level = l;
@@ -1015,21 +1010,23 @@ static void run_contend(double gpu_cost, double slow, int busy_at, int trials, c
       bool clear = want_level >= 0 && score[want_level] > 0;
       for (int l = 0; l < MGPU_RESERVE_LEVELS && clear; l++)
         if (l != want_level && score[l] > 0 && score[want_level] < 1.1 * score[l]) clear = false;
-      if (clear) ck_assert_int_eq(got_level, want_level);
-      else ck_assert_msg(score[got_level] >= best / 1.02, "batch %d kept %d out at %.4g items/s, %.4g possible", k, out_now,
-                         score[got_level], best);
+      if (clear)
+        mgpu_timing_check(got_level == want_level, "batch %d: %d kept out, %d wanted", k, out_now, want[j]);
+      else
+        mgpu_timing_check(score[got_level] >= best / 1.02, "batch %d kept %d out at %.4g items/s, %.4g possible", k,
+                          out_now, score[got_level], best);
     }
     for (int w = 0; w < 4; w++)
       if (w >= 4 - out_now) ck_assert_uint_eq(ws[w].items, 0);
-    if (mgpu_test_timing() && want[j] < 4) ck_assert_uint_gt(ws[0].items, 0);
-    if (mgpu_test_timing() && want[j] == 0) ck_assert_uint_gt(ws[3].items, 0);
+    if (want[j] < 4) mgpu_timing_check(ws[0].items > 0, "batch %d: CPU worker 0 ran no item", k);
+    if (want[j] == 0) mgpu_timing_check(ws[3].items > 0, "batch %d: CPU worker 3 ran no item", k);
     j++;
   }
   free(out);
   mgpu_finalize(rt);
 }
 
-START_TEST(test_reserve_auto) {
+MGPU_TIMED_TEST(test_reserve_auto) {
   /* Warm-up with one worker out, trials one, none and two out, twice, then
    * the fastest. */
   run_contend(12.5e-6, 8, 4, 7, (const int[]){1, 1, 0, 2, 1, 0, 2, 1, 1, 1, 1});
@@ -1059,7 +1056,7 @@ static int hog_cpu(const mgpu_chunk_t *c) {
 static const mgpu_kernel_t hog_kernel = {
     .name = "hog", .cpu = hog_cpu, .gpu = never_gpu, .nin = 0, .nout = 1, .out_size = {4}};
 
-START_TEST(test_reserve_gpus_out) {
+MGPU_TIMED_TEST(test_reserve_gpus_out) {
   mgpu_runtime_t *rt = auto_runtime();
   const size_t n = 8000;
   uint32_t *out = malloc(4 * n);
@@ -1077,13 +1074,15 @@ START_TEST(test_reserve_gpus_out) {
     ck_assert_uint_eq(st.items, n);
     if (st.gpus_out_batches) ck_assert_uint_eq(ws[4].items, 0);
     if (st.gpus_out_batches) ck_assert_int_eq(st.reserve_workers, 0);
-    if (mgpu_test_timing()) ck_assert_uint_eq(st.gpus_out_batches, (uint64_t)gpu_out[k]);
-    if (mgpu_test_timing() && !gpu_out[k]) ck_assert_uint_gt(ws[4].items, 0);
+    mgpu_timing_check(st.gpus_out_batches == (uint64_t)gpu_out[k], "batch %d: the GPU out %llu times, %d wanted", k,
+                      (unsigned long long)st.gpus_out_batches, gpu_out[k]);
+    if (!gpu_out[k]) mgpu_timing_check(ws[4].items > 0, "batch %d: the GPU ran no item", k);
   }
   mgpu_stats_t rs = MGPU_STATS_INIT;
   ck_assert_int_eq(mgpu_runtime_stats(rt, &rs), MGPU_OK);
   ck_assert_uint_eq(rs.batches, 11);
-  if (mgpu_test_timing()) ck_assert_uint_eq(rs.gpus_out_batches, 4);
+  mgpu_timing_check(rs.gpus_out_batches == 4, "the GPU out in %llu batches, 4 wanted",
+                    (unsigned long long)rs.gpus_out_batches);
   free(out);
   mgpu_finalize(rt);
 }
@@ -1137,11 +1136,11 @@ static double run_irregular(mgpu_sched_t mode) {
   return best;
 }
 
-START_TEST(test_irregular_tail) {
+MGPU_TIMED_TEST(test_irregular_tail) {
   double gpu = run_irregular(MGPU_SCHED_GPU), steal = run_irregular(MGPU_SCHED_STEAL);
   printf("irregular items: steal %.3f s, GPU alone %.3f s\n", steal, gpu);
   /* 15%: runs of separate runtimes on a virtual machine differ by about 10%. */
-  if (mgpu_test_timing()) ck_assert_msg(steal <= gpu * 1.6, "steal took %.3f s, the GPU alone %.3f s", steal, gpu);
+  mgpu_timing_check(steal <= gpu * 1.6, "steal took %.3f s, the GPU alone %.3f s", steal, gpu);
 }
 END_TEST
 
@@ -1231,7 +1230,7 @@ static int rows_cpu(const mgpu_chunk_t *c) {
   return 0;
 }
 
-START_TEST(test_divergent_rows_hand_back) {
+MGPU_TIMED_TEST(test_divergent_rows_hand_back) {
   mgpu_test_config_t cfg = mgpu_test_config(2, 1);
   cfg.test.emulate_speed = 2e4;
   /* The prior rates a CPU worker at 1/1000 of the GPU, as for a real GPU: the
@@ -1263,7 +1262,7 @@ START_TEST(test_divergent_rows_hand_back) {
   /* Chunks of dear rows run to their end: 0.6 s or more. With hand-backs a
    * worker runs one dear row, or two where a part of its chunk straddles the
    * step from cheap rows to dear ones. */
-  if (mgpu_test_timing()) ck_assert_msg(worst < 0.4, "a batch took %.3f s; the GPU alone takes 0.026 s", worst);
+  mgpu_timing_check(worst < 0.4, "a batch took %.3f s; the GPU alone takes 0.026 s", worst);
 }
 END_TEST
 
@@ -1300,7 +1299,7 @@ static void count_handbacks(mgpu_runtime_t *rt, uint64_t from, uint64_t to, size
  * back what it has not started, the idle one takes it, and the two share the
  * dear items (0.3 s) instead of one running all (0.6 s). The trace shows the
  * hand-backs; every item is computed once. */
-START_TEST(test_handback_cpu_only) {
+MGPU_TIMED_TEST(test_handback_cpu_only) {
   char path[] = "/tmp/mgpu-handback-XXXXXX";
   mgpu_runtime_t *rt = init_traced(path, 2, 0);
   const size_t n = 400;
@@ -1321,7 +1320,7 @@ START_TEST(test_handback_cpu_only) {
   printf("hand-back, CPU workers alone: %.3f s, %zu hand-backs\n", t, handbacks);
   ck_assert_uint_gt(handbacks, 0);
   ck_assert_uint_eq(computed, n);
-  if (mgpu_test_timing()) ck_assert_msg(t < 0.45, "%.3f s: one worker ran the dear items alone", t);
+  mgpu_timing_check(t < 0.45, "%.3f s: one worker ran the dear items alone", t);
   free(out);
   mgpu_finalize(rt);
   unlink(path);
@@ -1339,7 +1338,7 @@ static int stall_fn(const mgpu_chunk_t *c) {
   return shift_fn(c);
 }
 
-START_TEST(test_stall_no_handback) {
+MGPU_TIMED_TEST(test_stall_no_handback) {
   char path[] = "/tmp/mgpu-stall-XXXXXX";
   mgpu_runtime_t *rt = init_traced(path, 1, 1);
   const size_t n = 4000;
@@ -1367,7 +1366,7 @@ START_TEST(test_stall_no_handback) {
   ck_assert_uint_eq(computed, 4 * n);
   /* Under valgrind and the sanitizers the piece after the stall can run
    * late too. */
-  if (mgpu_test_timing()) ck_assert_uint_eq(handbacks, 0);
+  mgpu_timing_check(handbacks == 0, "%zu hand-backs", handbacks);
   free(out);
   mgpu_finalize(rt);
   unlink(path);
@@ -1381,7 +1380,7 @@ END_TEST
  * GPU takes them before the rest of B (A waits on them alone): A ends in
  * about one dear row's time plus B's chunks in flight, not after all of B
  * (1.03 to 1.09 s when requeued items came after every own range). */
-START_TEST(test_handback_behind_other_batch) {
+MGPU_TIMED_TEST(test_handback_behind_other_batch) {
   const size_t na = 512, nb = 20000;
   mgpu_kernel_t k = {.name = "rows", .cpu = rows_cpu, .gpu = never_gpu, .nout = 1, .out_size = {4}};
   uint32_t *outa = malloc(4 * na), *outb = malloc(4 * nb);
@@ -1426,7 +1425,7 @@ START_TEST(test_handback_behind_other_batch) {
   }
   free(outa);
   free(outb);
-  if (mgpu_test_timing()) ck_assert_msg(worst < 0.6, "A took %.3f s: its rows waited for the GPU to finish B", worst);
+  mgpu_timing_check(worst < 0.6, "A took %.3f s: its rows waited for the GPU to finish B", worst);
 }
 END_TEST
 
@@ -1434,7 +1433,7 @@ END_TEST
  * does the whole batch, and the first items (a CPU's first share) are ten
  * times dearer. Such a worker must get no first share: the batch then takes
  * about what the GPU alone needs, not the time of two dear items on a CPU. */
-START_TEST(test_coarse_items) {
+MGPU_TIMED_TEST(test_coarse_items) {
   mgpu_test_config_t cfg = mgpu_test_config(2, 1);
   cfg.test.emulate_speed = 1e4;
   mgpu_runtime_t *rt;
@@ -1453,7 +1452,7 @@ START_TEST(test_coarse_items) {
          (unsigned long long)ws[0].items, (unsigned long long)ws[1].items);
   for (size_t i = 0; i < n; i++)
     if (out[i] != i) ck_abort_msg("item %zu wrong", i);
-  if (mgpu_test_timing()) ck_assert_msg(t < gpu_alone * 1.6, "%.3f s against %.3f s for the GPU alone", t, gpu_alone);
+  mgpu_timing_check(t < gpu_alone * 1.6, "%.3f s against %.3f s for the GPU alone", t, gpu_alone);
   free(out);
   mgpu_finalize(rt);
 }
@@ -1579,10 +1578,41 @@ START_TEST(test_probe_after_one_chunk) {
 }
 END_TEST
 
+/* The runs of an MGPU_TIMED_TEST: a body that misses a claim in its first
+ * run only passes in its second; one that misses in every run fails after
+ * MGPU_TEST_ATTEMPTS; a claim met or a behaviour asserted adds no run. */
+static int timed_calls;
+
+static void miss_first_run(int i) {
+  int run = ++timed_calls;
+  mgpu_timing_check(run > 1 || i, "run %d of the body", run);
+}
+
+static void miss_every_run(int i) {
+  (void)i;
+  timed_calls++;
+  mgpu_speed_check(0, "a claim that never holds");
+}
+
+START_TEST(test_timed_runs) {
+  timed_calls = 0;
+  ck_assert_int_eq(mgpu__timed_runs("miss once", miss_first_run, 1), 1);
+  ck_assert_int_eq(timed_calls, 1);
+  timed_calls = 0;
+  ck_assert_int_eq(mgpu__timed_runs("miss once", miss_first_run, 0), mgpu_test_timing() ? 2 : 1);
+  ck_assert_int_eq(timed_calls, mgpu_test_timing() ? 2 : 1);
+  timed_calls = 0;
+  ck_assert_int_eq(mgpu__timed_runs("miss always", miss_every_run, 0), -MGPU_TEST_ATTEMPTS);
+  ck_assert_int_eq(timed_calls, MGPU_TEST_ATTEMPTS);
+  ck_assert(strstr(mgpu__timing.first, "a claim that never holds") != NULL);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("sched");
   TCase *tc = tcase_create("sched");
   tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_timed_runs);
   tcase_add_test(tc, test_gpu_groups);
   tcase_add_loop_test(tc, test_exactly_once, 0, 4);
   tcase_add_test(tc, test_static_shares);

@@ -628,7 +628,7 @@ static long long paced_signs(bool stalls) {
   return paced;
 }
 
-START_TEST(test_staging_paced_by_host) {
+MGPU_TIMED_TEST(test_staging_paced_by_host) {
   /* A GPU whose host thread pauses, as when the OS takes its core, for
    * longer than one chunk's device time but less than two: when it issues
    * its next chunk the device still computes, so it has not run dry, but
@@ -639,7 +639,8 @@ START_TEST(test_staging_paced_by_host) {
    * one sign, not all of them. */
   if (!mgpu_test_timing()) return;
   long long with = paced_signs(true), without = paced_signs(false);
-  ck_assert_msg(with >= without + 2, "the host paced its device %lld times with pauses, %lld without", with, without);
+  mgpu_timing_check(with >= without + 2, "the host paced its device %lld times with pauses, %lld without", with,
+                    without);
 }
 END_TEST
 
