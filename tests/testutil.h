@@ -85,10 +85,9 @@ static inline int mgpu_test_timing(void) { return getenv("MGPURT_NO_TIMING") == 
 /* Timing claims. A scenario test states a batch's time, a split, or a way
  * chosen by measured speeds, as they come out where the clocks keep the
  * emulated costs; a virtual machine's stalls and late wake-ups break such a
- * claim in some runs.
- * So such a test is an MGPU_TIMED_TEST: its body runs again, from a fresh
- * runtime, up to MGPU_TEST_ATTEMPTS times in all, and the test fails when
- * every run missed a claim. Behaviour (every item once and correct, errors
+ * claim in some runs. So such a test is an MGPU_TIMED_TEST: its body runs
+ * again, from a fresh runtime, up to MGPU_TEST_ATTEMPTS times in all, and
+ * the test fails when every run missed a claim. Behaviour (every item once and correct, errors
  * reported) is asserted at once by ck_assert; a timing claim by
  * mgpu_timing_check, which notes the first miss of a run and lets the run go
  * on to its end, so that its runtime is finalized. Under MGPURT_NO_TIMING
@@ -126,8 +125,7 @@ static int mgpu__timed_runs(const char *name, void (*body)(int), int i) {
     mgpu__timing.missed = 0;
     body(i);
     if (!mgpu__timing.missed) return attempt;
-    printf("%s: run %d of %d missed %d timing claim(s), the first %s\n", name, attempt, MGPU_TEST_ATTEMPTS,
-           mgpu__timing.missed, mgpu__timing.first);
+    printf("%s: run %d of %d missed %d timing claim(s)\n", name, attempt, MGPU_TEST_ATTEMPTS, mgpu__timing.missed);
     fflush(stdout);
     if (attempt == MGPU_TEST_ATTEMPTS) return -attempt;
   }
