@@ -50,9 +50,13 @@ static size_t chunk_len(mgpu__batch_t *b, mgpu__worker_t *w, size_t first, size_
   size_t n = mgpu__model_chunk(b->model, w->id, prior, target_s, by_cost ? SIZE_MAX : max_items,
                                w->kind == MGPU_WORKER_GPU, b->id + 1, b->desc.n);
   if (by_cost) n = MGPU_MIN(mgpu__cost_chunk(b->cost, first, n), max_items);
-  /* Items a CPU worker handed back: target_s of work at what they cost it. */
+  /* Items a CPU worker handed back: target_s of work at what they cost it,
+   * and no less than a kernel's cost per call asks (mgpu__fit_chunk). */
   double item_s = atomic_load_explicit(&b->ranges[w->id].item_s, memory_order_relaxed);
-  if (item_s > 0 && w->kind == MGPU_WORKER_CPU) n = MGPU_MIN(n, (size_t)(target_s / item_s));
+  if (item_s > 0 && w->kind == MGPU_WORKER_CPU) {
+    double t = MGPU_MAX(target_s, MGPU_SAT_SHARE / (1 - MGPU_SAT_SHARE) * mgpu__cpu_call_s(b, w->id));
+    n = MGPU_MIN(n, (size_t)(t / item_s));
+  }
   n = MGPU_MIN(n, avail);
   return n < 1 ? 1 : n;
 }

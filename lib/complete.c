@@ -35,7 +35,9 @@ static void close_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c,
      * (gpu_chunk.c), since a chunk's device time is known only once the
      * chunks around it ended. */
     if (w->kind == MGPU_WORKER_CPU)
-      mgpu__model_update(b->model, w->id, &(mgpu__sample_t){.items = (double)c->count, .secs = busy_s});
+      mgpu__model_update(b->model, w->id,
+                         &(mgpu__sample_t){.items = (double)c->count, .secs = busy_s, .calls = c->calls,
+                                           .ncalls = c->ncalls});
     if (b->prof_sums && w->kind == MGPU_WORKER_GPU) {
       double *row = b->prof_sums + (size_t)(w->id - rt->ncpu) * 2 * MGPU_PROF_BINS;
       mgpu__prof_add(row, row + MGPU_PROF_BINS, b->desc.n, c->first, c->count, busy_s);
@@ -173,7 +175,8 @@ void mgpu__handback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, siz
             b->base + first + rest + range - 1);
   /* Not avoided by w: with no GPU to take it, w is as good a taker as any,
    * and its chunks from it are then sized by the cost seen. */
-  requeue(rt, w, b, (mgpu__span_t){first, rest + range, -1, busy_s / (double)done}, rest, MGPU_TEV_HANDBACK);
+  double item_s = mgpu__cpu_items_cost(b, w->id, busy_s, done, c->calls ? c->ncalls : 1);
+  requeue(rt, w, b, (mgpu__span_t){first, rest + range, -1, item_s}, rest, MGPU_TEV_HANDBACK);
   /* The claim now ends at `done`: its other items are requeued. */
   atomic_fetch_sub_explicit(&r->pending, rest, memory_order_relaxed);
   c->count = done;

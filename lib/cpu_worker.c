@@ -61,6 +61,17 @@ static size_t piece_end(size_t done, size_t n) {
   return done < n / MGPU_PIECE_GROWTH ? done * MGPU_PIECE_GROWTH : n;
 }
 
+/* Record a call of `items` in `secs` in calls[] (the last one takes any past
+ * MGPU_PIECE_CALLS). */
+static void note_call(mgpu__call_t *calls, int *ncalls, size_t items, double secs) {
+  if (*ncalls == MGPU_PIECE_CALLS) {
+    calls[*ncalls - 1].items += (double)items;
+    calls[*ncalls - 1].secs += secs;
+    return;
+  }
+  calls[(*ncalls)++] = (mgpu__call_t){(double)items, secs};
+}
+
 /* Run claim c and close it. Where the batch steals, the chunk runs in pieces,
  * and one that has taken far longer than the worker's rate predicts hands
  * back the items it has not started, with the rest of the worker's own range
@@ -75,6 +86,13 @@ static size_t piece_end(size_t done, size_t n) {
 static void run_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
   mgpu__batch_t *b = c->b;
   double rate = b->steal_ok ? mgpu__worker_speed(b, w->id) : 0;
+  /* A kernel's cost per call counts once in every piece's prediction, and
+   * not in the cost per item that a hand-back carries: otherwise a piece of
+   * a few items overruns by that cost alone, and the items handed back are
+   * run one a chunk (claim.c, chunk_len). */
+  double call_s = mgpu__cpu_call_s(b, w->id);
+  mgpu__call_t calls[MGPU_PIECE_CALLS];
+  int ncalls = 0, made = 0; /* calls recorded, and made */
   /* Items a CPU worker handed back: at the cost per item it saw (claim.c, install). */
   double item_s = atomic_load_explicit(&b->ranges[w->id].item_s, memory_order_relaxed);
   if (item_s > 0 && rate > 0) rate = fmin(rate, 1 / item_s);
@@ -111,15 +129,17 @@ static void run_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
     rc = run_items(w, c, done, to, &piece);
     busy += piece;
     if (rc != 0) break;
+    note_call(calls, &ncalls, to - done, piece);
+    made++;
     size_t piece_n = to - done;
     done = to;
     if (!(rate > 0)) continue; /* one call: the loop ends */
-    predicted = (double)done / rate;
+    predicted = (double)made * call_s + (double)done / rate;
     double late = busy - excused - MGPU_HANDBACK_FACTOR * predicted;
     if (slow_n) {
       /* As slow again: the items are dear. On time: the overrun was a stall. */
-      over = piece > MGPU_HANDBACK_FACTOR * (double)piece_n / rate + MGPU_HANDBACK_SLACK_S;
-      if (!over) excused += slow_s - (double)slow_n / rate;
+      over = piece > MGPU_HANDBACK_FACTOR * (call_s + (double)piece_n / rate) + MGPU_HANDBACK_SLACK_S;
+      if (!over) excused += slow_s - call_s - (double)slow_n / rate;
       slow_n = 0;
     } else if (late > MGPU_HANDBACK_SURE_S) {
       over = true;
@@ -137,7 +157,10 @@ static void run_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
   atomic_store_explicit(&w->run_batch, NULL, memory_order_release);
   w->run_end = mgpu__now();
   if (item_s > 0 && rc == 0 && !over && done > 0)
-    atomic_store_explicit(&b->ranges[w->id].item_s, busy / (double)done, memory_order_relaxed);
+    atomic_store_explicit(&b->ranges[w->id].item_s, mgpu__cpu_items_cost(b, w->id, busy, done, made),
+                          memory_order_relaxed);
+  c->calls = calls;
+  c->ncalls = ncalls;
   if (rc != 0) mgpu__complete_failed(rt, w, c, done, to - done, busy, rc);
   else if (over) mgpu__handback(rt, w, c, done, busy, predicted);
   else mgpu__complete(rt, w, c, busy, 0);

@@ -144,15 +144,15 @@ static void size_class(mgpu__fit_t *f, double n, double items, double r, double 
  * whose sizes only whole batches judge. */
 static bool classes(const mgpu__fit_t *f) { return (f->bt_dir == 0 || f->bt_dir == 2) && f->floor == 0; }
 
-/* Learn a sample of n items, launches of at most `launch`, that took t
- * seconds of the worker, `span` from its first chunk's own start. */
-static void add(mgpu__fit_t *f, double n, double launch, double t, double span, bool lone) {
-  if (!(n > 0) || !(t > 0)) return;
-  /* Relative error: a chunk weighs by 1 / t^2, with t its predicted time
-   * once there is a prediction, so that a chunk's own noise does not set its
-   * weight; one far faster than the line (a result found in a warm cache)
-   * counts at most MGPU_FIT_CLIP times faster, and a slow one (held up by the
-   * OS) weighs no more than a chunk on time. */
+/* One call of n items that took t seconds into the line's sums (decayed
+ * by the caller); returns its time as the mean rate sums it. Relative error:
+ * a call weighs by 1 / t^2, with t its predicted time once there is a
+ * prediction, so that its own noise does not set its weight; one far faster
+ * than the line (a result found in a warm cache) counts at most
+ * MGPU_FIT_CLIP times faster, and a slow one (held up by the OS) weighs no
+ * more than one on time and adds at most MGPU_FIT_CLIP times its prediction
+ * to the mean. */
+static double line_add(mgpu__fit_t *f, double n, double t) {
   double tw = t, tp = t; /* the time as weighed, and as summed for the mean rate (clipped both ways) */
   if (f->samples >= MGPU_FIT_CLIP_AFTER) {
     double pred = mgpu__fit_time(f, n);
@@ -160,13 +160,31 @@ static void add(mgpu__fit_t *f, double n, double launch, double t, double span, 
     tw = MGPU_MAX(t, pred);
     tp = MGPU_MIN(t, pred * MGPU_FIT_CLIP);
   }
-  double w = 1.0 / (tw * tw), k = MGPU_MODEL_DECAY;
-  f->sw = f->sw * k + w;
-  f->sn = f->sn * k + w * n;
-  f->snn = f->snn * k + w * n * n;
-  f->st = f->st * k + w * t;
-  f->snt = f->snt * k + w * n * t;
-  f->stt = f->stt * k + w * t * t;
+  double w = 1.0 / (tw * tw);
+  f->sw += w;
+  f->sn += w * n;
+  f->snn += w * n * n;
+  f->st += w * t;
+  f->snt += w * n * t;
+  f->stt += w * t * t;
+  return tp;
+}
+
+/* Learn a sample of n items, launches of at most `launch`, that took t
+ * seconds of the worker, `span` from its first chunk's own start; a CPU
+ * chunk's line learns each of its calls. */
+static void add(mgpu__fit_t *f, double n, double launch, double t, double span, bool lone, const mgpu__call_t *calls,
+                int ncalls) {
+  if (!(n > 0) || !(t > 0)) return;
+  double k = MGPU_MODEL_DECAY, tp = 0;
+  f->sw *= k, f->sn *= k, f->snn *= k, f->st *= k, f->snt *= k, f->stt *= k;
+  if (ncalls > 0) {
+    for (int i = 0; i < ncalls; i++)
+      if (calls[i].items > 0 && calls[i].secs > 0) tp += line_add(f, calls[i].items, calls[i].secs);
+  } else {
+    tp = line_add(f, n, t);
+  }
+  if (!(tp > 0)) tp = t;
   f->items = f->items * k + n;
   f->secs = f->secs * k + tp;
   f->samples++;
@@ -174,7 +192,7 @@ static void add(mgpu__fit_t *f, double n, double launch, double t, double span, 
   solve(f);
 }
 
-void mgpu__fit_add(mgpu__fit_t *f, double n, double t) { add(f, n, n, t, t, false); }
+void mgpu__fit_add(mgpu__fit_t *f, double n, double t) { add(f, n, n, t, t, false, NULL, 0); }
 
 void mgpu__fit_sample(mgpu__fit_t *f, const mgpu__sample_t *s) {
   double n = s->items, t = s->secs, span = s->span > 0 ? s->span : t;
@@ -197,7 +215,7 @@ void mgpu__fit_sample(mgpu__fit_t *f, const mgpu__sample_t *s) {
       size_class(f, launch, n, n / t, n / t, true, true);
     return;
   }
-  add(f, n, launch, t, span, isolated);
+  add(f, n, launch, t, span, isolated, s->calls, s->ncalls);
 }
 
 double mgpu__fit_time(const mgpu__fit_t *f, double n) { return f->a + f->c * n; }
@@ -232,10 +250,17 @@ size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s,
     /* The probe: the prior's guess of target_s of work. */
     n = prior_rate * target_s;
   } else if (!grows) {
-    /* A CPU worker's chunk costs it next to nothing to start: where its
-     * chunks' times seem to have a latency, their items differ in cost, and
-     * larger chunks would only leave less to balance. */
-    n = target_s * f->items / f->secs;
+    /* A CPU worker: target_s of work at its mean rate, and never under the
+     * line's saturating size, where the kernel has a cost per call (a plan,
+     * a table, an allocation) that the line tells from its items' cost: the
+     * mean rate holds that cost, so chunks sized by it alone shrink until
+     * each is that cost and one item. Items that differ in cost by position
+     * scatter the times about any line, and solve() gives them no latency.
+     * A line of one size only is given a second (MGPU_FIT_CPU_TRY). */
+    n = MGPU_MAX(target_s * f->items / f->secs, mgpu__fit_sat(f));
+    double d = f->sw * f->snn - f->sn * f->sn;
+    if (n < MGPU_FIT_GROWTH && !(d > MGPU_FIT_SPREAD * f->sw * f->snn) && f->claims % MGPU_FIT_CPU_TRY == MGPU_FIT_CPU_TRY - 1)
+      n = MGPU_FIT_GROWTH;
   } else if (!mgpu__fit_known(f) && f->nmax < (double)max_items) {
     /* Growing: each claim a step larger than the largest so far, at most two
      * steps past the largest chunk that has completed. Once a chunk of the
@@ -268,6 +293,7 @@ size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s,
 }
 
 void mgpu__fit_claimed(mgpu__fit_t *f, size_t n) {
+  f->claims++;
   if (f->claimed == 0) f->probe = n;
   if (n > f->claimed) f->claimed = n;
   if (f->bt_claims++ == 0) f->bt_first = n;

@@ -100,6 +100,14 @@ bool mgpu__lock_order_checked(void);
  * (s) after a piece hands back what it has not started (cpu_worker.c). */
 #define MGPU_PIECE_FIRST 16
 #define MGPU_PIECE_GROWTH 4
+/* The calls of a CPU chunk that its fit learns from one by one; any past
+ * these are learnt as one with the last. */
+#define MGPU_PIECE_CALLS 8
+/* A CPU worker's line that has seen one size only cannot tell a cost per
+ * call from a cost per item: where target_s of work is under
+ * MGPU_FIT_GROWTH items, one claim in MGPU_FIT_CPU_TRY is that many, whose
+ * pieces differ in size. */
+#define MGPU_FIT_CPU_TRY 8
 #define MGPU_HANDBACK_FACTOR 8.0
 #define MGPU_HANDBACK_SLACK_S 2e-3
 /* An overrun under this many seconds past the slack is confirmed by the
@@ -678,6 +686,7 @@ typedef struct {
   double items, secs;          /* decayed plain sums of items and seconds: the mean rate */
   double a, c;                 /* the fit: t(n) = a + c n seconds */
   uint64_t samples;            /* chunks learnt from */
+  uint64_t claims;             /* chunks claimed */
   double nmax, rmax, qmax;     /* the largest size class learnt from, its rate by spans, and by device time */
   double nprev, rprev, qprev;  /* the size class before it (0: none yet) */
   bool rising;                 /* the rate rose from nprev to nmax */
@@ -1055,11 +1064,18 @@ struct mgpu__batch {
   struct mgpu__task *task; /* a device task's event (task.c), NULL for a batch */
 };
 
+/* One call of a kernel's CPU function: its items and seconds. */
+typedef struct {
+  double items, secs;
+} mgpu__call_t;
+
 typedef struct {
   mgpu__batch_t *b;        /* referenced: release with mgpu__batch_unref */
   size_t first, count;
   bool from_share;         /* from the worker's share of the first split: not stolen, not requeued */
   uint64_t cost_ns;        /* its cost, in a batch with a cost */
+  const mgpu__call_t *calls; /* a CPU worker's calls of its items done, for its model (NULL: one call) */
+  int ncalls;
 } mgpu__claim_t;
 
 /* Claim up to max_items for worker w from any batch it may work on; false if none. */
@@ -1158,6 +1174,12 @@ mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k, uint6
 void mgpu__models_free(mgpu_runtime_t *rt);
 /* The longest one item of b's kernel is known to take a CPU worker (0: not known). */
 double mgpu__cpu_item_s(const mgpu__batch_t *b);
+/* The seconds a call of b's kernel costs CPU worker wi before its items (the
+ * CPU team's latency; 0 for a GPU). */
+double mgpu__cpu_call_s(const mgpu__batch_t *b, int wi);
+/* The seconds an item cost CPU worker wi where `done` items took `busy`
+ * seconds in `calls` calls: less the cost of the calls. */
+double mgpu__cpu_items_cost(const mgpu__batch_t *b, int wi, double busy, size_t done, int calls);
 /* group[i] for every worker: for a GPU, the index of the first GPU worker of
  * its kind (same model, multiprocessors and clock); -1 for a CPU worker. */
 void mgpu__gpu_groups(const mgpu_runtime_t *rt, int *group);
@@ -1228,6 +1250,8 @@ typedef struct {
   double span;   /* from its first chunk's own start (0: secs) */
   bool isolated; /* the device had nothing else in flight as it started */
   uint64_t tag;  /* its first chunk's batch: id + 1 (0: none, a CPU worker's) */
+  const mgpu__call_t *calls; /* a CPU chunk's kernel calls (its pieces), which the line learns from */
+  int ncalls;                /* how many (0: the chunk was one call) */
 } mgpu__sample_t;
 /* A GPU's sample: an isolated one's time holds the fill of the pipeline
  * (copies in, the kernel, copies out one after the other), which a chunk

@@ -653,6 +653,78 @@ START_TEST(test_fit_cpu_chunks) {
 }
 END_TEST
 
+/* A CPU kernel with a fixed cost per call (1 ms of set-up: a plan, a table,
+ * a scratch allocation) and 1e6 items/s after it. Chunks of target_s of work
+ * at the mean rate, which holds that cost, shrink to one item, the worker
+ * then doing 1e3 items/s; chunks of at least the saturating size (the cost a
+ * tenth of a chunk's time) keep 9e5. */
+START_TEST(test_fit_cpu_fixed_cost) {
+  mgpu__fit_t f = {0};
+  const double a = 1e-3, c = 1e-6;
+  size_t n = 0;
+  for (int i = 0; i < 20; i++) {
+    n = mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, false);
+    mgpu__fit_claimed(&f, n);
+    mgpu__fit_add(&f, (double)n, a + c * (double)n);
+  }
+  double rate = (double)n / (a + c * (double)n);
+  printf("CPU chunks with a 1 ms fixed cost: %zu items, %.3g items/s; fit %.3g s + %.3g s/item\n", n, rate, f.a, f.c);
+  ck_assert_double_ge(rate, 0.85 / c);
+  /* Under a cap (a range's end), the cap. */
+  ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e4, 0.5e-3, 100, false), 100);
+}
+END_TEST
+
+/* The same kernel from a prior of one item/s: every chunk is one item, one
+ * call, and a line through one size cannot tell the call's cost from the
+ * item's. One claim in MGPU_FIT_CPU_TRY is MGPU_FIT_GROWTH items, whose
+ * pieces (1 and 3 items) tell them apart; then the chunks are of the
+ * saturating size. */
+START_TEST(test_fit_cpu_one_size) {
+  mgpu__fit_t f = {0};
+  const double a = 1e-3, c = 1e-6;
+  for (int i = 0; i < MGPU_FIT_CPU_TRY; i++) {
+    size_t n = mgpu__fit_chunk(&f, 1.0, 0.5e-3, SIZE_MAX, false);
+    ck_assert_uint_eq(n, i == MGPU_FIT_CPU_TRY - 1 ? (size_t)MGPU_FIT_GROWTH : 1);
+    mgpu__fit_claimed(&f, n);
+    if (n == 1) {
+      mgpu__fit_add(&f, 1, a + c);
+    } else {
+      const mgpu__call_t calls[2] = {{1, a + c}, {3, a + 3 * c}};
+      mgpu__fit_sample(&f, &(mgpu__sample_t){.items = 4, .secs = 2 * a + 4 * c, .calls = calls, .ncalls = 2});
+    }
+  }
+  /* The line holds its rate at least a hundredfold past the largest size
+   * seen (MGPU_FIT_FLAT), so the chunks reach that size in two steps. */
+  size_t n = 0;
+  for (int i = 0; i < 3; i++) {
+    n = mgpu__fit_chunk(&f, 1.0, 0.5e-3, SIZE_MAX, false);
+    printf("CPU chunks of one item, then a try of four: fit %.3g s + %.3g s/item, next %zu\n", f.a, f.c, n);
+    mgpu__fit_claimed(&f, n);
+    mgpu__fit_add(&f, (double)n, a + c * (double)n);
+  }
+  ck_assert_double_eq_tol(mgpu__fit_sat(&f), 9 * a / c, 1);
+  ck_assert_uint_ge(n, 8999);
+}
+END_TEST
+
+/* The same CPU worker's chunks of three sizes, 5, 2 and 8 items, their items
+ * dear (40 times) by position, one chunk in eight: the times scatter about
+ * any line, and the chunks stay target_s of work at the mean rate. */
+START_TEST(test_fit_cpu_scattered_sizes) {
+  mgpu__fit_t f = {0};
+  static const double sizes[3] = {5, 2, 8};
+  for (int i = 0; i < 40; i++) {
+    double k = sizes[i % 3];
+    mgpu__fit_claimed(&f, (size_t)k);
+    mgpu__fit_add(&f, k, (i % 8 == 7 ? 40 : 1) * 1e-4 * k);
+  }
+  size_t n = mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, false);
+  printf("CPU chunks of three sizes, dear by position: fit %.3g s + %.3g s/item, next %zu\n", f.a, f.c, n);
+  ck_assert_uint_eq(n, MGPU_MAX((size_t)1, (size_t)(0.5e-3 * f.items / f.secs)));
+}
+END_TEST
+
 /* ---------------------------------------------------------------- split */
 
 /* Latency counts against a worker's share: a GPU of 1e6 items/s whose
@@ -1396,6 +1468,9 @@ int main(void) {
   tcase_add_test(tc, test_start_cost_clip);
   tcase_add_test(tc, test_fit_never_shrinks_below_claims);
   tcase_add_test(tc, test_fit_cpu_chunks);
+  tcase_add_test(tc, test_fit_cpu_fixed_cost);
+  tcase_add_test(tc, test_fit_cpu_one_size);
+  tcase_add_test(tc, test_fit_cpu_scattered_sizes);
   tcase_add_test(tc, test_fit_pipeline_fill);
   tcase_add_test(tc, test_fit_growth_at_cap);
   tcase_add_test(tc, test_fit_whole_batch_alone);

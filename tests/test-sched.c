@@ -468,6 +468,57 @@ MGPU_TIMED_TEST(test_latency_counted_once) {
 }
 END_TEST
 
+/* A CPU kernel with a fixed cost per call (2 ms of set-up, then 1e5 items/s)
+ * on two CPU workers, 4,000 items: each worker's half takes 20 ms and one
+ * call's set-up. Chunks sized by the mean rate alone, which holds the set-up,
+ * shrank to one item a call, and every batch took 4 s. */
+typedef struct {
+  double call_s, item_s; /* seconds per call and per item */
+  atomic_int *calls;     /* calls made */
+} setup_arg_t;
+
+static int setup_cpu(const mgpu_chunk_t *c) {
+  const setup_arg_t *a = c->arg;
+  atomic_fetch_add(a->calls, 1);
+  mgpu_test_sleep(a->call_s);
+  mgpu_test_spend(a->item_s * (double)c->count);
+  uint32_t *out = c->out[0];
+  for (size_t j = 0; j < c->count; j++) out[j] = (uint32_t)(c->first + j) ^ 0x5a5a5a5au;
+  return 0;
+}
+
+static const mgpu_kernel_t setup_kernel = {
+    .name = "setup", .cpu = setup_cpu, .gpu = NULL, .nin = 0, .nout = 1, .out_size = {4}};
+
+MGPU_TIMED_TEST(test_cpu_cost_per_call) {
+  mgpu_test_config_t cfg = mgpu_test_config(2, 0);
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&cfg, &rt), MGPU_OK);
+  const size_t n = 4000;
+  atomic_int calls = 0;
+  const setup_arg_t a = {2e-3, 1e-5, &calls};
+  const double ideal = a.call_s + (double)n / 2 * a.item_s;
+  mgpu_worker_stats_t ws[2];
+  mgpu_stats_t st;
+  double t[6];
+  for (int b = 0; b < 6; b++) {
+    atomic_store(&calls, 0);
+    t[b] = run_marked(rt, &setup_kernel, &a, sizeof a, n, ws, 2, &st);
+    unsigned long long chunks = ws[0].chunks + ws[1].chunks;
+    printf("CPU kernel with 2 ms a call, batch %d: %.4f s (ideal %.4f s); %llu + %llu items in %llu chunks, %d calls\n",
+           b, t[b], ideal, (unsigned long long)ws[0].items, (unsigned long long)ws[1].items, chunks,
+           atomic_load(&calls));
+    /* Items handed back are run in chunks of the same rule: a hand-back
+     * whose cost per item held the cost per call ran them one a chunk. */
+    if (b > 0) mgpu_timing_check(chunks <= 8, "batch %d ran in %llu chunks", b, chunks);
+  }
+  /* The first batches learn the cost; the median of the last three. */
+  qsort(t + 3, 3, sizeof *t, cmp_dbl);
+  mgpu_timing_check(t[4] < 3 * ideal, "median batch %.4f s, ideal %.4f s", t[4], ideal);
+  mgpu_finalize(rt);
+}
+END_TEST
+
 /* A kernel whose GPU cost changes for good, 1,000 times dearer per item,
  * beside one CPU worker that it leaves unchanged. */
 typedef struct {
@@ -1628,6 +1679,7 @@ int main(void) {
   tcase_add_test(tc, test_overlapped_launches);
   tcase_add_test(tc, test_joined_launch_sizes);
   tcase_add_test(tc, test_latency_counted_once);
+  tcase_add_test(tc, test_cpu_cost_per_call);
   tcase_add_test(tc, test_cost_changes_for_good);
   tcase_add_test(tc, test_footprint_alternating);
   tcase_add_test(tc, test_cpus_sit_out);
