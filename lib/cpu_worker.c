@@ -172,7 +172,7 @@ void mgpu__cpu_worker_loop(mgpu_runtime_t *rt, mgpu__worker_t *w) {
     uint64_t gen = atomic_load(&rt->work_gen);
     /* Feeding a GPU comes first: its staging copy holds up a device. */
     if (mgpu__copy_wanted(rt)) mgpu__copy_help(rt, w);
-    mgpu__claim_t c;
+    mgpu__claim_t c = {0};
     if (!mgpu__claim(rt, w, SIZE_MAX, 0.5e-3, &c)) {
       mgpu__idle_wait(rt, gen, false);
       continue;
