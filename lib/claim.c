@@ -54,7 +54,7 @@ static size_t chunk_len(mgpu__batch_t *b, mgpu__worker_t *w, size_t first, size_
    * and no less than a kernel's cost per call asks (mgpu__fit_chunk). */
   double item_s = atomic_load_explicit(&b->ranges[w->id].item_s, memory_order_relaxed);
   if (item_s > 0 && w->kind == MGPU_WORKER_CPU) {
-    double t = MGPU_MAX(target_s, MGPU_SAT_SHARE / (1 - MGPU_SAT_SHARE) * mgpu__cpu_call_s(b, w->id));
+    double t = MGPU_MAX(target_s, MGPU_SAT_SHARE / (1 - MGPU_SAT_SHARE) * mgpu__worker_latency(b, w->id));
     n = MGPU_MIN(n, (size_t)(t / item_s));
   }
   n = MGPU_MIN(n, avail);

@@ -139,7 +139,7 @@ void mgpu__giveback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
 }
 
 void mgpu__handback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, size_t done, double busy_s,
-                    double predicted_s) {
+                    double predicted_s, double item_s) {
   mgpu__batch_t *b = c->b;
   size_t first = c->first + done, rest = c->count - done, range = 0;
   if (atomic_load(&b->failed)) {
@@ -175,7 +175,6 @@ void mgpu__handback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, siz
             b->base + first + rest + range - 1);
   /* Not avoided by w: with no GPU to take it, w is as good a taker as any,
    * and its chunks from it are then sized by the cost seen. */
-  double item_s = mgpu__cpu_items_cost(b, w->id, busy_s, done, c->calls ? c->ncalls : 1);
   requeue(rt, w, b, (mgpu__span_t){first, rest + range, -1, item_s}, rest, MGPU_TEV_HANDBACK);
   /* The claim now ends at `done`: its other items are requeued. */
   atomic_fetch_sub_explicit(&r->pending, rest, memory_order_relaxed);

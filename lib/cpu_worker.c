@@ -90,7 +90,7 @@ static void run_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
    * not in the cost per item that a hand-back carries: otherwise a piece of
    * a few items overruns by that cost alone, and the items handed back are
    * run one a chunk (claim.c, chunk_len). */
-  double call_s = mgpu__cpu_call_s(b, w->id);
+  double call_s = mgpu__worker_latency(b, w->id);
   mgpu__call_t calls[MGPU_PIECE_CALLS];
   int ncalls = 0, made = 0; /* calls recorded, and made */
   /* Items a CPU worker handed back: at the cost per item it saw (claim.c, install). */
@@ -156,13 +156,13 @@ static void run_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
   }
   atomic_store_explicit(&w->run_batch, NULL, memory_order_release);
   w->run_end = mgpu__now();
+  double cost = over || item_s > 0 ? mgpu__cpu_items_cost(b, w->id, busy, done, made * call_s) : 0;
   if (item_s > 0 && rc == 0 && !over && done > 0)
-    atomic_store_explicit(&b->ranges[w->id].item_s, mgpu__cpu_items_cost(b, w->id, busy, done, made),
-                          memory_order_relaxed);
+    atomic_store_explicit(&b->ranges[w->id].item_s, cost, memory_order_relaxed);
   c->calls = calls;
   c->ncalls = ncalls;
   if (rc != 0) mgpu__complete_failed(rt, w, c, done, to - done, busy, rc);
-  else if (over) mgpu__handback(rt, w, c, done, busy, predicted);
+  else if (over) mgpu__handback(rt, w, c, done, busy, predicted, cost);
   else mgpu__complete(rt, w, c, busy, 0);
 }
 

@@ -18,15 +18,20 @@
 
 #include <math.h>
 
+/* Whether the sizes in the sums spread enough for a line to tell a from c:
+ * their weighted variance at least MGPU_FIT_SPREAD of the mean square. */
+static bool spread(const mgpu__fit_t *f) {
+  return f->sw * f->snn - f->sn * f->sn > MGPU_FIT_SPREAD * f->sw * f->snn;
+}
+
 /* Refit a and c from the sums. Where the chunks in the sums are all of about
  * one size, one line through them cannot tell a from c: the time is given
  * to whichever term dominates at that size, and the other is kept. */
 static void solve(mgpu__fit_t *f) {
   double d = f->sw * f->snn - f->sn * f->sn;
   double n0 = f->sn / f->sw, t0 = f->st / f->sw;
-  /* The weighted least-squares line, where the sizes spread enough (their
-   * weighted variance at least MGPU_FIT_SPREAD of the mean square). */
-  if (d > MGPU_FIT_SPREAD * f->sw * f->snn) {
+  /* The weighted least-squares line, where the sizes spread enough. */
+  if (spread(f)) {
     double a = (f->snn * f->st - f->sn * f->snt) / d, c = (f->sw * f->snt - f->sn * f->st) / d;
     if (a < 0) {
       a = 0;
@@ -258,8 +263,7 @@ size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s,
      * scatter the times about any line, and solve() gives them no latency.
      * A line of one size only is given a second (MGPU_FIT_CPU_TRY). */
     n = MGPU_MAX(target_s * f->items / f->secs, mgpu__fit_sat(f));
-    double d = f->sw * f->snn - f->sn * f->sn;
-    if (n < MGPU_FIT_GROWTH && !(d > MGPU_FIT_SPREAD * f->sw * f->snn) && f->claims % MGPU_FIT_CPU_TRY == MGPU_FIT_CPU_TRY - 1)
+    if (n < MGPU_FIT_GROWTH && !spread(f) && f->samples % MGPU_FIT_CPU_TRY == MGPU_FIT_CPU_TRY - 1)
       n = MGPU_FIT_GROWTH;
   } else if (!mgpu__fit_known(f) && f->nmax < (double)max_items) {
     /* Growing: each claim a step larger than the largest so far, at most two
@@ -293,7 +297,6 @@ size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s,
 }
 
 void mgpu__fit_claimed(mgpu__fit_t *f, size_t n) {
-  f->claims++;
   if (f->claimed == 0) f->probe = n;
   if (n > f->claimed) f->claimed = n;
   if (f->bt_claims++ == 0) f->bt_first = n;

@@ -105,7 +105,7 @@ bool mgpu__lock_order_checked(void);
 #define MGPU_PIECE_CALLS 8
 /* A CPU worker's line that has seen one size only cannot tell a cost per
  * call from a cost per item: where target_s of work is under
- * MGPU_FIT_GROWTH items, one claim in MGPU_FIT_CPU_TRY is that many, whose
+ * MGPU_FIT_GROWTH items, one chunk in MGPU_FIT_CPU_TRY is that many, whose
  * pieces differ in size. */
 #define MGPU_FIT_CPU_TRY 8
 #define MGPU_HANDBACK_FACTOR 8.0
@@ -686,7 +686,6 @@ typedef struct {
   double items, secs;          /* decayed plain sums of items and seconds: the mean rate */
   double a, c;                 /* the fit: t(n) = a + c n seconds */
   uint64_t samples;            /* chunks learnt from */
-  uint64_t claims;             /* chunks claimed */
   double nmax, rmax, qmax;     /* the largest size class learnt from, its rate by spans, and by device time */
   double nprev, rprev, qprev;  /* the size class before it (0: none yet) */
   bool rising;                 /* the rate rose from nprev to nmax */
@@ -1100,11 +1099,12 @@ void mgpu__complete_failed(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t 
                            double busy_s, int kernel_rc);
 void mgpu__giveback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c);
 /* CPU worker w computed the first `done` items of claim c in busy_s seconds,
- * far past their predicted_s: close them, and give the rest of the claim and
- * of w's own range back to the batch, to be taken by whoever is predicted to
- * finish them first (claim.c, take_requeue). */
+ * far past their predicted_s, at item_s seconds an item
+ * (mgpu__cpu_items_cost): close them, and give the rest of the claim and of
+ * w's own range back to the batch, carrying item_s, to be taken by whoever
+ * is predicted to finish them first (claim.c, take_requeue). */
 void mgpu__handback(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, size_t done, double busy_s,
-                    double predicted_s);
+                    double predicted_s, double item_s);
 
 /* ------------------------------------------------------------- retire.c */
 /* Mark a GPU worker retired and wake the others to take its ranges. */
@@ -1174,12 +1174,10 @@ mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k, uint6
 void mgpu__models_free(mgpu_runtime_t *rt);
 /* The longest one item of b's kernel is known to take a CPU worker (0: not known). */
 double mgpu__cpu_item_s(const mgpu__batch_t *b);
-/* The seconds a call of b's kernel costs CPU worker wi before its items (the
- * CPU team's latency; 0 for a GPU). */
-double mgpu__cpu_call_s(const mgpu__batch_t *b, int wi);
 /* The seconds an item cost CPU worker wi where `done` items took `busy`
- * seconds in `calls` calls: less the cost of the calls. */
-double mgpu__cpu_items_cost(const mgpu__batch_t *b, int wi, double busy, size_t done, int calls);
+ * seconds, calls_s of them the calls' own cost (their count times the CPU
+ * team's latency, mgpu__worker_latency). */
+double mgpu__cpu_items_cost(const mgpu__batch_t *b, int wi, double busy, size_t done, double calls_s);
 /* group[i] for every worker: for a GPU, the index of the first GPU worker of
  * its kind (same model, multiprocessors and clock); -1 for a CPU worker. */
 void mgpu__gpu_groups(const mgpu_runtime_t *rt, int *group);

@@ -184,17 +184,13 @@ void mgpu__gpu_groups(const mgpu_runtime_t *rt, int *group) {
   }
 }
 
-double mgpu__cpu_call_s(const mgpu__batch_t *b, int wi) {
-  return b->rt->workers[wi].kind == MGPU_WORKER_CPU ? mgpu__worker_latency(b, wi) : 0;
-}
-
-double mgpu__cpu_items_cost(const mgpu__batch_t *b, int wi, double busy, size_t done, int calls) {
+double mgpu__cpu_items_cost(const mgpu__batch_t *b, int wi, double busy, size_t done, double calls_s) {
   if (done == 0) return 0;
   /* No less than the worker's line gives an item, nor than a tenth of the
    * time over the items: a cost per call learnt on other items may be more
    * than these ones had. */
   double peak = atomic_load_explicit(&b->model->peak[wi], memory_order_relaxed);
-  double net = busy - (double)calls * mgpu__cpu_call_s(b, wi);
+  double net = busy - calls_s;
   net = MGPU_MAX(net, MGPU_MAX(peak > 0 ? (double)done / peak : 0, 0.1 * busy));
   return net / (double)done;
 }

@@ -677,7 +677,7 @@ END_TEST
 
 /* The same kernel from a prior of one item/s: every chunk is one item, one
  * call, and a line through one size cannot tell the call's cost from the
- * item's. One claim in MGPU_FIT_CPU_TRY is MGPU_FIT_GROWTH items, whose
+ * item's. One chunk in MGPU_FIT_CPU_TRY is MGPU_FIT_GROWTH items, whose
  * pieces (1 and 3 items) tell them apart; then the chunks are of the
  * saturating size. */
 START_TEST(test_fit_cpu_one_size) {
