@@ -88,9 +88,6 @@ bool mgpu__lock_order_checked(void);
 #define MGPU_SLOW_THIEF_MARGIN 4.0
 /* "Far slower": under 1/8 of the fastest worker. */
 #define MGPU_SLOW_SPLIT_RATIO 8.0
-/* Far slower workers start with a damped share only while all of them
- * together carry under 10% of the batch. */
-#define MGPU_SLOW_SPLIT_SHARE 0.1
 /* A worker that would finish fewer items than this in the batch's predicted
  * time gets no first share (where the others end no later without it). */
 #define MGPU_MIN_SHARE_ITEMS 4.0

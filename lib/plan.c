@@ -71,30 +71,6 @@ static double split_end(const double *speed, const double *latency, const double
   return t;
 }
 
-/* When the far slower workers carry little of the batch, each starts with
- * the share of a worker MGPU_SLOW_THIEF_MARGIN times slower still, and
- * steals the rest later under the same margin. Its range then ends early
- * instead of late: the fast workers do not finish the batch by stealing many
- * small ranges, one launch each, and an expensive item cannot strand a slow
- * worker at the very end. Both "far slower" and "little" are judged on the
- * split by predicted completion time: a GPU whose launch outlasts the CPU
- * workers' whole batch gets no share there, and then neither sets the pace
- * nor makes the CPU workers the slow ones. `share` is scratch. */
-static void damp_slow(double *speed, const double *latency, double *peak, int n, size_t items, size_t *share) {
-  mgpu__split(speed, latency, peak, n, items, share);
-  double fastest = 0, slow = 0;
-  for (int i = 0; i < n; i++)
-    if (share[i] > 0) fastest = MGPU_MAX(fastest, speed[i]);
-  for (int i = 0; i < n; i++)
-    if (share[i] > 0 && speed[i] * MGPU_SLOW_SPLIT_RATIO < fastest) slow += (double)share[i];
-  /* Only when the slow workers add little: where they carry a real part of the
-   * batch, their full share is worth more than a clean tail. */
-  if (slow > MGPU_SLOW_SPLIT_SHARE * (double)items) return;
-  for (int i = 0; i < n; i++)
-    if (speed[i] > 0 && speed[i] * MGPU_SLOW_SPLIT_RATIO < fastest)
-      speed[i] /= MGPU_SLOW_THIEF_MARGIN, peak[i] /= MGPU_SLOW_THIEF_MARGIN;
-}
-
 /* Whether there are two GPU workers or more, all of one kind (every GPU
  * worker follows the CPU workers). */
 static bool gpus_of_one_kind(const mgpu_runtime_t *rt) {
@@ -411,7 +387,6 @@ bool mgpu__plan_split(mgpu_runtime_t *rt, mgpu__batch_t *b, size_t *share) {
   if (b->steal_ok) {
     if (mgpu__ranges_in_flight(speed, rt->nworkers, b->desc.n, rt->cfg.v.streams_per_gpu)) pool_alike_gpus(rt, speed);
     pool_latencies(rt, speed, latency, peak);
-    damp_slow(speed, latency, peak, rt->nworkers, b->desc.n, share);
     skip_coarse(b, speed, latency, peak, b->desc.n, share);
   }
   mgpu__split(speed, latency, peak, rt->nworkers, b->desc.n, share);

@@ -162,6 +162,11 @@ MGPU_TIMED_TEST(test_balance) {
   /* The CPUs did take part (by their measured speed: not asserted under
    * sanitizers, whose load once made them look too slow to add 2%). */
   mgpu_timing_check(ws[0].items + ws[1].items > 0, "the CPU workers ran no item");
+  /* They start with their share by completion time, and run it from their
+   * own ranges: started with a quarter of it, they took the rest in 24 to
+   * 27 steals a batch; at their share, 0 to 6. */
+  mgpu_timing_check(st.steals <= 12, "%llu steals in the batch: the CPU workers' first ranges fell short",
+                    (unsigned long long)st.steals);
   mgpu_finalize(rt);
 }
 END_TEST
