@@ -42,7 +42,7 @@ static double finish_time(const double *speed, const double *latency, int n, dou
 }
 
 /* A peak counts where it is above the speed: a speed lowered by the split's
- * own rules (damped, pooled) keeps its plain line. */
+ * own rules (pooled) keeps its plain line. */
 static bool has_peak(double speed, double peak) { return peak > speed; }
 
 double mgpu__share_time(double speed, double latency, double peak, double s) {

@@ -162,9 +162,9 @@ MGPU_TIMED_TEST(test_balance) {
   /* The CPUs did take part (by their measured speed: not asserted under
    * sanitizers, whose load once made them look too slow to add 2%). */
   mgpu_timing_check(ws[0].items + ws[1].items > 0, "the CPU workers ran no item");
-  /* They start with their share by completion time, and run it from their
-   * own ranges: started with a quarter of it, they took the rest in 24 to
-   * 27 steals a batch; at their share, 0 to 6. */
+  /* They start with their share by completion time and run it from their
+   * own ranges, not by many small steals (doc/tuning.md, "How work is
+   * split"). */
   mgpu_timing_check(st.steals <= 12, "%llu steals in the batch: the CPU workers' first ranges fell short",
                     (unsigned long long)st.steals);
   mgpu_finalize(rt);
@@ -351,8 +351,8 @@ END_TEST
  * workers' whole batch (40 items of 1 ms on two workers, 20 ms), under a
  * prior that rates the device 100 cores. Judged by rates the CPU workers
  * look 50 times slower: with no share and no measurement of them they never
- * run an item, and once measured the far slower ones would be damped or
- * skipped as adding little. By predicted completion time they take the
+ * run an item, and once measured the far slower ones would be skipped as
+ * adding little. By predicted completion time they take the
  * batch and the device none of it. Three devices of that shape: a launch
  * latency, a launch as long for 1 item as for the device's width of 64 (no
  * latency to see where every launch is one size), and a launch latency with
