@@ -261,8 +261,14 @@ size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s,
      * mean rate holds that cost, so chunks sized by it alone shrink until
      * each is that cost and one item. Items that differ in cost by position
      * scatter the times about any line, and solve() gives them no latency.
-     * A line of one size only is given a second (MGPU_FIT_CPU_TRY). */
-    n = MGPU_MAX(target_s * f->items / f->secs, mgpu__fit_sat(f));
+     * A line of one size only is given a second (MGPU_FIT_CPU_TRY). The
+     * saturating size lifts a chunk at most two steps past the largest one
+     * learnt from, as a GPU's chunks grow: the timing noise of a few small
+     * chunks can show a cost per call that is not there, and a chunk of
+     * thousands of items at the mean rate would run past a dear stretch in
+     * one call, out of every other worker's reach. */
+    double sat = MGPU_MIN(mgpu__fit_sat(f), MGPU_FIT_GROWTH * MGPU_FIT_GROWTH * f->nmax);
+    n = MGPU_MAX(target_s * f->items / f->secs, sat);
     if (n < MGPU_FIT_GROWTH && !spread(f) && f->samples % MGPU_FIT_CPU_TRY == MGPU_FIT_CPU_TRY - 1)
       n = MGPU_FIT_GROWTH;
   } else if (!mgpu__fit_known(f) && f->nmax < (double)max_items) {

@@ -694,8 +694,9 @@ START_TEST(test_fit_cpu_one_size) {
       mgpu__fit_sample(&f, &(mgpu__sample_t){.items = 4, .secs = 2 * a + 4 * c, .calls = calls, .ncalls = 2});
     }
   }
-  /* The line holds its rate at least a hundredfold past the largest size
-   * seen (MGPU_FIT_FLAT), so the chunks reach that size in two steps. */
+  /* The line finds the cost per call, and the chunks grow to its saturating
+   * size at most MGPU_FIT_GROWTH^2 times the largest chunk at a step: 64,
+   * 1024, then 9000 items. */
   size_t n = 0;
   for (int i = 0; i < 3; i++) {
     n = mgpu__fit_chunk(&f, 1.0, 0.5e-3, SIZE_MAX, false);
@@ -722,6 +723,38 @@ START_TEST(test_fit_cpu_scattered_sizes) {
   size_t n = mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, false);
   printf("CPU chunks of three sizes, dear by position: fit %.3g s + %.3g s/item, next %zu\n", f.a, f.c, n);
   ck_assert_uint_eq(n, MGPU_MAX((size_t)1, (size_t)(0.5e-3 * f.items / f.secs)));
+}
+END_TEST
+
+/* A CPU worker's first chunks on items of one cost (0.1 ms), timed with the
+ * noise of a loaded machine (as measured under AddressSanitizer beside a
+ * busy core): calls of 1 item in 0.12 to 0.21 ms, and one of 2 items in
+ * 0.137 ms. A line through them shows a cost per call that is noise, and
+ * its saturating size is thousands of items: one chunk of them would run
+ * as one piece past any dear stretch ahead, which no other worker could
+ * then take. A chunk that the line lifts past target_s of work grows at
+ * most MGPU_FIT_GROWTH^2 times the largest chunk learnt from, and its time
+ * corrects the line. */
+START_TEST(test_fit_cpu_noisy_probes) {
+  mgpu__fit_t f = {0};
+  static const mgpu__call_t calls[4][2] = {
+      {{1, 0.2133e-3}}, {{1, 0.1545e-3}, {1, 0.1743e-3}}, {{1, 0.1242e-3}, {1, 0.1420e-3}}, {{1, 0.1428e-3}, {2, 0.1371e-3}}};
+  static const int ncalls[4] = {1, 2, 2, 2};
+  for (int i = 0; i < 4; i++) {
+    double items = 0, secs = 0;
+    for (int j = 0; j < ncalls[i]; j++) items += calls[i][j].items, secs += calls[i][j].secs;
+    mgpu__fit_claimed(&f, (size_t)items);
+    mgpu__fit_sample(&f, &(mgpu__sample_t){.items = items, .secs = secs, .calls = calls[i], .ncalls = ncalls[i]});
+  }
+  size_t n = mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, false);
+  printf("CPU chunks after noisy probes: fit %.3g s + %.3g s/item, saturating size %.0f, next %zu\n", f.a, f.c,
+         mgpu__fit_sat(&f), n);
+  ck_assert_uint_le(n, (size_t)(MGPU_FIT_GROWTH * MGPU_FIT_GROWTH * 3));
+  /* Its time, at the items' cost, leaves the line no cost per call worth a
+   * larger chunk. */
+  mgpu__fit_claimed(&f, n);
+  mgpu__fit_add(&f, (double)n, 1e-4 * (double)n);
+  ck_assert_uint_le(mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, false), n);
 }
 END_TEST
 
@@ -1471,6 +1504,7 @@ int main(void) {
   tcase_add_test(tc, test_fit_cpu_fixed_cost);
   tcase_add_test(tc, test_fit_cpu_one_size);
   tcase_add_test(tc, test_fit_cpu_scattered_sizes);
+  tcase_add_test(tc, test_fit_cpu_noisy_probes);
   tcase_add_test(tc, test_fit_pipeline_fill);
   tcase_add_test(tc, test_fit_growth_at_cap);
   tcase_add_test(tc, test_fit_whole_batch_alone);
