@@ -961,6 +961,9 @@ START_TEST(test_hang_chunk) {
   capture_end(&cap, log, sizeof log);
   /* The user is told which device was given up, and why. */
   ck_assert_msg(strstr(log, "GPU 0 (device 0) is hung") != NULL, "no message naming the hung GPU: '%s'", log);
+  /* And which setting made the deadline, where one set by hand could be
+   * under the device's launch time. */
+  ck_assert_msg(strstr(log, "(MGPU_TIMEOUT=0.5 s, every chunk's deadline") != NULL, "no MGPU_TIMEOUT named: '%s'", log);
   for (size_t i = 0; i < n; i++) {
     if (y[i] != i * 3 + 5) ck_abort_msg("item %zu wrong", i);
     if (atomic_load(&cnt[i]) != 1) ck_abort_msg("item %zu ran %u times", i, atomic_load(&cnt[i]));
