@@ -109,23 +109,19 @@ void mgpu__gpu_watch(mgpu_runtime_t *rt, int g, double now) {
   mgpu__gpu_t *gp = rt->gpus[g];
   if (!gp) return;
   mgpu__held_t h;
-  char why[sizeof gp->wait_what + 160];
+  char why[sizeof gp->wait_what + sizeof rt->cfg.text[0] + 80];
   bool act = false, gone;
   MGPU_LOCK(&gp->hang_lock, MGPU_LK_HANG);
   gone = gp->given_up;
   if (!gone && gp->wait_until > 0 && now >= gp->wait_until) {
     /* A deadline set by hand below the device's launch time gives up a
      * healthy GPU: the message says which setting made the deadline. */
-    double timeout = rt->cfg.v.timeout;
-    if (gp->wait_kernel && timeout > 0)
-      snprintf(why, sizeof why,
-               "its chunk of items %zu..%zu of '%s' did not end within %.3g s (MGPU_TIMEOUT=%g s, every chunk's "
-               "deadline; 'auto' gives a chunk 10 times its predicted time, at least %g s)",
-               gp->wait_first, gp->wait_first + gp->wait_count - 1, gp->wait_kernel, gp->wait_limit, timeout,
-               MGPU_TIMEOUT_FLOOR_S);
-    else if (gp->wait_kernel)
-      snprintf(why, sizeof why, "its chunk of items %zu..%zu of '%s' did not end within %.3g s (MGPU_TIMEOUT auto)",
-               gp->wait_first, gp->wait_first + gp->wait_count - 1, gp->wait_kernel, gp->wait_limit);
+    if (gp->wait_kernel)
+      snprintf(why, sizeof why, "its chunk of items %zu..%zu of '%s' did not end within %.3g s (MGPU_TIMEOUT=%s%s)",
+               gp->wait_first, gp->wait_first + gp->wait_count - 1, gp->wait_kernel, gp->wait_limit,
+               rt->cfg.text[MGPU_SET_TIMEOUT],
+               rt->cfg.v.timeout > 0 ? ", every chunk's deadline; 'auto' gives a chunk 10 times its predicted time"
+                                     : "");
     else
       snprintf(why, sizeof why, "%s", gp->wait_what);
     mgpu__gpu_take_held(gp, &h);
