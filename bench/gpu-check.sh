@@ -1,14 +1,16 @@
 #!/bin/bash
 # gpu-check.sh: build, test and measure libmgpurt on a GPU machine in one call.
 # Run from the project root after ../shared/tools/gpu-pack, with .gpu carried:
-#   bash bench/gpu-check.sh [quick|model|alternate|verify|bench|full]
+#   bash bench/gpu-check.sh [quick|model|alternate|compare [1|2]|verify|bench|full]
 # quick: build and make check; model: quick, then the completion-time
 # model's --compare runs (latency-bound chain and mulmod 10000, sha256 pinned
 # and pageable); alternate: no make check, but this tree and every tarball
 # of a build folder .gpu/alt/NAME/ (e.g. an older commit's `make dist`)
 # built side by side, then bench/alternate.sh over them (the sweep's
 # workloads, modes gpu and steal); multi: quick, then collectives, split arrays and
-# --gpus scaling; report: quick, then bench/run.sh (doc/benchmarks.md); verify: also compute-sanitizer on the GPU test
+# --gpus scaling; compare: no make check, but `mgpu-run W --compare --rounds 2
+# --repeat 3` on every workload of doc/benchmarks.md's 1 x H200 tables, or on
+# the half given (1 or 2: each half fits in one device call); report: quick, then bench/run.sh (doc/benchmarks.md); verify: also compute-sanitizer on the GPU test
 # programs and a few --compare runs; bench: quick, then transfer and every
 # --compare run; full: bench plus the GPU suites on one GPU and the sanitizer.
 # Writes logs to $OUT (or ./gpu-out) and prints a summary last.
@@ -37,6 +39,26 @@ if [ "$mode" = alternate ]; then
   export LD_LIBRARY_PATH=/tmp/mgpurt-deps-new/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   bash bench/alternate.sh "$out/alternate" "${builds[@]}"
   echo "alternation done at $SECONDS s"
+  exit 0
+fi
+if [ "$mode" = compare ]; then
+  half=${2:-all}
+  arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
+  MGPU_MAKE_TARGETS=all bash .gpu/build.sh --with-cuda --with-cuda-arch="$arch" > "$out/build.log" 2>&1 ||
+    { echo "build failed"; tail -30 "$out/build.log"; exit 1; }
+  export LD_LIBRARY_PATH=/tmp/mgpurt-deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  first=("saxpy" "mulmod --intensity 100" "mandelbrot" "mulmod --intensity 10000 -n 1048576" "ntt -n 65536"
+         "sha256 -n 33554432 --pinned")
+  second=("mulmod --intensity 1000 -n 4194304" "mulmod --intensity 300 -n 16777216" "chain --pinned -n 262144"
+          "mulmod --intensity 10 -n 67108864" "sha256 -n 33554432" "chain")
+  case $half in 1) list=("${first[@]}") ;; 2) list=("${second[@]}") ;; *) list=("${first[@]}" "${second[@]}") ;; esac
+  for w in "${list[@]}"; do
+    echo "== mgpu-run $w --compare --rounds 2 --repeat 3"
+    timeout 90 /tmp/mgpurt-build/src/bin/mgpu-run $w --compare --rounds 2 --repeat 3
+    echo "(rc $? at $SECONDS s)"
+  done > "$out/compare-$half.txt" 2>&1
+  cp "$out/compare-$half.txt" "${OUT:-$PWD}/"
+  grep -E "^==|^\(rc|best static|efficiency" "$out/compare-$half.txt"
   exit 0
 fi
 MGPU_MAKE_TARGETS=check bash .gpu/build.sh --with-cuda > "$out/build-check.log" 2>&1
