@@ -22,9 +22,9 @@ pack() { tar czf "${OUT:-$PWD}/gpu-logs-$mode.tgz" -C /tmp gpu-out; }
 trap pack EXIT
 export NCCL_NVLS_ENABLE=0
 nvidia-smi -L > "$out/gpus.txt" 2>&1; cat "$out/gpus.txt"
+arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
 if [ "$mode" = alternate ]; then
   # Every build at once (a share of the cores each), with its own folders.
-  arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
   mkdir -p .gpu/alt/new; cp .gpu/*.tar.gz .gpu/alt/new/
   builds=(); pids=()
   for d in .gpu/alt/*/; do
@@ -43,7 +43,7 @@ if [ "$mode" = alternate ]; then
 fi
 if [ "$mode" = compare ]; then
   half=${2:-all}
-  arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
+  case $half in 1|2|all) ;; *) echo "gpu-check.sh compare: '$half' is not a half; give 1, 2 or nothing (all)" >&2; exit 2 ;; esac
   MGPU_MAKE_TARGETS=all bash .gpu/build.sh --with-cuda --with-cuda-arch="$arch" > "$out/build.log" 2>&1 ||
     { echo "build failed"; tail -30 "$out/build.log"; exit 1; }
   export LD_LIBRARY_PATH=/tmp/mgpurt-deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -51,7 +51,7 @@ if [ "$mode" = compare ]; then
          "sha256 -n 33554432 --pinned")
   second=("mulmod --intensity 1000 -n 4194304" "mulmod --intensity 300 -n 16777216" "chain --pinned -n 262144"
           "mulmod --intensity 10 -n 67108864" "sha256 -n 33554432" "chain")
-  case $half in 1) list=("${first[@]}") ;; 2) list=("${second[@]}") ;; *) list=("${first[@]}" "${second[@]}") ;; esac
+  case $half in 1) list=("${first[@]}") ;; 2) list=("${second[@]}") ;; all) list=("${first[@]}" "${second[@]}") ;; esac
   for w in "${list[@]}"; do
     echo "== mgpu-run $w --compare --rounds 2 --repeat 3"
     timeout 90 /tmp/mgpurt-build/src/bin/mgpu-run $w --compare --rounds 2 --repeat 3
