@@ -298,6 +298,10 @@ bool mgpu__lock_order_checked(void);
  * for slower ways, and a change of the fastest way restarts the gap at
  * MGPU_RESERVE_REFRESH. */
 #define MGPU_RESERVE_REFRESH_MAX 256
+/* A way's speed is the best of its last this many timed batches: with
+ * fewer, the kept way's own noisy times flip the choice to a slower way
+ * again and again (doc/tuning.md, "Internal constants"). */
+#define MGPU_RESERVE_KEEP 8
 /* Cost profiles (mgpu__prof_cuts): the spread of bin costs, and the
  * smoothness against half the step, that tell items differing in cost by
  * position from noise; and how many bins either side a bin's cost reaches
@@ -739,10 +743,11 @@ typedef struct mgpu__model {
   double *prof;
   size_t prof_n;
   /* MGPU_RESERVE_THREADS=auto, under rt->lock: batch throughput (items/s) of
-   * this kernel's last two timed batches with all CPU workers in [0], with a
-   * quarter of them out [1], with half [2] and with all of them out [3]. */
-  double reserve_rate[MGPU_RESERVE_LEVELS][2];
-  int reserve_runs[MGPU_RESERVE_LEVELS]; /* batches timed for each; the next goes in slot runs % 2 */
+   * this kernel's last MGPU_RESERVE_KEEP timed batches with all CPU workers
+   * in [0], with a quarter of them out [1], with half [2], with all of them
+   * out [3] and with every GPU out [4]. */
+  double reserve_rate[MGPU_RESERVE_LEVELS][MGPU_RESERVE_KEEP];
+  int reserve_runs[MGPU_RESERVE_LEVELS]; /* batches timed for each; the next goes in slot runs % MGPU_RESERVE_KEEP */
   uint64_t reserve_batches;     /* GPU batches started under auto */
   uint64_t refresh_at;          /* the batch of the next refresh (0: MGPU_RESERVE_REFRESH) */
   uint64_t refresh_gap;         /* batches from it to the one after (0: no refresh yet; MGPU_RESERVE_REFRESH) */
@@ -1431,6 +1436,8 @@ size_t mgpu__model_chunk(mgpu__model_t *m, int w, double prior_rate, double targ
  * the items/s of a recorded batch. Under rt->lock. */
 int mgpu__reserve_pick(mgpu__model_t *m, size_t n, unsigned offered, bool *record);
 void mgpu__reserve_learn(mgpu__model_t *m, int level, double items_per_s);
+/* A way's speed as the choice sees it: the best of its kept times (0: none). */
+double mgpu__reserve_score(const mgpu__model_t *m, int level);
 /* Item cost by position. Items of some kernels differ in cost by where they
  * lie (the rows of a Mandelbrot image), and a GPU's whole range of a short
  * batch goes in flight in a few launches, so a split of alike GPUs by items

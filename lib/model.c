@@ -316,17 +316,22 @@ size_t mgpu__cost_steal(const mgpu__cost_t *c, size_t begin, size_t end, double 
  * once the CPU workers' share is measured small) is timed twice before the
  * choice is made again.
  *
- * A way's speed is the better of its last two timed batches: single batches
- * vary, nearly always slower (other threads, the OS, the driver taking a
- * core), so the faster of two is the steadier figure (doc/tuning.md, "Internal constants"). A way must beat the fewer workers out
+ * A way's speed is the best of its last MGPU_RESERVE_KEEP timed batches:
+ * single batches vary, nearly always slower (other threads, the OS, the
+ * driver taking a core), so the fastest is the steadier figure. The kept
+ * way is timed every batch, and the best of only its last two dips under a
+ * slower way's figure often enough to flip the choice back and forth
+ * (doc/tuning.md, "Internal constants"). A way must beat the fewer workers out
  * by more than 1% to be kept: with workers in, the cores also serve other
  * batches.
  * Throughput depends on batch size (launch and split overheads), so a batch
  * more than twice as large or small as the timed ones starts the trials
  * again. */
-static double reserve_score(const mgpu__model_t *m, int level) {
-  const double *r = m->reserve_rate[level];
-  return m->reserve_runs[level] > 1 ? MGPU_MAX(r[0], r[1]) : r[0];
+double mgpu__reserve_score(const mgpu__model_t *m, int level) {
+  double s = 0;
+  for (int i = 0; i < MGPU_MIN(m->reserve_runs[level], MGPU_RESERVE_KEEP); i++)
+    s = MGPU_MAX(s, m->reserve_rate[level][i]);
+  return s;
 }
 
 int mgpu__reserve_pick(mgpu__model_t *m, size_t n, unsigned offered, bool *record) {
@@ -357,7 +362,7 @@ int mgpu__reserve_pick(mgpu__model_t *m, size_t n, unsigned offered, bool *recor
   if (least >= 0) return least;
   int best = 0, nother = 0, other[MGPU_RESERVE_LEVELS];
   for (int l = 1; l < MGPU_RESERVE_LEVELS; l++)
-    if ((offered >> l & 1u) && reserve_score(m, l) > MGPU_RESERVE_MARGIN * reserve_score(m, best)) best = l;
+    if ((offered >> l & 1u) && mgpu__reserve_score(m, l) > MGPU_RESERVE_MARGIN * mgpu__reserve_score(m, best)) best = l;
   if (k < (m->refresh_at ? m->refresh_at : MGPU_RESERVE_REFRESH)) return best;
   m->refresh_gap = m->refresh_gap && m->refresh_best == best
                        ? MGPU_MIN(2 * m->refresh_gap, (uint64_t)MGPU_RESERVE_REFRESH_MAX)
@@ -370,8 +375,8 @@ int mgpu__reserve_pick(mgpu__model_t *m, size_t n, unsigned offered, bool *recor
   return other[++m->refreshes % (uint64_t)nother];
 }
 
-/* A new time replaces the older of the way's two. */
+/* A new time replaces the oldest of the way's MGPU_RESERVE_KEEP. */
 void mgpu__reserve_learn(mgpu__model_t *m, int level, double items_per_s) {
   if (level < 0 || level >= MGPU_RESERVE_LEVELS || !(items_per_s > 0)) return;
-  m->reserve_rate[level][m->reserve_runs[level]++ % 2] = items_per_s;
+  m->reserve_rate[level][m->reserve_runs[level]++ % MGPU_RESERVE_KEEP] = items_per_s;
 }

@@ -1168,7 +1168,7 @@ END_TEST
 
 /* MGPU_RESERVE_THREADS=auto, the choice alone: warm-up with the reserve out
  * (not timed), two timed batches each way by turns, then the faster by the
- * better of each way's last two, with the other timed again every
+ * best of each way's last MGPU_RESERVE_KEEP, with the other timed again every
  * MGPU_RESERVE_REFRESH-th batch; a batch size more than twice off starts
  * again. Offered none and a quarter only (0x3). */
 START_TEST(test_reserve_pick) {
@@ -1185,16 +1185,24 @@ START_TEST(test_reserve_pick) {
     mgpu__reserve_learn(&m, trial[i], rate[i]);
   }
   for (int k = 1 + 4; k < MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1500, 0x3, &rec), 1);
-  /* The refresh times no reserve again: 140 replaces its older time (120),
-   * and beats the reserve's better one. */
+  /* The refresh times no reserve again: 140 beats the reserve's best. */
   ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 0);
   mgpu__reserve_learn(&m, 0, 140);
   ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 0);
   /* Within 1% the reserve does not win: every worker stays in. */
-  mgpu__reserve_learn(&m, 1, 141); /* replaces 100: the reserve's best is 141 */
+  mgpu__reserve_learn(&m, 1, 141); /* the reserve's best is 141 */
   ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 0);
-  mgpu__reserve_learn(&m, 1, 142); /* replaces 130 */
+  mgpu__reserve_learn(&m, 1, 142);
   ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 1);
+  /* Each way keeps its last MGPU_RESERVE_KEEP times: the reserve's fall to
+   * 100 shows once its 141 and 142 are gone. */
+  for (int i = 0; i < MGPU_RESERVE_KEEP - 1; i++) {
+    mgpu__reserve_learn(&m, 1, 100);
+    ck_assert(mgpu__reserve_score(&m, 1) == 142);
+  }
+  mgpu__reserve_learn(&m, 1, 100);
+  ck_assert(mgpu__reserve_score(&m, 1) == 100);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 0);
   /* Five times larger: both ways are tried again. */
   ck_assert_int_eq(mgpu__reserve_pick(&m, 5000, 0x3, &rec), 1);
   ck_assert(rec);
@@ -1267,6 +1275,53 @@ START_TEST(test_reserve_pick3) {
     ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), refresh[r]);
     for (int k = 1; k < MGPU_RESERVE_REFRESH << r; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), 2);
   }
+}
+END_TEST
+
+/* Batches of `batches` per kernel, over `kernels` kernels, that run
+ * another way than the fastest (the trials, the refreshes, the choice when
+ * wrong), in batches of the fastest way, counted from batch `from`. Way l's
+ * speed is truth[l] up to batch `change` and after[l] from there, each
+ * batch slowed by a random factor 1 + 0.08 x with x exponential (mean 1), as
+ * single batches are: nearly always slower, now and then much slower. */
+static double reserve_lost(const double *truth, const double *after, int change, int from, int batches) {
+  const unsigned offered = 0x17; /* none, a quarter, half and every GPU out */
+  const int kernels = 2000;
+  uint64_t rs = 11;
+  double lost = 0;
+  for (int j = 0; j < kernels; j++) {
+    mgpu__model_t m;
+    memset(&m, 0, sizeof m);
+    bool rec;
+    for (int k = 0; k < batches; k++) {
+      const double *t = k < change ? truth : after;
+      double fastest = 0;
+      for (int l = 0; l < MGPU_RESERVE_LEVELS; l++) fastest = MGPU_MAX(fastest, t[l]);
+      int way = mgpu__reserve_pick(&m, 1000, offered, &rec);
+      ck_assert(offered >> way & 1u);
+      double u = (double)(mgpu_test_rand(&rs) % 1000000 + 1) / 1000001;
+      if (k >= from) lost += fastest / t[way] - 1;
+      if (rec) mgpu__reserve_learn(&m, way, t[way] / (1 + 0.08 * -log(u)));
+    }
+  }
+  return lost / kernels;
+}
+
+/* The choice on noisy times: every GPU out 8% faster than every CPU worker
+ * in, a quarter and half out slower. Over 100 batches the other ways must
+ * cost under 2.5 batches: where each way's speed is the best of its last
+ * two, the kept way's own noisy times flip the choice to a slower one again
+ * and again, and they cost 3.4. Where every GPU out falls to 10% behind at
+ * batch 100, the choice must follow at a cost under 2 batches of the next
+ * 100 (2.2 with two kept, 2.1 with sixteen, which keep a wrong way longer). */
+START_TEST(test_reserve_noise) {
+  const double truth[MGPU_RESERVE_LEVELS] = {1.0, 0.97, 0.93, 0, 1.08};
+  const double after[MGPU_RESERVE_LEVELS] = {1.0, 0.97, 0.93, 0, 0.9};
+  double steady = reserve_lost(truth, truth, 100, 1, 100), follow = reserve_lost(truth, after, 100, 100, 200);
+  printf("reserve choice on noisy times: %.3f batches lost in 100, %.3f in the 100 after a change\n", steady, follow);
+  fflush(stdout);
+  ck_assert_msg(steady < 2.5, "%.3f batches lost in 100", steady);
+  ck_assert_msg(follow < 2.0, "%.3f batches lost in the 100 after a change", follow);
 }
 END_TEST
 
@@ -1533,6 +1588,7 @@ int main(void) {
   tcase_add_test(tc, test_reserve_pick);
   tcase_add_test(tc, test_reserve_pick3);
   tcase_add_test(tc, test_reserve_refresh_backoff);
+  tcase_add_test(tc, test_reserve_noise);
   suite_add_tcase(s, tc);
   return mgpu_test_main(s);
 }

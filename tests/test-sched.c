@@ -1032,7 +1032,7 @@ static void run_contend(double gpu_cost, double slow, int busy_at, int trials, c
     MGPU_LOCK(&rt->lock, MGPU_LK_RT);
     mgpu__model_t *m = mgpu__model_get(rt, &contend_kernel, 0);
     for (int l = 0; l < MGPU_RESERVE_LEVELS; l++) {
-      score[l] = m->reserve_runs[l] > 1 ? MGPU_MAX(m->reserve_rate[l][0], m->reserve_rate[l][1]) : m->reserve_rate[l][0];
+      score[l] = mgpu__reserve_score(m, l);
       best = MGPU_MAX(best, score[l]);
     }
     int out_trials = m->reserve_runs[MGPU_RESERVE_GPUS_OUT];
