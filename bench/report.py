@@ -9,7 +9,10 @@
         text file of mgpu-run output (see parse_text). KIND peers or
         peers-overhead: PATH the peers.json of bench/peers/run.sh, or several
         joined by commas (peers: their rows in one table; peers-overhead: a
-        row of each). KIND text:
+        row of each). KIND ways: PATH an alternate.sh log (OUT/NAME.txt) of
+        runs under MGPU_DEBUG=debug, or several joined by commas: per
+        workload and run, how many of its timed batches ran the way it ran
+        most (MGPU_RESERVE_THREADS=auto). KIND text:
         the file in a code block (in a document, last=N keeps its last N lines)
     python3 bench/report.py --update DOC.md      (or --check DOC.md)
         regenerate (or compare) every block of DOC.md between a line
@@ -524,6 +527,45 @@ def t_turns(path):
     return out
 
 
+WAY = re.compile(r"with (\d+) CPU workers( and every GPU)? kept out \(auto reserve\)")
+
+
+def t_ways(paths):
+    """MGPU_RESERVE_THREADS=auto's ways in alternate.sh logs of MGPU_DEBUG=debug
+    runs: each run's timed batches (its last REPEAT) are counted by way
+    (CPU workers kept out, "g" where every GPU was), and a cell gives, pass by
+    pass, the batches on the way the run ran most, "of" REPEAT."""
+    cols, rows, order = [], {}, []
+    for path in paths:
+        name = os.path.splitext(os.path.basename(path))[0]
+        cols.append(name)
+        runs = []
+        for line in open(path):
+            m = re.match(r"== pass (\d+): (.*) --mode \S+ --repeat (\d+)", line)
+            if m:
+                runs.append((m.group(2), int(m.group(3)), []))
+                continue
+            w = WAY.search(line)
+            if w and runs:
+                runs[-1][2].append(w.group(1) + ("g" if w.group(2) else ""))
+        for workload, repeat, ways in runs:
+            timed = ways[-repeat:]
+            most = max((timed.count(x) for x in set(timed)), default=0)
+            if workload not in rows:
+                rows[workload] = {}
+                order.append(workload)
+            rows[workload].setdefault(name, ([], repeat))[0].append(most)
+    out = ["| workload | " + " | ".join(f"{c}: timed batches on its most run way" for c in cols) + " |",
+           "| --- |" + " --- |" * len(cols)]
+    for w in order:
+        cells = []
+        for c in cols:
+            got = rows[w].get(c)
+            cells.append(", ".join(str(x) for x in got[0]) + f" of {got[1]}" if got else "—")
+        out.append(f"| `{w}` | " + " | ".join(cells) + " |")
+    return out
+
+
 def table(kind, path, every=1, last=None):
     """The lines of one table of KIND from PATH (a run.sh folder, a text file,
     or for the peers kinds a peers.json). KIND text: the file as it is, or its
@@ -537,6 +579,8 @@ def table(kind, path, every=1, last=None):
         return t_alternate(path)
     if kind == "turns":
         return t_turns(path)
+    if kind == "ways":
+        return t_ways(path.split(","))
     if kind == "peers-overhead":
         return t_peers_overhead([(f"`{os.path.basename(p)}`", load(p)) for p in path.split(",")])
     if os.path.isdir(path):
