@@ -9,7 +9,10 @@
         text file of mgpu-run output (see parse_text). KIND peers or
         peers-overhead: PATH the peers.json of bench/peers/run.sh, or several
         joined by commas (peers: their rows in one table; peers-overhead: a
-        row of each). KIND ways: PATH an alternate.sh log (OUT/NAME.txt) of
+        row of each). KIND alternate: PATH bench/alternate.sh's runs.tsv of
+        several builds, or several joined by commas (a column each); KIND
+        turns: its runs.tsv of one build (each mode over the first, or one
+        mode's medians). KIND ways: PATH an alternate.sh log (OUT/NAME.txt) of
         runs under MGPU_DEBUG=debug, or several joined by commas: per
         workload and run, how many of its timed batches ran the way it ran
         most (MGPU_RESERVE_THREADS=auto). KIND text:
@@ -508,10 +511,19 @@ def t_alternate(paths):
 def t_turns(path):
     """Modes run in turn with one build (bench/alternate.sh's runs.tsv): per
     workload, each later mode's median items/s over the first mode's, and the
-    same ratio pass by pass (runs of one pass are neighbours in time)."""
+    same ratio pass by pass (runs of one pass are neighbours in time); with
+    one mode, its median items/s and each pass's."""
     import csv
     runs = list(csv.DictReader(open(path), delimiter="\t"))
     modes = firsts(runs, "mode")
+    if len(modes) == 1:  # one mode: its median items/s, and pass by pass
+        out = [f"| workload | {modes[0]}, items/s (by pass) |", "| --- | --- |"]
+        for w in firsts(runs, "workload"):
+            by = [median_rate(runs, workload=w, **{"pass": p})
+                  for p in firsts([r for r in runs if r["workload"] == w], "pass")]
+            out.append(f"| `{w}` | {fmt(median_rate(runs, workload=w))} (" +
+                       ", ".join(fmt(x) if x else "failed" for x in by) + ") |")
+        return out
     out = ["| workload | " + " | ".join(f"{m} / {modes[0]} (by pass)" for m in modes[1:]) + " |",
            "| --- |" + " --- |" * (len(modes) - 1)]
     for w in firsts(runs, "workload"):

@@ -210,6 +210,20 @@ want[("alternate", alt + "," + alt2)] = """| workload | b / a, gpu (runs) | b / 
 | --- | ---: | ---: | ---: |
 | `w 1` | 1.000 | — | 1.350 |
 | `w 2` | — | — | 1.200 |"""
+# One build's modes in turn: each later mode over the first, pass by pass;
+# with one mode, its medians.
+turns = os.path.join(fix, "turns.tsv")
+open(turns, "w").write("pass\tbuild\tworkload\tmode\titems_per_s\n0\tnew\tw 1\tcpu\t100\n0\tnew\tw 1\tsteal\t110\n"
+                       "1\tnew\tw 1\tsteal\t130\n1\tnew\tw 1\tcpu\t100\n")
+want[("turns", turns)] = """| workload | steal / cpu (by pass) |
+| --- | --- |
+| `w 1` | 1.200 (1.100, 1.300) |"""
+turns1 = os.path.join(fix, "turns1.tsv")
+open(turns1, "w").write("pass\tbuild\tworkload\tmode\titems_per_s\n0\tnew\tw 1\tcpu\t100\n1\tnew\tw 1\tcpu\t120\n"
+                        "2\tnew\tw 1\tcpu\tfailed\n")
+want[("turns", turns1)] = """| workload | cpu, items/s (by pass) |
+| --- | --- |
+| `w 1` | 110 (100, 120, failed) |"""
 # MGPU_DEBUG=debug logs of alternate.sh: each run's last REPEAT batches by
 # way; the first run's warm-up batch (3 out) is not counted.
 ways = os.path.join(fix, "a.txt")
