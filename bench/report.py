@@ -5,7 +5,7 @@
         the report of one bench/run.sh output folder (also writes OUT/sweep.svg)
     python3 bench/report.py --table KIND PATH
         one table, KIND one of: compare sweep scaling transfer allreduce
-        resident overhead; PATH a bench/run.sh folder (its JSON files) or a
+        resident overhead (and the kinds below); PATH a bench/run.sh folder (its JSON files) or a
         text file of mgpu-run output (see parse_text). KIND peers or
         peers-overhead: PATH the peers.json of bench/peers/run.sh, or several
         joined by commas (peers: their rows in one table; peers-overhead: a
@@ -545,8 +545,9 @@ WAY = re.compile(r"with (\d+) CPU workers( and every GPU)? kept out \(auto reser
 def t_ways(paths):
     """MGPU_RESERVE_THREADS=auto's ways in alternate.sh logs of MGPU_DEBUG=debug
     runs: each run's timed batches (its last REPEAT) are counted by way
-    (CPU workers kept out, "g" where every GPU was), and a cell gives, pass by
-    pass, the batches on the way the run ran most, "of" REPEAT."""
+    (CPU workers kept out, "g" where every GPU was; the lines of every kernel
+    of a run together), and a cell gives, pass by pass, the batches on the way
+    the run ran most, "of" the first run's REPEAT."""
     cols, rows, order = [], {}, []
     for path in paths:
         name = os.path.splitext(os.path.basename(path))[0]
@@ -561,19 +562,21 @@ def t_ways(paths):
             if w and runs:
                 runs[-1][2].append(w.group(1) + ("g" if w.group(2) else ""))
         for workload, repeat, ways in runs:
-            timed = ways[-repeat:]
+            timed = ways[-repeat:] if repeat > 0 else []
             most = max((timed.count(x) for x in set(timed)), default=0)
             if workload not in rows:
                 rows[workload] = {}
                 order.append(workload)
-            rows[workload].setdefault(name, ([], repeat))[0].append(most)
+            cell = rows[workload].setdefault(name, ([], repeat))
+            # A run cut short, or of another repeat, says of how many; one without the lines, "—".
+            cell[0].append("—" if not timed else str(most) if len(timed) == cell[1] else f"{most} of {len(timed)}")
     out = ["| workload | " + " | ".join(f"{c}: timed batches on its most run way" for c in cols) + " |",
            "| --- |" + " --- |" * len(cols)]
     for w in order:
         cells = []
         for c in cols:
             got = rows[w].get(c)
-            cells.append(", ".join(str(x) for x in got[0]) + f" of {got[1]}" if got else "—")
+            cells.append(", ".join(got[0]) + f" of {got[1]}" if got else "—")
         out.append(f"| `{w}` | " + " | ".join(cells) + " |")
     return out
 

@@ -747,7 +747,7 @@ typedef struct mgpu__model {
    * in [0], with a quarter of them out [1], with half [2], with all of them
    * out [3] and with every GPU out [4]. */
   double reserve_rate[MGPU_RESERVE_LEVELS][MGPU_RESERVE_KEEP];
-  int reserve_runs[MGPU_RESERVE_LEVELS]; /* batches timed for each; the next goes in slot runs % MGPU_RESERVE_KEEP */
+  int reserve_runs[MGPU_RESERVE_LEVELS]; /* batches timed for each (under 2 x MGPU_RESERVE_KEEP); the next goes in slot runs % MGPU_RESERVE_KEEP */
   uint64_t reserve_batches;     /* GPU batches started under auto */
   uint64_t refresh_at;          /* the batch of the next refresh (0: MGPU_RESERVE_REFRESH) */
   uint64_t refresh_gap;         /* batches from it to the one after (0: no refresh yet; MGPU_RESERVE_REFRESH) */

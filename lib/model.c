@@ -375,8 +375,11 @@ int mgpu__reserve_pick(mgpu__model_t *m, size_t n, unsigned offered, bool *recor
   return other[++m->refreshes % (uint64_t)nother];
 }
 
-/* A new time replaces the oldest of the way's MGPU_RESERVE_KEEP. */
+/* A new time replaces the oldest of the way's MGPU_RESERVE_KEEP. The kept
+ * way is timed every batch, so its count steps back by MGPU_RESERVE_KEEP at
+ * twice that (the slot order unchanged) rather than overflow in a long run. */
 void mgpu__reserve_learn(mgpu__model_t *m, int level, double items_per_s) {
   if (level < 0 || level >= MGPU_RESERVE_LEVELS || !(items_per_s > 0)) return;
   m->reserve_rate[level][m->reserve_runs[level]++ % MGPU_RESERVE_KEEP] = items_per_s;
+  if (m->reserve_runs[level] >= 2 * MGPU_RESERVE_KEEP) m->reserve_runs[level] -= MGPU_RESERVE_KEEP;
 }

@@ -225,7 +225,8 @@ want[("turns", turns1)] = """| workload | cpu, items/s (by pass) |
 | --- | --- |
 | `w 1` | 110 (100, 120, failed) |"""
 # MGPU_DEBUG=debug logs of alternate.sh: each run's last REPEAT batches by
-# way; the first run's warm-up batch (3 out) is not counted.
+# way; the first run's warm-up batch (3 out) is not counted; a run cut short
+# says of how many, one without the lines "—".
 ways = os.path.join(fix, "a.txt")
 open(ways, "w").write("== pass 0: w 1 --mode steal --repeat 3\nmode steal ...\n"
                       "libmgpurt: debug: kernel 'w', 9 items: 5 items/s with 3 CPU workers kept out (auto reserve)\n"
@@ -235,10 +236,13 @@ open(ways, "w").write("== pass 0: w 1 --mode steal --repeat 3\nmode steal ...\n"
                       "== pass 1: w 1 --mode steal --repeat 3\n"
                       "libmgpurt: debug: kernel 'w', 9 items: 5 items/s with 3 CPU workers kept out (auto reserve)\n"
                       "libmgpurt: debug: kernel 'w', 9 items: 7 items/s with 0 CPU workers and every GPU kept out (auto reserve)\n"
-                      "libmgpurt: debug: kernel 'w', 9 items: 5 items/s with 3 CPU workers kept out (auto reserve)\n")
+                      "libmgpurt: debug: kernel 'w', 9 items: 5 items/s with 3 CPU workers kept out (auto reserve)\n"
+                      "== pass 2: w 1 --mode steal --repeat 3\n"
+                      "libmgpurt: debug: kernel 'w', 9 items: 5 items/s with 3 CPU workers kept out (auto reserve)\n"
+                      "== pass 3: w 1 --mode steal --repeat 3\nmode steal ...\n")
 want[("ways", ways)] = """| workload | a: timed batches on its most run way |
 | --- | --- |
-| `w 1` | 2, 2 of 3 |"""
+| `w 1` | 2, 2, 1 of 1, — of 3 |"""
 bad = 0
 for (kind, path), w in want.items():
     got = subprocess.run([sys.executable, report, "--table", kind, path], capture_output=True, text=True)

@@ -1203,6 +1203,18 @@ START_TEST(test_reserve_pick) {
   mgpu__reserve_learn(&m, 1, 100);
   ck_assert(mgpu__reserve_score(&m, 1) == 100);
   ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 0);
+  /* However long a way is timed, its count stays bounded (no overflow) and
+   * its oldest time is still the one replaced. */
+  for (int i = 0; i < 1000; i++) {
+    mgpu__reserve_learn(&m, 0, i == 1000 - MGPU_RESERVE_KEEP + 1 ? 150 : 140);
+    ck_assert_int_lt(m.reserve_runs[0], 2 * MGPU_RESERVE_KEEP);
+    if (i >= MGPU_RESERVE_KEEP) ck_assert_int_ge(m.reserve_runs[0], MGPU_RESERVE_KEEP);
+  }
+  ck_assert(mgpu__reserve_score(&m, 0) == 150); /* the last but KEEP - 2 */
+  mgpu__reserve_learn(&m, 0, 140);
+  ck_assert(mgpu__reserve_score(&m, 0) == 150); /* the oldest kept */
+  mgpu__reserve_learn(&m, 0, 140);
+  ck_assert(mgpu__reserve_score(&m, 0) == 140); /* gone */
   /* Five times larger: both ways are tried again. */
   ck_assert_int_eq(mgpu__reserve_pick(&m, 5000, 0x3, &rec), 1);
   ck_assert(rec);
