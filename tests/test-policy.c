@@ -1290,9 +1290,10 @@ START_TEST(test_reserve_pick3) {
 }
 END_TEST
 
-/* Batches of `batches` per kernel, over `kernels` kernels, that run
- * another way than the fastest (the trials, the refreshes, the choice when
- * wrong), in batches of the fastest way, counted from batch `from`. Way l's
+/* Over 2000 kernels of `batches` batches each, the batches from batch
+ * `from` on that run another way than the fastest (the trials, the
+ * refreshes, the choice when wrong), in batches of the fastest way, per
+ * kernel. Way l's
  * speed is truth[l] up to batch `change` and after[l] from there, each
  * batch slowed by a random factor 1 + 0.08 x with x exponential (mean 1), as
  * single batches are: nearly always slower, now and then much slower. */
