@@ -1293,10 +1293,10 @@ END_TEST
 /* Over 2000 kernels of `batches` batches each, the batches from batch
  * `from` on that run another way than the fastest (the trials, the
  * refreshes, the choice when wrong), in batches of the fastest way, per
- * kernel. Way l's
- * speed is truth[l] up to batch `change` and after[l] from there, each
- * batch slowed by a random factor 1 + 0.08 x with x exponential (mean 1), as
- * single batches are: nearly always slower, now and then much slower. */
+ * kernel. Way l's speed is truth[l] up to batch `change` and after[l] from
+ * there, each batch slowed by a random factor 1 + 0.08 x with x exponential
+ * (mean 1), as single batches are: nearly always slower, now and then much
+ * slower. */
 static double reserve_lost(const double *truth, const double *after, int change, int from, int batches) {
   const unsigned offered = 0x17; /* none, a quarter, half and every GPU out */
   const int kernels = 2000;
