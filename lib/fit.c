@@ -308,6 +308,16 @@ void mgpu__fit_claimed(mgpu__fit_t *f, size_t n) {
   if (f->bt_claims++ == 0) f->bt_first = n;
 }
 
+/* Whether the line predicts chunks MGPU_FIT_GROWTH times larger than n at
+ * over MGPU_FIT_RISE times the rate: a latency still over 12% of a
+ * chunk's time. The measured knee can lie under that where chunks queued
+ * behind others on the device, which lengthens their spans: a trial by whole
+ * batches then judges the larger size. */
+static bool line_rises(const mgpu__fit_t *f, double n) {
+  return n >= 1 && f->samples >= MGPU_FIT_CLIP_AFTER &&
+         mgpu__fit_rate(f, MGPU_FIT_GROWTH * n) > MGPU_FIT_RISE * mgpu__fit_rate(f, n);
+}
+
 /* The batch being summed has ended: a plain one's rate is kept; a trial is
  * kept or not against the faster of the last two plain batches (noise that
  * favours the floor as it stands). A trial kept is followed, after two plain
@@ -321,6 +331,7 @@ static int judge_batch(mgpu__fit_t *f, double *rate, double *base) {
   if (f->bt_dir == 0) {
     f->bt_rate[f->bt_runs++ % 2] = r;
     f->bt_last_claims = f->bt_claims;
+    f->bt_last_first = f->bt_first;
     f->bt_last_spread = f->bt_lo > 0 ? f->bt_hi / f->bt_lo : 0;
     return 0;
   }
@@ -382,7 +393,8 @@ int mgpu__fit_batch(mgpu__fit_t *f, uint64_t tag, size_t n, double *rate, double
   }
   f->bt_dir = mgpu__fit_known(f) ? 0 : 2;
   if (f->bt_dir || f->bt_runs < MGPU_FIT_BATCH_PLAIN || f->bt_count < f->bt_at) return judged;
-  bool can_up = f->bt_last_claims >= MGPU_FIT_BATCH_CHUNKS && f->bt_last_spread >= MGPU_FIT_BATCH_SPREAD;
+  bool can_up = f->bt_last_claims >= MGPU_FIT_BATCH_CHUNKS &&
+                (f->bt_last_spread >= MGPU_FIT_BATCH_SPREAD || line_rises(f, (double)f->bt_last_first));
   if (f->floor > 0 && (f->bt_down_next || !can_up)) f->bt_dir = -1;
   else if (can_up) f->bt_dir = 1;
   return judged;

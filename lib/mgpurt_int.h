@@ -270,7 +270,8 @@ bool mgpu__lock_order_checked(void);
  * mgpu__fit_batch): after this many plain batches of the saturated fit, a
  * batch runs chunks MGPU_FIT_GROWTH times larger (where the last plain
  * batch ran at least MGPU_FIT_BATCH_CHUNKS of them, whose rates spread by
- * MGPU_FIT_BATCH_SPREAD) and is kept at
+ * MGPU_FIT_BATCH_SPREAD or which the line predicts faster by MGPU_FIT_RISE
+ * at the larger size) and is kept at
  * MGPU_FIT_RISE times the faster of the last two plain batches; a batch of a
  * kept floor runs it MGPU_FIT_GROWTH times lower and keeps that at
  * MGPU_FIT_TRIAL_KEEP. A trial not kept waits MGPU_FIT_BATCH_GAP batches
@@ -278,7 +279,8 @@ bool mgpu__lock_order_checked(void);
 #define MGPU_FIT_BATCH_PLAIN 2
 #define MGPU_FIT_BATCH_CHUNKS 4
 /* Trials up are for kernels whose chunks' rates within one plain batch span
- * this factor or more (items that differ in cost by position): elsewhere
+ * this factor or more (items that differ in cost by position), or whose
+ * latency the line shows is still over 12% of a chunk's time: elsewhere
  * single chunks judge the size (size_class), and a trial would only cost a
  * batch of chunks too large to overlap their copies. */
 #define MGPU_FIT_BATCH_SPREAD 10.0
@@ -710,6 +712,7 @@ typedef struct {
   size_t bt_claims, bt_first;  /* its claims, and the size of its first */
   double bt_lo, bt_hi;         /* its slowest and fastest chunk rates (items/s) */
   size_t bt_last_claims;       /* claims in the last plain batch */
+  size_t bt_last_first;        /* the size of its first */
   double bt_last_spread;       /* its fastest chunk rate over its slowest */
   size_t bt_n;                 /* the batch size the rates are for */
   double bt_rate[2];           /* items/s of the last two plain batches */
