@@ -108,11 +108,15 @@ size_t mgpu__model_chunk(mgpu__model_t *m, int w, double prior_rate, double targ
                          uint64_t tag, size_t batch_n) {
   mgpu__fit_t *f = &m->fit[w];
   double rate = 0, base = 0, floor = f->floor;
+  uint64_t batch = f->bt_batch;
   int judged = grows && tag ? mgpu__fit_batch(f, tag, batch_n, &rate, &base) : 0;
   if (judged)
     mgpu__log(MGPU_LOG_DEBUG, "model of '%s', worker %d: a batch of chunks %s the floor of %.0f items ran at %.4g "
               "items/s against %.4g: floor now %.0f", m->key.name ? m->key.name : "", w,
               judged > 0 ? "above" : "under", floor, rate, base, f->floor);
+  if (f->bt_batch != batch && (f->bt_dir == 1 || f->bt_dir == -1))
+    mgpu__log(MGPU_LOG_DEBUG, "model of '%s', worker %d: this batch tries chunks %s the floor of %.0f items",
+              m->key.name ? m->key.name : "", w, f->bt_dir > 0 ? "above" : "under", f->floor);
   size_t n = mgpu__fit_chunk(f, prior_rate, target_s, max_items, grows);
   mgpu__fit_claimed(f, n);
   if (n != f->planned) {
