@@ -563,51 +563,74 @@ START_TEST(test_fit_lone_rise) {
 }
 END_TEST
 
-/* A device that runs one launch at a time, 0.4 ms a launch and 22.2 us an
- * item (MGPU_EMULATE_LATENCY=0.3e-3 MGPU_EMULATE_SPEED=4.5e4, as emulated):
- * chunks of 256 and more queued behind others have spans twice their
- * times, so 256 looks no faster than 64, which becomes the measured knee.
- * Chunks of target_s of work (90 items) then pay 18% of their time in
- * latency, and single chunks no longer judge the size. The line shows that latency: a
- * batch of chunks four times larger runs faster as a whole, and its size
- * is kept as the floor; a trial back under it is not kept. */
-START_TEST(test_fit_queued_knee) {
-  const double a = 0.4e-3, c = 22.2e-6;
-  mgpu__fit_t f = {0};
-  mgpu__fit_claimed(&f, 1);
-  sample(&f, 1, dev_time(a, c, 1), true);
+/* A device that runs one launch at a time, a s a launch and c an item:
+ * its growth from 1 item to 4096, with chunks of 256 and more queued behind
+ * others (spans twice their times), so 256 looks no faster than 64; then
+ * batches of 8000 items, whose time comes back in *first and *last and whose
+ * trials of the floor in *trials. The chunks after the growth come back in
+ * *stuck, those it ends on as the return value. */
+static size_t queued_batches(mgpu__fit_t *f, double a, double c, int batches, size_t *stuck, double *first,
+                             double *last, int *trials) {
+  mgpu__fit_claimed(f, 1);
+  sample(f, 1, dev_time(a, c, 1), true);
   static const double growth[] = {4, 16, 16, 16, 64, 256, 256, 256, 1024, 4096};
   for (size_t i = 0; i < sizeof growth / sizeof growth[0]; i++) {
     double n = growth[i], t = dev_time(a, c, n);
-    mgpu__fit_claimed(&f, (size_t)n);
-    sample_span(&f, n, t, n >= 256 ? 2 * t : t, false);
+    mgpu__fit_claimed(f, (size_t)n);
+    sample_span(f, n, t, n >= 256 ? 2 * t : t, false);
   }
-  ck_assert(mgpu__fit_known(&f) && f.rose);
-  ck_assert_double_eq(f.nprev, 64);
-  size_t stuck = mgpu__fit_chunk(&f, 1e3, 2e-3, SIZE_MAX, true);
-  ck_assert_uint_lt(stuck, 100);
+  ck_assert(mgpu__fit_known(f));
+  *stuck = mgpu__fit_chunk(f, 1e3, 2e-3, SIZE_MAX, true);
   uint64_t tag = 0;
-  double first = 0, last = 0;
   size_t n = 0;
-  for (int b = 0; b < 24; b++) {
+  *trials = 0;
+  for (int b = 0; b < batches; b++) {
     double rate, base, secs = 0;
-    mgpu__fit_batch(&f, ++tag, 8000, &rate, &base);
+    mgpu__fit_batch(f, ++tag, 8000, &rate, &base);
+    *trials += f->bt_dir == 1 || f->bt_dir == -1;
     for (size_t left = 8000; left > 0; left -= n) {
-      n = MGPU_MIN(mgpu__fit_chunk(&f, 1e3, 2e-3, SIZE_MAX, true), left);
-      mgpu__fit_claimed(&f, n);
+      n = MGPU_MIN(mgpu__fit_chunk(f, 1e3, 2e-3, SIZE_MAX, true), left);
+      mgpu__fit_claimed(f, n);
       double t = dev_time(a, c, (double)n);
-      mgpu__fit_batch_time(&f, tag, (double)n, t);
-      sample(&f, (double)n, t, false);
+      mgpu__fit_batch_time(f, tag, (double)n, t);
+      sample(f, (double)n, t, false);
       secs += t;
     }
-    if (b == 0) first = secs;
-    last = secs;
+    if (b == 0) *first = secs;
+    *last = secs;
   }
-  n = mgpu__fit_chunk(&f, 1e3, 2e-3, SIZE_MAX, true);
-  printf("queued knee: chunks of %zu at first (%.4f s a batch), %zu after 24 batches (%.4f s); one launch %.4f s\n",
-         stuck, first, n, last, dev_time(a, c, 8000));
+  return mgpu__fit_chunk(f, 1e3, 2e-3, SIZE_MAX, true);
+}
+
+START_TEST(test_fit_queued_knee) {
+  const double a = 0.4e-3, c = 22.2e-6;
+  size_t stuck;
+  double first, last;
+  int trials;
+  mgpu__fit_t f = {0};
+  size_t n = queued_batches(&f, a, c, 24, &stuck, &first, &last, &trials);
+  printf("queued knee: chunks of %zu at first (%.4f s a batch), %zu after 24 batches (%.4f s, %d trials); "
+         "one launch %.4f s\n", stuck, first, n, last, trials, dev_time(a, c, 8000));
+  ck_assert(f.rose);
+  ck_assert_double_eq(f.nprev, 64);
+  ck_assert_uint_lt(stuck, 100);
   ck_assert_uint_ge(n, 4 * stuck);
   ck_assert_double_lt(last, 0.9 * first);
+}
+END_TEST
+
+/* The same queued spans with a latency of 20 us, 1% of a chunk of target_s
+ * of work: the line predicts no rise worth a trial, so none starts and the
+ * chunks stay where the growth left them. A trial costs a batch of chunks
+ * too large to overlap. */
+START_TEST(test_fit_queued_no_latency) {
+  size_t stuck;
+  double first, last;
+  int trials;
+  mgpu__fit_t f = {0};
+  size_t n = queued_batches(&f, 20e-6, 22.2e-6, 24, &stuck, &first, &last, &trials);
+  ck_assert_int_eq(trials, 0);
+  ck_assert_uint_eq(n, stuck);
 }
 END_TEST
 
@@ -1632,6 +1655,7 @@ int main(void) {
   tcase_add_test(tc, test_fit_knee_stays);
   tcase_add_test(tc, test_fit_lone_rise);
   tcase_add_test(tc, test_fit_queued_knee);
+  tcase_add_test(tc, test_fit_queued_no_latency);
   tcase_add_test(tc, test_fit_floor_divergent);
   tcase_add_test(tc, test_fit_floor_backoff);
   tcase_add_test(tc, test_fit_floor_down);
