@@ -9,7 +9,8 @@
 # output to OUT/NAME.txt and one line per run to OUT/runs.tsv (pass, build,
 # workload, mode, items/s), then prints each build's median per workload and
 # mode over the first build's (report.py --table alternate), or with one build
-# each mode's median over the first mode's (report.py --table turns).
+# each mode's median over the first mode's (report.py --table turns);
+# report.py --table verdict OUT/runs.tsv bound=X judges each ratio against X.
 # Environment: WORKLOADS (';'-separated, default the per-workload runs of
 # bench/sweep.sh), MODES (default "gpu steal"), REPEAT (default 3), PASSES,
 # LIMIT (seconds per run, default 120).

@@ -15,11 +15,14 @@
         mode's medians). KIND ways: PATH an alternate.sh log (OUT/NAME.txt) of
         runs under MGPU_DEBUG=debug, or several joined by commas: per
         workload and run, how many of its timed batches ran the way it ran
-        most (MGPU_RESERVE_THREADS=auto). KIND text:
+        most (MGPU_RESERVE_THREADS=auto). KIND verdict: PATH a runs.tsv, and
+        an optional argument bound=X (default 1): per workload, each later
+        build's (or with one build, mode's) ratio to the first, pass by pass,
+        its median with a 90% interval, and whether it holds X. KIND text:
         the file in a code block (in a document, last=N keeps its last N lines)
     python3 bench/report.py --update DOC.md      (or --check DOC.md)
         regenerate (or compare) every block of DOC.md between a line
-        "<!-- report.py KIND PATH [every=N] [last=N] [svg=FILE] -->" and the
+        "<!-- report.py KIND PATH [every=N] [last=N] [bound=X] [svg=FILE] -->" and the
         next "<!-- end -->" (every=N: the all-reduce sizes N times apart);
         PATH and FILE are relative to the source tree. --check exits 1 when a
         block differs from what the raw output gives.
@@ -539,6 +542,64 @@ def t_turns(path):
     return out
 
 
+def median_interval(xs, level=0.9):
+    """The median of xs and a distribution-free interval for it: the k-th
+    smallest and k-th largest, with the largest k whose coverage (by the
+    sign test: each value falls either side of the true median with
+    probability 1/2) is at least level. None for the interval where even
+    the smallest and largest together cover less (5 values or more reach
+    0.9). Returns (median, lo, hi, coverage)."""
+    import statistics
+    xs = sorted(xs)
+    n, best = len(xs), None
+    below = 0.0  # P(Bin(n, 1/2) <= k - 1)
+    for k in range(1, n // 2 + 1):
+        below += math.comb(n, k - 1) / 2 ** n
+        cover = 1 - 2 * below
+        if cover < level:
+            break
+        best = (xs[k - 1], xs[n - k], cover)
+    med = statistics.median(xs) if xs else None
+    return (med,) + (best if best else (None, None, None))
+
+
+def t_verdict(path, bound=1.0):
+    """Whether a ratio holds a bound, from bench/alternate.sh's runs.tsv:
+    with several builds, each later build over the first, mode by mode; with
+    one build, each later mode over the first. The ratio is taken pass by
+    pass (the runs of one pass are neighbours in time, so the machine's drift
+    cancels), and its median gets a distribution-free 90% interval
+    (median_interval): the bound holds where the interval lies at or above
+    it, fails where it lies below, and is undecided where it straddles it
+    (more passes narrow it)."""
+    import csv
+    runs = [r for r in csv.DictReader(open(path), delimiter="\t") if r["items_per_s"] not in ("", "failed")]
+    builds, modes = firsts(runs, "build"), firsts(runs, "mode")
+    if len(builds) > 1:
+        pairs = [(f"{b} / {builds[0]}, {m}", dict(build=b, mode=m), dict(build=builds[0], mode=m))
+                 for b in builds[1:] for m in modes]
+    else:
+        pairs = [(f"{m} / {modes[0]}", dict(mode=m), dict(mode=modes[0])) for m in modes[1:]]
+    out = [f"| workload | ratio | median | 90% interval | passes | bound {bound:g} |",
+           "| --- | --- | ---: | --- | ---: | --- |"]
+    for w in firsts(runs, "workload"):
+        passes = firsts([r for r in runs if r["workload"] == w], "pass")
+        for label, num_, den in pairs:
+            by = [(median_rate(runs, workload=w, **num_, **{"pass": p}),
+                   median_rate(runs, workload=w, **den, **{"pass": p})) for p in passes]
+            xs = [a / b for a, b in by if a and b]
+            if not xs:
+                continue
+            med, lo, hi, cover = median_interval(xs)
+            if lo is None:
+                span_, verdict = "—", "too few passes"
+            else:
+                span_ = f"{lo:.3f}–{hi:.3f} ({100 * cover:.0f}%)"
+                verdict = "holds" if lo >= bound else "fails" if hi < bound else "undecided"
+            out.append(f"| `{w}` | {label} | {med:.3f} | {span_} | {len(xs)} | {verdict} |")
+    return out
+
+
 WAY = re.compile(r"with (\d+) CPU workers( and every GPU)? kept out \(auto reserve\)")
 
 
@@ -581,7 +642,7 @@ def t_ways(paths):
     return out
 
 
-def table(kind, path, every=1, last=None):
+def table(kind, path, every=1, last=None, bound=1.0):
     """The lines of one table of KIND from PATH (a run.sh folder, a text file,
     or for the peers kinds a peers.json). KIND text: the file as it is, or its
     last lines, in a code block."""
@@ -594,6 +655,8 @@ def table(kind, path, every=1, last=None):
         return t_alternate(path)
     if kind == "turns":
         return t_turns(path)
+    if kind == "verdict":
+        return t_verdict(path, bound)
     if kind == "ways":
         return t_ways(path.split(","))
     if kind == "peers-overhead":
@@ -745,7 +808,8 @@ def render(doc, write=True):
         for p in path.split(","):
             if not os.path.exists(p):
                 raise SystemExit(f"{doc}: {os.path.relpath(p, ROOT)}: no such file or folder")
-        out.extend(table(m.group(1), path, int(opts.get("every", 1)), int(opts["last"]) if "last" in opts else None))
+        out.extend(table(m.group(1), path, int(opts.get("every", 1)), int(opts["last"]) if "last" in opts else None,
+                         float(opts.get("bound", 1.0))))
         if "svg" in opts:
             svg = os.path.join(ROOT, opts["svg"])
             text = sweep_svg(sweep_points(path))
@@ -764,8 +828,8 @@ def render(doc, write=True):
 
 def main():
     args = sys.argv[1:]
-    if len(args) == 3 and args[0] == "--table":
-        print("\n".join(table(args[1], args[2])))
+    if len(args) in (3, 4) and args[0] == "--table" and (len(args) == 3 or args[3].startswith("bound=")):
+        print("\n".join(table(args[1], args[2], bound=float(args[3][6:]) if len(args) == 4 else 1.0)))
     elif len(args) == 2 and args[0] in ("--update", "--check"):
         (new, stale), old = render(args[1], args[0] == "--update"), open(args[1]).read()
         if args[0] == "--update":

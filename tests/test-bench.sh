@@ -224,6 +224,21 @@ open(turns1, "w").write("pass\tbuild\tworkload\tmode\titems_per_s\n0\tnew\tw 1\t
 want[("turns", turns1)] = """| workload | cpu, items/s (by pass) |
 | --- | --- |
 | `w 1` | 110 (100, 120, failed) |"""
+# The verdict on a ratio: pass by pass, its median and a sign-test interval
+# (with six passes, the smallest and largest: 97%), and the bound held,
+# failed or undecided; two passes are too few for 90%.
+verd = os.path.join(fix, "verdict.tsv")
+with open(verd, "w") as f:
+    f.write("pass\tbuild\tworkload\tmode\titems_per_s\n")
+    for p, r in enumerate((1.1, 1.0, 1.2, 1.05, 0.98, 1.02)):
+        f.write(f"{p}\ta\tw 1\tsteal\t100\n{p}\tb\tw 1\tsteal\t{100 * r:g}\n")
+    f.write("0\ta\tw 2\tsteal\t100\n0\tb\tw 2\tsteal\t90\n1\tb\tw 2\tsteal\tfailed\n1\ta\tw 2\tsteal\t100\n")
+head = "| workload | ratio | median | 90% interval | passes | bound {} |\n| --- | --- | ---: | --- | ---: | --- |\n"
+for bound, verdict in (("", "undecided"), ("bound=0.97", "holds"), ("bound=1.3", "fails")):
+    want[("verdict", verd, bound)] = (head.format(bound[6:] or "1") +
+        f"| `w 1` | b / a, steal | 1.035 | 0.980–1.200 (97%) | 6 | {verdict} |\n"
+        "| `w 2` | b / a, steal | 0.900 | — | 1 | too few passes |")
+want[("verdict", turns, "")] = head.format("1") + "| `w 1` | steal / cpu | 1.200 | — | 2 | too few passes |"
 # MGPU_DEBUG=debug logs of alternate.sh: each run's last REPEAT batches by
 # way; the first run's warm-up batch (3 out) is not counted; a run cut short
 # says of how many, one without the lines "—".
@@ -244,8 +259,9 @@ want[("ways", ways)] = """| workload | a: timed batches on its most run way |
 | --- | --- |
 | `w 1` | 2, 2, 1 of 1, — of 3 |"""
 bad = 0
-for (kind, path), w in want.items():
-    got = subprocess.run([sys.executable, report, "--table", kind, path], capture_output=True, text=True)
+for (kind, path, *bound), w in want.items():
+    got = subprocess.run([sys.executable, report, "--table", kind, path] + [b for b in bound if b],
+                         capture_output=True, text=True)
     if got.returncode != 0 or got.stdout.strip() != w:
         print(f"FAIL: report.py --table {kind} {os.path.basename(path)}:\n{got.stdout}{got.stderr}")
         bad += 1
