@@ -22,7 +22,7 @@
         the file in a code block (in a document, last=N keeps its last N lines)
     python3 bench/report.py --update DOC.md      (or --check DOC.md)
         regenerate (or compare) every block of DOC.md between a line
-        "<!-- report.py KIND PATH [every=N] [last=N] [bound=X] [svg=FILE] -->" and the
+        "<!-- report.py KIND PATH [every=N] [last=N] [bound=X] [of=NAME] [svg=FILE] -->" and the
         next "<!-- end -->" (every=N: the all-reduce sizes N times apart);
         PATH and FILE are relative to the source tree. --check exits 1 when a
         block differs from what the raw output gives.
@@ -563,7 +563,7 @@ def median_interval(xs, level=0.9):
     return (med,) + (best if best else (None, None, None))
 
 
-def t_verdict(path, bound=1.0):
+def t_verdict(path, bound=1.0, of=None):
     """Whether a ratio holds a bound, from bench/alternate.sh's runs.tsv:
     with several builds, each later build over the first, mode by mode; with
     one build, each later mode over the first. The ratio is taken pass by
@@ -571,15 +571,19 @@ def t_verdict(path, bound=1.0):
     cancels), and its median gets a distribution-free 90% interval
     (median_interval): the bound holds where the interval lies at or above
     it, fails where it lies below, and is undecided where it straddles it
-    (more passes narrow it)."""
+    (more passes narrow it). `of`: a build (or mode) judged over each of the
+    others instead."""
     import csv
     runs = [r for r in csv.DictReader(open(path), delimiter="\t") if r["items_per_s"] not in ("", "failed")]
     builds, modes = firsts(runs, "build"), firsts(runs, "mode")
-    if len(builds) > 1:
-        pairs = [(f"{b} / {builds[0]}, {m}", dict(build=b, mode=m), dict(build=builds[0], mode=m))
-                 for b in builds[1:] for m in modes]
+    key, names = ("build", builds) if len(builds) > 1 else ("mode", modes)
+    if of is not None and of not in names:
+        raise SystemExit(f"report.py: of={of}: no {key} of that name in {path} (it has {', '.join(names)})")
+    ratios = [(of, y) for y in names if y != of] if of is not None else [(x, names[0]) for x in names[1:]]
+    if key == "build":
+        pairs = [(f"{a} / {b}, {m}", dict(build=a, mode=m), dict(build=b, mode=m)) for a, b in ratios for m in modes]
     else:
-        pairs = [(f"{m} / {modes[0]}", dict(mode=m), dict(mode=modes[0])) for m in modes[1:]]
+        pairs = [(f"{a} / {b}", dict(mode=a), dict(mode=b)) for a, b in ratios]
     out = [f"| workload | ratio | median | 90% interval | passes | bound {bound:g} |",
            "| --- | --- | ---: | --- | ---: | --- |"]
     for w in firsts(runs, "workload"):
@@ -642,7 +646,7 @@ def t_ways(paths):
     return out
 
 
-def table(kind, path, every=1, last=None, bound=1.0):
+def table(kind, path, every=1, last=None, bound=1.0, of=None):
     """The lines of one table of KIND from PATH (a run.sh folder, a text file,
     or for the peers kinds a peers.json). KIND text: the file as it is, or its
     last lines, in a code block."""
@@ -656,7 +660,7 @@ def table(kind, path, every=1, last=None, bound=1.0):
     if kind == "turns":
         return t_turns(path)
     if kind == "verdict":
-        return t_verdict(path, bound)
+        return t_verdict(path, bound, of)
     if kind == "ways":
         return t_ways(path.split(","))
     if kind == "peers-overhead":
@@ -809,7 +813,7 @@ def render(doc, write=True):
             if not os.path.exists(p):
                 raise SystemExit(f"{doc}: {os.path.relpath(p, ROOT)}: no such file or folder")
         out.extend(table(m.group(1), path, int(opts.get("every", 1)), int(opts["last"]) if "last" in opts else None,
-                         float(opts.get("bound", 1.0))))
+                         float(opts.get("bound", 1.0)), opts.get("of")))
         if "svg" in opts:
             svg = os.path.join(ROOT, opts["svg"])
             text = sweep_svg(sweep_points(path))
@@ -828,8 +832,9 @@ def render(doc, write=True):
 
 def main():
     args = sys.argv[1:]
-    if len(args) in (3, 4) and args[0] == "--table" and (len(args) == 3 or args[3].startswith("bound=")):
-        print("\n".join(table(args[1], args[2], bound=float(args[3][6:]) if len(args) == 4 else 1.0)))
+    opts = dict(a.split("=", 1) for a in args[3:] if "=" in a)
+    if len(args) >= 3 and args[0] == "--table" and len(opts) == len(args) - 3 and set(opts) <= {"bound", "of"}:
+        print("\n".join(table(args[1], args[2], bound=float(opts.get("bound", 1.0)), of=opts.get("of"))))
     elif len(args) == 2 and args[0] in ("--update", "--check"):
         (new, stale), old = render(args[1], args[0] == "--update"), open(args[1]).read()
         if args[0] == "--update":

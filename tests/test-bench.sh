@@ -239,6 +239,10 @@ for bound, verdict in (("", "undecided"), ("bound=0.97", "holds"), ("bound=1.3",
         f"| `w 1` | b / a, steal | 1.035 | 0.980–1.200 (97%) | 6 | {verdict} |\n"
         "| `w 2` | b / a, steal | 0.900 | — | 1 | too few passes |")
 want[("verdict", turns, "")] = head.format("1") + "| `w 1` | steal / cpu | 1.200 | — | 2 | too few passes |"
+# of=NAME: that build over each other one (here a over b: the inverse ratios).
+want[("verdict", verd, "of=a")] = (head.format("1") +
+    "| `w 1` | a / b, steal | 0.966 | 0.833–1.020 (97%) | 6 | undecided |\n"
+    "| `w 2` | a / b, steal | 1.111 | — | 1 | too few passes |")
 # MGPU_DEBUG=debug logs of alternate.sh: each run's last REPEAT batches by
 # way; the first run's warm-up batch (3 out) is not counted; a run cut short
 # says of how many, one without the lines "—".
