@@ -574,7 +574,12 @@ def t_verdict(path, bound=1.0, of=None):
     (more passes narrow it). `of`: a build (or mode) judged over each of the
     others instead."""
     import csv
-    runs = [r for r in csv.DictReader(open(path), delimiter="\t") if r["items_per_s"] not in ("", "failed")]
+    rd = csv.DictReader(open(path), delimiter="\t")
+    need = {"pass", "build", "workload", "mode", "items_per_s"}
+    if not need <= set(rd.fieldnames or ()):
+        raise SystemExit(f"report.py: {path} is not bench/alternate.sh's runs.tsv: it lacks the column(s) "
+                         f"{', '.join(sorted(need - set(rd.fieldnames or ())))}")
+    runs = [r for r in rd if r["items_per_s"] not in ("", "failed")]
     builds, modes = firsts(runs, "build"), firsts(runs, "mode")
     key, names = ("build", builds) if len(builds) > 1 else ("mode", modes)
     if of is not None and of not in names:

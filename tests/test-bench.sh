@@ -263,6 +263,13 @@ want[("ways", ways)] = """| workload | a: timed batches on its most run way |
 | --- | --- |
 | `w 1` | 2, 2, 1 of 1, — of 3 |"""
 bad = 0
+# A file of another shape is refused, naming what it lacks.
+other = os.path.join(fix, "pairs.tsv")
+open(other, "w").write("pair\tmode\titems_per_s\n1\tgpu\t100\n")
+got = subprocess.run([sys.executable, report, "--table", "verdict", other], capture_output=True, text=True)
+if got.returncode == 0 or "lacks the column(s) build, pass, workload" not in got.stderr:
+    print(f"FAIL: report.py --table verdict on a file without alternate.sh's columns:\n{got.stdout}{got.stderr}")
+    bad += 1
 for (kind, path, *bound), w in want.items():
     got = subprocess.run([sys.executable, report, "--table", kind, path] + [b for b in bound if b],
                          capture_output=True, text=True)
