@@ -15,10 +15,11 @@
         mode's medians). KIND ways: PATH an alternate.sh log (OUT/NAME.txt) of
         runs under MGPU_DEBUG=debug, or several joined by commas: per
         workload and run, how many of its timed batches ran the way it ran
-        most (MGPU_RESERVE_THREADS=auto). KIND verdict: PATH a runs.tsv, and
-        an optional argument bound=X (default 1): per workload, each later
-        build's (or with one build, mode's) ratio to the first, pass by pass,
-        its median with a 90% interval, and whether it holds X. KIND text:
+        most (MGPU_RESERVE_THREADS=auto). KIND verdict: PATH a runs.tsv, then
+        optionally bound=X (default 1) and of=NAME: per workload, each later
+        build's (or with one build, mode's) ratio to the first, or NAME's to
+        each other, pass by pass, its median with a 90% interval, and whether
+        it holds X. KIND text:
         the file in a code block (in a document, last=N keeps its last N lines)
     python3 bench/report.py --update DOC.md      (or --check DOC.md)
         regenerate (or compare) every block of DOC.md between a line
@@ -481,6 +482,15 @@ def median_rate(runs, **match):
     return statistics.median(v) if v else None
 
 
+def pass_ratios(runs, workload, num, den):
+    """The ratio of the runs matching num over those matching den (dicts of
+    runs.tsv fields), pass by pass for one workload, where both ran."""
+    passes = firsts([r for r in runs if r["workload"] == workload], "pass")
+    by = [(median_rate(runs, workload=workload, **num, **{"pass": p}),
+           median_rate(runs, workload=workload, **den, **{"pass": p})) for p in passes]
+    return [a / b for a, b in by if a and b]
+
+
 def t_alternate(paths):
     """Builds run in turn (bench/alternate.sh's runs.tsv, comma-separated for
     several runs): per workload, each later build's median items/s over the
@@ -530,14 +540,11 @@ def t_turns(path):
     out = ["| workload | " + " | ".join(f"{m} / {modes[0]} (by pass)" for m in modes[1:]) + " |",
            "| --- |" + " --- |" * (len(modes) - 1)]
     for w in firsts(runs, "workload"):
-        passes = firsts([r for r in runs if r["workload"] == w], "pass")
         cells = []
         for m in modes[1:]:
             x, y = median_rate(runs, workload=w, mode=m), median_rate(runs, workload=w, mode=modes[0])
-            by = [(median_rate(runs, workload=w, mode=m, **{"pass": p}),
-                   median_rate(runs, workload=w, mode=modes[0], **{"pass": p})) for p in passes]
-            cells.append(f"{x / y:.3f} (" + ", ".join(f"{a / b:.3f}" for a, b in by if a and b) + ")"
-                         if x and y else "—")
+            by = pass_ratios(runs, w, dict(mode=m), dict(mode=modes[0]))
+            cells.append(f"{x / y:.3f} (" + ", ".join(f"{r:.3f}" for r in by) + ")" if x and y else "—")
         out.append(f"| `{w}` | " + " | ".join(cells) + " |")
     return out
 
@@ -592,11 +599,8 @@ def t_verdict(path, bound=1.0, of=None):
     out = [f"| workload | ratio | median | 90% interval | passes | bound {bound:g} |",
            "| --- | --- | ---: | --- | ---: | --- |"]
     for w in firsts(runs, "workload"):
-        passes = firsts([r for r in runs if r["workload"] == w], "pass")
-        for label, num_, den in pairs:
-            by = [(median_rate(runs, workload=w, **num_, **{"pass": p}),
-                   median_rate(runs, workload=w, **den, **{"pass": p})) for p in passes]
-            xs = [a / b for a, b in by if a and b]
+        for label, num, den in pairs:
+            xs = pass_ratios(runs, w, num, den)
             if not xs:
                 continue
             med, lo, hi, cover = median_interval(xs)
