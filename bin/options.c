@@ -19,7 +19,7 @@
 
 #include "flagname.h"
 #include "mgpu-run.h"
-#include "mgpurt_int.h"
+#include "base/base.h"
 
 typedef enum {
   O_ITEMS, O_SIZE, O_INTENSITY, O_MODE, O_COMPARE, O_CEILING, O_ROUNDS, O_TURNS, O_GPUS, O_SPLIT, O_DTYPE, O_MIN_BYTES, O_MAX_BYTES,

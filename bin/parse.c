@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "mgpu-run.h"
-#include "mgpurt_int.h"
+#include "base/base.h"
 
 long long parse_ll_opt(const char *opt, const char *v, long long lo, long long hi) {
   long long x;

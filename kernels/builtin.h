@@ -2,7 +2,7 @@
  * builtin.h: internal header of the built-in kernels, shared by their C files and
  * their CUDA files. Prototypes are grouped by the file that defines them.
  *
- * The CUDA files include it too: there it leaves out mgpurt_int.h, whose C11
+ * The CUDA files include it too: there it leaves out lib/base/base.h, whose C11
  * atomics C++17 does not have, and the Goldilocks helpers below become
  * __host__ __device__ so that both sides run the same arithmetic.
  */
@@ -10,7 +10,7 @@
 #define MGPU_BUILTIN_H
 
 #ifndef __cplusplus
-#include "mgpurt_int.h"
+#include "base/base.h"
 #endif
 #include "mgpurt_kernels.h"
 

@@ -68,7 +68,7 @@ typedef struct {
 } old_stats_t;
 
 /* Each older layout is today's up to where its first missing field starts:
- * the rule by which versions grow (lib/mgpurt_int.h, abi.c). */
+ * the rule by which versions grow (lib/base/base.h, abi.c). */
 #define SAME_PLACE(old, cur, f) _Static_assert(offsetof(old, f) == offsetof(cur, f), #old "." #f " moved")
 SAME_PLACE(old_config_t, mgpu_config_t, ignore_env);
 SAME_PLACE(old_config_t, mgpu_config_t, reserve_threads);

@@ -6,7 +6,7 @@
  * No CUDA call may happen in main() before Check forks the tests: a child
  * inherits a CUDA state it cannot use. Each test asks count() itself.
  */
-#include "mgpurt_int.h"
+#include "internal.h"
 
 #include <check.h>
 #include <cuda_runtime_api.h>

@@ -2,10 +2,10 @@
 # test-docs.sh: the documentation against the code it describes.
 #  - the long options of `mgpu-run --help` and of the man page doc/mgpu-run.1
 #    are the same set, and every short option of --help is in the man page;
-#  - every variable of the settings table (lib/config.c) is in doc/tuning.md
+#  - every variable of the settings table (lib/base/config.c) is in doc/tuning.md
 #    and README.md;
-#  - every MGPU_API function and public type of lib/mgpurt.h,
-#    lib/mgpurt_kernels.h and lib/mgpurt_plugin.h is in doc/api.md;
+#  - every MGPU_API function and public type of include/mgpurt.h,
+#    include/mgpurt_kernels.h and include/mgpurt_plugin.h is in doc/api.md;
 #  - doc/guide.md shows the example programs exactly as they are;
 #  - the man page formats without warnings (where groff is installed);
 #  - every command of the sh blocks of README.md and doc/guide.md is run as
@@ -28,7 +28,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/mgpu-docs-XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
 
 for f in "$man" "$srcdir/doc/tuning.md" "$srcdir/doc/api.md" "$srcdir/README.md" \
-         "$srcdir/lib/config.c" "$srcdir/lib/mgpurt.h" "$srcdir/lib/mgpurt_kernels.h" "$srcdir/lib/mgpurt_plugin.h"; do
+         "$srcdir/lib/base/config.c" "$srcdir/include/mgpurt.h" "$srcdir/include/mgpurt_kernels.h" "$srcdir/include/mgpurt_plugin.h"; do
   if [ -r "$f" ]; then ok; else bad "$f is missing"; fi
 done
 
@@ -54,25 +54,25 @@ while read -r s l; do
 done < "$tmp/help.short"
 
 # ---------------------------------------------------------------- environment
-sed -n '/settings\[MGPU_SET_COUNT\] = {/,/^};/p' "$srcdir/lib/config.c" |
+sed -n '/settings\[MGPU_SET_COUNT\] = {/,/^};/p' "$srcdir/lib/base/config.c" |
   grep -o '"MGPU_[A-Z_]*"' | tr -d '"' | sort -u > "$tmp/vars"
-if [ ! -s "$tmp/vars" ]; then bad "no MGPU_* name found in the settings table of lib/config.c"; fi
+if [ ! -s "$tmp/vars" ]; then bad "no MGPU_* name found in the settings table of lib/base/config.c"; fi
 for v in $(cat "$tmp/vars"); do
   for d in doc/tuning.md README.md; do
-    if grep -qw -- "$v" "$srcdir/$d"; then ok; else bad "$v (lib/config.c) is not in $d"; fi
+    if grep -qw -- "$v" "$srcdir/$d"; then ok; else bad "$v (lib/base/config.c) is not in $d"; fi
   done
 done
 
 # ---------------------------------------------------------------- API
-for h in lib/mgpurt.h lib/mgpurt_kernels.h lib/mgpurt_plugin.h; do
+for h in include/mgpurt.h include/mgpurt_kernels.h include/mgpurt_plugin.h; do
   sed -n 's/^MGPU_API[^(]*[^A-Za-z0-9_]\([A-Za-z_][A-Za-z0-9_]*\)(.*/\1/p' "$srcdir/$h"
 done | sort -u > "$tmp/funcs"
-if [ ! -s "$tmp/funcs" ]; then bad "no MGPU_API function found in lib/mgpurt.h"; fi
+if [ ! -s "$tmp/funcs" ]; then bad "no MGPU_API function found in include/mgpurt.h"; fi
 for fn in $(cat "$tmp/funcs"); do
   if grep -qw -- "$fn" "$srcdir/doc/api.md"; then ok; else bad "function $fn is not in doc/api.md"; fi
 done
 # Public types: the names that typedefs give (mgpu_*_t and the *_fn pointers).
-cat "$srcdir/lib/mgpurt.h" "$srcdir/lib/mgpurt_kernels.h" "$srcdir/lib/mgpurt_plugin.h" | grep -E '^(typedef|\})' |
+cat "$srcdir/include/mgpurt.h" "$srcdir/include/mgpurt_kernels.h" "$srcdir/include/mgpurt_plugin.h" | grep -E '^(typedef|\})' |
   grep -oE 'mgpu_[a-z0-9_]*_(t|fn)\b' | sort -u > "$tmp/types"
 for t in $(cat "$tmp/types"); do
   if grep -qw -- "$t" "$srcdir/doc/api.md"; then ok; else bad "type $t is not in doc/api.md"; fi

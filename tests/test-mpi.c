@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mgpurt_int.h"
+#include "internal.h"
 
 static int rank, nranks, failures;
 static int cfg_mpi = -1; /* mgpu_config_t.mpi of start() */

@@ -56,7 +56,7 @@ C
   static_libs=$(pkg-config --static --libs --define-variable=libdir="$top_builddir/lib/.libs" mgpurt |
                 sed 's/-lmgpurt\b/-l:libmgpurt.a/')
   # The build's own flags too: a sanitizer build's archive needs its runtime.
-  if ${CC:-cc} ${MGPU_TEST_CFLAGS:-} -o "$tmp/app" "$tmp/app.c" -I"$top_srcdir/lib" $static_libs \
+  if ${CC:-cc} ${MGPU_TEST_CFLAGS:-} -o "$tmp/app" "$tmp/app.c" -I"$top_srcdir/include" $static_libs \
       ${MGPU_TEST_LDFLAGS:-} >"$tmp/log" 2>&1; then
     "$tmp/app" || bad "the statically linked program failed"
   else

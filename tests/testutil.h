@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "mgpurt_int.h"
+#include "internal.h"
 
 /* Run a suite; exit 0 when every test passed. Check's CK_TIMEOUT_MULTIPLIER
  * stretches the per-test timeouts on slow machines. */

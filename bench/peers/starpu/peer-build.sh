@@ -4,7 +4,7 @@
 #
 #   bash bench/peers/starpu/peer-build.sh MGPU_BUILD STARPU_PREFIX OUTPUT
 #
-# MGPU_BUILD is a configured and built libmgpurt tree (lib/mgpurt.h and
+# MGPU_BUILD is a configured and built libmgpurt tree (include/mgpurt.h and
 # lib/.libs/libmgpurt.so in it).
 # The program finds both libraries through its run path.
 set -euo pipefail
@@ -14,7 +14,7 @@ die() { echo "peer-build.sh: $*" >&2; exit 1; }
 mgpu=$(cd "$1" 2>/dev/null && pwd) || die "no directory $1"
 prefix=$(cd "$2" 2>/dev/null && pwd) || die "no directory $2"
 out=$3
-[ -f "$mgpu/lib/mgpurt_kernels.h" ] || die "$mgpu has no lib/mgpurt_kernels.h: not a libmgpurt tree"
+[ -f "$mgpu/lib/mgpurt_kernels.h" ] || die "$mgpu has no include/mgpurt_kernels.h: not a libmgpurt tree"
 [ -f "$mgpu/lib/.libs/libmgpurt.so" ] || die "$mgpu has no lib/.libs/libmgpurt.so: build libmgpurt first (make)"
 inc=$(ls -d "$prefix"/include/starpu/*/ 2>/dev/null | head -1)
 [ -n "$inc" ] && [ -f "$inc/starpu.h" ] || die "$prefix has no include/starpu/VERSION/starpu.h: not a StarPU prefix"

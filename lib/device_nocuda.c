@@ -1,4 +1,0 @@
-/* device_nocuda.c: stands in for device_cuda.c in builds without CUDA; no CUDA back end. */
-#include "mgpurt_int.h"
-
-const mgpu_dev_ops_t *const mgpu__dev_cuda = NULL;

@@ -1,0 +1,389 @@
+/*
+ * model.c: the per-kernel model. For each kernel the runtime keeps every
+ * worker's chunk-time fit (fit.c) for its whole life, and what each worker
+ * publishes of it to the others (its speed and latency, which the first
+ * split of each batch and every steal use); the cost of items by position
+ * (the cost profile); and the trials of MGPU_RESERVE_THREADS=auto. No locks
+ * and no runtime: its callers say which they hold.
+ */
+#include "policy/policy.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool mgpu__model_same_kernel(const mgpu_kernel_t *a, const mgpu_kernel_t *b) {
+  if (a->cpu != b->cpu || a->gpu != b->gpu || a->nin != b->nin || a->nout != b->nout) return false;
+  if (a->scratch_per_item != b->scratch_per_item) return false;
+  for (int i = 0; i < a->nin; i++)
+    if (a->in_size[i] != b->in_size[i]) return false;
+  for (int i = 0; i < a->nout; i++)
+    if (a->out_size[i] != b->out_size[i]) return false;
+  if ((a->name == NULL) != (b->name == NULL)) return false;
+  return a->name == NULL || strcmp(a->name, b->name) == 0;
+}
+
+mgpu__model_t *mgpu__model_new(const mgpu_kernel_t *k, uint64_t footprint, int nworkers) {
+  mgpu__model_t *m = calloc(1, sizeof *m);
+  if (!m) return NULL;
+  m->key = *k;
+  m->footprint = footprint;
+  m->nworkers = nworkers;
+  size_t n = (size_t)nworkers;
+  m->fit = calloc(n, sizeof *m->fit);
+  m->speed = calloc(n, sizeof *m->speed);
+  m->latency = calloc(n, sizeof *m->latency);
+  m->peak = calloc(n, sizeof *m->peak);
+  m->known = calloc(n, sizeof *m->known);
+  m->reach = calloc(n, sizeof *m->reach);
+  m->samples = calloc(n, sizeof *m->samples);
+  m->slow = calloc(n, sizeof *m->slow);
+  m->mean_items = calloc(n, sizeof *m->mean_items);
+  m->mean_secs = calloc(n, sizeof *m->mean_secs);
+  m->spent = calloc(n, sizeof *m->spent);
+  m->prof = calloc(MGPU_PROF_BINS, sizeof *m->prof);
+  if (!m->fit || !m->speed || !m->latency || !m->peak || !m->known || !m->reach || !m->samples || !m->slow ||
+      !m->mean_items || !m->mean_secs || !m->spent || !m->prof) {
+    mgpu__model_free(m);
+    return NULL;
+  }
+  return m;
+}
+
+void mgpu__model_free(mgpu__model_t *m) {
+  if (!m) return;
+  free(m->fit);
+  free((void *)m->speed);
+  free((void *)m->latency);
+  free((void *)m->peak);
+  free((void *)m->known);
+  free((void *)m->reach);
+  free((void *)m->samples);
+  free((void *)m->slow);
+  free((void *)m->mean_items);
+  free((void *)m->mean_secs);
+  free((void *)m->spent);
+  free(m->prof);
+  free(m);
+}
+
+/* The rate worker w publishes: its fit's at the size it claims (before its
+ * range cuts the claim short), or at the largest size learnt. */
+static void publish(mgpu__model_t *m, int w) {
+  const mgpu__fit_t *f = &m->fit[w];
+  double n = f->planned ? (double)f->planned : f->nmax;
+  atomic_store_explicit(&m->speed[w], mgpu__fit_rate(f, MGPU_MAX(n, 1.0)), memory_order_relaxed);
+  atomic_store_explicit(&m->latency[w], f->a, memory_order_relaxed);
+  atomic_store_explicit(&m->peak[w], f->c > 0 ? 1 / f->c : 0, memory_order_relaxed);
+  atomic_store_explicit(&m->known[w], mgpu__fit_known(f) || f->samples >= MGPU_FIT_TRUST_AFTER, memory_order_relaxed);
+  atomic_store_explicit(&m->reach[w], f->nmax, memory_order_relaxed);
+  atomic_store_explicit(&m->mean_items[w], f->items, memory_order_relaxed);
+  atomic_store_explicit(&m->mean_secs[w], f->secs, memory_order_relaxed);
+}
+
+void mgpu__model_update(mgpu__model_t *m, int w, const mgpu__sample_t *s) {
+  double items = s->items, seconds = s->secs;
+  if (!(seconds > 0) || !(items > 0)) return;
+  mgpu__fit_t *f = &m->fit[w];
+  mgpu__fit_batch_time(f, s->tag, items, seconds);
+  mgpu__fit_sample(f, s);
+  atomic_fetch_add_explicit(&m->samples[w], 1, memory_order_relaxed);
+  atomic_store_explicit(&m->spent[w], atomic_load_explicit(&m->spent[w], memory_order_relaxed) + seconds,
+                        memory_order_relaxed);
+  publish(m, w);
+  mgpu__log(MGPU_LOG_DEBUG,
+            "model of '%s', worker %d: %.0f items (largest chunk %.0f) in %.3g s%s; fit a %.3g s + %.3g s/item, "
+            "saturating at %.3g items, %s (knee %.0f%s), next chunk %zu",
+            m->key.name ? m->key.name : "", w, items, s->launch > 0 ? s->launch : items, seconds,
+            s->isolated ? " (alone)" : "", f->a, f->c, mgpu__fit_sat(f), mgpu__fit_known(f) ? "saturated" : "growing",
+            f->nprev, f->rose ? ", measured" : "", f->planned);
+  /* The slowest rate seen, drifting back up slowly: items of one kernel can
+   * differ in cost, and a slow thief plans with its worst case. */
+  double rate = items / seconds, slow = atomic_load_explicit(&m->slow[w], memory_order_relaxed);
+  slow = (slow == 0 || rate < slow) ? rate : slow + MGPU_SLOW_DRIFT * (rate - slow);
+  atomic_store_explicit(&m->slow[w], slow, memory_order_relaxed);
+}
+
+size_t mgpu__model_chunk(mgpu__model_t *m, int w, double prior_rate, double target_s, size_t max_items, bool grows,
+                         uint64_t tag, size_t batch_n) {
+  mgpu__fit_t *f = &m->fit[w];
+  double rate = 0, base = 0, floor = f->floor;
+  uint64_t batch = f->bt_batch;
+  int judged = grows && tag ? mgpu__fit_batch(f, tag, batch_n, &rate, &base) : 0;
+  if (judged)
+    mgpu__log(MGPU_LOG_DEBUG, "model of '%s', worker %d: a batch of chunks %s the floor of %.0f items ran at %.4g "
+              "items/s against %.4g: floor now %.0f", m->key.name ? m->key.name : "", w,
+              judged > 0 ? "above" : "under", floor, rate, base, f->floor);
+  if (f->bt_batch != batch && (f->bt_dir == 1 || f->bt_dir == -1))
+    mgpu__log(MGPU_LOG_DEBUG, "model of '%s', worker %d: this batch tries chunks %s the floor of %.0f items",
+              m->key.name ? m->key.name : "", w, f->bt_dir > 0 ? "above" : "under", f->floor);
+  size_t n = mgpu__fit_chunk(f, prior_rate, target_s, max_items, grows);
+  mgpu__fit_claimed(f, n);
+  if (n != f->planned) {
+    f->planned = n;
+    if (f->samples) publish(m, w);
+  }
+  return n;
+}
+
+size_t mgpu__prof_lo(size_t n, int j) {
+  /* j * n / BINS without overflow; n for j == BINS, the end of the last bin */
+  return n / MGPU_PROF_BINS * (size_t)j + n % MGPU_PROF_BINS * (size_t)j / MGPU_PROF_BINS;
+}
+
+static int prof_bin(size_t n, size_t i) {
+  /* The bin of item i: the last j with lo(j) <= i. */
+  int j = (int)((double)i / (double)n * MGPU_PROF_BINS);
+  if (j >= MGPU_PROF_BINS) j = MGPU_PROF_BINS - 1;
+  while (j > 0 && mgpu__prof_lo(n, j) > i) j--;
+  while (j + 1 < MGPU_PROF_BINS && mgpu__prof_lo(n, j + 1) <= i) j++;
+  return j;
+}
+
+void mgpu__prof_add(double *t, double *it, size_t n, size_t first, size_t count, double secs) {
+  if (count == 0 || secs <= 0 || first >= n) return;
+  if (count > n - first) count = n - first;
+  size_t end = first + count;
+  for (int j = prof_bin(n, first); j < MGPU_PROF_BINS && mgpu__prof_lo(n, j) < end; j++) {
+    size_t lo = MGPU_MAX(mgpu__prof_lo(n, j), first), hi = MGPU_MIN(mgpu__prof_lo(n, j + 1), end);
+    if (hi <= lo) continue;
+    t[j] += secs * (double)(hi - lo) / (double)count;
+    it[j] += (double)(hi - lo);
+  }
+}
+
+void mgpu__prof_learn(mgpu__model_t *m, size_t n, const double *sums, int rows) {
+  for (int j = 0; j < MGPU_PROF_BINS; j++) {
+    double t = 0, it = 0;
+    for (int r = 0; r < rows; r++) {
+      t += sums[(size_t)r * 2 * MGPU_PROF_BINS + (size_t)j];
+      it += sums[(size_t)r * 2 * MGPU_PROF_BINS + MGPU_PROF_BINS + (size_t)j];
+    }
+    if (it <= 0 || t <= 0) continue;
+    /* Another batch size starts over, on the first bin a GPU worked on: a
+     * batch no GPU worked on says nothing and leaves the profile alone. */
+    if (m->prof_n != n) {
+      memset(m->prof, 0, MGPU_PROF_BINS * sizeof *m->prof);
+      m->prof_n = n;
+    }
+    /* Half old, half new: a chunk's share of its device's time is a rough
+     * measure of its own (chunks in flight together are charged alike per
+     * item), and its error moves with the split. */
+    double est = t / it;
+    m->prof[j] = m->prof[j] > 0 ? 0.5 * m->prof[j] + 0.5 * est : est;
+  }
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Whether bins j0.. of prof (all learnt) show items that differ in cost by
+ * position. Two tests on the logarithms of their costs: the middle 80% of the
+ * bins span a factor of MGPU_PROF_SPREAD or more, and the bins vary far more
+ * from the mean than from their neighbours (MGPU_PROF_SMOOTH: the ratio of
+ * their variance to half the mean square step from bin to bin; a cost that
+ * changes with position changes smoothly, where noise and the odd slow chunk
+ * give about 1, or the width of a chunk in bins where one spans several). */
+static bool prof_irregular(const double *prof, int j0) {
+  double x[MGPU_PROF_BINS];
+  int n = 0;
+  double mean = 0, var = 0, step = 0;
+  for (int j = j0; j < MGPU_PROF_BINS; j++) x[n] = log(prof[j]), mean += x[n++];
+  if (n < 8) return false;
+  mean /= n;
+  for (int i = 0; i < n; i++) var += (x[i] - mean) * (x[i] - mean);
+  for (int i = 1; i < n; i++) step += (x[i] - x[i - 1]) * (x[i] - x[i - 1]);
+  var /= n;
+  step /= n - 1;
+  bool smooth = var >= MGPU_PROF_SMOOTH * 0.5 * step;
+  qsort(x, (size_t)n, sizeof *x, cmp_double);
+  bool spread = x[n * 9 / 10] - x[n / 10] >= log(MGPU_PROF_SPREAD);
+  mgpu__log(MGPU_LOG_DEBUG, "cost profile: middle 80%% of %d bins span %.3gx, variance %.3g of half the step's %.3g", n,
+            exp(x[n * 9 / 10] - x[n / 10]), var, 0.5 * step);
+  return smooth && spread;
+}
+
+bool mgpu__prof_cuts(const double *prof, size_t n, size_t a, int k, size_t *cut) {
+  if (k < 1 || a >= n) return false;
+  int j0 = prof_bin(n, a);
+  double total = 0;
+  for (int j = j0; j < MGPU_PROF_BINS; j++) {
+    if (prof[j] <= 0) return false;
+    size_t b0 = MGPU_MAX(mgpu__prof_lo(n, j), a), b1 = mgpu__prof_lo(n, j + 1);
+    if (b1 > b0) total += prof[j] * (double)(b1 - b0);
+  }
+  if (!prof_irregular(prof, j0)) return false;
+  /* Walk the bins; part p ends where the cost so far reaches (p+1)/k of the
+   * total, inside a bin in proportion to its items. */
+  size_t at = a;
+  double sofar = 0;
+  int p = 0;
+  for (int j = j0; j < MGPU_PROF_BINS && p < k - 1; j++) {
+    size_t b0 = MGPU_MAX(mgpu__prof_lo(n, j), a), b1 = mgpu__prof_lo(n, j + 1);
+    if (b1 <= b0) continue;
+    double c = prof[j] * (double)(b1 - b0);
+    while (p < k - 1 && sofar + c >= total * (p + 1) / k) {
+      double want = total * (p + 1) / k - sofar;
+      size_t x = b0 + (size_t)llround(want / prof[j]);
+      if (x > b1) x = b1;
+      if (x < at) x = at;
+      cut[p++] = x - at;
+      at = x;
+    }
+    sofar += c;
+  }
+  while (p < k - 1) cut[p++] = 0;
+  cut[k - 1] = n - at;
+  return true;
+}
+
+void mgpu__cost_init(mgpu__cost_t *c, const double *prof, size_t n) {
+  c->n = n;
+  c->cum[0] = 0;
+  for (int j = 0; j < MGPU_PROF_BINS; j++) {
+    c->per[j] = 0;
+    for (int i = MGPU_MAX(0, j - MGPU_COST_REACH); i <= MGPU_MIN(MGPU_PROF_BINS - 1, j + MGPU_COST_REACH); i++)
+      c->per[j] = MGPU_MAX(c->per[j], prof[i]);
+    c->cum[j + 1] = c->cum[j] + c->per[j] * (double)(mgpu__prof_lo(n, j + 1) - mgpu__prof_lo(n, j));
+  }
+}
+
+double mgpu__cost_at(const mgpu__cost_t *c, size_t x) {
+  if (x >= c->n) return c->cum[MGPU_PROF_BINS];
+  int j = prof_bin(c->n, x);
+  return c->cum[j] + c->per[j] * (double)(x - mgpu__prof_lo(c->n, j));
+}
+
+size_t mgpu__cost_find(const mgpu__cost_t *c, double cost) {
+  /* Within rounding of the total, a cost is reached: a sum of costs need not
+   * equal the running cost at the item it ends at. */
+  cost -= 1e-12 * c->cum[MGPU_PROF_BINS];
+  if (cost <= 0) return 0;
+  if (cost >= c->cum[MGPU_PROF_BINS]) return c->n;
+  /* The bin where the running cost reaches `cost`, then the item within it. */
+  int lo = 0, hi = MGPU_PROF_BINS - 1;
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (c->cum[mid + 1] >= cost) hi = mid;
+    else lo = mid + 1;
+  }
+  size_t b0 = mgpu__prof_lo(c->n, lo), b1 = mgpu__prof_lo(c->n, lo + 1);
+  double k = c->per[lo] > 0 ? ceil((cost - c->cum[lo]) / c->per[lo]) : 0;
+  size_t x = b0 + (k <= 0 ? 0 : (size_t)k);
+  if (x > b1) x = b1;
+  /* The division rounds: step back to the least such x, as cost_at reckons. */
+  while (x > b0 && c->cum[lo] + c->per[lo] * (double)(x - 1 - b0) >= cost) x--;
+  return x;
+}
+
+size_t mgpu__cost_chunk(const mgpu__cost_t *c, size_t first, size_t n) {
+  if (first >= c->n || c->cum[MGPU_PROF_BINS] <= 0) return n;
+  double avg = c->cum[MGPU_PROF_BINS] / (double)c->n;
+  size_t x = mgpu__cost_find(c, mgpu__cost_at(c, first) + (double)n * avg);
+  return x > first ? x - first : 1;
+}
+
+size_t mgpu__cost_items(const mgpu__cost_t *c, size_t first, size_t count) {
+  double total = c->cum[MGPU_PROF_BINS];
+  if (total <= 0) return count;
+  double k = (mgpu__cost_at(c, first + count) - mgpu__cost_at(c, first)) / (total / (double)c->n);
+  return k < 1 ? 1 : (size_t)llround(k);
+}
+
+size_t mgpu__cost_steal(const mgpu__cost_t *c, size_t begin, size_t end, double pt, double po) {
+  if (end <= begin) return 0;
+  double at_end = mgpu__cost_at(c, end), left = at_end - mgpu__cost_at(c, begin);
+  double s = 0.5 * (po + left - pt);
+  if (s <= 0) return 0;
+  /* [x, end) costs at most s: all of the range where s exceeds it. */
+  size_t x = MGPU_MIN(MGPU_MAX(mgpu__cost_find(c, at_end - s), begin), end);
+  return end - x;
+}
+
+/* MGPU_RESERVE_THREADS=auto. The ways (levels) are every CPU worker in (0),
+ * a quarter of them out (1) and, where the caller offers them, half of them
+ * out (2), all of them out (3) and every GPU out (4). A kernel's first GPU batch warms up
+ * (buffers, the speed model's probes) with a quarter out and is not timed;
+ * the next ones are timed two per way, by turns (1, 0, 2, 3, 1, 0, 2, 3 with
+ * all four; MGPU_RESERVE_TRIALS counts them all with the warm-up); from then
+ * on the fastest is kept, except that a refresh batch now and then times
+ * another way again, in rotation, so a change (another load on the machine,
+ * the split settling) is followed. The first refresh comes
+ * MGPU_RESERVE_REFRESH batches in; the gap to the next doubles, up to
+ * MGPU_RESERVE_REFRESH_MAX, each time a refresh finds the same way fastest
+ * as the last one, and falls back to MGPU_RESERVE_REFRESH when it does not:
+ * a refresh runs a slower way, and where the choice is settled, one in
+ * sixteen costs a long run of the kernel a share of its time for nothing
+ * (doc/tuning.md, "Internal constants"). A way offered later (all out,
+ * once the CPU workers' share is measured small) is timed twice before the
+ * choice is made again.
+ *
+ * A way's speed is the best of its last MGPU_RESERVE_KEEP timed batches:
+ * single batches vary, nearly always slower (other threads, the OS, the
+ * driver taking a core), so the fastest is the steadier figure. The kept
+ * way is timed every batch, and the best of only its last two dips under a
+ * slower way's figure often enough to flip the choice back and forth
+ * (doc/tuning.md, "Internal constants"). A way must beat the fewer workers out
+ * by more than 1% to be kept: with workers in, the cores also serve other
+ * batches.
+ * Throughput depends on batch size (launch and split overheads), so a batch
+ * more than twice as large or small as the timed ones starts the trials
+ * again. */
+double mgpu__reserve_score(const mgpu__model_t *m, int level) {
+  double s = 0;
+  for (int i = 0; i < MGPU_MIN(m->reserve_runs[level], MGPU_RESERVE_KEEP); i++)
+    s = MGPU_MAX(s, m->reserve_rate[level][i]);
+  return s;
+}
+
+int mgpu__reserve_pick(mgpu__model_t *m, size_t n, unsigned offered, bool *record) {
+  static const int order[MGPU_RESERVE_LEVELS] = {1, 0, 2, 3, 4}; /* trial order among equals */
+  offered = (offered | 3u) & ((1u << MGPU_RESERVE_LEVELS) - 1);
+  uint64_t k = m->reserve_batches++;
+  *record = true;
+  if (k == 0) {
+    *record = false;
+    m->reserve_n = n;
+    return 1;
+  }
+  if (n > 2 * m->reserve_n || 2 * n < m->reserve_n) {
+    memset(m->reserve_rate, 0, sizeof m->reserve_rate);
+    memset(m->reserve_runs, 0, sizeof m->reserve_runs);
+    m->reserve_n = n;
+    m->refresh_at = k + MGPU_RESERVE_REFRESH;
+    m->refresh_gap = 0;
+  }
+  /* Trials: the way timed least, while one has fewer than MGPU_RESERVE_RUNS_PER_WAY. */
+  int least = -1;
+  for (int i = 0; i < MGPU_RESERVE_LEVELS; i++) {
+    int l = order[i];
+    if ((offered >> l & 1u) && m->reserve_runs[l] < MGPU_RESERVE_RUNS_PER_WAY &&
+        (least < 0 || m->reserve_runs[l] < m->reserve_runs[least]))
+      least = l;
+  }
+  if (least >= 0) return least;
+  int best = 0, nother = 0, other[MGPU_RESERVE_LEVELS];
+  for (int l = 1; l < MGPU_RESERVE_LEVELS; l++)
+    if ((offered >> l & 1u) && mgpu__reserve_score(m, l) > MGPU_RESERVE_MARGIN * mgpu__reserve_score(m, best)) best = l;
+  if (k < (m->refresh_at ? m->refresh_at : MGPU_RESERVE_REFRESH)) return best;
+  m->refresh_gap = m->refresh_gap && m->refresh_best == best
+                       ? MGPU_MIN(2 * m->refresh_gap, (uint64_t)MGPU_RESERVE_REFRESH_MAX)
+                       : MGPU_RESERVE_REFRESH;
+  m->refresh_best = best;
+  m->refresh_at = k + m->refresh_gap;
+  /* The refresh: the other ways in rotation, fewer workers out first. */
+  for (int l = 0; l < MGPU_RESERVE_LEVELS; l++)
+    if ((offered >> l & 1u) && l != best) other[nother++] = l;
+  return other[++m->refreshes % (uint64_t)nother];
+}
+
+/* A new time replaces the oldest of the way's MGPU_RESERVE_KEEP. The kept
+ * way is timed every batch, so its count steps back by MGPU_RESERVE_KEEP at
+ * twice that (the slot order unchanged) rather than overflow in a long run. */
+void mgpu__reserve_learn(mgpu__model_t *m, int level, double items_per_s) {
+  if (level < 0 || level >= MGPU_RESERVE_LEVELS || !(items_per_s > 0)) return;
+  m->reserve_rate[level][m->reserve_runs[level]++ % MGPU_RESERVE_KEEP] = items_per_s;
+  if (m->reserve_runs[level] >= 2 * MGPU_RESERVE_KEEP) m->reserve_runs[level] -= MGPU_RESERVE_KEEP;
+}

@@ -1,0 +1,298 @@
+/*
+ * policy.h: pure functions of numbers: the chunk-time line of each worker,
+ * the split by predicted finish, the thief's share, the per-kernel model,
+ * cost profiles and the reserve's ways. No locks and no runtime.
+ */
+#ifndef MGPU_POLICY_H
+#define MGPU_POLICY_H
+
+#include "base/base.h"
+
+/* -------------------------------------------------------------- model.c */
+/*
+ * Per-kernel model: each worker's chunk-time fit (fit.c), updated online from
+ * finished chunks and kept for the runtime's life, with what it publishes to
+ * the other workers; the cost profile; the reserve trials.
+ */
+/* MGPU_RESERVE_THREADS=auto's ways, fewer workers out first: every CPU
+ * worker in, a quarter out, half out, all out; then every GPU out. */
+#define MGPU_RESERVE_LEVELS 5
+#define MGPU_RESERVE_GPUS_OUT 4
+/* One worker's chunk-time model of one kernel (fit.c). Owned by that
+ * worker's thread: it claims and completes its own chunks. */
+typedef struct {
+  double sw, sn, snn, st, snt, stt; /* decayed weighted sums of 1, n, n^2, t, n t, t^2 */
+  double items, secs;          /* decayed plain sums of items and seconds: the mean rate */
+  double a, c;                 /* the fit: t(n) = a + c n seconds */
+  uint64_t samples;            /* chunks learnt from */
+  double nmax, rmax, qmax;     /* the largest size class learnt from, its rate by spans, and by device time */
+  double nprev, rprev, qprev;  /* the size class before it (0: none yet) */
+  bool rising;                 /* the rate rose from nprev to nmax */
+  bool rose;                   /* a size below nprev ran slower among others: nprev is a measured knee */
+  bool max_lone, prev_lone;    /* the class's rates are of chunks that ran alone only */
+  double trial_of;             /* the knee that the step-below trial's sums try to lower (0: none) */
+  double trial_items, trial_secs; /* the trial's chunks among others past the first ones: items, device time */
+  int trial_n;                 /* the trial's chunks among others so far */
+  size_t probe, claimed;       /* the first chunk claimed, and the largest */
+  size_t grown;                /* the largest claim when the growth last stopped (SIZE_MAX: growing) */
+  size_t planned;              /* the size the last claim asked for, before the end of its range */
+  double piped;                /* decayed count of chunks that ran while another was in flight */
+  int off_run;                 /* batches in a row far over (> 0) or under (< 0) the prediction */
+  double bt_took, bt_pred;     /* the batch's device time in judged chunks, and the line's prediction for them */
+  double bt_judged, bt_last_judged; /* its items in judged chunks, and the last batch's where it was off */
+  /* The floor trials by whole batches (mgpu__fit_batch). */
+  double floor;                /* the chunks' floor the trials kept (0: none) */
+  uint64_t bt_batch;           /* the batch being summed: its id + 1 (0: none) */
+  int bt_dir;                  /* that batch: 0 plain, 1 a trial up, -1 down, 2 not judged (the fit grew) */
+  double bt_items, bt_secs;    /* its items and device time so far */
+  size_t bt_claims, bt_first;  /* its claims, and the size of its first */
+  double bt_lo, bt_hi;         /* its slowest and fastest chunk rates (items/s) */
+  size_t bt_last_claims;       /* claims in the last plain batch */
+  size_t bt_last_first;        /* the size of its first */
+  double bt_last_spread;       /* its fastest chunk rate over its slowest */
+  size_t bt_n;                 /* the batch size the rates are for */
+  double bt_rate[2];           /* items/s of the last two plain batches */
+  int bt_runs;                 /* plain batches timed since the rates were reset */
+  uint64_t bt_count, bt_at, bt_gap; /* batches seen; the batch of the next trial; the gap after a trial not kept */
+  bool bt_down_next;           /* the next trial goes down (where there is a floor) */
+} mgpu__fit_t;
+
+typedef struct mgpu__model {
+  mgpu_kernel_t key;        /* copy of the kernel it describes */
+  uint64_t footprint;       /* and the batches' footprint (mgpu_batch_t.footprint) */
+  int nworkers;
+  mgpu__fit_t *fit;         /* slot w: worker w only */
+  /* Published by worker w after each of its chunks, read by everyone: the
+   * rate (items/s) its fit predicts at the size it claims (0: not measured
+   * yet), its latency (s), and whether the fit is trusted over the prior
+   * (mgpu__fit_known, or MGPU_FIT_TRUST_AFTER chunks learnt). */
+  _Atomic double *speed;
+  _Atomic double *latency;
+  _Atomic double *peak;     /* items/s its chunks' items add past their latency: 1 / c (0: none) */
+  _Atomic int *known;
+  _Atomic double *reach;    /* the largest chunk size learnt (items) */
+  _Atomic uint64_t *samples;
+  _Atomic double *slow;     /* slowest recent chunk rate per worker (items/s) */
+  _Atomic double *mean_items, *mean_secs; /* the decayed sums of its mean rate (mgpu__fit_t items, secs) */
+  _Atomic double *spent;    /* seconds of the chunks it has learnt from, all told */
+  /* Cost profile, under rt->lock: a GPU's seconds per item in each of
+   * MGPU_PROF_BINS equal parts of the index space of batches of prof_n items
+   * (0: not learnt), averaged over batches; learnt and used only where every
+   * GPU is of one kind (mgpu__prof_learn, mgpu__prof_cuts). */
+  double *prof;
+  size_t prof_n;
+  /* MGPU_RESERVE_THREADS=auto, under rt->lock: batch throughput (items/s) of
+   * this kernel's last MGPU_RESERVE_KEEP timed batches with all CPU workers
+   * in [0], with a quarter of them out [1], with half [2], with all of them
+   * out [3] and with every GPU out [4]. */
+  double reserve_rate[MGPU_RESERVE_LEVELS][MGPU_RESERVE_KEEP];
+  int reserve_runs[MGPU_RESERVE_LEVELS]; /* batches timed for each (under 2 x MGPU_RESERVE_KEEP); the next goes in slot runs % MGPU_RESERVE_KEEP */
+  uint64_t reserve_batches;     /* GPU batches started under auto */
+  uint64_t refresh_at;          /* the batch of the next refresh (0: MGPU_RESERVE_REFRESH) */
+  uint64_t refresh_gap;         /* batches from it to the one after (0: no refresh yet; MGPU_RESERVE_REFRESH) */
+  uint64_t refreshes;           /* refreshes so far: the rotation of the other ways */
+  int refresh_best;             /* the fastest way at the last refresh (where refresh_gap > 0) */
+  size_t reserve_n;             /* batch size the rates are for */
+  struct mgpu__model *next;
+} mgpu__model_t;
+
+/* -------------------------------------------------------------- claim.c */
+#define MGPU_PROF_BINS 128 /* see mgpu__prof_lo */
+/* A batch's cost by position (mgpu__cost_init, below). */
+typedef struct {
+  size_t n;
+  double per[MGPU_PROF_BINS];     /* seconds per item in bin j */
+  double cum[MGPU_PROF_BINS + 1]; /* seconds of the items before bin j */
+} mgpu__cost_t;
+
+/* One call of a kernel's CPU function: its items and seconds. */
+typedef struct {
+  double items, secs;
+} mgpu__call_t;
+
+/* --------------------------------------------------------------- split.c */
+/* A worker's seconds for s items: latency + s / speed; with a peak (> speed,
+ * the items/s its chunks' items add past their latency), speed being its
+ * rate at the size of its chunks, latency included, the slower of
+ * latency + s / peak (the items within one chunk) and s / speed (chunks one
+ * after another, each with its latency): counting the latency on top of a
+ * rate that holds it already would count it twice. */
+double mgpu__share_time(double speed, double latency, double peak, double s);
+/* Shares of `items` for n workers that finish them together: worker i
+ * takes mgpu__share_time(speed[i], latency[i], peak[i], share[i]) seconds
+ * (latency and peak may be NULL: none), and one whose latency alone passes
+ * that time gets nothing. */
+void mgpu__split(const double *speed, const double *latency, const double *peak, int n, size_t items, size_t *share);
+/* Workers of one group (group[i]: the index of the group's first member;
+ * -1: none) whose speeds lie within tol of the group's median take the mean
+ * of those speeds; the others keep theirs. */
+void mgpu__pool_alike(double *speed, const int *group, int n, double tol);
+/* Whether a batch of `items` split by `speed` (n workers) ends within the
+ * chunks each GPU claims before its first one completes (streams + 1 chunks
+ * of MGPU_GPU_TARGET_S): its whole range is then in flight at once and
+ * nothing of it is left to steal. */
+bool mgpu__ranges_in_flight(const double *speed, int n, size_t items, int streams);
+/* What a thief sees of one victim's range: speeds (items/s), latencies (s),
+ * peaks (items/s past the latency, 0: none; see mgpu__share_time) and items
+ * pending of thief and owner, items left in the range, the slowest rate the
+ * thief has seen on the kernel and the longest one item took a worker of its
+ * kind (0: not known). */
+typedef struct {
+  double vt, at, pkt, pt, vo, ao, pko, po, left;
+  double slowest, worst_item_s;
+} mgpu__steal_view_t;
+/* Items the thief takes from the back of the range (0: the tail rule). */
+size_t mgpu__steal_share(const mgpu__steal_view_t *v);
+/* What a rank that steals from another rank sees: rates (items/s) and
+ * latencies (s) of thief and owner, the items each has running and the items
+ * left in the owner's range; the bytes of an item's inputs and outputs
+ * together, the rate (bytes/s) at which the thief moves them and the seconds
+ * a steal costs besides its bytes (round trips, a batch's start). */
+typedef struct {
+  double vt, at, pt, vo, ao, po, left;
+  double bytes_per_item, bw, fixed_s;
+  /* The other ranks whose ranges are empty, thieves too before long: their
+   * rates and items running (nothers of each; NULL for none). */
+  int nothers;
+  const double *ov, *op;
+} mgpu__rank_steal_view_t;
+/* Items a rank takes from the back of another rank's range (0: none): the
+ * share at which the owner, the thief and the other idle ranks (taking
+ * theirs next) all finish together, the thieves' times including moving the
+ * inputs and outputs; none where that saves the owner less than
+ * MGPU_RANK_STEAL_GAIN times the time the transfer costs, or where the
+ * steal's fixed cost would be over 1 / MGPU_RANK_STEAL_GAIN of its work. */
+size_t mgpu__rank_steal_share(const mgpu__rank_steal_view_t *v);
+
+/* ----------------------------------------------------------------- fit.c */
+/* Learn a chunk of n items that took t seconds. */
+void mgpu__fit_add(mgpu__fit_t *f, double n, double t);
+/* A timing a worker learns from: one chunk, or a GPU's chunks that ran
+ * beside one another, taken together (gpu_chunk.c). */
+typedef struct {
+  double items;  /* its items (of average cost, under a cost profile) */
+  double launch; /* its largest chunk, the size it tells the growth about (0: items) */
+  double secs;   /* the worker's time: a GPU's device time, from when the chunk before it ended */
+  double span;   /* from its first chunk's own start (0: secs) */
+  bool isolated; /* the device had nothing else in flight as it started */
+  uint64_t tag;  /* its first chunk's batch: id + 1 (0: none, a CPU worker's) */
+  const mgpu__call_t *calls; /* a CPU chunk's kernel calls (its pieces), which the line learns from */
+  int ncalls;                /* how many (0: the chunk was one call) */
+} mgpu__sample_t;
+/* A GPU's sample: an isolated one's time holds the fill of the pipeline
+ * (copies in, the kernel, copies out one after the other), which a chunk
+ * among others in flight does not pay, and it is learnt only where the
+ * worker's chunks run alone; elsewhere it only judges whether the chunks
+ * still grow, where it is past the largest size learnt. The size classes
+ * that judge the growth are of single launches: chunks that ran side by
+ * side, or ended out of order, are as fast together as their launches' size
+ * makes them, and judged as one launch of their total they would tell of a
+ * size never launched. */
+void mgpu__fit_sample(mgpu__fit_t *f, const mgpu__sample_t *s);
+/* A GPU is about to claim from batch `tag` (its id + 1) of n items: where
+ * that is a new batch, the batch before it is judged. A floor trial compares
+ * whole batches, which hold the same items in the same places: items that
+ * differ in cost by position (a divergent kernel's rows) make the rates of
+ * single chunks of different sizes incomparable, and a launch too small to
+ * keep the device busy beside the others' slowest items cannot be told
+ * from a cheap part of the batch (doc/tuning.md, "Completion times").
+ * Returns the direction of the trial it judged (1 up, -1 down; 0: none),
+ * with that batch's items/s and the plain batches' it was held to. */
+int mgpu__fit_batch(mgpu__fit_t *f, uint64_t tag, size_t n, double *rate, double *base);
+/* Device time of a chunk of the batch `tag` (for mgpu__fit_batch's sums). */
+void mgpu__fit_batch_time(mgpu__fit_t *f, uint64_t tag, double n, double t);
+/* Predicted seconds of a chunk of n items, and its rate (items/s). */
+double mgpu__fit_time(const mgpu__fit_t *f, double n);
+double mgpu__fit_rate(const mgpu__fit_t *f, double n);
+/* The fit's saturating size, where latency is MGPU_SAT_SHARE's complement of
+ * the time (debug logs; the chunks' floor is the measured knee). */
+double mgpu__fit_sat(const mgpu__fit_t *f);
+/* Two size classes seen and the rate no longer rising: chunks stop growing. */
+bool mgpu__fit_known(const mgpu__fit_t *f);
+/* Whether a chunk of `items` that started before the held sample's chunks
+ * (held_items in held_s seconds) ended ran beside them: credited `busy`
+ * seconds (from their end to its own), `span` from its own start (busy
+ * where the device gives no timestamps). */
+bool mgpu__fit_beside(double held_items, double held_s, double items, double busy, double span);
+/* Items of the worker's next chunk, before the end of its range: the probe
+ * (prior_rate items/s for target_s) before any claim; where it `grows` (a
+ * GPU), growing from the largest claim while the fit is not known, then
+ * target_s of work and never under the measured knee nor the floor of its
+ * batch trials (mgpu__fit_batch); else target_s at its mean rate. At most
+ * max_items, at least 1. */
+size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s, size_t max_items, bool grows);
+/* A claim of n items was made from the size mgpu__fit_chunk gave. */
+void mgpu__fit_claimed(mgpu__fit_t *f, size_t n);
+
+/* --------------------------------------------------------------- model.c */
+/* A model for workers of nworkers slots (kernel k, batches of this
+ * footprint); NULL when out of memory. */
+mgpu__model_t *mgpu__model_new(const mgpu_kernel_t *k, uint64_t footprint, int nworkers);
+void mgpu__model_free(mgpu__model_t *m);
+/* Whether kernel a and b are one kernel: same functions, shapes and name (a
+ * kernel struct rebuilt per call keeps its history). */
+bool mgpu__model_same_kernel(const mgpu_kernel_t *a, const mgpu_kernel_t *b);
+/* Learn from a sample of worker w (its own thread); publishes the worker's
+ * speed, latency and whether its fit is known. */
+void mgpu__model_update(mgpu__model_t *m, int w, const mgpu__sample_t *s);
+/* Worker w (its own thread) is about to claim for kernel m from the batch
+ * `tag` (its id + 1) of batch_n items: the items of its next chunk before
+ * the end of its range (mgpu__fit_chunk), remembered for the speed it
+ * publishes. */
+size_t mgpu__model_chunk(mgpu__model_t *m, int w, double prior_rate, double target_s, size_t max_items, bool grows,
+                         uint64_t tag, size_t batch_n);
+/* MGPU_RESERVE_THREADS=auto: which way a batch of n items runs, of those in
+ * the bit mask `offered` (bit l for level l; 0 and 1 always): every CPU
+ * worker in (0), a quarter out (1), half out (2), all out (3); and whether
+ * its time is to be learnt (*record). mgpu__reserve_learn takes
+ * the items/s of a recorded batch. Under rt->lock. */
+int mgpu__reserve_pick(mgpu__model_t *m, size_t n, unsigned offered, bool *record);
+void mgpu__reserve_learn(mgpu__model_t *m, int level, double items_per_s);
+/* A way's speed as the choice sees it: the best of its kept times (0: none). */
+double mgpu__reserve_score(const mgpu__model_t *m, int level);
+/* Item cost by position. Items of some kernels differ in cost by where they
+ * lie (the rows of a Mandelbrot image), and a GPU's whole range of a short
+ * batch goes in flight in a few launches, so a split of alike GPUs by items
+ * per second, learnt on whichever items each did last, stays wrong
+ * (doc/tuning.md, "Internal constants").
+ * Bins: MGPU_PROF_BINS equal parts of [0, n); bin j starts at
+ * mgpu__prof_lo(n, j). */
+size_t mgpu__prof_lo(size_t n, int j);
+/* Add a chunk's `secs` of device time over its items [first, first+count) to
+ * per-bin sums of seconds t[] and items it[]. */
+void mgpu__prof_add(double *t, double *it, size_t n, size_t first, size_t count, double secs);
+/* Fold one batch of n items into m->prof: rows sums (t, it pairs of
+ * MGPU_PROF_BINS each, one row per GPU). Under rt->lock. */
+void mgpu__prof_learn(mgpu__model_t *m, size_t n, const double *sums, int rows);
+/* Cut [a, n) into k consecutive parts of equal cost by prof (learnt for n):
+ * counts in cut[0..k-1]. False, and cut untouched, where some bin of [a, n)
+ * is not learnt or its bins do not show items that differ in cost by
+ * position (then speeds split them as well): see prof_irregular. */
+bool mgpu__prof_cuts(const double *prof, size_t n, size_t a, int k, size_t *cut);
+
+/* A batch's cost by position, from the profile its GPUs were split by
+ * (mgpu__prof_cuts): seconds per item in each bin, and in all before it. The
+ * batch's GPUs then also size their chunks and steal from one another by it:
+ * by items, a chunk of a costly stretch takes many times its planned time,
+ * and a thief takes far more than its share (doc/tuning.md, "Internal constants").
+ * Each bin costs the most of the profile's bins within MGPU_COST_REACH of it:
+ * a chunk across a rise in cost spreads its time evenly over its items, so
+ * on the slopes of a peak the profile learns some bins below their cost,
+ * and a chunk sized by them would take many times its planned time. */
+void mgpu__cost_init(mgpu__cost_t *c, const double *prof, size_t n);
+/* The cost of items [0, x); x >= n: of all. */
+double mgpu__cost_at(const mgpu__cost_t *c, size_t x);
+/* The least x with mgpu__cost_at(c, x) >= cost, within 1e-12 of the total
+ * cost (0 for cost <= 0, n past the total). */
+size_t mgpu__cost_find(const mgpu__cost_t *c, double cost);
+/* Items from `first` that cost what n items cost on average (at least 1). */
+size_t mgpu__cost_chunk(const mgpu__cost_t *c, size_t first, size_t n);
+/* How many items of average cost [first, first+count) is worth (at least 1). */
+size_t mgpu__cost_items(const mgpu__cost_t *c, size_t first, size_t count);
+/* Items a GPU thief with cost pt in flight takes from the back of an alike
+ * GPU's range [begin, end) with po in flight, so that both end together: the
+ * cost s = (po + cost(begin, end) - pt) / 2, without the item that would
+ * take it past s. 0 when s <= 0 (the tail rule). */
+size_t mgpu__cost_steal(const mgpu__cost_t *c, size_t begin, size_t end, double pt, double po);
+
+#endif /* MGPU_POLICY_H */
