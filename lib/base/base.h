@@ -9,24 +9,13 @@
 #define MGPU_BUILDING_LIBRARY 1
 #include "config.h"
 #include "mgpurt.h"
+#include "store/store.h"
 
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <sys/types.h>
-
-#define MGPU_BUILDING_LIBRARY 1
-#include "config.h"
-#include "mgpurt.h"
-
-#include <pthread.h>
-#include <stdarg.h>
-#include <stdatomic.h>
-#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>

@@ -3,12 +3,21 @@
  * start from what earlier ones learnt. One small text file per kernel (its
  * name, item sizes and footprint), one line per worker class in it. Nothing
  * here logs or touches the runtime: callers decide what a bad file means, and
- * mgpu-run compiles this file in to list and clear the store.
+ * mgpu-run compiles this file in to list and clear the store. It stands on
+ * nothing else of lib/, so that settings (base/) can name its directory.
  */
 #ifndef MGPU_STORE_H
 #define MGPU_STORE_H
 
-#include "base/base.h"
+#ifndef MGPU_BUILDING_LIBRARY
+#define MGPU_BUILDING_LIBRARY 1
+#endif
+#include "config.h"
+#include "mgpurt.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 /* The first line of every file; another version is ignored, never parsed. */
 #define MGPU_STORE_MAGIC "mgpurt-model"
