@@ -166,6 +166,13 @@ typedef struct mgpu_config {
   /** sizeof(MPI_Comm) in the caller's program (MGPU_CONFIG_SET_COMM sets
    *  it), checked against the library's MPI, which must be the same one. */
   size_t mpi_comm_size;
+  /* Version 3: the model store. */
+  /** MGPU_MODEL_DIR: the directory where what the runtime learns about each
+   *  named kernel is kept between processes, read back as a prior at the
+   *  kernel's first batch; "off" keeps nothing. NULL = unset: the default,
+   *  $XDG_CACHE_HOME/mgpurt or else $HOME/.cache/mgpurt, and off where
+   *  ignore_env is 1. */
+  const char *model_dir;
 } mgpu_config_t;
 
 /** Set cfg's communicator to *comm_ptr (an MPI_Comm *), with its size. */

@@ -181,6 +181,8 @@ extern _Thread_local int mgpu__self_gpu;
 #define MGPU__RANK_STATS_SIZE_V1 sizeof(mgpu_rank_stats_t)
 /* Version 2's fields start past version 1's size, tail padding included. */
 _Static_assert(offsetof(mgpu_config_t, mpi) >= MGPU__CONFIG_SIZE_V1, "mgpu_config_t version 2 overlaps version 1");
+_Static_assert(offsetof(mgpu_config_t, model_dir) >= MGPU__SIZE_TO(mgpu_config_t, mpi_comm_size),
+               "mgpu_config_t version 3 overlaps version 2");
 _Static_assert(offsetof(mgpu_stats_t, rank) >= MGPU__STATS_SIZE_V1, "mgpu_stats_t version 2 overlaps version 1");
 _Static_assert(offsetof(mgpu_batch_t, footprint) >= MGPU__BATCH_SIZE_V1, "mgpu_batch_t version 2 overlaps version 1");
 _Static_assert(offsetof(mgpu_stats_t, gpus_out_batches) >= MGPU__SIZE_TO(mgpu_stats_t, nranks),
@@ -248,6 +250,7 @@ enum {
   MGPU_SET_RESERVE_THREADS,
   MGPU_SET_TIMEOUT,
   MGPU_SET_MPI,
+  MGPU_SET_MODEL_DIR,
   MGPU_SET_COUNT
 };
 
@@ -276,6 +279,7 @@ typedef struct {
   int source[MGPU_SET_COUNT];  /* MGPU_SRC_* */
   char text[MGPU_SET_COUNT][160]; /* effective value as text, for --info */
   char trace_path[1024];
+  char model_dir[1024];        /* the model store's directory; "" = off (v.model_dir NULL) */
   char fault_spec[512];
   int thread_limit;            /* omp_get_thread_limit() at parse: the most CPU workers */
   char thread_limit_text[32];  /* OMP_THREAD_LIMIT as mgpu_info_setting shows it */

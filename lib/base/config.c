@@ -16,7 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
-typedef enum { K_INT, K_DOUBLE, K_LL, K_BYTES, K_SCHED, K_LIST, K_BOOL, K_PATH, K_LEVEL, K_FAULT, K_RATIOS } kind_t;
+typedef enum { K_INT, K_DOUBLE, K_LL, K_BYTES, K_SCHED, K_LIST, K_BOOL, K_PATH, K_LEVEL, K_FAULT, K_RATIOS, K_DIR } kind_t;
 
 typedef struct {
   const char *name;
@@ -105,6 +105,11 @@ static const setting_t settings[MGPU_SET_COUNT] = {
                     "(MPI_COMM_WORLD unless given) when they are more than one; off: this process alone "
                     "(default auto)",
                     "1 (auto) or 0 (off)"},
+  [MGPU_SET_MODEL_DIR] = {"MGPU_MODEL_DIR", K_DIR, 0, 0, 0, 0, 0,
+                          "off, or a directory path of 1..1023 characters, not blank",
+                          "where what the runtime learns about each named kernel is kept between processes; off: "
+                          "nothing kept (default $XDG_CACHE_HOME/mgpurt, else $HOME/.cache/mgpurt)",
+                          "NULL (unset), \"off\", or a path of 1..1023 characters, not blank"},
 };
 
 const char *mgpu__config_name(int id) { return settings[id].name; }
@@ -135,6 +140,7 @@ static void config_unset(mgpu_config_t *cfg) {
   cfg->mpi = -1;
   cfg->mpi_comm = NULL;
   cfg->mpi_comm_size = 0;
+  cfg->model_dir = NULL;
 }
 
 /* The caller's sizeof, not the library's: a program built against an older
@@ -227,6 +233,25 @@ static mgpu_status_t bad_arg(int id, const char *field, const char *value) {
 }
 
 /* Parse one environment value into the resolved config. */
+
+/* MGPU_MODEL_DIR's value: "off", or a path (blanks around it dropped). */
+static int parse_model_dir(const char *value, mgpu__config_t *c, char *why, size_t whylen) {
+  char buf[sizeof c->model_dir];
+  if (strlen(value) >= sizeof buf) {
+    snprintf(why, whylen, "the path is too long (at most %zu characters)", sizeof buf - 1);
+    return -1;
+  }
+  const char *t = mgpu__parse_trim(value, buf, sizeof buf);
+  if (!*t) {
+    snprintf(why, whylen, "the path is empty");
+    return -1;
+  }
+  if (mgpu__parse_keyword(t, "off")) c->model_dir[0] = 0;
+  else snprintf(c->model_dir, sizeof c->model_dir, "%s", t);
+  c->v.model_dir = c->model_dir[0] ? c->model_dir : NULL;
+  return 0;
+}
+
 static mgpu_status_t from_text(int id, const char *value, mgpu__config_t *c) {
   const setting_t *s = &settings[id];
   mgpu_config_t *v = &c->v;
@@ -283,6 +308,7 @@ static mgpu_status_t from_text(int id, const char *value, mgpu__config_t *c) {
     }
     break;
   }
+  case MGPU_SET_MODEL_DIR: rc = parse_model_dir(value, c, why, sizeof why); break;
   case MGPU_SET_DEBUG: rc = parse_level(value, &v->debug); break;
   case MGPU_SET_EMULATE_GPUS:
     if ((rc = mgpu__parse_ll(value, s->lo, s->hi, &ll)) == 0) tc->emulate_gpus = (int)ll;
@@ -423,6 +449,20 @@ static mgpu_status_t from_arg(int id, const mgpu_config_t *a, const mgpu__testcf
     *set = true;
     return MGPU_OK;
   }
+  case MGPU_SET_MODEL_DIR: {
+    if (!a->model_dir) return MGPU_OK;
+    char why[96], shown[sizeof c->model_dir + 120];
+    if (strlen(a->model_dir) >= sizeof c->model_dir) {
+      snprintf(num, sizeof num, "(a path of %zu characters)", strlen(a->model_dir));
+      return bad_arg(id, "model_dir", num);
+    }
+    if (parse_model_dir(a->model_dir, c, why, sizeof why) != 0) {
+      snprintf(shown, sizeof shown, "\"%s\" (%s)", a->model_dir, why);
+      return bad_arg(id, "model_dir", shown);
+    }
+    *set = true;
+    return MGPU_OK;
+  }
   case MGPU_SET_EMULATE_SPEED:
     if (ta->emulate_speed == -1) return MGPU_OK;
     if (!(ta->emulate_speed >= 0 && !signbit(ta->emulate_speed) && ta->emulate_speed <= s->dhi)) {
@@ -543,6 +583,9 @@ mgpu_status_t mgpu__config_parse(const mgpu_config_t *user, const mgpu__testcfg_
   out->v.mpi_comm_size = arg->mpi_comm_size;
   out->v.ignore_env = arg->ignore_env;
   out->thread_limit = omp_get_thread_limit();
+  /* A runtime that ignores the environment reads no directory from it. */
+  if (arg->ignore_env || mgpu__store_default_dir(out->model_dir, sizeof out->model_dir) != 0) out->model_dir[0] = 0;
+  out->v.model_dir = out->model_dir[0] ? out->model_dir : NULL;
 
   for (int id = 0; id < MGPU_SET_COUNT; id++) {
     bool set;
@@ -720,6 +763,7 @@ mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visi
   snprintf(c->text[MGPU_SET_SCHED], sizeof c->text[0], "%s", sched_name(v->sched));
   snprintf(c->text[MGPU_SET_STATS], sizeof c->text[0], "%d", v->stats);
   snprintf(c->text[MGPU_SET_TRACE], sizeof c->text[0], "%s", v->trace ? v->trace : "(off)");
+  snprintf(c->text[MGPU_SET_MODEL_DIR], sizeof c->text[0], "%s", v->model_dir ? v->model_dir : "off");
   snprintf(c->text[MGPU_SET_DEBUG], sizeof c->text[0], "%s", level_text(v->debug));
   snprintf(c->text[MGPU_SET_EMULATE_GPUS], sizeof c->text[0], "%d", tc->emulate_gpus);
   if (tc->emulate_speed > 0)

@@ -240,4 +240,20 @@
 #define MGPU_PROF_SMOOTH 4.0
 #define MGPU_COST_REACH 2
 
+/* A GPU's growing chunks (fit.c, proven_size): the timing noise, as a share
+ * of a chunk's time, under which a time is taken as not grown; the next
+ * chunk may cost this many times the smaller class's time; and it is at most
+ * this many times the largest class. */
+#define MGPU_PROBE_NOISE 0.02
+#define MGPU_PROBE_BUDGET 8.0
+#define MGPU_PROBE_JUMP 1024.0
+/* A GPU's first chunk: at least this many items, two warps' threads, which
+ * any device runs in the time of one. */
+#define MGPU_PROBE_GPU_MIN 64.0
+
+/* The model store: a long run writes what it learnt this often (s), and an
+ * entry older than this (s) is another machine's past, not a prior. */
+#define MGPU_STORE_PERIOD_S 5.0
+#define MGPU_STORE_MAX_AGE_S (30 * 86400.0)
+
 #endif /* MGPU_TUNABLES_H */

@@ -218,6 +218,13 @@ struct mgpu_runtime {
   pthread_mutex_t team_lock;
   pthread_cond_t team_cv;
   int team_ready, team_got, team_go, team_done;
+  /* The model store (persist.c): each worker's class, set at mgpu_init and
+   * read-only afterwards; when the models were last written (s, mgpu__now). */
+  int nclasses;
+  char classes[MGPU_MAX_DEVICES + 1][MGPU_STORE_CLASS_LEN];
+  int *worker_class;           /* [nworkers]: an index into classes */
+  _Atomic double store_saved;
+  _Atomic int store_warned;    /* a failed write was logged: later ones are not */
 };
 
 
@@ -591,6 +598,19 @@ void mgpu__consts_free_all(mgpu_runtime_t *rt);
 /* GPU worker g frees its copies of dead constants (called from its thread). */
 void mgpu__consts_reap(mgpu_runtime_t *rt, int g, void (*free_fn)(void *ctx, void *p), void *ctx);
 
+
+/* persist.c: the model store. */
+/* Each worker's class (at mgpu_init, once the devices are known). */
+void mgpu__persist_init(mgpu_runtime_t *rt);
+/* Seed the fits of a new model of a named kernel from the store, warning
+ * once where its file cannot be used. Under rt->lock. */
+void mgpu__persist_load(mgpu_runtime_t *rt, mgpu__model_t *m);
+/* Write what the workers learnt of every named kernel (takes rt->lock to
+ * read the models, writes without it). */
+void mgpu__persist_save(mgpu_runtime_t *rt);
+/* mgpu__persist_save where MGPU_STORE_PERIOD_S passed since the last one
+ * (a caller's thread, after a wait). */
+void mgpu__persist_tick(mgpu_runtime_t *rt);
 
 /* comm.c */
 /* Whether the collectives go through NCCL (real devices only). */

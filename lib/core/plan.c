@@ -323,6 +323,8 @@ static void choose_reserve(mgpu_runtime_t *rt, mgpu__batch_t *b) {
     b->nreserve = r;
     return;
   }
+  /* A fixed split is the one its ratio names: auto's trials would change it. */
+  if (!b->steal_ok) return;
   int cand = mgpu__auto_reserve(rt->ncpu);
   if (cand <= 0) return;
   /* All CPU workers out is a fourth way where they add little, since what

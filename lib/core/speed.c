@@ -148,6 +148,7 @@ mgpu__model_t *mgpu__model_get(mgpu_runtime_t *rt, const mgpu_kernel_t *k, uint6
   if (!m) MGPU_PANIC("out of memory for a kernel model");
   m->next = rt->models;
   rt->models = m;
+  mgpu__persist_load(rt, m);
   return m;
 }
 

@@ -17,6 +17,7 @@
 #include "policy/policy.h"
 
 #include <math.h>
+#include <string.h>
 
 /* Whether the sizes in the sums spread enough for a line to tell a from c:
  * their weighted variance at least MGPU_FIT_SPREAD of the mean square. */
@@ -204,6 +205,13 @@ void mgpu__fit_sample(mgpu__fit_t *f, const mgpu__sample_t *s) {
   double launch = s->launch > 0 ? MGPU_MIN(s->launch, n) : n;
   bool isolated = s->isolated;
   if (!(n > 0) || !(t > 0)) return;
+  if (f->seeded) {
+    /* The prior's first test: a line far off this worker's own chunk is
+     * another kernel's or another machine's, and learning starts over. */
+    f->seeded = false;
+    double pred = mgpu__fit_time(f, n);
+    if (t > MGPU_FIT_SHIFT * pred || t * MGPU_FIT_SHIFT < pred) memset(f, 0, sizeof *f);
+  }
   f->piped = f->piped * MGPU_MODEL_DECAY + (isolated ? 0 : 1);
   /* An empty line (none yet, or one started over) learns any sample: it
    * predicts nothing, and the worker would be rated by the prior for good
@@ -249,11 +257,26 @@ bool mgpu__fit_beside(double held_items, double held_s, double items, double bus
 
 bool mgpu__fit_known(const mgpu__fit_t *f) { return f->nprev > 0 && !f->rising; }
 
+/* What the two largest size classes' times prove: their difference bounds
+ * an item's cost (never below the timing noise), so a chunk may grow by
+ * MGPU_PROBE_BUDGET times the smaller one's time (or target_s, if more) of
+ * such items. A time that did not grow with the size thus proves a far
+ * larger chunk costs about the same, and the growth leaps; one that grew
+ * with the size sizes the next chunk to target_s at once. */
+static double proven_size(const mgpu__fit_t *f, double target_s) {
+  if (!(f->nprev > 0) || !(f->nmax > f->nprev) || !(f->rprev > 0) || !(f->rmax > 0)) return 0;
+  double t0 = f->nprev / f->rprev, t1 = f->nmax / f->rmax;
+  double cost = MGPU_MAX(t1 - t0, MGPU_PROBE_NOISE * t1) / (f->nmax - f->nprev);
+  return MGPU_MIN(f->nmax + MGPU_MAX(target_s, MGPU_PROBE_BUDGET * t0) / cost, MGPU_PROBE_JUMP * f->nmax);
+}
+
 size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s, size_t max_items, bool grows) {
   double n;
   if (f->claimed == 0 || (!grows && f->samples == 0)) {
-    /* The probe: the prior's guess of target_s of work. */
+    /* The probe: the prior's guess of target_s of work; a GPU's is at least
+     * a launch's worth of threads, which costs it no more than one item. */
     n = prior_rate * target_s;
+    if (grows) n = MGPU_MAX(n, MGPU_PROBE_GPU_MIN);
   } else if (!grows) {
     /* A CPU worker: target_s of work at its mean rate, and never under the
      * line's saturating size, where the kernel has a cost per call (a plan,
@@ -278,6 +301,7 @@ size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s,
      * cannot grow further, and the fit sizes them as below. */
     double done = f->samples ? f->nmax : (double)f->probe;
     n = MGPU_MIN(MGPU_FIT_GROWTH * (double)f->claimed, MGPU_FIT_GROWTH * MGPU_FIT_GROWTH * done);
+    n = MGPU_MAX(n, proven_size(f, target_s));
   } else {
     /* Saturated (or at the cap): target_s of work, and never less than the
      * measured saturating size, the class from which the rate stopped rising
@@ -430,4 +454,34 @@ void mgpu__fit_batch_time(mgpu__fit_t *f, uint64_t tag, double n, double t) {
   double r = n / t;
   if (f->bt_lo == 0 || r < f->bt_lo) f->bt_lo = r;
   if (r > f->bt_hi) f->bt_hi = r;
+}
+
+double mgpu__fit_knee(const mgpu__fit_t *f) {
+  double knee = f->nprev > 0 ? (f->rose ? f->nprev : f->nprev / MGPU_FIT_GROWTH) : 0;
+  return MGPU_MAX(knee, f->floor);
+}
+
+void mgpu__fit_seed(mgpu__fit_t *f, double latency, double cost, double knee) {
+  memset(f, 0, sizeof *f);
+  if (!(latency >= 0) || !(cost > 0)) return;
+  /* Two chunks on the line, at the knee and a step below it, weigh as two
+   * of the worker's own: after a few of its chunks the prior has decayed. */
+  double hi = MGPU_MAX(knee, MGPU_FIT_GROWTH), lo = hi / MGPU_FIT_GROWTH;
+  double tlo = latency + cost * lo, thi = latency + cost * hi;
+  line_add(f, lo, tlo);
+  line_add(f, hi, thi);
+  f->items = lo + hi;
+  f->secs = tlo + thi;
+  f->samples = 2;
+  f->a = latency;
+  f->c = cost;
+  /* The knee as measured: the rate stopped rising past it. */
+  f->nprev = hi;
+  f->rprev = f->qprev = hi / thi;
+  f->nmax = MGPU_FIT_GROWTH * hi;
+  f->rmax = f->qmax = mgpu__fit_rate(f, f->nmax);
+  f->rose = true;
+  f->rising = false;
+  f->probe = f->claimed = f->grown = (size_t)hi;
+  f->seeded = true;
 }

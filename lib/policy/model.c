@@ -41,9 +41,10 @@ mgpu__model_t *mgpu__model_new(const mgpu_kernel_t *k, uint64_t footprint, int n
   m->mean_items = calloc(n, sizeof *m->mean_items);
   m->mean_secs = calloc(n, sizeof *m->mean_secs);
   m->spent = calloc(n, sizeof *m->spent);
+  m->knee = calloc(n, sizeof *m->knee);
   m->prof = calloc(MGPU_PROF_BINS, sizeof *m->prof);
   if (!m->fit || !m->speed || !m->latency || !m->peak || !m->known || !m->reach || !m->samples || !m->slow ||
-      !m->mean_items || !m->mean_secs || !m->spent || !m->prof) {
+      !m->mean_items || !m->mean_secs || !m->spent || !m->knee || !m->prof) {
     mgpu__model_free(m);
     return NULL;
   }
@@ -63,6 +64,7 @@ void mgpu__model_free(mgpu__model_t *m) {
   free((void *)m->mean_items);
   free((void *)m->mean_secs);
   free((void *)m->spent);
+  free((void *)m->knee);
   free(m->prof);
   free(m);
 }
@@ -77,6 +79,7 @@ static void publish(mgpu__model_t *m, int w) {
   atomic_store_explicit(&m->peak[w], f->c > 0 ? 1 / f->c : 0, memory_order_relaxed);
   atomic_store_explicit(&m->known[w], mgpu__fit_known(f) || f->samples >= MGPU_FIT_TRUST_AFTER, memory_order_relaxed);
   atomic_store_explicit(&m->reach[w], f->nmax, memory_order_relaxed);
+  atomic_store_explicit(&m->knee[w], mgpu__fit_knee(f), memory_order_relaxed);
   atomic_store_explicit(&m->mean_items[w], f->items, memory_order_relaxed);
   atomic_store_explicit(&m->mean_secs[w], f->secs, memory_order_relaxed);
 }
@@ -343,6 +346,13 @@ int mgpu__reserve_pick(mgpu__model_t *m, size_t n, unsigned offered, bool *recor
   offered = (offered | 3u) & ((1u << MGPU_RESERVE_LEVELS) - 1);
   uint64_t k = m->reserve_batches++;
   *record = true;
+  /* A way the store kept runs from the first batch; the trials of the
+   * others wait for the first refresh. */
+  int prior = m->reserve_prior - 1;
+  if (prior >= 0 && (offered >> prior & 1u) && k < MGPU_RESERVE_REFRESH) {
+    if (k == 0) m->reserve_n = n;
+    return prior;
+  }
   if (k == 0) {
     *record = false;
     m->reserve_n = n;
@@ -386,4 +396,34 @@ void mgpu__reserve_learn(mgpu__model_t *m, int level, double items_per_s) {
   if (level < 0 || level >= MGPU_RESERVE_LEVELS || !(items_per_s > 0)) return;
   m->reserve_rate[level][m->reserve_runs[level]++ % MGPU_RESERVE_KEEP] = items_per_s;
   if (m->reserve_runs[level] >= 2 * MGPU_RESERVE_KEEP) m->reserve_runs[level] -= MGPU_RESERVE_KEEP;
+}
+
+void mgpu__model_seed(mgpu__model_t *m, int w, double latency, double cost, double knee) {
+  mgpu__fit_seed(&m->fit[w], latency, cost, knee);
+  atomic_store_explicit(&m->samples[w], 0, memory_order_relaxed);
+  publish(m, w);
+}
+
+bool mgpu__model_learnt(const mgpu__model_t *m, int w, double *latency, double *cost, double *knee, double *samples) {
+  uint64_t n = atomic_load_explicit(&m->samples[w], memory_order_relaxed);
+  double peak = atomic_load_explicit(&m->peak[w], memory_order_relaxed);
+  if (n == 0 || !(peak > 0)) return false;
+  *latency = atomic_load_explicit(&m->latency[w], memory_order_relaxed);
+  *cost = 1 / peak;
+  *knee = atomic_load_explicit(&m->knee[w], memory_order_relaxed);
+  *samples = (double)n;
+  return true;
+}
+
+void mgpu__reserve_prefer(mgpu__model_t *m, int level) {
+  if (level >= 0 && level < MGPU_RESERVE_LEVELS) m->reserve_prior = level + 1;
+}
+
+int mgpu__reserve_best(const mgpu__model_t *m) {
+  int best = -1;
+  for (int l = 0; l < MGPU_RESERVE_LEVELS; l++)
+    if (mgpu__reserve_score(m, l) > 0 &&
+        (best < 0 || mgpu__reserve_score(m, l) > MGPU_RESERVE_MARGIN * mgpu__reserve_score(m, best)))
+      best = l;
+  return best;
 }

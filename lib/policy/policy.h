@@ -55,6 +55,7 @@ typedef struct {
   int bt_runs;                 /* plain batches timed since the rates were reset */
   uint64_t bt_count, bt_at, bt_gap; /* batches seen; the batch of the next trial; the gap after a trial not kept */
   bool bt_down_next;           /* the next trial goes down (where there is a floor) */
+  bool seeded;                 /* started from the store; its first own chunk judges the prior */
 } mgpu__fit_t;
 
 typedef struct mgpu__model {
@@ -75,6 +76,7 @@ typedef struct mgpu__model {
   _Atomic double *slow;     /* slowest recent chunk rate per worker (items/s) */
   _Atomic double *mean_items, *mean_secs; /* the decayed sums of its mean rate (mgpu__fit_t items, secs) */
   _Atomic double *spent;    /* seconds of the chunks it has learnt from, all told */
+  _Atomic double *knee;     /* the chunks' floor its fit keeps (mgpu__fit_knee; 0: none) */
   /* Cost profile, under rt->lock: a GPU's seconds per item in each of
    * MGPU_PROF_BINS equal parts of the index space of batches of prof_n items
    * (0: not learnt), averaged over batches; learnt and used only where every
@@ -93,6 +95,7 @@ typedef struct mgpu__model {
   uint64_t refreshes;           /* refreshes so far: the rotation of the other ways */
   int refresh_best;             /* the fastest way at the last refresh (where refresh_gap > 0) */
   size_t reserve_n;             /* batch size the rates are for */
+  int reserve_prior;            /* the way the store kept, + 1 (0: none) */
   struct mgpu__model *next;
 } mgpu__model_t;
 
@@ -223,6 +226,14 @@ bool mgpu__fit_beside(double held_items, double held_s, double items, double bus
 size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s, size_t max_items, bool grows);
 /* A claim of n items was made from the size mgpu__fit_chunk gave. */
 void mgpu__fit_claimed(mgpu__fit_t *f, size_t n);
+/* The floor the fit keeps under a GPU's chunks: the measured knee, or the
+ * floor of the batch trials (0: none yet). */
+double mgpu__fit_knee(const mgpu__fit_t *f);
+/* Start f from a stored line t(n) = latency + cost n and knee, as if it had
+ * learnt them (the store's prior): chunks start at the knee. Its first
+ * chunk of its own that takes over MGPU_FIT_SHIFT times the line's time, or
+ * under it by that factor, wipes the prior, and the fit learns from scratch. */
+void mgpu__fit_seed(mgpu__fit_t *f, double latency, double cost, double knee);
 
 /* --------------------------------------------------------------- model.c */
 /* A model for workers of nworkers slots (kernel k, batches of this
@@ -248,6 +259,13 @@ size_t mgpu__model_chunk(mgpu__model_t *m, int w, double prior_rate, double targ
  * the items/s of a recorded batch. Under rt->lock. */
 int mgpu__reserve_pick(mgpu__model_t *m, size_t n, unsigned offered, bool *record);
 void mgpu__reserve_learn(mgpu__model_t *m, int level, double items_per_s);
+/* The store's prior: worker w's fit from a stored line (mgpu__fit_seed),
+ * published; what w learnt, as published (false: nothing yet); the reserve's
+ * way kept (runs from the first batch), and the fastest way timed (-1: none). */
+void mgpu__model_seed(mgpu__model_t *m, int w, double latency, double cost, double knee);
+bool mgpu__model_learnt(const mgpu__model_t *m, int w, double *latency, double *cost, double *knee, double *samples);
+void mgpu__reserve_prefer(mgpu__model_t *m, int level);
+int mgpu__reserve_best(const mgpu__model_t *m);
 /* A way's speed as the choice sees it: the best of its kept times (0: none). */
 double mgpu__reserve_score(const mgpu__model_t *m, int level);
 /* Item cost by position. Items of some kernels differ in cost by where they

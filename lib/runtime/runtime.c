@@ -48,6 +48,7 @@ static void free_runtime(mgpu_runtime_t *rt) {
   }
   free(rt->workers);
   free(rt->gpu_group);
+  free(rt->worker_class);
   free(rt->gpus);
   free(rt->host_allocs);
   mgpu__cpus_free(&rt->cpus);
@@ -121,6 +122,7 @@ mgpu_status_t mgpu__init_rank(const mgpu_config_t *cfg, const mgpu__testcfg_t *t
   rt->cfg = c;
   /* The config holds pointers into itself; point them at the runtime's copy. */
   if (c.v.trace) rt->cfg.v.trace = rt->cfg.trace_path;
+  if (c.v.model_dir) rt->cfg.v.model_dir = rt->cfg.model_dir;
   if (c.test.fault_inject) {
     rt->cfg.test.fault_inject = rt->cfg.fault_spec;
     char why[256];
@@ -153,7 +155,8 @@ mgpu_status_t mgpu__init_rank(const mgpu_config_t *cfg, const mgpu__testcfg_t *t
   rt->workers = aligned_alloc(MGPU_CACHELINE, sizeof(mgpu__worker_t) * (size_t)rt->nworkers);
   rt->gpus = calloc((size_t)MGPU_MAX(rt->ngpus, 1), sizeof *rt->gpus);
   rt->gpu_group = calloc((size_t)MGPU_MAX(rt->nworkers, 1), sizeof *rt->gpu_group);
-  if (!rt->workers || !rt->gpus || !rt->gpu_group) {
+  rt->worker_class = calloc((size_t)MGPU_MAX(rt->nworkers, 1), sizeof *rt->worker_class);
+  if (!rt->workers || !rt->gpus || !rt->gpu_group || !rt->worker_class) {
     st = mgpu__fail(MGPU_ENOMEM, "mgpu_init: out of memory");
     goto fail_free;
   }
@@ -165,6 +168,7 @@ mgpu_status_t mgpu__init_rank(const mgpu_config_t *cfg, const mgpu__testcfg_t *t
     w->gpu = i < rt->ncpu ? -1 : i - rt->ncpu;
   }
   mgpu__gpu_groups(rt, rt->gpu_group);
+  mgpu__persist_init(rt);
 
   st = mgpu__trace_open(rt, rank);
   if (st != MGPU_OK) goto fail_free;
@@ -228,6 +232,7 @@ static mgpu_status_t finalize_now(mgpu_runtime_t *rt) {
   while (rt->live_batches > 0) pthread_cond_wait(&rt->idle_cv, &rt->lock);
   MGPU_UNLOCK(&rt->lock);
   stop_workers(rt);
+  mgpu__persist_save(rt);
   mgpu__coll_destroy(rt);
   mgpu_status_t st = mgpu__trace_close(rt);
   if (rt->cfg.v.stats) {

@@ -230,7 +230,7 @@ int mgpu__store_lookup(const char *dir, const mgpu_kernel_t *k, uint64_t footpri
     if (rc < 0 && !why[0]) {
       if (f->n == 0 && dropped == 0) rc = 1;
       else if (dropped) snprintf(why, whylen, "%s: %s", path, pwhy);
-      else snprintf(why, whylen, "%s: its entries are of other workers than %s", path, cls);
+      else snprintf(why, whylen, "%s: its entries are of other workers than %s", path, cls), rc = 2;
     }
   }
   free(f);

@@ -63,9 +63,10 @@ void mgpu__store_class_cpu(int workers, char *out, size_t len);
  * which line and what). Entries whose values are out of range are dropped,
  * and why names the first; *dropped_p counts them (may be NULL). */
 int mgpu__store_parse(const char *path, mgpu__store_file_t *f, int *dropped_p, char *why, size_t whylen);
-/* The entry of class cls for kernel k in dir: 0 found (*e), 1 none, -1 the
- * file is bad, is another kernel's, or its entry for cls is unusable:
- * written in the future, or more than max_age seconds ago (why says which). */
+/* The entry of class cls for kernel k in dir: 0 found (*e), 1 no file, 2
+ * the file has entries of other classes only (why names cls), -1 the file is
+ * bad, is another kernel's, or its entry for cls is unusable: written in the
+ * future, or more than max_age seconds ago (why says which). */
 int mgpu__store_lookup(const char *dir, const mgpu_kernel_t *k, uint64_t footprint, const char *cls, double now,
                        double max_age, mgpu__store_entry_t *e, char *why, size_t whylen);
 /* Write entries e[0..n) for kernel k into dir (made where missing), keeping

@@ -1,0 +1,290 @@
+/* test-first.c: the first batch of a fresh runtime, on emulated devices of
+ * known latency: how fast a GPU's chunks reach the saturating size, fixed
+ * splits that keep them there, and the model store's prior. */
+#include "testutil.h"
+
+#include <limits.h>
+#include <math.h>
+#include <unistd.h>
+
+#include "testkern.h"
+
+/* A latency-bound device: each launch costs LATENCY_S, an item 1 ns, and
+ * launches on different streams run side by side; a chunk is saturated (its
+ * latency at most a tenth of its time) from SAT_ITEMS on, past every batch
+ * here. */
+#define LATENCY_S 2e-3
+#define SPEED 1e9
+#define SAT_ITEMS ((size_t)(9 * LATENCY_S * SPEED))
+#define N ((size_t)1 << 21)
+
+static uint64_t *xs, *ys;
+
+static void setup(void) {
+  xs = malloc(N * sizeof *xs);
+  ys = malloc(N * sizeof *ys);
+  ck_assert(xs && ys);
+  for (size_t i = 0; i < N; i++) xs[i] = i;
+}
+
+static void teardown(void) {
+  free(xs);
+  free(ys);
+}
+
+/* A runtime of `cpus` CPU workers and one emulated latency-bound GPU,
+ * tracing into a new file at path (a mkstemp template), with the model store
+ * in dir (NULL: off). */
+static mgpu_runtime_t *start_latency_bound(char *path, int cpus, mgpu_sched_t sched, const char *dir) {
+  temp_file(path);
+  mgpu_test_config_t c = mgpu_test_config(cpus, 1);
+  c.cfg.sched = sched;
+  c.cfg.trace = path;
+  c.cfg.model_dir = dir ? dir : "off";
+  c.cfg.reserve_threads = cpus > 1 ? MGPU_RESERVE_AUTO : 0;
+  c.test.emulate_latency = LATENCY_S;
+  c.test.emulate_speed = SPEED;
+  c.test.emulate_overlap = 1;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
+  return rt;
+}
+
+/* One batch of n items of axpk, every item checked. */
+static void run_batch(mgpu_runtime_t *rt, size_t n, uint64_t k) {
+  axpk_arg_t a = {.k = k};
+  mgpu_batch_t b = axpk_batch(&axpk, n, xs, ys, &a);
+  ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
+  for (size_t i = 0; i < n; i++) ck_assert_uint_eq(ys[i], xs[i] * 3 + k);
+}
+
+/* The sizes of the GPU's kernel launches of the trace's batch number
+ * `batch` (0: the first), in the order they were launched; their count. */
+static int gpu_chunks(mgpu_runtime_t *rt, int batch, size_t *size, int max) {
+  size_t m;
+  mgpu_trace_event_t *e = trace_copy(rt, &m);
+  uint64_t id = UINT64_MAX;
+  int seen = 0;
+  for (size_t i = 0; i < m; i++)
+    if (!strcmp(e[i].kind, "batch") && seen++ == batch) id = e[i].batch;
+  int n = 0;
+  double t0[256];
+  for (size_t i = 0; i < m && n < max && n < 256; i++) {
+    if (e[i].batch != id || strcmp(e[i].kind, "kernel")) continue;
+    int j = n++;
+    for (; j > 0 && t0[j - 1] > e[i].t0; j--) t0[j] = t0[j - 1], size[j] = size[j - 1];
+    t0[j] = e[i].t0, size[j] = e[i].count;
+  }
+  free(e);
+  return n;
+}
+
+/* The first batch's chunks leap once their times show the latency: by
+ * fourfold steps from a one-item probe it takes 26 launches here, by what
+ * the times prove at most 21 (the launches' times on a loaded machine vary,
+ * so the best of three fresh runtimes counts). */
+START_TEST(test_first_batch_leaps_to_saturation) {
+  int best = INT_MAX;
+  for (int run = 0; run < 3 && best > 21; run++) {
+    char path[] = "/tmp/mgpu-first-XXXXXX";
+    mgpu_runtime_t *rt = start_latency_bound(path, 0, MGPU_SCHED_GPU, NULL);
+    run_batch(rt, N, 1);
+    size_t size[256];
+    int n = gpu_chunks(rt, 0, size, 256);
+    printf("first batch:");
+    for (int i = 0; i < n; i++) printf(" %zu", size[i]);
+    printf(" (%d launches)\n", n);
+    ck_assert_int_ge(n, 1);
+    if (n < best) best = n;
+    mgpu_finalize(rt);
+    unlink(path);
+  }
+  ck_assert_int_le(best, 21);
+}
+END_TEST
+
+/* Static mode fixes the shares, not the chunks: at any ratio the GPU's
+ * share runs in a few launches, not in chunks sized from the ratio's
+ * guess of its speed. */
+START_TEST(test_static_keeps_gpu_chunks_large) {
+  static const double ratios[] = {0.5, 20, 5000};
+  double ratio = ratios[_i];
+  char path[] = "/tmp/mgpu-first-XXXXXX";
+  temp_file(path);
+  mgpu_test_config_t c = mgpu_test_config(1, 1);
+  c.cfg.sched = MGPU_SCHED_STATIC;
+  c.cfg.trace = path;
+  c.cfg.model_dir = "off";
+  c.cfg.device_to_core_ratio = ratio;
+  c.test.emulate_latency = LATENCY_S;
+  c.test.emulate_speed = SPEED;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
+  size_t n = N / 4;
+  run_batch(rt, n, 2);
+  run_batch(rt, n, 3);
+  size_t size[256];
+  for (int batch = 0; batch < 2; batch++) {
+    int k = gpu_chunks(rt, batch, size, 256);
+    size_t items = 0;
+    for (int i = 0; i < k; i++) items += size[i];
+    printf("ratio %g, batch %d: %d GPU launches, %zu items\n", ratio, batch, k, items);
+    /* The GPU's share is the ratio's; once its chunks are known, they are
+     * of the saturating size, a few launches for the whole share. */
+    double want = (double)n * ratio / (ratio + 1);
+    ck_assert_msg(fabs((double)items - want) <= 1, "GPU items %zu, the ratio's %.1f", items, want);
+    if (batch == 1) ck_assert_int_le(k, 4);
+  }
+  mgpu_finalize(rt);
+  unlink(path);
+}
+END_TEST
+
+/* The splits that static mode names are the ones it runs: under
+ * MGPU_RESERVE_THREADS=auto no CPU worker is kept out of a fixed split. */
+START_TEST(test_static_split_is_the_named_one) {
+  mgpu_test_config_t c = mgpu_test_config(2, 1);
+  c.cfg.sched = MGPU_SCHED_STATIC;
+  c.cfg.model_dir = "off";
+  c.cfg.device_to_core_ratio = 2;
+  c.cfg.reserve_threads = MGPU_RESERVE_AUTO;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
+  size_t n = 40000;
+  for (int b = 0; b < 3; b++) {
+    axpk_arg_t a = {.k = 7};
+    mgpu_batch_t d = axpk_batch(&axpk, n, xs, ys, &a);
+    mgpu_worker_stats_t ws[3];
+    mgpu_stats_t s = MGPU_STATS_INIT;
+    s.worker = ws, s.worker_cap = 3, s.worker_size = sizeof ws[0];
+    ck_assert_int_eq(mgpu_run(rt, &d, &s), MGPU_OK);
+    /* Ratio 2 over two CPU workers: each worker of the team a quarter. */
+    ck_assert_uint_eq(ws[0].items, n / 4);
+    ck_assert_uint_eq(ws[1].items, n / 4);
+    ck_assert_uint_eq(ws[2].items, n / 2);
+  }
+  mgpu_finalize(rt);
+}
+END_TEST
+
+static char store_dir[64];
+
+static void store_setup(void) {
+  setup();
+  snprintf(store_dir, sizeof store_dir, "/tmp/mgpu-models-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(store_dir));
+}
+
+static void store_teardown(void) {
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", store_dir);
+  ck_assert_int_eq(system(cmd), 0);
+  teardown();
+}
+
+/* Runs batches of a fresh runtime with the store and finalizes it: the
+ * launches of its first batch (sizes into size) and of its last. */
+static int fresh_run(size_t *size, int batches, int *last_p) {
+  char path[] = "/tmp/mgpu-first-XXXXXX";
+  mgpu_runtime_t *rt = start_latency_bound(path, 0, MGPU_SCHED_GPU, store_dir);
+  for (int b = 0; b < batches; b++) run_batch(rt, N, (uint64_t)b);
+  size_t last[256];
+  int n = gpu_chunks(rt, 0, size, 256);
+  if (last_p) *last_p = gpu_chunks(rt, batches - 1, last, 256);
+  mgpu_finalize(rt);
+  unlink(path);
+  return n;
+}
+
+/* The store's entry for the test's device and kernel. */
+static mgpu__store_entry_t stored_entry(void) {
+  mgpu_test_config_t c = mgpu_test_config(0, 1);
+  c.cfg.model_dir = "off";
+  c.test.emulate_latency = LATENCY_S;
+  c.test.emulate_speed = SPEED;
+  c.test.emulate_overlap = 1;
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
+  char cls[MGPU_STORE_CLASS_LEN], why[1400];
+  snprintf(cls, sizeof cls, "%s", rt->classes[rt->worker_class[0]]);
+  mgpu_finalize(rt);
+  mgpu__store_entry_t e;
+  ck_assert_msg(mgpu__store_lookup(store_dir, &axpk, 0, cls, (double)time(NULL), MGPU_STORE_MAX_AGE_S, &e, why,
+                                   sizeof why) == 0, "no stored entry: %s", why);
+  return e;
+}
+
+/* A second process starts where the first ended: its first batch runs
+ * chunks of the stored model's size, no more of them than the first
+ * process's last batch, with no probe. */
+START_TEST(test_stored_model_skips_the_probe) {
+  size_t size[256];
+  int last, scratch = fresh_run(size, 4, &last);
+  mgpu__store_entry_t e = stored_entry();
+  int stored = fresh_run(size, 1, NULL);
+  printf("from scratch: %d launches, later %d; with the stored model (knee %.0f): %d, the first of %zu items\n",
+         scratch, last, e.knee, stored, size[0]);
+  ck_assert_int_gt(scratch, stored);
+  ck_assert_int_le(stored, last + 2);
+  ck_assert_uint_ge(size[0], (size_t)e.knee);
+}
+END_TEST
+
+/* A stored model ten times wrong either way costs no more launches than
+ * learning from scratch, give or take the two that show it wrong. */
+START_TEST(test_wrong_stored_model_is_dropped) {
+  static const double factor[] = {10, 0.1};
+  size_t size[256];
+  int scratch = fresh_run(size, 3, NULL);
+  mgpu__store_entry_t e = stored_entry();
+  e.latency *= factor[_i];
+  e.cost *= factor[_i];
+  e.knee /= factor[_i];
+  char why[1400];
+  ck_assert_int_eq(mgpu__store_write(store_dir, &axpk, 0, &e, 1, why, sizeof why), 0);
+  int wrong = fresh_run(size, 1, NULL);
+  printf("from scratch %d launches, with a model %g times off %d\n", scratch, factor[_i], wrong);
+  ck_assert_int_le(wrong, scratch + 2);
+}
+END_TEST
+
+/* MGPU_MODEL_DIR=off keeps nothing; an unnamed kernel is never stored. */
+START_TEST(test_store_off_and_unnamed) {
+  mgpu_test_config_t c = mgpu_test_config(1, 1);
+  c.cfg.model_dir = "off";
+  mgpu_runtime_t *rt;
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
+  run_batch(rt, 10000, 1);
+  mgpu_finalize(rt);
+  c.cfg.model_dir = store_dir;
+  ck_assert_int_eq(mgpu_test_init(&c, &rt), MGPU_OK);
+  mgpu_kernel_t anon = axpk;
+  anon.name = NULL;
+  axpk_arg_t a = {.k = 1};
+  mgpu_batch_t b = axpk_batch(&anon, 10000, xs, ys, &a);
+  ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
+  mgpu_finalize(rt);
+  char cmd[160];
+  snprintf(cmd, sizeof cmd, "test -z \"$(ls '%s')\"", store_dir);
+  ck_assert_msg(system(cmd) == 0, "the store is not empty");
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("first");
+  TCase *probe = tcase_create("probe");
+  tcase_add_checked_fixture(probe, setup, teardown);
+  tcase_set_timeout(probe, 60);
+  tcase_add_test(probe, test_first_batch_leaps_to_saturation);
+  tcase_add_loop_test(probe, test_static_keeps_gpu_chunks_large, 0, 3);
+  tcase_add_test(probe, test_static_split_is_the_named_one);
+  suite_add_tcase(s, probe);
+  TCase *store = tcase_create("store");
+  tcase_add_checked_fixture(store, store_setup, store_teardown);
+  tcase_set_timeout(store, 60);
+  tcase_add_test(store, test_stored_model_skips_the_probe);
+  tcase_add_loop_test(store, test_wrong_stored_model_is_dropped, 0, 2);
+  tcase_add_test(store, test_store_off_and_unnamed);
+  suite_add_tcase(s, store);
+  return mgpu_test_main(s);
+}
