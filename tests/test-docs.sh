@@ -9,6 +9,7 @@
 #    bin/ reads with getenv; README.md names every variable of the table. The
 #    table is found by its entries anywhere under lib/ (not by a file name),
 #    and checked against what `mgpu-run --info` lists;
+#  - every link to a section of README.md or doc/*.md names a heading there;
 #  - every MGPU_API function and public type of lib/mgpurt.h,
 #    lib/mgpurt_kernels.h and lib/mgpurt_plugin.h is in doc/api.md;
 #  - doc/guide.md shows the example programs exactly as they are;
@@ -106,6 +107,32 @@ done
 for v in $(cat "$tmp/vars"); do
   if grep -qw -- "$v" "$srcdir/README.md"; then ok; else bad "$v (the settings table under lib/) is not in README.md"; fi
 done
+
+# ---------------------------------------------------------------- links
+# Every link to a section, [text](FILE.md#anchor) or [text](#anchor), of
+# README.md and doc/*.md names a heading of that file, as GitHub makes its
+# anchor: lower case, backticks and punctuation but - and _ dropped, blanks
+# turned into -. Links into doc/benchmarks.md, which is rewritten on its own,
+# are left out.
+slugs() {
+  awk '/^```/ { fence = !fence; next }
+       !fence && /^#+ / { h = $0; sub(/^#+ +/, "", h); h = tolower(h); gsub(/[^a-z0-9 _-]/, "", h); gsub(/ /, "-", h); print h }' "$1"
+}
+for f in $(cd "$srcdir" && echo README.md doc/*.md); do
+  case $f in doc/benchmarks.md) continue ;; esac
+  [ -f "$srcdir/$f" ] || continue
+  grep -oE '\]\([A-Za-z0-9_./-]*#[A-Za-z0-9_-]+\)' "$srcdir/$f" | sed 's/^](//; s/)$//' | sort -u |
+  while IFS='#' read -r target frag; do
+    if [ -z "$target" ]; then t=$f; else t=$(dirname "$f")/$target; t=${t#./}; fi
+    case $t in *benchmarks.md) continue ;; esac
+    if [ ! -f "$srcdir/$t" ]; then echo "bad $f links to $target#$frag, and $t does not exist"
+    elif slugs "$srcdir/$t" | grep -qx -- "$frag"; then echo ok
+    else echo "bad $f links to $target#$frag, which is no heading of $t"; fi
+  done
+done > "$tmp/links"
+while read -r verdict rest; do
+  if [ "$verdict" = ok ]; then ok; else bad "$rest"; fi
+done < "$tmp/links"
 
 # ---------------------------------------------------------------- API
 for h in "$hdr_mgpurt_h" "$hdr_mgpurt_kernels_h" "$hdr_mgpurt_plugin_h"; do
