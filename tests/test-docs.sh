@@ -9,6 +9,10 @@
 #    bin/ reads with getenv; README.md names every variable of the table. The
 #    table is found by its entries anywhere under lib/ (not by a file name),
 #    and checked against what `mgpu-run --info` lists;
+#  - README.md and the files of doc/ (but doc/benchmarks.md, NEWS and the
+#    figures) hold no date (YYYY-MM-DD) and no git commit hash (a word of 7
+#    to 40 hexadecimal digits with both a digit and a letter a-f): the
+#    measurements and their history belong in doc/benchmarks.md;
 #  - every link to a section of README.md or doc/*.md names a heading there;
 #  - every MGPU_API function and public type of lib/mgpurt.h,
 #    lib/mgpurt_kernels.h and lib/mgpurt_plugin.h is in doc/api.md;
@@ -107,6 +111,37 @@ done
 for v in $(cat "$tmp/vars"); do
   if grep -qw -- "$v" "$srcdir/README.md"; then ok; else bad "$v (the settings table under lib/) is not in README.md"; fi
 done
+
+# ---------------------------------------------------------------- history
+# No date and no commit hash in the documents a user reads: README.md and
+# doc/ but doc/benchmarks.md (the measurements, with their dates and
+# commits), NEWS and the figures. A hash is a word (a run of letters, digits
+# and _) of 7 to 40 lower-case hexadecimal digits with both a digit and a
+# letter: 0x1f (an x), 1099511627776 (no letter), a 64-digit SHA-256 digest
+# (too long) and "deadbeef" (no digit) are not. A date is YYYY-MM-DD with no
+# letter or digit right before or after it.
+find "$srcdir/doc" -type f ! -name benchmarks.md ! -name 'NEWS*' ! -name '*.svg' ! -name '*.png' | sort > "$tmp/prose"
+echo "$srcdir/README.md" >> "$tmp/prose"
+while read -r f; do
+  awk -v name="${f#"$srcdir"/}" '
+    function word(c) { return c ~ /[A-Za-z0-9_]/ }
+    {
+      s = $0
+      while (match(s, /[0-9][0-9][0-9][0-9]-[01][0-9]-[0-3][0-9]/)) {
+        pre = RSTART > 1 ? substr(s, RSTART - 1, 1) : ""
+        if (!word(pre) && !word(substr(s, RSTART + RLENGTH, 1)))
+          print name ":" FNR ": a date, " substr(s, RSTART, RLENGTH)
+        s = substr(s, RSTART + RLENGTH)
+      }
+      n = split($0, w, /[^A-Za-z0-9_]+/)
+      for (i = 1; i <= n; i++)
+        if (length(w[i]) >= 7 && length(w[i]) <= 40 && w[i] ~ /^[0-9a-f]+$/ && w[i] ~ /[0-9]/ && w[i] ~ /[a-f]/)
+          print name ":" FNR ": a commit hash, " w[i]
+    }' "$f"
+done < "$tmp/prose" > "$tmp/history"
+if [ -s "$tmp/history" ]; then
+  while read -r line; do bad "$line (dates and commits belong in doc/benchmarks.md)"; done < "$tmp/history"
+else ok; fi
 
 # ---------------------------------------------------------------- links
 # Every link to a section, [text](FILE.md#anchor) or [text](#anchor), of
