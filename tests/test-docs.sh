@@ -2,8 +2,18 @@
 # test-docs.sh: the documentation against the code it describes.
 #  - the long options of `mgpu-run --help` and of the man page doc/mgpu-run.1
 #    are the same set, and every short option of --help is in the man page;
-#  - every variable of the settings table (lib/base/config.c) is in doc/tuning.md
-#    and README.md;
+#  - doc/settings.md has a section (a "### MGPU_NAME" heading) for every
+#    variable of the runtime's settings table and for every MGPU_* variable
+#    that mgpu-run names, and none for another; every other MGPU_* word of it
+#    is a name of the public headers; it names every variable that lib/ or
+#    bin/ reads with getenv; README.md names every variable of the table. The
+#    table is found by its entries anywhere under lib/ (not by a file name),
+#    and checked against what `mgpu-run --info` lists;
+#  - README.md and the files of doc/ (but doc/benchmarks.md, NEWS and the
+#    figures) hold no date (YYYY-MM-DD) and no git commit hash (a word of 7
+#    to 40 hexadecimal digits with both a digit and a letter a-f): the
+#    measurements and their history belong in doc/benchmarks.md;
+#  - every link to a section of README.md or doc/*.md names a heading there;
 #  - every MGPU_API function and public type of include/mgpurt.h,
 #    include/mgpurt_kernels.h and include/mgpurt_plugin.h is in doc/api.md;
 #  - doc/guide.md shows the example programs exactly as they are;
@@ -27,9 +37,14 @@ bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mgpu-docs-XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
 
-for f in "$man" "$srcdir/doc/tuning.md" "$srcdir/doc/api.md" "$srcdir/README.md" \
-         "$srcdir/lib/base/config.c" "$srcdir/include/mgpurt.h" "$srcdir/include/mgpurt_kernels.h" "$srcdir/include/mgpurt_plugin.h"; do
+for f in "$man" "$srcdir/doc/tuning.md" "$srcdir/doc/settings.md" "$srcdir/doc/api.md" "$srcdir/README.md"; do
   if [ -r "$f" ]; then ok; else bad "$f is missing"; fi
+done
+# The public headers.
+for h in mgpurt.h mgpurt_kernels.h mgpurt_plugin.h; do
+  p=$srcdir/include/$h
+  if [ -r "$p" ]; then ok; else bad "include/$h is missing"; p=; fi
+  eval "hdr_$(echo "$h" | tr . _)=\$p"
 done
 
 # ---------------------------------------------------------------- options
@@ -54,25 +69,116 @@ while read -r s l; do
 done < "$tmp/help.short"
 
 # ---------------------------------------------------------------- environment
-sed -n '/settings\[MGPU_SET_COUNT\] = {/,/^};/p' "$srcdir/lib/base/config.c" |
-  grep -o '"MGPU_[A-Z_]*"' | tr -d '"' | sort -u > "$tmp/vars"
-if [ ! -s "$tmp/vars" ]; then bad "no MGPU_* name found in the settings table of lib/base/config.c"; fi
+# The runtime's settings table: its entries, {"MGPU_NAME", K_KIND, ...}, in
+# whichever file under lib/ holds it; checked against the names that
+# `mgpu-run --info` lists (mgpu_info_setting walks that table), so that a
+# table this grep no longer finds fails here rather than passing unchecked.
+grep -rhoE '"MGPU_[A-Z0-9_]+", *K_[A-Z]' "$srcdir/lib" | grep -o 'MGPU_[A-Z0-9_]*' | sort -u > "$tmp/vars"
+if [ ! -s "$tmp/vars" ]; then bad "no entry {\"MGPU_...\", K_...} of the settings table found under lib/"; fi
+"$run" --info 2> /dev/null | sed -n '/^Settings/,/^$/p' | awk '$1 ~ /^MGPU_/ { print $1 }' | sort -u > "$tmp/vars.info"
+if cmp -s "$tmp/vars" "$tmp/vars.info"; then ok
+else bad "the settings table found under lib/ differs from what mgpu-run --info lists: $(diff "$tmp/vars" "$tmp/vars.info" | grep '^[<>]' | tr '\n' ' ')"; fi
+# Names of the public headers' code, their comments and strings left out
+# (status codes, constants such as MGPU_RESERVE_AUTO): an MGPU_* word that is
+# one of them is no variable.
+cat "$hdr_mgpurt_h" "$hdr_mgpurt_kernels_h" "$hdr_mgpurt_plugin_h" 2> /dev/null | awk '
+  { line = $0; out = ""
+    while (line != "") {
+      if (inc) { i = index(line, "*/"); if (!i) { line = ""; break } line = substr(line, i + 2); inc = 0; continue }
+      i = index(line, "/*"); if (!i) { out = out line; break }
+      out = out substr(line, 1, i - 1); line = substr(line, i + 2); inc = 1
+    }
+    sub(/\/\/.*/, "", out); gsub(/"[^"]*"/, "", out); print out }' | grep -o 'MGPU_[A-Z0-9_]*' | sort -u > "$tmp/api.names"
+if grep -q MGPU_EINVAL "$tmp/api.names"; then ok; else bad "no MGPU_* name (MGPU_EINVAL) found in the code of the public headers"; fi
+# The MGPU_* variables that mgpu-run names (its options' variables, those it
+# reads itself), less names of the headers.
+grep -rhoE '"MGPU_[A-Z0-9_]+"' "$srcdir/bin" | tr -d '"' | sort -u | comm -23 - "$tmp/api.names" > "$tmp/vars.bin"
+sort -u "$tmp/vars" "$tmp/vars.bin" > "$tmp/vars.all"
+settings="$srcdir/doc/settings.md"
+sed -n 's/^### `\{0,1\}\(MGPU_[A-Z0-9_]*\)`\{0,1\} *$/\1/p' "$settings" | sort -u > "$tmp/vars.doc"
+for v in $(comm -23 "$tmp/vars" "$tmp/vars.doc"); do bad "$v (the settings table under lib/) has no section '### $v' in doc/settings.md"; done
+for v in $(comm -23 "$tmp/vars.bin" "$tmp/vars.doc"); do bad "$v (named by mgpu-run, bin/) has no section '### $v' in doc/settings.md"; done
+for v in $(comm -13 "$tmp/vars.all" "$tmp/vars.doc"); do bad "doc/settings.md has a section for $v, which neither the settings table under lib/ nor mgpu-run reads"; done
+for v in $(comm -12 "$tmp/vars.all" "$tmp/vars.doc"); do ok; done
+# Every other MGPU_* word of settings.md is a variable or a name of the headers.
+grep -o 'MGPU_[A-Z0-9_][A-Z0-9_]*' "$settings" | sort -u | comm -23 - "$tmp/vars.all" | comm -23 - "$tmp/api.names" > "$tmp/vars.odd"
+for v in $(cat "$tmp/vars.odd"); do bad "doc/settings.md names $v, which is neither a variable the runtime or mgpu-run reads nor a name of the public headers"; done
+# What lib/ and bin/ read with getenv("NAME") (OMP_*, TMPDIR...) is there too.
+grep -rhoE 'getenv\("[A-Za-z_][A-Za-z0-9_]*"\)' "$srcdir/lib" "$srcdir/bin" | sed 's/getenv("\(.*\)")/\1/' | sort -u > "$tmp/getenv"
+for v in $(cat "$tmp/getenv"); do
+  if grep -qw -- "$v" "$settings"; then ok; else bad "$v (read with getenv under lib/ or bin/) is not in doc/settings.md"; fi
+done
 for v in $(cat "$tmp/vars"); do
-  for d in doc/tuning.md README.md; do
-    if grep -qw -- "$v" "$srcdir/$d"; then ok; else bad "$v (lib/base/config.c) is not in $d"; fi
-  done
+  if grep -qw -- "$v" "$srcdir/README.md"; then ok; else bad "$v (the settings table under lib/) is not in README.md"; fi
 done
 
+# ---------------------------------------------------------------- history
+# No date and no commit hash in the documents a user reads: README.md and
+# doc/ but doc/benchmarks.md (the measurements, with their dates and
+# commits), NEWS and the figures. A hash is a word (a run of letters, digits
+# and _) of 7 to 40 lower-case hexadecimal digits with both a digit and a
+# letter: 0x1f (an x), 1099511627776 (no letter), a 64-digit SHA-256 digest
+# (too long) and "deadbeef" (no digit) are not. A date is YYYY-MM-DD with no
+# letter or digit right before or after it.
+find "$srcdir/doc" -type f ! -name benchmarks.md ! -name 'NEWS*' ! -name '*.svg' ! -name '*.png' | sort > "$tmp/prose"
+echo "$srcdir/README.md" >> "$tmp/prose"
+while read -r f; do
+  awk -v name="${f#"$srcdir"/}" '
+    function word(c) { return c ~ /[A-Za-z0-9_]/ }
+    {
+      s = $0
+      while (match(s, /[0-9][0-9][0-9][0-9]-[01][0-9]-[0-3][0-9]/)) {
+        pre = RSTART > 1 ? substr(s, RSTART - 1, 1) : ""
+        if (!word(pre) && !word(substr(s, RSTART + RLENGTH, 1)))
+          print name ":" FNR ": a date, " substr(s, RSTART, RLENGTH)
+        s = substr(s, RSTART + RLENGTH)
+      }
+      n = split($0, w, /[^A-Za-z0-9_]+/)
+      for (i = 1; i <= n; i++)
+        if (length(w[i]) >= 7 && length(w[i]) <= 40 && w[i] ~ /^[0-9a-f]+$/ && w[i] ~ /[0-9]/ && w[i] ~ /[a-f]/)
+          print name ":" FNR ": a commit hash, " w[i]
+    }' "$f"
+done < "$tmp/prose" > "$tmp/history"
+if [ -s "$tmp/history" ]; then
+  while read -r line; do bad "$line (dates and commits belong in doc/benchmarks.md)"; done < "$tmp/history"
+else ok; fi
+
+# ---------------------------------------------------------------- links
+# Every link to a section, [text](FILE.md#anchor) or [text](#anchor), of
+# README.md and doc/*.md names a heading of that file, as GitHub makes its
+# anchor: lower case, backticks and punctuation but - and _ dropped, blanks
+# turned into -. Links into doc/benchmarks.md, which is rewritten on its own,
+# are left out.
+slugs() {
+  awk '/^```/ { fence = !fence; next }
+       !fence && /^#+ / { h = $0; sub(/^#+ +/, "", h); h = tolower(h); gsub(/[^a-z0-9 _-]/, "", h); gsub(/ /, "-", h); print h }' "$1"
+}
+for f in $(cd "$srcdir" && echo README.md doc/*.md); do
+  case $f in doc/benchmarks.md) continue ;; esac
+  [ -f "$srcdir/$f" ] || continue
+  grep -oE '\]\([A-Za-z0-9_./-]*#[A-Za-z0-9_-]+\)' "$srcdir/$f" | sed 's/^](//; s/)$//' | sort -u |
+  while IFS='#' read -r target frag; do
+    if [ -z "$target" ]; then t=$f; else t=$(dirname "$f")/$target; t=${t#./}; fi
+    case $t in *benchmarks.md) continue ;; esac
+    if [ ! -f "$srcdir/$t" ]; then echo "bad $f links to $target#$frag, and $t does not exist"
+    elif slugs "$srcdir/$t" | grep -qx -- "$frag"; then echo ok
+    else echo "bad $f links to $target#$frag, which is no heading of $t"; fi
+  done
+done > "$tmp/links"
+while read -r verdict rest; do
+  if [ "$verdict" = ok ]; then ok; else bad "$rest"; fi
+done < "$tmp/links"
+
 # ---------------------------------------------------------------- API
-for h in include/mgpurt.h include/mgpurt_kernels.h include/mgpurt_plugin.h; do
-  sed -n 's/^MGPU_API[^(]*[^A-Za-z0-9_]\([A-Za-z_][A-Za-z0-9_]*\)(.*/\1/p' "$srcdir/$h"
+for h in "$hdr_mgpurt_h" "$hdr_mgpurt_kernels_h" "$hdr_mgpurt_plugin_h"; do
+  sed -n 's/^MGPU_API[^(]*[^A-Za-z0-9_]\([A-Za-z_][A-Za-z0-9_]*\)(.*/\1/p' "$h"
 done | sort -u > "$tmp/funcs"
 if [ ! -s "$tmp/funcs" ]; then bad "no MGPU_API function found in include/mgpurt.h"; fi
 for fn in $(cat "$tmp/funcs"); do
   if grep -qw -- "$fn" "$srcdir/doc/api.md"; then ok; else bad "function $fn is not in doc/api.md"; fi
 done
 # Public types: the names that typedefs give (mgpu_*_t and the *_fn pointers).
-cat "$srcdir/include/mgpurt.h" "$srcdir/include/mgpurt_kernels.h" "$srcdir/include/mgpurt_plugin.h" | grep -E '^(typedef|\})' |
+cat "$hdr_mgpurt_h" "$hdr_mgpurt_kernels_h" "$hdr_mgpurt_plugin_h" | grep -E '^(typedef|\})' |
   grep -oE 'mgpu_[a-z0-9_]*_(t|fn)\b' | sort -u > "$tmp/types"
 for t in $(cat "$tmp/types"); do
   if grep -qw -- "$t" "$srcdir/doc/api.md"; then ok; else bad "type $t is not in doc/api.md"; fi
