@@ -15,8 +15,6 @@
 
 #include "mgpu-run.h"
 
-const char *const prog = "mgpu-run";
-
 /* --gpus with every count above the GPUs seen would run nothing, so it is a
  * usage error that reports nothing; true when so. */
 static bool gpus_unrunnable(const opts_t *o, int ngpu) {

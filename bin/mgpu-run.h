@@ -198,11 +198,11 @@ typedef struct {
   ceiling_t ceiling; /* --compare or --ceiling */
 } outcome_t;
 
-/* mgpu-run.c */
+/* prog.c */
 extern const char *const prog;
+void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 /* options.c */
-void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void options_parse(int argc, char **argv, opts_t *o);
 
 /* parse.c: the library's rules for settings (lib/config.c), for flags. */

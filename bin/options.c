@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -272,16 +271,6 @@ static void help(void) {
     printf("\n");
   }
   fputs(help_exit, stdout);
-}
-
-void usage_error(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "%s: ", prog);
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\nTry '%s --help'.\n", prog);
-  va_end(ap);
-  exit(EXIT_USAGE);
 }
 
 /* An output file that cannot be written is a usage error found before any
