@@ -146,6 +146,18 @@ void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const 
   r->ran = 1;
 }
 
+/* Round by round, num's throughput over den's (plus den2's unless NULL), into
+ * out; returns the rounds that all of them ran. */
+int ratio_by_round(const result_t *num, const result_t *den, const result_t *den2, double *out) {
+  int n = num->nround < den->nround ? num->nround : den->nround;
+  if (den2 && den2->nround < n) n = den2->nround;
+  for (int k = 0; k < n; k++) {
+    double d = den->round_tp[k] + (den2 ? den2->round_tp[k] : 0);
+    out[k] = d > 0 ? num->round_tp[k] / d : 0;
+  }
+  return n;
+}
+
 void free_result(result_t *r) {
   free(r->ws);
   free(r->times);

@@ -232,6 +232,7 @@ const char *reserve_setting(mgpu_runtime_t *rt);
 /* The mode runtime rt runs batches in (MGPU_SCHED, from --mode or the
  * environment). */
 mgpu_sched_t runtime_sched(mgpu_runtime_t *rt);
+const char *mode_name(mgpu_sched_t m);
 void print_info(mgpu_runtime_t *rt);
 void print_list(const char *plugin);
 
@@ -267,6 +268,7 @@ bool canceled(mgpu_status_t s, size_t computed, size_t n);
 void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const char *mode);
 size_t prefix_next(size_t k, size_t done, double t, double bound_s, size_t lo, size_t hi);
 void free_result(result_t *r);
+int ratio_by_round(const result_t *num, const result_t *den, const result_t *den2, double *out);
 
 /* sweep.c */
 void run_sweep(work_t *w, const opts_t *o, outcome_t *oc, const char *skip);
@@ -282,8 +284,6 @@ void turns_report(const opts_t *o, const outcome_t *oc);
 void turns_json(const outcome_t *oc);
 
 /* modes.c */
-const char *mode_name(mgpu_sched_t m);
-int ratio_by_round(const result_t *num, const result_t *den, const result_t *den2, double *out);
 int run_multi(mgpu_runtime_t *base, opts_t *o);
 int run_batch_workload(mgpu_runtime_t *base, opts_t *o, const mgpu_plugin_workload_t *pw);
 

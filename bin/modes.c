@@ -26,27 +26,6 @@ static void plot_run(mgpu_runtime_t *rt, const opts_t *o, const result_t *r, con
   }
 }
 
-/* Round by round, num's throughput over den's (plus den2's unless NULL), into
- * out; returns the rounds that all of them ran. */
-int ratio_by_round(const result_t *num, const result_t *den, const result_t *den2, double *out) {
-  int n = num->nround < den->nround ? num->nround : den->nround;
-  if (den2 && den2->nround < n) n = den2->nround;
-  for (int k = 0; k < n; k++) {
-    double d = den->round_tp[k] + (den2 ? den2->round_tp[k] : 0);
-    out[k] = d > 0 ? num->round_tp[k] / d : 0;
-  }
-  return n;
-}
-
-const char *mode_name(mgpu_sched_t m) {
-  switch (m) {
-  case MGPU_SCHED_STATIC: return "static";
-  case MGPU_SCHED_CPU: return "cpu";
-  case MGPU_SCHED_GPU: return "gpu";
-  default: return "steal";
-  }
-}
-
 /* The multi-GPU workloads: once on base, or once per count of --gpus. */
 int run_multi(mgpu_runtime_t *base, opts_t *o) {
   multi_opts_t *m = &o->multi;

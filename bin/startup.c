@@ -104,6 +104,15 @@ mgpu_sched_t runtime_sched(mgpu_runtime_t *rt) {
   return MGPU_SCHED_STEAL;
 }
 
+const char *mode_name(mgpu_sched_t m) {
+  switch (m) {
+  case MGPU_SCHED_STATIC: return "static";
+  case MGPU_SCHED_CPU: return "cpu";
+  case MGPU_SCHED_GPU: return "gpu";
+  default: return "steal";
+  }
+}
+
 void print_info(mgpu_runtime_t *rt) {
   printf("libmgpurt %s\n\nSettings (value, source):\n", mgpu_version());
   mgpu_setting_t s = MGPU_SETTING_INIT;
