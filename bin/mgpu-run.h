@@ -273,15 +273,11 @@ int ratio_by_round(const result_t *num, const result_t *den, const result_t *den
 /* sweep.c */
 void run_sweep(work_t *w, const opts_t *o, outcome_t *oc, const char *skip);
 void sweep_best(outcome_t *oc);
-void sweep_report(const opts_t *o, const outcome_t *oc);
-void sweep_json(const outcome_t *oc);
 double gpu_share(const result_t *r);
 mgpu_runtime_t *start_best_split(const opts_t *o, const outcome_t *oc, const result_t **from);
 
 /* turns.c */
 void run_turns(work_t *w, const opts_t *o, outcome_t *oc);
-void turns_report(const opts_t *o, const outcome_t *oc);
-void turns_json(const outcome_t *oc);
 
 /* modes.c */
 int run_multi(mgpu_runtime_t *base, opts_t *o);
@@ -290,14 +286,17 @@ int run_batch_workload(mgpu_runtime_t *base, opts_t *o, const mgpu_plugin_worklo
 /* report.c */
 void report_header(const work_t *w, mgpu_runtime_t *base, int ncpu, int ngpu);
 void print_prefix_note(const opts_t *o, const work_t *w, const outcome_t *oc);
-
-/* ceiling.c */
-void ceiling_run(const opts_t *o, work_t *w, int ngpu, size_t start, ceiling_t *c);
-void ceiling_report(const ceiling_t *c, const result_t *gpu);
-void ceiling_json(const ceiling_t *c);
 void report_text(const opts_t *o, const work_t *w, const outcome_t *oc);
 void report_quiet(const opts_t *o, const work_t *w, const outcome_t *oc);
 const result_t *main_result(const outcome_t *oc);
+
+/* report_compare.c */
+void sweep_report(const opts_t *o, const outcome_t *oc);
+void turns_report(const opts_t *o, const outcome_t *oc);
+void ceiling_report(const ceiling_t *c, const result_t *gpu);
+
+/* ceiling.c */
+void ceiling_run(const opts_t *o, work_t *w, int ngpu, size_t start, ceiling_t *c);
 
 /* report_json.c */
 void report_json(const opts_t *o, const work_t *w, const outcome_t *oc, mgpu_runtime_t *base);

@@ -75,6 +75,76 @@ static void json_setup(const opts_t *o, const work_t *w, const outcome_t *oc, mg
   printf("],\n  \"cpu_workers\": %d,\n  \"mpi_ranks\": %d,\n", oc->ncpu, mgpu_num_ranks(base));
 }
 
+/* One point of the JSON sweep; factor and ratio < 0: null (all on the GPUs). */
+static void json_point(const char *mode, double factor, double ratio, double share, const result_t *r, bool last) {
+  printf("      {\"mode\": \"%s\", ", mode);
+  if (factor < 0) printf("\"factor\": null, \"ratio\": null");
+  else printf("\"factor\": %.4g, \"ratio\": %.6g", factor, ratio);
+  printf(", \"ran\": %s", r->ran ? "true" : "false");
+  if (r->ran) {
+    printf(", \"runs\": %d, \"wall_s\": %.6f, \"items_per_s\": %.3f, \"gpu_share\": %.4f", r->runs, r->wall_s,
+           r->throughput, share);
+    if (r->prefix) printf(", \"prefix_items\": %zu", r->prefix);
+  }
+  printf("}%s\n", last ? "" : ",");
+}
+
+/* "static_sweep" of the JSON report. */
+static void sweep_json(const outcome_t *oc) {
+  const sweep_t *s = &oc->sweep;
+  const result_t *res = oc->res;
+  if (s->skipped) {
+    printf("  \"static_sweep\": {\"ran\": false, \"skipped\": \"%s\"},\n", s->skipped);
+    return;
+  }
+  printf("  \"static_sweep\": {\"ran\": %s, \"ratio\": %.6g, \"points\": [\n", s->ran ? "true" : "false", s->ratio);
+  json_point("cpu", 0, 0, 0, &res[0], false);
+  for (int i = 0; i < SWEEP_POINTS; i++) {
+    if (i == SWEEP_POINTS / 2) json_point("static", 1, s->ratio, s->static_share, &res[2], false);
+    json_point("sweep", s->factor[i], s->ratio * s->factor[i], s->share[i], &s->pt[i], false);
+  }
+  json_point("gpu", -1, -1, 1, &res[1], true);
+  printf("    ],\n    \"best\": ");
+  if (!s->best_mode) printf("null");
+  else if (s->best_ratio < 0) printf("{\"mode\": \"gpu\", \"ratio\": null");
+  else printf("{\"mode\": \"%s\", \"ratio\": %.6g", s->best_mode, s->best_ratio);
+  if (s->best_mode) printf(", \"gpu_share\": %.4f, \"items_per_s\": %.3f}", s->best_share, s->best_tp);
+  printf("\n  },\n");
+}
+
+/* "turns" of the JSON report. */
+static void turns_json(const outcome_t *oc) {
+  const turns_t *t = &oc->turns;
+  if (t->skipped) {
+    printf("  \"turns\": {\"ran\": false, \"skipped\": \"%s\"},\n", t->skipped);
+    return;
+  }
+  printf("  \"turns\": {\"ran\": true, \"turns\": %d, \"best_items_per_s\": %.3f, \"steal_items_per_s\": %.3f, "
+         "\"speedup_vs_best_static\": %.4f, \"by_turn\": [",
+         t->n, t->best.throughput, t->steal.throughput, t->ratio);
+  for (int k = 0; k < t->n; k++) printf("%s%.4f", k ? ", " : "", t->by_turn[k]);
+  printf("]},\n");
+}
+
+/* "ceiling" of the JSON report, with its host copy. */
+static void ceiling_json(const ceiling_t *c) {
+  if (c->skipped) {
+    printf("  \"ceiling\": {\"measured\": false, \"why\": \"%s\"},\n", c->skipped);
+    return;
+  }
+  printf("  \"ceiling\": {\"measured\": true, \"wall_s\": %.6f, \"copy_s\": %.6f, \"items_per_s\": %.3f, "
+         "\"differs\": %s",
+         c->wall_s, c->copy_s, c->throughput, c->differs ? "true" : "false");
+  if (c->prefix) printf(", \"prefix_items\": %zu", c->prefix);
+  if (c->host_skipped) printf(", \"host_copy\": {\"measured\": false, \"why\": \"%s\"}", c->host_skipped);
+  else if (c->host_s > 0)
+    printf(", \"host_copy\": {\"measured\": true, \"wall_s\": %.9f, \"bytes\": %zu, \"threads\": %d, "
+           "\"gb_per_s\": %.3f, \"items_per_s\": %.3f}",
+           c->host_s, c->host_bytes, c->host_threads, (double)c->host_bytes / c->host_s / 1e9,
+           (double)c->items / c->host_s);
+  printf("},\n");
+}
+
 static void json_compare(const outcome_t *oc) {
   printf("  \"efficiency\": %.4f,\n  \"speedup_vs_static\": %.4f,\n  \"speedup_vs_best_static\": %.4f,\n",
          oc->e, oc->speedup, oc->vs_best);

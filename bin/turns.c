@@ -65,37 +65,3 @@ void run_turns(work_t *w, const opts_t *o, outcome_t *oc) {
   if (t->n > 0 && t->best.throughput > 0) t->ratio = t->steal.throughput / t->best.throughput;
   else t->skipped = "interrupted";
 }
-
-/* The text report's line. */
-void turns_report(const opts_t *o, const outcome_t *oc) {
-  const turns_t *t = &oc->turns;
-  if (o->turns <= 0) return;
-  if (t->skipped) {
-    printf("turns: not run (%s)\n", t->skipped);
-    return;
-  }
-  const sweep_t *s = &oc->sweep;
-  char what[64];
-  if (!strcmp(s->best_mode, "sweep") || !strcmp(s->best_mode, "static"))
-    snprintf(what, sizeof what, "static at ratio %.4g", s->best_ratio);
-  else snprintf(what, sizeof what, "mode %s", s->best_mode);
-  printf("turns: best static (%s) and steal, %d turn%s of a runtime and %d timed run%s each: %.4g and %.4g "
-         "items/s; steal / best static = %.3fx", what, t->n, t->n == 1 ? "" : "s", o->repeat,
-         o->repeat == 1 ? "" : "s", t->best.throughput, t->steal.throughput, t->ratio);
-  for (int k = 0; k < t->n && t->n > 1; k++) printf("%s%.3f", k ? ", " : " (by turn: ", t->by_turn[k]);
-  printf("%s\n", t->n > 1 ? ")" : "");
-}
-
-/* "turns" of the JSON report. */
-void turns_json(const outcome_t *oc) {
-  const turns_t *t = &oc->turns;
-  if (t->skipped) {
-    printf("  \"turns\": {\"ran\": false, \"skipped\": \"%s\"},\n", t->skipped);
-    return;
-  }
-  printf("  \"turns\": {\"ran\": true, \"turns\": %d, \"best_items_per_s\": %.3f, \"steal_items_per_s\": %.3f, "
-         "\"speedup_vs_best_static\": %.4f, \"by_turn\": [",
-         t->n, t->best.throughput, t->steal.throughput, t->ratio);
-  for (int k = 0; k < t->n; k++) printf("%s%.4f", k ? ", " : "", t->by_turn[k]);
-  printf("]},\n");
-}
