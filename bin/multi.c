@@ -11,13 +11,10 @@
 #include "config.h"
 
 #include <math.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "flagname.h"
 #include "hostmem.h"
 #include "mgpurt_kernels.h"
 #include "multi.h"
@@ -28,29 +25,6 @@ int multi_is_workload(const char *name) {
   for (int i = 0; names[i]; i++)
     if (!strcmp(name, names[i])) return 1;
   return 0;
-}
-
-/* SIGINT came: stop after the run in flight. */
-bool multi_stopped(const multi_opts_t *o) { return o->stop && atomic_load(o->stop); }
-
-/* The exit status after the report: SIGINT, whatever else happened (as for
- * the batch workloads), then a failure. */
-int multi_outcome(const multi_opts_t *o, long long bad) { return multi_stopped(o) ? 130 : bad ? 1 : 0; }
-
-/* SIGINT before the first timed run: nothing to report. */
-void multi_none_timed(const char *workload) {
-  fprintf(stderr, "mgpu-run: %s: interrupted before the first timed run; nothing to report\n", workload);
-}
-
-double multi_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-int multi_fail(const char *what) {
-  fprintf(stderr, "mgpu-run: %s: %s\n", what, flagname_apply(mgpu_last_error()));
-  return 1;
 }
 
 /* Deterministic value of element i, in [-0.5, 0.5). */

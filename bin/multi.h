@@ -27,7 +27,7 @@ int multi_is_workload(const char *name);
  * 130 when o->stop was set: the report then covers the runs made). */
 int multi_run(mgpu_runtime_t *rt, const multi_opts_t *o);
 
-/* multi.c: what the workloads share. */
+/* common.c: what the workloads share. */
 /* SIGINT came: stop after the run in flight. */
 bool multi_stopped(const multi_opts_t *o);
 /* The exit status after the report: SIGINT, whatever else happened (as for
