@@ -118,7 +118,17 @@ void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const 
   }
   r->times = all;
   double *times = all + r->runs;
+  /* Each run's figures go to scratch arrays first: a run that SIGINT cancels
+   * fills them too, and the report shows the last run that completed. */
+  mgpu_worker_stats_t *run_ws = calloc((size_t)nw, sizeof *run_ws);
+  mgpu_rank_stats_t *run_rs = nranks > 1 ? calloc((size_t)nranks, sizeof *run_rs) : NULL;
+  if (!run_ws || (nranks > 1 && !run_rs)) {
+    fprintf(stderr, "%s: out of memory\n", prog);
+    exit(EXIT_FAIL);
+  }
   mgpu_stats_t st = {.size = sizeof st, .worker = r->ws, .worker_cap = nw, .rank = r->rs, .rank_cap = nranks > 1 ? nranks : 0};
+  mgpu_stats_t run_st = st;
+  run_st.worker = run_ws, run_st.rank = run_rs;
   /* Warm-up: the speed model learns, buffers are made; under
    * MGPU_RESERVE_THREADS=auto, the trials of the reserve as well. */
   bool mixed = (!strcmp(mode, "steal") || !strcmp(mode, "static")) && mgpu_num_gpus(rt) > 0 && r->ncpu > 0;
@@ -129,10 +139,18 @@ void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const 
   int done = 0;
   for (int i = 0; i < o->repeat && warmed && !interrupted; i++) {
     progress_label(mode, "timed run", i + 1, o->repeat);
-    double t = run_once(rt, w, &st, &r->steal);
+    stealacc_t steal = r->steal;
+    double t = run_once(rt, w, &run_st, &steal);
     if (t < 0) break;
+    r->steal = steal;
     times[done++] = t;
+    st = run_st;
+    st.worker = r->ws, st.rank = r->rs;
+    memcpy(r->ws, run_ws, sizeof *run_ws * (size_t)nw);
+    if (run_rs) memcpy(r->rs, run_rs, sizeof *run_rs * (size_t)nranks);
   }
+  free(run_ws);
+  free(run_rs);
   if (done == 0) return;
   double items = (double)w->nrun;
   qsort(times, (size_t)done, sizeof *times, cmp_double);
