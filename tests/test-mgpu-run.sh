@@ -767,7 +767,8 @@ expect 0 "verification: ok (all 64 items checked against the CPU function, plus 
 expect 0 "params: items 5000, size 7, intensity 42\$" -- "$run" --plugin "$wrongplugin" --list -n 5000 --size 7 --intensity 42
 expect 0 "params: items -1, size -1, intensity -1\$" -- "$run" --plugin "$wrongplugin" --list
 # SIGINT cancels the run in flight, prints the report of the runs completed,
-# exits 130; the canceled run's results are not verified.
+# exits 130; the canceled run's results are not verified, and the table of
+# workers is the last completed run's (all 300000 items), not the canceled one's.
 out=$(mktemp /tmp/mgpu-int-XXXXXX)
 "$run" mulmod -n 300000 --intensity 100 --repeat 1000 --num-gpus 0 > "$out" 2>&1 &
 pid=$!
@@ -777,6 +778,7 @@ wait $pid; rc=$?
 # (SIGINT may also land between two runs: nothing is canceled then, and the
 # last run's results are verified.)
 if [ $rc = 130 ] && grep -q "^mode steal .* items/s" "$out" &&
+   grep -q "^total: 300000 items" "$out" &&
    { { grep -q "interrupted in mode steal, timed run [0-9]* of 1000: [0-9]* of 300000 items computed" "$out" &&
        grep -q "verification: none (SIGINT stopped the last run)" "$out"; } ||
      { ! grep -q "interrupted in mode" "$out" && grep -q "verification: ok" "$out"; }; }; then ok
@@ -871,6 +873,22 @@ if [ $rc = 130 ] && [ $took -le 3 ] && grep -q "interrupted while making the inp
    grep -q '{"mode": "steal", "ran": false, "skipped": "interrupted"}' "$out" && ! grep -q "interrupted in mode" "$out.err"; then ok
 elif [ $rc = 1 ] && grep -q -i "memory" "$out.err"; then ok
 else bad "SIGINT while the inputs are made: exit $rc after $took s, output: $(cat "$out" "$out.err")"; fi
+# The same in text and with -q: the report says that no run was made, and
+# claims no figure, no prefix and no stopped run.
+"$run" mulmod -n 400000000 --repeat 1 --num-gpus 0 --threads 1 > "$out" 2> "$out.err" &
+pid=$!
+sigint_after 1
+if [ $rc = 130 ] && grep -q "verification: none (no run was made: SIGINT came before the first)" "$out" &&
+   grep -q "mode steal  skipped (interrupted)" "$out" && ! grep -q "^note: timed on the first items" "$out" &&
+   grep -q "interrupted: no run was made" "$out.err"; then ok
+elif [ $rc = 1 ] && grep -q -i "memory" "$out.err"; then ok
+else bad "SIGINT while the inputs are made, text: exit $rc, output: $(cat "$out" "$out.err")"; fi
+"$run" mulmod -n 400000000 --repeat 1 --num-gpus 0 --threads 1 -q > "$out" 2> "$out.err" &
+pid=$!
+sigint_after 1
+if [ $rc = 130 ] && grep -q "^mulmod: 400000000 items, no run timed (interrupted), verification none\$" "$out"; then ok
+elif [ $rc = 1 ] && grep -q -i "memory" "$out.err"; then ok
+else bad "SIGINT while the inputs are made, -q: exit $rc, output: $(cat "$out" "$out.err")"; fi
 rm -f "$out" "$out.err"
 # SIGINT during the first mode of --compare --rounds: the quiet line reports
 # the mode that ran, not the steal mode that never did.

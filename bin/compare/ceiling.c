@@ -167,6 +167,10 @@ void ceiling_run(const opts_t *o, work_t *w, int ngpu, size_t start, ceiling_t *
   memset(c, 0, sizeof *c);
   c->asked = true;
   if ((c->skipped = ceiling_skip(w, ngpu)) != NULL) return;
+  if (interrupted) { /* while the inputs were made */
+    c->skipped = "interrupted";
+    return;
+  }
   opts_t one = *o;
   one.cfg.num_gpus = 1;
   one.cfg.ndevices = -1;
@@ -177,6 +181,7 @@ void ceiling_run(const opts_t *o, work_t *w, int ngpu, size_t start, ceiling_t *
   cbufs_t b;
   bufs_make(rt, w, n, &b);
   double copy_s;
+  w->started = true;
   double t = ceiling_pass(rt, w, &b, &copy_s); /* warm-up: the device's first use */
   for (int i = 0; i < CEILING_TRIES && bound > 0 && t > bound && n > 1 && !interrupted; i++) {
     n = prefix_next(n, n, t, bound, 0, n);
@@ -192,6 +197,7 @@ void ceiling_run(const opts_t *o, work_t *w, int ngpu, size_t start, ceiling_t *
     if (c->wall_s == 0 || t < c->wall_s) c->wall_s = t, c->copy_s = copy_s;
   }
   c->throughput = c->wall_s > 0 ? (double)b.n / c->wall_s : 0;
+  if (c->wall_s == 0) c->skipped = "interrupted"; /* before the first timed pass */
   ceiling_results(w, &b, c);
   if (!interrupted) host_copy(rt, o, w, &b, c);
   bufs_free(rt, w, &b);

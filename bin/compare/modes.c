@@ -213,7 +213,7 @@ int run_batch_workload(mgpu_runtime_t *base, opts_t *o, const mgpu_plugin_worklo
   else if (o->compare) run_compare(&w, o, w.k.gpu != NULL, &oc);
   else if (o->ceiling) {
     ceiling_run(o, &w, oc.ngpu, 0, &oc.ceiling);
-    if (oc.ceiling.skipped) {
+    if (oc.ceiling.skipped && !interrupted) {
       fprintf(stderr, "%s: nothing ran: the ceiling cannot be measured: %s\n", prog, oc.ceiling.skipped);
       work_free(&w, base, o);
       mgpu_finalize(base);
@@ -238,13 +238,15 @@ int run_batch_workload(mgpu_runtime_t *base, opts_t *o, const mgpu_plugin_worklo
   else if (o->quiet) report_quiet(o, &w, &oc);
   else report_text(o, &w, &oc);
   long long bad = oc.vd.bad;
+  bool started = w.started;
   free_outcome(&oc);
   work_free(&w, base, o);
   /* The trace is written here: a run whose trace is lost fails. */
   finalize_runtime(base);
   if (trace_lost) bad = bad ? bad : 1;
   if (interrupted) {
-    fprintf(stderr, "%s: interrupted: the report covers the runs made before SIGINT\n", prog);
+    fprintf(stderr, "%s: interrupted: %s\n", prog,
+            started ? "the report covers the runs made before SIGINT" : "no run was made");
     return EXIT_INTERRUPTED;
   }
   return bad ? EXIT_FAIL : 0;

@@ -128,15 +128,21 @@ static const result_t *main_result(const outcome_t *oc) {
 void report_quiet(const opts_t *o, const work_t *w, const outcome_t *oc) {
   /* Nothing checked where no run completed (SIGINT stopped the last). */
   const char *verdict = !o->verify ? "off" : !w->complete ? "none" : oc->vd.bad ? "FAILED" : "ok";
-  size_t prefix = o->ceiling ? oc->ceiling.prefix : main_result(oc)->prefix;
+  size_t prefix = o->ceiling ? (oc->ceiling.skipped ? 0 : oc->ceiling.prefix)
+                             : (main_result(oc)->ran ? main_result(oc)->prefix : 0);
   printf("%s: %zu items", w->name, w->n);
   if (prefix) printf(" (timed on the first %zu)", prefix);
+  if (o->ceiling && oc->ceiling.skipped) {
+    printf(", ceiling not measured (%s), verification %s\n", oc->ceiling.skipped, verdict);
+    return;
+  }
   if (o->ceiling) {
     printf(", ceiling %.4f s, %.4g items/s, verification %s\n", oc->ceiling.wall_s, oc->ceiling.throughput, verdict);
     return;
   }
   const result_t *r = main_result(oc);
-  printf(", %.4f s, %.4g items/s, verification %s\n", r->wall_s, r->throughput, verdict);
+  if (!r->ran) printf(", no run timed (%s), verification %s\n", r->skipped ? r->skipped : "interrupted", verdict);
+  else printf(", %.4f s, %.4g items/s, verification %s\n", r->wall_s, r->throughput, verdict);
 }
 
 /* A line per mode, and the per-worker table of the last (of each with one
@@ -191,13 +197,13 @@ static void print_prefix_note(const opts_t *o, const work_t *w, const outcome_t 
   char name[4 + SWEEP_POINTS + MGPU_MAX_DEVICES][32];
   int n = 0;
   for (int i = 0; i < (oc->nsres ? oc->nsres : oc->nres); i++) {
-    if (!rs[i].prefix) continue;
+    if (!rs[i].prefix || !rs[i].ran) continue; /* a mode that SIGINT stopped first shows no figure */
     if (oc->nsres) snprintf(name[n], sizeof name[n], "%d GPU%s", o->gpus_list[i], o->gpus_list[i] == 1 ? "" : "s");
     else snprintf(name[n], sizeof name[n], "mode %s", rs[i].mode);
     n++;
   }
   for (int i = 0; i < SWEEP_POINTS; i++)
-    if (oc->sweep.pt[i].prefix)
+    if (oc->sweep.pt[i].prefix && oc->sweep.pt[i].ran)
       snprintf(name[n], sizeof name[n], "%s", oc->sweep.pt[i].mode), n++;
   if (!n && !oc->ceiling.prefix) return;
   printf("note: timed on the first items of the batch (as many as shown above), as a run of all %zu would take over "
@@ -229,7 +235,10 @@ void report_text(const opts_t *o, const work_t *w, const outcome_t *oc) {
            "figures vary between runs (doc/tuning.md, \"Shared virtual CPUs\")\n",
            100 * worst_steal);
   if (o->verify && !w->complete)
-    printf("verification: none (%s)\n", interrupted ? "SIGINT stopped the last run" : "no run completed");
+    printf("verification: none (%s)\n", !interrupted ? "no run completed"
+                                        : !w->started ? "no run was made: SIGINT came before the first"
+                                        : o->ceiling ? "SIGINT came during the ceiling"
+                                        : "SIGINT stopped the last run");
   else if (o->verify) print_verdict(w, &oc->vd, main_result(oc));
   else printf("verification: off\n");
 }

@@ -249,6 +249,7 @@ size_t verify_step(size_t n) { return n <= 4096 ? 1 : n / 2000; }
 /* Before a run: its outputs poisoned (every item must be written again), and
  * the items whose worker is recorded for verification chosen. */
 static void run_prepare(work_t *w) {
+  w->started = true;
   w->complete = false;
   for (int i = 0; i < MGPU_MAX_ARGS; i++)
     if (w->outs[i]) memset(w->outs[i], 0xA5, w->outs_bytes[i] / w->n * w->nrun);

@@ -72,6 +72,7 @@ typedef struct {
   size_t vstep;            /* verification checks items 0, vstep, 2 vstep, ... of the last run */
   int *sample_worker;      /* the worker that computed each checked item in the last run */
   size_t sample_cap;       /* entries of sample_worker */
+  bool started;            /* a run (or the ceiling) has begun */
   bool complete;           /* a run has completed: the outputs hold its results */
   /* pipeline */
   unsigned log_n;
