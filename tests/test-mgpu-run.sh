@@ -635,6 +635,38 @@ if command -v rsvg-convert >/dev/null 2>&1; then
   if rsvg-convert -o "$svg.png" "$svg" && [ -s "$svg.png" ]; then ok; else bad "rsvg-convert could not render the plot"; fi
 fi
 rm -f "$svg" "$svg.png"
+# A run of tens of thousands of events (GPU chunks of at most 1000 items):
+# the SVG stays under 2 MB, events within a pixel merged; its title says that
+# the whole batch was timed, and the legend and the strip of runs tell the
+# warm-up from the timed runs. Timed on a prefix, the title says which.
+svg=$(mktemp /tmp/mgpu-plot-XXXXXX).svg
+expect 0 "verification ok" -- env MGPU_EMULATE_GPUS=2 "$run" mulmod -n 4000000 --intensity 5 --repeat 3 --threads 2 --max-batch 1000 -q --plot "$svg"
+size=$(wc -c < "$svg")
+if [ "$size" -lt 2000000 ]; then ok; else bad "--plot of many events: $size bytes, expected under 2 MB"; fi
+if command -v python3 >/dev/null 2>&1; then
+  if python3 - "$svg" 'timed on the whole batch of 4000000 items, median ' <<'PY'
+import re, sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(sys.argv[1]).getroot()
+title = [t.text for t in root.iter(ns + "text") if t.get("class") == "title"]
+assert title and sys.argv[2] in title[0], title
+legend = [g for g in root.iter(ns + "g") if g.get("class") == "legend"]
+assert legend, "no legend"
+assert {r.get("class") for r in legend[0].iter(ns + "rect")} >= {"warm-up", "timed"}
+text = " ".join(t.text or "" for t in legend[0].iter(ns + "text"))
+assert "warm-up" in text and "timed runs" in text, text
+runs = [r.get("class") for r in root.iter(ns + "rect") if (r.get("class") or "").startswith("run ")]
+assert runs.count("run timed") >= 1 and runs.count("run warm-up") >= 1, runs
+desc = [t.text for t in root.iter(ns + "text") if (t.text or "").startswith("timeline:")]
+m = re.search(r"(\d+) events in (\d+) shapes \(events within", desc[0])
+assert m and int(m.group(1)) > 20000 and int(m.group(2)) < int(m.group(1)), desc
+PY
+  then ok; else bad "--plot of many events: title, legend or runs strip"; fi
+fi
+expect 0 "verification ok" -- env MGPU_EMULATE_GPUS=2 "$run" mulmod -n 4000000 --intensity 1000 --repeat 1 --threads 2 --max-run-time 0.05 -q --plot "$svg"
+if grep -q "timed on the first [0-9]* of 4000000 items (--max-run-time 0.05 s), median " "$svg"; then ok
+else bad "--plot of a prefix: the title does not say so: $(grep -o '<text class="title"[^<]*' "$svg")"; fi
+rm -f "$svg"
 expect 2 "--plot '/nonexistent/dir/p.svg': cannot write it" -- "$run" mulmod -n 100 --intensity 2 --repeat 1 -q --plot /nonexistent/dir/p.svg
 # One rule for output files: one that cannot be written is a usage error (2)
 # found before the run, named by its option; --plot writes SVG only.

@@ -16,10 +16,19 @@
 /* Rank 0's run, from its own trace, under an MPI launcher. */
 static void plot_run(mgpu_runtime_t *rt, const opts_t *o, const result_t *r, const work_t *w) {
   if (ranks_rank() > 0) return;
-  char title[256];
-  snprintf(title, sizeof title, "mgpu-run %s, %zu items, mode %s: %.4f s (libmgpurt %s)", w->name, w->n, r->mode,
-           r->wall_s, mgpu_version());
-  if (mgpu_run_plot(o->plot, rt, &r->st, title) != 0) {
+  /* What was timed: the whole batch, or the prefix that --max-run-time chose. */
+  char title[512];
+  if (!r->ran)
+    snprintf(title, sizeof title, "mgpu-run %s, %zu items, mode %s: no timed run (SIGINT came first) (libmgpurt %s)",
+             w->name, w->n, r->mode, mgpu_version());
+  else if (r->prefix)
+    snprintf(title, sizeof title, "mgpu-run %s, mode %s: timed on the first %zu of %zu items (--max-run-time %g s), "
+             "median %.4f s (libmgpurt %s)", w->name, r->mode, r->prefix, w->n, o->max_run_s, r->wall_s,
+             mgpu_version());
+  else
+    snprintf(title, sizeof title, "mgpu-run %s, mode %s: timed on the whole batch of %zu items, median %.4f s "
+             "(libmgpurt %s)", w->name, r->mode, w->n, r->wall_s, mgpu_version());
+  if (mgpu_run_plot(o->plot, rt, &r->st, title, r->timed_batch) != 0) {
     fprintf(stderr, "%s: cannot write %s: %s\n", prog, o->plot, strerror(errno));
     exit(EXIT_FAIL);
   }

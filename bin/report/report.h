@@ -89,9 +89,13 @@ void report_json(const opts_t *o, const work_t *w, const outcome_t *oc, mgpu_run
 /* image.c */
 void write_image(const work_t *w, const opts_t *o, int ncpu);
 
-/* plot.c: write a self-contained SVG: a timeline (a lane per worker and per
- * GPU stream, chunks coloured by batch, copies and steals visible) and bars of
- * items and busy time per worker. Returns 0, or -1 with errno set. */
-int mgpu_run_plot(const char *path, mgpu_runtime_t *rt, const mgpu_stats_t *st, const char *title);
+/* plot.c: write a self-contained SVG under 2 MB: a timeline (a lane per
+ * worker and per GPU stream, chunks coloured by batch, copies and steals
+ * visible, events within a pixel merged) below a strip of the runtime's
+ * batches, those from timed_batch on marked as the timed runs and those
+ * before as warm-ups, and bars of items and busy time per worker (st).
+ * Returns 0, or -1 with errno set. */
+int mgpu_run_plot(const char *path, mgpu_runtime_t *rt, const mgpu_stats_t *st, const char *title,
+                  uint64_t timed_batch);
 
 #endif

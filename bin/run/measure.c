@@ -75,6 +75,20 @@ static bool choose_prefix(mgpu_runtime_t *rt, const opts_t *o, work_t *w, result
   return true;
 }
 
+/* The submission number of the next batch on rt, from its trace: one past
+ * the highest that its events name (0 when it records none). A plot marks
+ * the batches before it as warm-ups. */
+static uint64_t next_batch(mgpu_runtime_t *rt) {
+  size_t n = mgpu_trace_events(rt, NULL, 0);
+  mgpu_trace_event_t *ev = n ? calloc(n, sizeof *ev) : NULL;
+  uint64_t next = 0;
+  n = ev ? mgpu_trace_events(rt, ev, n) : 0;
+  for (size_t i = 0; i < n; i++)
+    if (ev[i].batch + 1 > next) next = ev[i].batch + 1;
+  free(ev);
+  return next;
+}
+
 /* The mode's warm-up runs (its first round's first one bounded, then those
  * that size its prefix), on the whole batch or the prefix chosen; false
  * when SIGINT stopped one. */
@@ -137,6 +151,7 @@ void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const 
   /* SIGINT cancels the run in flight (it stops at its next chunk): the report
    * then covers the runs completed, and a mode with none is skipped. */
   int done = 0;
+  if (warmed) r->timed_batch = next_batch(rt);
   for (int i = 0; i < o->repeat && warmed && !interrupted; i++) {
     progress_label(mode, "timed run", i + 1, o->repeat);
     stealacc_t steal = r->steal;

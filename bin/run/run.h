@@ -114,6 +114,8 @@ typedef struct {
   bool sized;       /* the first warm-ups have decided between the whole batch and a prefix */
   size_t prefix;    /* items of each timed run where a run of the whole batch would take over
                      * --max-run-time (the first ones of the batch); 0: the whole batch */
+  uint64_t timed_batch; /* the first batch of the last measure()'s timed runs, in its runtime's
+                         * trace (0 untraced): a plot marks those before it as warm-ups */
 } result_t;
 
 /* What verification found: the first wrong item is the lowest checked one. */
