@@ -144,6 +144,11 @@ expect 2 "MGPU_DEVICES" -- env MGPU_DEVICES=9 "$run" --info
 expect 2 "MGPU_DEVICES" -- env MGPU_EMULATE_GPUS=1 MGPU_DEVICES=9 "$run" --info
 # Runs that need a machine without a GPU (emulated devices add to real ones).
 if env MGPU_EMULATE_GPUS=0 "$run" --info 2>/dev/null | grep -q "^GPUs: 0 in use"; then nogpu=yes; else nogpu=; fi
+# --info says why no GPU is in use where the settings say it: the flag or the
+# variable that set 0 (the library does not report why its probe found none).
+expect 0 "^GPUs: 0 in use (--num-gpus 0)\$" -- env MGPU_EMULATE_GPUS=1 "$run" --info --num-gpus 0
+expect 0 "^GPUs: 0 in use (MGPU_NUM_GPUS=0)\$" -- env MGPU_EMULATE_GPUS=1 MGPU_NUM_GPUS=0 "$run" --info
+[ -z "$nogpu" ] || expect 0 "^GPUs: 0 in use (the runtime sees none)\$" -- env MGPU_EMULATE_GPUS=0 "$run" --info
 if [ -n "$nogpu" ]; then
 expect 2 "nothing ran: --gpus 1,2 needs GPUs and the runtime sees none" -- env MGPU_EMULATE_GPUS=0 "$run" mulmod --gpus 1,2 -n 2001
 expect 2 "nothing ran: --gpus 2,3 asks for more GPUs than the runtime sees: expected counts in 1..1" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod --gpus 2,3 -n 2001

@@ -112,6 +112,21 @@ const char *mode_name(mgpu_sched_t m) {
   }
 }
 
+/* Why rt uses no GPU, as far as its settings say: MGPU_NUM_GPUS=0 given (by
+ * the flag or the variable), else the runtime saw none. The library does
+ * not report why its probe found no device. */
+static const char *no_gpu_reason(mgpu_runtime_t *rt) {
+  static char why[128];
+  mgpu_setting_t s = MGPU_SETTING_INIT;
+  for (int i = 0; mgpu_info_setting(rt, i, &s) == MGPU_OK; i++) {
+    if (strcmp(s.name, "MGPU_NUM_GPUS") || strcmp(s.value, "0")) continue;
+    if (strcmp(s.source, "argument") && strcmp(s.source, "environment")) break;
+    snprintf(why, sizeof why, "%s", flagname_apply("MGPU_NUM_GPUS=0"));
+    return why;
+  }
+  return "the runtime sees none";
+}
+
 void print_info(mgpu_runtime_t *rt) {
   printf("libmgpurt %s\n\nSettings (value, source):\n", mgpu_version());
   mgpu_setting_t s = MGPU_SETTING_INIT;
@@ -143,7 +158,9 @@ void print_info(mgpu_runtime_t *rt) {
     printf(", the last %d kept out of batches that GPUs also run", atoi(reserve));
   printf("\n");
   int g = mgpu_num_gpus(rt);
-  printf("GPUs: %d in use\n", g);
+  printf("GPUs: %d in use", g);
+  if (g == 0) printf(" (%s)", no_gpu_reason(rt));
+  printf("\n");
   for (int i = 0; i < g; i++) {
     mgpu_device_info_t d = MGPU_DEVICE_INFO_INIT;
     mgpu_device_info(rt, i, &d);
