@@ -13,7 +13,7 @@
 # "lib bin"): the trees to check, each DIR with DIR/layers.txt.
 top_builddir=${top_builddir:-.}
 top_srcdir=${top_srcdir:-.}
-trees=${LAYERS_TREES:-lib}
+trees=${LAYERS_TREES:-lib bin}
 command -v nm >/dev/null 2>&1 || { echo "nm not found: skipped"; exit 77; }
 command -v tsort >/dev/null 2>&1 || { echo "tsort not found: skipped"; exit 77; }
 fails=0
@@ -42,6 +42,15 @@ check_tree() {
     fi
     echo "$rel $folder $layer" >> "$tmp/files"
   done < "$tmp/srcs"
+
+  # A header for each folder but the top one; base names once in the tree
+  # (automake names objects by them).
+  top=$(tail -1 "$tmp/folders" | awk '{ print $1 }')
+  while read -r folder layer; do
+    [ "$folder" = "$top" ] || [ -f "$top_srcdir/$dir/$folder/$folder.h" ] || bad "$dir/$folder/ has no header $folder.h"
+  done < "$tmp/folders"
+  dups=$(awk '$1 ~ /\.c$/ { n = split($1, p, "/"); print p[n] }' "$tmp/files" | sort | uniq -d | tr '\n' ' ')
+  [ -z "$dups" ] || bad "$dir/: base names used twice: $dups"
 
   # Includes: "F/..." must name the file's own folder, or be F/F.h of a
   # folder no higher than its own.
@@ -78,7 +87,8 @@ check_tree() {
     obj=
     for o in "$odir"/.libs/*-"$base".o "$odir"/*-"$base".o; do
       [ -f "$o" ] || continue
-      case $(basename "$o") in bin_mgpu_run-*) [ "$dir" = bin ] || continue ;; esac
+      # lib/'s parsers and store are compiled into mgpu-run too: that copy is bin/'s.
+      case $(basename "$o") in mgpu_run-*) [ "$dir" = bin ] || continue ;; esac
       obj=$o
       break
     done

@@ -144,6 +144,11 @@ expect 2 "MGPU_DEVICES" -- env MGPU_DEVICES=9 "$run" --info
 expect 2 "MGPU_DEVICES" -- env MGPU_EMULATE_GPUS=1 MGPU_DEVICES=9 "$run" --info
 # Runs that need a machine without a GPU (emulated devices add to real ones).
 if env MGPU_EMULATE_GPUS=0 "$run" --info 2>/dev/null | grep -q "^GPUs: 0 in use"; then nogpu=yes; else nogpu=; fi
+# --info says why no GPU is in use where the settings say it: the flag or the
+# variable that set 0 (the library does not report why its probe found none).
+expect 0 "^GPUs: 0 in use (--num-gpus 0)\$" -- env MGPU_EMULATE_GPUS=1 "$run" --info --num-gpus 0
+expect 0 "^GPUs: 0 in use (MGPU_NUM_GPUS=0)\$" -- env MGPU_EMULATE_GPUS=1 MGPU_NUM_GPUS=0 "$run" --info
+[ -z "$nogpu" ] || expect 0 "^GPUs: 0 in use (the runtime sees none)\$" -- env MGPU_EMULATE_GPUS=0 "$run" --info
 if [ -n "$nogpu" ]; then
 expect 2 "nothing ran: --gpus 1,2 needs GPUs and the runtime sees none" -- env MGPU_EMULATE_GPUS=0 "$run" mulmod --gpus 1,2 -n 2001
 expect 2 "nothing ran: --gpus 2,3 asks for more GPUs than the runtime sees: expected counts in 1..1" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod --gpus 2,3 -n 2001
@@ -635,6 +640,38 @@ if command -v rsvg-convert >/dev/null 2>&1; then
   if rsvg-convert -o "$svg.png" "$svg" && [ -s "$svg.png" ]; then ok; else bad "rsvg-convert could not render the plot"; fi
 fi
 rm -f "$svg" "$svg.png"
+# A run of tens of thousands of events (GPU chunks of at most 1000 items):
+# the SVG stays under 2 MB, events within a pixel merged; its title says that
+# the whole batch was timed, and the legend and the strip of runs tell the
+# warm-up from the timed runs. Timed on a prefix, the title says which.
+svg=$(mktemp /tmp/mgpu-plot-XXXXXX).svg
+expect 0 "verification ok" -- env MGPU_EMULATE_GPUS=2 "$run" mulmod -n 4000000 --intensity 5 --repeat 3 --threads 2 --max-batch 1000 -q --plot "$svg"
+size=$(wc -c < "$svg")
+if [ "$size" -lt 2000000 ]; then ok; else bad "--plot of many events: $size bytes, expected under 2 MB"; fi
+if command -v python3 >/dev/null 2>&1; then
+  if python3 - "$svg" 'timed on the whole batch of 4000000 items, median ' <<'PY'
+import re, sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(sys.argv[1]).getroot()
+title = [t.text for t in root.iter(ns + "text") if t.get("class") == "title"]
+assert title and sys.argv[2] in title[0], title
+legend = [g for g in root.iter(ns + "g") if g.get("class") == "legend"]
+assert legend, "no legend"
+assert {r.get("class") for r in legend[0].iter(ns + "rect")} >= {"warm-up", "timed"}
+text = " ".join(t.text or "" for t in legend[0].iter(ns + "text"))
+assert "warm-up" in text and "timed runs" in text, text
+runs = [r.get("class") for r in root.iter(ns + "rect") if (r.get("class") or "").startswith("run ")]
+assert runs.count("run timed") >= 1 and runs.count("run warm-up") >= 1, runs
+desc = [t.text for t in root.iter(ns + "text") if (t.text or "").startswith("timeline:")]
+m = re.search(r"(\d+) events in (\d+) shapes \(events within", desc[0])
+assert m and int(m.group(1)) > 20000 and int(m.group(2)) < int(m.group(1)), desc
+PY
+  then ok; else bad "--plot of many events: title, legend or runs strip"; fi
+fi
+expect 0 "verification ok" -- env MGPU_EMULATE_GPUS=2 "$run" mulmod -n 4000000 --intensity 1000 --repeat 1 --threads 2 --max-run-time 0.05 -q --plot "$svg"
+if grep -q "timed on the first [0-9]* of 4000000 items (--max-run-time 0.05 s), median " "$svg"; then ok
+else bad "--plot of a prefix: the title does not say so: $(grep -o '<text class="title"[^<]*' "$svg")"; fi
+rm -f "$svg"
 expect 2 "--plot '/nonexistent/dir/p.svg': cannot write it" -- "$run" mulmod -n 100 --intensity 2 --repeat 1 -q --plot /nonexistent/dir/p.svg
 # One rule for output files: one that cannot be written is a usage error (2)
 # found before the run, named by its option; --plot writes SVG only.
@@ -767,7 +804,8 @@ expect 0 "verification: ok (all 64 items checked against the CPU function, plus 
 expect 0 "params: items 5000, size 7, intensity 42\$" -- "$run" --plugin "$wrongplugin" --list -n 5000 --size 7 --intensity 42
 expect 0 "params: items -1, size -1, intensity -1\$" -- "$run" --plugin "$wrongplugin" --list
 # SIGINT cancels the run in flight, prints the report of the runs completed,
-# exits 130; the canceled run's results are not verified.
+# exits 130; the canceled run's results are not verified, and the table of
+# workers is the last completed run's (all 300000 items), not the canceled one's.
 out=$(mktemp /tmp/mgpu-int-XXXXXX)
 "$run" mulmod -n 300000 --intensity 100 --repeat 1000 --num-gpus 0 > "$out" 2>&1 &
 pid=$!
@@ -777,6 +815,7 @@ wait $pid; rc=$?
 # (SIGINT may also land between two runs: nothing is canceled then, and the
 # last run's results are verified.)
 if [ $rc = 130 ] && grep -q "^mode steal .* items/s" "$out" &&
+   grep -q "^total: 300000 items" "$out" &&
    { { grep -q "interrupted in mode steal, timed run [0-9]* of 1000: [0-9]* of 300000 items computed" "$out" &&
        grep -q "verification: none (SIGINT stopped the last run)" "$out"; } ||
      { ! grep -q "interrupted in mode" "$out" && grep -q "verification: ok" "$out"; }; }; then ok
@@ -871,6 +910,22 @@ if [ $rc = 130 ] && [ $took -le 3 ] && grep -q "interrupted while making the inp
    grep -q '{"mode": "steal", "ran": false, "skipped": "interrupted"}' "$out" && ! grep -q "interrupted in mode" "$out.err"; then ok
 elif [ $rc = 1 ] && grep -q -i "memory" "$out.err"; then ok
 else bad "SIGINT while the inputs are made: exit $rc after $took s, output: $(cat "$out" "$out.err")"; fi
+# The same in text and with -q: the report says that no run was made, and
+# claims no figure, no prefix and no stopped run.
+"$run" mulmod -n 400000000 --repeat 1 --num-gpus 0 --threads 1 > "$out" 2> "$out.err" &
+pid=$!
+sigint_after 1
+if [ $rc = 130 ] && grep -q "verification: none (no run was made: SIGINT came before the first)" "$out" &&
+   grep -q "mode steal  skipped (interrupted)" "$out" && ! grep -q "^note: timed on the first items" "$out" &&
+   grep -q "interrupted: no run was made" "$out.err"; then ok
+elif [ $rc = 1 ] && grep -q -i "memory" "$out.err"; then ok
+else bad "SIGINT while the inputs are made, text: exit $rc, output: $(cat "$out" "$out.err")"; fi
+"$run" mulmod -n 400000000 --repeat 1 --num-gpus 0 --threads 1 -q > "$out" 2> "$out.err" &
+pid=$!
+sigint_after 1
+if [ $rc = 130 ] && grep -q "^mulmod: 400000000 items, no run timed (interrupted), verification none\$" "$out"; then ok
+elif [ $rc = 1 ] && grep -q -i "memory" "$out.err"; then ok
+else bad "SIGINT while the inputs are made, -q: exit $rc, output: $(cat "$out" "$out.err")"; fi
 rm -f "$out" "$out.err"
 # SIGINT during the first mode of --compare --rounds: the quiet line reports
 # the mode that ran, not the steal mode that never did.

@@ -1,8 +1,8 @@
 /* test-topology.c: usable cores from the affinity mask (widened where OpenMP
  * bound the caller to one place) and the cgroup quota; steal time from
- * /proc/stat (mgpu-run's hostcpu.c). */
+ * /proc/stat (mgpu-run's bin/base/hostcpu.c). */
 #include "testutil.h"
-#include "hostcpu.h"
+#include "util/util.h"
 
 #include <omp.h>
 #include <sched.h>

@@ -1,0 +1,109 @@
+/*
+ * report_compare.c: the text report's sections of --compare: the table of
+ * fixed splits (compare/sweep.c), the line of the turns (compare/turns.c),
+ * and the ceiling with its host copy (compare/ceiling.c; --ceiling too).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "report/report.h"
+
+/* One line of the sweep's table. */
+static void sweep_row(const char *ratio, double share, const result_t *r, const char *what, bool best) {
+  printf("  %10s", ratio);
+  if (!r->ran) {
+    printf("  skipped (%s)\n", r->skipped ? r->skipped : "interrupted");
+    return;
+  }
+  printf(" %8.1f%% %13.4g", 100 * share, r->throughput);
+  const char *sep = "  ";
+  if (what) printf("%s%s", sep, what), sep = ", ";
+  else if (r->runs > 1) printf("%stimed again, median of %d", sep, r->runs), sep = ", ";
+  if (r->prefix) printf("%son the first %zu items", sep, r->prefix), sep = ", ";
+  if (best) printf("%sbest", sep);
+  printf("\n");
+}
+
+/* The text report's table of fixed splits, by ratio, and the best of them. */
+void sweep_report(const opts_t *o, const outcome_t *oc) {
+  const sweep_t *s = &oc->sweep;
+  const result_t *res = oc->res;
+  if (s->skipped) {
+    printf("fixed splits: not swept (%s)\n", s->skipped);
+    return;
+  }
+  if (!s->ran) return;
+  int runs = SWEEP_RUNS < o->repeat ? SWEEP_RUNS : o->repeat;
+  printf("fixed splits: static mode at 1/8 to 8 times its ratio %.4g, %d timed run%s each after a warm-up "
+         "(the modes: %d%s",
+         s->ratio, runs, runs == 1 ? "" : "s", o->repeat, o->rounds > 1 ? " per round" : "");
+  if (o->repeat > runs) printf("; a point that comes out best is timed again with %d", o->repeat);
+  printf("), between the cpu and gpu modes:\n");
+  printf("  %10s %9s %13s\n", "ratio", "on GPUs", "items/s");
+  const char *b = s->best_mode ? s->best_mode : "";
+  sweep_row("cpu only", 0, &res[0], "mode cpu", !strcmp(b, "cpu"));
+  char label[32];
+  for (int i = 0; i < SWEEP_POINTS; i++) {
+    if (i == SWEEP_POINTS / 2) {
+      snprintf(label, sizeof label, "%.4g", s->ratio);
+      sweep_row(label, s->static_share, &res[2], "mode static", !strcmp(b, "static"));
+    }
+    snprintf(label, sizeof label, "%.4g", s->ratio * s->factor[i]);
+    sweep_row(label, s->share[i], &s->pt[i], NULL, !strcmp(b, "sweep") && s->best_ratio == s->ratio * s->factor[i]);
+  }
+  sweep_row("gpu only", 1, &res[1], "mode gpu", !strcmp(b, "gpu"));
+  if (!s->best_mode) return;
+  printf("best static: %.4g items/s, ", s->best_tp);
+  if (!strcmp(b, "cpu")) printf("CPU workers only (mode cpu)\n");
+  else if (!strcmp(b, "gpu")) printf("GPUs only (mode gpu)\n");
+  else printf("at ratio %.4g (%.1f%% of the items on the GPUs)\n", s->best_ratio, 100 * s->best_share);
+}
+
+/* The text report's line. */
+void turns_report(const opts_t *o, const outcome_t *oc) {
+  const turns_t *t = &oc->turns;
+  if (o->turns <= 0) return;
+  if (t->skipped) {
+    printf("turns: not run (%s)\n", t->skipped);
+    return;
+  }
+  const sweep_t *s = &oc->sweep;
+  char what[64];
+  if (!strcmp(s->best_mode, "sweep") || !strcmp(s->best_mode, "static"))
+    snprintf(what, sizeof what, "static at ratio %.4g", s->best_ratio);
+  else snprintf(what, sizeof what, "mode %s", s->best_mode);
+  printf("turns: best static (%s) and steal, %d turn%s of a runtime and %d timed run%s each: %.4g and %.4g "
+         "items/s; steal / best static = %.3fx", what, t->n, t->n == 1 ? "" : "s", o->repeat,
+         o->repeat == 1 ? "" : "s", t->best.throughput, t->steal.throughput, t->ratio);
+  for (int k = 0; k < t->n && t->n > 1; k++) printf("%s%.3f", k ? ", " : " (by turn: ", t->by_turn[k]);
+  printf("%s\n", t->n > 1 ? ")" : "");
+}
+
+void ceiling_report(const ceiling_t *c, const result_t *gpu) {
+  if (c->skipped) {
+    printf("ceiling: not measured (%s)\n", c->skipped);
+    return;
+  }
+  char what[64] = "the batch";
+  if (c->prefix) snprintf(what, sizeof what, "its first %zu items", c->prefix);
+  printf("ceiling  %.4f s, %.4g items/s: %s as one launch on GPU 0, copied in and out in one piece from "
+         "pinned memory (best of the timed runs)",
+         c->wall_s, c->throughput, what);
+  if (c->wall_s > 0) printf("; copies %.0f%% of its time", 100 * c->copy_s / c->wall_s);
+  if (gpu && gpu->ran && c->throughput > 0) printf("; gpu mode reaches %.0f%% of it", 100 * gpu->throughput / c->throughput);
+  printf("\n");
+  if (c->differs) printf("ceiling: its results differ from the batch's\n");
+  if (c->host_skipped) {
+    printf("host copy: not measured (%s)\n", c->host_skipped);
+  } else if (c->host_s > 0) {
+    double bound = (double)c->items / c->host_s;
+    printf("host copy %.3g s, %.3g GB/s: %s inputs and outputs (%.4g MB) between the pageable arrays and pinned "
+           "memory on %d CPU worker%s (best of the timed runs), which bounds a GPU fed from them to %.4g items/s",
+           c->host_s, (double)c->host_bytes / c->host_s / 1e9, c->prefix ? "the ceiling's items'" : "the batch's",
+           (double)c->host_bytes / 1e6, c->host_threads, c->host_threads == 1 ? "" : "s", bound);
+    if (gpu && gpu->ran && bound > 0) printf("; gpu mode reaches %.0f%% of it", 100 * gpu->throughput / bound);
+    printf("\n");
+  }
+}
