@@ -356,11 +356,21 @@ typedef struct mgpu_batch {
 } mgpu_batch_t;
 #define MGPU_BATCH_INIT {.size = sizeof(mgpu_batch_t)}
 
+/** The two kinds of worker: the CPU team's, and a GPU's host thread. */
+typedef enum { MGPU_WORKER_CPU = 0, MGPU_WORKER_GPU = 1 } mgpu_worker_kind_t;
+
+/**
+ * Whether the model store (MGPU_MODEL_DIR) holds a fresh model of kernel k,
+ * for batches of this footprint, for every class of the runtime's workers of
+ * this kind: 1 yes; 0 no, or the store is off, k has no name, or the runtime
+ * has no worker of that kind. It reads k's file in the store.
+ */
+MGPU_API int mgpu_model_stored(const mgpu_runtime_t *rt, const mgpu_kernel_t *k, uint64_t footprint,
+                               mgpu_worker_kind_t kind);
+
 /* ------------------------------------------------------------------------- */
 /* Statistics                                                                 */
 /* ------------------------------------------------------------------------- */
-
-typedef enum { MGPU_WORKER_CPU = 0, MGPU_WORKER_GPU = 1 } mgpu_worker_kind_t;
 
 /** One rank's figures of a batch run across MPI ranks: an element of
  * mgpu_stats_t.rank, whose size the array's owner gives in

@@ -127,3 +127,23 @@ void mgpu__persist_tick(mgpu_runtime_t *rt) {
   if (now - last < MGPU_STORE_PERIOD_S || !atomic_compare_exchange_strong(&rt->store_saved, &last, now)) return;
   mgpu__persist_save(rt);
 }
+
+MGPU_API int mgpu_model_stored(const mgpu_runtime_t *rt, const mgpu_kernel_t *k, uint64_t footprint,
+                               mgpu_worker_kind_t kind) {
+  if (mgpu__check_rt(rt, "mgpu_model_stored") != MGPU_OK) return 0;
+  if (!k || !stored(rt, k) || (kind != MGPU_WORKER_CPU && kind != MGPU_WORKER_GPU)) return 0;
+  double now = (double)time(NULL);
+  int classes = 0;
+  for (int c = 0; c < rt->nclasses; c++) {
+    bool used = false;
+    for (int w = 0; w < rt->nworkers; w++) used |= rt->worker_class[w] == c && rt->workers[w].kind == kind;
+    if (!used) continue;
+    mgpu__store_entry_t e;
+    char why[1400];
+    if (mgpu__store_lookup(rt->cfg.v.model_dir, k, footprint, rt->classes[c], now, MGPU_STORE_MAX_AGE_S, &e, why,
+                           sizeof why) != 0)
+      return 0;
+    classes++;
+  }
+  return classes > 0;
+}
