@@ -75,19 +75,24 @@ static int settle(double a, double c, double prior_rate, double target_s, size_t
 }
 
 /* A latency-bound device (a launch 18 ms whatever its size up to tens of
- * thousands of items, 4e6 items/s beyond) probed with one item: the chunks
- * grow fourfold a claim and settle at the memory cap, under the saturating
- * size (9 a / c = 648,000 items) where the rate still rises. */
+ * thousands of items, 4e6 items/s beyond), whose prior asks for under one
+ * item: the probe is a GPU's least, the next chunk fourfold, and once two
+ * sizes show the same time the chunks leap to the saturating size
+ * (9 a / c = 648,000 items) by the fourth claim, where they settle. */
 START_TEST(test_fit_grows_latency_bound) {
   size_t sizes[16], settled;
   int claims = settle(18e-3, 0.25e-6, 100, 2e-3, 1 << 20, &settled, sizes, 16);
   printf("latency-bound: %d claims, settled at %zu:", claims, settled);
   for (int k = 0; k < MGPU_MIN(claims, 16); k++) printf(" %zu", sizes[k]);
   printf("\n");
-  ck_assert_uint_eq(sizes[0], 1); /* the probe: 100 items/s for 2 ms */
-  for (int k = 1; k < 10; k++) ck_assert_uint_eq(sizes[k], MGPU_MIN(sizes[k - 1] * 4, (size_t)1 << 20));
-  ck_assert_uint_eq(settled, 1 << 20);
-  ck_assert_int_le(claims, 14);
+  ck_assert_uint_eq(sizes[0], (size_t)MGPU_PROBE_GPU_MIN);
+  ck_assert_uint_eq(sizes[1], 4 * sizes[0]);
+  double sat = 9 * 18e-3 / 0.25e-6;
+  ck_assert_uint_gt(sizes[2], 64 * sizes[1]); /* the leap */
+  ck_assert_double_ge((double)sizes[3], 0.95 * sat);
+  ck_assert_double_ge((double)settled, 0.95 * sat);
+  ck_assert_uint_le(settled, 1 << 20);
+  ck_assert_int_le(claims, 8);
 }
 END_TEST
 
