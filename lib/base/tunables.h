@@ -240,4 +240,9 @@
 #define MGPU_PROF_SMOOTH 4.0
 #define MGPU_COST_REACH 2
 
+/* ---------------------------------------- workers, data, runtime, ranks */
+/* Seconds of work a CPU worker's chunk is sized to: a claimed chunk is out of
+ * the faster workers' reach until its core ends it. */
+#define MGPU_CPU_TARGET_S 0.5e-3
+
 #endif /* MGPU_TUNABLES_H */
