@@ -244,5 +244,8 @@
 /* Seconds of work a CPU worker's chunk is sized to: a claimed chunk is out of
  * the faster workers' reach until its core ends it. */
 #define MGPU_CPU_TARGET_S 0.5e-3
+/* A completed GPU chunk is credited at least this many seconds, so that no
+ * rate drawn from it is infinite. */
+#define MGPU_CHUNK_MIN_S 1e-9
 
 #endif /* MGPU_TUNABLES_H */
