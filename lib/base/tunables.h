@@ -247,5 +247,7 @@
 /* A completed GPU chunk is credited at least this many seconds, so that no
  * rate drawn from it is infinite. */
 #define MGPU_CHUNK_MIN_S 1e-9
+/* A device given up: how often its chunks' ends are read while they settle. */
+#define MGPU_GIVEUP_POLL_S (MGPU_GIVEUP_SETTLE_S / 10)
 
 #endif /* MGPU_TUNABLES_H */
