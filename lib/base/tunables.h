@@ -249,5 +249,8 @@
 #define MGPU_CHUNK_MIN_S 1e-9
 /* A device given up: how often its chunks' ends are read while they settle. */
 #define MGPU_GIVEUP_POLL_S (MGPU_GIVEUP_SETTLE_S / 10)
+/* The watchdog's looks per shortest deadline (MGPU_WATCH_PERIOD_MIN_S and
+ * _MAX_S bound the period): a hung device is noticed within a tenth of it. */
+#define MGPU_WATCH_PER_DEADLINE 10
 
 #endif /* MGPU_TUNABLES_H */
