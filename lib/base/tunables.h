@@ -252,5 +252,11 @@
 /* The watchdog's looks per shortest deadline (MGPU_WATCH_PERIOD_MIN_S and
  * _MAX_S bound the period): a hung device is noticed within a tenth of it. */
 #define MGPU_WATCH_PER_DEADLINE 10
+/* Staging copies are shared early, from the moment their device waits, on
+ * machines of at most this many GPUs (stage.c, shares_early). */
+#define MGPU_SHARE_EARLY_GPUS 2
+/* Staging copy pieces are whole pages (bytes), so that no two copying threads
+ * write one page. */
+#define MGPU_COPY_PIECE_ALIGN ((size_t)4096)
 
 #endif /* MGPU_TUNABLES_H */
