@@ -258,5 +258,10 @@
 /* Staging copy pieces are whole pages (bytes), so that no two copying threads
  * write one page. */
 #define MGPU_COPY_PIECE_ALIGN ((size_t)4096)
+/* mgpu_array_sum: elements of the host part per segment, each summed by one
+ * call (the segments' sums then in a fixed tree, whatever the thread count),
+ * and the bytes before the GPU sum's scratch, where its result lands. */
+#define MGPU_SUM_SEGMENT ((size_t)1 << 20)
+#define MGPU_SUM_HEAD_BYTES 64
 
 #endif /* MGPU_TUNABLES_H */
