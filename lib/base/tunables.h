@@ -263,5 +263,16 @@
  * and the bytes before the GPU sum's scratch, where its result lands. */
 #define MGPU_SUM_SEGMENT ((size_t)1 << 20)
 #define MGPU_SUM_HEAD_BYTES 64
+/* A wait for the other ranks polls its MPI request first after this many
+ * seconds, doubling up to the most: short waits end soon after the request,
+ * long ones cost few wake-ups. */
+#define MGPU_DIST_WAIT_FIRST_S 20e-6
+#define MGPU_DIST_WAIT_MAX_S 1e-3
+/* A steal's fixed cost across ranks (mgpu_init): the median of this many
+ * round trips to the next rank, times the round trips a steal makes (the
+ * range, the inputs, the outputs, the count), plus a batch's start. */
+#define MGPU_RANK_RTT_SAMPLES 9
+#define MGPU_RANK_STEAL_TRIPS 6
+#define MGPU_RANK_STEAL_START_S 100e-6
 
 #endif /* MGPU_TUNABLES_H */
