@@ -274,5 +274,18 @@
 #define MGPU_RANK_RTT_SAMPLES 9
 #define MGPU_RANK_STEAL_TRIPS 6
 #define MGPU_RANK_STEAL_START_S 100e-6
+/* A rank looks at its batch across ranks this often while its parts run (s),
+ * so that it starts the next part before the last one ends; while none runs,
+ * the gap doubles up to the most. */
+#define MGPU_RANK_POLL_S 5e-4
+#define MGPU_RANK_POLL_IDLE_MAX_S 2e-3
+/* Before its speed on a kernel is known, a rank's parts are this many times
+ * smaller: they cannot be stolen, and the split may have overrated it. */
+#define MGPU_RANK_PART_PROBE 8
+/* Weight of each new transfer in a rank's decayed mean rate of moving a
+ * stolen range's bytes. */
+#define MGPU_RANK_BW_WEIGHT 0.5
+/* MPI counts are ints: a stolen range's bytes move in pieces of this many. */
+#define MGPU_RANK_RMA_PIECE ((size_t)1 << 30)
 
 #endif /* MGPU_TUNABLES_H */
