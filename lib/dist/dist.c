@@ -4,11 +4,6 @@
  * other's ranges, the window of a batch's arrays, and the exchange of records
  * that begins each call the ranks make together, under a deadline, so that
  * ranks that make different calls or stop answering get an error, not a hang.
- *
- * Only the caller's thread makes MPI calls, in the API's calls, under the
- * ranks' lock. MPI errors are returned, and the first marks the runtime
- * broken: it then makes no collective call, which could wait for a rank that
- * is gone.
  */
 #include "dist/dist_mpi.h"
 
@@ -35,6 +30,9 @@ void mgpu__dist_leave(void *p) {
   MGPU_UNLOCK(&left_lock);
 }
 
+/* MPI errors are returned (MPI_ERRORS_RETURN on the communicator and the
+ * windows), and the first marks the runtime broken: it then makes no further
+ * collective call, which could wait for a rank that is gone. */
 mgpu_status_t mgpu__dist_break(struct mgpu__dist *d, const char *fn, const char *fmt, ...) {
   char msg[256];
   va_list ap;

@@ -1,13 +1,9 @@
 /*
  * dist_part.c: how a rank runs its part of a batch across ranks (dist_batch.c
  * submits it): its share in parts claimed from the front of its range in the
- * control window, each a batch of its own workers; then ranges stolen from
- * the back of the range predicted to finish last (mgpu__rank_steal_share).
- *
- * A stolen range's inputs come from its owner's memory (MPI_Get), its outputs
- * go back (MPI_Put), and only then is it counted done there (MPI_Accumulate):
- * every item is computed once and lands in its owner's memory. Every MPI call
- * is the caller's thread's, in mgpu__dist_drive; the workers run the parts.
+ * control window, each a batch of its own workers, then ranges stolen from the
+ * back of the range predicted to finish last (mgpu__rank_steal_share). Every
+ * MPI call here is the caller's thread's; the workers run the parts.
  */
 #include "dist/dist_mpi.h"
 
