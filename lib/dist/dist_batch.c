@@ -1,15 +1,9 @@
 /*
  * dist_batch.c: one batch run once over all the ranks of a runtime: its
- * submission, its event and its figures. Every rank submits it with the
- * same kernel and item count; the ranks exchange their records of it (what
- * differs is refused on every rank) with their rates and latencies on the
- * kernel, and split the items so that all are predicted to finish together
- * (mgpu__split, the rule that splits a batch among the workers of one
- * process). Each rank owns a contiguous share, whose inputs and outputs are
- * in its own memory, attached to the data window for the others; how a rank
- * runs it, and takes from the others, is dist_part.c's. The batch is driven
- * by the calls on its event (mgpu_event_wait, _test, _release), from the
- * caller's thread; mgpu_submit returns once the first parts run.
+ * submission, its event and its figures. The ranks exchange their records of
+ * it (what differs is refused on every rank) and split its items so that all
+ * are predicted to finish together (mgpu__split); each owns a contiguous share
+ * in its own memory. The calls on its event drive it, from the caller's thread.
  */
 #include "dist/dist_mpi.h"
 

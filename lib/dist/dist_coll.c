@@ -1,13 +1,9 @@
 /*
  * dist_coll.c: the collectives over every GPU of every rank, GPUs numbered
  * over the ranks, rank 0's first; every call starts with an exchange of the
- * ranks' records (kind, count, type, operator and root must agree).
- *
- * With NCCL on real GPUs, communicators over every GPU of every rank are made
- * on first use (the rank of GPU 0 makes the unique id, MPI carries it), and
- * the collectives run as on one process (coll.c). Otherwise each rank
- * combines its GPUs' buffers on the host and the ranks theirs through the
- * matching MPI collective; an _async form then runs to its end at once.
+ * ranks' records (kind, count, type, operator and root must agree). With NCCL
+ * they run as on one process (coll.c); otherwise through host memory and MPI,
+ * and an _async form runs to its end before it returns.
  */
 #include "dist/dist_mpi.h"
 
