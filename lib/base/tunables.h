@@ -256,4 +256,52 @@
 #define MGPU_STORE_PERIOD_S 5.0
 #define MGPU_STORE_MAX_AGE_S (30 * 86400.0)
 
+/* ---------------------------------------- workers, data, runtime, ranks */
+/* Seconds of work a CPU worker's chunk is sized to: a claimed chunk is out of
+ * the faster workers' reach until its core ends it. */
+#define MGPU_CPU_TARGET_S 0.5e-3
+/* A completed GPU chunk is credited at least this many seconds, so that no
+ * rate drawn from it is infinite. */
+#define MGPU_CHUNK_MIN_S 1e-9
+/* A device given up: how often its chunks' ends are read while they settle. */
+#define MGPU_GIVEUP_POLL_S (MGPU_GIVEUP_SETTLE_S / 10)
+/* The watchdog's looks per shortest deadline (MGPU_WATCH_PERIOD_MIN_S and
+ * _MAX_S bound the period): a hung device is noticed within a tenth of it. */
+#define MGPU_WATCH_PER_DEADLINE 10
+/* Staging copies are shared early, from the moment their device waits, on
+ * machines of at most this many GPUs (stage.c, shares_early). */
+#define MGPU_SHARE_EARLY_GPUS 2
+/* Staging copy pieces are whole pages (bytes), so that no two copying threads
+ * write one page. */
+#define MGPU_COPY_PIECE_ALIGN ((size_t)4096)
+/* mgpu_array_sum: elements of the host part per segment, each summed by one
+ * call (the segments' sums then in a fixed tree, whatever the thread count),
+ * and the bytes before the GPU sum's scratch, where its result lands. */
+#define MGPU_SUM_SEGMENT ((size_t)1 << 20)
+#define MGPU_SUM_HEAD_BYTES 64
+/* A wait for the other ranks polls its MPI request first after this many
+ * seconds, doubling up to the most: short waits end soon after the request,
+ * long ones cost few wake-ups. */
+#define MGPU_DIST_WAIT_FIRST_S 20e-6
+#define MGPU_DIST_WAIT_MAX_S 1e-3
+/* A steal's fixed cost across ranks (mgpu_init): the median of this many
+ * round trips to the next rank, times the round trips a steal makes (the
+ * range, the inputs, the outputs, the count), plus a batch's start. */
+#define MGPU_RANK_RTT_SAMPLES 9
+#define MGPU_RANK_STEAL_TRIPS 6
+#define MGPU_RANK_STEAL_START_S 100e-6
+/* A rank looks at its batch across ranks this often while its parts run (s),
+ * so that it starts the next part before the last one ends; while none runs,
+ * the gap doubles up to the most. */
+#define MGPU_RANK_POLL_S 5e-4
+#define MGPU_RANK_POLL_IDLE_MAX_S 2e-3
+/* Before its speed on a kernel is known, a rank's parts are this many times
+ * smaller: they cannot be stolen, and the split may have overrated it. */
+#define MGPU_RANK_PART_PROBE 8
+/* Weight of each new transfer in a rank's decayed mean rate of moving a
+ * stolen range's bytes. */
+#define MGPU_RANK_BW_WEIGHT 0.5
+/* MPI counts are ints: a stolen range's bytes move in pieces of this many. */
+#define MGPU_RANK_RMA_PIECE ((size_t)1 << 30)
+
 #endif /* MGPU_TUNABLES_H */
