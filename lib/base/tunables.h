@@ -124,6 +124,14 @@
  * public: mgpurt.h.) */
 #define MGPU_WATCH_PERIOD_MIN_S 0.01
 #define MGPU_WATCH_PERIOD_MAX_S 1.0
+
+/* MGPU_RESERVE_THREADS=auto's ways below every GPU out (MGPU_RESERVE_GPUS_OUT,
+ * policy.h), and the bit of a way in mgpu__reserve_pick's mask `offered`. */
+#define MGPU_RESERVE_CPUS_IN 0
+#define MGPU_RESERVE_QUARTER_OUT 1
+#define MGPU_RESERVE_HALF_OUT 2
+#define MGPU_RESERVE_CPUS_OUT 3
+#define MGPU_RESERVE_BIT(level) (1u << (level))
 /* The chunk-time model (fit.c): each chunk's weight in the fit falls by this
  * factor per later chunk of the same worker. */
 #define MGPU_MODEL_DECAY 0.8

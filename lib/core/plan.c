@@ -325,9 +325,11 @@ static void choose_reserve(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   }
   int cand = mgpu__auto_reserve(rt->ncpu);
   if (cand <= 0) return;
-  /* All CPU workers out is a fourth way where they add little, since what
-   * they cost the GPUs' host side can be more (doc/tuning.md, "Internal constants"). The trials tell whether
-   * keeping them out is what helps. */
+  /* All CPU workers out is a way where they add little, as they can cost the
+   * GPUs' host side more; half out, where busy cores are taken from the
+   * process (a virtual machine's vCPUs), as stalls grow with every worker that
+   * computes; every GPU out, where they add little and the batch steals, as
+   * their staging copies take host memory bandwidth. The trials judge. */
   double cpu = 0, gpu = 0;
   bool cpu_measured = false, gpu_measured = false;
   for (int i = 0; i < rt->nworkers; i++) {
@@ -336,17 +338,16 @@ static void choose_reserve(mgpu_runtime_t *rt, mgpu__batch_t *b) {
     if (rt->workers[i].kind == MGPU_WORKER_CPU) cpu += s, cpu_measured |= measured;
     else gpu += s, gpu_measured |= measured;
   }
-  /* Half out is a way of its own: where busy cores are taken from the
-   * process (a virtual machine's vCPUs taken by its host), stalls grow
-   * with every worker that computes (mgpu__auto_reserve_half). */
-  /* Every GPU out is the last way, where they add little and the batch
-   * steals (a static split is the ratio's, whatever it costs): the CPU
-   * workers alone can be faster, since a GPU's staging copies take host
-   * memory bandwidth from them. */
-  const int out[MGPU_RESERVE_LEVELS] = {0, cand, mgpu__auto_reserve_half(rt->ncpu), rt->ncpu, 0};
+  const int out[MGPU_RESERVE_LEVELS] = {[MGPU_RESERVE_CPUS_IN] = 0,
+                                        [MGPU_RESERVE_QUARTER_OUT] = cand,
+                                        [MGPU_RESERVE_HALF_OUT] = mgpu__auto_reserve_half(rt->ncpu),
+                                        [MGPU_RESERVE_CPUS_OUT] = rt->ncpu,
+                                        [MGPU_RESERVE_GPUS_OUT] = 0};
   bool both = cpu_measured && gpu_measured;
-  unsigned offered = 3u | (out[2] > 0 ? 4u : 0u) | (both && cpu < MGPU_CPU_OUT_TRY * (cpu + gpu) ? 8u : 0u) |
-                     (both && b->steal_ok && gpu < MGPU_GPU_OUT_TRY * (cpu + gpu) ? 1u << MGPU_RESERVE_GPUS_OUT : 0u);
+  unsigned offered = MGPU_RESERVE_BIT(MGPU_RESERVE_CPUS_IN) | MGPU_RESERVE_BIT(MGPU_RESERVE_QUARTER_OUT);
+  if (out[MGPU_RESERVE_HALF_OUT] > 0) offered |= MGPU_RESERVE_BIT(MGPU_RESERVE_HALF_OUT);
+  if (both && cpu < MGPU_CPU_OUT_TRY * (cpu + gpu)) offered |= MGPU_RESERVE_BIT(MGPU_RESERVE_CPUS_OUT);
+  if (both && b->steal_ok && gpu < MGPU_GPU_OUT_TRY * (cpu + gpu)) offered |= MGPU_RESERVE_BIT(MGPU_RESERVE_GPUS_OUT);
   bool record;
   int level = mgpu__reserve_pick(b->model, b->desc.n, offered, &record);
   b->nreserve = out[level];
