@@ -132,6 +132,9 @@
 #define MGPU_RESERVE_HALF_OUT 2
 #define MGPU_RESERVE_CPUS_OUT 3
 #define MGPU_RESERVE_BIT(level) (1u << (level))
+/* A thief picks a victim at most this many times: another thief can empty the
+ * range it picked before it takes that range's lock. */
+#define MGPU_STEAL_ATTEMPTS 4
 /* The chunk-time model (fit.c): each chunk's weight in the fit falls by this
  * factor per later chunk of the same worker. */
 #define MGPU_MODEL_DECAY 0.8
