@@ -135,6 +135,9 @@
 /* A thief picks a victim at most this many times: another thief can empty the
  * range it picked before it takes that range's lock. */
 #define MGPU_STEAL_ATTEMPTS 4
+/* Bytes a slot's item cap counts per item past the item's own: a margin for
+ * rounding each array of a chunk up to MGPU_ALIGN_DEV. */
+#define MGPU_ROOM_PAD_PER_ITEM ((size_t)(3 * MGPU_ALIGN_DEV) / 8 + 1)
 /* The chunk-time model (fit.c): each chunk's weight in the fit falls by this
  * factor per later chunk of the same worker. */
 #define MGPU_MODEL_DECAY 0.8
