@@ -138,6 +138,9 @@
 /* Bytes a slot's item cap counts per item past the item's own: a margin for
  * rounding each array of a chunk up to MGPU_ALIGN_DEV. */
 #define MGPU_ROOM_PAD_PER_ITEM ((size_t)(3 * MGPU_ALIGN_DEV) / 8 + 1)
+/* An item's cost to a CPU worker that handed it back is at least this share
+ * of the time over the items: a cost per call learnt elsewhere may be more. */
+#define MGPU_ITEM_COST_MIN_SHARE 0.1
 /* The chunk-time model (fit.c): each chunk's weight in the fit falls by this
  * factor per later chunk of the same worker. */
 #define MGPU_MODEL_DECAY 0.8
