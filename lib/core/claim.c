@@ -3,16 +3,15 @@
  * its own range of a batch (plan.c), then steals from the back of the range
  * that would finish last the share that equalises both finish times, never a
  * piece it would finish later than the owner (the tail rule).
- *
- * Locking: rt->lock guards the active list; a range lock guards one range,
- * taken after rt->lock and never two at once. Range fields are atomics, so
- * that thieves pick a victim without the lock; they change only under it.
  */
 #include "core/core.h"
 
 #include <math.h>
 #include <stdlib.h>
 
+/* rt->lock guards the active list; a range lock guards one range, taken after
+ * rt->lock and never two at once. Range fields are atomics, so that thieves
+ * pick a victim without the lock; they change only under it. */
 #define range_begin(r) atomic_load_explicit(&(r)->begin, memory_order_relaxed)
 
 /* A range's lock, counted per thread so that the device back ends can refuse
