@@ -323,6 +323,134 @@ static mgpu_status_t from_text(int id, const char *value, mgpu__config_t *c) {
   return rc == 0 ? MGPU_OK : bad_env(id, value, why);
 }
 
+/* A long long field, `unset` when not set, into *to where in its setting's
+ * range. */
+static mgpu_status_t arg_ll(int id, const char *field, long long x, long long unset, long long *to, bool *set) {
+  const setting_t *s = &settings[id];
+  if (x == unset) return MGPU_OK;
+  if (x < s->lo || x > s->hi) {
+    char num[64];
+    snprintf(num, sizeof num, "%lld", x);
+    return bad_arg(id, field, num);
+  }
+  *to = x;
+  *set = true;
+  return MGPU_OK;
+}
+
+/* A double field, -1 when not set, into *to where in 0..its setting's dhi
+ * (-0 refused, like a negative). */
+static mgpu_status_t arg_nonneg(int id, const char *field, double x, double *to, bool *set) {
+  const setting_t *s = &settings[id];
+  if (x == -1) return MGPU_OK;
+  if (!(x >= 0 && !signbit(x) && x <= s->dhi)) {
+    char num[64];
+    snprintf(num, sizeof num, "%g", x);
+    return bad_arg(id, field, num);
+  }
+  *to = x;
+  *set = true;
+  return MGPU_OK;
+}
+
+static mgpu_status_t arg_devices(const mgpu_config_t *a, mgpu_config_t *v, bool *set) {
+  char num[64];
+  if (a->ndevices == -1) return MGPU_OK;
+  if (a->ndevices < 1 || a->ndevices > MGPU_MAX_DEVICES) {
+    snprintf(num, sizeof num, "%d", a->ndevices);
+    return bad_arg(MGPU_SET_DEVICES, "ndevices", num);
+  }
+  for (int i = 0; i < a->ndevices; i++) {
+    if (a->devices[i] < 0 || a->devices[i] >= MGPU_MAX_DEVICES) {
+      snprintf(num, sizeof num, "%d (entry %d)", a->devices[i], i);
+      return bad_arg(MGPU_SET_DEVICES, "devices", num);
+    }
+    for (int j = 0; j < i; j++)
+      if (a->devices[j] == a->devices[i]) {
+        snprintf(num, sizeof num, "%d (listed twice)", a->devices[i]);
+        return bad_arg(MGPU_SET_DEVICES, "devices", num);
+      }
+  }
+  v->ndevices = a->ndevices;
+  memcpy(v->devices, a->devices, sizeof v->devices);
+  *set = true;
+  return MGPU_OK;
+}
+
+static mgpu_status_t arg_ratio(const mgpu_config_t *a, mgpu_config_t *v, bool *set) {
+  if (a->device_to_core_ratio == 0) return MGPU_OK;
+  if (!(a->device_to_core_ratio > 0 && a->device_to_core_ratio <= settings[MGPU_SET_RATIO].dhi)) {
+    char num[64];
+    snprintf(num, sizeof num, "%g", a->device_to_core_ratio);
+    return bad_arg(MGPU_SET_RATIO, "device_to_core_ratio", num);
+  }
+  v->device_to_core_ratio = a->device_to_core_ratio;
+  *set = true;
+  return MGPU_OK;
+}
+
+static mgpu_status_t arg_sched(const mgpu_config_t *a, mgpu_config_t *v, bool *set) {
+  if (a->sched == MGPU_SCHED_UNSET) return MGPU_OK;
+  if ((int)a->sched < MGPU_SCHED_STEAL || (int)a->sched > MGPU_SCHED_GPU) {
+    char num[64];
+    snprintf(num, sizeof num, "%d", (int)a->sched);
+    return bad_arg(MGPU_SET_SCHED, "sched", num);
+  }
+  v->sched = a->sched;
+  *set = true;
+  return MGPU_OK;
+}
+
+static mgpu_status_t arg_trace(const mgpu_config_t *a, mgpu__config_t *c, bool *set) {
+  if (!a->trace) return MGPU_OK;
+  if (strlen(a->trace) >= sizeof c->trace_path) {
+    char num[64];
+    snprintf(num, sizeof num, "(a path of %zu characters)", strlen(a->trace));
+    return bad_arg(MGPU_SET_TRACE, "trace", num);
+  }
+  if (strspn(a->trace, " \t\n\v\f\r") == strlen(a->trace))
+    return bad_arg(MGPU_SET_TRACE, "trace", "\"\" (a blank path)");
+  char why[64], shown[sizeof c->trace_path + 80];
+  if (!mgpu__trace_pattern_ok(a->trace, why, sizeof why)) {
+    snprintf(shown, sizeof shown, "\"%s\" (%s)", a->trace, why);
+    return bad_arg(MGPU_SET_TRACE, "trace", shown);
+  }
+  snprintf(c->trace_path, sizeof c->trace_path, "%s", a->trace);
+  c->v.trace = c->trace_path;
+  *set = true;
+  return MGPU_OK;
+}
+
+static mgpu_status_t arg_fault(const mgpu__testcfg_t *ta, mgpu__config_t *c, bool *set) {
+  if (!ta->fault_inject) return MGPU_OK;
+  mgpu__fault_plan_t plan;
+  char why[256];
+  if (strlen(ta->fault_inject) >= sizeof c->fault_spec ||
+      mgpu__fault_parse(ta->fault_inject, &plan, why, sizeof why) != 0)
+    return bad_arg(MGPU_SET_FAULT_INJECT, "fault_inject", ta->fault_inject);
+  snprintf(c->fault_spec, sizeof c->fault_spec, "%s", ta->fault_inject);
+  c->test.fault_inject = c->fault_spec;
+  *set = true;
+  return MGPU_OK;
+}
+
+static mgpu_status_t arg_tensor_split(const mgpu_config_t *a, mgpu_config_t *v, bool *set) {
+  if (a->ntensor_split == -1) return MGPU_OK;
+  char why[256];
+  if (a->ntensor_split < 1 || a->ntensor_split > MGPU_MAX_DEVICES + 1) {
+    char num[64];
+    snprintf(num, sizeof num, "%d", a->ntensor_split);
+    return bad_arg(MGPU_SET_TENSOR_SPLIT, "ntensor_split", num);
+  }
+  if (mgpu__check_ratios(a->tensor_split, a->ntensor_split, why, sizeof why) != 0)
+    return mgpu__fail(MGPU_EINVAL, "mgpu_init: cfg->tensor_split (the field of MGPU_TENSOR_SPLIT) is invalid: %s",
+                      why);
+  v->ntensor_split = a->ntensor_split;
+  memcpy(v->tensor_split, a->tensor_split, sizeof v->tensor_split);
+  *set = true;
+  return MGPU_OK;
+}
+
 /* Take a field set in the caller's mgpu_config_t, or for the settings for
  * tests in *ta, checking its range. */
 static mgpu_status_t from_arg(int id, const mgpu_config_t *a, const mgpu__testcfg_t *ta, mgpu__config_t *c,
@@ -358,143 +486,25 @@ static mgpu_status_t from_arg(int id, const mgpu_config_t *a, const mgpu__testcf
   case MGPU_SET_STATS: INT_FIELD(stats);
   case MGPU_SET_MPI: INT_FIELD(mpi);
   case MGPU_SET_DEBUG: INT_FIELD(debug);
-  case MGPU_SET_DEVICES:
-    if (a->ndevices == -1) return MGPU_OK;
-    if (a->ndevices < 1 || a->ndevices > MGPU_MAX_DEVICES) {
-      snprintf(num, sizeof num, "%d", a->ndevices);
-      return bad_arg(id, "ndevices", num);
-    }
-    for (int i = 0; i < a->ndevices; i++) {
-      if (a->devices[i] < 0 || a->devices[i] >= MGPU_MAX_DEVICES) {
-        snprintf(num, sizeof num, "%d (entry %d)", a->devices[i], i);
-        return bad_arg(id, "devices", num);
-      }
-      for (int j = 0; j < i; j++)
-        if (a->devices[j] == a->devices[i]) {
-          snprintf(num, sizeof num, "%d (listed twice)", a->devices[i]);
-          return bad_arg(id, "devices", num);
-        }
-    }
-    v->ndevices = a->ndevices;
-    memcpy(v->devices, a->devices, sizeof v->devices);
-    *set = true;
-    return MGPU_OK;
-  case MGPU_SET_RATIO:
-    if (a->device_to_core_ratio == 0) return MGPU_OK;
-    if (!(a->device_to_core_ratio > 0 && a->device_to_core_ratio <= s->dhi)) {
-      snprintf(num, sizeof num, "%g", a->device_to_core_ratio);
-      return bad_arg(id, "device_to_core_ratio", num);
-    }
-    v->device_to_core_ratio = a->device_to_core_ratio;
-    *set = true;
-    return MGPU_OK;
-  case MGPU_SET_MAX_BATCH:
-    if (a->max_batch_size == 0) return MGPU_OK;
-    if (a->max_batch_size < s->lo || a->max_batch_size > s->hi) {
-      snprintf(num, sizeof num, "%lld", a->max_batch_size);
-      return bad_arg(id, "max_batch_size", num);
-    }
-    v->max_batch_size = a->max_batch_size;
-    *set = true;
-    return MGPU_OK;
-  case MGPU_SET_SCHED:
-    if (a->sched == MGPU_SCHED_UNSET) return MGPU_OK;
-    if ((int)a->sched < MGPU_SCHED_STEAL || (int)a->sched > MGPU_SCHED_GPU) {
-      snprintf(num, sizeof num, "%d", (int)a->sched);
-      return bad_arg(id, "sched", num);
-    }
-    v->sched = a->sched;
-    *set = true;
-    return MGPU_OK;
-  case MGPU_SET_TRACE: {
-    if (!a->trace) return MGPU_OK;
-    if (strlen(a->trace) >= sizeof c->trace_path) {
-      snprintf(num, sizeof num, "(a path of %zu characters)", strlen(a->trace));
-      return bad_arg(id, "trace", num);
-    }
-    if (strspn(a->trace, " \t\n\v\f\r") == strlen(a->trace)) return bad_arg(id, "trace", "\"\" (a blank path)");
-    char why[64], shown[sizeof c->trace_path + 80];
-    if (!mgpu__trace_pattern_ok(a->trace, why, sizeof why)) {
-      snprintf(shown, sizeof shown, "\"%s\" (%s)", a->trace, why);
-      return bad_arg(id, "trace", shown);
-    }
-    snprintf(c->trace_path, sizeof c->trace_path, "%s", a->trace);
-    v->trace = c->trace_path;
-    *set = true;
-    return MGPU_OK;
-  }
-  case MGPU_SET_EMULATE_SPEED:
-    if (ta->emulate_speed == -1) return MGPU_OK;
-    if (!(ta->emulate_speed >= 0 && !signbit(ta->emulate_speed) && ta->emulate_speed <= s->dhi)) {
-      snprintf(num, sizeof num, "%g", ta->emulate_speed);
-      return bad_arg(id, "emulate_speed", num);
-    }
-    tc->emulate_speed = ta->emulate_speed;
-    *set = true;
-    return MGPU_OK;
+  case MGPU_SET_DEVICES: return arg_devices(a, v, set);
+  case MGPU_SET_RATIO: return arg_ratio(a, v, set);
+  case MGPU_SET_MAX_BATCH: return arg_ll(id, "max_batch_size", a->max_batch_size, 0, &v->max_batch_size, set);
+  case MGPU_SET_SCHED: return arg_sched(a, v, set);
+  case MGPU_SET_TRACE: return arg_trace(a, c, set);
+  case MGPU_SET_EMULATE_SPEED: return arg_nonneg(id, "emulate_speed", ta->emulate_speed, &tc->emulate_speed, set);
   case MGPU_SET_TIMEOUT:
-    if (a->timeout == -1) return MGPU_OK;
-    if (!(a->timeout == MGPU_TIMEOUT_AUTO || (a->timeout >= 0 && !signbit(a->timeout) && a->timeout <= s->dhi))) {
-      snprintf(num, sizeof num, "%g", a->timeout);
-      return bad_arg(id, "timeout", num);
+    if (a->timeout == MGPU_TIMEOUT_AUTO) {
+      v->timeout = MGPU_TIMEOUT_AUTO;
+      *set = true;
+      return MGPU_OK;
     }
-    v->timeout = a->timeout;
-    *set = true;
-    return MGPU_OK;
-  case MGPU_SET_EMULATE_MEM:
-    if (ta->emulate_mem == 0) return MGPU_OK;
-    if (ta->emulate_mem < s->lo || ta->emulate_mem > s->hi) {
-      snprintf(num, sizeof num, "%lld", ta->emulate_mem);
-      return bad_arg(id, "emulate_mem", num);
-    }
-    tc->emulate_mem = ta->emulate_mem;
-    *set = true;
-    return MGPU_OK;
+    return arg_nonneg(id, "timeout", a->timeout, &v->timeout, set);
+  case MGPU_SET_EMULATE_MEM: return arg_ll(id, "emulate_mem", ta->emulate_mem, 0, &tc->emulate_mem, set);
   case MGPU_SET_EMULATE_LATENCY:
-    if (ta->emulate_latency == -1) return MGPU_OK;
-    if (!(ta->emulate_latency >= 0 && !signbit(ta->emulate_latency) && ta->emulate_latency <= s->dhi)) {
-      snprintf(num, sizeof num, "%g", ta->emulate_latency);
-      return bad_arg(id, "emulate_latency", num);
-    }
-    tc->emulate_latency = ta->emulate_latency;
-    *set = true;
-    return MGPU_OK;
-  case MGPU_SET_EMULATE_WIDTH:
-    if (ta->emulate_width == -1) return MGPU_OK;
-    if (ta->emulate_width < s->lo || ta->emulate_width > s->hi) {
-      snprintf(num, sizeof num, "%lld", ta->emulate_width);
-      return bad_arg(id, "emulate_width", num);
-    }
-    tc->emulate_width = ta->emulate_width;
-    *set = true;
-    return MGPU_OK;
-  case MGPU_SET_FAULT_INJECT: {
-    if (!ta->fault_inject) return MGPU_OK;
-    mgpu__fault_plan_t plan;
-    char why[256];
-    if (strlen(ta->fault_inject) >= sizeof c->fault_spec ||
-        mgpu__fault_parse(ta->fault_inject, &plan, why, sizeof why) != 0)
-      return bad_arg(id, "fault_inject", ta->fault_inject);
-    snprintf(c->fault_spec, sizeof c->fault_spec, "%s", ta->fault_inject);
-    tc->fault_inject = c->fault_spec;
-    *set = true;
-    return MGPU_OK;
-  }
-  case MGPU_SET_TENSOR_SPLIT: {
-    if (a->ntensor_split == -1) return MGPU_OK;
-    char why[256];
-    if (a->ntensor_split < 1 || a->ntensor_split > MGPU_MAX_DEVICES + 1) {
-      snprintf(num, sizeof num, "%d", a->ntensor_split);
-      return bad_arg(id, "ntensor_split", num);
-    }
-    if (mgpu__check_ratios(a->tensor_split, a->ntensor_split, why, sizeof why) != 0)
-      return mgpu__fail(MGPU_EINVAL, "mgpu_init: cfg->tensor_split (the field of MGPU_TENSOR_SPLIT) is invalid: %s",
-                        why);
-    v->ntensor_split = a->ntensor_split;
-    memcpy(v->tensor_split, a->tensor_split, sizeof v->tensor_split);
-    *set = true;
-    return MGPU_OK;
-  }
+    return arg_nonneg(id, "emulate_latency", ta->emulate_latency, &tc->emulate_latency, set);
+  case MGPU_SET_EMULATE_WIDTH: return arg_ll(id, "emulate_width", ta->emulate_width, -1, &tc->emulate_width, set);
+  case MGPU_SET_FAULT_INJECT: return arg_fault(ta, c, set);
+  case MGPU_SET_TENSOR_SPLIT: return arg_tensor_split(a, v, set);
   }
 #undef INT_FIELD
 #undef INT_FIELD_OF
