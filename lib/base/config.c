@@ -226,11 +226,72 @@ static mgpu_status_t bad_arg(int id, const char *field, const char *value) {
                     field_of(id), field, value, s->name, s->field_accepted ? s->field_accepted : s->accepted);
 }
 
+/* MGPU_TRACE's text: a path (blanks around it trimmed) whose %s are
+ * substitutions. 0, or -1 with why. */
+static int text_trace(const char *value, mgpu__config_t *c, char *why, size_t whylen) {
+  char buf[sizeof c->trace_path];
+  if (strlen(value) >= sizeof buf) {
+    snprintf(why, whylen, "the path is too long (at most %zu characters)", sizeof buf - 1);
+    return -1;
+  }
+  const char *t = mgpu__parse_trim(value, buf, sizeof buf);
+  if (!*t) {
+    snprintf(why, whylen, "the path is empty");
+    return -1;
+  }
+  if (!mgpu__trace_pattern_ok(t, why, whylen)) return -1;
+  snprintf(c->trace_path, sizeof c->trace_path, "%s", t);
+  c->v.trace = c->trace_path;
+  return 0;
+}
+
+/* MGPU_FAULT_INJECT's text: a fault plan (fault.c). 0, or -1 with why. */
+static int text_fault(const char *value, mgpu__config_t *c, char *why, size_t whylen) {
+  mgpu__fault_plan_t plan;
+  if (strlen(value) >= sizeof c->fault_spec) {
+    snprintf(why, whylen, "the plan is too long");
+    return -1;
+  }
+  if (mgpu__fault_parse(value, &plan, why, whylen) != 0) return -1;
+  snprintf(c->fault_spec, sizeof c->fault_spec, "%s", value);
+  c->test.fault_inject = c->fault_spec;
+  return 0;
+}
+
+/* One environment value of a setting for tests into c->test. 0, or -1 (with
+ * why where the parser gives one). */
+static int text_test(int id, const char *value, mgpu__config_t *c, char *why, size_t whylen) {
+  const setting_t *s = &settings[id];
+  mgpu__testcfg_t *tc = &c->test;
+  long long ll;
+  double d;
+  int rc = -1;
+  switch (id) {
+  case MGPU_SET_EMULATE_GPUS:
+    if ((rc = mgpu__parse_ll(value, s->lo, s->hi, &ll)) == 0) tc->emulate_gpus = (int)ll;
+    break;
+  case MGPU_SET_EMULATE_SPEED:
+    if ((rc = mgpu__parse_double(value, s->dlo, s->dhi, &d)) == 0) tc->emulate_speed = d;
+    break;
+  case MGPU_SET_EMULATE_MEM:
+    if ((rc = mgpu__parse_bytes(value, s->lo, s->hi, &ll)) == 0) tc->emulate_mem = ll;
+    break;
+  case MGPU_SET_EMULATE_LATENCY:
+    if ((rc = mgpu__parse_double(value, s->dlo, s->dhi, &d)) == 0) tc->emulate_latency = d;
+    break;
+  case MGPU_SET_EMULATE_WIDTH:
+    if ((rc = mgpu__parse_ll(value, s->lo, s->hi, &ll)) == 0) tc->emulate_width = ll;
+    break;
+  case MGPU_SET_EMULATE_OVERLAP: rc = parse_bool(value, &tc->emulate_overlap); break;
+  case MGPU_SET_FAULT_INJECT: rc = text_fault(value, c, why, whylen); break;
+  }
+  return rc;
+}
+
 /* Parse one environment value into the resolved config. */
 static mgpu_status_t from_text(int id, const char *value, mgpu__config_t *c) {
   const setting_t *s = &settings[id];
   mgpu_config_t *v = &c->v;
-  mgpu__testcfg_t *tc = &c->test;
   long long ll;
   double d;
   char why[256] = "";
@@ -266,59 +327,16 @@ static mgpu_status_t from_text(int id, const char *value, mgpu__config_t *c) {
     if (mgpu__parse_keyword(value, "auto")) v->mpi = 1, rc = 0;
     else rc = parse_bool(value, &v->mpi);
     break;
-  case MGPU_SET_TRACE: {
-    char buf[sizeof c->trace_path];
-    if (strlen(value) >= sizeof buf) {
-      snprintf(why, sizeof why, "the path is too long (at most %zu characters)", sizeof buf - 1);
-      break;
-    }
-    const char *t = mgpu__parse_trim(value, buf, sizeof buf);
-    if (*t && !mgpu__trace_pattern_ok(t, why, sizeof why)) break;
-    if (*t) {
-      snprintf(c->trace_path, sizeof c->trace_path, "%s", t);
-      v->trace = c->trace_path;
-      rc = 0;
-    } else {
-      snprintf(why, sizeof why, "the path is empty");
-    }
-    break;
-  }
+  case MGPU_SET_TRACE: rc = text_trace(value, c, why, sizeof why); break;
   case MGPU_SET_DEBUG: rc = parse_level(value, &v->debug); break;
-  case MGPU_SET_EMULATE_GPUS:
-    if ((rc = mgpu__parse_ll(value, s->lo, s->hi, &ll)) == 0) tc->emulate_gpus = (int)ll;
-    break;
-  case MGPU_SET_EMULATE_SPEED:
-    if ((rc = mgpu__parse_double(value, s->dlo, s->dhi, &d)) == 0) tc->emulate_speed = d;
-    break;
   case MGPU_SET_TIMEOUT:
     if (mgpu__parse_keyword(value, "auto")) v->timeout = MGPU_TIMEOUT_AUTO, rc = 0;
     else if ((rc = mgpu__parse_double(value, s->dlo, s->dhi, &d)) == 0) v->timeout = d;
     break;
-  case MGPU_SET_EMULATE_MEM:
-    if ((rc = mgpu__parse_bytes(value, s->lo, s->hi, &ll)) == 0) tc->emulate_mem = ll;
-    break;
-  case MGPU_SET_EMULATE_LATENCY:
-    if ((rc = mgpu__parse_double(value, s->dlo, s->dhi, &d)) == 0) tc->emulate_latency = d;
-    break;
-  case MGPU_SET_EMULATE_WIDTH:
-    if ((rc = mgpu__parse_ll(value, s->lo, s->hi, &ll)) == 0) tc->emulate_width = ll;
-    break;
-  case MGPU_SET_EMULATE_OVERLAP: rc = parse_bool(value, &tc->emulate_overlap); break;
-  case MGPU_SET_FAULT_INJECT: {
-    mgpu__fault_plan_t plan;
-    if (strlen(value) >= sizeof c->fault_spec) {
-      snprintf(why, sizeof why, "the plan is too long");
-      break;
-    }
-    if ((rc = mgpu__fault_parse(value, &plan, why, sizeof why)) == 0) {
-      snprintf(c->fault_spec, sizeof c->fault_spec, "%s", value);
-      tc->fault_inject = c->fault_spec;
-    }
-    break;
-  }
   case MGPU_SET_TENSOR_SPLIT:
     rc = mgpu__parse_ratios(value, v->tensor_split, MGPU_MAX_DEVICES + 1, &v->ntensor_split, why, sizeof why);
     break;
+  default: rc = text_test(id, value, c, why, sizeof why); break;
   }
   return rc == 0 ? MGPU_OK : bad_env(id, value, why);
 }
