@@ -529,6 +529,26 @@ static mgpu_status_t from_arg(int id, const mgpu_config_t *a, const mgpu__testcf
   return MGPU_OK;
 }
 
+/* *out with every setting at its default where that does not depend on the
+ * machine, "unset" where it does. */
+static void set_defaults(mgpu__config_t *out) {
+  memset(out, 0, sizeof *out);
+  config_unset(&out->v);
+  out->v.streams_per_gpu = 3;
+  out->v.sched = MGPU_SCHED_STEAL;
+  out->v.stats = 0;
+  out->v.debug = MGPU_LOG_WARN;
+  out->test.emulate_gpus = 0;
+  out->test.emulate_speed = 0;
+  out->test.emulate_mem = 1LL << 30;
+  out->test.emulate_latency = 0;
+  out->test.emulate_width = 0;
+  out->test.emulate_overlap = 0;
+  out->test.fault_inject = NULL;
+  out->v.timeout = MGPU_TIMEOUT_AUTO;
+  out->v.mpi = 1;
+}
+
 mgpu_status_t mgpu__config_parse(const mgpu_config_t *user, const mgpu__testcfg_t *test, mgpu__config_t *out) {
   /* The caller's fields over "unset" for those its layout lacks. */
   mgpu_config_t a;
@@ -550,22 +570,7 @@ mgpu_status_t mgpu__config_parse(const mgpu_config_t *user, const mgpu__testcfg_
   mgpu__testcfg_t test_unset;
   mgpu__testcfg_init(&test_unset);
   if (!test) test = &test_unset;
-  memset(out, 0, sizeof *out);
-  config_unset(&out->v);
-  /* Defaults that do not depend on the machine. */
-  out->v.streams_per_gpu = 3;
-  out->v.sched = MGPU_SCHED_STEAL;
-  out->v.stats = 0;
-  out->v.debug = MGPU_LOG_WARN;
-  out->test.emulate_gpus = 0;
-  out->test.emulate_speed = 0;
-  out->test.emulate_mem = 1LL << 30;
-  out->test.emulate_latency = 0;
-  out->test.emulate_width = 0;
-  out->test.emulate_overlap = 0;
-  out->test.fault_inject = NULL;
-  out->v.timeout = MGPU_TIMEOUT_AUTO;
-  out->v.mpi = 1;
+  set_defaults(out);
   /* Read by the ranks' layer at mgpu_init (dist.c), which checks them. */
   out->v.mpi_comm = arg->mpi_comm;
   out->v.mpi_comm_size = arg->mpi_comm_size;
@@ -616,11 +621,13 @@ int mgpu__auto_reserve_half(int threads) {
   return q > 0 && h < threads ? h : 0;
 }
 
-mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visible_gpus) {
+/* How messages name the GPUs: emulated or not. */
+static const char *gpus_word(const mgpu__config_t *c) { return c->test.emulate_gpus > 0 ? "emulated GPUs" : "GPUs"; }
+
+/* The GPUs: an explicit list, a count, or every visible one. */
+static mgpu_status_t resolve_gpus(mgpu__config_t *c, int visible_gpus) {
   mgpu_config_t *v = &c->v;
-  const mgpu__testcfg_t *tc = &c->test;
-  const char *gpu_what = tc->emulate_gpus > 0 ? "emulated GPUs" : "GPUs";
-  /* GPUs: an explicit list, a count, or every visible one. */
+  const char *gpu_what = gpus_word(c);
   if (v->ndevices > 0) {
     if (v->num_gpus >= 0 && v->num_gpus != v->ndevices)
       return mgpu__fail(MGPU_EINVAL, "MGPU_NUM_GPUS=%d conflicts with MGPU_DEVICES, which lists %d devices", v->num_gpus,
@@ -652,22 +659,30 @@ mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visi
     c->source[MGPU_SET_NUM_GPUS] = MGPU_SRC_DERIVED;
   }
   if (c->source[MGPU_SET_DEVICES] == MGPU_SRC_DEFAULT) c->source[MGPU_SET_DEVICES] = MGPU_SRC_DERIVED;
+  return MGPU_OK;
+}
 
-  /* A fault plan names the runtime's GPU numbers: one past them would never fire
-   * and the test that set it would pass without testing anything. */
-  if (tc->fault_inject) {
-    mgpu__fault_plan_t plan;
-    char why[256];
-    if (mgpu__fault_parse(tc->fault_inject, &plan, why, sizeof why) != 0 ||
-        mgpu__fault_check_gpus(&plan, v->num_gpus, why, sizeof why) != 0)
-      return mgpu__fail(MGPU_EINVAL, "MGPU_FAULT_INJECT='%s' is invalid: %s", tc->fault_inject, why);
-  }
+/* A fault plan names the runtime's GPU numbers: one past them would never fire
+ * and the test that set it would pass without testing anything. */
+static mgpu_status_t check_fault_gpus(const mgpu__config_t *c) {
+  const char *spec = c->test.fault_inject;
+  if (!spec) return MGPU_OK;
+  mgpu__fault_plan_t plan;
+  char why[256];
+  if (mgpu__fault_parse(spec, &plan, why, sizeof why) != 0 ||
+      mgpu__fault_check_gpus(&plan, c->v.num_gpus, why, sizeof why) != 0)
+    return mgpu__fail(MGPU_EINVAL, "MGPU_FAULT_INJECT='%s' is invalid: %s", spec, why);
+  return MGPU_OK;
+}
 
-  /* CPU workers: undersubscribe by one core per GPU host thread. They are one
-   * OpenMP team, which OMP_THREAD_LIMIT caps (the team's first thread included). */
+/* CPU workers: undersubscribe by one core per GPU host thread. They are one
+ * OpenMP team, which OMP_THREAD_LIMIT caps (the team's first thread included).
+ * *derived_p: the count is the default's. */
+static mgpu_status_t resolve_threads(mgpu__config_t *c, int usable_cores, bool *derived_p) {
+  mgpu_config_t *v = &c->v;
   int limit = c->thread_limit > 0 ? c->thread_limit : INT_MAX;
-  bool threads_derived = v->num_threads < 0;
-  if (threads_derived) {
+  bool derived = *derived_p = v->num_threads < 0;
+  if (derived) {
     v->num_threads = MGPU_MAX(1, MGPU_MIN(usable_cores - v->num_gpus, limit));
     c->source[MGPU_SET_NUM_THREADS] = MGPU_SRC_DERIVED;
   } else if (v->num_threads > limit) {
@@ -681,20 +696,30 @@ mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visi
     snprintf(c->thread_limit_text, sizeof c->thread_limit_text, "(unset)");
   if (v->num_threads == 0 && v->num_gpus == 0)
     return mgpu__fail(MGPU_EINVAL, "MGPU_NUM_THREADS=0 leaves no worker: it needs at least one GPU, and none is used");
-  /* A policy that leaves no worker for any batch it governs would only fail
-   * every submit later. */
+  return MGPU_OK;
+}
+
+/* A policy that leaves no worker for any batch it governs would only fail
+ * every submit later. */
+static mgpu_status_t check_sched(const mgpu__config_t *c) {
+  const mgpu_config_t *v = &c->v;
   if (v->sched == MGPU_SCHED_CPU && v->num_threads == 0)
     return mgpu__fail(MGPU_EINVAL, "MGPU_SCHED=cpu runs every batch on the CPU workers, and MGPU_NUM_THREADS=0 leaves "
                                    "none: expected MGPU_NUM_THREADS of at least 1, or MGPU_SCHED=steal, static or gpu");
   if (v->sched == MGPU_SCHED_GPU && v->num_gpus == 0) {
     if (c->source[MGPU_SET_NUM_GPUS] == MGPU_SRC_DERIVED)
       return mgpu__fail(MGPU_ENODEV, "MGPU_SCHED=gpu runs kernels with a GPU function on GPUs only, and no %s are "
-                                     "usable on this machine (no device, no driver, or a build without CUDA)", gpu_what);
+                                     "usable on this machine (no device, no driver, or a build without CUDA)",
+                        gpus_word(c));
     return mgpu__fail(MGPU_EINVAL, "MGPU_SCHED=gpu runs kernels with a GPU function on GPUs only, and MGPU_NUM_GPUS=0 "
                                    "leaves none: expected MGPU_NUM_GPUS of at least 1, or MGPU_SCHED=steal, static or cpu");
   }
-  /* Default shares of split arrays: one per GPU, then perhaps one for the
-   * host. Any other count fits no array the runtime could create. */
+  return MGPU_OK;
+}
+
+/* Default shares of split arrays: one per GPU, then perhaps one for the
+ * host. Any other count fits no array the runtime could create. */
+static mgpu_status_t check_tensor_split(const mgpu_config_t *v) {
   int nsplit = v->ntensor_split, g = v->num_gpus;
   if (nsplit > 0 && nsplit != g + 1 && !(nsplit == g && g > 0)) {
     char expected[64];
@@ -703,7 +728,14 @@ mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visi
     return mgpu__fail(MGPU_EINVAL, "MGPU_TENSOR_SPLIT has %d entr%s but the runtime uses %d GPU%s: expected %s", nsplit,
                       nsplit == 1 ? "y" : "ies", g, g == 1 ? "" : "s", expected);
   }
-  /* A thread count of the user's own is taken as it is: no reserve unless asked. */
+  return MGPU_OK;
+}
+
+/* The reserve: a thread count of the user's own is taken as it is, with no
+ * reserve unless asked; with fewer than two CPU workers auto has nothing to
+ * try. */
+static mgpu_status_t resolve_reserve(mgpu__config_t *c, bool threads_derived) {
+  mgpu_config_t *v = &c->v;
   if (v->reserve_threads == -1) {
     v->reserve_threads = mgpu__default_reserve(v->num_gpus, threads_derived);
     c->source[MGPU_SET_RESERVE_THREADS] = MGPU_SRC_DERIVED;
@@ -714,70 +746,76 @@ mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visi
                                    "expected %s with %d CPU workers (MGPU_NUM_THREADS)",
                       v->reserve_threads, most, v->num_threads);
   }
-
-  /* Fewer than two CPU workers: auto has nothing to try. */
   if (v->reserve_threads == MGPU_RESERVE_AUTO && mgpu__auto_reserve(v->num_threads) == 0) v->reserve_threads = 0;
+  return MGPU_OK;
+}
 
-  /* Text of every effective value, for mgpu_info_setting. */
-  snprintf(c->text[MGPU_SET_NUM_THREADS], sizeof c->text[0], "%d", v->num_threads);
+/* Text of the effective value of each public setting, for mgpu_info_setting. */
+static void texts_public(mgpu__config_t *c) {
+  const mgpu_config_t *v = &c->v;
+  const size_t len = sizeof c->text[0];
+  snprintf(c->text[MGPU_SET_NUM_THREADS], len, "%d", v->num_threads);
   if (v->reserve_threads == MGPU_RESERVE_AUTO) {
     char ways[32];
     int half = mgpu__auto_reserve_half(v->num_threads);
     snprintf(ways, sizeof ways, half ? "%d, %d" : "%d", mgpu__auto_reserve(v->num_threads), half);
-    snprintf(c->text[MGPU_SET_RESERVE_THREADS], sizeof c->text[0], "auto (0, %s or %d per kernel)", ways,
-             v->num_threads);
+    snprintf(c->text[MGPU_SET_RESERVE_THREADS], len, "auto (0, %s or %d per kernel)", ways, v->num_threads);
   } else
-    snprintf(c->text[MGPU_SET_RESERVE_THREADS], sizeof c->text[0], "%d", v->reserve_threads);
-  snprintf(c->text[MGPU_SET_NUM_GPUS], sizeof c->text[0], "%d", v->num_gpus);
+    snprintf(c->text[MGPU_SET_RESERVE_THREADS], len, "%d", v->reserve_threads);
+  snprintf(c->text[MGPU_SET_NUM_GPUS], len, "%d", v->num_gpus);
   char *t = c->text[MGPU_SET_DEVICES];
   t[0] = '\0';
-  for (int i = 0; i < v->ndevices; i++) {
-    size_t len = strlen(t);
-    snprintf(t + len, sizeof c->text[0] - len, "%s%d", i ? "," : "", v->devices[i]);
-  }
-  if (v->ndevices == 0) snprintf(t, sizeof c->text[0], "(none)");
-  if (v->device_to_core_ratio > 0)
-    snprintf(c->text[MGPU_SET_RATIO], sizeof c->text[0], "%g", v->device_to_core_ratio);
-  else
-    snprintf(c->text[MGPU_SET_RATIO], sizeof c->text[0], "measured per kernel");
-  if (v->max_batch_size > 0)
-    snprintf(c->text[MGPU_SET_MAX_BATCH], sizeof c->text[0], "%lld", v->max_batch_size);
-  else
-    snprintf(c->text[MGPU_SET_MAX_BATCH], sizeof c->text[0], "from free device memory");
-  snprintf(c->text[MGPU_SET_STREAMS], sizeof c->text[0], "%d", v->streams_per_gpu);
-  snprintf(c->text[MGPU_SET_SCHED], sizeof c->text[0], "%s", sched_name(v->sched));
-  snprintf(c->text[MGPU_SET_STATS], sizeof c->text[0], "%d", v->stats);
-  snprintf(c->text[MGPU_SET_TRACE], sizeof c->text[0], "%s", v->trace ? v->trace : "(off)");
-  snprintf(c->text[MGPU_SET_DEBUG], sizeof c->text[0], "%s", level_text(v->debug));
-  snprintf(c->text[MGPU_SET_EMULATE_GPUS], sizeof c->text[0], "%d", tc->emulate_gpus);
-  if (tc->emulate_speed > 0)
-    snprintf(c->text[MGPU_SET_EMULATE_SPEED], sizeof c->text[0], "%g", tc->emulate_speed);
-  else
-    snprintf(c->text[MGPU_SET_EMULATE_SPEED], sizeof c->text[0], "unlimited");
-  snprintf(c->text[MGPU_SET_EMULATE_MEM], sizeof c->text[0], "%lld", tc->emulate_mem);
-  snprintf(c->text[MGPU_SET_EMULATE_LATENCY], sizeof c->text[0], "%g s", tc->emulate_latency);
-  if (tc->emulate_width > 0)
-    snprintf(c->text[MGPU_SET_EMULATE_WIDTH], sizeof c->text[0], "%lld", tc->emulate_width);
-  else
-    snprintf(c->text[MGPU_SET_EMULATE_WIDTH], sizeof c->text[0], "no limit");
-  snprintf(c->text[MGPU_SET_EMULATE_OVERLAP], sizeof c->text[0], "%d", tc->emulate_overlap);
-  snprintf(c->text[MGPU_SET_FAULT_INJECT], sizeof c->text[0], "%s", tc->fault_inject ? tc->fault_inject : "(none)");
+  for (int i = 0; i < v->ndevices; i++) snprintf(t + strlen(t), len - strlen(t), "%s%d", i ? "," : "", v->devices[i]);
+  if (v->ndevices == 0) snprintf(t, len, "(none)");
+  if (v->device_to_core_ratio > 0) snprintf(c->text[MGPU_SET_RATIO], len, "%g", v->device_to_core_ratio);
+  else snprintf(c->text[MGPU_SET_RATIO], len, "measured per kernel");
+  if (v->max_batch_size > 0) snprintf(c->text[MGPU_SET_MAX_BATCH], len, "%lld", v->max_batch_size);
+  else snprintf(c->text[MGPU_SET_MAX_BATCH], len, "from free device memory");
+  snprintf(c->text[MGPU_SET_STREAMS], len, "%d", v->streams_per_gpu);
+  snprintf(c->text[MGPU_SET_SCHED], len, "%s", sched_name(v->sched));
+  snprintf(c->text[MGPU_SET_STATS], len, "%d", v->stats);
+  snprintf(c->text[MGPU_SET_TRACE], len, "%s", v->trace ? v->trace : "(off)");
+  snprintf(c->text[MGPU_SET_DEBUG], len, "%s", level_text(v->debug));
   t = c->text[MGPU_SET_TENSOR_SPLIT];
   t[0] = '\0';
-  for (int i = 0; i < v->ntensor_split; i++) {
-    size_t len = strlen(t);
-    snprintf(t + len, sizeof c->text[0] - len, "%s%g", i ? "," : "", v->tensor_split[i]);
-  }
-  if (v->ntensor_split <= 0) snprintf(t, sizeof c->text[0], "equal shares of the GPUs");
+  for (int i = 0; i < v->ntensor_split; i++)
+    snprintf(t + strlen(t), len - strlen(t), "%s%g", i ? "," : "", v->tensor_split[i]);
+  if (v->ntensor_split <= 0) snprintf(t, len, "equal shares of the GPUs");
   /* The ranks' layer (dist.c) says what auto found, once it knows. */
-  snprintf(c->text[MGPU_SET_MPI], sizeof c->text[0], "%s", v->mpi ? "auto" : "off");
+  snprintf(c->text[MGPU_SET_MPI], len, "%s", v->mpi ? "auto" : "off");
   if (v->timeout == MGPU_TIMEOUT_AUTO)
-    snprintf(c->text[MGPU_SET_TIMEOUT], sizeof c->text[0], "auto (10 x predicted, at least %g s; %g s unpredicted)",
+    snprintf(c->text[MGPU_SET_TIMEOUT], len, "auto (10 x predicted, at least %g s; %g s unpredicted)",
              MGPU_TIMEOUT_FLOOR_S, MGPU_TIMEOUT_FIRST_S);
   else if (v->timeout == 0)
-    snprintf(c->text[MGPU_SET_TIMEOUT], sizeof c->text[0], "0 (off)");
+    snprintf(c->text[MGPU_SET_TIMEOUT], len, "0 (off)");
   else
-    snprintf(c->text[MGPU_SET_TIMEOUT], sizeof c->text[0], "%g s", v->timeout);
+    snprintf(c->text[MGPU_SET_TIMEOUT], len, "%g s", v->timeout);
+}
+
+/* Text of the effective value of each setting for tests. */
+static void texts_test(mgpu__config_t *c) {
+  const mgpu__testcfg_t *tc = &c->test;
+  const size_t len = sizeof c->text[0];
+  snprintf(c->text[MGPU_SET_EMULATE_GPUS], len, "%d", tc->emulate_gpus);
+  if (tc->emulate_speed > 0) snprintf(c->text[MGPU_SET_EMULATE_SPEED], len, "%g", tc->emulate_speed);
+  else snprintf(c->text[MGPU_SET_EMULATE_SPEED], len, "unlimited");
+  snprintf(c->text[MGPU_SET_EMULATE_MEM], len, "%lld", tc->emulate_mem);
+  snprintf(c->text[MGPU_SET_EMULATE_LATENCY], len, "%g s", tc->emulate_latency);
+  if (tc->emulate_width > 0) snprintf(c->text[MGPU_SET_EMULATE_WIDTH], len, "%lld", tc->emulate_width);
+  else snprintf(c->text[MGPU_SET_EMULATE_WIDTH], len, "no limit");
+  snprintf(c->text[MGPU_SET_EMULATE_OVERLAP], len, "%d", tc->emulate_overlap);
+  snprintf(c->text[MGPU_SET_FAULT_INJECT], len, "%s", tc->fault_inject ? tc->fault_inject : "(none)");
+}
+
+mgpu_status_t mgpu__config_resolve(mgpu__config_t *c, int usable_cores, int visible_gpus) {
+  bool threads_derived;
+  mgpu_status_t st;
+  if ((st = resolve_gpus(c, visible_gpus)) != MGPU_OK || (st = check_fault_gpus(c)) != MGPU_OK ||
+      (st = resolve_threads(c, usable_cores, &threads_derived)) != MGPU_OK || (st = check_sched(c)) != MGPU_OK ||
+      (st = check_tensor_split(&c->v)) != MGPU_OK || (st = resolve_reserve(c, threads_derived)) != MGPU_OK)
+    return st;
+  texts_public(c);
+  texts_test(c);
   return MGPU_OK;
 }
 
