@@ -34,7 +34,7 @@ typedef struct {
 #define LL_MAX_ITEMS (1LL << 40)
 
 static const setting_t settings[MGPU_SET_COUNT] = {
-  [MGPU_SET_NUM_THREADS] = {"MGPU_NUM_THREADS", K_INT, 0, 4096, 0, 0, 0,
+  [MGPU_SET_NUM_THREADS] = {"MGPU_NUM_THREADS", K_INT, 0, MGPU_THREADS_MAX, 0, 0, 0,
                             "an integer in 0..4096",
                             "CPU workers (default: usable cores minus GPUs used, at least 1, at most OMP_THREAD_LIMIT; 0 = GPUs only)"},
   [MGPU_SET_NUM_GPUS] = {"MGPU_NUM_GPUS", K_INT, 0, MGPU_MAX_DEVICES, 0, 0, 0, "an integer in 0..64",
@@ -43,12 +43,12 @@ static const setting_t settings[MGPU_SET_COUNT] = {
                         "a comma-separated list of distinct device indices in 0..63, e.g. 0,2",
                         "explicit GPU list (default: the first MGPU_NUM_GPUS visible)",
                         "ndevices in 1..64 and devices[0..ndevices) distinct indices in 0..63"},
-  [MGPU_SET_RATIO] = {"MGPU_DEVICE_TO_CORE_RATIO", K_DOUBLE, 0, 0, 0, 1e7, 1,
+  [MGPU_SET_RATIO] = {"MGPU_DEVICE_TO_CORE_RATIO", K_DOUBLE, 0, 0, 0, MGPU_RATIO_MAX, 1,
                       "a number greater than 0 and at most 1e7",
                       "how many CPU workers one GPU is worth; sets the first split (default: measured per kernel)"},
   [MGPU_SET_MAX_BATCH] = {"MGPU_MAX_BATCH_SIZE", K_LL, 1, LL_MAX_ITEMS, 0, 0, 0, "an integer in 1..1099511627776",
                           "most items per GPU launch (default: from free device memory)"},
-  [MGPU_SET_STREAMS] = {"MGPU_STREAMS_PER_GPU", K_INT, 1, 32, 0, 0, 0, "an integer in 1..32",
+  [MGPU_SET_STREAMS] = {"MGPU_STREAMS_PER_GPU", K_INT, 1, MGPU_STREAMS_MAX, 0, 0, 0, "an integer in 1..32",
                         "chunks in flight per GPU, to overlap copies and kernels (default 3)"},
   [MGPU_SET_SCHED] = {"MGPU_SCHED", K_SCHED, 0, 0, 0, 0, 0, "one of steal, static, cpu, gpu",
                       "steal (default), static (fixed split by ratio), cpu or gpu (restrict workers)",
@@ -57,19 +57,19 @@ static const setting_t settings[MGPU_SET_COUNT] = {
                       "print a per-worker table at mgpu_finalize (default 0)",
                       "0 or 1"},
   [MGPU_SET_TRACE] = {"MGPU_TRACE", K_PATH, 0, 0, 0, 0, 0, "a file path of 1..1023 characters, not blank, in which %r (the MPI rank), %p (the process id), %h (the host name) and %% (a %) are substituted", "write a trace to this file (default: none)"},
-  [MGPU_SET_DEBUG] = {"MGPU_DEBUG", K_LEVEL, 0, 4, 0, 0, 0, "0..4 or none, error, warn, info, debug",
+  [MGPU_SET_DEBUG] = {"MGPU_DEBUG", K_LEVEL, 0, MGPU_LOG_DEBUG, 0, 0, 0, "0..4 or none, error, warn, info, debug",
                       "log level on stderr; errors returned to the program are printed at info and above "
                       "(default warn)",
                       "0 (none), 1 (error), 2 (warn), 3 (info) or 4 (debug)"},
   [MGPU_SET_EMULATE_GPUS] = {"MGPU_EMULATE_GPUS", K_INT, 0, MGPU_MAX_DEVICES, 0, 0, 0, "an integer in 0..64",
                              "TESTS ONLY: replace GPUs by N emulated devices on host memory (default 0)"},
-  [MGPU_SET_EMULATE_SPEED] = {"MGPU_EMULATE_SPEED", K_DOUBLE, 0, 0, 0, 1e12, 0, "a number in 0..1e12",
+  [MGPU_SET_EMULATE_SPEED] = {"MGPU_EMULATE_SPEED", K_DOUBLE, 0, 0, 0, MGPU_EMULATE_SPEED_MAX, 0, "a number in 0..1e12",
                               "TESTS ONLY: items/s of an emulated device; 0 = as fast as the host (default 0)"},
-  [MGPU_SET_EMULATE_MEM] = {"MGPU_EMULATE_MEM", K_BYTES, 1LL << 20, 1LL << 40, 0, 0, 0,
+  [MGPU_SET_EMULATE_MEM] = {"MGPU_EMULATE_MEM", K_BYTES, MGPU_EMULATE_MEM_MIN, MGPU_EMULATE_MEM_MAX, 0, 0, 0,
                             "a size in 1M..1T (bytes, or with a K, M, G or T suffix)",
                             "TESTS ONLY: memory of an emulated device (default 1G)",
                             "a number of bytes in 1048576..1099511627776"},
-  [MGPU_SET_EMULATE_LATENCY] = {"MGPU_EMULATE_LATENCY", K_DOUBLE, 0, 0, 0, 10, 0, "a number of seconds in 0..10",
+  [MGPU_SET_EMULATE_LATENCY] = {"MGPU_EMULATE_LATENCY", K_DOUBLE, 0, 0, 0, MGPU_EMULATE_LATENCY_MAX_S, 0, "a number of seconds in 0..10",
                                 "TESTS ONLY: seconds each kernel launch of an emulated device takes on top of its "
                                 "items' time (default 0)"},
   [MGPU_SET_EMULATE_WIDTH] = {"MGPU_EMULATE_WIDTH", K_LL, 0, LL_MAX_ITEMS, 0, 0, 0,
@@ -84,18 +84,18 @@ static const setting_t settings[MGPU_SET_COUNT] = {
                              "a comma-separated list of launch:GPU:K|all, alloc:GPU:K, const:GPU:K, props:GPU:0, "
                              "hang:GPU:K, hangcoll:GPU:K, stall:GPU:K",
                              "TESTS ONLY: make chosen GPU operations fail or never end (default: none)"},
-  [MGPU_SET_TENSOR_SPLIT] = {"MGPU_TENSOR_SPLIT", K_RATIOS, 0, 0, 0, 1e12, 0,
+  [MGPU_SET_TENSOR_SPLIT] = {"MGPU_TENSOR_SPLIT", K_RATIOS, 0, 0, 0, MGPU_SHARE_MAX, 0,
                              "a comma-separated list of shares >= 0, one per GPU and optionally one more for the "
                              "host, not all 0, e.g. 0.6,0.4",
                              "default split of arrays across GPUs (and host) (default: equal shares of the GPUs)",
                              "ntensor_split in 1..65, with that many shares >= 0 in tensor_split, not all 0"},
-  [MGPU_SET_RESERVE_THREADS] = {"MGPU_RESERVE_THREADS", K_INT, 0, 4096, 0, 0, 0,
+  [MGPU_SET_RESERVE_THREADS] = {"MGPU_RESERVE_THREADS", K_INT, 0, MGPU_THREADS_MAX, 0, 0, 0,
                                 "an integer in 0..4096, fewer than the CPU workers, or auto (MGPU_RESERVE_AUTO)",
                                 "CPU workers kept out of batches that GPUs also run; auto: learned per kernel, 0, "
                                 "a quarter, half or all of the workers, or every GPU out (default: auto with a "
                                 "GPU and a default MGPU_NUM_THREADS, else 0)",
                                 "an integer in 0..4096, fewer than the CPU workers, or MGPU_RESERVE_AUTO"},
-  [MGPU_SET_TIMEOUT] = {"MGPU_TIMEOUT", K_DOUBLE, 0, 0, 0, 1e6, 0, "a number of seconds in 0..1e6 (0: off) or auto",
+  [MGPU_SET_TIMEOUT] = {"MGPU_TIMEOUT", K_DOUBLE, 0, 0, 0, MGPU_TIMEOUT_MAX_S, 0, "a number of seconds in 0..1e6 (0: off) or auto",
                         "seconds a GPU chunk or collective may take before the GPU counts as hung (retired) or "
                         "the collective fails; auto: 10 times the predicted time, at least 30 s (300 s with no "
                         "prediction); 0 = off (default auto)",
@@ -164,7 +164,7 @@ static int parse_bool(const char *s, int *out) {
   if (strlen(s) >= sizeof buf) return -1;
   const char *t = mgpu__parse_trim(s, buf, sizeof buf);
   static const char *const yes[] = {"1", "yes", "on", "true"}, *const no[] = {"0", "no", "off", "false"};
-  for (int i = 0; i < 4; i++) {
+  for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) {
     if (strcasecmp(t, yes[i]) == 0) return *out = 1, 0;
     if (strcasecmp(t, no[i]) == 0) return *out = 0, 0;
   }
@@ -176,7 +176,7 @@ static int parse_sched(const char *s, mgpu_sched_t *out) {
   if (strlen(s) >= sizeof buf) return -1;
   const char *t = mgpu__parse_trim(s, buf, sizeof buf);
   static const char *const names[] = {"", "steal", "static", "cpu", "gpu"};
-  for (int i = 1; i <= 4; i++)
+  for (int i = MGPU_SCHED_STEAL; i <= MGPU_SCHED_GPU; i++)
     if (strcasecmp(t, names[i]) == 0) return *out = (mgpu_sched_t)i, 0;
   return -1;
 }
@@ -186,11 +186,11 @@ static int parse_level(const char *s, int *out) {
   if (strlen(s) >= sizeof buf) return -1;
   const char *t = mgpu__parse_trim(s, buf, sizeof buf);
   static const char *const names[] = {"none", "error", "warn", "info", "debug"};
-  for (int i = 0; i <= 4; i++)
+  for (int i = MGPU_LOG_NONE; i <= MGPU_LOG_DEBUG; i++)
     if (strcasecmp(t, names[i]) == 0) return *out = i, 0;
   if (strcasecmp(t, "warning") == 0) return *out = MGPU_LOG_WARN, 0;
   long long v;
-  if (mgpu__parse_ll(t, 0, 4, &v) == 0) return *out = (int)v, 0;
+  if (mgpu__parse_ll(t, MGPU_LOG_NONE, MGPU_LOG_DEBUG, &v) == 0) return *out = (int)v, 0;
   return -1;
 }
 
@@ -534,13 +534,13 @@ static mgpu_status_t from_arg(int id, const mgpu_config_t *a, const mgpu__testcf
 static void set_defaults(mgpu__config_t *out) {
   memset(out, 0, sizeof *out);
   config_unset(&out->v);
-  out->v.streams_per_gpu = 3;
+  out->v.streams_per_gpu = MGPU_STREAMS_DEFAULT;
   out->v.sched = MGPU_SCHED_STEAL;
   out->v.stats = 0;
   out->v.debug = MGPU_LOG_WARN;
   out->test.emulate_gpus = 0;
   out->test.emulate_speed = 0;
-  out->test.emulate_mem = 1LL << 30;
+  out->test.emulate_mem = MGPU_EMULATE_MEM_DEFAULT;
   out->test.emulate_latency = 0;
   out->test.emulate_width = 0;
   out->test.emulate_overlap = 0;
@@ -595,15 +595,11 @@ mgpu_status_t mgpu__config_parse(const mgpu_config_t *user, const mgpu__testcfg_
   return MGPU_OK;
 }
 
-/* CPU workers kept out of batches that GPUs also run. The GPUs' host-side
- * work can need more than the one core per GPU that the default
- * MGPU_NUM_THREADS leaves: staging copies at host-memory speed, for several
- * devices at once with several GPUs, and the driver's threads. No fixed count
- * is right on every machine (doc/tuning.md, "Reserve workers"), so with a
- * GPU the default is auto: the runtime times each kernel's batches both ways
- * and keeps the faster (plan.c, model.c). Kept as workers rather than not started,
- * reserve workers still run kernels without a GPU function (a pipeline's CPU
- * stage, mgpu_parallel_for) on every core, and help with the staging copies. */
+/* With a GPU and MGPU_NUM_THREADS derived, the reserve is auto: the GPUs' host
+ * side (staging copies, the driver's threads) can need more than the one core
+ * per GPU left out, and no fixed count is right on every machine. Reserve
+ * workers stay workers: they run kernels without a GPU function and help with
+ * the staging copies. */
 int mgpu__default_reserve(int gpus, bool threads_derived) {
   return threads_derived && gpus >= 1 ? MGPU_RESERVE_AUTO : 0;
 }
@@ -614,8 +610,7 @@ int mgpu__auto_reserve(int threads) { return threads >= 2 ? MGPU_MAX(1, threads 
 
 /* Auto's third way: half of the CPU workers, more than the quarter and
  * fewer than all; 0 where no count lies between (fewer than three workers).
- * It pays where busy virtual CPUs are taken from the process for
- * milliseconds at a time (doc/tuning.md, "Internal constants"). */
+ * It pays where busy virtual CPUs are taken from the process at times. */
 int mgpu__auto_reserve_half(int threads) {
   int q = mgpu__auto_reserve(threads), h = MGPU_MAX(q + 1, threads / 2);
   return q > 0 && h < threads ? h : 0;
@@ -784,8 +779,8 @@ static void texts_public(mgpu__config_t *c) {
   /* The ranks' layer (dist.c) says what auto found, once it knows. */
   snprintf(c->text[MGPU_SET_MPI], len, "%s", v->mpi ? "auto" : "off");
   if (v->timeout == MGPU_TIMEOUT_AUTO)
-    snprintf(c->text[MGPU_SET_TIMEOUT], len, "auto (10 x predicted, at least %g s; %g s unpredicted)",
-             MGPU_TIMEOUT_FLOOR_S, MGPU_TIMEOUT_FIRST_S);
+    snprintf(c->text[MGPU_SET_TIMEOUT], len, "auto (%g x predicted, at least %g s; %g s unpredicted)",
+             MGPU_TIMEOUT_FACTOR, MGPU_TIMEOUT_FLOOR_S, MGPU_TIMEOUT_FIRST_S);
   else if (v->timeout == 0)
     snprintf(c->text[MGPU_SET_TIMEOUT], len, "0 (off)");
   else
@@ -823,14 +818,14 @@ double mgpu__deadline_s(double timeout, double predicted_s) {
   if (timeout == 0) return 0;
   if (timeout > 0) return timeout;
   if (!(predicted_s > 0)) return MGPU_TIMEOUT_FIRST_S;
-  return MGPU_MAX(MGPU_TIMEOUT_FLOOR_S, 10 * predicted_s);
+  return MGPU_MAX(MGPU_TIMEOUT_FLOOR_S, MGPU_TIMEOUT_FACTOR * predicted_s);
 }
 
 void mgpu__config_warn_unknown(char **envp) {
   /* Variables read elsewhere than the settings table (none yet). */
   static const char *const extra[] = {NULL};
   for (char **e = envp; e && *e; e++) {
-    if (strncmp(*e, "MGPU_", 5) != 0) continue;
+    if (strncmp(*e, "MGPU_", strlen("MGPU_")) != 0) continue;
     const char *eq = strchr(*e, '=');
     size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
     char name[128];

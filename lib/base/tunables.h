@@ -141,6 +141,26 @@
 /* An item's cost to a CPU worker that handed it back is at least this share
  * of the time over the items: a cost per call learnt elsewhere may be more. */
 #define MGPU_ITEM_COST_MIN_SHARE 0.1
+
+/* Settings (config.c): chunks in flight per GPU by default, one copying in,
+ * one computing and one copying out. */
+#define MGPU_STREAMS_DEFAULT 3
+/* Bytes of an emulated device by default. */
+#define MGPU_EMULATE_MEM_DEFAULT (1LL << 30)
+/* MGPU_TIMEOUT=auto: a deadline is this many times the predicted time
+ * (mgpurt.h, MGPU_TIMEOUT_AUTO). */
+#define MGPU_TIMEOUT_FACTOR 10.0
+/* The settings' bounds, far past any value that makes sense, so that a
+ * mistyped one is refused; the settings' texts in config.c spell them too. */
+#define MGPU_THREADS_MAX 4096
+#define MGPU_STREAMS_MAX 32
+#define MGPU_RATIO_MAX 1e7
+#define MGPU_SHARE_MAX 1e12
+#define MGPU_TIMEOUT_MAX_S 1e6
+#define MGPU_EMULATE_SPEED_MAX 1e12
+#define MGPU_EMULATE_MEM_MIN (1LL << 20)
+#define MGPU_EMULATE_MEM_MAX (1LL << 40)
+#define MGPU_EMULATE_LATENCY_MAX_S 10.0
 /* The chunk-time model (fit.c): each chunk's weight in the fit falls by this
  * factor per later chunk of the same worker. */
 #define MGPU_MODEL_DECAY 0.8
