@@ -162,6 +162,9 @@
 #define MGPU_EMULATE_MEM_MAX (1LL << 40)
 #define MGPU_EMULATE_LATENCY_MAX_S 10.0
 #define MGPU_FAULT_K_MAX (1LL << 40)
+/* The longest nap (s), decades: a longer one is clipped to it rather than
+ * overflow time_t and return at once. */
+#define MGPU_NAP_MAX_S 1e9
 /* The chunk-time model (fit.c): each chunk's weight in the fit falls by this
  * factor per later chunk of the same worker. */
 #define MGPU_MODEL_DECAY 0.8
