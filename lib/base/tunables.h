@@ -165,6 +165,9 @@
 /* The longest nap (s), decades: a longer one is clipped to it rather than
  * overflow time_t and return at once. */
 #define MGPU_NAP_MAX_S 1e9
+/* A cgroup quota within this of a whole count of CPUs is that count: the
+ * quota over the period need not divide exactly. */
+#define MGPU_QUOTA_ROUND_EPS 1e-9
 /* The chunk-time model (fit.c): each chunk's weight in the fit falls by this
  * factor per later chunk of the same worker. */
 #define MGPU_MODEL_DECAY 0.8
