@@ -1,12 +1,10 @@
 /*
- * tunables.h: the scheduler's constants, each with its reason in one line.
+ * tunables.h: lib's named constants, each with its reason; the measurements
+ * behind the scheduler's are in doc/tuning.md ("Internal constants").
  */
 #ifndef MGPU_TUNABLES_H
 #define MGPU_TUNABLES_H
 
-/* ------------------------------------------------------------- tunables */
-/* The scheduler's constants, each with its reason in one line; the
- * measurements behind them are in doc/tuning.md ("Internal constants"). */
 /* mgpu_init warns where the CPU workers asked for outnumber the usable cores
  * more than this many times. */
 #define MGPU_THREADS_PER_CORE_WARN 4
@@ -35,11 +33,10 @@
 #define MGPU_FIT_CPU_TRY 8
 #define MGPU_HANDBACK_FACTOR 8.0
 #define MGPU_HANDBACK_SLACK_S 2e-3
-/* An overrun under this many seconds past the slack is confirmed by the
- * next piece, of as many items, before anything is handed back: a thread
- * the OS held up for a time slice (a few ms on a loaded machine) runs its
- * next piece on time, and handing its range to a slower worker would make
- * one stall cost the batch many times over. */
+/* An overrun under this many seconds past the slack is confirmed by the next
+ * piece, of as many items, before anything is handed back: a thread held up
+ * for a time slice runs its next piece on time, and one stall would otherwise
+ * cost the batch many times over. */
 #define MGPU_HANDBACK_SURE_S 20e-3
 /* CPU workers that have never run a kernel probe it, one item each, once the
  * GPUs have spent this long on it (s), their share of the batch included. */
@@ -168,6 +165,7 @@
 /* A cgroup quota within this of a whole count of CPUs is that count: the
  * quota over the period need not divide exactly. */
 #define MGPU_QUOTA_ROUND_EPS 1e-9
+
 /* The chunk-time model (fit.c): each chunk's weight in the fit falls by this
  * factor per later chunk of the same worker. */
 #define MGPU_MODEL_DECAY 0.8
@@ -217,14 +215,11 @@
  * over this many times its rate ran beside it (mgpu__fit_beside): it
  * joins it. Chunks queued one after another run at about one rate. */
 #define MGPU_FIT_BESIDE 10.0
-/* Or credited with over this many times its rate, where it spent over
- * MGPU_FIT_BESIDE_SHARE of its own span before the held one's end and was
- * credited under the rest of the held one's time: how far apart launches
- * side by side end depends on when the host issued them, not on the
- * kernel, so their credited rates alone do not tell them. A chunk in a
- * pipeline (copy in, kernel, copy out) has at most two of its three stages
- * hidden by the others, so it is credited at most three times the rate of
- * one that ran alone: past that, with a margin, is no pipelining. */
+/* Or over this many times its rate, where it spent over MGPU_FIT_BESIDE_SHARE
+ * of its span before the held one's end and was credited under the rest of
+ * the held one's time: launches side by side end as the host issued them. A
+ * pipelined chunk (copy in, kernel, copy out) hides at most two of its three
+ * stages, so is credited at most three times a lone chunk's rate. */
 #define MGPU_FIT_BESIDE_SPAN 4.0
 #define MGPU_FIT_BESIDE_SHARE 0.5
 /* A chunk that ran alone is learnt while fewer than this many (decayed) of
@@ -238,24 +233,21 @@
  * after this many chunks of sizes that never grew (cut by its range or its
  * memory). */
 #define MGPU_FIT_TRUST_AFTER 8
-/* The floor trials of a GPU's chunks by whole batches (fit.c,
- * mgpu__fit_batch): after this many plain batches of the saturated fit, a
- * batch runs chunks MGPU_FIT_GROWTH times larger (where the last plain
- * batch ran at least MGPU_FIT_BATCH_CHUNKS of them, whose rates spread by
- * MGPU_FIT_BATCH_SPREAD or which the line predicts faster by MGPU_FIT_RISE
- * at the larger size) and is kept at
- * MGPU_FIT_RISE times the faster of the last two plain batches; a batch of a
- * kept floor runs it MGPU_FIT_GROWTH times lower and keeps that at
- * MGPU_FIT_TRIAL_KEEP. A trial not kept waits MGPU_FIT_BATCH_GAP batches
- * for the next, doubling up to MGPU_FIT_BATCH_GAP_MAX. */
+/* Floor trials of a GPU's chunks by whole batches (fit.c, mgpu__fit_batch):
+ * after this many plain batches of the saturated fit, a batch runs chunks
+ * MGPU_FIT_GROWTH times larger, kept at MGPU_FIT_RISE times the faster of the
+ * last two plain batches; a kept floor is tried MGPU_FIT_GROWTH times lower
+ * and kept at MGPU_FIT_TRIAL_KEEP. */
 #define MGPU_FIT_BATCH_PLAIN 2
+/* A trial up needs this many chunks in the last plain batch, and rates that
+ * span MGPU_FIT_BATCH_SPREAD or more (items that differ in cost by position)
+ * or a line MGPU_FIT_RISE faster at the larger size: elsewhere single chunks
+ * judge the size (size_class), and a trial would only cost a batch of chunks
+ * too large to overlap their copies. */
 #define MGPU_FIT_BATCH_CHUNKS 4
-/* Trials up are for kernels whose chunks' rates within one plain batch span
- * this factor or more (items that differ in cost by position), or whose
- * latency the line shows is still over 12% of a chunk's time: elsewhere
- * single chunks judge the size (size_class), and a trial would only cost a
- * batch of chunks too large to overlap their copies. */
 #define MGPU_FIT_BATCH_SPREAD 10.0
+/* A trial not kept waits this many batches for the next, doubling up to
+ * MGPU_FIT_BATCH_GAP_MAX. */
 #define MGPU_FIT_BATCH_GAP 16
 #define MGPU_FIT_BATCH_GAP_MAX 256
 /* The slowest chunk rate seen drifts back up by this fraction per chunk. */
@@ -274,7 +266,7 @@
 #define MGPU_RESERVE_REFRESH_MAX 256
 /* A way's speed is the best of its last this many timed batches: with
  * fewer, the kept way's own noisy times flip the choice to a slower way
- * again and again (doc/tuning.md, "Internal constants"). */
+ * again and again. */
 #define MGPU_RESERVE_KEEP 8
 /* Cost profiles (mgpu__prof_cuts): the spread of bin costs, and the
  * smoothness against half the step, that tell items differing in cost by
