@@ -165,6 +165,15 @@
 /* A cgroup quota within this of a whole count of CPUs is that count: the
  * quota over the period need not divide exactly. */
 #define MGPU_QUOTA_ROUND_EPS 1e-9
+/* The CUDA back end's prior device-to-core ratio (device_cuda.c): a CPU core
+ * is taken as this many useful lanes at this clock (kHz), a GPU whose clock is
+ * not known as one at a typical boost clock, and the ratio kept within these
+ * bounds. */
+#define MGPU_CPU_LANES 4.0
+#define MGPU_CPU_CLOCK_KHZ 3.0e6
+#define MGPU_GPU_CLOCK_KHZ_GUESS 1.5e6
+#define MGPU_RATIO_GUESS_MIN 1.0
+#define MGPU_RATIO_GUESS_MAX 5000.0
 
 /* The chunk-time model (fit.c): each chunk's weight in the fit falls by this
  * factor per later chunk of the same worker. */
