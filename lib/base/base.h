@@ -318,27 +318,18 @@ void mgpu__cpus_free(mgpu__cpus_t *c);
 void mgpu__cpus_apply(const mgpu__cpus_t *c);
 
 /* -------------------------------------------------------------- fault.c */
-/* Test-only fault plan, parsed from MGPU_FAULT_INJECT:
- *   launch:D:K   the K-th chunk (0-based) launched on GPU D fails
- *   launch:D:all every chunk launched on GPU D fails (the device gets retired)
- *   alloc:D:K    the K-th device allocation on GPU D fails as out of memory
- *   const:D:K    the K-th constant upload on GPU D fails
- *   props:D:0    reading GPU D's properties at mgpu_init fails
- *   stall:D:K    GPU D's host thread pauses MGPU_FAULT_STALL_S just after
- *                its K-th chunk completes, as when the OS takes its core
- * Items are separated by commas. D is the runtime's GPU number (0..), not the
- * driver's device index. */
+/* Test-only fault plan, parsed from MGPU_FAULT_INJECT: entries KIND:D:K
+ * separated by commas, D the runtime's GPU number (not the driver's device
+ * index), K the 0-based count of that GPU's operations of the kind, or all. */
 #define MGPU_FAULT_MAX 32
-/* hang: the K-th kernel launch of a GPU never ends; hangcoll: its K-th
- * device-task part (an allocation, copy or collective). */
 typedef enum {
-  MGPU_FAULT_LAUNCH,
-  MGPU_FAULT_ALLOC,
-  MGPU_FAULT_CONST,
-  MGPU_FAULT_PROPS,
-  MGPU_FAULT_HANG,
-  MGPU_FAULT_HANGCOLL,
-  MGPU_FAULT_STALL
+  MGPU_FAULT_LAUNCH,   /* launch: the K-th chunk launched fails (all: the GPU is retired) */
+  MGPU_FAULT_ALLOC,    /* alloc: the K-th device allocation fails as out of memory */
+  MGPU_FAULT_CONST,    /* const: the K-th constant upload fails */
+  MGPU_FAULT_PROPS,    /* props (K 0): reading the GPU's properties at mgpu_init fails */
+  MGPU_FAULT_HANG,     /* hang: the K-th kernel launch never ends */
+  MGPU_FAULT_HANGCOLL, /* hangcoll: the K-th device-task part (allocation, copy, collective) never ends */
+  MGPU_FAULT_STALL     /* stall: the host thread pauses MGPU_FAULT_STALL_S after its K-th chunk, as if descheduled */
 } mgpu_fault_kind_t;
 #define MGPU_FAULT_STALL_S 0.05
 typedef struct {
