@@ -1,12 +1,10 @@
 /*
- * tunables.h: the scheduler's constants, each with its reason in one line.
+ * tunables.h: lib's named constants, each with its reason; the measurements
+ * behind the scheduler's are in doc/tuning.md ("Internal constants").
  */
 #ifndef MGPU_TUNABLES_H
 #define MGPU_TUNABLES_H
 
-/* ------------------------------------------------------------- tunables */
-/* The scheduler's constants, each with its reason in one line; the
- * measurements behind them are in doc/tuning.md ("Internal constants"). */
 /* mgpu_init warns where the CPU workers asked for outnumber the usable cores
  * more than this many times. */
 #define MGPU_THREADS_PER_CORE_WARN 4
@@ -35,11 +33,10 @@
 #define MGPU_FIT_CPU_TRY 8
 #define MGPU_HANDBACK_FACTOR 8.0
 #define MGPU_HANDBACK_SLACK_S 2e-3
-/* An overrun under this many seconds past the slack is confirmed by the
- * next piece, of as many items, before anything is handed back: a thread
- * the OS held up for a time slice (a few ms on a loaded machine) runs its
- * next piece on time, and handing its range to a slower worker would make
- * one stall cost the batch many times over. */
+/* An overrun under this many seconds past the slack is confirmed by the next
+ * piece, of as many items, before anything is handed back: a thread held up
+ * for a time slice runs its next piece on time, and one stall would otherwise
+ * cost the batch many times over. */
 #define MGPU_HANDBACK_SURE_S 20e-3
 /* CPU workers that have never run a kernel probe it, one item each, once the
  * GPUs have spent this long on it (s), their share of the batch included. */
@@ -124,6 +121,60 @@
  * public: mgpurt.h.) */
 #define MGPU_WATCH_PERIOD_MIN_S 0.01
 #define MGPU_WATCH_PERIOD_MAX_S 1.0
+
+/* MGPU_RESERVE_THREADS=auto's ways below every GPU out (MGPU_RESERVE_GPUS_OUT,
+ * policy.h), and the bit of a way in mgpu__reserve_pick's mask `offered`. */
+#define MGPU_RESERVE_CPUS_IN 0
+#define MGPU_RESERVE_QUARTER_OUT 1
+#define MGPU_RESERVE_HALF_OUT 2
+#define MGPU_RESERVE_CPUS_OUT 3
+#define MGPU_RESERVE_BIT(level) (1u << (level))
+/* A thief picks a victim at most this many times: another thief can empty the
+ * range it picked before it takes that range's lock. */
+#define MGPU_STEAL_ATTEMPTS 4
+/* Bytes a slot's item cap counts per item past the item's own: a margin for
+ * rounding each array of a chunk up to MGPU_ALIGN_DEV. */
+#define MGPU_ROOM_PAD_PER_ITEM ((size_t)(3 * MGPU_ALIGN_DEV) / 8 + 1)
+/* An item's cost to a CPU worker that handed it back is at least this share
+ * of the time over the items: a cost per call learnt elsewhere may be more. */
+#define MGPU_ITEM_COST_MIN_SHARE 0.1
+
+/* Settings (config.c): chunks in flight per GPU by default, one copying in,
+ * one computing and one copying out. */
+#define MGPU_STREAMS_DEFAULT 3
+/* Bytes of an emulated device by default. */
+#define MGPU_EMULATE_MEM_DEFAULT (1LL << 30)
+/* MGPU_TIMEOUT=auto: a deadline is this many times the predicted time
+ * (mgpurt.h, MGPU_TIMEOUT_AUTO). */
+#define MGPU_TIMEOUT_FACTOR 10.0
+/* The settings' bounds, far past any value that makes sense, so that a
+ * mistyped one is refused; the settings' texts in config.c spell them too. */
+#define MGPU_THREADS_MAX 4096
+#define MGPU_STREAMS_MAX 32
+#define MGPU_RATIO_MAX 1e7
+#define MGPU_SHARE_MAX 1e12
+#define MGPU_TIMEOUT_MAX_S 1e6
+#define MGPU_EMULATE_SPEED_MAX 1e12
+#define MGPU_EMULATE_MEM_MIN (1LL << 20)
+#define MGPU_EMULATE_MEM_MAX (1LL << 40)
+#define MGPU_EMULATE_LATENCY_MAX_S 10.0
+#define MGPU_FAULT_K_MAX (1LL << 40)
+/* The longest nap (s), decades: a longer one is clipped to it rather than
+ * overflow time_t and return at once. */
+#define MGPU_NAP_MAX_S 1e9
+/* A cgroup quota within this of a whole count of CPUs is that count: the
+ * quota over the period need not divide exactly. */
+#define MGPU_QUOTA_ROUND_EPS 1e-9
+/* The CUDA back end's prior device-to-core ratio (device_cuda.c): a CPU core
+ * is taken as this many useful lanes at this clock (kHz), a GPU whose clock is
+ * not known as one at a typical boost clock, and the ratio kept within these
+ * bounds. */
+#define MGPU_CPU_LANES 4.0
+#define MGPU_CPU_CLOCK_KHZ 3.0e6
+#define MGPU_GPU_CLOCK_KHZ_GUESS 1.5e6
+#define MGPU_RATIO_GUESS_MIN 1.0
+#define MGPU_RATIO_GUESS_MAX 5000.0
+
 /* The chunk-time model (fit.c): each chunk's weight in the fit falls by this
  * factor per later chunk of the same worker. */
 #define MGPU_MODEL_DECAY 0.8
@@ -173,14 +224,11 @@
  * over this many times its rate ran beside it (mgpu__fit_beside): it
  * joins it. Chunks queued one after another run at about one rate. */
 #define MGPU_FIT_BESIDE 10.0
-/* Or credited with over this many times its rate, where it spent over
- * MGPU_FIT_BESIDE_SHARE of its own span before the held one's end and was
- * credited under the rest of the held one's time: how far apart launches
- * side by side end depends on when the host issued them, not on the
- * kernel, so their credited rates alone do not tell them. A chunk in a
- * pipeline (copy in, kernel, copy out) has at most two of its three stages
- * hidden by the others, so it is credited at most three times the rate of
- * one that ran alone: past that, with a margin, is no pipelining. */
+/* Or over this many times its rate, where it spent over MGPU_FIT_BESIDE_SHARE
+ * of its span before the held one's end and was credited under the rest of
+ * the held one's time: launches side by side end as the host issued them. A
+ * pipelined chunk (copy in, kernel, copy out) hides at most two of its three
+ * stages, so is credited at most three times a lone chunk's rate. */
 #define MGPU_FIT_BESIDE_SPAN 4.0
 #define MGPU_FIT_BESIDE_SHARE 0.5
 /* A chunk that ran alone is learnt while fewer than this many (decayed) of
@@ -194,24 +242,21 @@
  * after this many chunks of sizes that never grew (cut by its range or its
  * memory). */
 #define MGPU_FIT_TRUST_AFTER 8
-/* The floor trials of a GPU's chunks by whole batches (fit.c,
- * mgpu__fit_batch): after this many plain batches of the saturated fit, a
- * batch runs chunks MGPU_FIT_GROWTH times larger (where the last plain
- * batch ran at least MGPU_FIT_BATCH_CHUNKS of them, whose rates spread by
- * MGPU_FIT_BATCH_SPREAD or which the line predicts faster by MGPU_FIT_RISE
- * at the larger size) and is kept at
- * MGPU_FIT_RISE times the faster of the last two plain batches; a batch of a
- * kept floor runs it MGPU_FIT_GROWTH times lower and keeps that at
- * MGPU_FIT_TRIAL_KEEP. A trial not kept waits MGPU_FIT_BATCH_GAP batches
- * for the next, doubling up to MGPU_FIT_BATCH_GAP_MAX. */
+/* Floor trials of a GPU's chunks by whole batches (fit.c, mgpu__fit_batch):
+ * after this many plain batches of the saturated fit, a batch runs chunks
+ * MGPU_FIT_GROWTH times larger, kept at MGPU_FIT_RISE times the faster of the
+ * last two plain batches; a kept floor is tried MGPU_FIT_GROWTH times lower
+ * and kept at MGPU_FIT_TRIAL_KEEP. */
 #define MGPU_FIT_BATCH_PLAIN 2
+/* A trial up needs this many chunks in the last plain batch, and rates that
+ * span MGPU_FIT_BATCH_SPREAD or more (items that differ in cost by position)
+ * or a line MGPU_FIT_RISE faster at the larger size: elsewhere single chunks
+ * judge the size (size_class), and a trial would only cost a batch of chunks
+ * too large to overlap their copies. */
 #define MGPU_FIT_BATCH_CHUNKS 4
-/* Trials up are for kernels whose chunks' rates within one plain batch span
- * this factor or more (items that differ in cost by position), or whose
- * latency the line shows is still over 12% of a chunk's time: elsewhere
- * single chunks judge the size (size_class), and a trial would only cost a
- * batch of chunks too large to overlap their copies. */
 #define MGPU_FIT_BATCH_SPREAD 10.0
+/* A trial not kept waits this many batches for the next, doubling up to
+ * MGPU_FIT_BATCH_GAP_MAX. */
 #define MGPU_FIT_BATCH_GAP 16
 #define MGPU_FIT_BATCH_GAP_MAX 256
 /* The slowest chunk rate seen drifts back up by this fraction per chunk. */
@@ -230,7 +275,7 @@
 #define MGPU_RESERVE_REFRESH_MAX 256
 /* A way's speed is the best of its last this many timed batches: with
  * fewer, the kept way's own noisy times flip the choice to a slower way
- * again and again (doc/tuning.md, "Internal constants"). */
+ * again and again. */
 #define MGPU_RESERVE_KEEP 8
 /* Cost profiles (mgpu__prof_cuts): the spread of bin costs, and the
  * smoothness against half the step, that tell items differing in cost by
