@@ -16,6 +16,12 @@ expect() { # expect CODE PATTERN -- command...
 expect 0 "Usage: mgpu-run" -- "$run" --help
 expect 0 "libmgpurt" -- "$run" --version
 expect 0 "MGPU_NUM_THREADS" -- "$run" --info
+# Where the probe finds no GPU, --info says why (no CUDA in the build, or the driver's error).
+info=$("$run" --info 2>&1)
+if printf '%s' "$info" | grep -q 'GPUs: 0 in use'; then
+  if printf '%s' "$info" | grep -qE 'GPUs: 0 in use \((this libmgpurt is built without CUDA|cudaGetDeviceCount: |the CUDA driver reports no device)'; then ok
+  else bad "--info gives no reason for 0 GPUs: $(printf '%s' "$info" | grep 'GPUs:')"; fi
+else ok; fi
 expect 0 "ntt" -- "$run" --list
 expect 2 "unknown or ambiguous option '--frobnicate'" -- "$run" --frobnicate
 # A short option in a cluster is named itself, not the word before it; a
@@ -148,7 +154,7 @@ if env MGPU_EMULATE_GPUS=0 "$run" --info 2>/dev/null | grep -q "^GPUs: 0 in use"
 # variable that set 0 (the library does not report why its probe found none).
 expect 0 "^GPUs: 0 in use (--num-gpus 0)\$" -- env MGPU_EMULATE_GPUS=1 "$run" --info --num-gpus 0
 expect 0 "^GPUs: 0 in use (MGPU_NUM_GPUS=0)\$" -- env MGPU_EMULATE_GPUS=1 MGPU_NUM_GPUS=0 "$run" --info
-[ -z "$nogpu" ] || expect 0 "^GPUs: 0 in use (the runtime sees none)\$" -- env MGPU_EMULATE_GPUS=0 "$run" --info
+[ -z "$nogpu" ] || expect 0 "^GPUs: 0 in use (\(this libmgpurt is built without CUDA\|cudaGetDeviceCount: .*\|the CUDA driver reports no device\))\$" -- env MGPU_EMULATE_GPUS=0 "$run" --info
 if [ -n "$nogpu" ]; then
 expect 2 "nothing ran: --gpus 1,2 needs GPUs and the runtime sees none" -- env MGPU_EMULATE_GPUS=0 "$run" mulmod --gpus 1,2 -n 2001
 expect 2 "nothing ran: --gpus 2,3 asks for more GPUs than the runtime sees: expected counts in 1..1" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod --gpus 2,3 -n 2001
@@ -681,6 +687,11 @@ expect 2 "--plot '/tmp/p.png' is invalid: expected a file name ending in .svg" -
 expect 2 "--items '0' is invalid: expected an integer in 1.." -- "$run" mulmod -n 0
 expect 2 "--items '0' is invalid" -- "$run" reduce -n 0
 expect 0 "warning: --reserve 1 has no effect: no GPU is in use" -- "$run" mulmod -n 100 --intensity 2 --repeat 1 --reserve 1 --num-gpus 0
+# The same from the variables, said by the library, each once however many runtimes start.
+expect 0 "warning: MGPU_RESERVE_THREADS=1 has no effect: no GPU is in use" -- env MGPU_DEBUG=warn MGPU_RESERVE_THREADS=1 "$run" mulmod -n 100 --intensity 2 --repeat 1 --num-gpus 0
+expect 0 "warning: --streams 2 has no effect: no GPU is in use" -- "$run" mulmod -n 100 --intensity 2 --repeat 1 --streams 2 --num-gpus 0
+said=$(env MGPU_DEBUG=warn MGPU_STREAMS_PER_GPU=2 "$run" mulmod -n 100 --intensity 2 --repeat 1 --num-gpus 0 --compare 2>&1 | grep -c 'MGPU_STREAMS_PER_GPU=2 has no effect')
+if [ "$said" = 1 ]; then ok; else bad "MGPU_STREAMS_PER_GPU=2 without a GPU warned $said times, not once"; fi
 expect 2 "--plot needs a file name" -- "$run" --plot ""
 # Mandelbrot image with the worker overlay.
 img=$(mktemp /tmp/mgpu-mandel-XXXXXX)

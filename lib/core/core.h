@@ -225,6 +225,7 @@ struct mgpu_runtime {
   int *worker_class;           /* [nworkers]: an index into classes */
   _Atomic double store_saved;
   _Atomic int store_warned;    /* a failed write was logged: later ones are not */
+  char gpu_why_none[256];      /* why the GPU probe at mgpu_init found no device ("": it found one, or none was asked) */
 };
 
 

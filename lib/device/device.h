@@ -67,6 +67,9 @@ typedef struct mgpu_dev_ops {
   /* Tests only (MGPU_FAULT_INJECT hang:G:K): the stream stops here, on an
    * emulated device until mgpu__emul_release_hangs(), on a real one for good. */
   int (*hang)(void *ctx, void *s);
+  /* Why count() gave 0: the driver's error, or that it reports no device
+   * (NULL where unsupported). */
+  const char *(*why_none)(void);
 } mgpu_dev_ops_t;
 
 /* Let every stream stopped by an injected hang go on (tests only). */

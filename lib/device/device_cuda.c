@@ -108,16 +108,23 @@ static const char *sticky_note(cudaError_t e)
 
 /* ------------------------------------------------------------------ devices */
 
+/* Why the last count found no device (mgpu_init's thread; read after it). */
+static char count_why[256];
+
+static const char *cuda_why_none(void) { return count_why; }
+
 static int cuda_count(void)
 {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
     /* No driver, too old a driver, no device: a CPU-only machine, not an error. */
-    mgpu__log(MGPU_LOG_DEBUG, "CUDA: no usable device: %s: %s", cudaGetErrorName(e), cudaGetErrorString(e));
+    snprintf(count_why, sizeof count_why, "cudaGetDeviceCount: %s: %s", cudaGetErrorName(e), cudaGetErrorString(e));
+    mgpu__log(MGPU_LOG_DEBUG, "CUDA: no usable device: %s", count_why);
     (void)cudaGetLastError();
     return 0;
   }
+  if (n <= 0) snprintf(count_why, sizeof count_why, "the CUDA driver reports no device");
   return n > 0 ? n : 0;
 }
 
@@ -713,6 +720,7 @@ static const mgpu_dev_ops_t cuda_ops = {
   .gate = cuda_gate,
   .gate_close = cuda_gate_close,
   .hang = cuda_hang,
+  .why_none = cuda_why_none,
 };
 
 const mgpu_dev_ops_t *const mgpu__dev_cuda = &cuda_ops;

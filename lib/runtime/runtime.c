@@ -11,16 +11,23 @@
 
 extern char **environ;
 
-static const mgpu_dev_ops_t *pick_backend(const mgpu__config_t *c, int *visible) {
+/* The GPUs' back end and how many devices it sees; why, where it sees none
+ * though the settings ask for GPUs (else ""). */
+static const mgpu_dev_ops_t *pick_backend(const mgpu__config_t *c, int *visible, char *why, size_t whylen) {
   *visible = 0;
+  why[0] = 0;
   if (c->test.emulate_gpus > 0) {
     *visible = c->test.emulate_gpus;
     return &mgpu__dev_emul;
   }
   /* MGPU_NUM_GPUS=0 means CPU only: do not even load the GPU driver. */
   if (c->v.num_gpus == 0 && c->v.ndevices <= 0) return NULL;
-  if (!mgpu__dev_cuda) return NULL;
+  if (!mgpu__dev_cuda) {
+    snprintf(why, whylen, "this libmgpurt is built without CUDA");
+    return NULL;
+  }
   *visible = mgpu__dev_cuda->count();
+  if (*visible == 0) snprintf(why, whylen, "%s", mgpu__dev_cuda->why_none ? mgpu__dev_cuda->why_none() : "no device");
   return *visible > 0 ? mgpu__dev_cuda : NULL;
 }
 
@@ -104,6 +111,20 @@ static mgpu_runtime_t *new_runtime(void) {
   return rt;
 }
 
+/* Settings of the GPUs alone that the environment gives a runtime with no GPU
+ * have no effect: said once a process, as mgpu-run says it of its flags. */
+static void warn_gpu_settings(const mgpu__config_t *c, int ncpu) {
+  static const int ids[] = {MGPU_SET_RESERVE_THREADS, MGPU_SET_STREAMS, MGPU_SET_MAX_BATCH, MGPU_SET_RATIO};
+  static _Atomic unsigned said;
+  for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+    int id = ids[i];
+    if (c->source[id] != MGPU_SRC_ENV || (id == MGPU_SET_RESERVE_THREADS && c->v.reserve_threads == 0)) continue;
+    if (atomic_fetch_or(&said, 1u << i) & (1u << i)) continue;
+    mgpu__log(MGPU_LOG_WARN, "%s=%s has no effect: no GPU is in use, so every batch runs on all %d CPU worker%s",
+              mgpu__config_name(id), c->text[id], ncpu, ncpu == 1 ? "" : "s");
+  }
+}
+
 /* The resolved settings c into rt, with back end dev: its workers' counts
  * and the test fault plan, whose hangs need GPUs that can hang. */
 static mgpu_status_t apply_config(mgpu_runtime_t *rt, const mgpu__config_t *c, const mgpu_dev_ops_t *dev) {
@@ -133,6 +154,7 @@ static mgpu_status_t apply_config(mgpu_runtime_t *rt, const mgpu__config_t *c, c
                         rt->cfg.fault_spec);
   rt->ncpu = rt->cfg.v.num_threads;
   rt->nworkers = rt->ncpu + rt->ngpus;
+  if (rt->ngpus == 0) warn_gpu_settings(&rt->cfg, rt->ncpu);
   rt->coll_ranks = 1;
   rt->coll_gpu_total = rt->ngpus;
   rt->coll_gpu_base = 0;
@@ -193,12 +215,14 @@ mgpu_status_t mgpu__init_rank(const mgpu_config_t *cfg, const mgpu__testcfg_t *t
   mgpu_runtime_t *rt = new_runtime();
   if (!rt) return mgpu__fail(MGPU_ENOMEM, "mgpu_init: out of memory");
   int visible;
-  const mgpu_dev_ops_t *dev = pick_backend(&c, &visible);
+  char why_none[256];
+  const mgpu_dev_ops_t *dev = pick_backend(&c, &visible, why_none, sizeof why_none);
   int started = 0;
   if ((st = mgpu__config_resolve(&c, rt->usable_cores, visible)) != MGPU_OK ||
       (st = apply_config(rt, &c, dev)) != MGPU_OK || (st = make_workers(rt)) != MGPU_OK ||
       (st = mgpu__trace_open(rt, rank)) != MGPU_OK)
     goto fail_free;
+  snprintf(rt->gpu_why_none, sizeof rt->gpu_why_none, "%s", why_none);
   if ((st = start_threads(rt, &started)) != MGPU_OK) goto fail_stop;
   if (mgpu__handle_add(MGPU_H_RUNTIME, rt) != 0) {
     st = mgpu__fail(MGPU_ENOMEM, "mgpu_init: out of memory");
@@ -407,4 +431,9 @@ MGPU_API void mgpu_host_free(mgpu_runtime_t *rt, void *p) {
   MGPU_UNLOCK(&rt->alloc_lock);
   mgpu__log(MGPU_LOG_ERROR, "mgpu_host_free: %p was not allocated by mgpu_host_alloc of this runtime, or was freed "
                             "already; ignored", p);
+}
+
+MGPU_API const char *mgpu_gpu_probe_error(const mgpu_runtime_t *rt) {
+  if (mgpu__check_rt(rt, "mgpu_gpu_probe_error") != MGPU_OK) return NULL;
+  return rt->gpu_why_none[0] ? rt->gpu_why_none : NULL;
 }
