@@ -40,13 +40,13 @@ START_TEST(test_fit_line) {
   mgpu__fit_t f = {0};
   const double a = 5e-3, c = 0.5e-6;
   for (double n = 1; n <= 1 << 20; n *= 4) mgpu__fit_add(&f, n, dev_time(a, c, n));
-  ck_assert_double_eq_tol(f.a, a, a * 1e-6);
-  ck_assert_double_eq_tol(f.c, c, c * 1e-6);
+  ck_assert_double_eq_tol(f.line.a, a, a * 1e-6);
+  ck_assert_double_eq_tol(f.line.c, c, c * 1e-6);
   ck_assert_double_eq_tol(mgpu__fit_sat(&f), 9 * a / c, 1e-3 * a / c);
   ck_assert_double_eq_tol(mgpu__fit_rate(&f, 1000), 1000 / (a + c * 1000), 1e-3);
   /* From 4^9 to 4^10 items, past the saturating size, the rate rose by
    * under MGPU_FIT_RISE: the chunks stop growing. */
-  ck_assert(!f.rising);
+  ck_assert(!f.knee.rising);
   ck_assert(mgpu__fit_known(&f));
 }
 END_TEST
@@ -114,9 +114,9 @@ START_TEST(test_fit_tail_pieces) {
   ck_assert_double_eq_tol(full, 4e7, 4e7 * 1e-3);
   for (int i = 0; i < 40; i++) mgpu__fit_add(&f, 5, 1e-4);
   double after = mgpu__fit_rate(&f, 80000);
-  printf("tail pieces: rate at 80,000 items %.4g before, %.4g after; latency %.3g s\n", full, after, f.a);
+  printf("tail pieces: rate at 80,000 items %.4g before, %.4g after; latency %.3g s\n", full, after, f.line.a);
   ck_assert_double_ge(after, 0.9 * full);
-  ck_assert_double_eq_tol(f.a, 1e-4, 2e-5);
+  ck_assert_double_eq_tol(f.line.a, 1e-4, 2e-5);
 }
 END_TEST
 
@@ -128,9 +128,9 @@ START_TEST(test_fit_forgets) {
     double n = i % 3 == 0 ? 1000 : 4000;
     mgpu__fit_add(&f, n, dev_time(1e-4, 1e-6, n));
   }
-  ck_assert_double_eq_tol(f.c, 1e-6, 1e-8);
+  ck_assert_double_eq_tol(f.line.c, 1e-6, 1e-8);
   int k = 0;
-  for (; k < 60 && fabs(f.c - 2e-6) > 0.05 * 2e-6; k++) {
+  for (; k < 60 && fabs(f.line.c - 2e-6) > 0.05 * 2e-6; k++) {
     double n = k % 3 == 0 ? 1000 : 4000;
     mgpu__fit_add(&f, n, dev_time(1e-4, 2e-6, n));
   }
@@ -161,7 +161,7 @@ START_TEST(test_fit_shift) {
   ck_assert_double_lt(mgpu__fit_time(&f, 4000), MGPU_FIT_CLIP * before);
   one_batch(&f, &tag, 4000, 1000 * before);
   ck_assert_double_eq_tol(mgpu__fit_time(&f, 4000), 1000 * before, 1e-6 * before);
-  ck_assert_uint_eq(f.samples, 1);
+  ck_assert_uint_eq(f.line.samples, 1);
   /* A run broken by a batch on time does not count. */
   for (int i = 0; i < 10; i++) one_batch(&f, &tag, 4000, 1000 * before);
   one_batch(&f, &tag, 4000, before);
@@ -171,7 +171,7 @@ START_TEST(test_fit_shift) {
   one_batch(&f, &tag, 4000, before);
   ck_assert_double_eq_tol(mgpu__fit_time(&f, 4000), before, 1e-6 * before);
   /* Cheap chunks then dear ones, batch after batch: no restart. */
-  uint64_t samples = f.samples;
+  uint64_t samples = f.line.samples;
   for (int b = 0; b < 10; b++) {
     double rate, base;
     mgpu__fit_batch(&f, ++tag, 8000, &rate, &base);
@@ -181,7 +181,7 @@ START_TEST(test_fit_shift) {
       mgpu__fit_add(&f, 4000, t);
     }
   }
-  ck_assert_uint_eq(f.samples, samples + 20);
+  ck_assert_uint_eq(f.line.samples, samples + 20);
 }
 END_TEST
 
@@ -206,7 +206,7 @@ START_TEST(test_fit_shift_alone) {
     mgpu__fit_batch_time(&f, tag, 4000, t);
     mgpu__fit_sample(&f, &(mgpu__sample_t){.items = 4000, .secs = t, .isolated = true, .tag = tag});
   }
-  ck_assert_uint_eq(f.samples, 1);
+  ck_assert_uint_eq(f.line.samples, 1);
   ck_assert_double_eq_tol(mgpu__fit_time(&f, 4000), before / 1000, 1e-6 * before);
   ck_assert_double_gt(mgpu__fit_rate(&f, 4000), 900 * 4000 / before);
 }
@@ -296,11 +296,11 @@ START_TEST(test_fit_pipeline_fill) {
     sample(&f, 2e6, 3e-3 + dev_time(20e-6, 1e-9, 2e6), true);
     for (int k = 0; k < 10; k++) sample(&f, k % 2 ? 2e6 : 5e5, dev_time(20e-6, 1e-9, k % 2 ? 2e6 : 5e5), false);
   }
-  ck_assert_double_lt(f.a, 1e-4);
+  ck_assert_double_lt(f.line.a, 1e-4);
   ck_assert_double_lt(mgpu__fit_sat(&f), 1e6);
   mgpu__fit_t g = {0};
   for (int b = 0; b < 6; b++) sample(&g, b % 2 ? 8192 : 2048, dev_time(18e-3, 0.25e-6, b % 2 ? 8192 : 2048), true);
-  ck_assert_double_eq_tol(g.a, 18e-3, 1e-6);
+  ck_assert_double_eq_tol(g.line.a, 18e-3, 1e-6);
 }
 END_TEST
 
@@ -501,8 +501,8 @@ START_TEST(test_fit_probe_past_knee) {
   ck_assert(mgpu__fit_known(&f));
   ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e6, 2e-3, SIZE_MAX, true), 8246107 / (size_t)MGPU_FIT_GROWTH);
   size_t n = settle_below(&f, 0, 1.1e-9, 12);
-  printf("probe past the knee: chunks settle at %zu (target_s of work: %.0f)\n", n, 2e-3 / f.c);
-  ck_assert_double_eq_tol((double)n, 2e-3 / f.c, 1.0);
+  printf("probe past the knee: chunks settle at %zu (target_s of work: %.0f)\n", n, 2e-3 / f.line.c);
+  ck_assert_double_eq_tol((double)n, 2e-3 / f.line.c, 1.0);
   ck_assert_uint_lt(n, 2500000);
 
   mgpu__fit_t g = {0};
@@ -587,7 +587,7 @@ static size_t queued_batches(mgpu__fit_t *f, double a, double c, int batches, si
   for (int b = 0; b < batches; b++) {
     double rate, base, secs = 0;
     mgpu__fit_batch(f, ++tag, 8000, &rate, &base);
-    *trials += f->bt_dir == 1 || f->bt_dir == -1;
+    *trials += f->batch.trial == MGPU_TRIAL_UP || f->batch.trial == MGPU_TRIAL_DOWN;
     for (size_t left = 8000; left > 0; left -= n) {
       n = MGPU_MIN(mgpu__fit_chunk(f, 1e3, 2e-3, SIZE_MAX, true), left);
       mgpu__fit_claimed(f, n);
@@ -611,8 +611,8 @@ START_TEST(test_fit_queued_knee) {
   size_t n = queued_batches(&f, a, c, 24, &stuck, &first, &last, &trials);
   printf("queued knee: chunks of %zu at first (%.4f s a batch), %zu after 24 batches (%.4f s, %d trials); "
          "one launch %.4f s\n", stuck, first, n, last, trials, dev_time(a, c, 8000));
-  ck_assert(f.rose);
-  ck_assert_double_eq(f.nprev, 64);
+  ck_assert(f.knee.measured);
+  ck_assert_double_eq(f.knee.below.n, 64);
   ck_assert_uint_lt(stuck, 100);
   ck_assert_uint_ge(n, 4 * stuck);
   ck_assert_double_lt(last, 0.9 * first);
@@ -680,7 +680,7 @@ START_TEST(test_fit_scattered_latency) {
   sample(&f, 8386731, 0.0100, false);
   sample(&f, 8386731, 0.0100, false);
   sample(&f, 7873540, 0.00841, false);
-  printf("scattered latency: fit %.3g s + %.3g s/item, n_sat %.3g, known %d nprev %.0f\n", f.a, f.c, mgpu__fit_sat(&f), mgpu__fit_known(&f), f.nprev);
+  printf("scattered latency: fit %.3g s + %.3g s/item, n_sat %.3g, known %d nprev %.0f\n", f.line.a, f.line.c, mgpu__fit_sat(&f), mgpu__fit_known(&f), f.knee.below.n);
   ck_assert_double_gt(mgpu__fit_sat(&f), (double)range);
   size_t n = mgpu__fit_chunk(&f, 1e6, 2e-3, range, true);
   ck_assert_uint_le(n, range / 2);
@@ -695,14 +695,15 @@ END_TEST
  * latency), they stay at the cap. Below the cap, growth goes on. */
 START_TEST(test_fit_growth_at_cap) {
   const double cap = 2097152;
-  mgpu__fit_t f = {.a = 0, .c = 2.5e-9, .nmax = cap, .nprev = cap / 4, .rising = true, .rose = true, .samples = 8,
-                   .claimed = (size_t)cap, .probe = 1000};
+  mgpu__fit_t f = {.line = {.a = 0, .c = 2.5e-9, .samples = 8},
+                   .knee = {.top.n = cap, .below.n = cap / 4, .rising = true, .measured = true},
+                   .claims = {.largest = (size_t)cap, .probe = 1000}};
   ck_assert(!mgpu__fit_known(&f));
   ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e6, 2e-3, (size_t)cap, true), 800000);
-  f.nprev = cap / 2;
+  f.knee.below.n = cap / 2;
   ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e6, 2e-3, (size_t)cap, true), (size_t)(cap / 2));
   ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e6, 2e-3, 2 * (size_t)cap, true), 2 * (size_t)cap);
-  f.a = 18e-3;
+  f.line.a = 18e-3;
   ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e6, 2e-3, (size_t)cap, true), (size_t)cap);
 }
 END_TEST
@@ -717,7 +718,7 @@ START_TEST(test_fit_cpu_chunks) {
   mgpu__fit_claimed(&f, 5);
   for (int i = 0; i < 40; i++) mgpu__fit_add(&f, 5, (i % 8 == 7 ? 40 : 1) * 1e-4 * 5);
   size_t n = mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, false);
-  ck_assert_uint_eq(n, MGPU_MAX((size_t)1, (size_t)(0.5e-3 * f.items / f.secs)));
+  ck_assert_uint_eq(n, MGPU_MAX((size_t)1, (size_t)(0.5e-3 * f.line.items / f.line.secs)));
   ck_assert_uint_le(n, 5);
   /* A GPU's fit of the same chunks would grow them. */
   ck_assert_uint_gt(mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, true), 5);
@@ -739,7 +740,7 @@ START_TEST(test_fit_cpu_fixed_cost) {
     mgpu__fit_add(&f, (double)n, a + c * (double)n);
   }
   double rate = (double)n / (a + c * (double)n);
-  printf("CPU chunks with a 1 ms fixed cost: %zu items, %.3g items/s; fit %.3g s + %.3g s/item\n", n, rate, f.a, f.c);
+  printf("CPU chunks with a 1 ms fixed cost: %zu items, %.3g items/s; fit %.3g s + %.3g s/item\n", n, rate, f.line.a, f.line.c);
   ck_assert_double_ge(rate, 0.85 / c);
   /* Under a cap (a range's end), the cap. */
   ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e4, 0.5e-3, 100, false), 100);
@@ -771,7 +772,7 @@ START_TEST(test_fit_cpu_one_size) {
   size_t n = 0;
   for (int i = 0; i < 3; i++) {
     n = mgpu__fit_chunk(&f, 1.0, 0.5e-3, SIZE_MAX, false);
-    printf("CPU chunks of one item, then a try of four: fit %.3g s + %.3g s/item, next %zu\n", f.a, f.c, n);
+    printf("CPU chunks of one item, then a try of four: fit %.3g s + %.3g s/item, next %zu\n", f.line.a, f.line.c, n);
     mgpu__fit_claimed(&f, n);
     mgpu__fit_add(&f, (double)n, a + c * (double)n);
   }
@@ -792,8 +793,8 @@ START_TEST(test_fit_cpu_scattered_sizes) {
     mgpu__fit_add(&f, k, (i % 8 == 7 ? 40 : 1) * 1e-4 * k);
   }
   size_t n = mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, false);
-  printf("CPU chunks of three sizes, dear by position: fit %.3g s + %.3g s/item, next %zu\n", f.a, f.c, n);
-  ck_assert_uint_eq(n, MGPU_MAX((size_t)1, (size_t)(0.5e-3 * f.items / f.secs)));
+  printf("CPU chunks of three sizes, dear by position: fit %.3g s + %.3g s/item, next %zu\n", f.line.a, f.line.c, n);
+  ck_assert_uint_eq(n, MGPU_MAX((size_t)1, (size_t)(0.5e-3 * f.line.items / f.line.secs)));
 }
 END_TEST
 
@@ -818,7 +819,7 @@ START_TEST(test_fit_cpu_noisy_probes) {
     mgpu__fit_sample(&f, &(mgpu__sample_t){.items = items, .secs = secs, .calls = calls[i], .ncalls = ncalls[i]});
   }
   size_t n = mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, false);
-  printf("CPU chunks after noisy probes: fit %.3g s + %.3g s/item, saturating size %.0f, next %zu\n", f.a, f.c,
+  printf("CPU chunks after noisy probes: fit %.3g s + %.3g s/item, saturating size %.0f, next %zu\n", f.line.a, f.line.c,
          mgpu__fit_sat(&f), n);
   ck_assert_uint_le(n, (size_t)(MGPU_FIT_GROWTH * MGPU_FIT_GROWTH * 3));
   /* Its time, at the items' cost, leaves the line no cost per call worth a
@@ -852,11 +853,11 @@ typedef struct {
   uint64_t batch;
 } div_dev_t;
 
-static double div_batch(div_dev_t *d, int *chunks, int *judged) {
+static double div_batch(div_dev_t *d, int *chunks, mgpu__trial_t *judged) {
   double total = 0, rate, base;
   *chunks = 0;
   for (size_t pos = 0; pos < d->n;) {
-    int j = mgpu__fit_batch(&d->f, d->batch + 1, d->n, &rate, &base);
+    mgpu__trial_t j = mgpu__fit_batch(&d->f, d->batch + 1, d->n, &rate, &base);
     if (pos == 0) *judged = j;
     size_t k = mgpu__fit_chunk(&d->f, 1e4, 2e-3, SIZE_MAX, true);
     mgpu__fit_claimed(&d->f, k);
@@ -885,15 +886,16 @@ static double div_batch(div_dev_t *d, int *chunks, int *judged) {
 START_TEST(test_fit_floor_divergent) {
   div_dev_t d = {.n = 512, .cheap = 128, .lo = 1e-7, .hi = 1e-4, .fill = 128};
   double whole = 256 * d.lo + 256 * d.hi;
-  int chunks, judged, kept = 0, trials = 0;
+  int chunks, kept = 0, trials = 0;
+  mgpu__trial_t judged;
   for (int b = 0; b < 48; b++) {
     double t = div_batch(&d, &chunks, &judged);
-    kept += judged > 0 && d.f.floor > 0;
-    if (b < 10 || d.f.bt_dir)
+    kept += judged == MGPU_TRIAL_UP && d.f.floor > 0;
+    if (b < 10 || d.f.batch.trial != MGPU_TRIAL_NONE)
       printf("divergent rows, batch %d: %.4f s (one launch %.4f s) in %d chunks, trial judged %d, this batch's %d, "
-             "floor %.0f\n", b, t, whole, chunks, judged, d.f.bt_dir, d.f.floor);
+             "floor %.0f\n", b, t, whole, chunks, judged, d.f.batch.trial, d.f.floor);
     if (b < 7) continue;
-    if (d.f.bt_dir) trials++;
+    if (d.f.batch.trial != MGPU_TRIAL_NONE) trials++;
     else ck_assert_msg(t <= 1.1 * whole, "batch %d: %.4f s against one launch's %.4f s", b, t, whole);
   }
   ck_assert_int_ge(kept, 1);
@@ -911,19 +913,20 @@ END_TEST
  * MGPU_FIT_BATCH_SPREAD), there is no trial at all. */
 START_TEST(test_fit_floor_backoff) {
   div_dev_t flat = {.n = 400000, .lo = 1e-7, .hi = 1e-7};
-  int chunks, judged;
+  int chunks;
+  mgpu__trial_t judged;
   for (int b = 0; b < 40; b++) {
     div_batch(&flat, &chunks, &judged);
-    ck_assert_int_eq(flat.f.bt_dir == 1 || flat.f.bt_dir == -1, 0);
+    ck_assert_int_eq(flat.f.batch.trial == MGPU_TRIAL_UP || flat.f.batch.trial == MGPU_TRIAL_DOWN, 0);
   }
   div_dev_t d = {.n = 400000, .cheap = 100000, .lo = 1e-9, .hi = 1e-7};
   uint64_t trials[12];
   int nt = 0;
   for (int b = 0; b < 1100 && nt < 12; b++) {
     div_batch(&d, &chunks, &judged);
-    if (judged) {
-      ck_assert_int_eq(judged, 1);
-      trials[nt++] = d.f.bt_count - 1; /* the trial is the batch before this one */
+    if (judged != MGPU_TRIAL_NONE) {
+      ck_assert_int_eq(judged, MGPU_TRIAL_UP);
+      trials[nt++] = d.f.trials.batch.seen - 1; /* the trial is the batch before this one */
     }
     ck_assert_double_eq(d.f.floor, 0);
   }
@@ -934,10 +937,10 @@ START_TEST(test_fit_floor_backoff) {
   }
   /* Four times the size: the rates start over. */
   d.n *= 4;
-  uint64_t from = d.f.bt_count;
-  for (int b = 0; b < 4 && d.f.bt_dir != 1; b++) div_batch(&d, &chunks, &judged);
-  ck_assert_int_eq(d.f.bt_dir, 1);
-  ck_assert_uint_eq(d.f.bt_count - from, MGPU_FIT_BATCH_PLAIN + 1);
+  uint64_t from = d.f.trials.batch.seen;
+  for (int b = 0; b < 4 && d.f.batch.trial != MGPU_TRIAL_UP; b++) div_batch(&d, &chunks, &judged);
+  ck_assert_int_eq(d.f.batch.trial, MGPU_TRIAL_UP);
+  ck_assert_uint_eq(d.f.trials.batch.seen - from, MGPU_FIT_BATCH_PLAIN + 1);
 }
 END_TEST
 
@@ -946,7 +949,8 @@ END_TEST
  * the step is kept, and the next one, until there is no floor. */
 START_TEST(test_fit_floor_down) {
   div_dev_t d = {.n = 512, .cheap = 128, .lo = 1e-7, .hi = 1e-4, .fill = 128};
-  int chunks, judged, b;
+  int chunks, b;
+  mgpu__trial_t judged;
   for (b = 0; b < 16; b++) div_batch(&d, &chunks, &judged);
   double high = d.f.floor;
   ck_assert_double_ge(high, 128);
@@ -954,7 +958,7 @@ START_TEST(test_fit_floor_down) {
   int downs = 0;
   for (b = 0; b < 600 && d.f.floor > 0; b++) {
     div_batch(&d, &chunks, &judged);
-    downs += judged < 0;
+    downs += judged == MGPU_TRIAL_DOWN;
   }
   printf("floor %.0f down to %.0f in %d batches, %d trials down\n", high, d.f.floor, b, downs);
   ck_assert_double_eq(d.f.floor, 0);

@@ -421,12 +421,12 @@ MGPU_TIMED_TEST(test_overlapped_launches) {
     double t = run_sleep(rt, n, 0, ws, 2, NULL);
     MGPU_LOCK(&rt->lock, MGPU_LK_RT);
     const mgpu__fit_t *f = &mgpu__model_get(rt, &sleep_kernel, 0)->fit[1];
-    double a = f->a, pred = mgpu__fit_time(f, (double)n), nmax = f->nmax;
-    size_t claimed = f->claimed;
+    double a = f->line.a, pred = mgpu__fit_time(f, (double)n), nmax = f->knee.top.n;
+    size_t claimed = f->claims.largest;
     MGPU_UNLOCK(&rt->lock);
     printf("overlapped launches, batch %d: %.4f s in %llu launches; the GPU's fit %.4f s + %.3g s/item, %.4f s for "
            "the batch; largest size class %.0f, largest claim %zu\n",
-           b, t, (unsigned long long)ws[1].chunks, a, f->c, pred, nmax, claimed);
+           b, t, (unsigned long long)ws[1].chunks, a, f->line.c, pred, nmax, claimed);
     ck_assert_uint_eq(ws[1].items, n);
     /* The first batch's launches grow from a probe, side by side. */
     if (b < 2 || !mgpu_test_timing()) continue;
@@ -643,8 +643,8 @@ START_TEST(test_joined_launch_sizes) {
     double t = run_sleep(rt, n, 0, ws, 2, NULL);
     MGPU_LOCK(&rt->lock, MGPU_LK_RT);
     const mgpu__fit_t *f = &mgpu__model_get(rt, &sleep_kernel, 0)->fit[1];
-    double nmax = f->nmax;
-    size_t claimed = f->claimed;
+    double nmax = f->knee.top.n;
+    size_t claimed = f->claims.largest;
     MGPU_UNLOCK(&rt->lock);
     printf("launches side by side at the cap, batch %d: %.4f s in %llu launches; largest size class %.0f, largest "
            "launch %zu\n",

@@ -46,8 +46,8 @@ static double bitsd(uint64_t u) {
 /* This rank's rate (items/s) and latency (s) on the batch's kernel; rate 0
  * where its model has learnt nothing yet. */
 void mgpu__dist_rate(const mgpu__dmodel_t *m, double *rate, double *lat) {
-  *rate = m && m->fit.samples > 0 && m->fit.c > 0 ? 1 / m->fit.c : 0;
-  *lat = *rate > 0 ? m->fit.a : 0;
+  *rate = m && m->fit.line.samples > 0 && m->fit.line.c > 0 ? 1 / m->fit.line.c : 0;
+  *lat = *rate > 0 ? m->fit.line.a : 0;
 }
 
 

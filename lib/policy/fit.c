@@ -21,40 +21,40 @@
 /* Whether the sizes in the sums spread enough for a line to tell a from c:
  * their weighted variance at least MGPU_FIT_SPREAD of the mean square. */
 static bool spread(const mgpu__fit_t *f) {
-  return f->sw * f->snn - f->sn * f->sn > MGPU_FIT_SPREAD * f->sw * f->snn;
+  return f->line.sum.w * f->line.sum.nn - f->line.sum.n * f->line.sum.n > MGPU_FIT_SPREAD * f->line.sum.w * f->line.sum.nn;
 }
 
 /* Refit a and c from the sums. Where the chunks in the sums are all of about
  * one size, one line through them cannot tell a from c: the time is given
  * to whichever term dominates at that size, and the other is kept. */
 static void solve(mgpu__fit_t *f) {
-  double d = f->sw * f->snn - f->sn * f->sn;
-  double n0 = f->sn / f->sw, t0 = f->st / f->sw;
+  double d = f->line.sum.w * f->line.sum.nn - f->line.sum.n * f->line.sum.n;
+  double n0 = f->line.sum.n / f->line.sum.w, t0 = f->line.sum.t / f->line.sum.w;
   /* The weighted least-squares line, where the sizes spread enough. */
   if (spread(f)) {
-    double a = (f->snn * f->st - f->sn * f->snt) / d, c = (f->sw * f->snt - f->sn * f->st) / d;
+    double a = (f->line.sum.nn * f->line.sum.t - f->line.sum.n * f->line.sum.nt) / d, c = (f->line.sum.w * f->line.sum.nt - f->line.sum.n * f->line.sum.t) / d;
     if (a < 0) {
       a = 0;
-      c = f->snt / f->snn;
+      c = f->line.sum.nt / f->line.sum.nn;
     }
     /* Time that does not grow with the size over the sizes seen: the rate
      * rises at least a hundredfold past the largest. */
-    double c_min = t0 / (f->nmax * MGPU_FIT_FLAT);
+    double c_min = t0 / (f->knee.top.n * MGPU_FIT_FLAT);
     if (c < c_min) c = c_min;
-    f->a = a;
-    f->c = c;
-  } else if (f->c > 0 && f->a > f->c * n0) {
-    f->a = MGPU_MAX(0.0, t0 - f->c * n0);
+    f->line.a = a;
+    f->line.c = c;
+  } else if (f->line.c > 0 && f->line.a > f->line.c * n0) {
+    f->line.a = MGPU_MAX(0.0, t0 - f->line.c * n0);
   } else {
-    f->a = MGPU_MIN(f->a, MGPU_FIT_LATENCY_MAX_SHARE * t0);
-    f->c = (t0 - f->a) / n0;
+    f->line.a = MGPU_MIN(f->line.a, MGPU_FIT_LATENCY_MAX_SHARE * t0);
+    f->line.c = (t0 - f->line.a) / n0;
   }
   /* The weighted squared residuals about the line, against those about 0. */
-  double a = f->a, c = f->c;
-  double rss = f->stt - 2 * a * f->st - 2 * c * f->snt + a * a * f->sw + 2 * a * c * f->sn + c * c * f->snn;
-  if (rss > MGPU_FIT_SCATTER * MGPU_FIT_SCATTER * f->stt) {
-    f->a = 0;
-    f->c = f->secs / f->items;
+  double a = f->line.a, c = f->line.c;
+  double rss = f->line.sum.tt - 2 * a * f->line.sum.t - 2 * c * f->line.sum.nt + a * a * f->line.sum.w + 2 * a * c * f->line.sum.n + c * c * f->line.sum.nn;
+  if (rss > MGPU_FIT_SCATTER * MGPU_FIT_SCATTER * f->line.sum.tt) {
+    f->line.a = 0;
+    f->line.c = f->line.secs / f->line.items;
   }
 }
 
@@ -75,32 +75,32 @@ static void solve(mgpu__fit_t *f) {
  * to fill the device is slower than the same chunks in flight together. */
 static void size_class(mgpu__fit_t *f, double n, double items, double r, double q, bool alone, bool lone) {
   double rise = MGPU_FIT_RISE;
-  if (n > MGPU_FIT_SIZE_CLASS * f->nmax) {
+  if (n > MGPU_FIT_SIZE_CLASS * f->knee.top.n) {
     bool known = mgpu__fit_known(f);
-    if (known && n <= (double)f->grown) rise = MGPU_FIT_REOPEN;
+    if (known && n <= (double)f->knee.stopped_at) rise = MGPU_FIT_REOPEN;
     /* Past the growth's end, a larger class no faster than the classes
      * below leaves the smaller one the knee: the floor is the smallest size
      * at full rate, and a claim cut by its range, larger than the chunks
      * after it, would otherwise lift it a class. */
-    if (known && r <= rise * (alone ? MGPU_MAX(f->qprev, f->qmax) : MGPU_MAX(f->rprev, f->rmax))) {
-      f->nmax = n;
-      f->rmax = r;
-      f->qmax = q;
-      f->max_lone = lone;
+    if (known && r <= rise * (alone ? MGPU_MAX(f->knee.below.dev_rate, f->knee.top.dev_rate) : MGPU_MAX(f->knee.below.span_rate, f->knee.top.span_rate))) {
+      f->knee.top.n = n;
+      f->knee.top.span_rate = r;
+      f->knee.top.dev_rate = q;
+      f->knee.top.solo = lone;
       return;
     }
-    f->nprev = f->nmax;
-    f->rprev = f->rmax;
-    f->qprev = f->qmax;
-    f->prev_lone = f->max_lone;
-    f->nmax = n;
-    f->rmax = r;
-    f->qmax = q;
-    f->max_lone = lone;
-  } else if (n * MGPU_FIT_SIZE_CLASS >= f->nmax) {
-    f->rmax = 0.5 * (f->rmax + r);
-    f->qmax = 0.5 * (f->qmax + q);
-    f->max_lone = f->max_lone && lone;
+    f->knee.below.n = f->knee.top.n;
+    f->knee.below.span_rate = f->knee.top.span_rate;
+    f->knee.below.dev_rate = f->knee.top.dev_rate;
+    f->knee.below.solo = f->knee.top.solo;
+    f->knee.top.n = n;
+    f->knee.top.span_rate = r;
+    f->knee.top.dev_rate = q;
+    f->knee.top.solo = lone;
+  } else if (n * MGPU_FIT_SIZE_CLASS >= f->knee.top.n) {
+    f->knee.top.span_rate = 0.5 * (f->knee.top.span_rate + r);
+    f->knee.top.dev_rate = 0.5 * (f->knee.top.dev_rate + q);
+    f->knee.top.solo = f->knee.top.solo && lone;
   } else {
     /* Chunks among others a step below the smallest class, where no size
      * below it has run slower (the first chunk was past the knee, or the
@@ -113,41 +113,43 @@ static void size_class(mgpu__fit_t *f, double n, double items, double r, double 
      * of their time hid behind it. The knee's rate they are held to is by
      * spans, as its class was judged: a chunk that grew out of a smaller one
      * looks faster by device time by the part it ran beside it. */
-    if (!lone && mgpu__fit_known(f) && !f->rose && n * MGPU_FIT_SIZE_CLASS < f->nprev &&
-        n * MGPU_FIT_GROWTH * MGPU_FIT_SIZE_CLASS >= f->nprev) {
-      if (f->trial_of != f->nprev) {
-        f->trial_of = f->nprev;
-        f->trial_n = 0;
-        f->trial_items = f->trial_secs = 0;
+    if (!lone && mgpu__fit_known(f) && !f->knee.measured && n * MGPU_FIT_SIZE_CLASS < f->knee.below.n &&
+        n * MGPU_FIT_GROWTH * MGPU_FIT_SIZE_CLASS >= f->knee.below.n) {
+      if (f->trials.step.knee != f->knee.below.n) {
+        f->trials.step.knee = f->knee.below.n;
+        f->trials.step.chunks = 0;
+        f->trials.step.items = f->trials.step.secs = 0;
       }
-      if (++f->trial_n > MGPU_FIT_TRIAL_SKIP) {
-        f->trial_items += items;
-        f->trial_secs += items / q;
+      if (++f->trials.step.chunks > MGPU_FIT_TRIAL_SKIP) {
+        f->trials.step.items += items;
+        f->trials.step.secs += items / q;
       }
-      if (f->trial_n >= MGPU_FIT_TRIAL_SKIP + MGPU_FIT_TRIAL_CHUNKS) {
-        double rate = f->trial_items / f->trial_secs;
-        if (rate >= MGPU_FIT_TRIAL_KEEP * f->rprev) {
-          f->nprev = n;
-          f->rprev = r;
-          f->qprev = rate;
+      if (f->trials.step.chunks >= MGPU_FIT_TRIAL_SKIP + MGPU_FIT_TRIAL_CHUNKS) {
+        double rate = f->trials.step.items / f->trials.step.secs;
+        if (rate >= MGPU_FIT_TRIAL_KEEP * f->knee.below.span_rate) {
+          f->knee.below.n = n;
+          f->knee.below.span_rate = r;
+          f->knee.below.dev_rate = rate;
         } else {
-          f->rose = true;
+          f->knee.measured = true;
         }
-        f->trial_of = 0;
+        f->trials.step.knee = 0;
       }
     }
     return;
   }
-  f->rising = f->nprev == 0 || f->rmax > rise * (alone ? f->qprev : f->rprev);
-  if (f->rising) f->grown = SIZE_MAX;
-  else if (f->grown == SIZE_MAX) f->grown = f->claimed;
-  if (f->rising && f->nprev > 0 && !f->prev_lone) f->rose = true;
+  f->knee.rising = f->knee.below.n == 0 || f->knee.top.span_rate > rise * (alone ? f->knee.below.dev_rate : f->knee.below.span_rate);
+  if (f->knee.rising) f->knee.stopped_at = SIZE_MAX;
+  else if (f->knee.stopped_at == SIZE_MAX) f->knee.stopped_at = f->claims.largest;
+  if (f->knee.rising && f->knee.below.n > 0 && !f->knee.below.solo) f->knee.measured = true;
 }
 
 /* Whether single chunks still judge the size: not within a floor trial nor
  * under a floor one kept, whose chunks are larger than the fit asks for and
  * whose sizes only whole batches judge. */
-static bool classes(const mgpu__fit_t *f) { return (f->bt_dir == 0 || f->bt_dir == 2) && f->floor == 0; }
+static bool classes(const mgpu__fit_t *f) {
+  return (f->batch.trial == MGPU_TRIAL_NONE || f->batch.trial == MGPU_TRIAL_UNJUDGED) && f->floor == 0;
+}
 
 /* One call of n items that took t seconds into the line's sums (decayed
  * by the caller); returns its time as the mean rate sums it. Relative error:
@@ -159,19 +161,19 @@ static bool classes(const mgpu__fit_t *f) { return (f->bt_dir == 0 || f->bt_dir 
  * to the mean. */
 static double line_add(mgpu__fit_t *f, double n, double t) {
   double tw = t, tp = t; /* the time as weighed, and as summed for the mean rate (clipped both ways) */
-  if (f->samples >= MGPU_FIT_CLIP_AFTER) {
+  if (f->line.samples >= MGPU_FIT_CLIP_AFTER) {
     double pred = mgpu__fit_time(f, n);
     t = MGPU_MAX(t, pred / MGPU_FIT_CLIP);
     tw = MGPU_MAX(t, pred);
     tp = MGPU_MIN(t, pred * MGPU_FIT_CLIP);
   }
   double w = 1.0 / (tw * tw);
-  f->sw += w;
-  f->sn += w * n;
-  f->snn += w * n * n;
-  f->st += w * t;
-  f->snt += w * n * t;
-  f->stt += w * t * t;
+  f->line.sum.w += w;
+  f->line.sum.n += w * n;
+  f->line.sum.nn += w * n * n;
+  f->line.sum.t += w * t;
+  f->line.sum.nt += w * n * t;
+  f->line.sum.tt += w * t * t;
   return tp;
 }
 
@@ -182,7 +184,7 @@ static void add(mgpu__fit_t *f, double n, double launch, double t, double span, 
                 int ncalls) {
   if (!(n > 0) || !(t > 0)) return;
   double k = MGPU_MODEL_DECAY, tp = 0;
-  f->sw *= k, f->sn *= k, f->snn *= k, f->st *= k, f->snt *= k, f->stt *= k;
+  f->line.sum.w *= k, f->line.sum.n *= k, f->line.sum.nn *= k, f->line.sum.t *= k, f->line.sum.nt *= k, f->line.sum.tt *= k;
   if (ncalls > 0) {
     for (int i = 0; i < ncalls; i++)
       if (calls[i].items > 0 && calls[i].secs > 0) tp += line_add(f, calls[i].items, calls[i].secs);
@@ -190,9 +192,9 @@ static void add(mgpu__fit_t *f, double n, double launch, double t, double span, 
     tp = line_add(f, n, t);
   }
   if (!(tp > 0)) tp = t;
-  f->items = f->items * k + n;
-  f->secs = f->secs * k + tp;
-  f->samples++;
+  f->line.items = f->line.items * k + n;
+  f->line.secs = f->line.secs * k + tp;
+  f->line.samples++;
   if (classes(f)) size_class(f, launch, n, n / MGPU_MAX(span, t), n / t, false, lone);
   solve(f);
 }
@@ -204,11 +206,11 @@ void mgpu__fit_sample(mgpu__fit_t *f, const mgpu__sample_t *s) {
   double launch = s->launch > 0 ? MGPU_MIN(s->launch, n) : n;
   bool isolated = s->isolated;
   if (!(n > 0) || !(t > 0)) return;
-  f->piped = f->piped * MGPU_MODEL_DECAY + (isolated ? 0 : 1);
+  f->overlapped = f->overlapped * MGPU_MODEL_DECAY + (isolated ? 0 : 1);
   /* An empty line (none yet, or one started over) learns any sample: it
    * predicts nothing, and the worker would be rated by the prior for good
    * where every chunk of its batches runs alone. */
-  if (isolated && f->piped >= MGPU_FIT_PIPED_MIN && f->samples > 0) {
+  if (isolated && f->overlapped >= MGPU_FIT_PIPED_MIN && f->line.samples > 0) {
     /* Not learnt into the line, but a chunk alone past the largest size
      * class still judges the growth: a claim that takes a whole batch's
      * range runs alone, and a size learnt only from chunks among others
@@ -216,14 +218,14 @@ void mgpu__fit_sample(mgpu__fit_t *f, const mgpu__sample_t *s) {
      * batch with nothing to overlap its copies. Its rate, fill included,
      * against the smaller chunks' rate among others: no faster, and the
      * growth ends. */
-    if (!mgpu__fit_known(f) && launch > MGPU_FIT_SIZE_CLASS * f->nmax && classes(f))
+    if (!mgpu__fit_known(f) && launch > MGPU_FIT_SIZE_CLASS * f->knee.top.n && classes(f))
       size_class(f, launch, n, n / t, n / t, true, true);
     return;
   }
   add(f, n, launch, t, span, isolated, s->calls, s->ncalls);
 }
 
-double mgpu__fit_time(const mgpu__fit_t *f, double n) { return f->a + f->c * n; }
+double mgpu__fit_time(const mgpu__fit_t *f, double n) { return f->line.a + f->line.c * n; }
 
 double mgpu__fit_rate(const mgpu__fit_t *f, double n) {
   double t = mgpu__fit_time(f, n);
@@ -231,8 +233,8 @@ double mgpu__fit_rate(const mgpu__fit_t *f, double n) {
 }
 
 double mgpu__fit_sat(const mgpu__fit_t *f) {
-  if (!(f->c > 0)) return 0;
-  return MGPU_SAT_SHARE / (1 - MGPU_SAT_SHARE) * f->a / f->c;
+  if (!(f->line.c > 0)) return 0;
+  return MGPU_SAT_SHARE / (1 - MGPU_SAT_SHARE) * f->line.a / f->line.c;
 }
 
 bool mgpu__fit_beside(double held_items, double held_s, double items, double busy, double span) {
@@ -247,11 +249,11 @@ bool mgpu__fit_beside(double held_items, double held_s, double items, double bus
   return lhs * MGPU_FIT_BESIDE_SPAN < rhs && busy < own * span && busy < own * held_s;
 }
 
-bool mgpu__fit_known(const mgpu__fit_t *f) { return f->nprev > 0 && !f->rising; }
+bool mgpu__fit_known(const mgpu__fit_t *f) { return f->knee.below.n > 0 && !f->knee.rising; }
 
 size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s, size_t max_items, bool grows) {
   double n;
-  if (f->claimed == 0 || (!grows && f->samples == 0)) {
+  if (f->claims.largest == 0 || (!grows && f->line.samples == 0)) {
     /* The probe: the prior's guess of target_s of work. */
     n = prior_rate * target_s;
   } else if (!grows) {
@@ -267,17 +269,17 @@ size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s,
      * chunks can show a cost per call that is not there, and a chunk of
      * thousands of items at the mean rate would run past a dear stretch in
      * one call, out of every other worker's reach. */
-    double sat = MGPU_MIN(mgpu__fit_sat(f), MGPU_FIT_GROWTH * MGPU_FIT_GROWTH * f->nmax);
-    n = MGPU_MAX(target_s * f->items / f->secs, sat);
-    if (n < MGPU_FIT_GROWTH && !spread(f) && f->samples % MGPU_FIT_CPU_TRY == MGPU_FIT_CPU_TRY - 1)
+    double sat = MGPU_MIN(mgpu__fit_sat(f), MGPU_FIT_GROWTH * MGPU_FIT_GROWTH * f->knee.top.n);
+    n = MGPU_MAX(target_s * f->line.items / f->line.secs, sat);
+    if (n < MGPU_FIT_GROWTH && !spread(f) && f->line.samples % MGPU_FIT_CPU_TRY == MGPU_FIT_CPU_TRY - 1)
       n = MGPU_FIT_GROWTH;
-  } else if (!mgpu__fit_known(f) && f->nmax < (double)max_items) {
+  } else if (!mgpu__fit_known(f) && f->knee.top.n < (double)max_items) {
     /* Growing: each claim a step larger than the largest so far, at most two
      * steps past the largest chunk that has completed. Once a chunk of the
      * cap (memory, staging, MGPU_MAX_BATCH_SIZE) has completed, the chunks
      * cannot grow further, and the fit sizes them as below. */
-    double done = f->samples ? f->nmax : (double)f->probe;
-    n = MGPU_MIN(MGPU_FIT_GROWTH * (double)f->claimed, MGPU_FIT_GROWTH * MGPU_FIT_GROWTH * done);
+    double done = f->line.samples ? f->knee.top.n : (double)f->claims.probe;
+    n = MGPU_MIN(MGPU_FIT_GROWTH * (double)f->claims.largest, MGPU_FIT_GROWTH * MGPU_FIT_GROWTH * done);
   } else {
     /* Saturated (or at the cap): target_s of work, and never less than the
      * measured saturating size, the class from which the rate stopped rising
@@ -287,15 +289,15 @@ size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s,
      * through them can show a latency that no measured rate does, and an
      * n_sat past the batch made every batch one chunk alone, the pipeline's
      * fill unhidden (doc/tuning.md, "Completion times"). */
-    n = MGPU_MAX(target_s / f->c, f->rose ? f->nprev : f->nprev / MGPU_FIT_GROWTH);
+    n = MGPU_MAX(target_s / f->line.c, f->knee.measured ? f->knee.below.n : f->knee.below.n / MGPU_FIT_GROWTH);
     /* At the cap with the rate still rising: the smaller size only where the
      * fit predicts it as fast, since it leaves more chunks to overlap. */
     if (!mgpu__fit_known(f) && n < (double)max_items &&
         mgpu__fit_rate(f, n) < MGPU_FIT_CAP_LOSS * mgpu__fit_rate(f, (double)max_items))
       n = (double)max_items;
     /* The floor of whole batches (mgpu__fit_batch), or this batch's trial. */
-    if (f->bt_dir == 1) n = f->bt_claims ? MGPU_MAX(n, (double)f->bt_first) : MGPU_FIT_GROWTH * MGPU_MAX(n, f->floor);
-    else n = MGPU_MAX(n, f->bt_dir == -1 ? f->floor / MGPU_FIT_GROWTH : f->floor);
+    if (f->batch.trial == MGPU_TRIAL_UP) n = f->batch.claims ? MGPU_MAX(n, (double)f->batch.first) : MGPU_FIT_GROWTH * MGPU_MAX(n, f->floor);
+    else n = MGPU_MAX(n, f->batch.trial == MGPU_TRIAL_DOWN ? f->floor / MGPU_FIT_GROWTH : f->floor);
   }
   if (!(n >= 1)) n = 1;
   if (n > (double)max_items) n = (double)max_items;
@@ -303,9 +305,9 @@ size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s,
 }
 
 void mgpu__fit_claimed(mgpu__fit_t *f, size_t n) {
-  if (f->claimed == 0) f->probe = n;
-  if (n > f->claimed) f->claimed = n;
-  if (f->bt_claims++ == 0) f->bt_first = n;
+  if (f->claims.largest == 0) f->claims.probe = n;
+  if (n > f->claims.largest) f->claims.largest = n;
+  if (f->batch.claims++ == 0) f->batch.first = n;
 }
 
 /* Whether the line predicts chunks MGPU_FIT_GROWTH times larger than n at
@@ -314,7 +316,7 @@ void mgpu__fit_claimed(mgpu__fit_t *f, size_t n) {
  * behind others on the device, which lengthens their spans: a trial by whole
  * batches then judges the larger size. */
 static bool line_rises(const mgpu__fit_t *f, double n) {
-  return n >= 1 && f->samples >= MGPU_FIT_CLIP_AFTER &&
+  return n >= 1 && f->line.samples >= MGPU_FIT_CLIP_AFTER &&
          mgpu__fit_rate(f, MGPU_FIT_GROWTH * n) > MGPU_FIT_RISE * mgpu__fit_rate(f, n);
 }
 
@@ -325,33 +327,33 @@ static bool line_rises(const mgpu__fit_t *f, double n) {
  * first, which sets the floor), by the next step the same way; one not kept
  * by a step the other way, MGPU_FIT_BATCH_GAP batches on, doubling while
  * none is kept. */
-static int judge_batch(mgpu__fit_t *f, double *rate, double *base) {
-  if (!f->bt_batch || f->bt_dir == 2 || !(f->bt_secs > 0)) return 0;
-  double r = f->bt_items / f->bt_secs;
-  if (f->bt_dir == 0) {
-    f->bt_rate[f->bt_runs++ % 2] = r;
-    f->bt_last_claims = f->bt_claims;
-    f->bt_last_first = f->bt_first;
-    f->bt_last_spread = f->bt_lo > 0 ? f->bt_hi / f->bt_lo : 0;
-    return 0;
+static mgpu__trial_t judge_batch(mgpu__fit_t *f, double *rate, double *base) {
+  if (!f->batch.tag || f->batch.trial == MGPU_TRIAL_UNJUDGED || !(f->batch.secs > 0)) return MGPU_TRIAL_NONE;
+  double r = f->batch.items / f->batch.secs;
+  if (f->batch.trial == MGPU_TRIAL_NONE) {
+    f->trials.batch.plain_rate[f->trials.batch.plain_runs++ % 2] = r;
+    f->trials.batch.last_claims = f->batch.claims;
+    f->trials.batch.last_first = f->batch.first;
+    f->trials.batch.last_spread = f->batch.rate_lo > 0 ? f->batch.rate_hi / f->batch.rate_lo : 0;
+    return MGPU_TRIAL_NONE;
   }
   *rate = r;
-  *base = f->bt_runs > 1 ? MGPU_MAX(f->bt_rate[0], f->bt_rate[1]) : f->bt_rate[0];
-  bool up = f->bt_dir > 0;
+  *base = f->trials.batch.plain_runs > 1 ? MGPU_MAX(f->trials.batch.plain_rate[0], f->trials.batch.plain_rate[1]) : f->trials.batch.plain_rate[0];
+  bool up = f->batch.trial == MGPU_TRIAL_UP;
   bool kept = up ? r > MGPU_FIT_RISE * *base : r >= MGPU_FIT_TRIAL_KEEP * *base;
   if (kept) {
     /* Down, a floor under the chunks the fit asks for is no floor. */
     double lower = f->floor / MGPU_FIT_GROWTH;
-    f->floor = up ? (double)f->bt_first : (lower < (double)f->bt_first ? 0 : lower);
-    f->bt_runs = 0;
-    f->bt_gap = 0;
-    f->bt_at = 0;
+    f->floor = up ? (double)f->batch.first : (lower < (double)f->batch.first ? 0 : lower);
+    f->trials.batch.plain_runs = 0;
+    f->trials.batch.gap = 0;
+    f->trials.batch.next_at = 0;
   } else {
-    f->bt_gap = f->bt_gap ? MGPU_MIN(2 * f->bt_gap, (uint64_t)MGPU_FIT_BATCH_GAP_MAX) : MGPU_FIT_BATCH_GAP;
-    f->bt_at = f->bt_count + f->bt_gap;
+    f->trials.batch.gap = f->trials.batch.gap ? MGPU_MIN(2 * f->trials.batch.gap, (uint64_t)MGPU_FIT_BATCH_GAP_MAX) : MGPU_FIT_BATCH_GAP;
+    f->trials.batch.next_at = f->trials.batch.seen + f->trials.batch.gap;
   }
-  f->bt_down_next = up != kept;
-  return f->bt_dir;
+  f->trials.batch.down_next = up != kept;
+  return f->batch.trial;
 }
 
 /* Which way a batch's chunks took far off the line's prediction for them:
@@ -364,46 +366,46 @@ static int off_way(double took, double pred) {
 /* The line starts over (the size classes stay: a cost that fell shows as a
  * rate that rises past them, and the chunks grow again). */
 static void restart_line(mgpu__fit_t *f) {
-  f->sw = f->sn = f->snn = f->st = f->snt = f->stt = f->items = f->secs = 0;
-  f->a = f->c = 0;
-  f->samples = 0;
-  f->off_run = 0;
-  f->bt_took = f->bt_pred = f->bt_judged = 0;
+  f->line.sum.w = f->line.sum.n = f->line.sum.nn = f->line.sum.t = f->line.sum.nt = f->line.sum.tt = f->line.items = f->line.secs = 0;
+  f->line.a = f->line.c = 0;
+  f->line.samples = 0;
+  f->shift.run = 0;
+  f->shift.took = f->shift.pred = f->shift.judged = 0;
 }
 
-int mgpu__fit_batch(mgpu__fit_t *f, uint64_t tag, size_t n, double *rate, double *base) {
-  if (tag == f->bt_batch) return 0;
-  int judged = judge_batch(f, rate, base);
+mgpu__trial_t mgpu__fit_batch(mgpu__fit_t *f, uint64_t tag, size_t n, double *rate, double *base) {
+  if (tag == f->batch.tag) return MGPU_TRIAL_NONE;
+  mgpu__trial_t judged = judge_batch(f, rate, base);
   /* A batch counts where at least half of its items ran in chunks judged. */
-  int way = 2 * f->bt_judged >= f->bt_items ? off_way(f->bt_took, f->bt_pred) : 0;
-  f->off_run = way == 0 ? 0 : (f->off_run * way > 0 ? f->off_run : 0) + way;
-  f->bt_last_judged = way ? f->bt_judged : 0;
-  f->bt_took = f->bt_pred = f->bt_judged = 0;
-  f->bt_batch = tag;
-  f->bt_items = f->bt_secs = 0;
-  f->bt_lo = f->bt_hi = 0;
-  f->bt_claims = f->bt_first = 0;
-  f->bt_count++;
+  int way = 2 * f->shift.judged >= f->batch.items ? off_way(f->shift.took, f->shift.pred) : 0;
+  f->shift.run = way == 0 ? 0 : (f->shift.run * way > 0 ? f->shift.run : 0) + way;
+  f->shift.last_judged = way ? f->shift.judged : 0;
+  f->shift.took = f->shift.pred = f->shift.judged = 0;
+  f->batch.tag = tag;
+  f->batch.items = f->batch.secs = 0;
+  f->batch.rate_lo = f->batch.rate_hi = 0;
+  f->batch.claims = f->batch.first = 0;
+  f->trials.batch.seen++;
   /* Batches of another size do not compare: the trials start over. */
-  if (n > 2 * f->bt_n || 2 * n < f->bt_n) {
-    f->bt_n = n;
-    f->bt_runs = 0;
-    f->bt_gap = 0;
-    f->bt_at = 0;
+  if (n > 2 * f->trials.batch.batch_n || 2 * n < f->trials.batch.batch_n) {
+    f->trials.batch.batch_n = n;
+    f->trials.batch.plain_runs = 0;
+    f->trials.batch.gap = 0;
+    f->trials.batch.next_at = 0;
   }
-  f->bt_dir = mgpu__fit_known(f) ? 0 : 2;
-  if (f->bt_dir || f->bt_runs < MGPU_FIT_BATCH_PLAIN || f->bt_count < f->bt_at) return judged;
-  bool can_up = f->bt_last_claims >= MGPU_FIT_BATCH_CHUNKS &&
-                (f->bt_last_spread >= MGPU_FIT_BATCH_SPREAD || line_rises(f, (double)f->bt_last_first));
-  if (f->floor > 0 && (f->bt_down_next || !can_up)) f->bt_dir = -1;
-  else if (can_up) f->bt_dir = 1;
+  f->batch.trial = mgpu__fit_known(f) ? MGPU_TRIAL_NONE : MGPU_TRIAL_UNJUDGED;
+  if (f->batch.trial != MGPU_TRIAL_NONE || f->trials.batch.plain_runs < MGPU_FIT_BATCH_PLAIN || f->trials.batch.seen < f->trials.batch.next_at) return judged;
+  bool can_up = f->trials.batch.last_claims >= MGPU_FIT_BATCH_CHUNKS &&
+                (f->trials.batch.last_spread >= MGPU_FIT_BATCH_SPREAD || line_rises(f, (double)f->trials.batch.last_first));
+  if (f->floor > 0 && (f->trials.batch.down_next || !can_up)) f->batch.trial = MGPU_TRIAL_DOWN;
+  else if (can_up) f->batch.trial = MGPU_TRIAL_UP;
   return judged;
 }
 
 void mgpu__fit_batch_time(mgpu__fit_t *f, uint64_t tag, double n, double t) {
-  if (tag == 0 || tag != f->bt_batch || !(n > 0) || !(t > 0)) return;
-  f->bt_items += n;
-  f->bt_secs += t;
+  if (tag == 0 || tag != f->batch.tag || !(n > 0) || !(t > 0)) return;
+  f->batch.items += n;
+  f->batch.secs += t;
   /* A kernel whose cost changed for good (another argument, other data):
    * the batch before this one and this one so far each took MGPU_FIT_SHIFT
    * times off the line's prediction, the same way. Chunks are judged by
@@ -416,18 +418,18 @@ void mgpu__fit_batch_time(mgpu__fit_t *f, uint64_t tag, double n, double t) {
    * rows of an image (and thieves may have taken some of its items). Chunks
    * past the sizes learnt are not judged: the line only extrapolates to them,
    * and the growth judges them. */
-  if (f->samples >= MGPU_FIT_CLIP_AFTER && n <= MGPU_FIT_SIZE_CLASS * f->nmax) {
-    f->bt_pred += mgpu__fit_time(f, n);
-    f->bt_took += t;
-    f->bt_judged += n;
-    int way = off_way(f->bt_took, f->bt_pred);
-    if (way != 0 && f->off_run * way >= MGPU_FIT_SHIFT_RUN - 1 && 2 * f->bt_judged >= f->bt_last_judged)
+  if (f->line.samples >= MGPU_FIT_CLIP_AFTER && n <= MGPU_FIT_SIZE_CLASS * f->knee.top.n) {
+    f->shift.pred += mgpu__fit_time(f, n);
+    f->shift.took += t;
+    f->shift.judged += n;
+    int way = off_way(f->shift.took, f->shift.pred);
+    if (way != 0 && f->shift.run * way >= MGPU_FIT_SHIFT_RUN - 1 && 2 * f->shift.judged >= f->shift.last_judged)
       restart_line(f);
   }
   /* The spread of rates is of chunks of about the batch's size: a piece cut
    * by the end of a range runs at its latency's rate whatever its items. */
-  if (n < 0.5 * (double)f->bt_first) return;
+  if (n < 0.5 * (double)f->batch.first) return;
   double r = n / t;
-  if (f->bt_lo == 0 || r < f->bt_lo) f->bt_lo = r;
-  if (r > f->bt_hi) f->bt_hi = r;
+  if (f->batch.rate_lo == 0 || r < f->batch.rate_lo) f->batch.rate_lo = r;
+  if (r > f->batch.rate_hi) f->batch.rate_hi = r;
 }

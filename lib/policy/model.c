@@ -71,14 +71,14 @@ void mgpu__model_free(mgpu__model_t *m) {
  * range cuts the claim short), or at the largest size learnt. */
 static void publish(mgpu__model_t *m, int w) {
   const mgpu__fit_t *f = &m->fit[w];
-  double n = f->planned ? (double)f->planned : f->nmax;
+  double n = f->claims.planned ? (double)f->claims.planned : f->knee.top.n;
   atomic_store_explicit(&m->speed[w], mgpu__fit_rate(f, MGPU_MAX(n, 1.0)), memory_order_relaxed);
-  atomic_store_explicit(&m->latency[w], f->a, memory_order_relaxed);
-  atomic_store_explicit(&m->peak[w], f->c > 0 ? 1 / f->c : 0, memory_order_relaxed);
-  atomic_store_explicit(&m->known[w], mgpu__fit_known(f) || f->samples >= MGPU_FIT_TRUST_AFTER, memory_order_relaxed);
-  atomic_store_explicit(&m->reach[w], f->nmax, memory_order_relaxed);
-  atomic_store_explicit(&m->mean_items[w], f->items, memory_order_relaxed);
-  atomic_store_explicit(&m->mean_secs[w], f->secs, memory_order_relaxed);
+  atomic_store_explicit(&m->latency[w], f->line.a, memory_order_relaxed);
+  atomic_store_explicit(&m->peak[w], f->line.c > 0 ? 1 / f->line.c : 0, memory_order_relaxed);
+  atomic_store_explicit(&m->known[w], mgpu__fit_known(f) || f->line.samples >= MGPU_FIT_TRUST_AFTER, memory_order_relaxed);
+  atomic_store_explicit(&m->reach[w], f->knee.top.n, memory_order_relaxed);
+  atomic_store_explicit(&m->mean_items[w], f->line.items, memory_order_relaxed);
+  atomic_store_explicit(&m->mean_secs[w], f->line.secs, memory_order_relaxed);
 }
 
 void mgpu__model_update(mgpu__model_t *m, int w, const mgpu__sample_t *s) {
@@ -95,8 +95,8 @@ void mgpu__model_update(mgpu__model_t *m, int w, const mgpu__sample_t *s) {
             "model of '%s', worker %d: %.0f items (largest chunk %.0f) in %.3g s%s; fit a %.3g s + %.3g s/item, "
             "saturating at %.3g items, %s (knee %.0f%s), next chunk %zu",
             m->key.name ? m->key.name : "", w, items, s->launch > 0 ? s->launch : items, seconds,
-            s->isolated ? " (alone)" : "", f->a, f->c, mgpu__fit_sat(f), mgpu__fit_known(f) ? "saturated" : "growing",
-            f->nprev, f->rose ? ", measured" : "", f->planned);
+            s->isolated ? " (alone)" : "", f->line.a, f->line.c, mgpu__fit_sat(f), mgpu__fit_known(f) ? "saturated" : "growing",
+            f->knee.below.n, f->knee.measured ? ", measured" : "", f->claims.planned);
   /* The slowest rate seen, drifting back up slowly: items of one kernel can
    * differ in cost, and a slow thief plans with its worst case. */
   double rate = items / seconds, slow = atomic_load_explicit(&m->slow[w], memory_order_relaxed);
@@ -108,20 +108,20 @@ size_t mgpu__model_chunk(mgpu__model_t *m, int w, double prior_rate, double targ
                          uint64_t tag, size_t batch_n) {
   mgpu__fit_t *f = &m->fit[w];
   double rate = 0, base = 0, floor = f->floor;
-  uint64_t batch = f->bt_batch;
-  int judged = grows && tag ? mgpu__fit_batch(f, tag, batch_n, &rate, &base) : 0;
-  if (judged)
+  uint64_t batch = f->batch.tag;
+  mgpu__trial_t judged = grows && tag ? mgpu__fit_batch(f, tag, batch_n, &rate, &base) : MGPU_TRIAL_NONE;
+  if (judged != MGPU_TRIAL_NONE)
     mgpu__log(MGPU_LOG_DEBUG, "model of '%s', worker %d: a batch of chunks %s the floor of %.0f items ran at %.4g "
               "items/s against %.4g: floor now %.0f", m->key.name ? m->key.name : "", w,
-              judged > 0 ? "above" : "under", floor, rate, base, f->floor);
-  if (f->bt_batch != batch && (f->bt_dir == 1 || f->bt_dir == -1))
+              judged == MGPU_TRIAL_UP ? "above" : "under", floor, rate, base, f->floor);
+  if (f->batch.tag != batch && (f->batch.trial == MGPU_TRIAL_UP || f->batch.trial == MGPU_TRIAL_DOWN))
     mgpu__log(MGPU_LOG_DEBUG, "model of '%s', worker %d: this batch tries chunks %s the floor of %.0f items",
-              m->key.name ? m->key.name : "", w, f->bt_dir > 0 ? "above" : "under", f->floor);
+              m->key.name ? m->key.name : "", w, f->batch.trial == MGPU_TRIAL_UP ? "above" : "under", f->floor);
   size_t n = mgpu__fit_chunk(f, prior_rate, target_s, max_items, grows);
   mgpu__fit_claimed(f, n);
-  if (n != f->planned) {
-    f->planned = n;
-    if (f->samples) publish(m, w);
+  if (n != f->claims.planned) {
+    f->claims.planned = n;
+    if (f->line.samples) publish(m, w);
   }
   return n;
 }

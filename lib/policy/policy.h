@@ -18,43 +18,103 @@
  * worker in, a quarter out, half out, all out; then every GPU out. */
 #define MGPU_RESERVE_LEVELS 5
 #define MGPU_RESERVE_GPUS_OUT 4
+/* The line through a worker's chunk times: t(n) = a + c n seconds. */
+typedef struct {
+  struct {
+    double w, n, nn, t, nt, tt; /* of 1, n, n^2, t, n t, t^2: decayed, each timing weighted */
+  } sum;
+  double items, secs; /* decayed plain sums of items and seconds: the mean rate */
+  double a, c;        /* latency (s) and seconds per item */
+  uint64_t samples;   /* chunks learnt from since the line (re)started */
+} mgpu__fit_line_t;
+
+/* A size class: chunk sizes within MGPU_FIT_SIZE_CLASS of one another. */
+typedef struct {
+  double n;         /* its size (items; 0: none yet) */
+  double span_rate; /* items / span, from each chunk's own start */
+  double dev_rate;  /* items / device time: the throughput among overlapped chunks */
+  bool solo;        /* its rates are of solo chunks only */
+} mgpu__size_class_t;
+
+/* The knee: the size from which the rate stops rising, found by size classes. */
+typedef struct {
+  mgpu__size_class_t top;   /* the largest size class learnt from */
+  mgpu__size_class_t below; /* the class before it: the knee once the rate stops rising */
+  bool rising;              /* the rate rose from below to top: the chunks still grow */
+  bool measured;            /* a size under below.n ran slower overlapped: below.n is a measured knee */
+  size_t stopped_at;        /* the largest claim when the growth last stopped (SIZE_MAX: growing) */
+} mgpu__fit_knee_t;
+
+/* The worker's claims. */
+typedef struct {
+  size_t probe;   /* the first claim */
+  size_t largest; /* the largest claim */
+  size_t planned; /* the size the last claim asked for, before the end of its range */
+} mgpu__fit_claims_t;
+
+/* The step-below trial: overlapped chunks a class under the knee, whose
+ * throughput decides whether the knee moves down to them. */
+typedef struct {
+  double knee;        /* the knee it tries to lower (0: none) */
+  double items, secs; /* its chunks past the first ones: items and device time */
+  int chunks;         /* its chunks so far */
+} mgpu__fit_step_trial_t;
+
+/* The batch trial a batch runs (mgpu__fit_batch). */
+typedef enum {
+  MGPU_TRIAL_NONE,     /* a plain batch, at the floor as it stands */
+  MGPU_TRIAL_UP,       /* chunks a step above the floor */
+  MGPU_TRIAL_DOWN,     /* chunks a step under the floor */
+  MGPU_TRIAL_UNJUDGED, /* the fit still grows: the batch is not judged */
+} mgpu__trial_t;
+
+/* The batch being summed, for the batch trials and the shift. */
+typedef struct {
+  uint64_t tag;           /* its id + 1 (0: none) */
+  mgpu__trial_t trial;    /* the trial it runs */
+  double items, secs;     /* its items and device time so far */
+  size_t claims, first;   /* its claims, and the size of its first */
+  double rate_lo, rate_hi; /* its slowest and fastest chunk rates (items/s) */
+} mgpu__fit_batch_sums_t;
+
+/* The batch trials of the floor: whole batches of chunks a step above or
+ * under it, held to the plain batches before them. */
+typedef struct {
+  size_t batch_n;          /* the batch size the rates are for */
+  double plain_rate[2];   /* items/s of the last two plain batches */
+  int plain_runs;          /* plain batches timed since the rates were reset */
+  size_t last_claims;      /* claims in the last plain batch */
+  size_t last_first;       /* the size of its first */
+  double last_spread;      /* its fastest chunk rate over its slowest */
+  uint64_t seen;           /* batches seen */
+  uint64_t next_at;        /* the batch of the next trial */
+  uint64_t gap;            /* the gap after a trial not kept (0: none) */
+  bool down_next;          /* the next trial goes down (where there is a floor) */
+} mgpu__fit_batch_trials_t;
+
+/* The watch for a kernel whose cost changed for good: batches far off the
+ * line's prediction, the same way, restart the line. */
+typedef struct {
+  double took, pred;   /* the batch's device time in judged chunks, and the line's prediction for them */
+  double judged;       /* its items in judged chunks */
+  double last_judged;  /* the last batch's, where it was off (0: it was not) */
+  int run;             /* batches in a row far over (> 0) or under (< 0) the prediction */
+} mgpu__fit_shift_t;
+
 /* One worker's chunk-time model of one kernel (fit.c). Owned by that
  * worker's thread: it claims and completes its own chunks. */
 typedef struct {
-  double sw, sn, snn, st, snt, stt; /* decayed weighted sums of 1, n, n^2, t, n t, t^2 */
-  double items, secs;          /* decayed plain sums of items and seconds: the mean rate */
-  double a, c;                 /* the fit: t(n) = a + c n seconds */
-  uint64_t samples;            /* chunks learnt from */
-  double nmax, rmax, qmax;     /* the largest size class learnt from, its rate by spans, and by device time */
-  double nprev, rprev, qprev;  /* the size class before it (0: none yet) */
-  bool rising;                 /* the rate rose from nprev to nmax */
-  bool rose;                   /* a size below nprev ran slower among others: nprev is a measured knee */
-  bool max_lone, prev_lone;    /* the class's rates are of chunks that ran alone only */
-  double trial_of;             /* the knee that the step-below trial's sums try to lower (0: none) */
-  double trial_items, trial_secs; /* the trial's chunks among others past the first ones: items, device time */
-  int trial_n;                 /* the trial's chunks among others so far */
-  size_t probe, claimed;       /* the first chunk claimed, and the largest */
-  size_t grown;                /* the largest claim when the growth last stopped (SIZE_MAX: growing) */
-  size_t planned;              /* the size the last claim asked for, before the end of its range */
-  double piped;                /* decayed count of chunks that ran while another was in flight */
-  int off_run;                 /* batches in a row far over (> 0) or under (< 0) the prediction */
-  double bt_took, bt_pred;     /* the batch's device time in judged chunks, and the line's prediction for them */
-  double bt_judged, bt_last_judged; /* its items in judged chunks, and the last batch's where it was off */
-  /* The floor trials by whole batches (mgpu__fit_batch). */
-  double floor;                /* the chunks' floor the trials kept (0: none) */
-  uint64_t bt_batch;           /* the batch being summed: its id + 1 (0: none) */
-  int bt_dir;                  /* that batch: 0 plain, 1 a trial up, -1 down, 2 not judged (the fit grew) */
-  double bt_items, bt_secs;    /* its items and device time so far */
-  size_t bt_claims, bt_first;  /* its claims, and the size of its first */
-  double bt_lo, bt_hi;         /* its slowest and fastest chunk rates (items/s) */
-  size_t bt_last_claims;       /* claims in the last plain batch */
-  size_t bt_last_first;        /* the size of its first */
-  double bt_last_spread;       /* its fastest chunk rate over its slowest */
-  size_t bt_n;                 /* the batch size the rates are for */
-  double bt_rate[2];           /* items/s of the last two plain batches */
-  int bt_runs;                 /* plain batches timed since the rates were reset */
-  uint64_t bt_count, bt_at, bt_gap; /* batches seen; the batch of the next trial; the gap after a trial not kept */
-  bool bt_down_next;           /* the next trial goes down (where there is a floor) */
+  mgpu__fit_line_t line;
+  mgpu__fit_knee_t knee;
+  mgpu__fit_claims_t claims;
+  struct {
+    mgpu__fit_step_trial_t step;    /* the step-below trial */
+    mgpu__fit_batch_trials_t batch; /* the batch trials */
+  } trials;
+  double floor;                  /* the chunks' floor the batch trials kept (0: none) */
+  mgpu__fit_batch_sums_t batch;  /* the batch being summed */
+  mgpu__fit_shift_t shift;
+  double overlapped;             /* decayed count of overlapped chunks */
 } mgpu__fit_t;
 
 typedef struct mgpu__model {
@@ -196,9 +256,9 @@ void mgpu__fit_sample(mgpu__fit_t *f, const mgpu__sample_t *s);
  * single chunks of different sizes incomparable, and a launch too small to
  * keep the device busy beside the others' slowest items cannot be told
  * from a cheap part of the batch (doc/tuning.md, "Completion times").
- * Returns the direction of the trial it judged (1 up, -1 down; 0: none),
+ * Returns the trial it judged (MGPU_TRIAL_NONE: none),
  * with that batch's items/s and the plain batches' it was held to. */
-int mgpu__fit_batch(mgpu__fit_t *f, uint64_t tag, size_t n, double *rate, double *base);
+mgpu__trial_t mgpu__fit_batch(mgpu__fit_t *f, uint64_t tag, size_t n, double *rate, double *base);
 /* Device time of a chunk of the batch `tag` (for mgpu__fit_batch's sums). */
 void mgpu__fit_batch_time(mgpu__fit_t *f, uint64_t tag, double n, double t);
 /* Predicted seconds of a chunk of n items, and its rate (items/s). */
