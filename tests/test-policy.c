@@ -17,18 +17,18 @@ static double dev_time(double a, double c, double n) { return a + c * n; }
 /* Chunks of growing sizes on an exact line: the fit finds the line, and
  * the saturating size is where latency is a tenth of the time. */
 /* A chunk whose span is its device time (alone, or one after another). */
-static void sample(mgpu__fit_t *f, double n, double t, bool isolated) {
-  mgpu__fit_sample(f, &(mgpu__sample_t){.items = n, .secs = t, .isolated = isolated});
+static void sample(mgpu__fit_t *f, double n, double t, bool solo) {
+  mgpu__fit_sample(f, &(mgpu__sample_t){.items = n, .secs = t, .solo = solo});
 }
 
 /* A sample `span` from its own start: among others, its device time is less. */
-static void sample_span(mgpu__fit_t *f, double n, double t, double span, bool isolated) {
-  mgpu__fit_sample(f, &(mgpu__sample_t){.items = n, .secs = t, .span = span, .isolated = isolated});
+static void sample_span(mgpu__fit_t *f, double n, double t, double span, bool solo) {
+  mgpu__fit_sample(f, &(mgpu__sample_t){.items = n, .secs = t, .span = span, .solo = solo});
 }
 
 /* The start of a growth: chunks of n1 and n2 claimed, n1 learnt alone in
  * t1, n3 claimed while n2 runs, then n2 learnt alone in t2. */
-static void grow_alone(mgpu__fit_t *f, double n1, double t1, double n2, double t2, double n3) {
+static void grow_solo(mgpu__fit_t *f, double n1, double t1, double n2, double t2, double n3) {
   mgpu__fit_claimed(f, (size_t)n1);
   mgpu__fit_claimed(f, (size_t)n2);
   sample(f, n1, t1, true);
@@ -204,7 +204,7 @@ START_TEST(test_fit_shift_alone) {
     double rate, base, t = before / 1000;
     mgpu__fit_batch(&f, ++tag, 4000, &rate, &base);
     mgpu__fit_batch_time(&f, tag, 4000, t);
-    mgpu__fit_sample(&f, &(mgpu__sample_t){.items = 4000, .secs = t, .isolated = true, .tag = tag});
+    mgpu__fit_sample(&f, &(mgpu__sample_t){.items = 4000, .secs = t, .solo = true, .tag = tag});
   }
   ck_assert_uint_eq(f.line.samples, 1);
   ck_assert_double_eq_tol(mgpu__fit_time(&f, 4000), before / 1000, 1e-6 * before);
@@ -317,7 +317,7 @@ static void batch_chunks(double a, double c, double fill, size_t n, int batches,
   mgpu__fit_t f = {0};
   for (int b = 0; b < batches; b++) {
     size_t left = n, pend = 0;
-    bool pend_alone = false;
+    bool pend_solo = false;
     chunks[b] = 0;
     while (left > 0 || pend > 0) {
       size_t k = 0;
@@ -328,8 +328,8 @@ static void batch_chunks(double a, double c, double fill, size_t n, int batches,
         chunks[b]++;
       }
       if (pend > 0)
-        sample(&f, (double)pend, dev_time(a, c, (double)pend) + (pend_alone ? fill * (double)pend : 0), pend_alone);
-      pend_alone = k > 0 && chunks[b] == 1;
+        sample(&f, (double)pend, dev_time(a, c, (double)pend) + (pend_solo ? fill * (double)pend : 0), pend_solo);
+      pend_solo = k > 0 && chunks[b] == 1;
       pend = k;
     }
   }
@@ -369,7 +369,7 @@ END_TEST
 START_TEST(test_fit_stale_growth) {
   const size_t range = 33554432;
   mgpu__fit_t f = {0};
-  grow_alone(&f, 1198040, 0.00274, 4792160, 0.0101, 19168640);
+  grow_solo(&f, 1198040, 0.00274, 4792160, 0.0101, 19168640);
   ck_assert(mgpu__fit_known(&f));
   sample(&f, 19168640, 0.0353, false);
   sample(&f, 8158975, 0.00471, false);
@@ -381,7 +381,7 @@ START_TEST(test_fit_stale_growth) {
   /* 18 ms of latency: 20,480 items and 81,920 at rates within 10% (noise
    * in the second), then 327,680 claimed in the growth at twice the rate. */
   mgpu__fit_t g = {0};
-  grow_alone(&g, 20480, 18e-3 + 20480 * 1e-7, 81920, 4 * (18e-3 + 20480 * 1e-7), 327680);
+  grow_solo(&g, 20480, 18e-3 + 20480 * 1e-7, 81920, 4 * (18e-3 + 20480 * 1e-7), 327680);
   ck_assert(mgpu__fit_known(&g));
   sample(&g, 327680, 18e-3 + 327680 * 1e-7, false);
   ck_assert(!mgpu__fit_known(&g));
@@ -400,7 +400,7 @@ START_TEST(test_fit_span_growth) {
   const size_t range = 33554432;
   for (int spans = 0; spans < 2; spans++) {
     mgpu__fit_t f = {0};
-    grow_alone(&f, 1231378, 0.00333, 4925512, 0.0104, 19702048);
+    grow_solo(&f, 1231378, 0.00333, 4925512, 0.0104, 19702048);
     ck_assert(!mgpu__fit_known(&f));
     sample_span(&f, 19702048, 0.0362, spans ? 0.043 : 0.0362, false);
     sample_span(&f, 7396297, 0.00427, spans ? 0.0104 : 0.00427, false);
@@ -431,8 +431,8 @@ START_TEST(test_fit_joined_launches) {
   for (int by_launch = 0; by_launch < 2; by_launch++) {
     mgpu__fit_t f = {0};
     /* One step of the run: a claim (0: none) or a sample (items, largest
-     * chunk, device time, span, isolated). */
-    static const struct { size_t claim; double items, launch, t, span; bool alone; } run[] = {
+     * chunk, device time, span, solo). */
+    static const struct { size_t claim; double items, launch, t, span; bool solo; } run[] = {
         {.claim = 1}, {.claim = 4}, {.claim = 16},
         {0, 1, 1, 0.006196, 0.006196, true}, {.claim = 16},
         {0, 4, 4, 0.006151, 0.01233, false}, {.claim = 16},
@@ -452,7 +452,7 @@ START_TEST(test_fit_joined_launches) {
         continue;
       }
       mgpu__sample_t smp = {.items = run[i].items, .launch = by_launch ? run[i].launch : 0, .secs = run[i].t,
-                            .span = run[i].span, .isolated = run[i].alone};
+                            .span = run[i].span, .solo = run[i].solo};
       mgpu__fit_sample(&f, &smp);
     }
     size_t n = mgpu__fit_chunk(&f, 1e3, 2e-3, 16384, true);
@@ -530,10 +530,10 @@ END_TEST
  * throughput, and the chunks settle at target_s of work. On a device that
  * runs one chunk at a time (the emulated one), the launch latency is paid
  * among others too: the step below runs slower, and the knee stays. */
-static size_t lone_rise(double fill, double lat, double overlap, int batches, int *last_chunks) {
+static size_t solo_rise(double fill, double lat, double overlap, int batches, int *last_chunks) {
   const double rate = 4.45e7;
   mgpu__fit_t f = {0};
-  grow_alone(&f, 67033, fill + 67033 / rate, 268132, fill + 268132 / rate, 659317);
+  grow_solo(&f, 67033, fill + 67033 / rate, 268132, fill + 268132 / rate, 659317);
   sample(&f, 659317, fill + 659317 / rate, true);
   ck_assert(mgpu__fit_known(&f));
   for (int b = 0; b < batches; b++) {
@@ -553,8 +553,8 @@ static size_t lone_rise(double fill, double lat, double overlap, int batches, in
 
 START_TEST(test_fit_lone_rise) {
   int chunks, serial_chunks;
-  size_t n = lone_rise(0.4e-3, 0, 3, 4, &chunks);
-  size_t serial = lone_rise(1e-3, 1e-3, 1, 4, &serial_chunks);
+  size_t n = solo_rise(0.4e-3, 0, 3, 4, &chunks);
+  size_t serial = solo_rise(1e-3, 1e-3, 1, 4, &serial_chunks);
   printf("lone rise: chunks of %zu (%d a batch) in flight together, %zu (%d a batch) one at a time\n", n, chunks, serial,
          serial_chunks);
   ck_assert_double_eq_tol((double)n, 2e-3 * 4.45e7, 0.05 * 2e-3 * 4.45e7);

@@ -180,12 +180,12 @@
  * kernel, so their credited rates alone do not tell them. A chunk in a
  * pipeline (copy in, kernel, copy out) has at most two of its three stages
  * hidden by the others, so it is credited at most three times the rate of
- * one that ran alone: past that, with a margin, is no pipelining. */
+ * a solo one: past that, with a margin, is no pipelining. */
 #define MGPU_FIT_BESIDE_SPAN 4.0
 #define MGPU_FIT_BESIDE_SHARE 0.5
-/* A chunk that ran alone is learnt while fewer than this many (decayed) of
- * the worker's recent chunks ran among others. */
-#define MGPU_FIT_PIPED_MIN 0.5
+/* A solo chunk is learnt while fewer than this many (decayed) of the
+ * worker's recent chunks ran overlapped. */
+#define MGPU_FIT_OVERLAPPED_MIN 0.5
 /* A GPU whose chunks grew into their cap with the rate still rising takes
  * chunks smaller than the cap only where the fit predicts at least this
  * share of the cap's rate. */

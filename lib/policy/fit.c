@@ -73,7 +73,7 @@ static void solve(mgpu__fit_t *f) {
  * overlapped. `lone`: the chunk ran with nothing else in flight. A rise from
  * a class of lone chunks does not measure the knee: a lone launch too small
  * to fill the device is slower than the same chunks in flight together. */
-static void size_class(mgpu__fit_t *f, double n, double items, double r, double q, bool alone, bool lone) {
+static void size_class(mgpu__fit_t *f, double n, double items, double r, double q, bool alone, bool solo) {
   double rise = MGPU_FIT_RISE;
   if (n > MGPU_FIT_SIZE_CLASS * f->knee.top.n) {
     bool known = mgpu__fit_known(f);
@@ -86,7 +86,7 @@ static void size_class(mgpu__fit_t *f, double n, double items, double r, double 
       f->knee.top.n = n;
       f->knee.top.span_rate = r;
       f->knee.top.dev_rate = q;
-      f->knee.top.solo = lone;
+      f->knee.top.solo = solo;
       return;
     }
     f->knee.below.n = f->knee.top.n;
@@ -96,11 +96,11 @@ static void size_class(mgpu__fit_t *f, double n, double items, double r, double 
     f->knee.top.n = n;
     f->knee.top.span_rate = r;
     f->knee.top.dev_rate = q;
-    f->knee.top.solo = lone;
+    f->knee.top.solo = solo;
   } else if (n * MGPU_FIT_SIZE_CLASS >= f->knee.top.n) {
     f->knee.top.span_rate = 0.5 * (f->knee.top.span_rate + r);
     f->knee.top.dev_rate = 0.5 * (f->knee.top.dev_rate + q);
-    f->knee.top.solo = f->knee.top.solo && lone;
+    f->knee.top.solo = f->knee.top.solo && solo;
   } else {
     /* Chunks among others a step below the smallest class, where no size
      * below it has run slower (the first chunk was past the knee, or the
@@ -113,7 +113,7 @@ static void size_class(mgpu__fit_t *f, double n, double items, double r, double 
      * of their time hid behind it. The knee's rate they are held to is by
      * spans, as its class was judged: a chunk that grew out of a smaller one
      * looks faster by device time by the part it ran beside it. */
-    if (!lone && mgpu__fit_known(f) && !f->knee.measured && n * MGPU_FIT_SIZE_CLASS < f->knee.below.n &&
+    if (!solo && mgpu__fit_known(f) && !f->knee.measured && n * MGPU_FIT_SIZE_CLASS < f->knee.below.n &&
         n * MGPU_FIT_GROWTH * MGPU_FIT_SIZE_CLASS >= f->knee.below.n) {
       if (f->trials.step.knee != f->knee.below.n) {
         f->trials.step.knee = f->knee.below.n;
@@ -180,7 +180,7 @@ static double line_add(mgpu__fit_t *f, double n, double t) {
 /* Learn a sample of n items, launches of at most `launch`, that took t
  * seconds of the worker, `span` from its first chunk's own start; a CPU
  * chunk's line learns each of its calls. */
-static void add(mgpu__fit_t *f, double n, double launch, double t, double span, bool lone, const mgpu__call_t *calls,
+static void add(mgpu__fit_t *f, double n, double launch, double t, double span, bool solo, const mgpu__call_t *calls,
                 int ncalls) {
   if (!(n > 0) || !(t > 0)) return;
   double k = MGPU_MODEL_DECAY, tp = 0;
@@ -195,7 +195,7 @@ static void add(mgpu__fit_t *f, double n, double launch, double t, double span, 
   f->line.items = f->line.items * k + n;
   f->line.secs = f->line.secs * k + tp;
   f->line.samples++;
-  if (classes(f)) size_class(f, launch, n, n / MGPU_MAX(span, t), n / t, false, lone);
+  if (classes(f)) size_class(f, launch, n, n / MGPU_MAX(span, t), n / t, false, solo);
   solve(f);
 }
 
@@ -204,13 +204,12 @@ void mgpu__fit_add(mgpu__fit_t *f, double n, double t) { add(f, n, n, t, t, fals
 void mgpu__fit_sample(mgpu__fit_t *f, const mgpu__sample_t *s) {
   double n = s->items, t = s->secs, span = s->span > 0 ? s->span : t;
   double launch = s->launch > 0 ? MGPU_MIN(s->launch, n) : n;
-  bool isolated = s->isolated;
   if (!(n > 0) || !(t > 0)) return;
-  f->overlapped = f->overlapped * MGPU_MODEL_DECAY + (isolated ? 0 : 1);
+  f->overlapped = f->overlapped * MGPU_MODEL_DECAY + (s->solo ? 0 : 1);
   /* An empty line (none yet, or one started over) learns any sample: it
    * predicts nothing, and the worker would be rated by the prior for good
    * where every chunk of its batches runs alone. */
-  if (isolated && f->overlapped >= MGPU_FIT_PIPED_MIN && f->line.samples > 0) {
+  if (s->solo && f->overlapped >= MGPU_FIT_OVERLAPPED_MIN && f->line.samples > 0) {
     /* Not learnt into the line, but a chunk alone past the largest size
      * class still judges the growth: a claim that takes a whole batch's
      * range runs alone, and a size learnt only from chunks among others
@@ -222,7 +221,7 @@ void mgpu__fit_sample(mgpu__fit_t *f, const mgpu__sample_t *s) {
       size_class(f, launch, n, n / t, n / t, true, true);
     return;
   }
-  add(f, n, launch, t, span, isolated, s->calls, s->ncalls);
+  add(f, n, launch, t, span, s->solo, s->calls, s->ncalls);
 }
 
 double mgpu__fit_time(const mgpu__fit_t *f, double n) { return f->line.a + f->line.c * n; }

@@ -95,7 +95,7 @@ void mgpu__model_update(mgpu__model_t *m, int w, const mgpu__sample_t *s) {
             "model of '%s', worker %d: %.0f items (largest chunk %.0f) in %.3g s%s; fit a %.3g s + %.3g s/item, "
             "saturating at %.3g items, %s (knee %.0f%s), next chunk %zu",
             m->key.name ? m->key.name : "", w, items, s->launch > 0 ? s->launch : items, seconds,
-            s->isolated ? " (alone)" : "", f->line.a, f->line.c, mgpu__fit_sat(f), mgpu__fit_known(f) ? "saturated" : "growing",
+            s->solo ? " (solo)" : "", f->line.a, f->line.c, mgpu__fit_sat(f), mgpu__fit_known(f) ? "saturated" : "growing",
             f->knee.below.n, f->knee.measured ? ", measured" : "", f->claims.planned);
   /* The slowest rate seen, drifting back up slowly: items of one kernel can
    * differ in cost, and a slow thief plans with its worst case. */

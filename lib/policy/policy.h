@@ -234,15 +234,15 @@ typedef struct {
   double launch; /* its largest chunk, the size it tells the growth about (0: items) */
   double secs;   /* the worker's time: a GPU's device time, from when the chunk before it ended */
   double span;   /* from its first chunk's own start (0: secs) */
-  bool isolated; /* the device had nothing else in flight as it started */
+  bool solo;     /* solo: the device had nothing else in flight as it started */
   uint64_t tag;  /* its first chunk's batch: id + 1 (0: none, a CPU worker's) */
   const mgpu__call_t *calls; /* a CPU chunk's kernel calls (its pieces), which the line learns from */
   int ncalls;                /* how many (0: the chunk was one call) */
 } mgpu__sample_t;
-/* A GPU's sample: an isolated one's time holds the fill of the pipeline
+/* A GPU's sample: a solo one's time holds the fill of the pipeline
  * (copies in, the kernel, copies out one after the other), which a chunk
  * among others in flight does not pay, and it is learnt only where the
- * worker's chunks run alone; elsewhere it only judges whether the chunks
+ * worker's chunks run solo; elsewhere it only judges whether the chunks
  * still grow, where it is past the largest size learnt. The size classes
  * that judge the growth are of single launches: chunks that ran side by
  * side, or ended out of order, are as fast together as their launches' size

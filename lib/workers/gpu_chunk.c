@@ -222,7 +222,7 @@ void mgpu__gpu_on_failure(mgpu__gpu_t *gp, mgpu__slot_t *s, int rc, const char *
 static void learn_flush(mgpu__gpu_t *gp) {
   if (gp->held_model && gp->held_s > 0) {
     mgpu__sample_t smp = {.items = gp->held_items, .launch = gp->held_launch, .secs = gp->held_s,
-                          .span = gp->held_span, .isolated = gp->held_alone, .tag = gp->held_tag};
+                          .span = gp->held_span, .solo = gp->held_solo, .tag = gp->held_tag};
     mgpu__model_update(gp->held_model, gp->w->id, &smp);
   }
   gp->held_model = NULL;
@@ -233,18 +233,18 @@ static void learn_flush(mgpu__gpu_t *gp) {
  * which joins it if it ended inside this one's time, or ran beside it and
  * ended just after it. Launches that run side by side (latency-bound
  * kernels) end together: the later one is credited only the moment between
- * their ends, far faster than the held one's rate, and learnt alone it would
+ * their ends, far faster than the held one's rate, and learnt on its own it would
  * make its items look nearly free, batch after batch. Together they are what
  * the device did in that time, at the size of the largest of them. A chunk
  * queued behind the held one runs at about its rate and keeps a sample of
  * its own. In a batch with a cost
  * profile a GPU counts in items of average cost, as it sizes its chunks. */
-static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, double span, bool inside, bool alone) {
+static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, double span, bool inside, bool solo) {
   const mgpu__claim_t *c = &s->claim;
   const mgpu__batch_t *b = c->b;
   double items = b->cost ? (double)mgpu__cost_items(b->cost, c->first, c->count) : (double)c->count;
   if (gp->held_model == b->model &&
-      (inside || (!alone && mgpu__fit_beside(gp->held_items, gp->held_s, items, busy, span)))) {
+      (inside || (!solo && mgpu__fit_beside(gp->held_items, gp->held_s, items, busy, span)))) {
     if (!inside)
       mgpu__log(MGPU_LOG_DEBUG, "model of '%s', worker %d: %.0f items in %.3g s ran beside the %.0f items before "
                 "them (%.3g s): learnt with them", b->kernel.name, gp->w->id, items, busy, gp->held_items, gp->held_s);
@@ -260,7 +260,7 @@ static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, double sp
   gp->held_launch = items;
   gp->held_s = busy;
   gp->held_span = span;
-  gp->held_alone = alone;
+  gp->held_solo = solo;
 }
 
 /* Wait for the oldest in-flight chunk and complete it; false when the device
@@ -309,12 +309,12 @@ bool mgpu__gpu_retire_oldest(mgpu__gpu_t *gp) {
     double busy = now - MGPU_MAX(s->t_issue, gp->last_done);
     double t0, t1, span = busy;
     bool inside = false; /* ended within device time already given to an earlier chunk */
-    bool alone = true;   /* started with nothing else in flight on the device */
+    bool solo = true;    /* started with nothing else in flight on the device */
     if (gp->timed && gp->ops->event_time(gp->ctx, s->ev_start, &t0) == 0 &&
         gp->ops->event_time(gp->ctx, s->ev_end, &t1) == 0) {
       double dev = t1 - MGPU_MAX(t0, gp->last_end_dev);
       inside = gp->last_done > 0 && t1 <= gp->last_end_dev;
-      alone = gp->last_done == 0 || t0 >= gp->last_end_dev;
+      solo = gp->last_done == 0 || t0 >= gp->last_end_dev;
       gp->last_end_dev = MGPU_MAX(gp->last_end_dev, t1);
       if (gp->last_done == 0 || dev > busy) busy = dev;
       span = t1 - t0;
@@ -341,9 +341,9 @@ bool mgpu__gpu_retire_oldest(mgpu__gpu_t *gp) {
     }
     gp->last_done = now;
     gp->failures = 0;
-    learn(gp, s, busy, span, inside, alone); /* canceled or failed meanwhile too: it ran to its end */
+    learn(gp, s, busy, span, inside, solo); /* canceled or failed meanwhile too: it ran to its end */
     /* The last chunk in flight: no later one can join its sample (the next
-     * starts alone), so it is taught now, before its claim completes. That
+     * starts solo), so it is taught now, before its claim completes. That
      * can end the batch and wake the caller, whose next batch of the kernel
      * is planned on the model: taught after it, a batch run as one chunk
      * could leave the next one planned on a GPU not yet measured. */
