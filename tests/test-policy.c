@@ -1027,7 +1027,7 @@ END_TEST
  * launch its range still needs) for. */
 START_TEST(test_steal_latency) {
   /* A GPU thief whose launch takes 18 ms, a CPU owner with 5 ms left. */
-  mgpu__steal_view_t gpu_thief = {.vt = 1e6, .at = 18e-3, .vo = 1e4, .left = 50};
+  mgpu__steal_view_t gpu_thief = {.thief = {.speed = 1e6, .latency = 18e-3}, .owner = {.speed = 1e4}, .left = 50};
   ck_assert_uint_eq(mgpu__steal_share(&gpu_thief), 0);
   /* With 100 ms left it takes what levels both finish times. */
   gpu_thief.left = 1000;
@@ -1036,20 +1036,20 @@ START_TEST(test_steal_latency) {
   ck_assert_uint_eq(got, (size_t)floor(s));
   /* A CPU thief takes more of a GPU owner with 18 ms latency than of one
    * without. */
-  mgpu__steal_view_t from_gpu = {.vt = 1e4, .vo = 1e5, .left = 1e4};
+  mgpu__steal_view_t from_gpu = {.thief = {.speed = 1e4}, .owner = {.speed = 1e5}, .left = 1e4};
   size_t plain = mgpu__steal_share(&from_gpu);
-  from_gpu.ao = 18e-3;
+  from_gpu.owner.latency = 18e-3;
   ck_assert_uint_gt(mgpu__steal_share(&from_gpu), plain);
   /* A GPU owner with a peak: its speed at its chunk size (2e5 items/s, a
    * launch of 4,096 items in 20.4 ms) holds the 20 ms latency, and its time
    * for N items is max(20 ms + N / 1e7, N / 2e5). With 12,288 items to go,
    * the CPU thief at 1e5 items/s levels both at 4,096 (adding the latency
    * on top of the chunk rate gave 5,429). */
-  mgpu__steal_view_t peaked = {.vt = 1e5, .vo = 2e5, .ao = 20e-3, .pko = 1e7, .po = 4096, .left = 8192};
+  mgpu__steal_view_t peaked = {.thief = {.speed = 1e5}, .owner = {.speed = 2e5, .latency = 20e-3, .peak = 1e7, .pending = 4096}, .left = 8192};
   ck_assert_uint_eq(mgpu__steal_share(&peaked), 4096);
   /* With only part of one launch left, the owner still needs its 20 ms: the
    * thief takes every item it finishes by then, here all 2,000. */
-  mgpu__steal_view_t one_launch = {.vt = 1e5, .vo = 2e5, .ao = 20e-3, .pko = 1e7, .left = 2000};
+  mgpu__steal_view_t one_launch = {.thief = {.speed = 1e5}, .owner = {.speed = 2e5, .latency = 20e-3, .peak = 1e7}, .left = 2000};
   ck_assert_uint_eq(mgpu__steal_share(&one_launch), 2000);
   one_launch.left = 4000; /* s / 1e5 = 20 ms + (4,000 - s) / 1e7: s = 2,019.8 */
   ck_assert_uint_eq(mgpu__steal_share(&one_launch), 2019);
@@ -1057,7 +1057,7 @@ START_TEST(test_steal_latency) {
    * it and 1e5 at its chunk size, against a CPU owner at 1e4 items/s with
    * 1,000 left: max(5 ms + s / 1e6, s / 1e5) = (1,000 - s) / 1e4 at s = 909,
    * where s / 1e5 binds (5 ms + s / 1e5 gave 863). */
-  mgpu__steal_view_t gpu_peak = {.vt = 1e5, .at = 5e-3, .pkt = 1e6, .vo = 1e4, .left = 1000};
+  mgpu__steal_view_t gpu_peak = {.thief = {.speed = 1e5, .latency = 5e-3, .peak = 1e6}, .owner = {.speed = 1e4}, .left = 1000};
   ck_assert_uint_eq(mgpu__steal_share(&gpu_peak), 909);
 }
 END_TEST
@@ -1551,15 +1551,15 @@ END_TEST
 /* How much a thief takes from a victim's range. */
 START_TEST(test_steal_share) {
   /* Equal speeds, nothing pending: half each. */
-  mgpu__steal_view_t eq = {.vt = 100, .vo = 100, .left = 1000};
+  mgpu__steal_view_t eq = {.thief = {.speed = 100}, .owner = {.speed = 100}, .left = 1000};
   ck_assert_uint_eq(mgpu__steal_share(&eq), 500);
   /* A retired owner (speed 0) gives up the whole range. */
-  mgpu__steal_view_t gone = {.vt = 100, .vo = 0, .left = 77};
+  mgpu__steal_view_t gone = {.thief = {.speed = 100}, .owner = {.speed = 0}, .left = 77};
   ck_assert_uint_eq(mgpu__steal_share(&gone), 77);
   /* A CPU core (1e3 items/s) against a GPU (1e6 items/s) with 0.1 s of work
    * left: it plans with a quarter of its speed, so it takes what it finishes
    * in well under the GPU's time. */
-  mgpu__steal_view_t far = {.vt = 1e3, .vo = 1e6, .left = 1e5};
+  mgpu__steal_view_t far = {.thief = {.speed = 1e3}, .owner = {.speed = 1e6}, .left = 1e5};
   size_t far_take = mgpu__steal_share(&far);
   ck_assert(far_take >= 20 && far_take <= 30);
   /* The slowest rate it has seen itself (an item of 50 ms) lowers that. */
@@ -1573,10 +1573,10 @@ START_TEST(test_steal_share) {
   /* With more left than that, the amount is as before: the worst item only
    * gates, it does not shrink the share of evenly costly work. */
   far.left = 1e6;
-  mgpu__steal_view_t ungated = {.vt = 1e3, .vo = 1e6, .left = 1e6};
+  mgpu__steal_view_t ungated = {.thief = {.speed = 1e3}, .owner = {.speed = 1e6}, .left = 1e6};
   ck_assert_uint_eq(mgpu__steal_share(&far), mgpu__steal_share(&ungated));
   /* Workers of similar speed are not gated by the worst item. */
-  mgpu__steal_view_t near = {.vt = 100, .vo = 200, .left = 30, .worst_item_s = 10};
+  mgpu__steal_view_t near = {.thief = {.speed = 100}, .owner = {.speed = 200}, .left = 30, .worst_item_s = 10};
   ck_assert_uint_eq(mgpu__steal_share(&near), 10);
 }
 END_TEST
@@ -1584,18 +1584,18 @@ END_TEST
 /* How much a rank takes from another rank's range. */
 START_TEST(test_rank_steal_share) {
   /* Equal ranks, free transfers: half each. */
-  mgpu__rank_steal_view_t eq = {.vt = 1000, .vo = 1000, .left = 1000};
+  mgpu__rank_steal_view_t eq = {.thief = {.speed = 1000}, .owner = {.speed = 1000}, .left = 1000};
   ck_assert_uint_eq(mgpu__rank_steal_share(&eq), 500);
   /* The owner has 400 items running: the thief takes (400 + 1000) / 2 of
    * the 1000 left, so both end at 0.7 s. */
-  eq.po = 400;
+  eq.owner.running = 400;
   ck_assert_uint_eq(mgpu__rank_steal_share(&eq), 700);
   /* A thief four times the owner's speed takes four fifths. */
-  mgpu__rank_steal_view_t fast = {.vt = 4000, .vo = 1000, .left = 1000};
+  mgpu__rank_steal_view_t fast = {.thief = {.speed = 4000}, .owner = {.speed = 1000}, .left = 1000};
   ck_assert_uint_eq(mgpu__rank_steal_share(&fast), 800);
   /* Moving an item's 1 KB at 10 MB/s costs 0.1 ms, a tenth of computing it:
    * equal finish at 1 - s/1000 = s/1000 + s/10000, s = 476. */
-  mgpu__rank_steal_view_t slow_net = {.vt = 1000, .vo = 1000, .left = 1000, .bytes_per_item = 1000, .bw = 1e7};
+  mgpu__rank_steal_view_t slow_net = {.thief = {.speed = 1000}, .owner = {.speed = 1000}, .left = 1000, .bytes_per_item = 1000, .bw = 1e7};
   ck_assert_uint_eq(mgpu__rank_steal_share(&slow_net), 476);
   /* At 1 MB/s the transfer costs as much as the work (s = 333): it would
    * save the owner 0.333 s for 0.333 s of transfer, under
@@ -1603,28 +1603,28 @@ START_TEST(test_rank_steal_share) {
   slow_net.bw = 1e6;
   ck_assert_uint_eq(mgpu__rank_steal_share(&slow_net), 0);
   /* A fixed cost of 0.05 s: the share shrinks to (1 - 0.05) / 2 s of work. */
-  mgpu__rank_steal_view_t fixed = {.vt = 1000, .vo = 1000, .left = 1000, .fixed_s = 0.05};
+  mgpu__rank_steal_view_t fixed = {.thief = {.speed = 1000}, .owner = {.speed = 1000}, .left = 1000, .fixed_s = 0.05};
   ck_assert_uint_eq(mgpu__rank_steal_share(&fixed), 475);
   /* With a few items left, a fixed cost over a quarter of the steal's work
    * takes nothing: the tail stays with its owner. */
-  mgpu__rank_steal_view_t tail = {.vt = 1000, .vo = 1000, .left = 40, .fixed_s = 0.01};
+  mgpu__rank_steal_view_t tail = {.thief = {.speed = 1000}, .owner = {.speed = 1000}, .left = 40, .fixed_s = 0.01};
   ck_assert_uint_eq(mgpu__rank_steal_share(&tail), 0);
   /* A thief that ends later than the owner even with nothing taken. */
-  mgpu__rank_steal_view_t busy = {.vt = 1000, .vo = 1000, .left = 100, .pt = 500};
+  mgpu__rank_steal_view_t busy = {.thief = {.speed = 1000, .running = 500}, .owner = {.speed = 1000}, .left = 100};
   ck_assert_uint_eq(mgpu__rank_steal_share(&busy), 0);
   /* Two more idle ranks of the thief's speed will take their part next:
    * four equal ranks share the 1000 items, so the thief takes 250. */
   double ov[2] = {1000, 1000}, op[2] = {0, 0};
-  mgpu__rank_steal_view_t team = {.vt = 1000, .vo = 1000, .left = 1000, .nothers = 2, .ov = ov, .op = op};
+  mgpu__rank_steal_view_t team = {.thief = {.speed = 1000}, .owner = {.speed = 1000}, .left = 1000, .nothers = 2, .others_speed = ov, .others_running = op};
   ck_assert_uint_eq(mgpu__rank_steal_share(&team), 250);
   /* One of them still has 500 items running: it starts 0.5 s later, and
    * the thief takes (1000 + 500) / 4 = 375. */
   op[1] = 500;
   ck_assert_uint_eq(mgpu__rank_steal_share(&team), 375);
   /* Unknown speeds, nothing left: none. */
-  mgpu__rank_steal_view_t none = {.vt = 0, .vo = 1000, .left = 100};
+  mgpu__rank_steal_view_t none = {.thief = {.speed = 0}, .owner = {.speed = 1000}, .left = 100};
   ck_assert_uint_eq(mgpu__rank_steal_share(&none), 0);
-  none.vt = 1000, none.left = 0;
+  none.thief.speed = 1000, none.left = 0;
   ck_assert_uint_eq(mgpu__rank_steal_share(&none), 0);
 }
 END_TEST

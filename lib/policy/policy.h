@@ -192,29 +192,39 @@ void mgpu__pool_alike(double *speed, const int *group, int n, double tol);
  * of MGPU_GPU_TARGET_S): its whole range is then in flight at once and
  * nothing of it is left to steal. */
 bool mgpu__ranges_in_flight(const double *speed, int n, size_t items, int streams);
-/* What a thief sees of one victim's range: speeds (items/s), latencies (s),
- * peaks (items/s past the latency, 0: none; see mgpu__share_time) and items
- * pending of thief and owner, items left in the range, the slowest rate the
- * thief has seen on the kernel and the longest one item took a worker of its
- * kind (0: not known). */
+/* One side of a steal within a process, thief or owner. */
 typedef struct {
-  double vt, at, pkt, pt, vo, ao, pko, po, left;
-  double slowest, worst_item_s;
+  double speed;   /* items/s at the size of its chunks */
+  double latency; /* s before its next chunk starts */
+  double peak;    /* items/s its chunks' items add past their latency (0: none; see mgpu__share_time) */
+  double pending; /* items it has in flight */
+} mgpu__steal_side_t;
+/* What a thief sees of one victim's range. */
+typedef struct {
+  mgpu__steal_side_t thief, owner;
+  double left;         /* items left in the owner's range */
+  double slowest;      /* the slowest rate the thief has seen on the kernel (0: not known) */
+  double worst_item_s; /* the longest one item took a worker of the thief's kind (0: not known) */
 } mgpu__steal_view_t;
 /* Items the thief takes from the back of the range (0: the tail rule). */
 size_t mgpu__steal_share(const mgpu__steal_view_t *v);
-/* What a rank that steals from another rank sees: rates (items/s) and
- * latencies (s) of thief and owner, the items each has running and the items
- * left in the owner's range; the bytes of an item's inputs and outputs
- * together, the rate (bytes/s) at which the thief moves them and the seconds
- * a steal costs besides its bytes (round trips, a batch's start). */
+/* One side of a steal between ranks, thief or owner. */
 typedef struct {
-  double vt, at, pt, vo, ao, po, left;
-  double bytes_per_item, bw, fixed_s;
+  double speed;   /* items/s */
+  double latency; /* s */
+  double running; /* items it has running */
+} mgpu__rank_side_t;
+/* What a rank that steals from another rank sees. */
+typedef struct {
+  mgpu__rank_side_t thief, owner;
+  double left;           /* items left in the owner's range */
+  double bytes_per_item; /* of an item's inputs and outputs together */
+  double bw;             /* bytes/s at which the thief moves them */
+  double fixed_s;        /* what a steal costs besides its bytes (round trips, a batch's start) */
   /* The other ranks whose ranges are empty, thieves too before long: their
    * rates and items running (nothers of each; NULL for none). */
   int nothers;
-  const double *ov, *op;
+  const double *others_speed, *others_running;
 } mgpu__rank_steal_view_t;
 /* Items a rank takes from the back of another rank's range (0: none): the
  * share at which the owner, the thief and the other idle ranks (taking
