@@ -18,11 +18,14 @@
  * worker in, a quarter out, half out, all out; then every GPU out. */
 #define MGPU_RESERVE_LEVELS 5
 #define MGPU_RESERVE_GPUS_OUT 4
+/* The line's sums of 1, n, n^2, t, n t, t^2 over timings of n items in t
+ * seconds: decayed, each timing weighted. */
+typedef struct {
+  double w, n, nn, t, nt, tt;
+} mgpu__fit_sums_t;
 /* The line through a worker's chunk times: t(n) = a + c n seconds. */
 typedef struct {
-  struct {
-    double w, n, nn, t, nt, tt; /* of 1, n, n^2, t, n t, t^2: decayed, each timing weighted */
-  } sum;
+  mgpu__fit_sums_t sum;
   double items, secs; /* decayed plain sums of items and seconds: the mean rate */
   double a, c;        /* latency (s) and seconds per item */
   uint64_t samples;   /* chunks learnt from since the line (re)started */
