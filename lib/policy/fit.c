@@ -123,11 +123,11 @@ static void larger_class(mgpu__fit_t *f, const class_sample_t *s) {
   judge_rise(f, rise, s->by_dev);
 }
 
-/* A sample of the top class moves its rates halfway to its own. */
+/* A sample of the top class moves its rates towards its own. */
 static void same_class(mgpu__fit_t *f, const class_sample_t *s) {
   mgpu__size_class_t *top = &f->knee.top;
-  top->span_rate = 0.5 * (top->span_rate + s->c.span_rate);
-  top->dev_rate = 0.5 * (top->dev_rate + s->c.dev_rate);
+  top->span_rate = (1 - MGPU_FIT_CLASS_BLEND) * top->span_rate + MGPU_FIT_CLASS_BLEND * s->c.span_rate;
+  top->dev_rate = (1 - MGPU_FIT_CLASS_BLEND) * top->dev_rate + MGPU_FIT_CLASS_BLEND * s->c.dev_rate;
   top->solo = top->solo && s->c.solo;
   judge_rise(f, MGPU_FIT_RISE, s->by_dev);
 }
@@ -327,7 +327,7 @@ static bool line_rises(const mgpu__fit_t *f, double n) {
 }
 
 /* The batch summed has ended: a plain one's rate is kept; a trial is held to
- * the faster of the last two plain batches. A trial kept moves the floor and
+ * the best of the last plain batches. A trial kept moves the floor and
  * the next goes the same way; one not kept makes the next go the other way,
  * after a gap that doubles while none is kept. */
 static mgpu__trial_t judge_batch(mgpu__fit_t *f, double *rate, double *base) {
@@ -335,14 +335,15 @@ static mgpu__trial_t judge_batch(mgpu__fit_t *f, double *rate, double *base) {
   if (!f->batch.tag || f->batch.trial == MGPU_TRIAL_UNJUDGED || !(f->batch.secs > 0)) return MGPU_TRIAL_NONE;
   double r = f->batch.items / f->batch.secs;
   if (f->batch.trial == MGPU_TRIAL_NONE) {
-    bt->plain_rate[bt->plain_runs++ % 2] = r;
+    bt->plain_rate[bt->plain_runs++ % MGPU_FIT_BATCH_BASE] = r;
     bt->last_claims = f->batch.claims;
     bt->last_first = f->batch.first;
     bt->last_spread = f->batch.rate_lo > 0 ? f->batch.rate_hi / f->batch.rate_lo : 0;
     return MGPU_TRIAL_NONE;
   }
   *rate = r;
-  *base = bt->plain_runs > 1 ? MGPU_MAX(bt->plain_rate[0], bt->plain_rate[1]) : bt->plain_rate[0];
+  *base = bt->plain_rate[0];
+  for (int i = 1; i < MGPU_MIN(bt->plain_runs, MGPU_FIT_BATCH_BASE); i++) *base = MGPU_MAX(*base, bt->plain_rate[i]);
   bool up = f->batch.trial == MGPU_TRIAL_UP;
   bool kept = up ? r > MGPU_FIT_RISE * *base : r >= MGPU_FIT_TRIAL_KEEP * *base;
   if (kept) {
@@ -353,7 +354,7 @@ static mgpu__trial_t judge_batch(mgpu__fit_t *f, double *rate, double *base) {
     bt->gap = 0;
     bt->next_at = 0;
   } else {
-    bt->gap = bt->gap ? MGPU_MIN(2 * bt->gap, (uint64_t)MGPU_FIT_BATCH_GAP_MAX) : MGPU_FIT_BATCH_GAP;
+    bt->gap = bt->gap ? MGPU_MIN(MGPU_FIT_BATCH_GAP_GROWTH * bt->gap, (uint64_t)MGPU_FIT_BATCH_GAP_MAX) : MGPU_FIT_BATCH_GAP;
     bt->next_at = bt->seen + bt->gap;
   }
   bt->down_next = up != kept;
@@ -369,10 +370,10 @@ static shift_way_t off_way(double took, double pred) {
 }
 
 /* The batch summed has ended: it extends or breaks the run of batches off
- * the line the same way, where at least half of its items were judged. */
+ * the line the same way, where enough of its items were judged. */
 static void end_shift_batch(mgpu__fit_t *f) {
   mgpu__fit_shift_t *sh = &f->shift;
-  shift_way_t way = 2 * sh->judged >= f->batch.items ? off_way(sh->took, sh->pred) : SHIFT_NONE;
+  shift_way_t way = sh->judged >= MGPU_FIT_SHIFT_JUDGED * f->batch.items ? off_way(sh->took, sh->pred) : SHIFT_NONE;
   sh->run = way == SHIFT_NONE ? 0 : (sh->run * (int)way > 0 ? sh->run : 0) + (int)way;
   sh->last_judged = way != SHIFT_NONE ? sh->judged : 0;
   sh->took = sh->pred = sh->judged = 0;
@@ -400,7 +401,7 @@ mgpu__trial_t mgpu__fit_batch(mgpu__fit_t *f, uint64_t tag, size_t n, double *ra
   mgpu__fit_batch_trials_t *bt = &f->trials.batch;
   bt->seen++;
   /* Batches of another size do not compare: the trials start over. */
-  if (n > 2 * bt->batch_n || 2 * n < bt->batch_n) {
+  if (n > MGPU_FIT_BATCH_SIZES * bt->batch_n || MGPU_FIT_BATCH_SIZES * n < bt->batch_n) {
     bt->batch_n = n;
     bt->plain_runs = 0;
     bt->gap = 0;
@@ -417,7 +418,7 @@ void mgpu__fit_batch_time(mgpu__fit_t *f, uint64_t tag, double n, double t) {
   /* The kernel's cost changed for good where MGPU_FIT_SHIFT_RUN batches in a
    * row run off the line the same way; whole batches judge, since items that
    * differ in cost by position take single chunks off both ways. This one
-   * counts once it has judged half the items of the one before. Chunks past
+   * counts once it has judged a share of the items of the one before. Chunks past
    * the classes learnt are not judged: the line only extrapolates there. */
   mgpu__fit_shift_t *sh = &f->shift;
   if (f->line.samples >= MGPU_FIT_CLIP_AFTER && n <= MGPU_FIT_SIZE_CLASS * f->knee.top.n) {
@@ -425,12 +426,12 @@ void mgpu__fit_batch_time(mgpu__fit_t *f, uint64_t tag, double n, double t) {
     sh->took += t;
     sh->judged += n;
     shift_way_t way = off_way(sh->took, sh->pred);
-    if (way != SHIFT_NONE && sh->run * (int)way >= MGPU_FIT_SHIFT_RUN - 1 && 2 * sh->judged >= sh->last_judged)
+    if (way != SHIFT_NONE && sh->run * (int)way >= MGPU_FIT_SHIFT_RUN - 1 && sh->judged >= MGPU_FIT_SHIFT_JUDGED * sh->last_judged)
       restart_line(f);
   }
   /* The spread of rates is of chunks of about the batch's size: a piece cut
    * by a range's end runs at its latency's rate whatever its items. */
-  if (n < 0.5 * (double)f->batch.first) return;
+  if (n < MGPU_FIT_SPREAD_MIN_SHARE * (double)f->batch.first) return;
   double r = n / t;
   if (f->batch.rate_lo == 0 || r < f->batch.rate_lo) f->batch.rate_lo = r;
   if (r > f->batch.rate_hi) f->batch.rate_hi = r;

@@ -170,7 +170,7 @@ void mgpu__prof_learn(mgpu__model_t *m, size_t n, const double *sums, int rows) 
      * measure of its own (chunks in flight together are charged alike per
      * item), and its error moves with the split. */
     double est = t / it;
-    m->prof[j] = m->prof[j] > 0 ? 0.5 * m->prof[j] + 0.5 * est : est;
+    m->prof[j] = m->prof[j] > 0 ? (1 - MGPU_PROF_BLEND) * m->prof[j] + MGPU_PROF_BLEND * est : est;
   }
 }
 
@@ -191,7 +191,7 @@ static bool prof_irregular(const double *prof, int j0) {
   int n = 0;
   double mean = 0, var = 0, step = 0;
   for (int j = j0; j < MGPU_PROF_BINS; j++) x[n] = log(prof[j]), mean += x[n++];
-  if (n < 8) return false;
+  if (n < MGPU_PROF_MIN_BINS) return false;
   mean /= n;
   for (int i = 0; i < n; i++) var += (x[i] - mean) * (x[i] - mean);
   for (int i = 1; i < n; i++) step += (x[i] - x[i - 1]) * (x[i] - x[i - 1]);
@@ -199,9 +199,10 @@ static bool prof_irregular(const double *prof, int j0) {
   step /= n - 1;
   bool smooth = var >= MGPU_PROF_SMOOTH * 0.5 * step;
   qsort(x, (size_t)n, sizeof *x, cmp_double);
-  bool spread = x[n * 9 / 10] - x[n / 10] >= log(MGPU_PROF_SPREAD);
+  int lo = n / MGPU_PROF_TRIM, hi = n * (MGPU_PROF_TRIM - 1) / MGPU_PROF_TRIM;
+  bool spread = x[hi] - x[lo] >= log(MGPU_PROF_SPREAD);
   mgpu__log(MGPU_LOG_DEBUG, "cost profile: middle 80%% of %d bins span %.3gx, variance %.3g of half the step's %.3g", n,
-            exp(x[n * 9 / 10] - x[n / 10]), var, 0.5 * step);
+            exp(x[hi] - x[lo]), var, 0.5 * step);
   return smooth && spread;
 }
 
@@ -259,7 +260,7 @@ double mgpu__cost_at(const mgpu__cost_t *c, size_t x) {
 size_t mgpu__cost_find(const mgpu__cost_t *c, double cost) {
   /* Within rounding of the total, a cost is reached: a sum of costs need not
    * equal the running cost at the item it ends at. */
-  cost -= 1e-12 * c->cum[MGPU_PROF_BINS];
+  cost -= MGPU_COST_ROUNDING * c->cum[MGPU_PROF_BINS];
   if (cost <= 0) return 0;
   if (cost >= c->cum[MGPU_PROF_BINS]) return c->n;
   /* The bin where the running cost reaches `cost`, then the item within it. */
@@ -339,16 +340,18 @@ double mgpu__reserve_score(const mgpu__model_t *m, int level) {
 }
 
 int mgpu__reserve_pick(mgpu__model_t *m, size_t n, unsigned offered, bool *record) {
-  static const int order[MGPU_RESERVE_LEVELS] = {1, 0, 2, 3, 4}; /* trial order among equals */
-  offered = (offered | 3u) & ((1u << MGPU_RESERVE_LEVELS) - 1);
+  static const int order[MGPU_RESERVE_LEVELS] = {MGPU_RESERVE_QUARTER_OUT, MGPU_RESERVE_ALL_IN, MGPU_RESERVE_HALF_OUT,
+                                                 MGPU_RESERVE_CPUS_OUT, MGPU_RESERVE_GPUS_OUT}; /* trials among equals */
+  const unsigned always = 1u << MGPU_RESERVE_ALL_IN | 1u << MGPU_RESERVE_QUARTER_OUT;
+  offered = (offered | always) & ((1u << MGPU_RESERVE_LEVELS) - 1);
   uint64_t k = m->reserve_batches++;
   *record = true;
   if (k == 0) {
     *record = false;
     m->reserve_n = n;
-    return 1;
+    return MGPU_RESERVE_QUARTER_OUT;
   }
-  if (n > 2 * m->reserve_n || 2 * n < m->reserve_n) {
+  if (n > MGPU_RESERVE_SIZES * m->reserve_n || MGPU_RESERVE_SIZES * n < m->reserve_n) {
     memset(m->reserve_rate, 0, sizeof m->reserve_rate);
     memset(m->reserve_runs, 0, sizeof m->reserve_runs);
     m->reserve_n = n;
@@ -364,12 +367,12 @@ int mgpu__reserve_pick(mgpu__model_t *m, size_t n, unsigned offered, bool *recor
       least = l;
   }
   if (least >= 0) return least;
-  int best = 0, nother = 0, other[MGPU_RESERVE_LEVELS];
-  for (int l = 1; l < MGPU_RESERVE_LEVELS; l++)
+  int best = MGPU_RESERVE_ALL_IN, nother = 0, other[MGPU_RESERVE_LEVELS];
+  for (int l = MGPU_RESERVE_ALL_IN + 1; l < MGPU_RESERVE_LEVELS; l++)
     if ((offered >> l & 1u) && mgpu__reserve_score(m, l) > MGPU_RESERVE_MARGIN * mgpu__reserve_score(m, best)) best = l;
   if (k < (m->refresh_at ? m->refresh_at : MGPU_RESERVE_REFRESH)) return best;
   m->refresh_gap = m->refresh_gap && m->refresh_best == best
-                       ? MGPU_MIN(2 * m->refresh_gap, (uint64_t)MGPU_RESERVE_REFRESH_MAX)
+                       ? MGPU_MIN(MGPU_RESERVE_REFRESH_GROWTH * m->refresh_gap, (uint64_t)MGPU_RESERVE_REFRESH_MAX)
                        : MGPU_RESERVE_REFRESH;
   m->refresh_best = best;
   m->refresh_at = k + m->refresh_gap;

@@ -14,10 +14,15 @@
  * finished chunks and kept for the runtime's life, with what it publishes to
  * the other workers; the cost profile; the reserve trials.
  */
-/* MGPU_RESERVE_THREADS=auto's ways, fewer workers out first: every CPU
- * worker in, a quarter out, half out, all out; then every GPU out. */
-#define MGPU_RESERVE_LEVELS 5
-#define MGPU_RESERVE_GPUS_OUT 4
+/* MGPU_RESERVE_THREADS=auto's ways (levels), fewer workers out first. */
+enum {
+  MGPU_RESERVE_ALL_IN,      /* every CPU worker in */
+  MGPU_RESERVE_QUARTER_OUT, /* a quarter of them out */
+  MGPU_RESERVE_HALF_OUT,    /* half of them out */
+  MGPU_RESERVE_CPUS_OUT,    /* all of them out */
+  MGPU_RESERVE_GPUS_OUT,    /* every GPU out */
+  MGPU_RESERVE_LEVELS
+};
 /* The line's sums of 1, n, n^2, t, n t, t^2 over timings of n items in t
  * seconds: decayed, each timing weighted. */
 typedef struct {
@@ -84,7 +89,7 @@ typedef struct {
  * under it, held to the plain batches before them. */
 typedef struct {
   size_t batch_n;          /* the batch size the rates are for */
-  double plain_rate[2];   /* items/s of the last two plain batches */
+  double plain_rate[MGPU_FIT_BATCH_BASE]; /* items/s of the last plain batches */
   int plain_runs;          /* plain batches timed since the rates were reset */
   size_t last_claims;      /* claims in the last plain batch */
   size_t last_first;       /* the size of its first */
@@ -160,7 +165,6 @@ typedef struct mgpu__model {
 } mgpu__model_t;
 
 /* -------------------------------------------------------------- claim.c */
-#define MGPU_PROF_BINS 128 /* see mgpu__prof_lo */
 /* A batch's cost by position (mgpu__cost_init, below). */
 typedef struct {
   size_t n;

@@ -70,7 +70,7 @@ static double finish_time_peak(const double *speed, const double *latency, const
   for (int i = 0; i < n; i++)
     if (speed[i] > 0) total += speed[i], lat = MGPU_MAX(lat, latency[i]);
   double lo = 0, hi = lat + items / total;
-  for (int it = 0; it < 200 && hi - lo > 1e-12 * hi; it++) {
+  for (int it = 0; it < MGPU_HALVE_STEPS && hi - lo > MGPU_FINISH_TOL * hi; it++) {
     double mid = 0.5 * (lo + hi), done = 0;
     for (int i = 0; i < n; i++)
       if (speed[i] > 0) done += items_by(speed[i], MGPU_MAX(0.0, latency[i]), peak[i], mid);
@@ -182,12 +182,12 @@ size_t mgpu__steal_share(const mgpu__steal_view_t *v) {
     double lo = 0, hi = v->left;
     if (side_time(&t, t.pending) >= side_time(o, o->pending + v->left)) return 0;
     if (side_time(&t, t.pending + v->left) <= side_time(o, o->pending)) hi = lo = v->left;
-    for (int it = 0; it < 200 && hi - lo > 1e-9 * MGPU_MAX(1.0, hi); it++) {
+    for (int it = 0; it < MGPU_HALVE_STEPS && hi - lo > MGPU_STEAL_TOL * MGPU_MAX(1.0, hi); it++) {
       double mid = 0.5 * (lo + hi);
       if (side_time(&t, t.pending + mid) <= side_time(o, o->pending + v->left - mid)) lo = mid;
       else hi = mid;
     }
-    s = lo + 1e-6; /* halving ends below a crossing at a whole item */
+    s = lo + MGPU_ITEM_ROUNDING; /* halving ends below a crossing at a whole item */
   }
   if (s > v->left) s = v->left;
   return s >= 1 ? (size_t)floor(s) : 0;
@@ -214,7 +214,7 @@ size_t mgpu__rank_steal_share(const mgpu__rank_steal_view_t *v) {
   double s = (work / rate - start) * ct;
   if (s > v->left) s = v->left;
   /* Rounding must not lose an item that equal finish gives exactly. */
-  s = floor(s + 1e-6);
+  s = floor(s + MGPU_ITEM_ROUNDING);
   if (!(s >= 1)) return 0;
   /* The owner's finish moves earlier by s / vo; the transfer is what the
    * thief pays for it, and the fixed part a share of its work. */
