@@ -135,8 +135,7 @@
 #define MGPU_FIT_GROWTH 4.0
 #define MGPU_FIT_RISE 1.1
 #define MGPU_FIT_SIZE_CLASS 1.5
-/* A sample of a size class moves the class's rates this share of the way to
- * its own: one chunk's noise moves them, and a few chunks settle them. */
+/* A size class's rates move this share of the way to each sample's: a few settle them. */
 #define MGPU_FIT_CLASS_BLEND 0.5
 /* The step-below trial (fit.c, size_class) judges a smaller size by its
  * throughput among others: it skips the chunks claimed while a larger one
@@ -172,9 +171,7 @@
  * factor): the kernel's cost has changed for good, and the line starts over. */
 #define MGPU_FIT_SHIFT 4.0
 #define MGPU_FIT_SHIFT_RUN 2
-/* A batch counts towards that run once at least this share of its items (and
- * of the last batch's judged ones) ran in chunks the line judges: its first
- * chunks alone may be a cheap stretch of the items. */
+/* A batch counts in that run once this share of its items ran in judged chunks: its first may be cheap. */
 #define MGPU_FIT_SHIFT_JUDGED 0.5
 /* A chunk that started before the held one ended and is credited with
  * over this many times its rate ran beside it (mgpu__fit_beside): it
@@ -221,16 +218,13 @@
 #define MGPU_FIT_BATCH_SPREAD 10.0
 #define MGPU_FIT_BATCH_GAP 16
 #define MGPU_FIT_BATCH_GAP_MAX 256
-/* The gap after each trial not kept is this many times the last one. */
+/* The gap after each trial not kept is this many times the last: trials that fail cost less and less. */
 #define MGPU_FIT_BATCH_GAP_GROWTH 2
-/* A trial is held to the best of the last this many plain batches: single
- * batches vary, nearly always slower, so the best is the steadier figure. */
+/* A trial is held to the best of this many plain batches: single batches vary, nearly always slower. */
 #define MGPU_FIT_BATCH_BASE 2
-/* Batches within this factor of the size the trials' rates are for compare
- * with them; others start the trials over (rates depend on the size). */
+/* Batches within this factor of the trials' size compare with them; others start them over. */
 #define MGPU_FIT_BATCH_SIZES 2
-/* A batch's spread of chunk rates counts chunks of at least this share of
- * its first chunk: a piece cut by a range's end runs at its latency's rate. */
+/* Chunk rates spread over chunks of this share of the first at least: a range's cut end is latency. */
 #define MGPU_FIT_SPREAD_MIN_SHARE 0.5
 /* The slowest chunk rate seen drifts back up by this fraction per chunk. */
 #define MGPU_SLOW_DRIFT 0.05
@@ -250,11 +244,9 @@
  * fewer, the kept way's own noisy times flip the choice to a slower way
  * again and again (doc/tuning.md, "Internal constants"). */
 #define MGPU_RESERVE_KEEP 8
-/* Each refresh that finds the same way fastest makes the gap to the next
- * this many times the last one. */
+/* Each refresh that finds the same way fastest makes the next gap this many times the last. */
 #define MGPU_RESERVE_REFRESH_GROWTH 2
-/* Batches within this factor of the size the ways' times are for compare
- * with them; others start the trials over (throughput depends on the size). */
+/* Batches within this factor of the timed size compare: throughput depends on the size. */
 #define MGPU_RESERVE_SIZES 2
 /* Cost profiles (mgpu__prof_cuts): the spread of bin costs, and the
  * smoothness against half the step, that tell items differing in cost by
@@ -263,30 +255,24 @@
 #define MGPU_PROF_SPREAD 6.0
 #define MGPU_PROF_SMOOTH 4.0
 #define MGPU_COST_REACH 2
-/* A cost profile's equal parts of a batch's index space: fine enough to
- * follow an image's rows, coarse enough that a GPU's chunks fill each bin. */
+/* A cost profile's parts of a batch: enough to follow a cost's shape, few enough to learn each. */
 #define MGPU_PROF_BINS 128
-/* Fewer bins than this tell no smoothness from noise: no profile. */
+/* Fewer learnt bins than this cannot tell a smooth cost from noise. */
 #define MGPU_PROF_MIN_BINS 8
-/* The spread of bin costs is of their middle: a tenth of the bins is left
- * out at each end, where the odd slow chunk lies. */
+/* Bin costs spread over their middle: 1 / this of the bins at each end may be odd slow chunks. */
 #define MGPU_PROF_TRIM 10
-/* Each batch moves a bin this share of the way to what it measured: a
- * chunk's share of its device's time is a rough measure of its own cost. */
+/* Each batch moves a bin this share of the way: one batch's measure of a bin is rough. */
 #define MGPU_PROF_BLEND 0.5
-/* A cost is reached within this share of the total: a sum of bin costs need
- * not equal the running cost at the item it ends at. */
+/* A cost is reached within this share of the total: sums of bin costs round. */
 #define MGPU_COST_ROUNDING 1e-12
 
-/* Numerics of the split and the steals (split.c). Halving runs at most this
- * many steps, which reach any tolerance below over doubles. */
+/* Halving (split.c) stops after this many steps, past any tolerance a double holds. */
 #define MGPU_HALVE_STEPS 200
-/* The common finish time is found within this share of itself. */
+/* The split's common finish time is found within this share of itself: far under an item. */
 #define MGPU_FINISH_TOL 1e-12
-/* A thief's share is found within this share of itself (at least of an item). */
+/* A thief's share is found within this share of itself (or of one item): far under an item. */
 #define MGPU_STEAL_TOL 1e-9
-/* A share within this of a whole item counts as that item: rounding must not
- * lose one that equal finish gives exactly. */
+/* A share this close under a whole item counts as it: rounding must not lose an item. */
 #define MGPU_ITEM_ROUNDING 1e-6
 
 #endif /* MGPU_TUNABLES_H */

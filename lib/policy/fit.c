@@ -354,7 +354,8 @@ static mgpu__trial_t judge_batch(mgpu__fit_t *f, double *rate, double *base) {
     bt->gap = 0;
     bt->next_at = 0;
   } else {
-    bt->gap = bt->gap ? MGPU_MIN(MGPU_FIT_BATCH_GAP_GROWTH * bt->gap, (uint64_t)MGPU_FIT_BATCH_GAP_MAX) : MGPU_FIT_BATCH_GAP;
+    bt->gap = bt->gap ? MGPU_MIN(MGPU_FIT_BATCH_GAP_GROWTH * bt->gap, (uint64_t)MGPU_FIT_BATCH_GAP_MAX)
+                      : MGPU_FIT_BATCH_GAP;
     bt->next_at = bt->seen + bt->gap;
   }
   bt->down_next = up != kept;
@@ -426,7 +427,8 @@ void mgpu__fit_batch_time(mgpu__fit_t *f, uint64_t tag, double n, double t) {
     sh->took += t;
     sh->judged += n;
     shift_way_t way = off_way(sh->took, sh->pred);
-    if (way != SHIFT_NONE && sh->run * (int)way >= MGPU_FIT_SHIFT_RUN - 1 && sh->judged >= MGPU_FIT_SHIFT_JUDGED * sh->last_judged)
+    if (way != SHIFT_NONE && sh->run * (int)way >= MGPU_FIT_SHIFT_RUN - 1 &&
+        sh->judged >= MGPU_FIT_SHIFT_JUDGED * sh->last_judged)
       restart_line(f);
   }
   /* The spread of rates is of chunks of about the batch's size: a piece cut

@@ -9,11 +9,9 @@
 #include "base/base.h"
 
 /* -------------------------------------------------------------- model.c */
-/*
- * Per-kernel model: each worker's chunk-time fit (fit.c), updated online from
- * finished chunks and kept for the runtime's life, with what it publishes to
- * the other workers; the cost profile; the reserve trials.
- */
+/* Per-kernel model: each worker's chunk-time fit (fit.c), learnt online and
+ * kept for the runtime's life, with what it publishes to the other workers;
+ * the cost profile; the reserve trials. */
 /* MGPU_RESERVE_THREADS=auto's ways (levels), fewer workers out first. */
 enum {
   MGPU_RESERVE_ALL_IN,      /* every CPU worker in */
@@ -150,11 +148,11 @@ typedef struct mgpu__model {
   double *prof;
   size_t prof_n;
   /* MGPU_RESERVE_THREADS=auto, under rt->lock: batch throughput (items/s) of
-   * this kernel's last MGPU_RESERVE_KEEP timed batches with all CPU workers
-   * in [0], with a quarter of them out [1], with half [2], with all of them
-   * out [3] and with every GPU out [4]. */
+   * this kernel's last MGPU_RESERVE_KEEP timed batches of each way. */
   double reserve_rate[MGPU_RESERVE_LEVELS][MGPU_RESERVE_KEEP];
-  int reserve_runs[MGPU_RESERVE_LEVELS]; /* batches timed for each (under 2 x MGPU_RESERVE_KEEP); the next goes in slot runs % MGPU_RESERVE_KEEP */
+  /* Batches timed for each way (under 2 x MGPU_RESERVE_KEEP); the next goes
+   * in slot runs % MGPU_RESERVE_KEEP. */
+  int reserve_runs[MGPU_RESERVE_LEVELS];
   uint64_t reserve_batches;     /* GPU batches started under auto */
   uint64_t refresh_at;          /* the batch of the next refresh (0: MGPU_RESERVE_REFRESH) */
   uint64_t refresh_gap;         /* batches from it to the one after (0: no refresh yet; MGPU_RESERVE_REFRESH) */
@@ -178,16 +176,15 @@ typedef struct {
 } mgpu__call_t;
 
 /* --------------------------------------------------------------- split.c */
-/* A worker's seconds for s items: latency + s / speed; with a peak (> speed,
- * the items/s its chunks' items add past their latency), speed being its
- * rate at the size of its chunks, latency included, the slower of
- * latency + s / peak (the items within one chunk) and s / speed (chunks one
- * after another, each with its latency): counting the latency on top of a
- * rate that holds it already would count it twice. */
+/* A worker's seconds for s items: latency + s / speed. With a peak (> speed:
+ * the items/s its chunks' items add past their latency), speed is its rate
+ * at its chunks' size, latency included, and the time is the slower of
+ * latency + s / peak (within one chunk) and s / speed (chunk after chunk),
+ * so that the latency is counted once. */
 double mgpu__share_time(double speed, double latency, double peak, double s);
 /* Shares of `items` for n workers that finish them together: worker i
  * takes mgpu__share_time(speed[i], latency[i], peak[i], share[i]) seconds
- * (latency and peak may be NULL: none), and one whose latency alone passes
+ * (latency and peak may be NULL: none), and one whose latency by itself passes
  * that time gets nothing. */
 void mgpu__split(const double *speed, const double *latency, const double *peak, int n, size_t items, size_t *share);
 /* Workers of one group (group[i]: the index of the group's first member;
@@ -234,11 +231,10 @@ typedef struct {
   const double *others_speed, *others_running;
 } mgpu__rank_steal_view_t;
 /* Items a rank takes from the back of another rank's range (0: none): the
- * share at which the owner, the thief and the other idle ranks (taking
- * theirs next) all finish together, the thieves' times including moving the
- * inputs and outputs; none where that saves the owner less than
- * MGPU_RANK_STEAL_GAIN times the time the transfer costs, or where the
- * steal's fixed cost would be over 1 / MGPU_RANK_STEAL_GAIN of its work. */
+ * share at which owner, thief and the other idle ranks all finish together,
+ * moving the bytes included; none where that saves the owner under
+ * MGPU_RANK_STEAL_GAIN times the transfer's time, or where the fixed cost
+ * is over 1 / MGPU_RANK_STEAL_GAIN of the steal's work. */
 size_t mgpu__rank_steal_share(const mgpu__rank_steal_view_t *v);
 
 /* ----------------------------------------------------------------- fit.c */
@@ -256,25 +252,17 @@ typedef struct {
   const mgpu__call_t *calls; /* a CPU chunk's kernel calls (its pieces), which the line learns from */
   int ncalls;                /* how many (0: the chunk was one call) */
 } mgpu__sample_t;
-/* A GPU's sample: a solo one's time holds the fill of the pipeline
- * (copies in, the kernel, copies out one after the other), which a chunk
- * among others in flight does not pay, and it is learnt only where the
- * worker's chunks run solo; elsewhere it only judges whether the chunks
- * still grow, where it is past the largest size learnt. The size classes
- * that judge the growth are of single launches: chunks that ran side by
- * side, or ended out of order, are as fast together as their launches' size
- * makes them, and judged as one launch of their total they would tell of a
- * size never launched. */
+/* Learn a sample. A solo GPU sample's time holds the pipeline's fill, which
+ * overlapped chunks hide: it is learnt only where the worker's chunks run
+ * solo, and elsewhere only judges the growth. A sample counts in the size
+ * class of its largest launch: launches joined into one sample run as fast
+ * as their own size makes them. */
 void mgpu__fit_sample(mgpu__fit_t *f, const mgpu__sample_t *s);
-/* A GPU is about to claim from batch `tag` (its id + 1) of n items: where
- * that is a new batch, the batch before it is judged. A floor trial compares
- * whole batches, which hold the same items in the same places: items that
- * differ in cost by position (a divergent kernel's rows) make the rates of
- * single chunks of different sizes incomparable, and a launch too small to
- * keep the device busy beside the others' slowest items cannot be told
- * from a cheap part of the batch (doc/tuning.md, "Completion times").
- * Returns the trial it judged (MGPU_TRIAL_NONE: none),
- * with that batch's items/s and the plain batches' it was held to. */
+/* A GPU is about to claim from batch `tag` (its id + 1) of n items: a new
+ * batch ends the one before, which is judged. Batch trials compare whole
+ * batches, which hold the same items in the same places, where items that
+ * differ in cost by position make single chunks incomparable. Returns the
+ * trial judged (MGPU_TRIAL_NONE: none), its items/s and the base it met. */
 mgpu__trial_t mgpu__fit_batch(mgpu__fit_t *f, uint64_t tag, size_t n, double *rate, double *base);
 /* Device time of a chunk of the batch `tag` (for mgpu__fit_batch's sums). */
 void mgpu__fit_batch_time(mgpu__fit_t *f, uint64_t tag, double n, double t);
@@ -291,12 +279,11 @@ bool mgpu__fit_known(const mgpu__fit_t *f);
  * seconds (from their end to its own), `span` from its own start (busy
  * where the device gives no timestamps). */
 bool mgpu__fit_beside(double held_items, double held_s, double items, double busy, double span);
-/* Items of the worker's next chunk, before the end of its range: the probe
- * (prior_rate items/s for target_s) before any claim; where it `grows` (a
- * GPU), growing from the largest claim while the fit is not known, then
- * target_s of work and never under the measured knee nor the floor of its
- * batch trials (mgpu__fit_batch); else target_s at its mean rate. At most
- * max_items, at least 1. */
+/* Items of the worker's next chunk, before the end of its range (1 to
+ * max_items): the probe (prior_rate items/s for target_s) before any claim;
+ * where it `grows` (a GPU), growing while the fit is not known, then
+ * target_s of work, never under the knee nor the batch trials' floor; else
+ * target_s at its mean rate. */
 size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s, size_t max_items, bool grows);
 /* A claim of n items was made from the size mgpu__fit_chunk gave. */
 void mgpu__fit_claimed(mgpu__fit_t *f, size_t n);
@@ -318,22 +305,18 @@ void mgpu__model_update(mgpu__model_t *m, int w, const mgpu__sample_t *s);
  * publishes. */
 size_t mgpu__model_chunk(mgpu__model_t *m, int w, double prior_rate, double target_s, size_t max_items, bool grows,
                          uint64_t tag, size_t batch_n);
-/* MGPU_RESERVE_THREADS=auto: which way a batch of n items runs, of those in
- * the bit mask `offered` (bit l for level l; 0 and 1 always): every CPU
- * worker in (0), a quarter out (1), half out (2), all out (3); and whether
- * its time is to be learnt (*record). mgpu__reserve_learn takes
- * the items/s of a recorded batch. Under rt->lock. */
+/* MGPU_RESERVE_THREADS=auto: which way (MGPU_RESERVE_*) a batch of n items
+ * runs, of those in the bit mask `offered` (bit l for way l; ALL_IN and
+ * QUARTER_OUT always), and whether its time is to be learnt (*record).
+ * mgpu__reserve_learn takes the items/s of a recorded batch. Under rt->lock. */
 int mgpu__reserve_pick(mgpu__model_t *m, size_t n, unsigned offered, bool *record);
 void mgpu__reserve_learn(mgpu__model_t *m, int level, double items_per_s);
 /* A way's speed as the choice sees it: the best of its kept times (0: none). */
 double mgpu__reserve_score(const mgpu__model_t *m, int level);
-/* Item cost by position. Items of some kernels differ in cost by where they
- * lie (the rows of a Mandelbrot image), and a GPU's whole range of a short
- * batch goes in flight in a few launches, so a split of alike GPUs by items
- * per second, learnt on whichever items each did last, stays wrong
- * (doc/tuning.md, "Internal constants").
- * Bins: MGPU_PROF_BINS equal parts of [0, n); bin j starts at
- * mgpu__prof_lo(n, j). */
+/* Item cost by position: where items differ in cost by where they lie, a
+ * split of alike GPUs by items per second, learnt on whichever items each did
+ * last, stays wrong. Bins: MGPU_PROF_BINS equal parts of [0, n); bin j starts
+ * at mgpu__prof_lo(n, j). */
 size_t mgpu__prof_lo(size_t n, int j);
 /* Add a chunk's `secs` of device time over its items [first, first+count) to
  * per-bin sums of seconds t[] and items it[]. */
@@ -347,20 +330,16 @@ void mgpu__prof_learn(mgpu__model_t *m, size_t n, const double *sums, int rows);
  * position (then speeds split them as well): see prof_irregular. */
 bool mgpu__prof_cuts(const double *prof, size_t n, size_t a, int k, size_t *cut);
 
-/* A batch's cost by position, from the profile its GPUs were split by
- * (mgpu__prof_cuts): seconds per item in each bin, and in all before it. The
- * batch's GPUs then also size their chunks and steal from one another by it:
- * by items, a chunk of a costly stretch takes many times its planned time,
- * and a thief takes far more than its share (doc/tuning.md, "Internal constants").
- * Each bin costs the most of the profile's bins within MGPU_COST_REACH of it:
- * a chunk across a rise in cost spreads its time evenly over its items, so
- * on the slopes of a peak the profile learns some bins below their cost,
- * and a chunk sized by them would take many times its planned time. */
+/* A batch's cost by position, from the profile its GPUs were split by: the
+ * GPUs size chunks and steal by it, since by items a costly stretch's chunk
+ * overruns and a thief takes too much. A bin costs the most of the bins
+ * within MGPU_COST_REACH: a chunk across a rise in cost spreads its time over
+ * its items, so the profile learns the slopes of a peak too cheap. */
 void mgpu__cost_init(mgpu__cost_t *c, const double *prof, size_t n);
 /* The cost of items [0, x); x >= n: of all. */
 double mgpu__cost_at(const mgpu__cost_t *c, size_t x);
-/* The least x with mgpu__cost_at(c, x) >= cost, within 1e-12 of the total
- * cost (0 for cost <= 0, n past the total). */
+/* The least x with mgpu__cost_at(c, x) >= cost, within MGPU_COST_ROUNDING of
+ * the total cost (0 for cost <= 0, n past the total). */
 size_t mgpu__cost_find(const mgpu__cost_t *c, double cost);
 /* Items from `first` that cost what n items cost on average (at least 1). */
 size_t mgpu__cost_chunk(const mgpu__cost_t *c, size_t first, size_t n);

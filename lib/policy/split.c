@@ -1,9 +1,7 @@
 /*
- * split.c: the scheduling policy as pure functions: numbers in, numbers out,
- * no locks and no runtime. How a batch's items are shared among workers so
- * that all are predicted to finish together, and how much a thief takes
- * from a victim's range (the tail rule). Chunk sizes are fit.c's. Tested
- * with exact values (tests/test-policy.c).
+ * split.c: how a batch's items are shared among workers so that all are
+ * predicted to finish together, and how much a thief takes from a victim's
+ * range (the tail rule): numbers in, numbers out, no locks and no runtime.
  */
 #include "policy/policy.h"
 
@@ -150,30 +148,30 @@ bool mgpu__ranges_in_flight(const double *speed, int n, size_t items, int stream
   return total > 0 && (double)items / total < (streams + 1) * MGPU_GPU_TARGET_S;
 }
 
+/* A thief far slower than the owner plans with its worst case, the slower
+ * of a quarter of its speed and the slowest rate it has seen on the kernel:
+ * one dear item on it would outlast the owner. It takes nothing where the
+ * owner has less left than the longest item a worker of its kind has taken,
+ * which the item it would take may be (false). */
+static bool slow_thief(const mgpu__steal_view_t *v, mgpu__steal_side_t *t) {
+  const mgpu__steal_side_t *o = &v->owner;
+  if (v->worst_item_s > 0 && (o->pending + v->left) / o->speed < v->worst_item_s) return false;
+  t->speed /= MGPU_SLOW_THIEF_MARGIN;
+  if (v->slowest > 0 && v->slowest < t->speed) t->speed = v->slowest;
+  t->peak = 0; /* the worst case is a plain rate */
+  return true;
+}
+
 size_t mgpu__steal_share(const mgpu__steal_view_t *v) {
   const mgpu__steal_side_t *o = &v->owner;
   if (o->speed <= 0) return (size_t)v->left; /* a retired owner: take it all */
-  /* Equal finish: thief and owner end together, each taking
-   * mgpu__share_time for what it has, latencies at and ao for the chunk each
-   * still has to start. A thief far slower than the owner plans with its
-   * worst case, the slower of a quarter of its speed and the slowest rate it
-   * has seen on this kernel: items differ in cost (a row of the Mandelbrot
-   * set), and one expensive item on a slow worker would outlast the owner,
-   * so it takes only what it surely finishes first. */
+  /* Equal finish: thief and owner end together, each taking mgpu__share_time
+   * for what it has, its latency for the chunk it still has to start. */
   mgpu__steal_side_t t = v->thief;
-  if (t.speed * MGPU_SLOW_SPLIT_RATIO < o->speed) {
-    /* Nor does it take anything once the owner has less left than the
-     * longest item any worker of its kind has taken: the item it would take
-     * may be such a one. (Only as a gate: planning the amount with that
-     * worst rate made the CPUs take too little of evenly costly work.) */
-    if (v->worst_item_s > 0 && (o->pending + v->left) / o->speed < v->worst_item_s) return 0;
-    t.speed /= MGPU_SLOW_THIEF_MARGIN;
-    if (v->slowest > 0 && v->slowest < t.speed) t.speed = v->slowest;
-    t.peak = 0; /* the worst case is a plain rate */
-  }
+  if (t.speed * MGPU_SLOW_SPLIT_RATIO < o->speed && !slow_thief(v, &t)) return 0;
   double s;
   if (!has_peak(t.speed, t.peak) && !has_peak(o->speed, o->peak)) {
-    /* at + (pt + s)/vt == ao + (po + left - s)/vo */
+    /* latency + (pending + s) / speed is the same for both */
     s = (t.speed * (o->pending + v->left) - o->speed * t.pending + t.speed * o->speed * (o->latency - t.latency)) /
         (o->speed + t.speed);
   } else {
@@ -197,12 +195,11 @@ size_t mgpu__rank_steal_share(const mgpu__rank_steal_view_t *v) {
   const mgpu__rank_side_t *t = &v->thief, *o = &v->owner;
   if (!(t->speed > 0) || !(o->speed > 0) || !(v->left >= 1)) return 0;
   double per_byte = v->bw > 0 ? v->bytes_per_item / v->bw : 0;
-  /* All finish at T: the owner its items running and left - s - the
-   * others' of the range, at vo; a thief starting at its items running and
-   * the fixed cost, then at c = 1 / (1 / v + per_byte) items/s, the thief
-   * with s items and each other idle rank with its own take. The items of
-   * the range are all done by T:
-   *   vo (T - ao) - po + sum over thieves of c (T - start) = left. */
+  /* All finish at T. Each thief starts once its items running and the fixed
+   * cost are done, then runs at c = 1 / (1 / speed + per_byte) items/s; the
+   * range's items are all done by T:
+   *   owner speed (T - owner latency) - owner running
+   *     + sum over thieves of c (T - start) = left. */
   double ct = 1 / (1 / t->speed + per_byte), start = t->latency + t->running / t->speed + v->fixed_s;
   double rate = o->speed + ct, work = v->left + o->running + o->speed * o->latency + ct * start;
   for (int j = 0; j < v->nothers; j++) {
