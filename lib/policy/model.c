@@ -198,8 +198,8 @@ static bool prof_irregular(const double *prof, int j0) {
   qsort(x, (size_t)n, sizeof *x, cmp_double);
   int lo = n / MGPU_PROF_TRIM, hi = n * (MGPU_PROF_TRIM - 1) / MGPU_PROF_TRIM;
   bool spread = x[hi] - x[lo] >= log(MGPU_PROF_SPREAD);
-  mgpu__log(MGPU_LOG_DEBUG, "cost profile: middle 80%% of %d bins span %.3gx, variance %.3g of half the step's %.3g", n,
-            exp(x[hi] - x[lo]), var, 0.5 * step);
+  mgpu__log(MGPU_LOG_DEBUG, "cost profile: bins %d..%d of %d span %.3gx, variance %.3g of half the step's %.3g", lo, hi,
+            n, exp(x[hi] - x[lo]), var, 0.5 * step);
   return smooth && spread;
 }
 
