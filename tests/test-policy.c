@@ -9,25 +9,21 @@
 #include <math.h>
 #include <stdio.h>
 
-/* ------------------------------------------------------- chunk-time fit */
-
 /* A device whose chunk of n items takes a + c n seconds, exactly. */
 static double dev_time(double a, double c, double n) { return a + c * n; }
 
-/* Chunks of growing sizes on an exact line: the fit finds the line, and
- * the saturating size is where latency is a tenth of the time. */
-/* A chunk whose span is its device time (alone, or one after another). */
+/* A chunk whose span is its device time (solo, or one after another). */
 static void sample(mgpu__fit_t *f, double n, double t, bool solo) {
   mgpu__fit_sample(f, &(mgpu__sample_t){.items = n, .secs = t, .solo = solo});
 }
 
-/* A sample `span` from its own start: among others, its device time is less. */
+/* A sample `span` from its own start: overlapped, its device time is less. */
 static void sample_span(mgpu__fit_t *f, double n, double t, double span, bool solo) {
   mgpu__fit_sample(f, &(mgpu__sample_t){.items = n, .secs = t, .span = span, .solo = solo});
 }
 
-/* The start of a growth: chunks of n1 and n2 claimed, n1 learnt alone in
- * t1, n3 claimed while n2 runs, then n2 learnt alone in t2. */
+/* The start of a growth: chunks of n1 and n2 claimed, n1 learnt solo in
+ * t1, n3 claimed while n2 runs, then n2 learnt solo in t2. */
 static void grow_solo(mgpu__fit_t *f, double n1, double t1, double n2, double t2, double n3) {
   mgpu__fit_claimed(f, (size_t)n1);
   mgpu__fit_claimed(f, (size_t)n2);
@@ -36,7 +32,12 @@ static void grow_solo(mgpu__fit_t *f, double n1, double t1, double n2, double t2
   sample(f, n2, t2, true);
 }
 
-START_TEST(test_fit_line) {
+
+/* -------------------- the line: t(n) = a + c n, learnt from samples */
+
+/* Chunks of growing sizes on an exact line: the fit finds the line, and
+ * the saturating size is where latency is a tenth of the time. */
+START_TEST(test_line_fits_exact_times) {
   mgpu__fit_t f = {0};
   const double a = 5e-3, c = 0.5e-6;
   for (double n = 1; n <= 1 << 20; n *= 4) mgpu__fit_add(&f, n, dev_time(a, c, n));
@@ -51,63 +52,11 @@ START_TEST(test_fit_line) {
 }
 END_TEST
 
-/* Claims and completions one after the other (as a CPU worker or a GPU with
- * one stream makes them) on a device of given latency and rate, from a probe
- * of prior_rate * target_s items; returns the claims made until the chunk
- * size stops changing, and that size in *settled. */
-static int settle(double a, double c, double prior_rate, double target_s, size_t max_items, size_t *settled,
-                  size_t *sizes, int nsizes) {
-  mgpu__fit_t f = {0};
-  size_t last = 0;
-  for (int k = 0; k < 40; k++) {
-    size_t n = mgpu__fit_chunk(&f, prior_rate, target_s, max_items, true);
-    mgpu__fit_claimed(&f, n);
-    if (k < nsizes) sizes[k] = n;
-    if (n == last) {
-      *settled = n;
-      return k;
-    }
-    mgpu__fit_add(&f, (double)n, dev_time(a, c, (double)n));
-    last = n;
-  }
-  *settled = last;
-  return 40;
-}
-
-/* A latency-bound device (a launch 18 ms whatever its size up to tens of
- * thousands of items, 4e6 items/s beyond) probed with one item: the chunks
- * grow fourfold a claim and settle at the memory cap, under the saturating
- * size (9 a / c = 648,000 items) where the rate still rises. */
-START_TEST(test_fit_grows_latency_bound) {
-  size_t sizes[16], settled;
-  int claims = settle(18e-3, 0.25e-6, 100, 2e-3, 1 << 20, &settled, sizes, 16);
-  printf("latency-bound: %d claims, settled at %zu:", claims, settled);
-  for (int k = 0; k < MGPU_MIN(claims, 16); k++) printf(" %zu", sizes[k]);
-  printf("\n");
-  ck_assert_uint_eq(sizes[0], 1); /* the probe: 100 items/s for 2 ms */
-  for (int k = 1; k < 10; k++) ck_assert_uint_eq(sizes[k], MGPU_MIN(sizes[k - 1] * 4, (size_t)1 << 20));
-  ck_assert_uint_eq(settled, 1 << 20);
-  ck_assert_int_le(claims, 14);
-}
-END_TEST
-
-/* A cheap kernel (20 us of latency, 1 ns an item): after the growth the
- * chunks are target_s of work, the saturating size (180,000) being smaller. */
-START_TEST(test_fit_cheap_kernel) {
-  size_t sizes[16], settled;
-  int claims = settle(20e-6, 1e-9, 2e8, 2e-3, SIZE_MAX, &settled, sizes, 16);
-  printf("cheap: %d claims, settled at %zu\n", claims, settled);
-  ck_assert_uint_eq(sizes[0], 400000);
-  ck_assert_double_eq_tol((double)settled, 2e-3 / 1e-9, 1e-3 * 2e6);
-  ck_assert_int_le(claims, 5);
-}
-END_TEST
-
 /* The tail of a batch as a device sees it: after full chunks (80,000 items
  * in 2 ms), forty stolen pieces of 5 items each 0.1 ms. Their time is
  * latency, and the rate at the size the device claims stays where the full
  * chunks put it. */
-START_TEST(test_fit_tail_pieces) {
+START_TEST(test_line_keeps_rate_after_tail_pieces) {
   mgpu__fit_t f = {0};
   for (int i = 0; i < 20; i++) mgpu__fit_add(&f, i % 2 ? 80000 : 20000, i % 2 ? 2e-3 : 0.5e-3);
   double full = mgpu__fit_rate(&f, 80000);
@@ -122,7 +71,7 @@ END_TEST
 
 /* The kernel's cost doubles (another input): the fit follows within a few
  * dozen chunks. */
-START_TEST(test_fit_forgets) {
+START_TEST(test_line_follows_doubled_cost) {
   mgpu__fit_t f = {0};
   for (int i = 0; i < 30; i++) {
     double n = i % 3 == 0 ? 1000 : 4000;
@@ -139,6 +88,20 @@ START_TEST(test_fit_forgets) {
 }
 END_TEST
 
+/* One chunk a hundred times too slow (the OS took the core) moves the fit
+ * by a bounded amount, and the fit returns. */
+START_TEST(test_line_bounds_one_slow_chunk) {
+  mgpu__fit_t f = {0};
+  for (int i = 0; i < 20; i++) mgpu__fit_add(&f, i % 2 ? 4000 : 1000, dev_time(1e-4, 1e-6, i % 2 ? 4000 : 1000));
+  double before = mgpu__fit_rate(&f, 4000);
+  mgpu__fit_add(&f, 4000, 100 * dev_time(1e-4, 1e-6, 4000));
+  double hit = mgpu__fit_rate(&f, 4000);
+  ck_assert_double_ge(hit, before / MGPU_FIT_CLIP);
+  for (int i = 0; i < 20; i++) mgpu__fit_add(&f, i % 2 ? 4000 : 1000, dev_time(1e-4, 1e-6, i % 2 ? 4000 : 1000));
+  ck_assert_double_eq_tol(mgpu__fit_rate(&f, 4000), before, 0.02 * before);
+}
+END_TEST
+
 /* One batch of a GPU's fit: a chunk of n items that takes t seconds. */
 static void one_batch(mgpu__fit_t *f, uint64_t *tag, double n, double t) {
   double rate, base;
@@ -148,11 +111,11 @@ static void one_batch(mgpu__fit_t *f, uint64_t *tag, double n, double t) {
 }
 
 /* The cost grows a thousandfold for good: one batch that slow moves the fit
- * by a bounded amount (test_fit_robust), a second in a row starts the line
+ * by a bounded amount (test_line_bounds_one_slow_chunk), a second in a row starts the line
  * over from it, and the fit is the new cost at once. So it does the other
  * way, a thousandfold cheaper. A batch whose chunks are far off both ways
  * (cheap rows, then dear ones) is not off as a whole. */
-START_TEST(test_fit_shift) {
+START_TEST(test_line_restarts_after_cost_shift) {
   mgpu__fit_t f = {0};
   uint64_t tag = 0;
   for (int i = 0; i < 20; i++) one_batch(&f, &tag, 4000, dev_time(1e-4, 1e-6, 4000));
@@ -185,12 +148,12 @@ START_TEST(test_fit_shift) {
 }
 END_TEST
 
-/* A worker whose chunks ran among others until its kernel's cost changed,
- * and whose batches are then one chunk each, alone: the line starts over
- * from such chunks too. An isolated chunk is learnt only where the worker's
- * chunks run alone, but an empty line learns it: left empty, it predicts
+/* A worker whose chunks ran overlapped until its kernel's cost changed,
+ * and whose batches are then one chunk each, solo: the line starts over
+ * from such chunks too. A solo chunk is learnt only where the worker's
+ * chunks run solo, but an empty line learns it: left empty, it predicts
  * nothing, the worker's rate is 0 and the prior rates it for good. */
-START_TEST(test_fit_shift_alone) {
+START_TEST(test_line_restarts_from_solo_chunks) {
   mgpu__fit_t f = {0};
   uint64_t tag = 0;
   for (int i = 0; i < 20; i++) {
@@ -212,17 +175,37 @@ START_TEST(test_fit_shift_alone) {
 }
 END_TEST
 
+/* A GPU's batches, each a chunk that runs solo (its time holds the fill
+ * of the pipeline: 3 ms of copies before and after) and ten that run among
+ * others (20 us of launch, 1 ns an item). The fill is not a chunk's latency:
+ * learnt as one, it would make the chunks large enough to leave nothing to
+ * overlap. Where every chunk runs solo (one chunk a batch), those are
+ * learnt. */
+START_TEST(test_line_skips_solo_pipeline_fill) {
+  mgpu__fit_t f = {0};
+  for (int b = 0; b < 6; b++) {
+    sample(&f, 2e6, 3e-3 + dev_time(20e-6, 1e-9, 2e6), true);
+    for (int k = 0; k < 10; k++) sample(&f, k % 2 ? 2e6 : 5e5, dev_time(20e-6, 1e-9, k % 2 ? 2e6 : 5e5), false);
+  }
+  ck_assert_double_lt(f.line.a, 1e-4);
+  ck_assert_double_lt(mgpu__fit_sat(&f), 1e6);
+  mgpu__fit_t g = {0};
+  for (int b = 0; b < 6; b++) sample(&g, b % 2 ? 8192 : 2048, dev_time(18e-3, 0.25e-6, b % 2 ? 8192 : 2048), true);
+  ck_assert_double_eq_tol(g.line.a, 18e-3, 1e-6);
+}
+END_TEST
+
 /* Which chunk joins the held sample (mgpu__fit_beside). Launches of 50 ms
  * side by side on four streams: the 1, 4 and 16 items before held in 60.1
  * ms, the next 16 started 45 ms before their end and ended 4.7 ms after it
  * (an emulated run's timings): 9.7 times their rate by the time credited,
- * and beside them for nine tenths of its span, it joins them; learnt alone,
+ * and beside them for nine tenths of its span, it joins them; learnt on its own,
  * it made the items look nearly free. A chunk queued behind others runs at
  * their rate for its own part, however long it waited; a tail chunk queued
  * behind a larger one, a larger chunk faster by its size but mostly in its
  * own time, and a larger launch as long as the one it queued behind, keep
  * samples of their own. */
-START_TEST(test_fit_beside) {
+START_TEST(test_sample_joins_launch_beside_it) {
   ck_assert(mgpu__fit_beside(21, 0.0601, 16, 0.00474, 0.050));
   ck_assert(mgpu__fit_beside(21, 0.0601, 16, 0.0033, 0.0033)); /* no timestamps: the rate alone */
   ck_assert(!mgpu__fit_beside(21, 0.0601, 16, 0.00474, 0.00474));
@@ -232,44 +215,71 @@ START_TEST(test_fit_beside) {
   /* Launches of 20 ms one after another: the 4,096 items queued behind
    * 1,024 are four times their rate, and waited a launch. */
   ck_assert(!mgpu__fit_beside(1024, 0.0201, 4096, 0.0204, 0.0405));
-  /* A batch's first chunk alone, its copies and kernel 1 ms each one after
+  /* A batch's first chunk, solo, its copies and kernel 1 ms each one after
    * the other, and the next of its size queued behind it, credited its
    * kernel's 1 ms with its copies hidden: three times the rate. */
   ck_assert(!mgpu__fit_beside(4096, 0.003, 4096, 0.001, 0.0025));
 }
 END_TEST
 
-/* The CPU team's start: one start far over the mean (a worker descheduled)
- * moves it by a bounded amount; a start that stays longer is learnt. */
-START_TEST(test_start_cost_clip) {
-  static mgpu_runtime_t rt;
-  for (int i = 0; i < 40; i++) mgpu__start_cost_learn(&rt, 80e-6);
-  ck_assert_double_eq_tol(mgpu__start_cost(&rt), 80e-6, 1e-9);
-  mgpu__start_cost_learn(&rt, 10e-3);
-  ck_assert_double_le(mgpu__start_cost(&rt), 80e-6 * (1 + MGPU_TEAM_START_WEIGHT * (MGPU_FIT_CLIP - 1)) + 1e-12);
-  for (int i = 0; i < 60; i++) mgpu__start_cost_learn(&rt, 200e-6);
-  ck_assert_double_eq_tol(mgpu__start_cost(&rt), 200e-6, 2e-6);
+/* ------------------------------------------ the knee and the growth */
+
+/* Claims and completions one after the other (as a CPU worker or a GPU with
+ * one stream makes them) on a device of given latency and rate, from a probe
+ * of prior_rate * target_s items; returns the claims made until the chunk
+ * size stops changing, and that size in *settled. */
+static int settle(double a, double c, double prior_rate, double target_s, size_t max_items, size_t *settled,
+                  size_t *sizes, int nsizes) {
+  mgpu__fit_t f = {0};
+  size_t last = 0;
+  for (int k = 0; k < 40; k++) {
+    size_t n = mgpu__fit_chunk(&f, prior_rate, target_s, max_items, true);
+    mgpu__fit_claimed(&f, n);
+    if (k < nsizes) sizes[k] = n;
+    if (n == last) {
+      *settled = n;
+      return k;
+    }
+    mgpu__fit_add(&f, (double)n, dev_time(a, c, (double)n));
+    last = n;
+  }
+  *settled = last;
+  return 40;
+}
+
+/* A latency-bound device (a launch 18 ms whatever its size up to tens of
+ * thousands of items, 4e6 items/s beyond) probed with one item: the chunks
+ * grow fourfold a claim and settle at the memory cap, under the saturating
+ * size (9 a / c = 648,000 items) where the rate still rises. */
+START_TEST(test_growth_fourfold_to_cap_when_latency_bound) {
+  size_t sizes[16], settled;
+  int claims = settle(18e-3, 0.25e-6, 100, 2e-3, 1 << 20, &settled, sizes, 16);
+  printf("latency-bound: %d claims, settled at %zu:", claims, settled);
+  for (int k = 0; k < MGPU_MIN(claims, 16); k++) printf(" %zu", sizes[k]);
+  printf("\n");
+  ck_assert_uint_eq(sizes[0], 1); /* the probe: 100 items/s for 2 ms */
+  for (int k = 1; k < 10; k++) ck_assert_uint_eq(sizes[k], MGPU_MIN(sizes[k - 1] * 4, (size_t)1 << 20));
+  ck_assert_uint_eq(settled, 1 << 20);
+  ck_assert_int_le(claims, 14);
 }
 END_TEST
 
-/* One chunk a hundred times too slow (the OS took the core) moves the fit
- * by a bounded amount, and the fit returns. */
-START_TEST(test_fit_robust) {
-  mgpu__fit_t f = {0};
-  for (int i = 0; i < 20; i++) mgpu__fit_add(&f, i % 2 ? 4000 : 1000, dev_time(1e-4, 1e-6, i % 2 ? 4000 : 1000));
-  double before = mgpu__fit_rate(&f, 4000);
-  mgpu__fit_add(&f, 4000, 100 * dev_time(1e-4, 1e-6, 4000));
-  double hit = mgpu__fit_rate(&f, 4000);
-  ck_assert_double_ge(hit, before / MGPU_FIT_CLIP);
-  for (int i = 0; i < 20; i++) mgpu__fit_add(&f, i % 2 ? 4000 : 1000, dev_time(1e-4, 1e-6, i % 2 ? 4000 : 1000));
-  ck_assert_double_eq_tol(mgpu__fit_rate(&f, 4000), before, 0.02 * before);
+/* A cheap kernel (20 us of latency, 1 ns an item): after the growth the
+ * chunks are target_s of work, the saturating size (180,000) being smaller. */
+START_TEST(test_growth_settles_at_target_when_cheap) {
+  size_t sizes[16], settled;
+  int claims = settle(20e-6, 1e-9, 2e8, 2e-3, SIZE_MAX, &settled, sizes, 16);
+  printf("cheap: %d claims, settled at %zu\n", claims, settled);
+  ck_assert_uint_eq(sizes[0], 400000);
+  ck_assert_double_eq_tol((double)settled, 2e-3 / 1e-9, 1e-3 * 2e6);
+  ck_assert_int_le(claims, 5);
 }
 END_TEST
 
 /* Chunks that never grow (each the whole of a short batch): the fit keeps
  * growing the claims from the largest so far, capped by the range's end in
  * the claim, never shrinking them to target_s of the rate they show. */
-START_TEST(test_fit_never_shrinks_below_claims) {
+START_TEST(test_growth_never_shrinks_below_claims) {
   mgpu__fit_t f = {0};
   size_t n = mgpu__fit_chunk(&f, 100, 2e-3, SIZE_MAX, true);
   mgpu__fit_claimed(&f, n);
@@ -284,35 +294,36 @@ START_TEST(test_fit_never_shrinks_below_claims) {
 }
 END_TEST
 
-/* A GPU's batches, each a chunk that starts alone (its time holds the fill
- * of the pipeline: 3 ms of copies before and after) and ten that run among
- * others (20 us of launch, 1 ns an item). The fill is not a chunk's latency:
- * learnt as one, it would make the chunks large enough to leave nothing to
- * overlap. Where every chunk runs alone (one chunk a batch), those are
- * learnt. */
-START_TEST(test_fit_pipeline_fill) {
-  mgpu__fit_t f = {0};
-  for (int b = 0; b < 6; b++) {
-    sample(&f, 2e6, 3e-3 + dev_time(20e-6, 1e-9, 2e6), true);
-    for (int k = 0; k < 10; k++) sample(&f, k % 2 ? 2e6 : 5e5, dev_time(20e-6, 1e-9, k % 2 ? 2e6 : 5e5), false);
-  }
-  ck_assert_double_lt(f.line.a, 1e-4);
-  ck_assert_double_lt(mgpu__fit_sat(&f), 1e6);
-  mgpu__fit_t g = {0};
-  for (int b = 0; b < 6; b++) sample(&g, b % 2 ? 8192 : 2048, dev_time(18e-3, 0.25e-6, b % 2 ? 8192 : 2048), true);
-  ck_assert_double_eq_tol(g.line.a, 18e-3, 1e-6);
+/* Chunks that grew into their cap (a staging buffer) with the rate still
+ * rising between the last two size classes: they cannot grow further. Where
+ * the fit predicts the same rate at target_s of work (no latency: the rise
+ * was noise or the pipeline's fill), the chunks are that size, which leaves
+ * more of them to overlap; where it predicts a slower rate (18 ms of
+ * latency), they stay at the cap. Below the cap, growth goes on. */
+START_TEST(test_growth_at_cap_keeps_cap_unless_as_fast) {
+  const double cap = 2097152;
+  mgpu__fit_t f = {.line = {.a = 0, .c = 2.5e-9, .samples = 8},
+                   .knee = {.top.n = cap, .below.n = cap / 4, .rising = true, .measured = true},
+                   .claims = {.largest = (size_t)cap, .probe = 1000}};
+  ck_assert(!mgpu__fit_known(&f));
+  ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e6, 2e-3, (size_t)cap, true), 800000);
+  f.knee.below.n = cap / 2;
+  ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e6, 2e-3, (size_t)cap, true), (size_t)(cap / 2));
+  ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e6, 2e-3, 2 * (size_t)cap, true), 2 * (size_t)cap);
+  f.line.a = 18e-3;
+  ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e6, 2e-3, (size_t)cap, true), (size_t)cap);
 }
 END_TEST
 
 /* GPU-only batches of 2^20 items on a device whose rate rises up to a
  * quarter of a batch (1 ms of latency, 22 ns an item, and 2.4 ns an item of
- * copies that only a chunk alone pays), with the next claim made while a
+ * copies that only a solo chunk pays), with the next claim made while a
  * chunk is in flight, as two streams make them: the first claim of a batch
- * runs alone, the others among others. Once the growth's step passes the
- * batch, a claim takes the whole range and runs alone; its rate, no faster
+ * runs solo, the others overlapped. Once the growth's step passes the
+ * batch, a claim takes the whole range and runs solo; its rate, no faster
  * than the smaller chunks', ends the growth, and the batches after it are
  * several chunks that overlap. On a latency-bound device (18 ms a launch)
- * the whole batch alone is faster, and the batches stay one chunk. */
+ * the whole batch as one solo chunk is faster, and the batches stay one chunk. */
 static void batch_chunks(double a, double c, double fill, size_t n, int batches, int *chunks) {
   mgpu__fit_t f = {0};
   for (int b = 0; b < batches; b++) {
@@ -335,18 +346,18 @@ static void batch_chunks(double a, double c, double fill, size_t n, int batches,
   }
 }
 
-START_TEST(test_fit_whole_batch_alone) {
+START_TEST(test_growth_ends_on_solo_whole_batch) {
   int cheap[6], latency[6];
   batch_chunks(1e-3, 22e-9, 2.4e-9, 786432, 6, cheap);
   batch_chunks(18e-3, 0.25e-6, 2.4e-9, 8192, 6, latency);
-  printf("whole batch alone, chunks a batch: cheap");
+  printf("whole batch solo, chunks a batch: cheap");
   for (int b = 0; b < 6; b++) printf(" %d", cheap[b]);
   printf("; latency-bound");
   for (int b = 0; b < 6; b++) printf(" %d", latency[b]);
   printf("\n");
   /* The first batch grows from the probe, the second is the whole batch
-   * alone; from the third on, several chunks (one a batch without the
-   * alone chunk's rate, until the memory of chunks among others fades). */
+   * solo; from the third on, several chunks (one a batch without the
+   * solo chunk's rate, until the memory of overlapped chunks fades). */
   for (int b = 2; b < 6; b++) {
     ck_assert_int_ge(cheap[b], 2);
     ck_assert_int_eq(latency[b], 1);
@@ -354,7 +365,7 @@ START_TEST(test_fit_whole_batch_alone) {
 }
 END_TEST
 
-/* The growth stops on two chunks that ran alone (pinned sha256 on one H200:
+/* The growth stops on two chunks that ran solo (pinned sha256 on one H200:
  * 1,198,040 items at 4.4e8 items/s, 4,792,160 at 4.7e8), while a chunk
  * claimed in the growth, 19,168,640 items, is in flight. That one started
  * while the one before it ran, so part of its time hid behind it: 5.4e8.
@@ -366,7 +377,7 @@ END_TEST
  * and chunks a step below try it). A chunk of that
  * kind whose rate rises past what overlap can fake (a latency-bound kernel
  * stopped early by noise) does open it again. */
-START_TEST(test_fit_stale_growth) {
+START_TEST(test_growth_not_reopened_by_stale_claim) {
   const size_t range = 33554432;
   mgpu__fit_t f = {0};
   grow_solo(&f, 1198040, 0.00274, 4792160, 0.0101, 19168640);
@@ -390,13 +401,13 @@ START_TEST(test_fit_stale_growth) {
 END_TEST
 
 /* Chunks judged by their own spans (pinned sha256 on one H200): 1,231,378
- * items alone at 3.7e8 items/s, 4,925,512 alone at 4.7e8, then 19,702,048
+ * items solo at 3.7e8 items/s, 4,925,512 solo at 4.7e8, then 19,702,048
  * claimed while that one ran, credited 36.2 ms from its end (5.4e8) but
- * 43 ms from its own start (4.6e8), and the tail among others. By its
+ * 43 ms from its own start (4.6e8), and the tail overlapped. By its
  * device time the rate still rose, the growth went on to the whole batch,
  * and that became the floor, two chunks a batch; by its span the growth
  * stops, and the chunks stay several a batch. */
-START_TEST(test_fit_span_growth) {
+START_TEST(test_growth_judged_by_spans) {
   const size_t range = 33554432;
   for (int spans = 0; spans < 2; spans++) {
     mgpu__fit_t f = {0};
@@ -423,11 +434,11 @@ END_TEST
  * (gpu_chunk.c): the third launch of 4,096 ran before the second, so the
  * second's time held both, and the two joined into "8,192 items in 14.4 ms
  * of device time, 21.4 ms by span". Judged as one launch of 8,192 that is no
- * faster than the lone 4,096 before it, and the growth stopped at 4,096 (the
+ * faster than the solo 4,096 before it, and the growth stopped at 4,096 (the
  * next batch in four launches); judged as what it is, launches of 4,096,
  * it leaves the size that a launch of 8,192 or more would run at untried, and
  * the chunks grow. The claims and samples are the run's, in its order. */
-START_TEST(test_fit_joined_launches) {
+START_TEST(test_growth_judges_joined_launches_by_largest) {
   for (int by_launch = 0; by_launch < 2; by_launch++) {
     mgpu__fit_t f = {0};
     /* One step of the run: a claim (0: none) or a sample (items, largest
@@ -469,9 +480,64 @@ START_TEST(test_fit_joined_launches) {
 }
 END_TEST
 
+/* Past the growth's end, a claim made during it and cut by its range (as
+ * the rest of a batch, 10,661,950 items on one H200's pinned sha256) is a
+ * larger class than any before, no faster. It does not lift the floor: the
+ * chunks stay at the class from which the rate stopped rising (here
+ * 1,310,720 items, 200 us + 1.2 ns an item), not the class above it, which
+ * ran a batch as 5 to 7 chunks where 20 were 7% faster. */
+START_TEST(test_knee_not_lifted_by_cut_claim) {
+  const double a = 200e-6, c = 1.2e-9;
+  mgpu__fit_t f = {0};
+  for (double n = 81920; n <= 5242880; n *= 4) {
+    mgpu__fit_claimed(&f, (size_t)n);
+    if (n == 5242880) mgpu__fit_claimed(&f, 4 * (size_t)n);
+    sample(&f, n, dev_time(a, c, n), false);
+  }
+  ck_assert(mgpu__fit_known(&f));
+  size_t before = mgpu__fit_chunk(&f, 1e6, 2e-3, SIZE_MAX, true);
+  sample(&f, 10661950, dev_time(a, c, 10661950), false);
+  ck_assert(mgpu__fit_known(&f));
+  size_t after = mgpu__fit_chunk(&f, 1e6, 2e-3, SIZE_MAX, true);
+  printf("knee stays: chunks of %zu before the cut claim, %zu after\n", before, after);
+  ck_assert_uint_eq(after, before);
+  ck_assert_uint_lt(after, 5242880 / 2);
+}
+END_TEST
+
+/* Chunks of nearly one size whose device times scatter, as overlapping
+ * streams make them (pinned sha256 on one H200, from steal's trials: the
+ * first batch's chunks, then chunks of 7.9 to 8.4 million items in 8.4 to
+ * 10 ms): a line through them shows 4.3 ms of latency, and its saturating
+ * size, 65 million items, is past the batch. Sized by it, every batch was
+ * one solo chunk, the pipeline's fill unhidden (4.9e8 items/s, against 7.4e8
+ * in chunks), and a solo chunk is not learnt while the chunks overlap, so
+ * nothing corrected it for nine batches. The chunks stay below the batch. */
+START_TEST(test_knee_ignores_scattered_latency) {
+  const size_t range = 33554432;
+  mgpu__fit_t f = {0};
+  mgpu__fit_claimed(&f, 8386731);
+  sample(&f, 8386731, 0.0177, true);
+  mgpu__fit_claimed(&f, 33546924);
+  sample_span(&f, 24826709, 0.0453, 0.050, false);
+  sample(&f, 19880547, 0.0417, true);
+  sample(&f, 13399961, 0.00929, false);
+  sample(&f, 8386731, 0.0178, true);
+  sample(&f, 8386731, 0.0100, false);
+  sample(&f, 8386731, 0.0100, false);
+  sample(&f, 7873540, 0.00841, false);
+  printf("scattered latency: fit %.3g s + %.3g s/item, n_sat %.3g, known %d nprev %.0f\n", f.line.a, f.line.c, mgpu__fit_sat(&f), mgpu__fit_known(&f), f.knee.below.n);
+  ck_assert_double_gt(mgpu__fit_sat(&f), (double)range);
+  size_t n = mgpu__fit_chunk(&f, 1e6, 2e-3, range, true);
+  ck_assert_uint_le(n, range / 2);
+}
+END_TEST
+
+/* ----------------------------------------- the trials and the floor */
+
 /* A first chunk past the knee (steal's first split gives a GPU a large
- * probe; pinned sha256 on one H200: 8,246,107 items alone in 17.5 ms, then
- * the rest of its range, 24,916,701 items, among others in 45.9 ms of device
+ * probe; pinned sha256 on one H200: 8,246,107 items solo in 17.5 ms, then
+ * the rest of its range, 24,916,701 items, overlapped in 45.9 ms of device
  * time and 50 ms from its own start): no
  * size below the probe has run, so the rate "stopped rising" at the probe
  * without a knee measured. Chunks a step below it try a smaller size; on a
@@ -492,7 +558,7 @@ static size_t settle_below(mgpu__fit_t *f, double a, double c, int chunks) {
   return mgpu__fit_chunk(f, 1e6, 2e-3, SIZE_MAX, true);
 }
 
-START_TEST(test_fit_probe_past_knee) {
+START_TEST(test_step_below_from_probe_past_knee) {
   mgpu__fit_t f = {0};
   mgpu__fit_claimed(&f, 8246107);
   sample(&f, 8246107, 0.0175, true);
@@ -520,16 +586,16 @@ START_TEST(test_fit_probe_past_knee) {
 END_TEST
 
 /* Steal's first split on mulmod --intensity 10000 (one H200): its GPU's
- * first chunks, 67,033, 268,132 and 659,317 items, ran alone, and a lone
+ * first chunks, 67,033, 268,132 and 659,317 items, ran solo, and a solo
  * launch of 67,033 does not fill the device (0.4 ms of fill: 3.5e7 items/s
  * against 4.2e7 for 268,132). In flight on three streams, chunks of either
  * size run at 4.45e7, their spans three times their device time. The rise
- * between lone chunks does not make 268,132 the knee (which left steal's
- * batches of 10^6 items at 4 chunks, each batch's lone first chunk a
- * quarter of it): chunks a step below run among others at the same
+ * between solo chunks does not make 268,132 the knee (which left steal's
+ * batches of 10^6 items at 4 chunks, each batch's solo first chunk a
+ * quarter of it): chunks a step below run overlapped at the same
  * throughput, and the chunks settle at target_s of work. On a device that
  * runs one chunk at a time (the emulated one), the launch latency is paid
- * among others too: the step below runs slower, and the knee stays. */
+ * overlapped too: the step below runs slower, and the knee stays. */
 static size_t solo_rise(double fill, double lat, double overlap, int batches, int *last_chunks) {
   const double rate = 4.45e7;
   mgpu__fit_t f = {0};
@@ -551,11 +617,11 @@ static size_t solo_rise(double fill, double lat, double overlap, int batches, in
   return mgpu__fit_chunk(&f, 1e6, 2e-3, SIZE_MAX, true);
 }
 
-START_TEST(test_fit_lone_rise) {
+START_TEST(test_step_below_after_solo_rise) {
   int chunks, serial_chunks;
   size_t n = solo_rise(0.4e-3, 0, 3, 4, &chunks);
   size_t serial = solo_rise(1e-3, 1e-3, 1, 4, &serial_chunks);
-  printf("lone rise: chunks of %zu (%d a batch) in flight together, %zu (%d a batch) one at a time\n", n, chunks, serial,
+  printf("solo rise: chunks of %zu (%d a batch) in flight together, %zu (%d a batch) one at a time\n", n, chunks, serial,
          serial_chunks);
   ck_assert_double_eq_tol((double)n, 2e-3 * 4.45e7, 0.05 * 2e-3 * 4.45e7);
   ck_assert_int_ge(chunks, 10);
@@ -602,7 +668,7 @@ static size_t queued_batches(mgpu__fit_t *f, double a, double c, int batches, si
   return mgpu__fit_chunk(f, 1e3, 2e-3, SIZE_MAX, true);
 }
 
-START_TEST(test_fit_queued_knee) {
+START_TEST(test_trial_up_lifts_queued_knee) {
   const double a = 0.4e-3, c = 22.2e-6;
   size_t stuck;
   double first, last;
@@ -623,7 +689,7 @@ END_TEST
  * of work: the line predicts no rise worth a trial, so none starts and the
  * chunks stay where the growth left them. A trial costs a batch of chunks
  * too large to overlap. */
-START_TEST(test_fit_queued_no_latency) {
+START_TEST(test_no_trial_without_latency) {
   size_t stuck;
   double first, last;
   int trials;
@@ -634,209 +700,6 @@ START_TEST(test_fit_queued_no_latency) {
 }
 END_TEST
 
-/* Past the growth's end, a claim made during it and cut by its range (as
- * the rest of a batch, 10,661,950 items on one H200's pinned sha256) is a
- * larger class than any before, no faster. It does not lift the floor: the
- * chunks stay at the class from which the rate stopped rising (here
- * 1,310,720 items, 200 us + 1.2 ns an item), not the class above it, which
- * ran a batch as 5 to 7 chunks where 20 were 7% faster. */
-START_TEST(test_fit_knee_stays) {
-  const double a = 200e-6, c = 1.2e-9;
-  mgpu__fit_t f = {0};
-  for (double n = 81920; n <= 5242880; n *= 4) {
-    mgpu__fit_claimed(&f, (size_t)n);
-    if (n == 5242880) mgpu__fit_claimed(&f, 4 * (size_t)n);
-    sample(&f, n, dev_time(a, c, n), false);
-  }
-  ck_assert(mgpu__fit_known(&f));
-  size_t before = mgpu__fit_chunk(&f, 1e6, 2e-3, SIZE_MAX, true);
-  sample(&f, 10661950, dev_time(a, c, 10661950), false);
-  ck_assert(mgpu__fit_known(&f));
-  size_t after = mgpu__fit_chunk(&f, 1e6, 2e-3, SIZE_MAX, true);
-  printf("knee stays: chunks of %zu before the cut claim, %zu after\n", before, after);
-  ck_assert_uint_eq(after, before);
-  ck_assert_uint_lt(after, 5242880 / 2);
-}
-END_TEST
-
-/* Chunks of nearly one size whose device times scatter, as overlapping
- * streams make them (pinned sha256 on one H200, from steal's trials: the
- * first batch's chunks, then chunks of 7.9 to 8.4 million items in 8.4 to
- * 10 ms): a line through them shows 4.3 ms of latency, and its saturating
- * size, 65 million items, is past the batch. Sized by it, every batch was
- * one chunk alone, the pipeline's fill unhidden (4.9e8 items/s, against 7.4e8
- * in chunks), and a chunk alone is not learnt while the chunks overlap, so
- * nothing corrected it for nine batches. The chunks stay below the batch. */
-START_TEST(test_fit_scattered_latency) {
-  const size_t range = 33554432;
-  mgpu__fit_t f = {0};
-  mgpu__fit_claimed(&f, 8386731);
-  sample(&f, 8386731, 0.0177, true);
-  mgpu__fit_claimed(&f, 33546924);
-  sample_span(&f, 24826709, 0.0453, 0.050, false);
-  sample(&f, 19880547, 0.0417, true);
-  sample(&f, 13399961, 0.00929, false);
-  sample(&f, 8386731, 0.0178, true);
-  sample(&f, 8386731, 0.0100, false);
-  sample(&f, 8386731, 0.0100, false);
-  sample(&f, 7873540, 0.00841, false);
-  printf("scattered latency: fit %.3g s + %.3g s/item, n_sat %.3g, known %d nprev %.0f\n", f.line.a, f.line.c, mgpu__fit_sat(&f), mgpu__fit_known(&f), f.knee.below.n);
-  ck_assert_double_gt(mgpu__fit_sat(&f), (double)range);
-  size_t n = mgpu__fit_chunk(&f, 1e6, 2e-3, range, true);
-  ck_assert_uint_le(n, range / 2);
-}
-END_TEST
-
-/* Chunks that grew into their cap (a staging buffer) with the rate still
- * rising between the last two size classes: they cannot grow further. Where
- * the fit predicts the same rate at target_s of work (no latency: the rise
- * was noise or the pipeline's fill), the chunks are that size, which leaves
- * more of them to overlap; where it predicts a slower rate (18 ms of
- * latency), they stay at the cap. Below the cap, growth goes on. */
-START_TEST(test_fit_growth_at_cap) {
-  const double cap = 2097152;
-  mgpu__fit_t f = {.line = {.a = 0, .c = 2.5e-9, .samples = 8},
-                   .knee = {.top.n = cap, .below.n = cap / 4, .rising = true, .measured = true},
-                   .claims = {.largest = (size_t)cap, .probe = 1000}};
-  ck_assert(!mgpu__fit_known(&f));
-  ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e6, 2e-3, (size_t)cap, true), 800000);
-  f.knee.below.n = cap / 2;
-  ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e6, 2e-3, (size_t)cap, true), (size_t)(cap / 2));
-  ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e6, 2e-3, 2 * (size_t)cap, true), 2 * (size_t)cap);
-  f.line.a = 18e-3;
-  ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e6, 2e-3, (size_t)cap, true), (size_t)cap);
-}
-END_TEST
-
-/* A CPU worker's chunks are target_s of work at its mean rate, whatever its
- * chunks' times suggest of a latency: there it is items that differ in cost
- * (here the chunks of a dear stretch, 40 times the others), and chunks grown
- * to amortize it would leave the team less to balance. */
-START_TEST(test_fit_cpu_chunks) {
-  mgpu__fit_t f = {0};
-  ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, false), 5); /* the probe */
-  mgpu__fit_claimed(&f, 5);
-  for (int i = 0; i < 40; i++) mgpu__fit_add(&f, 5, (i % 8 == 7 ? 40 : 1) * 1e-4 * 5);
-  size_t n = mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, false);
-  ck_assert_uint_eq(n, MGPU_MAX((size_t)1, (size_t)(0.5e-3 * f.line.items / f.line.secs)));
-  ck_assert_uint_le(n, 5);
-  /* A GPU's fit of the same chunks would grow them. */
-  ck_assert_uint_gt(mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, true), 5);
-}
-END_TEST
-
-/* A CPU kernel with a fixed cost per call (1 ms of set-up: a plan, a table,
- * a scratch allocation) and 1e6 items/s after it. Chunks of target_s of work
- * at the mean rate, which holds that cost, shrink to one item, the worker
- * then doing 1e3 items/s; chunks of at least the saturating size (the cost a
- * tenth of a chunk's time) keep 9e5. */
-START_TEST(test_fit_cpu_fixed_cost) {
-  mgpu__fit_t f = {0};
-  const double a = 1e-3, c = 1e-6;
-  size_t n = 0;
-  for (int i = 0; i < 20; i++) {
-    n = mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, false);
-    mgpu__fit_claimed(&f, n);
-    mgpu__fit_add(&f, (double)n, a + c * (double)n);
-  }
-  double rate = (double)n / (a + c * (double)n);
-  printf("CPU chunks with a 1 ms fixed cost: %zu items, %.3g items/s; fit %.3g s + %.3g s/item\n", n, rate, f.line.a, f.line.c);
-  ck_assert_double_ge(rate, 0.85 / c);
-  /* Under a cap (a range's end), the cap. */
-  ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e4, 0.5e-3, 100, false), 100);
-}
-END_TEST
-
-/* The same kernel from a prior of one item/s: every chunk is one item, one
- * call, and a line through one size cannot tell the call's cost from the
- * item's. One chunk in MGPU_FIT_CPU_TRY is MGPU_FIT_GROWTH items, whose
- * pieces (1 and 3 items) tell them apart; then the chunks are of the
- * saturating size. */
-START_TEST(test_fit_cpu_one_size) {
-  mgpu__fit_t f = {0};
-  const double a = 1e-3, c = 1e-6;
-  for (int i = 0; i < MGPU_FIT_CPU_TRY; i++) {
-    size_t n = mgpu__fit_chunk(&f, 1.0, 0.5e-3, SIZE_MAX, false);
-    ck_assert_uint_eq(n, i == MGPU_FIT_CPU_TRY - 1 ? (size_t)MGPU_FIT_GROWTH : 1);
-    mgpu__fit_claimed(&f, n);
-    if (n == 1) {
-      mgpu__fit_add(&f, 1, a + c);
-    } else {
-      const mgpu__call_t calls[2] = {{1, a + c}, {3, a + 3 * c}};
-      mgpu__fit_sample(&f, &(mgpu__sample_t){.items = 4, .secs = 2 * a + 4 * c, .calls = calls, .ncalls = 2});
-    }
-  }
-  /* The line finds the cost per call, and the chunks grow to its saturating
-   * size at most MGPU_FIT_GROWTH^2 times the largest chunk at a step: 64,
-   * 1024, then 9000 items. */
-  size_t n = 0;
-  for (int i = 0; i < 3; i++) {
-    n = mgpu__fit_chunk(&f, 1.0, 0.5e-3, SIZE_MAX, false);
-    printf("CPU chunks of one item, then a try of four: fit %.3g s + %.3g s/item, next %zu\n", f.line.a, f.line.c, n);
-    mgpu__fit_claimed(&f, n);
-    mgpu__fit_add(&f, (double)n, a + c * (double)n);
-  }
-  ck_assert_double_eq_tol(mgpu__fit_sat(&f), 9 * a / c, 1);
-  ck_assert_uint_ge(n, 8999);
-}
-END_TEST
-
-/* The same CPU worker's chunks of three sizes, 5, 2 and 8 items, their items
- * dear (40 times) by position, one chunk in eight: the times scatter about
- * any line, and the chunks stay target_s of work at the mean rate. */
-START_TEST(test_fit_cpu_scattered_sizes) {
-  mgpu__fit_t f = {0};
-  static const double sizes[3] = {5, 2, 8};
-  for (int i = 0; i < 40; i++) {
-    double k = sizes[i % 3];
-    mgpu__fit_claimed(&f, (size_t)k);
-    mgpu__fit_add(&f, k, (i % 8 == 7 ? 40 : 1) * 1e-4 * k);
-  }
-  size_t n = mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, false);
-  printf("CPU chunks of three sizes, dear by position: fit %.3g s + %.3g s/item, next %zu\n", f.line.a, f.line.c, n);
-  ck_assert_uint_eq(n, MGPU_MAX((size_t)1, (size_t)(0.5e-3 * f.line.items / f.line.secs)));
-}
-END_TEST
-
-/* A CPU worker's first chunks on items of one cost (0.1 ms), timed with the
- * noise of a loaded machine (as measured under AddressSanitizer beside a
- * busy core): calls of 1 item in 0.12 to 0.21 ms, and one of 2 items in
- * 0.137 ms. A line through them shows a cost per call that is noise, and
- * its saturating size is thousands of items: one chunk of them would run
- * as one piece past any dear stretch ahead, which no other worker could
- * then take. A chunk that the line lifts past target_s of work grows at
- * most MGPU_FIT_GROWTH^2 times the largest chunk learnt from, and its time
- * corrects the line. */
-START_TEST(test_fit_cpu_noisy_probes) {
-  mgpu__fit_t f = {0};
-  static const mgpu__call_t calls[4][2] = {
-      {{1, 0.2133e-3}}, {{1, 0.1545e-3}, {1, 0.1743e-3}}, {{1, 0.1242e-3}, {1, 0.1420e-3}}, {{1, 0.1428e-3}, {2, 0.1371e-3}}};
-  static const int ncalls[4] = {1, 2, 2, 2};
-  for (int i = 0; i < 4; i++) {
-    double items = 0, secs = 0;
-    for (int j = 0; j < ncalls[i]; j++) items += calls[i][j].items, secs += calls[i][j].secs;
-    mgpu__fit_claimed(&f, (size_t)items);
-    mgpu__fit_sample(&f, &(mgpu__sample_t){.items = items, .secs = secs, .calls = calls[i], .ncalls = ncalls[i]});
-  }
-  size_t n = mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, false);
-  printf("CPU chunks after noisy probes: fit %.3g s + %.3g s/item, saturating size %.0f, next %zu\n", f.line.a, f.line.c,
-         mgpu__fit_sat(&f), n);
-  ck_assert_uint_le(n, (size_t)(MGPU_FIT_GROWTH * MGPU_FIT_GROWTH * 3));
-  /* Its time, at the items' cost, leaves the line no cost per call worth a
-   * larger chunk. */
-  mgpu__fit_claimed(&f, n);
-  mgpu__fit_add(&f, (double)n, 1e-4 * (double)n);
-  ck_assert_uint_le(mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, false), n);
-}
-END_TEST
-
-/* ---------------------------------------------------------------- split */
-
-/* Latency counts against a worker's share: a GPU of 1e6 items/s whose
- * launch takes 18 ms, beside a CPU worker of 1000 items/s. Ten items: the
- * CPU worker finishes them in 10 ms, before the GPU could start, so the GPU
- * gets none. 100,000 items: both finish at T with 1000 T + 1e6 (T - 0.018)
- * = 100,000. */
 /* A divergent kernel's batch on a GPU, simulated: items in the first and
  * the last `cheap` cost lo seconds of the device's full throughput, the
  * others hi, and a
@@ -883,7 +746,7 @@ static double div_batch(div_dev_t *d, int *chunks, mgpu__trial_t *judged) {
  * the floor trials keep them: from the eighth batch on, every batch but a
  * few trials runs within 10% of one launch of the whole batch (without
  * them, at 1.27 times its time, batch after batch). */
-START_TEST(test_fit_floor_divergent) {
+START_TEST(test_floor_kept_on_divergent_rows) {
   div_dev_t d = {.n = 512, .cheap = 128, .lo = 1e-7, .hi = 1e-4, .fill = 128};
   double whole = 256 * d.lo + 256 * d.hi;
   int chunks, kept = 0, trials = 0;
@@ -911,7 +774,7 @@ END_TEST
  * starts them over: two plain batches, then a trial. Where items are alike
  * (their chunks' rates within a batch spread by less than
  * MGPU_FIT_BATCH_SPREAD), there is no trial at all. */
-START_TEST(test_fit_floor_backoff) {
+START_TEST(test_trials_back_off_when_not_kept) {
   div_dev_t flat = {.n = 400000, .lo = 1e-7, .hi = 1e-7};
   int chunks;
   mgpu__trial_t judged;
@@ -947,7 +810,7 @@ END_TEST
 /* A floor that no longer pays (the kernel changed, and chunk sizes stopped
  * mattering) comes down: a batch of chunks a step under it runs as fast,
  * the step is kept, and the next one, until there is no floor. */
-START_TEST(test_fit_floor_down) {
+START_TEST(test_floor_comes_down_when_it_stops_paying) {
   div_dev_t d = {.n = 512, .cheap = 128, .lo = 1e-7, .hi = 1e-4, .fill = 128};
   int chunks, b;
   mgpu__trial_t judged;
@@ -966,37 +829,187 @@ START_TEST(test_fit_floor_down) {
 }
 END_TEST
 
-/* A latency-bound GPU beside one CPU worker (a 20 ms launch, 1e7 items/s
- * past it, chunks of 20,000 items: 9.1e5 items/s at that size, the latency
- * held in it) and a CPU worker at 1e5 items/s. Within one chunk the GPU's
- * time is 20 ms + s / 1e7, and a split that added the latency to the rate
- * that holds it already counted it twice: it predicted 37.8 ms for 20,000
- * items and gave the CPU worker 3,784 of them, 38 ms of its work beside a
- * GPU that ends in 22 ms. With the peak both end at 21.8 ms. Past one chunk
- * each chunk pays its latency, and the rate alone tells the time. */
-START_TEST(test_split_peak) {
-  const double a = 20e-3, peak_rate = 1e7, p = 20000, gpu = p / (a + p / peak_rate);
-  const double speed[2] = {1e5, gpu}, latency[2] = {0, a}, peak[2] = {0, peak_rate};
-  size_t share[2];
-  mgpu__split(speed, latency, NULL, 2, 20000, share);
-  printf("latency-bound GPU beside a CPU worker: the CPU worker's share %zu counting the latency twice\n", share[0]);
-  ck_assert_uint_ge(share[0], 3700);
-  mgpu__split(speed, latency, peak, 2, 20000, share);
-  double T = (20000 + peak_rate * a) / (1e5 + peak_rate);
-  printf("latency-bound GPU beside a CPU worker: the CPU worker's share %zu with the GPU's peak (T %.4f s)\n", share[0],
-         T);
-  ck_assert_uint_eq(share[0] + share[1], 20000);
-  ck_assert(share[0] >= (size_t)floor(1e5 * T) - 1 && share[0] <= (size_t)floor(1e5 * T) + 1);
-  ck_assert_double_eq_tol(mgpu__share_time(gpu, a, peak_rate, (double)share[1]), T, 1e-4);
-  /* Past one chunk: the rate at the chunks' size, each chunk's latency in it. */
-  ck_assert_double_eq_tol(mgpu__share_time(gpu, a, peak_rate, 5 * p), 5 * p / gpu, 1e-12);
-  /* No peak, or one under the speed (a speed the split lowered): the plain line. */
-  ck_assert_double_eq_tol(mgpu__share_time(gpu, a, 0, p), a + p / gpu, 1e-12);
-  ck_assert_double_eq_tol(mgpu__share_time(gpu, a, gpu / 2, p), a + p / gpu, 1e-12);
+/* ------------------------------------------------------- CPU chunks */
+
+/* A CPU worker's chunks are target_s of work at its mean rate, whatever its
+ * chunks' times suggest of a latency: there it is items that differ in cost
+ * (here the chunks of a dear stretch, 40 times the others), and chunks grown
+ * to amortize it would leave the team less to balance. */
+START_TEST(test_cpu_chunks_target_mean_rate) {
+  mgpu__fit_t f = {0};
+  ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, false), 5); /* the probe */
+  mgpu__fit_claimed(&f, 5);
+  for (int i = 0; i < 40; i++) mgpu__fit_add(&f, 5, (i % 8 == 7 ? 40 : 1) * 1e-4 * 5);
+  size_t n = mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, false);
+  ck_assert_uint_eq(n, MGPU_MAX((size_t)1, (size_t)(0.5e-3 * f.line.items / f.line.secs)));
+  ck_assert_uint_le(n, 5);
+  /* A GPU's fit of the same chunks would grow them. */
+  ck_assert_uint_gt(mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, true), 5);
 }
 END_TEST
 
-START_TEST(test_split_latency) {
+/* A CPU kernel with a fixed cost per call (1 ms of set-up: a plan, a table,
+ * a scratch allocation) and 1e6 items/s after it. Chunks of target_s of work
+ * at the mean rate, which holds that cost, shrink to one item, the worker
+ * then doing 1e3 items/s; chunks of at least the saturating size (the cost a
+ * tenth of a chunk's time) keep 9e5. */
+START_TEST(test_cpu_chunks_amortize_cost_per_call) {
+  mgpu__fit_t f = {0};
+  const double a = 1e-3, c = 1e-6;
+  size_t n = 0;
+  for (int i = 0; i < 20; i++) {
+    n = mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, false);
+    mgpu__fit_claimed(&f, n);
+    mgpu__fit_add(&f, (double)n, a + c * (double)n);
+  }
+  double rate = (double)n / (a + c * (double)n);
+  printf("CPU chunks with a 1 ms fixed cost: %zu items, %.3g items/s; fit %.3g s + %.3g s/item\n", n, rate, f.line.a, f.line.c);
+  ck_assert_double_ge(rate, 0.85 / c);
+  /* Under a cap (a range's end), the cap. */
+  ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e4, 0.5e-3, 100, false), 100);
+}
+END_TEST
+
+/* The same kernel from a prior of one item/s: every chunk is one item, one
+ * call, and a line through one size cannot tell the call's cost from the
+ * item's. One chunk in MGPU_FIT_CPU_TRY is MGPU_FIT_GROWTH items, whose
+ * pieces (1 and 3 items) tell them apart; then the chunks are of the
+ * saturating size. */
+START_TEST(test_cpu_one_size_tries_larger_chunk) {
+  mgpu__fit_t f = {0};
+  const double a = 1e-3, c = 1e-6;
+  for (int i = 0; i < MGPU_FIT_CPU_TRY; i++) {
+    size_t n = mgpu__fit_chunk(&f, 1.0, 0.5e-3, SIZE_MAX, false);
+    ck_assert_uint_eq(n, i == MGPU_FIT_CPU_TRY - 1 ? (size_t)MGPU_FIT_GROWTH : 1);
+    mgpu__fit_claimed(&f, n);
+    if (n == 1) {
+      mgpu__fit_add(&f, 1, a + c);
+    } else {
+      const mgpu__call_t calls[2] = {{1, a + c}, {3, a + 3 * c}};
+      mgpu__fit_sample(&f, &(mgpu__sample_t){.items = 4, .secs = 2 * a + 4 * c, .calls = calls, .ncalls = 2});
+    }
+  }
+  /* The line finds the cost per call, and the chunks grow to its saturating
+   * size at most MGPU_FIT_GROWTH^2 times the largest chunk at a step: 64,
+   * 1024, then 9000 items. */
+  size_t n = 0;
+  for (int i = 0; i < 3; i++) {
+    n = mgpu__fit_chunk(&f, 1.0, 0.5e-3, SIZE_MAX, false);
+    printf("CPU chunks of one item, then a try of four: fit %.3g s + %.3g s/item, next %zu\n", f.line.a, f.line.c, n);
+    mgpu__fit_claimed(&f, n);
+    mgpu__fit_add(&f, (double)n, a + c * (double)n);
+  }
+  ck_assert_double_eq_tol(mgpu__fit_sat(&f), 9 * a / c, 1);
+  ck_assert_uint_ge(n, 8999);
+}
+END_TEST
+
+/* The same CPU worker's chunks of three sizes, 5, 2 and 8 items, their items
+ * dear (40 times) by position, one chunk in eight: the times scatter about
+ * any line, and the chunks stay target_s of work at the mean rate. */
+START_TEST(test_cpu_scattered_times_keep_mean_rate) {
+  mgpu__fit_t f = {0};
+  static const double sizes[3] = {5, 2, 8};
+  for (int i = 0; i < 40; i++) {
+    double k = sizes[i % 3];
+    mgpu__fit_claimed(&f, (size_t)k);
+    mgpu__fit_add(&f, k, (i % 8 == 7 ? 40 : 1) * 1e-4 * k);
+  }
+  size_t n = mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, false);
+  printf("CPU chunks of three sizes, dear by position: fit %.3g s + %.3g s/item, next %zu\n", f.line.a, f.line.c, n);
+  ck_assert_uint_eq(n, MGPU_MAX((size_t)1, (size_t)(0.5e-3 * f.line.items / f.line.secs)));
+}
+END_TEST
+
+/* A CPU worker's first chunks on items of one cost (0.1 ms), timed with the
+ * noise of a loaded machine (as measured under AddressSanitizer beside a
+ * busy core): calls of 1 item in 0.12 to 0.21 ms, and one of 2 items in
+ * 0.137 ms. A line through them shows a cost per call that is noise, and
+ * its saturating size is thousands of items: one chunk of them would run
+ * as one piece past any dear stretch ahead, which no other worker could
+ * then take. A chunk that the line lifts past target_s of work grows at
+ * most MGPU_FIT_GROWTH^2 times the largest chunk learnt from, and its time
+ * corrects the line. */
+START_TEST(test_cpu_noisy_probes_grow_bounded) {
+  mgpu__fit_t f = {0};
+  static const mgpu__call_t calls[4][2] = {
+      {{1, 0.2133e-3}}, {{1, 0.1545e-3}, {1, 0.1743e-3}}, {{1, 0.1242e-3}, {1, 0.1420e-3}}, {{1, 0.1428e-3}, {2, 0.1371e-3}}};
+  static const int ncalls[4] = {1, 2, 2, 2};
+  for (int i = 0; i < 4; i++) {
+    double items = 0, secs = 0;
+    for (int j = 0; j < ncalls[i]; j++) items += calls[i][j].items, secs += calls[i][j].secs;
+    mgpu__fit_claimed(&f, (size_t)items);
+    mgpu__fit_sample(&f, &(mgpu__sample_t){.items = items, .secs = secs, .calls = calls[i], .ncalls = ncalls[i]});
+  }
+  size_t n = mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, false);
+  printf("CPU chunks after noisy probes: fit %.3g s + %.3g s/item, saturating size %.0f, next %zu\n", f.line.a, f.line.c,
+         mgpu__fit_sat(&f), n);
+  ck_assert_uint_le(n, (size_t)(MGPU_FIT_GROWTH * MGPU_FIT_GROWTH * 3));
+  /* Its time, at the items' cost, leaves the line no cost per call worth a
+   * larger chunk. */
+  mgpu__fit_claimed(&f, n);
+  mgpu__fit_add(&f, (double)n, 1e-4 * (double)n);
+  ck_assert_uint_le(mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, false), n);
+}
+END_TEST
+
+/* The CPU team's start: one start far over the mean (a worker descheduled)
+ * moves it by a bounded amount; a start that stays longer is learnt. */
+START_TEST(test_cpu_team_start_bounds_one_stall) {
+  static mgpu_runtime_t rt;
+  for (int i = 0; i < 40; i++) mgpu__start_cost_learn(&rt, 80e-6);
+  ck_assert_double_eq_tol(mgpu__start_cost(&rt), 80e-6, 1e-9);
+  mgpu__start_cost_learn(&rt, 10e-3);
+  ck_assert_double_le(mgpu__start_cost(&rt), 80e-6 * (1 + MGPU_TEAM_START_WEIGHT * (MGPU_FIT_CLIP - 1)) + 1e-12);
+  for (int i = 0; i < 60; i++) mgpu__start_cost_learn(&rt, 200e-6);
+  ck_assert_double_eq_tol(mgpu__start_cost(&rt), 200e-6, 2e-6);
+}
+END_TEST
+
+/* -------------------------------------------------------- the split */
+
+START_TEST(test_split_by_speed_leftover_to_first_finisher) {
+  size_t share[4];
+  double sp[4] = {1, 1, 3, 3};
+  mgpu__split(sp, NULL, NULL, 4, 1001, share);
+  ck_assert_uint_eq(share[0] + share[1] + share[2] + share[3], 1001);
+  ck_assert_uint_eq(share[2], 376);
+  double one[3] = {1, 0, 2};
+  mgpu__split(one, NULL, NULL, 3, 10, share);
+  ck_assert_uint_eq(share[1], 0);
+  ck_assert_uint_eq(share[0] + share[2], 10);
+  /* 1:5000, 2000 items: the slow workers get nothing, not the remainder. */
+  double tail[3] = {1, 1, 5000};
+  mgpu__split(tail, NULL, NULL, 3, 2000, share);
+  ck_assert_uint_eq(share[0], 0);
+  ck_assert_uint_eq(share[1], 0);
+  ck_assert_uint_eq(share[2], 2000);
+  /* Many equal workers: remainder spread one each. */
+  double eq[7] = {1, 1, 1, 1, 1, 1, 1};
+  size_t s7[7];
+  mgpu__split(eq, NULL, NULL, 7, 20, s7);
+  for (int i = 0; i < 7; i++) ck_assert(s7[i] == 2 || s7[i] == 3);
+  /* Counts near SIZE_MAX: the shares add up exactly, with no wrap (the test's
+   * timeout catches a remainder loop of 2^64 steps). */
+  size_t huge[] = {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX / 3 * 2, (size_t)1 << 63};
+  double sp3[3] = {1, 3, 7};
+  for (size_t h = 0; h < sizeof huge / sizeof huge[0]; h++) {
+    mgpu__split(sp3, NULL, NULL, 3, huge[h], share);
+    ck_assert_uint_ge(share[2], share[1]);
+    ck_assert_uint_ge(share[1], share[0]);
+    ck_assert_uint_eq(share[0] + share[1], huge[h] - share[2]);
+    mgpu__split(sp, NULL, NULL, 4, huge[h], share);
+    ck_assert_uint_eq(share[0] + share[1] + share[2], huge[h] - share[3]);
+  }
+}
+END_TEST
+
+/* Latency counts against a worker's share: a GPU of 1e6 items/s whose
+ * launch takes 18 ms, beside a CPU worker of 1000 items/s. Ten items: the
+ * CPU worker finishes them in 10 ms, before the GPU could start, so the GPU
+ * gets none. 100,000 items: both finish at T with 1000 T + 1e6 (T - 0.018)
+ * = 100,000. */
+START_TEST(test_split_counts_latency) {
   const double speed[2] = {1000, 1e6}, latency[2] = {0, 18e-3};
   size_t share[2];
   mgpu__split(speed, latency, NULL, 2, 10, share);
@@ -1023,9 +1036,123 @@ START_TEST(test_split_latency) {
 }
 END_TEST
 
+/* A latency-bound GPU beside one CPU worker (a 20 ms launch, 1e7 items/s
+ * past it, chunks of 20,000 items: 9.1e5 items/s at that size, the latency
+ * held in it) and a CPU worker at 1e5 items/s. Within one chunk the GPU's
+ * time is 20 ms + s / 1e7, and a split that added the latency to the rate
+ * that holds it already counted it twice: it predicted 37.8 ms for 20,000
+ * items and gave the CPU worker 3,784 of them, 38 ms of its work beside a
+ * GPU that ends in 22 ms. With the peak both end at 21.8 ms. Past one chunk
+ * each chunk pays its latency, and the rate alone tells the time. */
+START_TEST(test_split_counts_latency_once_with_peak) {
+  const double a = 20e-3, peak_rate = 1e7, p = 20000, gpu = p / (a + p / peak_rate);
+  const double speed[2] = {1e5, gpu}, latency[2] = {0, a}, peak[2] = {0, peak_rate};
+  size_t share[2];
+  mgpu__split(speed, latency, NULL, 2, 20000, share);
+  printf("latency-bound GPU beside a CPU worker: the CPU worker's share %zu counting the latency twice\n", share[0]);
+  ck_assert_uint_ge(share[0], 3700);
+  mgpu__split(speed, latency, peak, 2, 20000, share);
+  double T = (20000 + peak_rate * a) / (1e5 + peak_rate);
+  printf("latency-bound GPU beside a CPU worker: the CPU worker's share %zu with the GPU's peak (T %.4f s)\n", share[0],
+         T);
+  ck_assert_uint_eq(share[0] + share[1], 20000);
+  ck_assert(share[0] >= (size_t)floor(1e5 * T) - 1 && share[0] <= (size_t)floor(1e5 * T) + 1);
+  ck_assert_double_eq_tol(mgpu__share_time(gpu, a, peak_rate, (double)share[1]), T, 1e-4);
+  /* Past one chunk: the rate at the chunks' size, each chunk's latency in it. */
+  ck_assert_double_eq_tol(mgpu__share_time(gpu, a, peak_rate, 5 * p), 5 * p / gpu, 1e-12);
+  /* No peak, or one under the speed (a speed the split lowered): the plain line. */
+  ck_assert_double_eq_tol(mgpu__share_time(gpu, a, 0, p), a + p / gpu, 1e-12);
+  ck_assert_double_eq_tol(mgpu__share_time(gpu, a, gpu / 2, p), a + p / gpu, 1e-12);
+}
+END_TEST
+
+/* GPUs of one kind measured within the tolerance of their median split as
+ * equals; an outlier, other groups and CPU workers keep their speeds. */
+START_TEST(test_split_pools_alike_gpus) {
+  /* Workers: 2 CPUs (no group), 4 GPUs of group 2 (one at half speed, one
+   * retired), 2 GPUs of group 6. */
+  int group[8] = {-1, -1, 2, 2, 2, 2, 6, 6};
+  double sp[8] = {10, 30, 1.00e6, 1.06e6, 0.5e6, 0, 2e6, 2.2e6};
+  mgpu__pool_alike(sp, group, 8, 0.2);
+  ck_assert(sp[0] == 10 && sp[1] == 30);
+  /* Group 2's median is 1.00e6: 1.00e6 and 1.06e6 lie within 20% of it and
+   * take their mean; 0.5e6 is half of it and keeps its own. */
+  ck_assert(fabs(sp[2] - 1.03e6) < 1 && fabs(sp[3] - 1.03e6) < 1);
+  ck_assert(sp[4] == 0.5e6 && sp[5] == 0);
+  ck_assert(fabs(sp[6] - 2.1e6) < 1 && fabs(sp[7] - 2.1e6) < 1);
+  /* Alone in its group, or nobody within the tolerance: unchanged. */
+  int two[2] = {0, 1};
+  double apart[2] = {1e6, 1.1e6};
+  mgpu__pool_alike(apart, two, 2, 0.2);
+  ck_assert(apart[0] == 1e6 && apart[1] == 1.1e6);
+  int one[2] = {0, 0};
+  double far[2] = {1e6, 3e6};
+  mgpu__pool_alike(far, one, 2, 0.2);
+  ck_assert(far[0] == 1e6 && far[1] == 3e6);
+  /* Four GPUs measured 249k-274k items/s (4 x H200, mulmod 10000): one speed. */
+  int four[4] = {0, 0, 0, 0};
+  double h200[4] = {2.60e5, 2.70e5, 2.74e5, 2.49e5};
+  mgpu__pool_alike(h200, four, 4, 0.2);
+  for (int i = 0; i < 4; i++) ck_assert(fabs(h200[i] - 2.6325e5) < 1e-3);
+}
+END_TEST
+
+/* Which batches are short enough that each GPU's range goes in flight at
+ * once (their GPUs split as equals). */
+START_TEST(test_split_short_batch_all_in_flight) {
+  /* 4 x H200 mulmod 10000: 4 GPUs at 4e7 items/s, 1 048 576 items: 6.6 ms,
+   * under (3 + 1) chunks of 2 ms. */
+  double h200[5] = {6e5, 4e7, 4e7, 4e7, 4e7};
+  ck_assert(mgpu__ranges_in_flight(h200, 5, 1048576, 3));
+  /* With one stream a GPU, 4 ms: not. */
+  ck_assert(!mgpu__ranges_in_flight(h200, 5, 1048576, 1));
+  /* mulmod 10: 67 108 864 items at 2e9 items/s in all, 34 ms: not. */
+  double mm10[2] = {5e8, 1.5e9};
+  ck_assert(!mgpu__ranges_in_flight(mm10, 2, 67108864, 3));
+  /* Nothing measured or able: not. */
+  double none[2] = {0, 0};
+  ck_assert(!mgpu__ranges_in_flight(none, 2, 100, 3));
+}
+END_TEST
+
+/* --------------------------------------------------------- stealing */
+
+/* How much a thief takes from a victim's range. */
+START_TEST(test_steal_equal_finish_slow_thief_worst_case) {
+  /* Equal speeds, nothing pending: half each. */
+  mgpu__steal_view_t eq = {.thief = {.speed = 100}, .owner = {.speed = 100}, .left = 1000};
+  ck_assert_uint_eq(mgpu__steal_share(&eq), 500);
+  /* A retired owner (speed 0) gives up the whole range. */
+  mgpu__steal_view_t gone = {.thief = {.speed = 100}, .owner = {.speed = 0}, .left = 77};
+  ck_assert_uint_eq(mgpu__steal_share(&gone), 77);
+  /* A CPU core (1e3 items/s) against a GPU (1e6 items/s) with 0.1 s of work
+   * left: it plans with a quarter of its speed, so it takes what it finishes
+   * in well under the GPU's time. */
+  mgpu__steal_view_t far = {.thief = {.speed = 1e3}, .owner = {.speed = 1e6}, .left = 1e5};
+  size_t far_take = mgpu__steal_share(&far);
+  ck_assert(far_take >= 20 && far_take <= 30);
+  /* The slowest rate it has seen itself (an item of 50 ms) lowers that. */
+  far.slowest = 20;
+  ck_assert_uint_le(mgpu__steal_share(&far), 2);
+  /* Another core of its kind once took 0.2 s over one item, more than the
+   * owner has left: it takes nothing, though its own history says it could. */
+  far.slowest = 0;
+  far.worst_item_s = 0.2;
+  ck_assert_uint_eq(mgpu__steal_share(&far), 0);
+  /* With more left than that, the amount is as before: the worst item only
+   * gates, it does not shrink the share of evenly costly work. */
+  far.left = 1e6;
+  mgpu__steal_view_t ungated = {.thief = {.speed = 1e3}, .owner = {.speed = 1e6}, .left = 1e6};
+  ck_assert_uint_eq(mgpu__steal_share(&far), mgpu__steal_share(&ungated));
+  /* Workers of similar speed are not gated by the worst item. */
+  mgpu__steal_view_t near = {.thief = {.speed = 100}, .owner = {.speed = 200}, .left = 30, .worst_item_s = 10};
+  ck_assert_uint_eq(mgpu__steal_share(&near), 10);
+}
+END_TEST
+
 /* A thief's latency counts against what it takes; an owner's latency (the
  * launch its range still needs) for. */
-START_TEST(test_steal_latency) {
+START_TEST(test_steal_counts_latency_and_peak) {
   /* A GPU thief whose launch takes 18 ms, a CPU owner with 5 ms left. */
   mgpu__steal_view_t gpu_thief = {.thief = {.speed = 1e6, .latency = 18e-3}, .owner = {.speed = 1e4}, .left = 50};
   ck_assert_uint_eq(mgpu__steal_share(&gpu_thief), 0);
@@ -1062,7 +1189,55 @@ START_TEST(test_steal_latency) {
 }
 END_TEST
 
-/* ------------------------------------- cost profile, shares by speed, reserve */
+/* How much a rank takes from another rank's range. */
+START_TEST(test_rank_steal_equal_finish_minus_transfer) {
+  /* Equal ranks, free transfers: half each. */
+  mgpu__rank_steal_view_t eq = {.thief = {.speed = 1000}, .owner = {.speed = 1000}, .left = 1000};
+  ck_assert_uint_eq(mgpu__rank_steal_share(&eq), 500);
+  /* The owner has 400 items running: the thief takes (400 + 1000) / 2 of
+   * the 1000 left, so both end at 0.7 s. */
+  eq.owner.running = 400;
+  ck_assert_uint_eq(mgpu__rank_steal_share(&eq), 700);
+  /* A thief four times the owner's speed takes four fifths. */
+  mgpu__rank_steal_view_t fast = {.thief = {.speed = 4000}, .owner = {.speed = 1000}, .left = 1000};
+  ck_assert_uint_eq(mgpu__rank_steal_share(&fast), 800);
+  /* Moving an item's 1 KB at 10 MB/s costs 0.1 ms, a tenth of computing it:
+   * equal finish at 1 - s/1000 = s/1000 + s/10000, s = 476. */
+  mgpu__rank_steal_view_t slow_net = {.thief = {.speed = 1000}, .owner = {.speed = 1000}, .left = 1000, .bytes_per_item = 1000, .bw = 1e7};
+  ck_assert_uint_eq(mgpu__rank_steal_share(&slow_net), 476);
+  /* At 1 MB/s the transfer costs as much as the work (s = 333): it would
+   * save the owner 0.333 s for 0.333 s of transfer, under
+   * MGPU_RANK_STEAL_GAIN times the cost, so it takes none. */
+  slow_net.bw = 1e6;
+  ck_assert_uint_eq(mgpu__rank_steal_share(&slow_net), 0);
+  /* A fixed cost of 0.05 s: the share shrinks to (1 - 0.05) / 2 s of work. */
+  mgpu__rank_steal_view_t fixed = {.thief = {.speed = 1000}, .owner = {.speed = 1000}, .left = 1000, .fixed_s = 0.05};
+  ck_assert_uint_eq(mgpu__rank_steal_share(&fixed), 475);
+  /* With a few items left, a fixed cost over a quarter of the steal's work
+   * takes nothing: the tail stays with its owner. */
+  mgpu__rank_steal_view_t tail = {.thief = {.speed = 1000}, .owner = {.speed = 1000}, .left = 40, .fixed_s = 0.01};
+  ck_assert_uint_eq(mgpu__rank_steal_share(&tail), 0);
+  /* A thief that ends later than the owner even with nothing taken. */
+  mgpu__rank_steal_view_t busy = {.thief = {.speed = 1000, .running = 500}, .owner = {.speed = 1000}, .left = 100};
+  ck_assert_uint_eq(mgpu__rank_steal_share(&busy), 0);
+  /* Two more idle ranks of the thief's speed will take their part next:
+   * four equal ranks share the 1000 items, so the thief takes 250. */
+  double ov[2] = {1000, 1000}, op[2] = {0, 0};
+  mgpu__rank_steal_view_t team = {.thief = {.speed = 1000}, .owner = {.speed = 1000}, .left = 1000, .nothers = 2, .others_speed = ov, .others_running = op};
+  ck_assert_uint_eq(mgpu__rank_steal_share(&team), 250);
+  /* One of them still has 500 items running: it starts 0.5 s later, and
+   * the thief takes (1000 + 500) / 4 = 375. */
+  op[1] = 500;
+  ck_assert_uint_eq(mgpu__rank_steal_share(&team), 375);
+  /* Unknown speeds, nothing left: none. */
+  mgpu__rank_steal_view_t none = {.thief = {.speed = 0}, .owner = {.speed = 1000}, .left = 100};
+  ck_assert_uint_eq(mgpu__rank_steal_share(&none), 0);
+  none.thief.speed = 1000, none.left = 0;
+  ck_assert_uint_eq(mgpu__rank_steal_share(&none), 0);
+}
+END_TEST
+
+/* ---------------------------------------------------- cost profiles */
 
 /* A profile of n = 4096 items whose cost is c(j) in bin j. */
 static void prof_fill(double *prof, int peak) {
@@ -1072,7 +1247,7 @@ static void prof_fill(double *prof, int peak) {
   }
 }
 
-START_TEST(test_prof_bins) {
+START_TEST(test_profile_bins_cover_batch) {
   /* Bins cover [0, n) in order, for small n, n not a multiple of the bin
    * count, and n near the top of size_t (no overflow). */
   const size_t ns[] = {1, 5, 127, 128, 4096, 1000003, SIZE_MAX - 3};
@@ -1102,7 +1277,7 @@ START_TEST(test_prof_bins) {
 }
 END_TEST
 
-START_TEST(test_prof_cuts) {
+START_TEST(test_profile_cuts_only_smooth_spread_cost) {
   double prof[MGPU_PROF_BINS];
   size_t cut[4] = {7, 7, 7, 7};
   /* Alike items, or noise: no cut (the speeds split them). */
@@ -1148,7 +1323,7 @@ START_TEST(test_prof_cuts) {
 }
 END_TEST
 
-START_TEST(test_prof_learn) {
+START_TEST(test_profile_learns_per_item_cost) {
   mgpu__model_t m = {0};
   double prof[MGPU_PROF_BINS] = {0};
   m.prof = prof;
@@ -1187,7 +1362,7 @@ END_TEST
 /* A batch's cost by position: its running cost and inverse, chunks of equal
  * cost and the share a GPU steals by cost, and the window that keeps a bin
  * learnt too cheap from sizing chunks. */
-START_TEST(test_cost_model) {
+START_TEST(test_cost_chunks_and_steals_by_cost) {
   static mgpu__cost_t c;
   double prof[MGPU_PROF_BINS];
   const size_t n = 1280; /* bins of 10 items */
@@ -1241,12 +1416,14 @@ START_TEST(test_cost_model) {
 }
 END_TEST
 
+/* ------------------------------------------------------ the reserve */
+
 /* MGPU_RESERVE_THREADS=auto, the choice alone: warm-up with the reserve out
  * (not timed), two timed batches each way by turns, then the faster by the
  * best of each way's last MGPU_RESERVE_KEEP, with the other timed again every
  * MGPU_RESERVE_REFRESH-th batch; a batch size more than twice off starts
  * again. Offered none and a quarter only (0x3). */
-START_TEST(test_reserve_pick) {
+START_TEST(test_reserve_two_ways_trials_then_fastest) {
   mgpu__model_t m;
   memset(&m, 0, sizeof m);
   bool rec;
@@ -1308,7 +1485,7 @@ END_TEST
 /* More ways: none, a quarter and all out (0xb), or all four (0xf): warm-up,
  * then two trials each by turns, the fastest kept, and the refresh batches
  * take the others in turn, fewer workers out first. */
-START_TEST(test_reserve_pick3) {
+START_TEST(test_reserve_more_ways_by_turns) {
   mgpu__model_t m;
   memset(&m, 0, sizeof m);
   bool rec;
@@ -1365,6 +1542,56 @@ START_TEST(test_reserve_pick3) {
 }
 END_TEST
 
+/* The refresh backs off while the choice stands: the gap between refresh
+ * batches doubles from MGPU_RESERVE_REFRESH to MGPU_RESERVE_REFRESH_MAX each
+ * time a refresh finds the same way fastest as the last one, and starts
+ * again from MGPU_RESERVE_REFRESH once the fastest way changes, or the batch
+ * size starts the trials again. */
+static uint64_t next_refresh(mgpu__model_t *m, int keep, double keep_rate, double other_rate) {
+  bool rec;
+  for (;;) {
+    uint64_t k = m->reserve_batches;
+    int way = mgpu__reserve_pick(m, 1000, 0x3, &rec);
+    mgpu__reserve_learn(m, way, way == keep ? keep_rate : other_rate);
+    if (way != keep) return k;
+  }
+}
+
+START_TEST(test_reserve_refresh_gap_doubles) {
+  mgpu__model_t m;
+  memset(&m, 0, sizeof m);
+  bool rec;
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 1);
+  for (int i = 0; i < 4; i++) {
+    int way = mgpu__reserve_pick(&m, 1000, 0x3, &rec);
+    mgpu__reserve_learn(&m, way, way == 1 ? 130 : 100);
+  }
+  /* A quarter out stays fastest: 16, 32, 64, ..., then every 256th. */
+  const uint64_t at[11] = {16, 32, 64, 128, 256, 512, 768, 1024, 1280, 1536, 1792};
+  for (int r = 0; r < 11; r++) ck_assert_uint_eq(next_refresh(&m, 1, 130, 100), at[r]);
+  ck_assert_int_eq(MGPU_RESERVE_REFRESH_MAX, 256);
+  /* The refresh at 2048 finds none out faster: the choice changes, and the
+   * refresh after (2304) starts the gaps again. */
+  ck_assert_uint_eq(next_refresh(&m, 1, 130, 200), 2048);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 0);
+  ck_assert_uint_eq(next_refresh(&m, 0, 200, 100), 2304);
+  ck_assert_uint_eq(next_refresh(&m, 0, 200, 100), 2320);
+  ck_assert_uint_eq(next_refresh(&m, 0, 200, 100), 2352);
+  /* A batch 5 times larger: trials (two ways, two each), then the first
+   * refresh MGPU_RESERVE_REFRESH batches after the size changed. */
+  uint64_t k0 = m.reserve_batches;
+  for (int i = 0; i < 4; i++) {
+    int way = mgpu__reserve_pick(&m, 5000, 0x3, &rec);
+    mgpu__reserve_learn(&m, way, way == 1 ? 130 : 100);
+  }
+  uint64_t k;
+  do {
+    k = m.reserve_batches;
+  } while (mgpu__reserve_pick(&m, 5000, 0x3, &rec) == 1);
+  ck_assert_uint_eq(k, k0 + MGPU_RESERVE_REFRESH);
+}
+END_TEST
+
 /* Over 2000 kernels of `batches` batches each, the batches from batch
  * `from` on that run another way than the fastest (the trials, the
  * refreshes, the choice when wrong), in batches of the fastest way, per
@@ -1402,7 +1629,7 @@ static double reserve_lost(const double *truth, const double *after, int change,
  * and again, and they cost 3.4. Where every GPU out falls to 10% behind at
  * batch 100, the choice must follow at a cost under 2 batches of the next
  * 100 (2.2 with two kept, 2.1 with sixteen, which keep a wrong way longer). */
-START_TEST(test_reserve_noise) {
+START_TEST(test_reserve_noisy_times_lose_few_batches) {
   const double truth[MGPU_RESERVE_LEVELS] = {1.0, 0.97, 0.93, 0, 1.08};
   const double after[MGPU_RESERVE_LEVELS] = {1.0, 0.97, 0.93, 0, 0.9};
   double steady = reserve_lost(truth, truth, 100, 1, 100), follow = reserve_lost(truth, after, 100, 100, 200);
@@ -1413,272 +1640,70 @@ START_TEST(test_reserve_noise) {
 }
 END_TEST
 
-/* The refresh backs off while the choice stands: the gap between refresh
- * batches doubles from MGPU_RESERVE_REFRESH to MGPU_RESERVE_REFRESH_MAX each
- * time a refresh finds the same way fastest as the last one, and starts
- * again from MGPU_RESERVE_REFRESH once the fastest way changes, or the batch
- * size starts the trials again. */
-static uint64_t next_refresh(mgpu__model_t *m, int keep, double keep_rate, double other_rate) {
-  bool rec;
-  for (;;) {
-    uint64_t k = m->reserve_batches;
-    int way = mgpu__reserve_pick(m, 1000, 0x3, &rec);
-    mgpu__reserve_learn(m, way, way == keep ? keep_rate : other_rate);
-    if (way != keep) return k;
-  }
-}
-
-START_TEST(test_reserve_refresh_backoff) {
-  mgpu__model_t m;
-  memset(&m, 0, sizeof m);
-  bool rec;
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 1);
-  for (int i = 0; i < 4; i++) {
-    int way = mgpu__reserve_pick(&m, 1000, 0x3, &rec);
-    mgpu__reserve_learn(&m, way, way == 1 ? 130 : 100);
-  }
-  /* A quarter out stays fastest: 16, 32, 64, ..., then every 256th. */
-  const uint64_t at[11] = {16, 32, 64, 128, 256, 512, 768, 1024, 1280, 1536, 1792};
-  for (int r = 0; r < 11; r++) ck_assert_uint_eq(next_refresh(&m, 1, 130, 100), at[r]);
-  ck_assert_int_eq(MGPU_RESERVE_REFRESH_MAX, 256);
-  /* The refresh at 2048 finds none out faster: the choice changes, and the
-   * refresh after (2304) starts the gaps again. */
-  ck_assert_uint_eq(next_refresh(&m, 1, 130, 200), 2048);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 0);
-  ck_assert_uint_eq(next_refresh(&m, 0, 200, 100), 2304);
-  ck_assert_uint_eq(next_refresh(&m, 0, 200, 100), 2320);
-  ck_assert_uint_eq(next_refresh(&m, 0, 200, 100), 2352);
-  /* A batch 5 times larger: trials (two ways, two each), then the first
-   * refresh MGPU_RESERVE_REFRESH batches after the size changed. */
-  uint64_t k0 = m.reserve_batches;
-  for (int i = 0; i < 4; i++) {
-    int way = mgpu__reserve_pick(&m, 5000, 0x3, &rec);
-    mgpu__reserve_learn(&m, way, way == 1 ? 130 : 100);
-  }
-  uint64_t k;
-  do {
-    k = m.reserve_batches;
-  } while (mgpu__reserve_pick(&m, 5000, 0x3, &rec) == 1);
-  ck_assert_uint_eq(k, k0 + MGPU_RESERVE_REFRESH);
-}
-END_TEST
-
-START_TEST(test_split) {
-  size_t share[4];
-  double sp[4] = {1, 1, 3, 3};
-  mgpu__split(sp, NULL, NULL, 4, 1001, share);
-  ck_assert_uint_eq(share[0] + share[1] + share[2] + share[3], 1001);
-  ck_assert_uint_eq(share[2], 376);
-  double one[3] = {1, 0, 2};
-  mgpu__split(one, NULL, NULL, 3, 10, share);
-  ck_assert_uint_eq(share[1], 0);
-  ck_assert_uint_eq(share[0] + share[2], 10);
-  /* 1:5000, 2000 items: the slow workers get nothing, not the remainder. */
-  double tail[3] = {1, 1, 5000};
-  mgpu__split(tail, NULL, NULL, 3, 2000, share);
-  ck_assert_uint_eq(share[0], 0);
-  ck_assert_uint_eq(share[1], 0);
-  ck_assert_uint_eq(share[2], 2000);
-  /* Many equal workers: remainder spread one each. */
-  double eq[7] = {1, 1, 1, 1, 1, 1, 1};
-  size_t s7[7];
-  mgpu__split(eq, NULL, NULL, 7, 20, s7);
-  for (int i = 0; i < 7; i++) ck_assert(s7[i] == 2 || s7[i] == 3);
-  /* Counts near SIZE_MAX: the shares add up exactly, with no wrap (the test's
-   * timeout catches a remainder loop of 2^64 steps). */
-  size_t huge[] = {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX / 3 * 2, (size_t)1 << 63};
-  double sp3[3] = {1, 3, 7};
-  for (size_t h = 0; h < sizeof huge / sizeof huge[0]; h++) {
-    mgpu__split(sp3, NULL, NULL, 3, huge[h], share);
-    ck_assert_uint_ge(share[2], share[1]);
-    ck_assert_uint_ge(share[1], share[0]);
-    ck_assert_uint_eq(share[0] + share[1], huge[h] - share[2]);
-    mgpu__split(sp, NULL, NULL, 4, huge[h], share);
-    ck_assert_uint_eq(share[0] + share[1] + share[2], huge[h] - share[3]);
-  }
-}
-END_TEST
-
-/* GPUs of one kind measured within the tolerance of their median split as
- * equals; an outlier, other groups and CPU workers keep their speeds. */
-START_TEST(test_pool_alike) {
-  /* Workers: 2 CPUs (no group), 4 GPUs of group 2 (one at half speed, one
-   * retired), 2 GPUs of group 6. */
-  int group[8] = {-1, -1, 2, 2, 2, 2, 6, 6};
-  double sp[8] = {10, 30, 1.00e6, 1.06e6, 0.5e6, 0, 2e6, 2.2e6};
-  mgpu__pool_alike(sp, group, 8, 0.2);
-  ck_assert(sp[0] == 10 && sp[1] == 30);
-  /* Group 2's median is 1.00e6: 1.00e6 and 1.06e6 lie within 20% of it and
-   * take their mean; 0.5e6 is half of it and keeps its own. */
-  ck_assert(fabs(sp[2] - 1.03e6) < 1 && fabs(sp[3] - 1.03e6) < 1);
-  ck_assert(sp[4] == 0.5e6 && sp[5] == 0);
-  ck_assert(fabs(sp[6] - 2.1e6) < 1 && fabs(sp[7] - 2.1e6) < 1);
-  /* Alone in its group, or nobody within the tolerance: unchanged. */
-  int two[2] = {0, 1};
-  double apart[2] = {1e6, 1.1e6};
-  mgpu__pool_alike(apart, two, 2, 0.2);
-  ck_assert(apart[0] == 1e6 && apart[1] == 1.1e6);
-  int one[2] = {0, 0};
-  double far[2] = {1e6, 3e6};
-  mgpu__pool_alike(far, one, 2, 0.2);
-  ck_assert(far[0] == 1e6 && far[1] == 3e6);
-  /* Four GPUs measured 249k-274k items/s (4 x H200, mulmod 10000): one speed. */
-  int four[4] = {0, 0, 0, 0};
-  double h200[4] = {2.60e5, 2.70e5, 2.74e5, 2.49e5};
-  mgpu__pool_alike(h200, four, 4, 0.2);
-  for (int i = 0; i < 4; i++) ck_assert(fabs(h200[i] - 2.6325e5) < 1e-3);
-}
-END_TEST
-
-/* Which batches are short enough that each GPU's range goes in flight at
- * once (their GPUs split as equals). */
-START_TEST(test_ranges_in_flight) {
-  /* 4 x H200 mulmod 10000: 4 GPUs at 4e7 items/s, 1 048 576 items: 6.6 ms,
-   * under (3 + 1) chunks of 2 ms. */
-  double h200[5] = {6e5, 4e7, 4e7, 4e7, 4e7};
-  ck_assert(mgpu__ranges_in_flight(h200, 5, 1048576, 3));
-  /* With one stream a GPU, 4 ms: not. */
-  ck_assert(!mgpu__ranges_in_flight(h200, 5, 1048576, 1));
-  /* mulmod 10: 67 108 864 items at 2e9 items/s in all, 34 ms: not. */
-  double mm10[2] = {5e8, 1.5e9};
-  ck_assert(!mgpu__ranges_in_flight(mm10, 2, 67108864, 3));
-  /* Nothing measured or able: not. */
-  double none[2] = {0, 0};
-  ck_assert(!mgpu__ranges_in_flight(none, 2, 100, 3));
-}
-END_TEST
-
-/* How much a thief takes from a victim's range. */
-START_TEST(test_steal_share) {
-  /* Equal speeds, nothing pending: half each. */
-  mgpu__steal_view_t eq = {.thief = {.speed = 100}, .owner = {.speed = 100}, .left = 1000};
-  ck_assert_uint_eq(mgpu__steal_share(&eq), 500);
-  /* A retired owner (speed 0) gives up the whole range. */
-  mgpu__steal_view_t gone = {.thief = {.speed = 100}, .owner = {.speed = 0}, .left = 77};
-  ck_assert_uint_eq(mgpu__steal_share(&gone), 77);
-  /* A CPU core (1e3 items/s) against a GPU (1e6 items/s) with 0.1 s of work
-   * left: it plans with a quarter of its speed, so it takes what it finishes
-   * in well under the GPU's time. */
-  mgpu__steal_view_t far = {.thief = {.speed = 1e3}, .owner = {.speed = 1e6}, .left = 1e5};
-  size_t far_take = mgpu__steal_share(&far);
-  ck_assert(far_take >= 20 && far_take <= 30);
-  /* The slowest rate it has seen itself (an item of 50 ms) lowers that. */
-  far.slowest = 20;
-  ck_assert_uint_le(mgpu__steal_share(&far), 2);
-  /* Another core of its kind once took 0.2 s over one item, more than the
-   * owner has left: it takes nothing, though its own history says it could. */
-  far.slowest = 0;
-  far.worst_item_s = 0.2;
-  ck_assert_uint_eq(mgpu__steal_share(&far), 0);
-  /* With more left than that, the amount is as before: the worst item only
-   * gates, it does not shrink the share of evenly costly work. */
-  far.left = 1e6;
-  mgpu__steal_view_t ungated = {.thief = {.speed = 1e3}, .owner = {.speed = 1e6}, .left = 1e6};
-  ck_assert_uint_eq(mgpu__steal_share(&far), mgpu__steal_share(&ungated));
-  /* Workers of similar speed are not gated by the worst item. */
-  mgpu__steal_view_t near = {.thief = {.speed = 100}, .owner = {.speed = 200}, .left = 30, .worst_item_s = 10};
-  ck_assert_uint_eq(mgpu__steal_share(&near), 10);
-}
-END_TEST
-
-/* How much a rank takes from another rank's range. */
-START_TEST(test_rank_steal_share) {
-  /* Equal ranks, free transfers: half each. */
-  mgpu__rank_steal_view_t eq = {.thief = {.speed = 1000}, .owner = {.speed = 1000}, .left = 1000};
-  ck_assert_uint_eq(mgpu__rank_steal_share(&eq), 500);
-  /* The owner has 400 items running: the thief takes (400 + 1000) / 2 of
-   * the 1000 left, so both end at 0.7 s. */
-  eq.owner.running = 400;
-  ck_assert_uint_eq(mgpu__rank_steal_share(&eq), 700);
-  /* A thief four times the owner's speed takes four fifths. */
-  mgpu__rank_steal_view_t fast = {.thief = {.speed = 4000}, .owner = {.speed = 1000}, .left = 1000};
-  ck_assert_uint_eq(mgpu__rank_steal_share(&fast), 800);
-  /* Moving an item's 1 KB at 10 MB/s costs 0.1 ms, a tenth of computing it:
-   * equal finish at 1 - s/1000 = s/1000 + s/10000, s = 476. */
-  mgpu__rank_steal_view_t slow_net = {.thief = {.speed = 1000}, .owner = {.speed = 1000}, .left = 1000, .bytes_per_item = 1000, .bw = 1e7};
-  ck_assert_uint_eq(mgpu__rank_steal_share(&slow_net), 476);
-  /* At 1 MB/s the transfer costs as much as the work (s = 333): it would
-   * save the owner 0.333 s for 0.333 s of transfer, under
-   * MGPU_RANK_STEAL_GAIN times the cost, so it takes none. */
-  slow_net.bw = 1e6;
-  ck_assert_uint_eq(mgpu__rank_steal_share(&slow_net), 0);
-  /* A fixed cost of 0.05 s: the share shrinks to (1 - 0.05) / 2 s of work. */
-  mgpu__rank_steal_view_t fixed = {.thief = {.speed = 1000}, .owner = {.speed = 1000}, .left = 1000, .fixed_s = 0.05};
-  ck_assert_uint_eq(mgpu__rank_steal_share(&fixed), 475);
-  /* With a few items left, a fixed cost over a quarter of the steal's work
-   * takes nothing: the tail stays with its owner. */
-  mgpu__rank_steal_view_t tail = {.thief = {.speed = 1000}, .owner = {.speed = 1000}, .left = 40, .fixed_s = 0.01};
-  ck_assert_uint_eq(mgpu__rank_steal_share(&tail), 0);
-  /* A thief that ends later than the owner even with nothing taken. */
-  mgpu__rank_steal_view_t busy = {.thief = {.speed = 1000, .running = 500}, .owner = {.speed = 1000}, .left = 100};
-  ck_assert_uint_eq(mgpu__rank_steal_share(&busy), 0);
-  /* Two more idle ranks of the thief's speed will take their part next:
-   * four equal ranks share the 1000 items, so the thief takes 250. */
-  double ov[2] = {1000, 1000}, op[2] = {0, 0};
-  mgpu__rank_steal_view_t team = {.thief = {.speed = 1000}, .owner = {.speed = 1000}, .left = 1000, .nothers = 2, .others_speed = ov, .others_running = op};
-  ck_assert_uint_eq(mgpu__rank_steal_share(&team), 250);
-  /* One of them still has 500 items running: it starts 0.5 s later, and
-   * the thief takes (1000 + 500) / 4 = 375. */
-  op[1] = 500;
-  ck_assert_uint_eq(mgpu__rank_steal_share(&team), 375);
-  /* Unknown speeds, nothing left: none. */
-  mgpu__rank_steal_view_t none = {.thief = {.speed = 0}, .owner = {.speed = 1000}, .left = 100};
-  ck_assert_uint_eq(mgpu__rank_steal_share(&none), 0);
-  none.thief.speed = 1000, none.left = 0;
-  ck_assert_uint_eq(mgpu__rank_steal_share(&none), 0);
-}
-END_TEST
-
 int main(void) {
   Suite *s = suite_create("policy");
-  TCase *tc = tcase_create("policy");
-  tcase_add_test(tc, test_fit_line);
-  tcase_add_test(tc, test_fit_grows_latency_bound);
-  tcase_add_test(tc, test_fit_cheap_kernel);
-  tcase_add_test(tc, test_fit_tail_pieces);
-  tcase_add_test(tc, test_fit_forgets);
-  tcase_add_test(tc, test_fit_robust);
-  tcase_add_test(tc, test_fit_shift);
-  tcase_add_test(tc, test_fit_shift_alone);
-  tcase_add_test(tc, test_fit_beside);
-  tcase_add_test(tc, test_start_cost_clip);
-  tcase_add_test(tc, test_fit_never_shrinks_below_claims);
-  tcase_add_test(tc, test_fit_cpu_chunks);
-  tcase_add_test(tc, test_fit_cpu_fixed_cost);
-  tcase_add_test(tc, test_fit_cpu_one_size);
-  tcase_add_test(tc, test_fit_cpu_scattered_sizes);
-  tcase_add_test(tc, test_fit_cpu_noisy_probes);
-  tcase_add_test(tc, test_fit_pipeline_fill);
-  tcase_add_test(tc, test_fit_growth_at_cap);
-  tcase_add_test(tc, test_fit_whole_batch_alone);
-  tcase_add_test(tc, test_fit_stale_growth);
-  tcase_add_test(tc, test_fit_span_growth);
-  tcase_add_test(tc, test_fit_joined_launches);
-  tcase_add_test(tc, test_fit_probe_past_knee);
-  tcase_add_test(tc, test_fit_scattered_latency);
-  tcase_add_test(tc, test_fit_knee_stays);
-  tcase_add_test(tc, test_fit_lone_rise);
-  tcase_add_test(tc, test_fit_queued_knee);
-  tcase_add_test(tc, test_fit_queued_no_latency);
-  tcase_add_test(tc, test_fit_floor_divergent);
-  tcase_add_test(tc, test_fit_floor_backoff);
-  tcase_add_test(tc, test_fit_floor_down);
-  tcase_add_test(tc, test_split);
-  tcase_add_test(tc, test_split_latency);
-  tcase_add_test(tc, test_split_peak);
-  tcase_add_test(tc, test_pool_alike);
-  tcase_add_test(tc, test_ranges_in_flight);
-  tcase_add_test(tc, test_steal_share);
-  tcase_add_test(tc, test_rank_steal_share);
-  tcase_add_test(tc, test_steal_latency);
-  tcase_add_test(tc, test_prof_bins);
-  tcase_add_test(tc, test_prof_cuts);
-  tcase_add_test(tc, test_prof_learn);
-  tcase_add_test(tc, test_cost_model);
-  tcase_add_test(tc, test_reserve_pick);
-  tcase_add_test(tc, test_reserve_pick3);
-  tcase_add_test(tc, test_reserve_refresh_backoff);
-  tcase_add_test(tc, test_reserve_noise);
-  suite_add_tcase(s, tc);
+  TCase *tc_line = tcase_create("line");
+  tcase_add_test(tc_line, test_line_fits_exact_times);
+  tcase_add_test(tc_line, test_line_keeps_rate_after_tail_pieces);
+  tcase_add_test(tc_line, test_line_follows_doubled_cost);
+  tcase_add_test(tc_line, test_line_bounds_one_slow_chunk);
+  tcase_add_test(tc_line, test_line_restarts_after_cost_shift);
+  tcase_add_test(tc_line, test_line_restarts_from_solo_chunks);
+  tcase_add_test(tc_line, test_line_skips_solo_pipeline_fill);
+  tcase_add_test(tc_line, test_sample_joins_launch_beside_it);
+  suite_add_tcase(s, tc_line);
+  TCase *tc_growth = tcase_create("growth");
+  tcase_add_test(tc_growth, test_growth_fourfold_to_cap_when_latency_bound);
+  tcase_add_test(tc_growth, test_growth_settles_at_target_when_cheap);
+  tcase_add_test(tc_growth, test_growth_never_shrinks_below_claims);
+  tcase_add_test(tc_growth, test_growth_at_cap_keeps_cap_unless_as_fast);
+  tcase_add_test(tc_growth, test_growth_ends_on_solo_whole_batch);
+  tcase_add_test(tc_growth, test_growth_not_reopened_by_stale_claim);
+  tcase_add_test(tc_growth, test_growth_judged_by_spans);
+  tcase_add_test(tc_growth, test_growth_judges_joined_launches_by_largest);
+  tcase_add_test(tc_growth, test_knee_not_lifted_by_cut_claim);
+  tcase_add_test(tc_growth, test_knee_ignores_scattered_latency);
+  suite_add_tcase(s, tc_growth);
+  TCase *tc_trials = tcase_create("trials");
+  tcase_add_test(tc_trials, test_step_below_from_probe_past_knee);
+  tcase_add_test(tc_trials, test_step_below_after_solo_rise);
+  tcase_add_test(tc_trials, test_trial_up_lifts_queued_knee);
+  tcase_add_test(tc_trials, test_no_trial_without_latency);
+  tcase_add_test(tc_trials, test_floor_kept_on_divergent_rows);
+  tcase_add_test(tc_trials, test_trials_back_off_when_not_kept);
+  tcase_add_test(tc_trials, test_floor_comes_down_when_it_stops_paying);
+  suite_add_tcase(s, tc_trials);
+  TCase *tc_cpu = tcase_create("cpu");
+  tcase_add_test(tc_cpu, test_cpu_chunks_target_mean_rate);
+  tcase_add_test(tc_cpu, test_cpu_chunks_amortize_cost_per_call);
+  tcase_add_test(tc_cpu, test_cpu_one_size_tries_larger_chunk);
+  tcase_add_test(tc_cpu, test_cpu_scattered_times_keep_mean_rate);
+  tcase_add_test(tc_cpu, test_cpu_noisy_probes_grow_bounded);
+  tcase_add_test(tc_cpu, test_cpu_team_start_bounds_one_stall);
+  suite_add_tcase(s, tc_cpu);
+  TCase *tc_split = tcase_create("split");
+  tcase_add_test(tc_split, test_split_by_speed_leftover_to_first_finisher);
+  tcase_add_test(tc_split, test_split_counts_latency);
+  tcase_add_test(tc_split, test_split_counts_latency_once_with_peak);
+  tcase_add_test(tc_split, test_split_pools_alike_gpus);
+  tcase_add_test(tc_split, test_split_short_batch_all_in_flight);
+  suite_add_tcase(s, tc_split);
+  TCase *tc_steal = tcase_create("steal");
+  tcase_add_test(tc_steal, test_steal_equal_finish_slow_thief_worst_case);
+  tcase_add_test(tc_steal, test_steal_counts_latency_and_peak);
+  tcase_add_test(tc_steal, test_rank_steal_equal_finish_minus_transfer);
+  suite_add_tcase(s, tc_steal);
+  TCase *tc_profile = tcase_create("profile");
+  tcase_add_test(tc_profile, test_profile_bins_cover_batch);
+  tcase_add_test(tc_profile, test_profile_cuts_only_smooth_spread_cost);
+  tcase_add_test(tc_profile, test_profile_learns_per_item_cost);
+  tcase_add_test(tc_profile, test_cost_chunks_and_steals_by_cost);
+  suite_add_tcase(s, tc_profile);
+  TCase *tc_reserve = tcase_create("reserve");
+  tcase_add_test(tc_reserve, test_reserve_two_ways_trials_then_fastest);
+  tcase_add_test(tc_reserve, test_reserve_more_ways_by_turns);
+  tcase_add_test(tc_reserve, test_reserve_refresh_gap_doubles);
+  tcase_add_test(tc_reserve, test_reserve_noisy_times_lose_few_batches);
+  suite_add_tcase(s, tc_reserve);
   return mgpu_test_main(s);
 }

@@ -449,7 +449,7 @@ static int cmp_dbl(const void *a, const void *b) {
  * the launch latency on top of the GPU's rate at its chunks' size (which
  * holds it already) predicted the GPU's share twice the latency long, gave
  * the CPU worker about twice what it finishes in one launch, and every batch
- * took 28 to 53 ms (test-policy's test_split_peak has the numbers). */
+ * took 28 to 53 ms (test-policy's test_split_counts_latency_once_with_peak has the numbers). */
 MGPU_TIMED_TEST(test_latency_counted_once) {
   mgpu_test_config_t cfg = mgpu_test_config(1, 1);
   cfg.test.emulate_latency = 20e-3;
