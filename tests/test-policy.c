@@ -1,8 +1,8 @@
 /*
- * test-policy.c: the scheduling policy's pure functions with exact numbers:
- * the chunk-time fit and the chunk sizes it gives (fit.c), the split by
- * predicted completion and the thief's share (split.c), the cost profile and
- * the reserve trials (model.c). No runtime, no threads, no clock.
+ * test-policy.c: the scheduling policy's pure functions, each test a rule
+ * checked on given numbers: the line, the knee and the growth, the trials
+ * and the floor, CPU chunks (fit.c); the split and stealing (split.c); cost
+ * profiles and the reserve (model.c). One TCase each; no runtime, no clock.
  */
 #include "testutil.h"
 
@@ -36,14 +36,15 @@ static void grow_solo(mgpu__fit_t *f, double n1, double t1, double n2, double t2
 /* -------------------- the line: t(n) = a + c n, learnt from samples */
 
 /* Chunks of growing sizes on an exact line: the fit finds the line, and
- * the saturating size is where latency is a tenth of the time. */
+ * at the saturating size latency is 1 - MGPU_SAT_SHARE of the time. */
 START_TEST(test_line_fits_exact_times) {
   mgpu__fit_t f = {0};
   const double a = 5e-3, c = 0.5e-6;
   for (double n = 1; n <= 1 << 20; n *= 4) mgpu__fit_add(&f, n, dev_time(a, c, n));
   ck_assert_double_eq_tol(f.line.a, a, a * 1e-6);
   ck_assert_double_eq_tol(f.line.c, c, c * 1e-6);
-  ck_assert_double_eq_tol(mgpu__fit_sat(&f), 9 * a / c, 1e-3 * a / c);
+  double sat = mgpu__fit_sat(&f);
+  ck_assert_double_eq_tol(a / dev_time(a, c, sat), 1 - MGPU_SAT_SHARE, 1e-4 * (1 - MGPU_SAT_SHARE));
   ck_assert_double_eq_tol(mgpu__fit_rate(&f, 1000), 1000 / (a + c * 1000), 1e-3);
   /* From 4^9 to 4^10 items, past the saturating size, the rate rose by
    * under MGPU_FIT_RISE: the chunks stop growing. */
@@ -57,31 +58,33 @@ END_TEST
  * latency, and the rate at the size the device claims stays where the full
  * chunks put it. */
 START_TEST(test_line_keeps_rate_after_tail_pieces) {
+  const double chunk = 80000, chunk_s = 2e-3, piece = 5, piece_s = 1e-4;
   mgpu__fit_t f = {0};
-  for (int i = 0; i < 20; i++) mgpu__fit_add(&f, i % 2 ? 80000 : 20000, i % 2 ? 2e-3 : 0.5e-3);
-  double full = mgpu__fit_rate(&f, 80000);
-  ck_assert_double_eq_tol(full, 4e7, 4e7 * 1e-3);
-  for (int i = 0; i < 40; i++) mgpu__fit_add(&f, 5, 1e-4);
+  for (int i = 0; i < 20; i++) mgpu__fit_add(&f, i % 2 ? chunk : chunk / 4, i % 2 ? chunk_s : chunk_s / 4);
+  double full = mgpu__fit_rate(&f, chunk);
+  ck_assert_double_eq_tol(full, chunk / chunk_s, chunk / chunk_s * 1e-3);
+  for (int i = 0; i < 40; i++) mgpu__fit_add(&f, piece, piece_s);
   double after = mgpu__fit_rate(&f, 80000);
   printf("tail pieces: rate at 80,000 items %.4g before, %.4g after; latency %.3g s\n", full, after, f.line.a);
   ck_assert_double_ge(after, 0.9 * full);
-  ck_assert_double_eq_tol(f.line.a, 1e-4, 2e-5);
+  ck_assert_double_eq_tol(f.line.a, piece_s, 0.2 * piece_s); /* the pieces' time is latency */
 }
 END_TEST
 
 /* The kernel's cost doubles (another input): the fit follows within a few
  * dozen chunks. */
 START_TEST(test_line_follows_doubled_cost) {
+  const double a = 1e-4, c = 1e-6;
   mgpu__fit_t f = {0};
   for (int i = 0; i < 30; i++) {
     double n = i % 3 == 0 ? 1000 : 4000;
-    mgpu__fit_add(&f, n, dev_time(1e-4, 1e-6, n));
+    mgpu__fit_add(&f, n, dev_time(a, c, n));
   }
-  ck_assert_double_eq_tol(f.line.c, 1e-6, 1e-8);
+  ck_assert_double_eq_tol(f.line.c, c, 0.01 * c);
   int k = 0;
-  for (; k < 60 && fabs(f.line.c - 2e-6) > 0.05 * 2e-6; k++) {
+  for (; k < 60 && fabs(f.line.c - 2 * c) > 0.05 * 2 * c; k++) {
     double n = k % 3 == 0 ? 1000 : 4000;
-    mgpu__fit_add(&f, n, dev_time(1e-4, 2e-6, n));
+    mgpu__fit_add(&f, n, dev_time(a, 2 * c, n));
   }
   printf("cost doubled: the fit followed in %d chunks\n", k);
   ck_assert_int_lt(k, 40);
@@ -176,22 +179,26 @@ START_TEST(test_line_restarts_from_solo_chunks) {
 END_TEST
 
 /* A GPU's batches, each a chunk that runs solo (its time holds the fill
- * of the pipeline: 3 ms of copies before and after) and ten that run among
- * others (20 us of launch, 1 ns an item). The fill is not a chunk's latency:
+ * of the pipeline: 3 ms of copies before and after) and ten that run
+ * overlapped (20 us of launch, 1 ns an item). The fill is not a chunk's latency:
  * learnt as one, it would make the chunks large enough to leave nothing to
  * overlap. Where every chunk runs solo (one chunk a batch), those are
  * learnt. */
 START_TEST(test_line_skips_solo_pipeline_fill) {
+  const double fill = 3e-3, launch = 20e-6, big = 2e6;
   mgpu__fit_t f = {0};
   for (int b = 0; b < 6; b++) {
-    sample(&f, 2e6, 3e-3 + dev_time(20e-6, 1e-9, 2e6), true);
-    for (int k = 0; k < 10; k++) sample(&f, k % 2 ? 2e6 : 5e5, dev_time(20e-6, 1e-9, k % 2 ? 2e6 : 5e5), false);
+    sample(&f, big, fill + dev_time(launch, 1e-9, big), true);
+    for (int k = 0; k < 10; k++)
+      sample(&f, k % 2 ? big : big / 4, dev_time(launch, 1e-9, k % 2 ? big : big / 4), false);
   }
-  ck_assert_double_lt(f.line.a, 1e-4);
-  ck_assert_double_lt(mgpu__fit_sat(&f), 1e6);
+  ck_assert_double_lt(f.line.a, fill / 30);          /* the launch's latency, not the fill */
+  ck_assert_double_lt(mgpu__fit_sat(&f), big / 2); /* chunks small enough to overlap */
+  const double solo_launch = 18e-3;
   mgpu__fit_t g = {0};
-  for (int b = 0; b < 6; b++) sample(&g, b % 2 ? 8192 : 2048, dev_time(18e-3, 0.25e-6, b % 2 ? 8192 : 2048), true);
-  ck_assert_double_eq_tol(g.line.a, 18e-3, 1e-6);
+  for (int b = 0; b < 6; b++)
+    sample(&g, b % 2 ? 8192 : 2048, dev_time(solo_launch, 0.25e-6, b % 2 ? 8192 : 2048), true);
+  ck_assert_double_eq_tol(g.line.a, solo_launch, 1e-6);
 }
 END_TEST
 
@@ -249,29 +256,33 @@ static int settle(double a, double c, double prior_rate, double target_s, size_t
 
 /* A latency-bound device (a launch 18 ms whatever its size up to tens of
  * thousands of items, 4e6 items/s beyond) probed with one item: the chunks
- * grow fourfold a claim and settle at the memory cap, under the saturating
- * size (9 a / c = 648,000 items) where the rate still rises. */
-START_TEST(test_growth_fourfold_to_cap_when_latency_bound) {
+ * grow a step a claim and settle at the memory cap, under the saturating
+ * size where the rate still rises, within a few claims of the steps there. */
+START_TEST(test_growth_steps_up_to_cap_when_latency_bound) {
+  const double prior = 100, target_s = 2e-3;
+  const size_t cap = 1 << 20;
   size_t sizes[16], settled;
-  int claims = settle(18e-3, 0.25e-6, 100, 2e-3, 1 << 20, &settled, sizes, 16);
+  int claims = settle(18e-3, 0.25e-6, prior, target_s, cap, &settled, sizes, 16);
   printf("latency-bound: %d claims, settled at %zu:", claims, settled);
   for (int k = 0; k < MGPU_MIN(claims, 16); k++) printf(" %zu", sizes[k]);
   printf("\n");
-  ck_assert_uint_eq(sizes[0], 1); /* the probe: 100 items/s for 2 ms */
-  for (int k = 1; k < 10; k++) ck_assert_uint_eq(sizes[k], MGPU_MIN(sizes[k - 1] * 4, (size_t)1 << 20));
-  ck_assert_uint_eq(settled, 1 << 20);
-  ck_assert_int_le(claims, 14);
+  ck_assert_uint_eq(sizes[0], (size_t)MGPU_MAX(1.0, prior * target_s)); /* the probe, at least one item */
+  int steps = (int)ceil(log((double)cap / (double)sizes[0]) / log(MGPU_FIT_GROWTH));
+  for (int k = 1; k < steps; k++) ck_assert_uint_eq(sizes[k], MGPU_MIN(sizes[k - 1] * (size_t)MGPU_FIT_GROWTH, cap));
+  ck_assert_uint_eq(settled, cap);
+  ck_assert_int_le(claims, steps + 4);
 }
 END_TEST
 
 /* A cheap kernel (20 us of latency, 1 ns an item): after the growth the
  * chunks are target_s of work, the saturating size (180,000) being smaller. */
 START_TEST(test_growth_settles_at_target_when_cheap) {
+  const double c = 1e-9, prior = 2e8, target_s = 2e-3;
   size_t sizes[16], settled;
-  int claims = settle(20e-6, 1e-9, 2e8, 2e-3, SIZE_MAX, &settled, sizes, 16);
+  int claims = settle(20e-6, c, prior, target_s, SIZE_MAX, &settled, sizes, 16);
   printf("cheap: %d claims, settled at %zu\n", claims, settled);
-  ck_assert_uint_eq(sizes[0], 400000);
-  ck_assert_double_eq_tol((double)settled, 2e-3 / 1e-9, 1e-3 * 2e6);
+  ck_assert_uint_eq(sizes[0], (size_t)(prior * target_s)); /* the probe */
+  ck_assert_double_eq_tol((double)settled, target_s / c, 1e-3 * target_s / c);
   ck_assert_int_le(claims, 5);
 }
 END_TEST
@@ -306,7 +317,7 @@ START_TEST(test_growth_at_cap_keeps_cap_unless_as_fast) {
                    .knee = {.top.n = cap, .below.n = cap / 4, .rising = true, .measured = true},
                    .claims = {.largest = (size_t)cap, .probe = 1000}};
   ck_assert(!mgpu__fit_known(&f));
-  ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e6, 2e-3, (size_t)cap, true), 800000);
+  ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e6, 2e-3, (size_t)cap, true), (size_t)(2e-3 / f.line.c)); /* target_s */
   f.knee.below.n = cap / 2;
   ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e6, 2e-3, (size_t)cap, true), (size_t)(cap / 2));
   ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e6, 2e-3, 2 * (size_t)cap, true), 2 * (size_t)cap);
@@ -466,15 +477,16 @@ START_TEST(test_growth_judges_joined_launches_by_largest) {
                             .span = run[i].span, .solo = run[i].solo};
       mgpu__fit_sample(&f, &smp);
     }
-    size_t n = mgpu__fit_chunk(&f, 1e3, 2e-3, 16384, true);
+    size_t n = mgpu__fit_chunk(&f, 1e3, 2e-3, 16384, true), largest = 0;
+    for (size_t i = 0; i < sizeof run / sizeof run[0]; i++) largest = MGPU_MAX(largest, (size_t)run[i].launch);
     printf("joined launches judged as %s: %s, next chunk %zu\n", by_launch ? "their largest" : "one of their total",
            mgpu__fit_known(&f) ? "saturated" : "growing", n);
     if (by_launch) {
       ck_assert(!mgpu__fit_known(&f));
-      ck_assert_uint_gt(n, 4096);
+      ck_assert_uint_gt(n, largest);
     } else {
       ck_assert(mgpu__fit_known(&f));
-      ck_assert_uint_eq(n, 4096);
+      ck_assert_uint_eq(n, largest);
     }
   }
 }
@@ -526,7 +538,8 @@ START_TEST(test_knee_ignores_scattered_latency) {
   sample(&f, 8386731, 0.0100, false);
   sample(&f, 8386731, 0.0100, false);
   sample(&f, 7873540, 0.00841, false);
-  printf("scattered latency: fit %.3g s + %.3g s/item, n_sat %.3g, known %d nprev %.0f\n", f.line.a, f.line.c, mgpu__fit_sat(&f), mgpu__fit_known(&f), f.knee.below.n);
+  printf("scattered latency: fit %.3g s + %.3g s/item, n_sat %.3g, known %d nprev %.0f\n",
+         f.line.a, f.line.c, mgpu__fit_sat(&f), mgpu__fit_known(&f), f.knee.below.n);
   ck_assert_double_gt(mgpu__fit_sat(&f), (double)range);
   size_t n = mgpu__fit_chunk(&f, 1e6, 2e-3, range, true);
   ck_assert_uint_le(n, range / 2);
@@ -559,29 +572,30 @@ static size_t settle_below(mgpu__fit_t *f, double a, double c, int chunks) {
 }
 
 START_TEST(test_step_below_from_probe_past_knee) {
+  const size_t probe = 8246107, step_below = probe / (size_t)MGPU_FIT_GROWTH;
   mgpu__fit_t f = {0};
-  mgpu__fit_claimed(&f, 8246107);
-  sample(&f, 8246107, 0.0175, true);
+  mgpu__fit_claimed(&f, probe);
+  sample(&f, (double)probe, 0.0175, true);
   mgpu__fit_claimed(&f, 32984428);
   sample_span(&f, 24916701, 0.0459, 0.050, false);
   ck_assert(mgpu__fit_known(&f));
-  ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e6, 2e-3, SIZE_MAX, true), 8246107 / (size_t)MGPU_FIT_GROWTH);
+  ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e6, 2e-3, SIZE_MAX, true), step_below);
   size_t n = settle_below(&f, 0, 1.1e-9, 12);
   printf("probe past the knee: chunks settle at %zu (target_s of work: %.0f)\n", n, 2e-3 / f.line.c);
   ck_assert_double_eq_tol((double)n, 2e-3 / f.line.c, 1.0);
-  ck_assert_uint_lt(n, 2500000);
+  ck_assert_uint_lt(n, step_below); /* past the first step below */
 
   mgpu__fit_t g = {0};
-  const double a = 18e-3, c = 0.25e-6;
-  mgpu__fit_claimed(&g, 1000000);
-  sample(&g, 1e6, dev_time(a, c, 1e6), true);
-  mgpu__fit_claimed(&g, 4000000);
-  sample(&g, 4e6, dev_time(a, c, 4e6), false);
+  const double a = 18e-3, c = 0.25e-6, knee = 1e6;
+  mgpu__fit_claimed(&g, (size_t)knee);
+  sample(&g, knee, dev_time(a, c, knee), true);
+  mgpu__fit_claimed(&g, (size_t)(MGPU_FIT_GROWTH * knee));
+  sample(&g, MGPU_FIT_GROWTH * knee, dev_time(a, c, MGPU_FIT_GROWTH * knee), false);
   ck_assert(mgpu__fit_known(&g));
   const int trial = MGPU_FIT_TRIAL_SKIP + MGPU_FIT_TRIAL_CHUNKS;
-  ck_assert_uint_eq(settle_below(&g, a, c, trial - 1), 250000);
-  ck_assert_uint_eq(settle_below(&g, a, c, 1), 1000000);
-  ck_assert_uint_eq(settle_below(&g, a, c, 8), 1000000);
+  ck_assert_uint_eq(settle_below(&g, a, c, trial - 1), (size_t)(knee / MGPU_FIT_GROWTH));
+  ck_assert_uint_eq(settle_below(&g, a, c, 1), (size_t)knee);
+  ck_assert_uint_eq(settle_below(&g, a, c, 8), (size_t)knee);
 }
 END_TEST
 
@@ -596,14 +610,17 @@ END_TEST
  * throughput, and the chunks settle at target_s of work. On a device that
  * runs one chunk at a time (the emulated one), the launch latency is paid
  * overlapped too: the step below runs slower, and the knee stays. */
-static size_t solo_rise(double fill, double lat, double overlap, int batches, int *last_chunks) {
-  const double rate = 4.45e7;
+static const double rise_sizes[3] = {67033, 268132, 659317}, rise_rate = 4.45e7, rise_batch = 1e6;
+
+static size_t solo_rise(double fill, double lat, double overlap, int batches, int *last_chunks,
+                        mgpu__fit_knee_t *knee) {
+  const double *g = rise_sizes, rate = rise_rate;
   mgpu__fit_t f = {0};
-  grow_solo(&f, 67033, fill + 67033 / rate, 268132, fill + 268132 / rate, 659317);
-  sample(&f, 659317, fill + 659317 / rate, true);
+  grow_solo(&f, g[0], fill + g[0] / rate, g[1], fill + g[1] / rate, g[2]);
+  sample(&f, g[2], fill + g[2] / rate, true);
   ck_assert(mgpu__fit_known(&f));
   for (int b = 0; b < batches; b++) {
-    size_t left = 1000000;
+    size_t left = (size_t)rise_batch;
     *last_chunks = 0;
     for (bool first = true; left > 0; first = false) {
       size_t n = MGPU_MIN(mgpu__fit_chunk(&f, 1e6, 2e-3, SIZE_MAX, true), left);
@@ -614,27 +631,35 @@ static size_t solo_rise(double fill, double lat, double overlap, int batches, in
       sample_span(&f, (double)n, t, first ? t : overlap * t, first);
     }
   }
+  *knee = f.knee;
   return mgpu__fit_chunk(&f, 1e6, 2e-3, SIZE_MAX, true);
 }
 
 START_TEST(test_step_below_after_solo_rise) {
+  const double target = 2e-3 * rise_rate; /* target_s of work */
   int chunks, serial_chunks;
-  size_t n = solo_rise(0.4e-3, 0, 3, 4, &chunks);
-  size_t serial = solo_rise(1e-3, 1e-3, 1, 4, &serial_chunks);
-  printf("solo rise: chunks of %zu (%d a batch) in flight together, %zu (%d a batch) one at a time\n", n, chunks, serial,
-         serial_chunks);
-  ck_assert_double_eq_tol((double)n, 2e-3 * 4.45e7, 0.05 * 2e-3 * 4.45e7);
-  ck_assert_int_ge(chunks, 10);
-  ck_assert_uint_eq(serial, 268132);
+  mgpu__fit_knee_t knee, serial_knee;
+  size_t n = solo_rise(0.4e-3, 0, 3, 4, &chunks, &knee);
+  size_t serial = solo_rise(1e-3, 1e-3, 1, 4, &serial_chunks, &serial_knee);
+  printf("solo rise: chunks of %zu (%d a batch) in flight together, %zu (%d a batch) one at a time\n",
+         n, chunks, serial, serial_chunks);
+  ck_assert_double_eq_tol((double)n, target, 0.05 * target);
+  ck_assert_int_ge(chunks, (int)(rise_batch / target) - 1);
+  /* One at a time, the knee is the class the rate stopped rising from. */
+  ck_assert_double_eq(serial_knee.below.n, rise_sizes[1]);
+  ck_assert_uint_eq(serial, (size_t)serial_knee.below.n);
 }
 END_TEST
 
 /* A device that runs one launch at a time, a s a launch and c an item:
- * its growth from 1 item to 4096, with chunks of 256 and more queued behind
- * others (spans twice their times), so 256 looks no faster than 64; then
+ * its growth from 1 item to 4096, with chunks of queued_from and more queued
+ * behind others (spans twice their times), so they look no faster than the
+ * step below; then
  * batches of 8000 items, whose time comes back in *first and *last and whose
  * trials of the floor in *trials. The chunks after the growth come back in
  * *stuck, those it ends on as the return value. */
+static const double queued_from = 256;
+
 static size_t queued_batches(mgpu__fit_t *f, double a, double c, int batches, size_t *stuck, double *first,
                              double *last, int *trials) {
   mgpu__fit_claimed(f, 1);
@@ -643,7 +668,7 @@ static size_t queued_batches(mgpu__fit_t *f, double a, double c, int batches, si
   for (size_t i = 0; i < sizeof growth / sizeof growth[0]; i++) {
     double n = growth[i], t = dev_time(a, c, n);
     mgpu__fit_claimed(f, (size_t)n);
-    sample_span(f, n, t, n >= 256 ? 2 * t : t, false);
+    sample_span(f, n, t, n >= queued_from ? 2 * t : t, false);
   }
   ck_assert(mgpu__fit_known(f));
   *stuck = mgpu__fit_chunk(f, 1e3, 2e-3, SIZE_MAX, true);
@@ -678,8 +703,8 @@ START_TEST(test_trial_up_lifts_queued_knee) {
   printf("queued knee: chunks of %zu at first (%.4f s a batch), %zu after 24 batches (%.4f s, %d trials); "
          "one launch %.4f s\n", stuck, first, n, last, trials, dev_time(a, c, 8000));
   ck_assert(f.knee.measured);
-  ck_assert_double_eq(f.knee.below.n, 64);
-  ck_assert_uint_lt(stuck, 100);
+  ck_assert_double_eq(f.knee.below.n, queued_from / MGPU_FIT_GROWTH); /* the step under the queued sizes */
+  ck_assert_uint_eq(stuck, (size_t)(2e-3 / c));                      /* target_s of work, over that knee */
   ck_assert_uint_ge(n, 4 * stuck);
   ck_assert_double_lt(last, 0.9 * first);
 }
@@ -762,7 +787,7 @@ START_TEST(test_floor_kept_on_divergent_rows) {
     else ck_assert_msg(t <= 1.1 * whole, "batch %d: %.4f s against one launch's %.4f s", b, t, whole);
   }
   ck_assert_int_ge(kept, 1);
-  ck_assert_double_ge(d.f.floor, 128);
+  ck_assert_double_ge(d.f.floor, d.fill); /* launches that keep the device busy */
   /* Down, from the fifth trial on, 16 then 32 batches apart. */
   ck_assert_int_le(trials, 3);
 }
@@ -783,9 +808,10 @@ START_TEST(test_trials_back_off_when_not_kept) {
     ck_assert_int_eq(flat.f.batch.trial == MGPU_TRIAL_UP || flat.f.batch.trial == MGPU_TRIAL_DOWN, 0);
   }
   div_dev_t d = {.n = 400000, .cheap = 100000, .lo = 1e-9, .hi = 1e-7};
+  const int batches = 1100;
   uint64_t trials[12];
   int nt = 0;
-  for (int b = 0; b < 1100 && nt < 12; b++) {
+  for (int b = 0; b < batches && nt < 12; b++) {
     div_batch(&d, &chunks, &judged);
     if (judged != MGPU_TRIAL_NONE) {
       ck_assert_int_eq(judged, MGPU_TRIAL_UP);
@@ -793,10 +819,20 @@ START_TEST(test_trials_back_off_when_not_kept) {
     }
     ck_assert_double_eq(d.f.floor, 0);
   }
-  ck_assert_int_eq(nt, 8);
+  /* The first trial comes within the first gap, and each next one at the
+   * gap that doubles up to the cap, as long as the run lasts (the last batch
+   * judged is the one before the run's last). */
+  ck_assert_uint_lt(trials[0], MGPU_FIT_BATCH_GAP);
+  int expect = 1;
+  for (uint64_t at = trials[0], gap = MGPU_FIT_BATCH_GAP; at + gap <= (uint64_t)batches - 1; expect++) {
+    at += gap;
+    gap = MGPU_MIN(MGPU_FIT_BATCH_GAP_GROWTH * gap, (uint64_t)MGPU_FIT_BATCH_GAP_MAX);
+  }
+  ck_assert_int_eq(nt, expect);
+  uint64_t gap = MGPU_FIT_BATCH_GAP;
   for (int i = 1; i < nt; i++) {
-    uint64_t gap = MGPU_MIN((uint64_t)MGPU_FIT_BATCH_GAP << (i - 1), (uint64_t)MGPU_FIT_BATCH_GAP_MAX);
     ck_assert_uint_eq(trials[i] - trials[i - 1], gap);
+    gap = MGPU_MIN(MGPU_FIT_BATCH_GAP_GROWTH * gap, (uint64_t)MGPU_FIT_BATCH_GAP_MAX);
   }
   /* Four times the size: the rates start over. */
   d.n *= 4;
@@ -816,7 +852,7 @@ START_TEST(test_floor_comes_down_when_it_stops_paying) {
   mgpu__trial_t judged;
   for (b = 0; b < 16; b++) div_batch(&d, &chunks, &judged);
   double high = d.f.floor;
-  ck_assert_double_ge(high, 128);
+  ck_assert_double_ge(high, d.fill);
   d.fill = 0;
   int downs = 0;
   for (b = 0; b < 600 && d.f.floor > 0; b++) {
@@ -836,15 +872,17 @@ END_TEST
  * (here the chunks of a dear stretch, 40 times the others), and chunks grown
  * to amortize it would leave the team less to balance. */
 START_TEST(test_cpu_chunks_target_mean_rate) {
+  const double prior = 1e4, target_s = 0.5e-3;
+  const size_t probe = (size_t)(prior * target_s);
   mgpu__fit_t f = {0};
-  ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, false), 5); /* the probe */
-  mgpu__fit_claimed(&f, 5);
-  for (int i = 0; i < 40; i++) mgpu__fit_add(&f, 5, (i % 8 == 7 ? 40 : 1) * 1e-4 * 5);
-  size_t n = mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, false);
-  ck_assert_uint_eq(n, MGPU_MAX((size_t)1, (size_t)(0.5e-3 * f.line.items / f.line.secs)));
-  ck_assert_uint_le(n, 5);
+  ck_assert_uint_eq(mgpu__fit_chunk(&f, prior, target_s, SIZE_MAX, false), probe);
+  mgpu__fit_claimed(&f, probe);
+  for (int i = 0; i < 40; i++) mgpu__fit_add(&f, (double)probe, (i % 8 == 7 ? 40 : 1) * 1e-4 * (double)probe);
+  size_t n = mgpu__fit_chunk(&f, prior, target_s, SIZE_MAX, false);
+  ck_assert_uint_eq(n, MGPU_MAX((size_t)1, (size_t)(target_s * f.line.items / f.line.secs)));
+  ck_assert_uint_le(n, probe);
   /* A GPU's fit of the same chunks would grow them. */
-  ck_assert_uint_gt(mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, true), 5);
+  ck_assert_uint_gt(mgpu__fit_chunk(&f, prior, target_s, SIZE_MAX, true), probe);
 }
 END_TEST
 
@@ -863,7 +901,8 @@ START_TEST(test_cpu_chunks_amortize_cost_per_call) {
     mgpu__fit_add(&f, (double)n, a + c * (double)n);
   }
   double rate = (double)n / (a + c * (double)n);
-  printf("CPU chunks with a 1 ms fixed cost: %zu items, %.3g items/s; fit %.3g s + %.3g s/item\n", n, rate, f.line.a, f.line.c);
+  printf("CPU chunks with a 1 ms fixed cost: %zu items, %.3g items/s; fit %.3g s + %.3g s/item\n",
+         n, rate, f.line.a, f.line.c);
   ck_assert_double_ge(rate, 0.85 / c);
   /* Under a cap (a range's end), the cap. */
   ck_assert_uint_eq(mgpu__fit_chunk(&f, 1e4, 0.5e-3, 100, false), 100);
@@ -899,8 +938,9 @@ START_TEST(test_cpu_one_size_tries_larger_chunk) {
     mgpu__fit_claimed(&f, n);
     mgpu__fit_add(&f, (double)n, a + c * (double)n);
   }
-  ck_assert_double_eq_tol(mgpu__fit_sat(&f), 9 * a / c, 1);
-  ck_assert_uint_ge(n, 8999);
+  const double sat = MGPU_SAT_SHARE / (1 - MGPU_SAT_SHARE) * a / c; /* latency 1 - MGPU_SAT_SHARE of the time */
+  ck_assert_double_eq_tol(mgpu__fit_sat(&f), sat, 1);
+  ck_assert_uint_ge(n, (size_t)sat - 1);
 }
 END_TEST
 
@@ -933,18 +973,21 @@ END_TEST
 START_TEST(test_cpu_noisy_probes_grow_bounded) {
   mgpu__fit_t f = {0};
   static const mgpu__call_t calls[4][2] = {
-      {{1, 0.2133e-3}}, {{1, 0.1545e-3}, {1, 0.1743e-3}}, {{1, 0.1242e-3}, {1, 0.1420e-3}}, {{1, 0.1428e-3}, {2, 0.1371e-3}}};
+      {{1, 0.2133e-3}}, {{1, 0.1545e-3}, {1, 0.1743e-3}}, {{1, 0.1242e-3}, {1, 0.1420e-3}},
+      {{1, 0.1428e-3}, {2, 0.1371e-3}}};
   static const int ncalls[4] = {1, 2, 2, 2};
+  double largest = 0;
   for (int i = 0; i < 4; i++) {
     double items = 0, secs = 0;
     for (int j = 0; j < ncalls[i]; j++) items += calls[i][j].items, secs += calls[i][j].secs;
+    largest = MGPU_MAX(largest, items);
     mgpu__fit_claimed(&f, (size_t)items);
     mgpu__fit_sample(&f, &(mgpu__sample_t){.items = items, .secs = secs, .calls = calls[i], .ncalls = ncalls[i]});
   }
   size_t n = mgpu__fit_chunk(&f, 1e4, 0.5e-3, SIZE_MAX, false);
-  printf("CPU chunks after noisy probes: fit %.3g s + %.3g s/item, saturating size %.0f, next %zu\n", f.line.a, f.line.c,
-         mgpu__fit_sat(&f), n);
-  ck_assert_uint_le(n, (size_t)(MGPU_FIT_GROWTH * MGPU_FIT_GROWTH * 3));
+  printf("CPU chunks after noisy probes: fit %.3g s + %.3g s/item, saturating size %.0f, next %zu\n",
+         f.line.a, f.line.c, mgpu__fit_sat(&f), n);
+  ck_assert_uint_le(n, (size_t)(MGPU_FIT_GROWTH * MGPU_FIT_GROWTH * largest));
   /* Its time, at the items' cost, leaves the line no cost per call worth a
    * larger chunk. */
   mgpu__fit_claimed(&f, n);
@@ -968,12 +1011,21 @@ END_TEST
 
 /* -------------------------------------------------------- the split */
 
+/* Worker i's share of `items` by speed alone, before the leftover items. */
+static size_t by_speed(const double *sp, int n, size_t items, int i) {
+  double total = 0;
+  for (int j = 0; j < n; j++) total += sp[j] > 0 ? sp[j] : 0;
+  return (size_t)floor((double)items * (sp[i] / total));
+}
+
+/* Shares in proportion to speed; each leftover item goes to the worker that
+ * would finish it first, the first of equals. */
 START_TEST(test_split_by_speed_leftover_to_first_finisher) {
   size_t share[4];
   double sp[4] = {1, 1, 3, 3};
   mgpu__split(sp, NULL, NULL, 4, 1001, share);
   ck_assert_uint_eq(share[0] + share[1] + share[2] + share[3], 1001);
-  ck_assert_uint_eq(share[2], 376);
+  ck_assert_uint_eq(share[2], by_speed(sp, 4, 1001, 2) + 1); /* the leftover item: the first fast worker */
   double one[3] = {1, 0, 2};
   mgpu__split(one, NULL, NULL, 3, 10, share);
   ck_assert_uint_eq(share[1], 0);
@@ -988,7 +1040,7 @@ START_TEST(test_split_by_speed_leftover_to_first_finisher) {
   double eq[7] = {1, 1, 1, 1, 1, 1, 1};
   size_t s7[7];
   mgpu__split(eq, NULL, NULL, 7, 20, s7);
-  for (int i = 0; i < 7; i++) ck_assert(s7[i] == 2 || s7[i] == 3);
+  for (int i = 0; i < 7; i++) ck_assert(s7[i] == by_speed(eq, 7, 20, i) || s7[i] == by_speed(eq, 7, 20, i) + 1);
   /* Counts near SIZE_MAX: the shares add up exactly, with no wrap (the test's
    * timeout catches a remainder loop of 2^64 steps). */
   size_t huge[] = {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX / 3 * 2, (size_t)1 << 63};
@@ -1013,7 +1065,7 @@ START_TEST(test_split_counts_latency) {
   const double speed[2] = {1000, 1e6}, latency[2] = {0, 18e-3};
   size_t share[2];
   mgpu__split(speed, latency, NULL, 2, 10, share);
-  ck_assert_uint_eq(share[0], 10);
+  ck_assert_uint_eq(share[0], 10); /* all of them */
   ck_assert_uint_eq(share[1], 0);
   mgpu__split(speed, latency, NULL, 2, 100000, share);
   double T = (100000 + 1e6 * 18e-3) / (1000 + 1e6);
@@ -1029,9 +1081,10 @@ START_TEST(test_split_counts_latency) {
   /* Three workers, the middle latency between the others' finish times. */
   const double s3[3] = {100, 100, 100}, l3[3] = {0, 0.5, 2};
   size_t sh3[3];
-  mgpu__split(s3, l3, NULL, 3, 200, sh3); /* T: 100 T + 100 (T - 0.5) = 200, T = 1.25 < 2 */
-  ck_assert_uint_eq(sh3[0], 125);
-  ck_assert_uint_eq(sh3[1], 75);
+  mgpu__split(s3, l3, NULL, 3, 200, sh3);
+  const double T3 = (200 + s3[1] * l3[1]) / (s3[0] + s3[1]); /* s0 T + s1 (T - l1) = 200, T < l2 */
+  ck_assert_uint_eq(sh3[0], (size_t)floor(s3[0] * (T3 - l3[0])));
+  ck_assert_uint_eq(sh3[1], (size_t)floor(s3[1] * (T3 - l3[1])));
   ck_assert_uint_eq(sh3[2], 0);
 }
 END_TEST
@@ -1050,7 +1103,8 @@ START_TEST(test_split_counts_latency_once_with_peak) {
   size_t share[2];
   mgpu__split(speed, latency, NULL, 2, 20000, share);
   printf("latency-bound GPU beside a CPU worker: the CPU worker's share %zu counting the latency twice\n", share[0]);
-  ck_assert_uint_ge(share[0], 3700);
+  const double T_twice = (20000 + gpu * a) / (1e5 + gpu); /* a + s / gpu for the GPU */
+  ck_assert_uint_ge(share[0], (size_t)floor(1e5 * T_twice) - 1);
   mgpu__split(speed, latency, peak, 2, 20000, share);
   double T = (20000 + peak_rate * a) / (1e5 + peak_rate);
   printf("latency-bound GPU beside a CPU worker: the CPU worker's share %zu with the GPU's peak (T %.4f s)\n", share[0],
@@ -1072,14 +1126,17 @@ START_TEST(test_split_pools_alike_gpus) {
   /* Workers: 2 CPUs (no group), 4 GPUs of group 2 (one at half speed, one
    * retired), 2 GPUs of group 6. */
   int group[8] = {-1, -1, 2, 2, 2, 2, 6, 6};
-  double sp[8] = {10, 30, 1.00e6, 1.06e6, 0.5e6, 0, 2e6, 2.2e6};
+  const double given[8] = {10, 30, 1.00e6, 1.06e6, 0.5e6, 0, 2e6, 2.2e6};
+  double sp[8];
+  memcpy(sp, given, sizeof sp);
   mgpu__pool_alike(sp, group, 8, 0.2);
-  ck_assert(sp[0] == 10 && sp[1] == 30);
+  ck_assert(sp[0] == given[0] && sp[1] == given[1]);
   /* Group 2's median is 1.00e6: 1.00e6 and 1.06e6 lie within 20% of it and
    * take their mean; 0.5e6 is half of it and keeps its own. */
-  ck_assert(fabs(sp[2] - 1.03e6) < 1 && fabs(sp[3] - 1.03e6) < 1);
-  ck_assert(sp[4] == 0.5e6 && sp[5] == 0);
-  ck_assert(fabs(sp[6] - 2.1e6) < 1 && fabs(sp[7] - 2.1e6) < 1);
+  const double mean2 = (given[2] + given[3]) / 2, mean6 = (given[6] + given[7]) / 2;
+  ck_assert(fabs(sp[2] - mean2) < 1 && fabs(sp[3] - mean2) < 1);
+  ck_assert(sp[4] == given[4] && sp[5] == 0);
+  ck_assert(fabs(sp[6] - mean6) < 1 && fabs(sp[7] - mean6) < 1);
   /* Alone in its group, or nobody within the tolerance: unchanged. */
   int two[2] = {0, 1};
   double apart[2] = {1e6, 1.1e6};
@@ -1092,8 +1149,9 @@ START_TEST(test_split_pools_alike_gpus) {
   /* Four GPUs measured 249k-274k items/s (4 x H200, mulmod 10000): one speed. */
   int four[4] = {0, 0, 0, 0};
   double h200[4] = {2.60e5, 2.70e5, 2.74e5, 2.49e5};
+  const double mean4 = (h200[0] + h200[1] + h200[2] + h200[3]) / 4;
   mgpu__pool_alike(h200, four, 4, 0.2);
-  for (int i = 0; i < 4; i++) ck_assert(fabs(h200[i] - 2.6325e5) < 1e-3);
+  for (int i = 0; i < 4; i++) ck_assert(fabs(h200[i] - mean4) < 1e-3);
 }
 END_TEST
 
@@ -1117,23 +1175,45 @@ END_TEST
 
 /* --------------------------------------------------------- stealing */
 
+/* Whether s is equal finish: the largest whole share at which the thief,
+ * with the speeds of v, ends no later than the owner (all of the range,
+ * where it ends first even so). */
+static bool equal_finish(const mgpu__steal_view_t *v, size_t s) {
+  const mgpu__steal_side_t *t = &v->thief, *o = &v->owner;
+  double x = (double)s;
+  double thief = mgpu__share_time(t->speed, t->latency, t->peak, t->pending + x);
+  double owner = mgpu__share_time(o->speed, o->latency, o->peak, o->pending + v->left - x);
+  if (thief > owner * (1 + 1e-12)) return false;
+  if (x >= v->left) return true;
+  return mgpu__share_time(t->speed, t->latency, t->peak, t->pending + x + 1) >
+         mgpu__share_time(o->speed, o->latency, o->peak, o->pending + v->left - x - 1);
+}
+
+/* The same view with the thief at another speed. */
+static mgpu__steal_view_t thief_at(mgpu__steal_view_t v, double speed) {
+  v.thief.speed = speed;
+  return v;
+}
+
 /* How much a thief takes from a victim's range. */
 START_TEST(test_steal_equal_finish_slow_thief_worst_case) {
   /* Equal speeds, nothing pending: half each. */
   mgpu__steal_view_t eq = {.thief = {.speed = 100}, .owner = {.speed = 100}, .left = 1000};
-  ck_assert_uint_eq(mgpu__steal_share(&eq), 500);
+  ck_assert_uint_eq(mgpu__steal_share(&eq), (size_t)(eq.left / 2));
   /* A retired owner (speed 0) gives up the whole range. */
   mgpu__steal_view_t gone = {.thief = {.speed = 100}, .owner = {.speed = 0}, .left = 77};
-  ck_assert_uint_eq(mgpu__steal_share(&gone), 77);
+  ck_assert_uint_eq(mgpu__steal_share(&gone), (size_t)gone.left);
   /* A CPU core (1e3 items/s) against a GPU (1e6 items/s) with 0.1 s of work
    * left: it plans with a quarter of its speed, so it takes what it finishes
    * in well under the GPU's time. */
   mgpu__steal_view_t far = {.thief = {.speed = 1e3}, .owner = {.speed = 1e6}, .left = 1e5};
   size_t far_take = mgpu__steal_share(&far);
-  ck_assert(far_take >= 20 && far_take <= 30);
+  mgpu__steal_view_t quarter = thief_at(far, far.thief.speed / MGPU_SLOW_THIEF_MARGIN);
+  ck_assert(equal_finish(&quarter, far_take));
   /* The slowest rate it has seen itself (an item of 50 ms) lowers that. */
   far.slowest = 20;
-  ck_assert_uint_le(mgpu__steal_share(&far), 2);
+  mgpu__steal_view_t slowest = thief_at(far, far.slowest);
+  ck_assert(equal_finish(&slowest, mgpu__steal_share(&far)));
   /* Another core of its kind once took 0.2 s over one item, more than the
    * owner has left: it takes nothing, though its own history says it could. */
   far.slowest = 0;
@@ -1146,7 +1226,7 @@ START_TEST(test_steal_equal_finish_slow_thief_worst_case) {
   ck_assert_uint_eq(mgpu__steal_share(&far), mgpu__steal_share(&ungated));
   /* Workers of similar speed are not gated by the worst item. */
   mgpu__steal_view_t near = {.thief = {.speed = 100}, .owner = {.speed = 200}, .left = 30, .worst_item_s = 10};
-  ck_assert_uint_eq(mgpu__steal_share(&near), 10);
+  ck_assert(equal_finish(&near, mgpu__steal_share(&near)));
 }
 END_TEST
 
@@ -1172,39 +1252,48 @@ START_TEST(test_steal_counts_latency_and_peak) {
    * for N items is max(20 ms + N / 1e7, N / 2e5). With 12,288 items to go,
    * the CPU thief at 1e5 items/s levels both at 4,096 (adding the latency
    * on top of the chunk rate gave 5,429). */
-  mgpu__steal_view_t peaked = {.thief = {.speed = 1e5}, .owner = {.speed = 2e5, .latency = 20e-3, .peak = 1e7, .pending = 4096}, .left = 8192};
-  ck_assert_uint_eq(mgpu__steal_share(&peaked), 4096);
+  mgpu__steal_view_t peaked = {.thief = {.speed = 1e5},
+                               .owner = {.speed = 2e5, .latency = 20e-3, .peak = 1e7, .pending = 4096},
+                               .left = 8192};
+  ck_assert(equal_finish(&peaked, mgpu__steal_share(&peaked)));
   /* With only part of one launch left, the owner still needs its 20 ms: the
-   * thief takes every item it finishes by then, here all 2,000. */
-  mgpu__steal_view_t one_launch = {.thief = {.speed = 1e5}, .owner = {.speed = 2e5, .latency = 20e-3, .peak = 1e7}, .left = 2000};
-  ck_assert_uint_eq(mgpu__steal_share(&one_launch), 2000);
+   * thief takes every item it finishes by then, here all of them. */
+  mgpu__steal_view_t one_launch = {.thief = {.speed = 1e5}, .owner = {.speed = 2e5, .latency = 20e-3, .peak = 1e7},
+                                   .left = 2000};
+  ck_assert_uint_eq(mgpu__steal_share(&one_launch), (size_t)one_launch.left);
   one_launch.left = 4000; /* s / 1e5 = 20 ms + (4,000 - s) / 1e7: s = 2,019.8 */
-  ck_assert_uint_eq(mgpu__steal_share(&one_launch), 2019);
+  ck_assert(equal_finish(&one_launch, mgpu__steal_share(&one_launch)));
   /* A GPU thief's peak counts likewise: at 5 ms a launch, 1e6 items/s past
    * it and 1e5 at its chunk size, against a CPU owner at 1e4 items/s with
    * 1,000 left: max(5 ms + s / 1e6, s / 1e5) = (1,000 - s) / 1e4 at s = 909,
    * where s / 1e5 binds (5 ms + s / 1e5 gave 863). */
-  mgpu__steal_view_t gpu_peak = {.thief = {.speed = 1e5, .latency = 5e-3, .peak = 1e6}, .owner = {.speed = 1e4}, .left = 1000};
-  ck_assert_uint_eq(mgpu__steal_share(&gpu_peak), 909);
+  mgpu__steal_view_t gpu_peak = {.thief = {.speed = 1e5, .latency = 5e-3, .peak = 1e6}, .owner = {.speed = 1e4},
+                                 .left = 1000};
+  ck_assert(equal_finish(&gpu_peak, mgpu__steal_share(&gpu_peak)));
 }
 END_TEST
+
+/* A share in whole items, where rounding must not lose one. */
+static size_t whole(double s) { return (size_t)floor(s + MGPU_ITEM_ROUNDING); }
 
 /* How much a rank takes from another rank's range. */
 START_TEST(test_rank_steal_equal_finish_minus_transfer) {
   /* Equal ranks, free transfers: half each. */
   mgpu__rank_steal_view_t eq = {.thief = {.speed = 1000}, .owner = {.speed = 1000}, .left = 1000};
-  ck_assert_uint_eq(mgpu__rank_steal_share(&eq), 500);
-  /* The owner has 400 items running: the thief takes (400 + 1000) / 2 of
-   * the 1000 left, so both end at 0.7 s. */
+  ck_assert_uint_eq(mgpu__rank_steal_share(&eq), whole(eq.left / 2));
+  /* The owner has 400 items running: the thief takes half of those and the
+   * 1000 left, so both end together. */
   eq.owner.running = 400;
-  ck_assert_uint_eq(mgpu__rank_steal_share(&eq), 700);
+  ck_assert_uint_eq(mgpu__rank_steal_share(&eq), whole((eq.owner.running + eq.left) / 2));
   /* A thief four times the owner's speed takes four fifths. */
   mgpu__rank_steal_view_t fast = {.thief = {.speed = 4000}, .owner = {.speed = 1000}, .left = 1000};
-  ck_assert_uint_eq(mgpu__rank_steal_share(&fast), 800);
+  ck_assert_uint_eq(mgpu__rank_steal_share(&fast), whole(fast.left * 4 / 5));
   /* Moving an item's 1 KB at 10 MB/s costs 0.1 ms, a tenth of computing it:
-   * equal finish at 1 - s/1000 = s/1000 + s/10000, s = 476. */
-  mgpu__rank_steal_view_t slow_net = {.thief = {.speed = 1000}, .owner = {.speed = 1000}, .left = 1000, .bytes_per_item = 1000, .bw = 1e7};
-  ck_assert_uint_eq(mgpu__rank_steal_share(&slow_net), 476);
+   * equal finish at (left - s) / vo = s (1 / vt + bytes / bw). */
+  mgpu__rank_steal_view_t slow_net = {.thief = {.speed = 1000}, .owner = {.speed = 1000}, .left = 1000,
+                                      .bytes_per_item = 1000, .bw = 1e7};
+  const double per_item = 1 / slow_net.thief.speed + slow_net.bytes_per_item / slow_net.bw;
+  ck_assert_uint_eq(mgpu__rank_steal_share(&slow_net), whole(slow_net.left / (1 + slow_net.owner.speed * per_item)));
   /* At 1 MB/s the transfer costs as much as the work (s = 333): it would
    * save the owner 0.333 s for 0.333 s of transfer, under
    * MGPU_RANK_STEAL_GAIN times the cost, so it takes none. */
@@ -1212,7 +1301,7 @@ START_TEST(test_rank_steal_equal_finish_minus_transfer) {
   ck_assert_uint_eq(mgpu__rank_steal_share(&slow_net), 0);
   /* A fixed cost of 0.05 s: the share shrinks to (1 - 0.05) / 2 s of work. */
   mgpu__rank_steal_view_t fixed = {.thief = {.speed = 1000}, .owner = {.speed = 1000}, .left = 1000, .fixed_s = 0.05};
-  ck_assert_uint_eq(mgpu__rank_steal_share(&fixed), 475);
+  ck_assert_uint_eq(mgpu__rank_steal_share(&fixed), whole((fixed.left - fixed.owner.speed * fixed.fixed_s) / 2));
   /* With a few items left, a fixed cost over a quarter of the steal's work
    * takes nothing: the tail stays with its owner. */
   mgpu__rank_steal_view_t tail = {.thief = {.speed = 1000}, .owner = {.speed = 1000}, .left = 40, .fixed_s = 0.01};
@@ -1221,14 +1310,15 @@ START_TEST(test_rank_steal_equal_finish_minus_transfer) {
   mgpu__rank_steal_view_t busy = {.thief = {.speed = 1000, .running = 500}, .owner = {.speed = 1000}, .left = 100};
   ck_assert_uint_eq(mgpu__rank_steal_share(&busy), 0);
   /* Two more idle ranks of the thief's speed will take their part next:
-   * four equal ranks share the 1000 items, so the thief takes 250. */
+   * four equal ranks share the 1000 items, a quarter each. */
   double ov[2] = {1000, 1000}, op[2] = {0, 0};
-  mgpu__rank_steal_view_t team = {.thief = {.speed = 1000}, .owner = {.speed = 1000}, .left = 1000, .nothers = 2, .others_speed = ov, .others_running = op};
-  ck_assert_uint_eq(mgpu__rank_steal_share(&team), 250);
-  /* One of them still has 500 items running: it starts 0.5 s later, and
-   * the thief takes (1000 + 500) / 4 = 375. */
+  mgpu__rank_steal_view_t team = {.thief = {.speed = 1000}, .owner = {.speed = 1000}, .left = 1000, .nothers = 2,
+                                  .others_speed = ov, .others_running = op};
+  ck_assert_uint_eq(mgpu__rank_steal_share(&team), whole(team.left / 4));
+  /* One of them still has 500 items running: it starts 0.5 s later, and the
+   * four share those and the 1000 left. */
   op[1] = 500;
-  ck_assert_uint_eq(mgpu__rank_steal_share(&team), 375);
+  ck_assert_uint_eq(mgpu__rank_steal_share(&team), whole((team.left + op[1]) / 4));
   /* Unknown speeds, nothing left: none. */
   mgpu__rank_steal_view_t none = {.thief = {.speed = 0}, .owner = {.speed = 1000}, .left = 100};
   ck_assert_uint_eq(mgpu__rank_steal_share(&none), 0);
@@ -1259,67 +1349,75 @@ START_TEST(test_profile_bins_cover_batch) {
     ck_assert_uint_eq(mgpu__prof_lo(n, MGPU_PROF_BINS), n); /* the end of the last bin */
     if (n >= MGPU_PROF_BINS) ck_assert(mgpu__prof_lo(n, 1) > 0);
   }
-  ck_assert_uint_eq(mgpu__prof_lo(SIZE_MAX - 3, 64), (SIZE_MAX - 3) / 2);
-  /* A chunk's seconds and items land in the bins it covers, in proportion. */
+  ck_assert_uint_eq(mgpu__prof_lo(SIZE_MAX - 3, MGPU_PROF_BINS / 2), (SIZE_MAX - 3) / 2);
+  /* A chunk's seconds and items land in the bins it covers, in proportion:
+   * items first..first+count-1 cover the end of bin 0, bins 1 to 3 and the
+   * start of bin 4. */
+  const size_t n = 4096, w = n / MGPU_PROF_BINS, first = 30, count = 100;
+  const double secs = 1.0;
   double t[MGPU_PROF_BINS] = {0}, it[MGPU_PROF_BINS] = {0};
-  mgpu__prof_add(t, it, 4096, 30, 100, 1.0); /* bins of 32: items 30..129 */
+  mgpu__prof_add(t, it, n, first, count, secs);
   double st = 0, si = 0;
   for (int j = 0; j < MGPU_PROF_BINS; j++) st += t[j], si += it[j];
-  ck_assert_double_eq_tol(st, 1.0, 1e-12);
-  ck_assert_double_eq_tol(si, 100, 1e-12);
-  ck_assert_double_eq_tol(it[0], 2, 1e-12);
-  ck_assert_double_eq_tol(it[1], 32, 1e-12);
-  ck_assert_double_eq_tol(it[4], 2, 1e-12);
-  ck_assert_double_eq_tol(t[1], 0.32, 1e-12);
+  ck_assert_double_eq_tol(st, secs, 1e-12);
+  ck_assert_double_eq_tol(si, (double)count, 1e-12);
+  ck_assert_double_eq_tol(it[0], (double)(w - first), 1e-12);
+  ck_assert_double_eq_tol(it[1], (double)w, 1e-12);
+  ck_assert_double_eq_tol(it[4], (double)(first + count - 4 * w), 1e-12);
+  ck_assert_double_eq_tol(t[1], secs * (double)w / (double)count, 1e-12);
   ck_assert_double_eq(it[5], 0);
-  mgpu__prof_add(t, it, 4096, 4090, 50, 1.0); /* clipped at n */
-  ck_assert_double_eq_tol(it[MGPU_PROF_BINS - 1], 6, 1e-12);
+  const size_t last = n - 6;
+  mgpu__prof_add(t, it, n, last, 50, secs); /* clipped at n */
+  ck_assert_double_eq_tol(it[MGPU_PROF_BINS - 1], (double)(n - last), 1e-12);
 }
 END_TEST
 
 START_TEST(test_profile_cuts_only_smooth_spread_cost) {
+  const size_t n = 4096, w = n / MGPU_PROF_BINS, untouched = 7;
   double prof[MGPU_PROF_BINS];
-  size_t cut[4] = {7, 7, 7, 7};
+  size_t cut[4] = {untouched, untouched, untouched, untouched};
   /* Alike items, or noise: no cut (the speeds split them). */
   for (int j = 0; j < MGPU_PROF_BINS; j++) prof[j] = 1e-6;
-  ck_assert(!mgpu__prof_cuts(prof, 4096, 0, 2, cut));
+  ck_assert(!mgpu__prof_cuts(prof, n, 0, 2, cut));
   uint64_t rs = 7;
   for (int j = 0; j < MGPU_PROF_BINS; j++) prof[j] = 1e-6 * (1 + (double)(mgpu_test_rand(&rs) % 1000) / 1000);
-  ck_assert(!mgpu__prof_cuts(prof, 4096, 0, 2, cut));
+  ck_assert(!mgpu__prof_cuts(prof, n, 0, 2, cut));
   /* A few dear bins, as the odd slow chunk leaves: no cut either. */
   for (int j = 0; j < MGPU_PROF_BINS; j++) prof[j] = j % 40 == 3 ? 2e-5 : 1e-6;
-  ck_assert(!mgpu__prof_cuts(prof, 4096, 0, 2, cut));
-  ck_assert_uint_eq(cut[0], 7);
+  ck_assert(!mgpu__prof_cuts(prof, n, 0, 2, cut));
+  ck_assert_uint_eq(cut[0], untouched);
   /* Smooth but mild (2x): no cut. */
   prof_fill(prof, 2);
-  ck_assert(!mgpu__prof_cuts(prof, 4096, 0, 2, cut));
+  ck_assert(!mgpu__prof_cuts(prof, n, 0, 2, cut));
   /* A 30x peak in the middle: two parts meet in the middle, and four parts
    * have equal cost, each within one item's cost. */
   prof_fill(prof, 30);
-  ck_assert(mgpu__prof_cuts(prof, 4096, 0, 2, cut));
-  ck_assert_uint_eq(cut[0] + cut[1], 4096);
-  ck_assert_uint_le(cut[0] > 2048 ? cut[0] - 2048 : 2048 - cut[0], 1);
-  ck_assert(mgpu__prof_cuts(prof, 4096, 100, 4, cut));
+  ck_assert(mgpu__prof_cuts(prof, n, 0, 2, cut));
+  ck_assert_uint_eq(cut[0] + cut[1], n);
+  ck_assert_uint_le(cut[0] > n / 2 ? cut[0] - n / 2 : n / 2 - cut[0], 1);
+  ck_assert(mgpu__prof_cuts(prof, n, 100, 4, cut));
   size_t at = 100;
   double total = 0, part[4];
   for (int p = 0; p < 4; p++) {
     part[p] = 0;
-    for (size_t i = at; i < at + cut[p]; i++) part[p] += prof[i / 32];
+    for (size_t i = at; i < at + cut[p]; i++) part[p] += prof[i / w];
     total += part[p];
     at += cut[p];
   }
-  ck_assert_uint_eq(at, 4096);
-  for (int p = 0; p < 4; p++) ck_assert_double_eq_tol(part[p], total / 4, 30e-6);
+  ck_assert_uint_eq(at, n);
+  double dearest = 0; /* an item's cost at most */
+  for (int j = 0; j < MGPU_PROF_BINS; j++) dearest = MGPU_MAX(dearest, prof[j]);
+  for (int p = 0; p < 4; p++) ck_assert_double_eq_tol(part[p], total / 4, dearest);
   /* The outer parts, over cheap items, have more of them. */
   ck_assert_uint_gt(cut[0], 2 * cut[1]);
   /* A bin not learnt: no cut. */
   prof[100] = 0;
-  ck_assert(!mgpu__prof_cuts(prof, 4096, 0, 2, cut));
+  ck_assert(!mgpu__prof_cuts(prof, n, 0, 2, cut));
   /* ...unless it lies before the part to cut. */
   prof_fill(prof, 30);
   prof[2] = 0;
-  ck_assert(mgpu__prof_cuts(prof, 4096, 32 * 3, 2, cut));
-  ck_assert(!mgpu__prof_cuts(prof, 4096, 32 * 3 - 1, 2, cut));
+  ck_assert(mgpu__prof_cuts(prof, n, 3 * w, 2, cut));
+  ck_assert(!mgpu__prof_cuts(prof, n, 3 * w - 1, 2, cut));
 }
 END_TEST
 
@@ -1328,33 +1426,35 @@ START_TEST(test_profile_learns_per_item_cost) {
   double prof[MGPU_PROF_BINS] = {0};
   m.prof = prof;
   double sums[2 * 2 * MGPU_PROF_BINS] = {0};
-  /* Two GPUs' rows: the first did bins 0..63 at 1 us an item, the second
-   * bins 32..127 at 3 us an item. */
-  mgpu__prof_add(sums, sums + MGPU_PROF_BINS, 4096, 0, 2048, 2048 * 1e-6);
-  mgpu__prof_add(sums + 2 * MGPU_PROF_BINS, sums + 3 * MGPU_PROF_BINS, 4096, 1024, 3072, 3072 * 3e-6);
-  mgpu__prof_learn(&m, 4096, sums, 2);
-  ck_assert_uint_eq(m.prof_n, 4096);
-  ck_assert_double_eq_tol(prof[0], 1e-6, 1e-15);
-  ck_assert_double_eq_tol(prof[40], 2e-6, 1e-15); /* both: the mean per item */
-  ck_assert_double_eq_tol(prof[100], 3e-6, 1e-15);
-  /* The next batch moves each bin halfway to what it measured. */
+  /* Two GPUs' rows: the first did bins 0..63 at c1 an item, the second
+   * bins 32..127 at c2 an item. */
+  const size_t n = 4096;
+  const double c1 = 1e-6, c2 = 3e-6, c3 = 5e-6, B = MGPU_PROF_BLEND;
+  mgpu__prof_add(sums, sums + MGPU_PROF_BINS, n, 0, n / 2, (double)(n / 2) * c1);
+  mgpu__prof_add(sums + 2 * MGPU_PROF_BINS, sums + 3 * MGPU_PROF_BINS, n, n / 4, 3 * n / 4, (double)(3 * n / 4) * c2);
+  mgpu__prof_learn(&m, n, sums, 2);
+  ck_assert_uint_eq(m.prof_n, n);
+  ck_assert_double_eq_tol(prof[0], c1, 1e-15);
+  ck_assert_double_eq_tol(prof[40], (c1 + c2) / 2, 1e-15); /* both: the mean per item */
+  ck_assert_double_eq_tol(prof[100], c2, 1e-15);
+  /* The next batch moves each bin MGPU_PROF_BLEND of the way to what it measured. */
   memset(sums, 0, sizeof sums);
-  mgpu__prof_add(sums, sums + MGPU_PROF_BINS, 4096, 0, 4096, 4096 * 5e-6);
-  mgpu__prof_learn(&m, 4096, sums, 2);
-  ck_assert_double_eq_tol(prof[0], 3e-6, 1e-15);
-  ck_assert_double_eq_tol(prof[100], 4e-6, 1e-15);
+  mgpu__prof_add(sums, sums + MGPU_PROF_BINS, n, 0, n, (double)n * c3);
+  mgpu__prof_learn(&m, n, sums, 2);
+  ck_assert_double_eq_tol(prof[0], (1 - B) * c1 + B * c3, 1e-15);
+  ck_assert_double_eq_tol(prof[100], (1 - B) * c2 + B * c3, 1e-15);
   /* A batch no GPU worked on (all zero sums) changes nothing, even of
    * another size. */
   memset(sums, 0, sizeof sums);
   mgpu__prof_learn(&m, 1000, sums, 2);
-  ck_assert_uint_eq(m.prof_n, 4096);
-  ck_assert_double_eq_tol(prof[0], 3e-6, 1e-15);
-  /* Another batch size starts over. */
+  ck_assert_uint_eq(m.prof_n, n);
+  ck_assert_double_eq_tol(prof[0], (1 - B) * c1 + B * c3, 1e-15);
+  /* Another batch size starts over: a bin's cost is its seconds per item. */
   memset(sums, 0, sizeof sums);
   mgpu__prof_add(sums, sums + MGPU_PROF_BINS, 1000, 0, 10, 1e-3);
   mgpu__prof_learn(&m, 1000, sums, 2);
   ck_assert_uint_eq(m.prof_n, 1000);
-  ck_assert_double_eq_tol(prof[0], 1e-4, 1e-15);
+  ck_assert_double_eq_tol(prof[0], 1e-3 / 10, 1e-15);
   ck_assert_double_eq(prof[100], 0);
 }
 END_TEST
@@ -1373,9 +1473,12 @@ START_TEST(test_cost_chunks_and_steals_by_cost) {
     ck_assert_uint_eq(mgpu__cost_find(&c, mgpu__cost_at(&c, x)), x);
   }
   ck_assert_uint_eq(mgpu__cost_chunk(&c, 100, 37), 37); /* flat: items are items */
-  /* Even: each ends at (100 + 300) / 2 of the owner's 300 left and 100 in flight. */
-  ck_assert_uint_eq(mgpu__cost_steal(&c, 500, 800, 100e-6, 100e-6), 150);
-  ck_assert_uint_eq(mgpu__cost_steal(&c, 500, 800, 400e-6, 100e-6), 0); /* the tail rule */
+  /* Even: both end together, the thief with what it has in flight and its
+   * take, the owner with the rest of its range and what it has in flight. */
+  const double thief_s = 100e-6, owner_s = 100e-6, range_s = (800 - 500) * 1e-6;
+  ck_assert_uint_eq(mgpu__cost_steal(&c, 500, 800, thief_s, owner_s),
+                    (size_t)llround((owner_s + range_s - thief_s) / 2 / 1e-6));
+  ck_assert_uint_eq(mgpu__cost_steal(&c, 500, 800, owner_s + range_s, owner_s), 0); /* the tail rule */
   /* Cheap first half, ten times dearer second half: the window of
    * MGPU_COST_REACH bins each way makes the last cheap bins dear too. */
   for (int j = 0; j < MGPU_PROF_BINS; j++) prof[j] = j < 64 ? 1e-6 : 1e-5;
@@ -1404,7 +1507,8 @@ START_TEST(test_cost_chunks_and_steals_by_cost) {
     mgpu__cost_init(&c, prof, m);
     size_t b0 = mgpu_test_rand(&rng) % m, b1 = b0 + 1 + mgpu_test_rand(&rng) % (m - b0);
     double left = mgpu__cost_at(&c, b1) - mgpu__cost_at(&c, b0);
-    double po = left * (double)(mgpu_test_rand(&rng) % 3), pt = po + left * (1 - 1e-12 * (double)(mgpu_test_rand(&rng) % 8));
+    double po = left * (double)(mgpu_test_rand(&rng) % 3);
+    double pt = po + left * (1 - 1e-12 * (double)(mgpu_test_rand(&rng) % 8));
     size_t tk = mgpu__cost_steal(&c, b0, b1, pt, po);
     if (tk > b1 - b0) ck_abort_msg("took %zu of [%zu, %zu) of %zu", tk, b0, b1, m);
     size_t ch = mgpu__cost_chunk(&c, b0, 1 + mgpu_test_rand(&rng) % 1000);
@@ -1418,126 +1522,143 @@ END_TEST
 
 /* ------------------------------------------------------ the reserve */
 
+/* The reserve's ways, short, and the sets of them offered. */
+enum {
+  IN = MGPU_RESERVE_ALL_IN,
+  QUARTER = MGPU_RESERVE_QUARTER_OUT,
+  HALF = MGPU_RESERVE_HALF_OUT,
+  CPUS = MGPU_RESERVE_CPUS_OUT
+};
+#define WAY(l) (1u << (l))
+static const unsigned two_ways = WAY(IN) | WAY(QUARTER), with_cpus_out = WAY(IN) | WAY(QUARTER) | WAY(CPUS),
+                      with_half = WAY(IN) | WAY(QUARTER) | WAY(HALF),
+                      cpu_ways = WAY(IN) | WAY(QUARTER) | WAY(HALF) | WAY(CPUS);
+
 /* MGPU_RESERVE_THREADS=auto, the choice alone: warm-up with the reserve out
  * (not timed), two timed batches each way by turns, then the faster by the
  * best of each way's last MGPU_RESERVE_KEEP, with the other timed again every
  * MGPU_RESERVE_REFRESH-th batch; a batch size more than twice off starts
- * again. Offered none and a quarter only (0x3). */
+ * again. Offered none and a quarter only (two_ways). */
 START_TEST(test_reserve_two_ways_trials_then_fastest) {
   mgpu__model_t m;
   memset(&m, 0, sizeof m);
   bool rec;
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 1);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, two_ways, &rec), QUARTER);
   ck_assert(!rec);
-  const int trial[4] = {1, 0, 1, 0};
+  const int trial[4] = {QUARTER, IN, QUARTER, IN};
   const double rate[4] = {100, 120, 130, 90}; /* reserve best 130, none best 120 */
   for (int i = 0; i < 4; i++) {
-    ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), trial[i]);
+    ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, two_ways, &rec), trial[i]);
     ck_assert(rec);
     mgpu__reserve_learn(&m, trial[i], rate[i]);
   }
-  for (int k = 1 + 4; k < MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1500, 0x3, &rec), 1);
+  for (int k = 1 + 4; k < MGPU_RESERVE_REFRESH; k++)
+    ck_assert_int_eq(mgpu__reserve_pick(&m, 1500, two_ways, &rec), QUARTER);
   /* The refresh times no reserve again: 140 beats the reserve's best. */
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 0);
-  mgpu__reserve_learn(&m, 0, 140);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 0);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, two_ways, &rec), IN);
+  mgpu__reserve_learn(&m, IN, 140);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, two_ways, &rec), IN);
   /* Within 1% the reserve does not win: every worker stays in. */
-  mgpu__reserve_learn(&m, 1, 141); /* the reserve's best is 141 */
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 0);
-  mgpu__reserve_learn(&m, 1, 142);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 1);
+  mgpu__reserve_learn(&m, QUARTER, 141); /* the reserve's best is 141 */
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, two_ways, &rec), IN);
+  mgpu__reserve_learn(&m, QUARTER, 142);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, two_ways, &rec), QUARTER);
   /* Each way keeps its last MGPU_RESERVE_KEEP times: the reserve's fall to
    * 100 shows once its 141 and 142 are gone. */
   for (int i = 0; i < MGPU_RESERVE_KEEP - 1; i++) {
-    mgpu__reserve_learn(&m, 1, 100);
-    ck_assert(mgpu__reserve_score(&m, 1) == 142);
+    mgpu__reserve_learn(&m, QUARTER, 100);
+    ck_assert(mgpu__reserve_score(&m, QUARTER) == 142);
   }
-  mgpu__reserve_learn(&m, 1, 100);
-  ck_assert(mgpu__reserve_score(&m, 1) == 100);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 0);
+  mgpu__reserve_learn(&m, QUARTER, 100);
+  ck_assert(mgpu__reserve_score(&m, QUARTER) == 100);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, two_ways, &rec), IN);
   /* However long a way is timed, its count stays bounded (no overflow) and
    * its oldest time is still the one replaced. */
   for (int i = 0; i < 1000; i++) {
-    mgpu__reserve_learn(&m, 0, i == 1000 - MGPU_RESERVE_KEEP + 1 ? 150 : 140);
-    ck_assert_int_lt(m.reserve_runs[0], 2 * MGPU_RESERVE_KEEP);
-    if (i >= MGPU_RESERVE_KEEP) ck_assert_int_ge(m.reserve_runs[0], MGPU_RESERVE_KEEP);
+    mgpu__reserve_learn(&m, IN, i == 1000 - MGPU_RESERVE_KEEP + 1 ? 150 : 140);
+    ck_assert_int_lt(m.reserve_runs[IN], 2 * MGPU_RESERVE_KEEP);
+    if (i >= MGPU_RESERVE_KEEP) ck_assert_int_ge(m.reserve_runs[IN], MGPU_RESERVE_KEEP);
   }
-  ck_assert(mgpu__reserve_score(&m, 0) == 150); /* the last but KEEP - 2 */
-  mgpu__reserve_learn(&m, 0, 140);
-  ck_assert(mgpu__reserve_score(&m, 0) == 150); /* the oldest kept */
-  mgpu__reserve_learn(&m, 0, 140);
-  ck_assert(mgpu__reserve_score(&m, 0) == 140); /* gone */
+  ck_assert(mgpu__reserve_score(&m, IN) == 150); /* the last but KEEP - 2 */
+  mgpu__reserve_learn(&m, IN, 140);
+  ck_assert(mgpu__reserve_score(&m, IN) == 150); /* the oldest kept */
+  mgpu__reserve_learn(&m, IN, 140);
+  ck_assert(mgpu__reserve_score(&m, IN) == 140); /* gone */
   /* Five times larger: both ways are tried again. */
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 5000, 0x3, &rec), 1);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 5000, two_ways, &rec), QUARTER);
   ck_assert(rec);
-  ck_assert_int_eq(m.reserve_runs[0] + m.reserve_runs[1], 0);
-  mgpu__reserve_learn(&m, 1, 10);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 5000, 0x3, &rec), 0);
-  mgpu__reserve_learn(&m, 0, 0); /* no time: not learnt */
-  ck_assert_int_eq(m.reserve_runs[0], 0);
+  ck_assert_int_eq(m.reserve_runs[IN] + m.reserve_runs[QUARTER], 0);
+  mgpu__reserve_learn(&m, QUARTER, 10);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 5000, two_ways, &rec), IN);
+  mgpu__reserve_learn(&m, IN, 0); /* no time: not learnt */
+  ck_assert_int_eq(m.reserve_runs[IN], 0);
   mgpu__reserve_learn(&m, MGPU_RESERVE_LEVELS, 10); /* no such way */
-  ck_assert_int_eq(m.reserve_runs[0] + m.reserve_runs[1] + m.reserve_runs[2] + m.reserve_runs[3], 1);
+  ck_assert_int_eq(m.reserve_runs[IN] + m.reserve_runs[QUARTER] + m.reserve_runs[HALF] + m.reserve_runs[CPUS], 1);
   /* None and a quarter are always offered. */
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 5000, 0x0, &rec), 0);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 5000, 0x0, &rec), IN);
 }
 END_TEST
 
-/* More ways: none, a quarter and all out (0xb), or all four (0xf): warm-up,
+/* More ways: none, a quarter and all out (with_cpus_out), or all four (cpu_ways): warm-up,
  * then two trials each by turns, the fastest kept, and the refresh batches
  * take the others in turn, fewer workers out first. */
 START_TEST(test_reserve_more_ways_by_turns) {
   mgpu__model_t m;
   memset(&m, 0, sizeof m);
   bool rec;
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xb, &rec), 1);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, with_cpus_out, &rec), QUARTER);
   ck_assert(!rec);
-  const int trial[6] = {1, 0, 3, 1, 0, 3};
+  const int trial[6] = {QUARTER, IN, CPUS, QUARTER, IN, CPUS};
   const double rate[6] = {100, 110, 150, 105, 120, 140}; /* best: all out, 150 */
   for (int i = 0; i < 6; i++) {
-    ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xb, &rec), trial[i]);
+    ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, with_cpus_out, &rec), trial[i]);
     ck_assert(rec);
     mgpu__reserve_learn(&m, trial[i], rate[i]);
   }
-  for (int k = 1 + 6; k < MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xb, &rec), 3);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xb, &rec), 1); /* refresh 1: the first other way */
-  for (int k = MGPU_RESERVE_REFRESH + 1; k < 2 * MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xb, &rec), 3);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xb, &rec), 0); /* refresh 2: the second */
+  for (int k = 1 + 6; k < MGPU_RESERVE_REFRESH; k++)
+    ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, with_cpus_out, &rec), CPUS);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, with_cpus_out, &rec), QUARTER); /* refresh 1: the first other way */
+  for (int k = MGPU_RESERVE_REFRESH + 1; k < 2 * MGPU_RESERVE_REFRESH; k++)
+    ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, with_cpus_out, &rec), CPUS);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, with_cpus_out, &rec), IN); /* refresh 2: the second */
   /* Offered only two ways now, it keeps the better of those (none, 120). */
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 0);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, two_ways, &rec), IN);
   /* Within 1% of a way with fewer workers out, more out does not win. */
   memset(&m, 0, sizeof m);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xb, &rec), 1);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, with_cpus_out, &rec), QUARTER);
   const double close[6] = {100, 100, 100.5, 100, 100, 100.5};
-  for (int i = 0; i < 6; i++) mgpu__reserve_learn(&m, mgpu__reserve_pick(&m, 1000, 0xb, &rec), close[i]);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xb, &rec), 0);
+  for (int i = 0; i < 6; i++) mgpu__reserve_learn(&m, mgpu__reserve_pick(&m, 1000, with_cpus_out, &rec), close[i]);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, with_cpus_out, &rec), IN);
   /* A way offered late (all out) is timed twice before the choice. */
   memset(&m, 0, sizeof m);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x7, &rec), 1);
-  for (int i = 0; i < 6; i++) mgpu__reserve_learn(&m, mgpu__reserve_pick(&m, 1000, 0x7, &rec), 100 + i);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), 3);
-  mgpu__reserve_learn(&m, 3, 50);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), 3);
-  mgpu__reserve_learn(&m, 3, 60);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, with_half, &rec), QUARTER);
+  for (int i = 0; i < 6; i++) mgpu__reserve_learn(&m, mgpu__reserve_pick(&m, 1000, with_half, &rec), 100 + i);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, cpu_ways, &rec), CPUS);
+  mgpu__reserve_learn(&m, CPUS, 50);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, cpu_ways, &rec), CPUS);
+  mgpu__reserve_learn(&m, CPUS, 60);
   /* none 104, a quarter 103, half 105 (not 1% over 104), all 60 */
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), 0);
-  /* All four: trials 1, 0, 2, 3 by turns; half out the fastest is kept, and
-   * the refresh batches take none, a quarter and all in turn. */
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, cpu_ways, &rec), IN);
+  /* All four: trials QUARTER, IN, HALF, CPUS by turns; half out the fastest
+   * is kept, and the refresh batches take the others in turn. */
   memset(&m, 0, sizeof m);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), 1);
-  const int trial4[8] = {1, 0, 2, 3, 1, 0, 2, 3};
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, cpu_ways, &rec), QUARTER);
+  const int trial4[8] = {QUARTER, IN, HALF, CPUS, QUARTER, IN, HALF, CPUS};
   const double rate4[8] = {100, 90, 130, 110, 105, 95, 125, 100};
   for (int i = 0; i < 8; i++) {
-    ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), trial4[i]);
+    ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, cpu_ways, &rec), trial4[i]);
     mgpu__reserve_learn(&m, trial4[i], rate4[i]);
   }
   ck_assert_int_eq(1 + 8, MGPU_RESERVE_TRIALS);
-  for (int k = MGPU_RESERVE_TRIALS; k < MGPU_RESERVE_REFRESH; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), 2);
+  for (int k = MGPU_RESERVE_TRIALS; k < MGPU_RESERVE_REFRESH; k++)
+    ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, cpu_ways, &rec), HALF);
   /* k = 16, 32, 64, 128 (the choice stays, so the gap doubles): the others
-   * {0, 1, 3} by turns from the second. */
-  const int refresh[4] = {1, 3, 0, 1};
+   * {IN, QUARTER, CPUS} by turns from the second. */
+  const int refresh[4] = {QUARTER, CPUS, IN, QUARTER};
   for (int r = 0; r < 4; r++) {
-    ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), refresh[r]);
-    for (int k = 1; k < MGPU_RESERVE_REFRESH << r; k++) ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0xf, &rec), 2);
+    ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, cpu_ways, &rec), refresh[r]);
+    for (int k = 1; k < MGPU_RESERVE_REFRESH << r; k++)
+      ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, cpu_ways, &rec), HALF);
   }
 }
 END_TEST
@@ -1551,7 +1672,7 @@ static uint64_t next_refresh(mgpu__model_t *m, int keep, double keep_rate, doubl
   bool rec;
   for (;;) {
     uint64_t k = m->reserve_batches;
-    int way = mgpu__reserve_pick(m, 1000, 0x3, &rec);
+    int way = mgpu__reserve_pick(m, 1000, two_ways, &rec);
     mgpu__reserve_learn(m, way, way == keep ? keep_rate : other_rate);
     if (way != keep) return k;
   }
@@ -1561,33 +1682,42 @@ START_TEST(test_reserve_refresh_gap_doubles) {
   mgpu__model_t m;
   memset(&m, 0, sizeof m);
   bool rec;
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 1);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, two_ways, &rec), QUARTER);
   for (int i = 0; i < 4; i++) {
-    int way = mgpu__reserve_pick(&m, 1000, 0x3, &rec);
-    mgpu__reserve_learn(&m, way, way == 1 ? 130 : 100);
+    int way = mgpu__reserve_pick(&m, 1000, two_ways, &rec);
+    mgpu__reserve_learn(&m, way, way == QUARTER ? 130 : 100);
   }
-  /* A quarter out stays fastest: 16, 32, 64, ..., then every 256th. */
-  const uint64_t at[11] = {16, 32, 64, 128, 256, 512, 768, 1024, 1280, 1536, 1792};
-  for (int r = 0; r < 11; r++) ck_assert_uint_eq(next_refresh(&m, 1, 130, 100), at[r]);
-  ck_assert_int_eq(MGPU_RESERVE_REFRESH_MAX, 256);
-  /* The refresh at 2048 finds none out faster: the choice changes, and the
-   * refresh after (2304) starts the gaps again. */
-  ck_assert_uint_eq(next_refresh(&m, 1, 130, 200), 2048);
-  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, 0x3, &rec), 0);
-  ck_assert_uint_eq(next_refresh(&m, 0, 200, 100), 2304);
-  ck_assert_uint_eq(next_refresh(&m, 0, 200, 100), 2320);
-  ck_assert_uint_eq(next_refresh(&m, 0, 200, 100), 2352);
+  /* A quarter out stays fastest: the first refresh MGPU_RESERVE_REFRESH
+   * batches in, then gaps that grow to MGPU_RESERVE_REFRESH_MAX. */
+  uint64_t at = MGPU_RESERVE_REFRESH, gap = MGPU_RESERVE_REFRESH;
+  for (int r = 0; r < 11; r++) {
+    ck_assert_uint_eq(next_refresh(&m, QUARTER, 130, 100), at);
+    at += gap;
+    gap = MGPU_MIN(MGPU_RESERVE_REFRESH_GROWTH * gap, (uint64_t)MGPU_RESERVE_REFRESH_MAX);
+  }
+  ck_assert_uint_eq(gap, MGPU_RESERVE_REFRESH_MAX); /* the refreshes above reached the cap */
+  /* The next refresh finds none out faster: the choice changes. The refresh
+   * after it, set by the choice before, comes a full gap on; the gaps then
+   * start again from MGPU_RESERVE_REFRESH. */
+  ck_assert_uint_eq(next_refresh(&m, QUARTER, 130, 200), at);
+  ck_assert_int_eq(mgpu__reserve_pick(&m, 1000, two_ways, &rec), IN);
+  at += gap;
+  ck_assert_uint_eq(next_refresh(&m, IN, 200, 100), at);
+  at += MGPU_RESERVE_REFRESH;
+  ck_assert_uint_eq(next_refresh(&m, IN, 200, 100), at);
+  at += MGPU_RESERVE_REFRESH_GROWTH * MGPU_RESERVE_REFRESH;
+  ck_assert_uint_eq(next_refresh(&m, IN, 200, 100), at);
   /* A batch 5 times larger: trials (two ways, two each), then the first
    * refresh MGPU_RESERVE_REFRESH batches after the size changed. */
   uint64_t k0 = m.reserve_batches;
   for (int i = 0; i < 4; i++) {
-    int way = mgpu__reserve_pick(&m, 5000, 0x3, &rec);
-    mgpu__reserve_learn(&m, way, way == 1 ? 130 : 100);
+    int way = mgpu__reserve_pick(&m, 5000, two_ways, &rec);
+    mgpu__reserve_learn(&m, way, way == QUARTER ? 130 : 100);
   }
   uint64_t k;
   do {
     k = m.reserve_batches;
-  } while (mgpu__reserve_pick(&m, 5000, 0x3, &rec) == 1);
+  } while (mgpu__reserve_pick(&m, 5000, two_ways, &rec) == QUARTER);
   ck_assert_uint_eq(k, k0 + MGPU_RESERVE_REFRESH);
 }
 END_TEST
@@ -1600,7 +1730,7 @@ END_TEST
  * (mean 1), as single batches are: nearly always slower, now and then much
  * slower. */
 static double reserve_lost(const double *truth, const double *after, int change, int from, int batches) {
-  const unsigned offered = 0x17; /* none, a quarter, half and every GPU out */
+  const unsigned offered = with_half | WAY(MGPU_RESERVE_GPUS_OUT); /* every GPU out too */
   const int kernels = 2000;
   uint64_t rs = 11;
   double lost = 0;
@@ -1653,7 +1783,7 @@ int main(void) {
   tcase_add_test(tc_line, test_sample_joins_launch_beside_it);
   suite_add_tcase(s, tc_line);
   TCase *tc_growth = tcase_create("growth");
-  tcase_add_test(tc_growth, test_growth_fourfold_to_cap_when_latency_bound);
+  tcase_add_test(tc_growth, test_growth_steps_up_to_cap_when_latency_bound);
   tcase_add_test(tc_growth, test_growth_settles_at_target_when_cheap);
   tcase_add_test(tc_growth, test_growth_never_shrinks_below_claims);
   tcase_add_test(tc_growth, test_growth_at_cap_keeps_cap_unless_as_fast);
