@@ -137,8 +137,8 @@
 #define MGPU_FIT_SIZE_CLASS 1.5
 /* A size class's rates move this share of the way to each sample's: a few settle them. */
 #define MGPU_FIT_CLASS_BLEND 0.5
-/* The step-below trial (fit.c, size_class) judges a smaller size by its
- * throughput among others: it skips the chunks claimed while a larger one
+/* The step-below trial (fit.c, step_below) judges a smaller size by its
+ * throughput overlapped: it skips the chunks claimed while a larger one
  * ran (with the default three streams, two), then sums the device time of
  * this many, and keeps the size where that rate is at least this share of
  * the knee's. */
@@ -147,7 +147,7 @@
 #define MGPU_FIT_TRIAL_KEEP 0.97
 /* A chunk claimed while the chunks grew, ending after they stopped, opens
  * the growth again only at this many times the rate of the size class below
- * it (fit.c, size_class: above the 4/3 that overlap can fake). */
+ * it (fit.c, larger_class: above the 4/3 that overlap can fake). */
 #define MGPU_FIT_REOPEN 1.5
 /* Chunks of sizes this spread (the weighted variance of the sizes over
  * their mean square) tell latency from rate; closer ones keep one of them. */
@@ -204,7 +204,7 @@
  * batch ran at least MGPU_FIT_BATCH_CHUNKS of them, whose rates spread by
  * MGPU_FIT_BATCH_SPREAD or which the line predicts faster by MGPU_FIT_RISE
  * at the larger size) and is kept at
- * MGPU_FIT_RISE times the faster of the last two plain batches; a batch of a
+ * MGPU_FIT_RISE times the best of the last MGPU_FIT_BATCH_BASE plain batches; a batch of a
  * kept floor runs it MGPU_FIT_GROWTH times lower and keeps that at
  * MGPU_FIT_TRIAL_KEEP. A trial not kept waits MGPU_FIT_BATCH_GAP batches
  * for the next, doubling up to MGPU_FIT_BATCH_GAP_MAX. */
