@@ -122,13 +122,6 @@
 #define MGPU_WATCH_PERIOD_MIN_S 0.01
 #define MGPU_WATCH_PERIOD_MAX_S 1.0
 
-/* MGPU_RESERVE_THREADS=auto's ways below every GPU out (MGPU_RESERVE_GPUS_OUT,
- * policy.h), and the bit of a way in mgpu__reserve_pick's mask `offered`. */
-#define MGPU_RESERVE_CPUS_IN 0
-#define MGPU_RESERVE_QUARTER_OUT 1
-#define MGPU_RESERVE_HALF_OUT 2
-#define MGPU_RESERVE_CPUS_OUT 3
-#define MGPU_RESERVE_BIT(level) (1u << (level))
 /* A thief picks a victim at most this many times: another thief can empty the
  * range it picked before it takes that range's lock. */
 #define MGPU_STEAL_ATTEMPTS 4
@@ -186,8 +179,10 @@
 #define MGPU_FIT_GROWTH 4.0
 #define MGPU_FIT_RISE 1.1
 #define MGPU_FIT_SIZE_CLASS 1.5
-/* The step-below trial (fit.c, size_class) judges a smaller size by its
- * throughput among others: it skips the chunks claimed while a larger one
+/* A size class's rates move this share of the way to each sample's: a few settle them. */
+#define MGPU_FIT_CLASS_BLEND 0.5
+/* The step-below trial (fit.c, step_below) judges a smaller size by its
+ * throughput overlapped: it skips the chunks claimed while a larger one
  * ran (with the default three streams, two), then sums the device time of
  * this many, and keeps the size where that rate is at least this share of
  * the knee's. */
@@ -196,7 +191,7 @@
 #define MGPU_FIT_TRIAL_KEEP 0.97
 /* A chunk claimed while the chunks grew, ending after they stopped, opens
  * the growth again only at this many times the rate of the size class below
- * it (fit.c, size_class: above the 4/3 that overlap can fake). */
+ * it (fit.c, larger_class: above the 4/3 that overlap can fake). */
 #define MGPU_FIT_REOPEN 1.5
 /* Chunks of sizes this spread (the weighted variance of the sizes over
  * their mean square) tell latency from rate; closer ones keep one of them. */
@@ -220,6 +215,8 @@
  * factor): the kernel's cost has changed for good, and the line starts over. */
 #define MGPU_FIT_SHIFT 4.0
 #define MGPU_FIT_SHIFT_RUN 2
+/* A batch counts in that run once this share of its items ran in judged chunks: its first may be cheap. */
+#define MGPU_FIT_SHIFT_JUDGED 0.5
 /* A chunk that started before the held one ended and is credited with
  * over this many times its rate ran beside it (mgpu__fit_beside): it
  * joins it. Chunks queued one after another run at about one rate. */
@@ -228,12 +225,12 @@
  * of its span before the held one's end and was credited under the rest of
  * the held one's time: launches side by side end as the host issued them. A
  * pipelined chunk (copy in, kernel, copy out) hides at most two of its three
- * stages, so is credited at most three times a lone chunk's rate. */
+ * stages, so is credited at most three times a solo chunk's rate. */
 #define MGPU_FIT_BESIDE_SPAN 4.0
 #define MGPU_FIT_BESIDE_SHARE 0.5
-/* A chunk that ran alone is learnt while fewer than this many (decayed) of
- * the worker's recent chunks ran among others. */
-#define MGPU_FIT_PIPED_MIN 0.5
+/* A solo chunk is learnt while fewer than this many (decayed) of the
+ * worker's recent chunks ran overlapped. */
+#define MGPU_FIT_OVERLAPPED_MIN 0.5
 /* A GPU whose chunks grew into their cap with the rate still rising takes
  * chunks smaller than the cap only where the fit predicts at least this
  * share of the cap's rate. */
@@ -244,9 +241,9 @@
 #define MGPU_FIT_TRUST_AFTER 8
 /* Floor trials of a GPU's chunks by whole batches (fit.c, mgpu__fit_batch):
  * after this many plain batches of the saturated fit, a batch runs chunks
- * MGPU_FIT_GROWTH times larger, kept at MGPU_FIT_RISE times the faster of the
- * last two plain batches; a kept floor is tried MGPU_FIT_GROWTH times lower
- * and kept at MGPU_FIT_TRIAL_KEEP. */
+ * MGPU_FIT_GROWTH times larger, kept at MGPU_FIT_RISE times the best of the
+ * last MGPU_FIT_BATCH_BASE plain batches; a kept floor is tried
+ * MGPU_FIT_GROWTH times lower and kept at MGPU_FIT_TRIAL_KEEP. */
 #define MGPU_FIT_BATCH_PLAIN 2
 /* A trial up needs this many chunks in the last plain batch, and rates that
  * span MGPU_FIT_BATCH_SPREAD or more (items that differ in cost by position)
@@ -259,6 +256,14 @@
  * MGPU_FIT_BATCH_GAP_MAX. */
 #define MGPU_FIT_BATCH_GAP 16
 #define MGPU_FIT_BATCH_GAP_MAX 256
+/* The gap after each trial not kept is this many times the last: trials that fail cost less and less. */
+#define MGPU_FIT_BATCH_GAP_GROWTH 2
+/* A trial is held to the best of this many plain batches: single batches vary, nearly always slower. */
+#define MGPU_FIT_BATCH_BASE 2
+/* Batches within this factor of the trials' size compare with them; others start them over. */
+#define MGPU_FIT_BATCH_SIZES 2
+/* Chunk rates spread over chunks of this share of the first at least: a range's cut end is latency. */
+#define MGPU_FIT_SPREAD_MIN_SHARE 0.5
 /* The slowest chunk rate seen drifts back up by this fraction per chunk. */
 #define MGPU_SLOW_DRIFT 0.05
 /* MGPU_RESERVE_THREADS=auto: batches timed for each way before the choice
@@ -277,6 +282,10 @@
  * fewer, the kept way's own noisy times flip the choice to a slower way
  * again and again. */
 #define MGPU_RESERVE_KEEP 8
+/* Each refresh that finds the same way fastest makes the next gap this many times the last. */
+#define MGPU_RESERVE_REFRESH_GROWTH 2
+/* Batches within this factor of the timed size compare: throughput depends on the size. */
+#define MGPU_RESERVE_SIZES 2
 /* Cost profiles (mgpu__prof_cuts): the spread of bin costs, and the
  * smoothness against half the step, that tell items differing in cost by
  * position from noise; and how many bins either side a bin's cost reaches
@@ -284,6 +293,25 @@
 #define MGPU_PROF_SPREAD 6.0
 #define MGPU_PROF_SMOOTH 4.0
 #define MGPU_COST_REACH 2
+/* A cost profile's parts of a batch: enough to follow a cost's shape, few enough to learn each. */
+#define MGPU_PROF_BINS 128
+/* Fewer learnt bins than this cannot tell a smooth cost from noise. */
+#define MGPU_PROF_MIN_BINS 8
+/* Bin costs spread over their middle: 1 / this of the bins at each end may be odd slow chunks. */
+#define MGPU_PROF_TRIM 10
+/* Each batch moves a bin this share of the way: one batch's measure of a bin is rough. */
+#define MGPU_PROF_BLEND 0.5
+/* A cost is reached within this share of the total: sums of bin costs round. */
+#define MGPU_COST_ROUNDING 1e-12
+
+/* Halving (split.c) stops after this many steps, past any tolerance a double holds. */
+#define MGPU_HALVE_STEPS 200
+/* The split's common finish time is found within this share of itself: far under an item. */
+#define MGPU_FINISH_TOL 1e-12
+/* A thief's share is found within this share of itself (or of one item): far under an item. */
+#define MGPU_STEAL_TOL 1e-9
+/* A share this close under a whole item counts as it: rounding must not lose an item. */
+#define MGPU_ITEM_ROUNDING 1e-6
 
 /* A GPU's growing chunks (fit.c, proven_size): the timing noise, as a share
  * of a chunk's time, under which a time is taken as not grown; the next

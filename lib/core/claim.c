@@ -258,9 +258,10 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
     double vo = mgpu__worker_speed(b, victim), vt_r = w->kind == MGPU_WORKER_CPU ? cpu_speed_on(r, vt) : vt;
     if (rt->workers[victim].kind == MGPU_WORKER_CPU) vo = cpu_speed_on(r, vo);
     double R = (double)(end - begin), po = (double)atomic_load_explicit(&r->pending, memory_order_relaxed);
-    mgpu__steal_view_t sv = {.vt = vt_r, .at = at, .pkt = PEAK(w->id), .pt = pt, .vo = vo,
-                             .ao = LATENCY(victim) + busy_elsewhere(rt, b, victim, now), .pko = PEAK(victim),
-                             .po = po, .left = R, .slowest = slowest, .worst_item_s = item_s};
+    mgpu__steal_view_t sv = {.thief = {.speed = vt_r, .latency = at, .peak = PEAK(w->id), .pending = pt},
+                             .owner = {.speed = vo, .latency = LATENCY(victim) + busy_elsewhere(rt, b, victim, now),
+                                       .peak = PEAK(victim), .pending = po},
+                             .left = R, .slowest = slowest, .worst_item_s = item_s};
     size_t take = by_cost(rt, cost, victim, vo)
                       ? mgpu__cost_steal(cost, begin, end, pending_s(&b->ranges[w->id]), pending_s(r))
                       : mgpu__steal_share(&sv);

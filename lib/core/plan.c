@@ -300,13 +300,13 @@ static void choose_reserve(mgpu_runtime_t *rt, mgpu__batch_t *b) {
     if (rt->workers[i].kind == MGPU_WORKER_CPU) cpu += s, cpu_measured |= measured;
     else gpu += s, gpu_measured |= measured;
   }
-  const int out[MGPU_RESERVE_LEVELS] = {[MGPU_RESERVE_CPUS_IN] = 0,
+  const int out[MGPU_RESERVE_LEVELS] = {[MGPU_RESERVE_ALL_IN] = 0,
                                         [MGPU_RESERVE_QUARTER_OUT] = cand,
                                         [MGPU_RESERVE_HALF_OUT] = mgpu__auto_reserve_half(rt->ncpu),
                                         [MGPU_RESERVE_CPUS_OUT] = rt->ncpu,
                                         [MGPU_RESERVE_GPUS_OUT] = 0};
   bool both = cpu_measured && gpu_measured;
-  unsigned offered = MGPU_RESERVE_BIT(MGPU_RESERVE_CPUS_IN) | MGPU_RESERVE_BIT(MGPU_RESERVE_QUARTER_OUT);
+  unsigned offered = MGPU_RESERVE_BIT(MGPU_RESERVE_ALL_IN) | MGPU_RESERVE_BIT(MGPU_RESERVE_QUARTER_OUT);
   if (out[MGPU_RESERVE_HALF_OUT] > 0) offered |= MGPU_RESERVE_BIT(MGPU_RESERVE_HALF_OUT);
   if (both && cpu < MGPU_CPU_OUT_TRY * (cpu + gpu)) offered |= MGPU_RESERVE_BIT(MGPU_RESERVE_CPUS_OUT);
   if (both && b->steal_ok && gpu < MGPU_GPU_OUT_TRY * (cpu + gpu)) offered |= MGPU_RESERVE_BIT(MGPU_RESERVE_GPUS_OUT);

@@ -397,7 +397,7 @@ mgpu_status_t mgpu__dist_submit(mgpu_runtime_t *rt, const char *fn, const mgpu_b
   d->cur = db;
   double rmax = 0;
   for (int r = 0; r < d->size; r++) rmax = MGPU_MAX(rmax, db->rate[r] > 0 ? (double)db->count[r] / db->rate[r] : 0);
-  db->deadline = mgpu__dist_deadline(d, db->model && db->model->fit.samples ? rmax : 0);
+  db->deadline = mgpu__dist_deadline(d, db->model && db->model->fit.line.samples ? rmax : 0);
   if (st == MGPU_OK) st = attach(db, fn);
   if (st == MGPU_OK) st = mgpu__dist_publish(db);
   if (st != MGPU_OK) mgpu__dist_fail(db, st, true, "%s", mgpu_last_error());

@@ -37,8 +37,8 @@ static double bitsd(uint64_t u) {
 /* This rank's rate (items/s) and latency (s) on the batch's kernel; rate 0
  * where its model has learnt nothing yet. */
 void mgpu__dist_rate(const mgpu__dmodel_t *m, double *rate, double *lat) {
-  *rate = m && m->fit.samples > 0 && m->fit.c > 0 ? 1 / m->fit.c : 0;
-  *lat = *rate > 0 ? m->fit.a : 0;
+  *rate = m && m->fit.line.samples > 0 && m->fit.line.c > 0 ? 1 / m->fit.line.c : 0;
+  *lat = *rate > 0 ? m->fit.line.a : 0;
 }
 
 
@@ -346,10 +346,11 @@ static bool steal(mgpu__dbatch_t *db, int slot) {
     if (!(vt > 0)) vt = db->rate[me], at = db->lat[me];
     double vo = bitsd(w[W_RATE]);
     if (!(vo > 0)) vo = db->rate[victim];
-    mgpu__rank_steal_view_t v = {.vt = vt, .at = at, .pt = (double)own_running(db), .vo = vo, .ao = db->lat[victim],
-                                 .po = (double)w[W_FLIGHT], .left = (double)(w[W_END] - w[W_BEGIN]),
+    mgpu__rank_steal_view_t v = {.thief = {.speed = vt, .latency = at, .running = (double)own_running(db)},
+                                 .owner = {.speed = vo, .latency = db->lat[victim], .running = (double)w[W_FLIGHT]},
+                                 .left = (double)(w[W_END] - w[W_BEGIN]),
                                  .bytes_per_item = (double)db->bytes_per_item, .bw = d->bw, .fixed_s = d->xlat,
-                                 .nothers = nidle, .ov = idle_v, .op = idle_p};
+                                 .nothers = nidle, .others_speed = idle_v, .others_running = idle_p};
     take = mgpu__rank_steal_share(&v);
     if (take > 0) {
       uint64_t end = w[W_END] - take;

@@ -269,7 +269,7 @@ void mgpu__gpu_on_failure(mgpu__gpu_t *gp, mgpu__slot_t *s, int rc, const char *
 static void learn_flush(mgpu__gpu_t *gp) {
   if (gp->held_model && gp->held_s > 0) {
     mgpu__sample_t smp = {.items = gp->held_items, .launch = gp->held_launch, .secs = gp->held_s,
-                          .span = gp->held_span, .isolated = gp->held_alone, .tag = gp->held_tag};
+                          .span = gp->held_span, .solo = gp->held_solo, .tag = gp->held_tag};
     mgpu__model_update(gp->held_model, gp->w->id, &smp);
   }
   gp->held_model = NULL;
@@ -280,12 +280,12 @@ static void learn_flush(mgpu__gpu_t *gp) {
  * one's time or ran beside it (mgpu__fit_beside): launches side by side end
  * together, and the later one, credited only the moment between their ends,
  * would make its items look nearly free. Items count at average cost. */
-static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, double span, bool inside, bool alone) {
+static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, double span, bool inside, bool solo) {
   const mgpu__claim_t *c = &s->claim;
   const mgpu__batch_t *b = c->b;
   double items = b->cost ? (double)mgpu__cost_items(b->cost, c->first, c->count) : (double)c->count;
   if (gp->held_model == b->model &&
-      (inside || (!alone && mgpu__fit_beside(gp->held_items, gp->held_s, items, busy, span)))) {
+      (inside || (!solo && mgpu__fit_beside(gp->held_items, gp->held_s, items, busy, span)))) {
     if (!inside)
       mgpu__log(MGPU_LOG_DEBUG, "model of '%s', worker %d: %.0f items in %.3g s ran beside the %.0f items before "
                 "them (%.3g s): learnt with them", b->kernel.name, gp->w->id, items, busy, gp->held_items, gp->held_s);
@@ -301,7 +301,7 @@ static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, double sp
   gp->held_launch = items;
   gp->held_s = busy;
   gp->held_span = span;
-  gp->held_alone = alone;
+  gp->held_solo = solo;
 }
 
 /* The oldest chunk ended before the host thread, every slot taken and items
@@ -360,19 +360,19 @@ static void trace_stages(mgpu__gpu_t *gp, const mgpu__slot_t *s, double t0, doub
  * of the host's view, from when it could handle the chunk (issued, the one
  * before done) until it did, which holds the staging copies that bound it,
  * and the device's, which a host that notices an end late cannot stretch.
- * span: from its start; inside, alone: see learn(). */
+ * span: from its start; inside, solo: see learn(). */
 static void chunk_time(mgpu__gpu_t *gp, const mgpu__slot_t *s, double now, double *busy, double *span, bool *inside,
-                       bool *alone) {
+                       bool *solo) {
   double t0, t1;
   *busy = *span = now - MGPU_MAX(s->t_issue, gp->last_done);
   *inside = false; /* ended within device time already given to an earlier chunk */
-  *alone = true;   /* started with nothing else in flight on the device */
+  *solo = true;    /* started with nothing else in flight on the device */
   if (!gp->timed || gp->ops->event_time(gp->ctx, s->ev_start, &t0) != 0 ||
       gp->ops->event_time(gp->ctx, s->ev_end, &t1) != 0)
     return;
   double dev = t1 - MGPU_MAX(t0, gp->last_end_dev);
   *inside = gp->last_done > 0 && t1 <= gp->last_end_dev;
-  *alone = gp->last_done == 0 || t0 >= gp->last_end_dev;
+  *solo = gp->last_done == 0 || t0 >= gp->last_end_dev;
   gp->last_end_dev = MGPU_MAX(gp->last_end_dev, t1);
   if (gp->last_done == 0 || dev > *busy) *busy = dev;
   *span = t1 - t0;
@@ -396,11 +396,11 @@ bool mgpu__gpu_retire_oldest(mgpu__gpu_t *gp) {
   if (rc == 0) {
     unstage(gp, s, now);
     double busy, span;
-    bool inside, alone;
-    chunk_time(gp, s, now, &busy, &span, &inside, &alone);
+    bool inside, solo;
+    chunk_time(gp, s, now, &busy, &span, &inside, &solo);
     gp->last_done = now;
     gp->failures = 0;
-    learn(gp, s, busy, span, inside, alone); /* canceled or failed meanwhile too: it ran to its end */
+    learn(gp, s, busy, span, inside, solo); /* canceled or failed meanwhile too: it ran to its end */
     /* The last chunk in flight: no later one can join its sample, so it is
      * taught now, before its claim completes, which can end the batch: the
      * caller's next batch of the kernel is planned on the model, and could

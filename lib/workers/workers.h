@@ -124,7 +124,7 @@ struct mgpu__gpu {
   uint64_t held_tag;          /* its first chunk's batch: id + 1 */
   double held_items, held_s, held_span;
   double held_launch;         /* its largest chunk's items */
-  bool held_alone;            /* its chunk started with nothing else in flight */
+  bool held_solo;             /* its chunk ran solo: started with nothing else in flight */
   double epoch_host;          /* host clock at the device's time 0 (open) */
   bool timed;                 /* the back end has timing events */
   /* Device start and end times of the last chunks (ring), for tests and reports. */
