@@ -320,9 +320,6 @@
 #define MGPU_PROBE_NOISE 0.02
 #define MGPU_PROBE_BUDGET 8.0
 #define MGPU_PROBE_JUMP 1024.0
-/* A GPU's first chunk: at least this many items, two warps' threads, which
- * any device runs in the time of one. */
-#define MGPU_PROBE_GPU_MIN 64.0
 
 /* The model store: a long run writes what it learnt this often (s), and an
  * entry older than this (s) is another machine's past, not a prior. */

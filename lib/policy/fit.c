@@ -322,12 +322,8 @@ static double saturated_chunk(const mgpu__fit_t *f, double target_s, size_t max_
 
 size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s, size_t max_items, bool grows) {
   double n;
-  if (f->claims.largest == 0 || (!grows && f->line.samples == 0)) {
-    /* The probe: the prior's guess of target_s of work; a GPU's is at least a
-     * launch's worth of threads, which costs it no more than one item. */
-    n = prior_rate * target_s;
-    if (grows) n = MGPU_MAX(n, MGPU_PROBE_GPU_MIN);
-  } else if (!grows) n = cpu_chunk(f, target_s);
+  if (f->claims.largest == 0 || (!grows && f->line.samples == 0)) n = prior_rate * target_s; /* the probe */
+  else if (!grows) n = cpu_chunk(f, target_s);
   else if (!mgpu__fit_known(f) && f->knee.top.n < (double)max_items) n = growing_chunk(f, target_s);
   else n = saturated_chunk(f, target_s, max_items);
   if (!(n >= 1)) n = 1;
