@@ -981,5 +981,52 @@ expect 2 "--split" -- "$run" allreduce --split 1,-0
 expect 2 "--devices" -- "$run" --devices ,0 --info
 expect 0 "MGPU_SCHED" -- "$run" --mode STEAL --info
 expect 2 "--threads '-0'" -- "$run" --threads -0 --info
+# The model store (MGPU_MODEL_DIR, off under make check: set per test).
+# --models and --models-clear start no runtime; a run writes its kernel's file.
+mdir=$(mktemp -d /tmp/mgpu-models-XXXXXX)
+st=$mdir/store
+expect 0 "^model store: $st (MGPU_MODEL_DIR): empty (the directory does not exist yet)\$" -- env MGPU_MODEL_DIR="$st" "$run" --models
+mkdir "$st"
+expect 0 "^model store: $st (MGPU_MODEL_DIR): empty\$" -- env MGPU_MODEL_DIR=" $st " "$run" --models
+expect 0 "^model store: off (MGPU_MODEL_DIR=off)\$" -- env MGPU_MODEL_DIR=OFF "$run" --models
+expect 0 "^model store: off (MGPU_MODEL_DIR=off): nothing removed\$" -- env MGPU_MODEL_DIR=off "$run" --models-clear
+expect 0 "^model store: $mdir/xdg/mgpurt (the default, \$XDG_CACHE_HOME/mgpurt): empty" -- \
+  env -u MGPU_MODEL_DIR XDG_CACHE_HOME="$mdir/xdg" "$run" --models
+expect 1 "^mgpu-run: cannot read the model store /dev/null (MGPU_MODEL_DIR): Not a directory\$" -- env MGPU_MODEL_DIR=/dev/null "$run" --models
+expect 1 "^mgpu-run: cannot clear the model store /dev/null (MGPU_MODEL_DIR): cannot read /dev/null" -- env MGPU_MODEL_DIR=/dev/null "$run" --models-clear
+expect 2 "^mgpu-run: MGPU_MODEL_DIR=' ' is invalid: expected off, or a directory path" -- env MGPU_MODEL_DIR=" " "$run" --models
+expect 2 "^mgpu-run: --models lists the whole model store: unexpected argument 'ntt'\$" -- "$run" --models ntt
+expect 2 "^mgpu-run: --json is for the report of a run: --models prints text\$" -- "$run" --models --json
+expect 2 "^mgpu-run: --models and --models-clear do not go together" -- "$run" --models --models-clear
+runm() { env MGPU_MODEL_DIR="$st" MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --threads 1 "$@" 2>&1; }
+out=$(runm); rc=$?
+if [ $rc = 0 ]; then ok; else bad "a run with an empty store: exit $rc: $out"; fi
+out=$(env MGPU_MODEL_DIR="$st" "$run" --models 2>&1); rc=$?
+if [ $rc = 0 ] && printf '%s\n' "$out" | grep -q "^model store: $st (MGPU_MODEL_DIR): 1 file, 2 entries\$" &&
+   printf '%s\n' "$out" | grep -q "^kernel  *footprint  *worker class  *latency s  *rate items/s  *knee items  *samples  *age  *file\$" &&
+   printf '%s\n' "$out" | grep -q "^mulmod  *50  *cpu:.*:x1  *[0-9.e+-]*  *[0-9.e+-]*  *[0-9-]*  *[0-9]*  *[0-9]* s  *mulmod-[0-9a-f]*\.model\$" &&
+   printf '%s\n' "$out" | grep -q "^mulmod  *50  *gpu:emulated:"; then ok; else bad "--models after a run: exit $rc: $out"; fi
+# Another intensity is another footprint: a file of its own.
+out=$(runm --intensity 7)
+expect 0 "^mulmod  *7  *cpu:" -- env MGPU_MODEL_DIR="$st" "$run" --models
+# Files that cannot be read are listed with the reason, not passed over.
+printf 'garbage\n' > "$st/bad-0000000000000000.model"
+f=$(ls "$st"/mulmod-*.model | head -1)
+head -n 3 "$f" > "$st/cut-0000000000000000.model"
+out=$(env MGPU_MODEL_DIR="$st" "$run" --models 2>&1); rc=$?
+if [ $rc = 0 ] && printf '%s\n' "$out" | grep -q "^model store: $st (MGPU_MODEL_DIR): 4 files, 4 entries\$" &&
+   printf '%s\n' "$out" | grep -q "^unreadable: bad-0000000000000000.model: it is not a model file (no 'mgpurt-model' line)\$" &&
+   printf '%s\n' "$out" | grep -q "^unreadable: cut-0000000000000000.model: it is cut short (no 'end' line)\$"; then ok
+else bad "--models with unreadable files: exit $rc: $out"; fi
+# --models-clear KERNEL removes that kernel's files (both footprints) and
+# keeps the unreadable ones; without KERNEL, every file goes.
+expect 0 "^model store: $st (MGPU_MODEL_DIR): 2 files of kernel mulmod removed\$" -- env MGPU_MODEL_DIR="$st" "$run" --models-clear mulmod
+out=$(env MGPU_MODEL_DIR="$st" "$run" --models 2>&1)
+if printf '%s\n' "$out" | grep -q "^model store: $st (MGPU_MODEL_DIR): 2 files, 0 entries\$" &&
+   ! printf '%s\n' "$out" | grep -q "^mulmod"; then ok; else bad "--models after --models-clear mulmod: $out"; fi
+expect 0 "^model store: $st (MGPU_MODEL_DIR): 0 files of kernel nosuch removed\$" -- env MGPU_MODEL_DIR="$st" "$run" --models-clear nosuch
+expect 0 "^model store: $st (MGPU_MODEL_DIR): 2 files removed\$" -- env MGPU_MODEL_DIR="$st" "$run" --models-clear
+expect 0 "^model store: $st (MGPU_MODEL_DIR): empty\$" -- env MGPU_MODEL_DIR="$st" "$run" --models
+rm -rf "$mdir"
 echo "mgpu-run: $passes passed, $fails failed"
 [ "$fails" = 0 ]

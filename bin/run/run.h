@@ -25,6 +25,8 @@ typedef struct {
   long long intensity;
   mgpu_sched_t mode;
   bool compare, verify, json, quiet, info, list, pinned, ceiling;
+  bool models;         /* --models: list the model store */
+  bool models_clear;   /* --models-clear: empty it (of the kernel named as WORKLOAD, else all) */
   bool no_mpi;         /* --no-mpi: each process alone under a launcher */
   int repeat;
   int rounds;          /* --compare: the four modes run this many times in turn */
@@ -182,5 +184,15 @@ void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const 
 size_t prefix_next(size_t k, size_t done, double t, double bound_s, size_t lo, size_t hi);
 void free_result(result_t *r);
 int ratio_by_round(const result_t *num, const result_t *den, const result_t *den2, double *out);
+
+/* models.c: the model store (MGPU_MODEL_DIR). */
+/* The store's directory as a runtime would take it (MGPU_MODEL_DIR, else the
+ * default) into out, and in *how where it comes from: 0, 1 where the store
+ * is off (*how says why), -1 (said on stderr) where MGPU_MODEL_DIR is invalid. */
+int models_dir(char *out, size_t len, const char **how);
+/* --models and --models-clear (kernel NULL: every file), without a runtime:
+ * each returns the exit status. */
+int models_list(void);
+int models_clear(const char *kernel);
 
 #endif
