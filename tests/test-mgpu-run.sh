@@ -982,7 +982,8 @@ expect 2 "--devices" -- "$run" --devices ,0 --info
 expect 0 "MGPU_SCHED" -- "$run" --mode STEAL --info
 expect 2 "--threads '-0'" -- "$run" --threads -0 --info
 # The model store (MGPU_MODEL_DIR, off under make check: set per test).
-# --models and --models-clear start no runtime; a run writes its kernel's file.
+# --models and --models-clear start no runtime; a run writes its kernel's
+# file, and the next run with the same store skips its warm-up and says so.
 mdir=$(mktemp -d /tmp/mgpu-models-XXXXXX)
 st=$mdir/store
 expect 0 "^model store: $st (MGPU_MODEL_DIR): empty (the directory does not exist yet)\$" -- env MGPU_MODEL_DIR="$st" "$run" --models
@@ -1000,14 +1001,41 @@ expect 2 "^mgpu-run: --json is for the report of a run: --models prints text\$" 
 expect 2 "^mgpu-run: --models and --models-clear do not go together" -- "$run" --models --models-clear
 runm() { env MGPU_MODEL_DIR="$st" MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --threads 1 "$@" 2>&1; }
 out=$(runm); rc=$?
-if [ $rc = 0 ]; then ok; else bad "a run with an empty store: exit $rc: $out"; fi
+if [ $rc = 0 ] && ! printf '%s' "$out" | grep -q "warm-up skipped"; then ok; else bad "first run with an empty store: exit $rc: $out"; fi
 out=$(env MGPU_MODEL_DIR="$st" "$run" --models 2>&1); rc=$?
 if [ $rc = 0 ] && printf '%s\n' "$out" | grep -q "^model store: $st (MGPU_MODEL_DIR): 1 file, 2 entries\$" &&
    printf '%s\n' "$out" | grep -q "^kernel  *footprint  *worker class  *latency s  *rate items/s  *knee items  *samples  *age  *file\$" &&
    printf '%s\n' "$out" | grep -q "^mulmod  *50  *cpu:.*:x1  *[0-9.e+-]*  *[0-9.e+-]*  *[0-9-]*  *[0-9]*  *[0-9]* s  *mulmod-[0-9a-f]*\.model\$" &&
    printf '%s\n' "$out" | grep -q "^mulmod  *50  *gpu:emulated:"; then ok; else bad "--models after a run: exit $rc: $out"; fi
-# Another intensity is another footprint: a file of its own.
+out=$(runm); rc=$?
+if [ $rc = 0 ] && printf '%s\n' "$out" | grep -q "^warm-up skipped: stored model of mulmod ($st)\$" &&
+   printf '%s\n' "$out" | grep -q "^verification: ok"; then ok; else bad "second run: no warm-up skipped: exit $rc: $out"; fi
+# Fewer than three timed runs keep the warm-up (the first run would be the
+# median); so does the store off; the JSON says which modes skipped it.
+out=$(runm --repeat 2)
+if printf '%s' "$out" | grep -q "warm-up skipped"; then bad "warm-up skipped with --repeat 2: $out"; else ok; fi
+out=$(env MGPU_MODEL_DIR=off MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --threads 1 2>&1)
+if printf '%s' "$out" | grep -q "warm-up skipped"; then bad "warm-up skipped with the store off: $out"; else ok; fi
+if command -v python3 >/dev/null 2>&1; then
+  out=$(runm --json)
+  if printf '%s' "$out" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert [r["warmup_skipped"] for r in d["results"]] == [True], d["results"]' &&
+     printf '%s' "$out" | python3 "$schema_keys"; then ok; else bad "warmup_skipped in the JSON: $out"; fi
+fi
+# With --max-run-time, the first timed run of a mode whose warm-up is skipped
+# is stopped as the warm-up is: one that runs past the bound was a warm-up,
+# which sizes the prefix as ever, and a note says so.
+big() { env MGPU_MODEL_DIR="$mdir/big" "$run" mulmod -n 300000 --intensity 1000 --mode cpu --threads 2 --num-gpus 0 --max-run-time 0.2 2>&1; }
+big > /dev/null
+out=$(big); rc=$?
+if [ $rc = 0 ] && printf '%s\n' "$out" | grep -q "^note: 1 runtime had a stored model of the kernel ($mdir/big) but ran the warm-up: a run of the whole batch takes over --max-run-time 0.2 s, and the warm-up sizes the prefix\$" &&
+   printf '%s\n' "$out" | grep -q "^mode cpu .*(median of 3 on the first [0-9]* items)" && ! printf '%s' "$out" | grep -q "warm-up skipped"; then ok
+else bad "a stored model and a batch over --max-run-time: exit $rc: $out"; fi
+# Another intensity is another footprint: its own file, and a warm-up.
 out=$(runm --intensity 7)
+if printf '%s' "$out" | grep -q "warm-up skipped"; then bad "a model of intensity 50 stood in for 7: $out"; else ok; fi
 expect 0 "^mulmod  *7  *cpu:" -- env MGPU_MODEL_DIR="$st" "$run" --models
 # Files that cannot be read are listed with the reason, not passed over.
 printf 'garbage\n' > "$st/bad-0000000000000000.model"

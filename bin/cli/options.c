@@ -104,7 +104,8 @@ static const opt_desc_t options[] = {
   {"repeat", 0, "R", O_REPEAT, G_WORKLOAD,
       "timed runs per mode, 1..1000 (default 3), after one\n"
       "warm-up run (nine in steal and static mode under\n"
-      "the auto reserve, the default with a GPU); the\n"
+      "the auto reserve, the default with a GPU; none, from\n"
+      "3 runs, where the model store holds the kernel); the\n"
       "median is reported, with the share of the busy\n"
       "CPU time the host took (steal time) where it\n"
       "reached 0.5%"},

@@ -145,6 +145,24 @@ void report_quiet(const opts_t *o, const work_t *w, const outcome_t *oc) {
   else printf(", %.4f s, %.4g items/s, verification %s\n", r->wall_s, r->throughput, verdict);
 }
 
+/* Where measure() skipped warm-ups (a stored model), or found a stored
+ * model but ran the warm-up that sized a prefix, a line says so. */
+static void print_warmups(const opts_t *o) {
+  const warmup_log_t *l = &warmup_log;
+  if (!l->skipped && !l->sized) return;
+  char dir[1024];
+  const char *how;
+  if (models_dir(dir, sizeof dir, &how) != 0) snprintf(dir, sizeof dir, "MGPU_MODEL_DIR");
+  if (l->skipped && l->runtimes == 1) printf("warm-up skipped: stored model of %s (%s)\n", l->kernel, dir);
+  else if (l->skipped)
+    printf("warm-up skipped in %d of %d runtimes, those with a stored model of %s for each kind of worker of "
+           "their mode (%s)\n", l->skipped, l->runtimes, l->kernel, dir);
+  if (l->sized)
+    printf("note: %d runtime%s had a stored model of the kernel (%s) but ran the warm-up: a run of the whole batch "
+           "takes over --max-run-time %g s, and the warm-up sizes the prefix\n", l->sized, l->sized == 1 ? "" : "s",
+           dir, o->max_run_s);
+}
+
 /* A line per mode, and the per-worker table of the last (of each with one
  * mode); returns the largest share of steal time, or -1. */
 static double report_modes(const opts_t *o, const work_t *w, const outcome_t *oc) {
@@ -228,6 +246,7 @@ void report_text(const opts_t *o, const work_t *w, const outcome_t *oc) {
   }
   if (oc->ceiling.asked) ceiling_report(&oc->ceiling, o->compare ? &oc->res[1] : NULL);
   if (oc->note) printf("note: %s\n", oc->note);
+  print_warmups(o);
   print_prefix_note(o, w, oc);
   if (worst_steal >= STEAL_NOTE)
     printf("note: the host took up to %.0f%% of the busy CPU time (steal time in /proc/stat): this "

@@ -22,6 +22,7 @@ static void json_result(const result_t *r, bool last) {
          r->reserve_auto ? "true" : "false",
          (unsigned long long)r->st.chunks, (unsigned long long)r->st.steals, (unsigned long long)r->st.retries);
   if (r->prefix) printf(", \"prefix_items\": %zu", r->prefix);
+  printf(", \"warmup_skipped\": %s", r->warm_skipped ? "true" : "false");
   printf(", \"host_steal\": ");
   double sh = steal_share(&r->steal);
   if (sh >= 0) printf("%.4f, \"workers\": [", sh);

@@ -1,7 +1,9 @@
 /*
  * models.c: the model store (lib/store, MGPU_MODEL_DIR) as mgpu-run shows it:
  * --models lists its files and --models-clear removes them, both without a
- * runtime.
+ * runtime; and whether a mode's warm-up can be skipped, where the store holds
+ * a fresh model of the batch's kernel for every kind of worker that the mode
+ * runs it on.
  */
 #include "config.h"
 
@@ -210,4 +212,19 @@ int models_clear(const char *kernel) {
   if (kernel) printf(" of kernel %s", kernel);
   printf(" removed\n");
   return 0;
+}
+
+/* Whether the worker kinds that mode runs w's kernel on each have a fresh
+ * stored model of it (mgpu_model_stored); the pipeline's three kernels and a
+ * kernel without a name are not stored alike, and keep the warm-up. Across
+ * MPI ranks, only where every rank's store has them. */
+bool warmup_stored(mgpu_runtime_t *rt, const work_t *w, const char *mode) {
+  const mgpu_kernel_t *k = w->b.kernel;
+  bool ok = k && k->name && k->name[0] && strcmp(w->name, "pipeline") != 0;
+  bool cpu = mgpu_num_cpu_workers(rt) > 0 && strcmp(mode, "gpu") != 0;
+  bool gpu = mgpu_num_gpus(rt) > 0 && k && k->gpu && strcmp(mode, "cpu") != 0;
+  if (!cpu && !gpu) ok = false;
+  if (ok && cpu) ok = mgpu_model_stored(rt, k, w->b.footprint, MGPU_WORKER_CPU) == 1;
+  if (ok && gpu) ok = mgpu_model_stored(rt, k, w->b.footprint, MGPU_WORKER_GPU) == 1;
+  return ranks_min(ok ? 1 : 0) == 1;
 }

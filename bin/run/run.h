@@ -118,7 +118,17 @@ typedef struct {
                      * --max-run-time (the first ones of the batch); 0: the whole batch */
   uint64_t timed_batch; /* the first batch of the last measure()'s timed runs, in its runtime's
                          * trace (0 untraced): a plot marks those before it as warm-ups */
+  bool warm_skipped;    /* its last measure() skipped the warm-up: a stored model (models.c) */
 } result_t;
+
+/* The warm-ups of this process's measure() calls, for the report. */
+typedef struct {
+  int runtimes;   /* measure() calls that warmed up a runtime or skipped it */
+  int skipped;    /* of those, warm-ups skipped: a stored model */
+  int sized;      /* a stored model, but a run of the whole batch took over --max-run-time:
+                   * its first run was a warm-up that sized the prefix */
+  char kernel[128];
+} warmup_log_t;
 
 /* What verification found: the first wrong item is the lowest checked one. */
 typedef struct {
@@ -161,6 +171,8 @@ void check_status(mgpu_status_t st, const char *what);
 void check_work_status(const work_t *w, mgpu_status_t st, const char *what);
 double run_once(mgpu_runtime_t *rt, work_t *w, mgpu_stats_t *st, stealacc_t *sa);
 double run_bounded(mgpu_runtime_t *rt, work_t *w, size_t k, double bound_s, bool project, size_t *done);
+double run_bounded_timed(mgpu_runtime_t *rt, work_t *w, double bound_s, mgpu_stats_t *st, stealacc_t *sa,
+                         size_t *done);
 size_t verify_step(size_t n);
 double steal_share(const stealacc_t *a);
 
@@ -180,6 +192,7 @@ void progress_end(void);
 bool canceled(mgpu_status_t s, size_t computed, size_t n);
 
 /* measure.c */
+extern warmup_log_t warmup_log;
 void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const char *mode);
 size_t prefix_next(size_t k, size_t done, double t, double bound_s, size_t lo, size_t hi);
 void free_result(result_t *r);
@@ -194,5 +207,8 @@ int models_dir(char *out, size_t len, const char **how);
  * each returns the exit status. */
 int models_list(void);
 int models_clear(const char *kernel);
+/* Whether rt's store holds a fresh model of w's kernel for every kind of worker
+ * that mode runs it on (across MPI ranks: on every rank). */
+bool warmup_stored(mgpu_runtime_t *rt, const work_t *w, const char *mode);
 
 #endif
