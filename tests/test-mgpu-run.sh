@@ -1055,6 +1055,42 @@ if printf '%s\n' "$out" | grep -q "^model store: $st (MGPU_MODEL_DIR): 2 files, 
 expect 0 "^model store: $st (MGPU_MODEL_DIR): 0 files of kernel nosuch removed\$" -- env MGPU_MODEL_DIR="$st" "$run" --models-clear nosuch
 expect 0 "^model store: $st (MGPU_MODEL_DIR): 2 files removed\$" -- env MGPU_MODEL_DIR="$st" "$run" --models-clear
 expect 0 "^model store: $st (MGPU_MODEL_DIR): empty\$" -- env MGPU_MODEL_DIR="$st" "$run" --models
+# --first-batch: a fresh runtime's runs with no warm-up: the first, the
+# median of runs 3 on, their ratio, every run; without, then with, a stored model.
+fb=$mdir/first
+out=$(env MGPU_MODEL_DIR="$fb" MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --threads 1 --first-batch 2>&1); rc=$?
+num='[0-9][0-9.e+-]*'
+if [ $rc = 0 ] && printf '%s\n' "$out" | grep -q "^mode steal  first batch $num s, steady state $num s (median of runs 3..6), first / steady ${num}x\$" &&
+   printf '%s\n' "$out" | grep -q "^runs of a fresh runtime, no warm-up (s): $num $num $num $num $num $num\$" &&
+   printf '%s\n' "$out" | grep -q "^stored model: no, not for each kind of worker of the mode ($fb)\$" &&
+   printf '%s\n' "$out" | grep -q "^total: 20000 items" && printf '%s\n' "$out" | grep -q "^verification: ok" &&
+   ! printf '%s' "$out" | grep -q "warm-up skipped"; then ok; else bad "--first-batch, no stored model: exit $rc: $out"; fi
+expect 0 "^stored model: yes, for each kind of worker of the mode ($fb)\$" -- \
+  env MGPU_MODEL_DIR="$fb" MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --threads 1 --first-batch
+expect 0 "^mode cpu    first batch $num s, steady state $num s (median of runs 3..4), first / steady ${num}x\$" -- \
+  env MGPU_MODEL_DIR=off "$run" mulmod -n 2000 --intensity 5 --threads 1 --first-batch --repeat 4 --mode cpu
+expect 0 "^stored model: no, the model store is off\$" -- env MGPU_MODEL_DIR=off "$run" mulmod -n 2000 --threads 1 --first-batch
+expect 0 "^mulmod: 2000 items, first batch $num s, steady $num s, first / steady ${num}x, verification ok\$" -- \
+  env MGPU_MODEL_DIR=off "$run" mulmod -n 2000 --threads 1 --first-batch -q
+if command -v python3 >/dev/null 2>&1; then
+  out=$(env MGPU_MODEL_DIR="$fb" MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --threads 1 --first-batch --mode gpu --json 2>/dev/null)
+  if printf '%s' "$out" | python3 -c '
+import json, statistics, sys
+d = json.load(sys.stdin)
+f = d["first_batch"]
+assert f["measured"] and f["mode"] == "gpu" and len(f["runs"]) == 6 and f["stored_model"] is True, f
+assert f["first_s"] == f["runs"][0] and abs(f["steady_s"] / statistics.median(f["runs"][2:]) - 1) < 1e-5, f
+assert abs(f["ratio"] / (f["first_s"] / f["steady_s"]) - 1) < 3e-5, f
+r = d["results"][0]
+assert r["mode"] == "gpu" and r["runs"] == 6 and abs(r["wall_s"] - f["steady_s"]) <= 1e-6, r
+assert r["warmup_skipped"] is False, r
+assert d["repeat"] == 6 and d["verification"]["failed"] == 0' && printf '%s' "$out" | python3 "$schema_keys"; then ok
+  else bad "--first-batch --json: $out"; fi
+fi
+expect 2 "^mgpu-run: --first-batch needs --repeat of at least 3 (its steady state is the median of runs 3 on): got 2\$" -- "$run" mulmod --first-batch --repeat 2
+expect 2 "^mgpu-run: --first-batch times one mode's runtime: not with --compare\$" -- "$run" mulmod --first-batch --compare
+expect 2 "^mgpu-run: --first-batch times one mode's runtime: not with --gpus\$" -- "$run" mulmod --first-batch --gpus 1
+expect 2 "^mgpu-run: --first-batch is for the batch workloads, not reduce\$" -- "$run" reduce --first-batch
 rm -rf "$mdir"
 echo "mgpu-run: $passes passed, $fails failed"
 [ "$fails" = 0 ]

@@ -21,7 +21,7 @@
 
 typedef enum {
   O_ITEMS, O_SIZE, O_INTENSITY, O_MODE, O_COMPARE, O_CEILING, O_ROUNDS, O_TURNS, O_GPUS, O_SPLIT, O_DTYPE, O_MIN_BYTES, O_MAX_BYTES,
-  O_REPEAT, O_MAX_RUN_TIME, O_SEED, O_NO_VERIFY, O_PINNED, O_OUTPUT, O_PLOT, O_TRACE, O_PLUGIN, O_OVERLAY, O_THREADS, O_RESERVE,
+  O_FIRST_BATCH, O_REPEAT, O_MAX_RUN_TIME, O_SEED, O_NO_VERIFY, O_PINNED, O_OUTPUT, O_PLOT, O_TRACE, O_PLUGIN, O_OVERLAY, O_THREADS, O_RESERVE,
   O_NUM_GPUS, O_DEVICES, O_RATIO, O_MAX_BATCH, O_STREAMS, O_NO_MPI, O_JSON, O_QUIET, O_INFO, O_LIST, O_MODELS,
   O_MODELS_CLEAR, O_HELP, O_VERSION
 } opt_id_t;
@@ -101,6 +101,13 @@ static const opt_desc_t options[] = {
   {"max-bytes", 0, "N", O_MAX_BYTES, G_WORKLOAD,
       "allreduce: largest size in bytes (default 1G); sizes\n"
       "are multiples of 4 in 4..16G, with K, M, G suffixes"},
+  {"first-batch", 0, NULL, O_FIRST_BATCH, G_WORKLOAD,
+      "time what a process that runs one batch meets: a\n"
+      "fresh runtime's first batches, none a warm-up,\n"
+      "--repeat runs of the whole batch (default here 6, at\n"
+      "least 3), giving the first one's seconds, the median\n"
+      "of runs 3 on (the steady state) and their ratio, in\n"
+      "one mode; not with --compare, --gpus or --ceiling"},
   {"repeat", 0, "R", O_REPEAT, G_WORKLOAD,
       "timed runs per mode, 1..1000 (default 3), after one\n"
       "warm-up run (nine in steal and static mode under\n"
@@ -317,7 +324,11 @@ static void apply_workload_option(opts_t *o, opt_id_t id, const char *v) {
     break;
   case O_MIN_BYTES: o->multi.min_bytes = parse_bytes_opt("--min-bytes", v); break;
   case O_MAX_BYTES: o->multi.max_bytes = parse_bytes_opt("--max-bytes", v); break;
-  case O_REPEAT: o->repeat = (int)parse_ll_opt("--repeat", v, 1, 1000); break;
+  case O_FIRST_BATCH: o->first_batch = true; break;
+  case O_REPEAT:
+    o->repeat = (int)parse_ll_opt("--repeat", v, 1, MAX_FIRST_RUNS);
+    o->repeat_given = true;
+    break;
   case O_MAX_RUN_TIME: o->max_run_s = parse_seconds_opt("--max-run-time", v, 1e6); break;
   case O_SEED: o->seed = (unsigned long long)parse_ll_opt("--seed", v, 0, LLONG_MAX); break;
   case O_NO_VERIFY: o->verify = false; break;
@@ -431,6 +442,14 @@ static void check_combinations(const opts_t *o) {
   if (o->json && (o->info || o->list || o->models || o->models_clear))
     usage_error("--json is for the report of a run: %s prints text",
                 o->info ? "--info" : o->list ? "--list" : o->models ? "--models" : "--models-clear");
+  if (o->first_batch && (o->compare || o->ngpus_list || o->ceiling))
+    usage_error("--first-batch times one mode's runtime: not with %s",
+                o->compare ? "--compare" : o->ngpus_list ? "--gpus" : "--ceiling");
+  if (o->first_batch && o->repeat < 3)
+    usage_error("--first-batch needs --repeat of at least 3 (its steady state is the median of runs 3 on): got %d",
+                o->repeat);
+  if (o->first_batch && o->workload && multi_is_workload(o->workload))
+    usage_error("--first-batch is for the batch workloads, not %s", o->workload);
   if (o->compare && o->mode) usage_error("--compare runs every mode: do not give --mode too");
   if (o->ceiling && (o->compare || o->mode || o->ngpus_list))
     usage_error("--ceiling runs only the ceiling: not with --compare, --mode or --gpus");
@@ -524,6 +543,7 @@ void options_parse(int argc, char **argv, opts_t *o) {
   }
   if (optind < argc) o->workload = argv[optind++];
   if (optind < argc) usage_error("unexpected argument '%s'", argv[optind]);
+  if (o->first_batch && !o->repeat_given) o->repeat = FIRST_BATCH_RUNS;
   trace_from_env(o);
   check_combinations(o);
   if (o->turns < 0) o->turns = TURNS_DEFAULT;

@@ -4,7 +4,8 @@
  * take over --max-run-time, the first warm-up is stopped early (batch.c) and
  * the mode is timed on the largest prefix of the batch that runs of prefixes
  * find to run within it: its figures are the prefix's. The warm-up is
- * skipped where the model store holds what it would teach (models.c).
+ * skipped where the model store holds what it would teach (models.c). And
+ * --first-batch's runs: a fresh runtime's first batches, none a warm-up.
  */
 #include "config.h"
 
@@ -165,8 +166,11 @@ static bool skip_warm_up(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_
 
 /* Time o->repeat runs of the workload on rt, after its warm-up, and add them to
  * r: with --rounds, r gathers every round's runs, and its figures are the
- * median of all of them (each round's own median is kept for E by round). */
+ * median of all of them (each round's own median is kept for E by round).
+ * With --first-batch: no warm-up, the whole batch, and every run's time also
+ * kept in the order run (r->seq). */
 void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const char *mode) {
+  bool first = o->first_batch;
   int nw = mgpu_num_workers(rt);
   r->mode = mode;
   if (r->ws && r->nw != nw) free(r->ws), r->ws = NULL;
@@ -202,8 +206,10 @@ void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const 
    * the runtime starts from what it would learn, and the warm-up is skipped. */
   bool mixed = (!strcmp(mode, "steal") || !strcmp(mode, "static")) && mgpu_num_gpus(rt) > 0 && r->ncpu > 0;
   int warm = r->reserve_auto && mixed ? MGPU_RESERVE_TRIALS : 1;
-  r->warm_skipped = o->repeat >= SKIP_MIN_RUNS && warmup_stored(rt, w, mode);
-  warmup_log.runtimes++;
+  bool stored = warmup_stored(rt, w, mode);
+  r->stored = first && stored;
+  r->warm_skipped = !first && o->repeat >= SKIP_MIN_RUNS && stored;
+  warmup_log.runtimes += !first;
   if (r->warm_skipped) {
     warmup_log.skipped++;
     snprintf(warmup_log.kernel, sizeof warmup_log.kernel, "%s", w->b.kernel->name);
@@ -212,7 +218,11 @@ void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const 
   bool warmed, first_timed = false;
   double t_first = 0;
   stealacc_t steal_first = r->steal;
-  if (r->warm_skipped) {
+  if (first) {
+    r->sized = true;
+    w->nrun = w->n;
+    warmed = !interrupted;
+  } else if (r->warm_skipped) {
     r->timed_batch = next_batch(rt);
     warmed = skip_warm_up(rt, w, o, r, &run_st, &steal_first, &t_first, &first_timed);
   } else {
@@ -223,7 +233,7 @@ void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const 
   if (warmed && !first_timed) r->timed_batch = next_batch(rt);
   if (first_timed) keep_run(r, t_first, &steal_first, &st, &run_st, run_ws, run_rs, times, &done);
   for (int i = done; i < o->repeat && warmed && !interrupted; i++) {
-    progress_label(mode, "timed run", i + 1, o->repeat);
+    progress_label(mode, first ? "batch" : "timed run", i + 1, o->repeat);
     stealacc_t steal = r->steal;
     double t = run_once(rt, w, &run_st, &steal);
     if (t < 0) break;
@@ -232,6 +242,16 @@ void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const 
   free(run_ws);
   free(run_rs);
   if (done == 0) return;
+  if (first) {
+    free(r->seq);
+    r->seq = malloc(sizeof *r->seq * (size_t)done);
+    if (!r->seq) {
+      fprintf(stderr, "%s: out of memory\n", prog);
+      exit(EXIT_FAIL);
+    }
+    memcpy(r->seq, times, sizeof *r->seq * (size_t)done);
+    r->nseq = done;
+  }
   double items = (double)w->nrun;
   qsort(times, (size_t)done, sizeof *times, cmp_double);
   if (r->nround < MAX_ROUNDS) r->round_tp[r->nround++] = times[done / 2] > 0 ? items / times[done / 2] : 0;
@@ -242,6 +262,27 @@ void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const 
   r->st = st;
   r->reserve = st.reserve_workers;
   r->ran = 1;
+  /* --first-batch: the mode's figure is the steady state's. */
+  double f, steady, ratio;
+  if (first && first_figures(r, &f, &steady, &ratio)) {
+    r->wall_s = steady;
+    r->throughput = steady > 0 ? items / steady : 0;
+  }
+}
+
+/* --first-batch's figures of r: the first run's seconds, the median of runs
+ * 3.. (the steady state; of the runs made past the second), and their ratio;
+ * false where fewer than three runs were made. */
+bool first_figures(const result_t *r, double *first_s, double *steady_s, double *ratio) {
+  if (r->nseq < 3) return false;
+  double tail[MAX_FIRST_RUNS];
+  int n = 0;
+  for (int i = 2; i < r->nseq && n < MAX_FIRST_RUNS; i++) tail[n++] = r->seq[i];
+  qsort(tail, (size_t)n, sizeof *tail, cmp_double);
+  *first_s = r->seq[0];
+  *steady_s = n % 2 ? tail[n / 2] : (tail[n / 2 - 1] + tail[n / 2]) / 2;
+  *ratio = *steady_s > 0 ? *first_s / *steady_s : 0;
+  return true;
 }
 
 /* Round by round, num's throughput over den's (plus den2's unless NULL), into
@@ -260,6 +301,8 @@ void free_result(result_t *r) {
   free(r->ws);
   free(r->times);
   free(r->rs);
+  free(r->seq);
+  r->seq = NULL;
   r->ws = NULL;
   r->times = NULL;
   r->rs = NULL;

@@ -16,6 +16,7 @@
 #include "multi/multi.h"
 
 #define MAX_ROUNDS 100 /* --rounds, --turns */
+#define MAX_FIRST_RUNS 1000 /* --first-batch: runs, --repeat's most */
 
 /* The command line, as cli/options.c reads it. */
 typedef struct {
@@ -27,8 +28,10 @@ typedef struct {
   bool compare, verify, json, quiet, info, list, pinned, ceiling;
   bool models;         /* --models: list the model store */
   bool models_clear;   /* --models-clear: empty it (of the kernel named as WORKLOAD, else all) */
+  bool first_batch;    /* --first-batch: a fresh runtime's first batches, no warm-up */
   bool no_mpi;         /* --no-mpi: each process alone under a launcher */
   int repeat;
+  bool repeat_given;
   int rounds;          /* --compare: the four modes run this many times in turn */
   int turns;           /* --compare: turns of steal and the best fixed split after it; -1: not given */
   double max_run_s;    /* --max-run-time: longer runs are timed on a prefix; 0: no bound */
@@ -119,6 +122,9 @@ typedef struct {
   uint64_t timed_batch; /* the first batch of the last measure()'s timed runs, in its runtime's
                          * trace (0 untraced): a plot marks those before it as warm-ups */
   bool warm_skipped;    /* its last measure() skipped the warm-up: a stored model (models.c) */
+  bool stored;          /* --first-batch: the runtime had a stored model for every kind of the mode */
+  double *seq;          /* --first-batch: every run's seconds in the order run */
+  int nseq;
 } result_t;
 
 /* The warm-ups of this process's measure() calls, for the report. */
@@ -193,7 +199,10 @@ bool canceled(mgpu_status_t s, size_t computed, size_t n);
 
 /* measure.c */
 extern warmup_log_t warmup_log;
+/* With --first-batch: o->repeat runs of the whole batch on rt (a fresh
+ * runtime), none a warm-up, also kept in the order run (r->seq). */
 void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const char *mode);
+bool first_figures(const result_t *r, double *first_s, double *steady_s, double *ratio);
 size_t prefix_next(size_t k, size_t done, double t, double bound_s, size_t lo, size_t hi);
 void free_result(result_t *r);
 int ratio_by_round(const result_t *num, const result_t *den, const result_t *den2, double *out);
