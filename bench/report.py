@@ -19,7 +19,9 @@
         optionally bound=X (default 1) and of=NAME: per workload, each later
         build's (or with one build, mode's) ratio to the first, or NAME's to
         each other, pass by pass, its median with a 90% interval, and whether
-        it holds X. KIND text:
+        it holds X. KIND first: PATH bench/first.sh's TSV: per workload
+        and mode, the first batch of a fresh process without and with a
+        stored model, the steady state, and their ratios. KIND text:
         the file in a code block (in a document, last=N keeps its last N lines)
     python3 bench/report.py --update DOC.md      (or --check DOC.md)
         regenerate (or compare) every block of DOC.md between a line
@@ -655,6 +657,39 @@ def t_ways(paths):
     return out
 
 
+def t_first(path):
+    """bench/first.sh's TSV: per workload and mode (in order of appearance),
+    the first batch's seconds of a fresh process with no stored model and
+    with the one that an earlier process wrote, the steady state (the median
+    of the runs past the second, over both), and each first over its own
+    steady state. Several lines of one kind: their median; failed runs: —."""
+    import csv
+    import statistics
+    rd = csv.DictReader(open(path), delimiter="\t")
+    need = {"workload", "mode", "store", "first_s", "steady_s", "ratio"}
+    if not need <= set(rd.fieldnames or ()):
+        raise SystemExit(f"report.py: {path} is not bench/first.sh's TSV: it lacks the column(s) "
+                         f"{', '.join(sorted(need - set(rd.fieldnames or ())))}")
+    rows = list(rd)
+
+    def med(key, **match):
+        v = [float(r[key]) for r in rows if all(r[k] == x for k, x in match.items()) and r[key] not in ("", "failed")]
+        return statistics.median(v) if v else None
+
+    def ratio(x):
+        return "—" if x is None else f"{x:.2f}x"
+
+    out = ["| workload | mode | first s, no model | first s, stored | steady s | first / steady, no model | "
+           "first / steady, stored |", "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for w, m in dict.fromkeys((r["workload"], r["mode"]) for r in rows):
+        out.append(f"| `{w}` | {m} | {fmt(med('first_s', workload=w, mode=m, store='none'))} | "
+                   f"{fmt(med('first_s', workload=w, mode=m, store='stored'))} | "
+                   f"{fmt(med('steady_s', workload=w, mode=m))} | "
+                   f"{ratio(med('ratio', workload=w, mode=m, store='none'))} | "
+                   f"{ratio(med('ratio', workload=w, mode=m, store='stored'))} |")
+    return out
+
+
 def table(kind, path, every=1, last=None, bound=1.0, of=None):
     """The lines of one table of KIND from PATH (a run.sh folder, a text file,
     or for the peers kinds a peers.json). KIND text: the file as it is, or its
@@ -672,6 +707,8 @@ def table(kind, path, every=1, last=None, bound=1.0, of=None):
         return t_verdict(path, bound, of)
     if kind == "ways":
         return t_ways(path.split(","))
+    if kind == "first":
+        return t_first(path)
     if kind == "peers-overhead":
         return t_peers_overhead([(f"`{os.path.basename(p)}`", load(p)) for p in path.split(",")])
     if os.path.isdir(path):

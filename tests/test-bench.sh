@@ -2,6 +2,7 @@
 # test-bench.sh: the benchmark scripts and report.
 #  - bench/run.sh end to end in its smoke mode (tiny sizes, emulated devices):
 #    every JSON file parses, the report has its tables, the plot parses;
+#  - bench/first.sh on tiny runs, with an emulated GPU and without;
 #  - bench/report.py on small fixtures (JSON as bench/run.sh writes it,
 #    mgpu-run text output, and the peers.json of bench/peers/run.sh): each
 #    kind of table, exactly;
@@ -35,6 +36,24 @@ assert len([p for p in root.iter("{http://www.w3.org/2000/svg}path") if "mode" i
 PY
 then passes=$((passes + 1)); else echo "FAIL: the report or its files are wrong"; fails=$((fails + 1)); fi
 
+# bench/first.sh on tiny runs: with an emulated GPU, each mode twice (no
+# stored model, then the first run's); without a GPU, mode gpu runs as cpu.
+for g in 1 0; do
+  if WORKLOADS="mulmod -n 2000 --intensity 5" MODES="gpu steal" REPEAT=3 MGPU_EMULATE_GPUS=$g MGPU_NUM_GPUS=$g \
+     bash "$srcdir/bench/first.sh" "$out/first$g.tsv" > "$out/first$g.txt" 2>&1 &&
+     python3 - "$out/first$g.tsv" "$g" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+gpu = "gpu" if sys.argv[2] == "1" else "cpu"
+assert [(r["workload"], r["mode"], r["store"]) for r in rows] == [
+    ("mulmod -n 2000 --intensity 5", m, s) for m in (gpu, "steal") for s in ("none", "stored")], rows
+for r in rows:
+    first, steady, ratio = float(r["first_s"]), float(r["steady_s"]), float(r["ratio"])
+    assert first > 0 and steady > 0 and abs(ratio - first / steady) <= 1e-3 * ratio, r
+PY
+  then passes=$((passes + 1))
+  else echo "FAIL: bench/first.sh with $g GPU(s): $(tail -5 "$out/first$g.txt")"; fails=$((fails + 1)); fi
+done
 # ---------------------------------------------------------------- fixtures
 fix=$out/fixture; mkdir -p "$fix/run"
 if python3 - "$fix" "$srcdir/bench/report.py" <<'PY'
@@ -262,6 +281,19 @@ open(ways, "w").write("== pass 0: w 1 --mode steal --repeat 3\nmode steal ...\n"
 want[("ways", ways)] = """| workload | a: timed batches on its most run way |
 | --- | --- |
 | `w 1` | 2, 2, 1 of 1, — of 3 |"""
+# bench/first.sh's TSV: per workload and mode, the first batch without and
+# with a stored model, the steady state over both, each run's ratio; a
+# failed run is a dash, and lines of one kind give their median.
+first = os.path.join(fix, "first.tsv")
+open(first, "w").write("workload\tmode\tstore\tfirst_s\tsteady_s\tratio\n"
+                       "chain\tgpu\tnone\t0.5\t0.01\t50\nchain\tgpu\tstored\t0.02\t0.012\t1.667\n"
+                       "mulmod --intensity 10\tsteal\tnone\tfailed\tfailed\tfailed\n"
+                       "mulmod --intensity 10\tsteal\tstored\t0.3\t0.1\t3\n"
+                       "mulmod --intensity 10\tsteal\tstored\t0.5\t0.1\t5\n")
+want[("first", first)] = """| workload | mode | first s, no model | first s, stored | steady s | first / steady, no model | first / steady, stored |
+| --- | --- | ---: | ---: | ---: | ---: | ---: |
+| `chain` | gpu | 0.5 | 0.02 | 0.011 | 50.00x | 1.67x |
+| `mulmod --intensity 10` | steal | — | 0.4 | 0.1 | — | 4.00x |"""
 bad = 0
 # A file of another shape is refused, naming what it lacks.
 other = os.path.join(fix, "pairs.tsv")
