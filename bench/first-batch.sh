@@ -24,8 +24,11 @@ default="chain;mulmod --intensity 10;mulmod --intensity 100;mulmod --intensity 1
 default+=";sha256;ntt;mandelbrot"
 IFS=';' read -r -a workloads <<< "${WORKLOADS:-$default}"
 read -r -a modes <<< "${MODES:-gpu steal}"
-gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-[ "$gpus" -gt 0 ] || modes=(cpu)
+# The GPUs the first build's runtime sees (emulated ones too): none, and the
+# modes run on the CPU workers alone.
+first=${1#*=}
+gpus=$("$first" --info 2>/dev/null | sed -n 's/^GPUs: \([0-9]*\) in use.*/\1/p')
+[ "${gpus:-0}" -gt 0 ] || modes=(cpu)
 tsv=$out/first.tsv
 printf 'build\tworkload\tmode\tstore\tfirst_s\tsteady_s\tratio\n' > "$tsv"
 for w in "${workloads[@]}"; do
@@ -38,8 +41,10 @@ for w in "${workloads[@]}"; do
         # shellcheck disable=SC2086 # the workload's words are its arguments
         MGPU_MODEL_DIR=$store MGPU_TRACE=$trace timeout "${LIMIT:-120}" "$run" $w --mode "$m" --repeat 6 \
           --max-run-time 0 -q >> "$out/$name.txt" 2>&1 || echo "first-batch.sh: $name $w $m failed" >&2
-        python3 "$here/report.py" --first-from-trace "$trace" |
-          awk -v b="$name" -v w="$w" -v m="$m" -v k="$kind" 'NF == 3 { printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b, w, m, k, $1, $2, $3 }' >> "$tsv"
+        got=$(python3 "$here/report.py" --first-from-trace "$trace")
+        # shellcheck disable=SC2086 # the three figures as three words
+        [ -n "$got" ] || got="failed failed failed"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$w" "$m" "$kind" $got >> "$tsv"
         rm -f "$trace"
       done
       rm -rf "$store"

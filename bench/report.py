@@ -691,7 +691,8 @@ def t_first_batch(path):
                 order.append(key)
             if col not in cols:
                 cols.append(col)
-            rows[key][col] = (float(first), float(steady), float(ratio))
+            # A run that failed, or ran too few batches, is a dash.
+            rows[key][col] = None if first == "failed" else (float(first), float(steady), float(ratio))
     out = ["| workload | mode | " + " | ".join(f"{c}: first / steady" for c in cols) + " |",
            "| --- | --- |" + " --- |" * len(cols)]
     for key in order:

@@ -107,6 +107,9 @@ int main(int argc, char **argv) {
   atexit(check_stdout);
   opts_t o;
   options_parse(argc, argv, &o);
+  /* The model store is read and cleared without a runtime (no GPU needed). */
+  if (o.models) return models_list();
+  if (o.models_clear) return models_clear(o.workload);
   /* SIGINT's thread first: MPI's threads inherit the blocked signal. */
   if (sigint_start() != 0) return EXIT_FAIL;
   ranks_init(o.no_mpi || o.list);
