@@ -8,8 +8,8 @@
 # of a build folder .gpu/alt/NAME/ (e.g. an older commit's `make dist`)
 # built side by side, then bench/alternate.sh over them (the sweep's
 # workloads, modes gpu and steal); first: the builds of alternate, this
-# tree's GPU suites, bench/first-batch.sh over the builds and --compare's
-# wall time on two workloads; multi: quick, then collectives, split arrays and
+# tree's GPU suites, bench/first-batch.sh over the builds (its WORKLOADS
+# and MODES) and --compare's wall time (COMPARE_WORKLOADS, default chain); multi: quick, then collectives, split arrays and
 # --gpus scaling; compare: no make check, but `mgpu-run W --compare --rounds 2
 # --repeat 3` on every workload of doc/benchmarks.md's 1 x H200 tables, or on
 # the half given (1 or 2: each half fits in one device call); report: quick, then bench/run.sh (doc/benchmarks.md); verify: also compute-sanitizer on the GPU test
@@ -61,13 +61,13 @@ if [ "$mode" = first ]; then
   echo "builds done at $SECONDS s: ${builds[*]}"
   export LD_LIBRARY_PATH=/tmp/mgpurt-deps-new/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   (cd /tmp/alt-new/src && make -j"$(nproc)" check TESTS="tests/test-cuda tests/test-gpu.sh tests/test-array-gpu.sh \
-     tests/test-first tests/test-store doc/examples/example-cuda" > "$out/check-gpu.log" 2>&1; echo "GPU suites rc $?")
+     doc/examples/example-cuda" > "$out/check-gpu.log" 2>&1; echo "GPU suites rc $?")
   grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL):' "$out/check-gpu.log"
   echo "GPU suites done at $SECONDS s"
   # Straight into $OUT, so that a call cut short still brings back the rows done.
   LIMIT=${FIRST_LIMIT:-60} bash bench/first-batch.sh "${OUT:-$out}/first" "${builds[@]}"
   echo "first batches done at $SECONDS s"
-  for w in "chain" "mulmod --intensity 100"; do
+  for w in ${COMPARE_WORKLOADS:-chain}; do
     t0=$SECONDS
     MGPU_MODEL_DIR=off timeout 90 /tmp/alt-new/src/bin/mgpu-run $w --compare > "$out/compare-$(echo "$w" | tr -c 'a-z0-9' _).txt" 2>&1
     echo "compare $w: rc $?, $((SECONDS - t0)) s"
