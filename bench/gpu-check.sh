@@ -25,8 +25,9 @@ trap pack EXIT
 export NCCL_NVLS_ENABLE=0
 nvidia-smi -L > "$out/gpus.txt" 2>&1; cat "$out/gpus.txt"
 arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
-if [ "$mode" = alternate ]; then
-  # Every build at once (a share of the cores each), with its own folders.
+# This tree (as "new") and every tarball of .gpu/alt/NAME/ built at once, a
+# share of the cores each, in /tmp/alt-NAME; builds: NAME=MGPU_RUN, new last.
+build_alts() {
   mkdir -p .gpu/alt/new; cp .gpu/*.tar.gz .gpu/alt/new/
   builds=(); pids=()
   for d in .gpu/alt/*/; do
@@ -39,6 +40,9 @@ if [ "$mode" = alternate ]; then
   for p in "${pids[@]}"; do wait "$p" || echo "a build failed (rc $?)"; done
   echo "builds done at $SECONDS s: ${builds[*]}"
   export LD_LIBRARY_PATH=/tmp/mgpurt-deps-new/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+}
+if [ "$mode" = alternate ]; then
+  build_alts
   bash bench/alternate.sh "$out/alternate" "${builds[@]}"
   echo "alternation done at $SECONDS s"
   exit 0
@@ -48,18 +52,7 @@ if [ "$mode" = first ]; then
   # suites of this tree; then the first batch of fresh processes against the
   # steady state (bench/first-batch.sh), and --compare's wall time, each run
   # bounded so that the whole fits in one device call.
-  mkdir -p .gpu/alt/new; cp .gpu/*.tar.gz .gpu/alt/new/
-  builds=(); pids=()
-  for d in .gpu/alt/*/; do
-    name=$(basename "$d"); cp .gpu/*.deb "$d"
-    sed "s|/tmp/mgpurt-deps|/tmp/mgpurt-deps-$name|g" .gpu/build.sh > "$d/build.sh"
-    BUILD_DIR=/tmp/alt-$name MGPU_MAKE_TARGETS=all bash "$d/build.sh" --with-cuda --with-cuda-arch="$arch" > "$out/build-$name.log" 2>&1 &
-    pids+=($!)
-    if [ "$name" = new ]; then builds+=("$name=/tmp/alt-$name/src/bin/mgpu-run"); else builds=("$name=/tmp/alt-$name/src/bin/mgpu-run" "${builds[@]}"); fi
-  done
-  for p in "${pids[@]}"; do wait "$p" || echo "a build failed (rc $?)"; done
-  echo "builds done at $SECONDS s: ${builds[*]}"
-  export LD_LIBRARY_PATH=/tmp/mgpurt-deps-new/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  build_alts
   (cd /tmp/alt-new/src && make -j"$(nproc)" check TESTS="tests/test-cuda tests/test-gpu.sh tests/test-array-gpu.sh \
      doc/examples/example-cuda" > "$out/check-gpu.log" 2>&1; echo "GPU suites rc $?")
   grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL):' "$out/check-gpu.log"

@@ -232,20 +232,26 @@ static mgpu_status_t bad_arg(int id, const char *field, const char *value) {
                     field_of(id), field, value, s->name, s->field_accepted ? s->field_accepted : s->accepted);
 }
 
-/* MGPU_TRACE's text: a path (blanks around it trimmed) whose %s are
- * substitutions. 0, or -1 with why. */
-static int text_trace(const char *value, mgpu__config_t *c, char *why, size_t whylen) {
-  char buf[sizeof c->trace_path];
-  if (strlen(value) >= sizeof buf) {
-    snprintf(why, whylen, "the path is too long (at most %zu characters)", sizeof buf - 1);
-    return -1;
+/* A path setting's text with the blanks around it trimmed, into buf (len
+ * bytes): NULL, with why, where it is empty or too long. */
+static const char *text_path(const char *value, char *buf, size_t len, char *why, size_t whylen) {
+  if (strlen(value) >= len) {
+    snprintf(why, whylen, "the path is too long (at most %zu characters)", len - 1);
+    return NULL;
   }
-  const char *t = mgpu__parse_trim(value, buf, sizeof buf);
+  const char *t = mgpu__parse_trim(value, buf, len);
   if (!*t) {
     snprintf(why, whylen, "the path is empty");
-    return -1;
+    return NULL;
   }
-  if (!mgpu__trace_pattern_ok(t, why, whylen)) return -1;
+  return t;
+}
+
+/* MGPU_TRACE's text: a path whose %s are substitutions. 0, or -1 with why. */
+static int text_trace(const char *value, mgpu__config_t *c, char *why, size_t whylen) {
+  char buf[sizeof c->trace_path];
+  const char *t = text_path(value, buf, sizeof buf, why, whylen);
+  if (!t || !mgpu__trace_pattern_ok(t, why, whylen)) return -1;
   snprintf(c->trace_path, sizeof c->trace_path, "%s", t);
   c->v.trace = c->trace_path;
   return 0;
@@ -294,26 +300,18 @@ static int text_test(int id, const char *value, mgpu__config_t *c, char *why, si
   return rc;
 }
 
-/* Parse one environment value into the resolved config. */
-
-/* MGPU_MODEL_DIR's value: "off", or a path (blanks around it dropped). */
+/* MGPU_MODEL_DIR's value: "off", or a path. 0, or -1 with why. */
 static int parse_model_dir(const char *value, mgpu__config_t *c, char *why, size_t whylen) {
   char buf[sizeof c->model_dir];
-  if (strlen(value) >= sizeof buf) {
-    snprintf(why, whylen, "the path is too long (at most %zu characters)", sizeof buf - 1);
-    return -1;
-  }
-  const char *t = mgpu__parse_trim(value, buf, sizeof buf);
-  if (!*t) {
-    snprintf(why, whylen, "the path is empty");
-    return -1;
-  }
+  const char *t = text_path(value, buf, sizeof buf, why, whylen);
+  if (!t) return -1;
   if (mgpu__parse_keyword(t, "off")) c->model_dir[0] = 0;
   else snprintf(c->model_dir, sizeof c->model_dir, "%s", t);
   c->v.model_dir = c->model_dir[0] ? c->model_dir : NULL;
   return 0;
 }
 
+/* Parse one environment value into the resolved config. */
 static mgpu_status_t from_text(int id, const char *value, mgpu__config_t *c) {
   const setting_t *s = &settings[id];
   mgpu_config_t *v = &c->v;
