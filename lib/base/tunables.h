@@ -316,10 +316,11 @@
 /* A GPU's growing chunks (fit.c, proven_size): the timing noise, as a share
  * of a chunk's time, under which a time is taken as not grown; the next
  * chunk may cost this many times the smaller class's time; and it is at most
- * this many times the largest class. */
+ * this many times the largest class, so that the knee is still found between
+ * classes (farther leaps left the knee unmeasured and the split unsettled). */
 #define MGPU_PROBE_NOISE 0.02
 #define MGPU_PROBE_BUDGET 8.0
-#define MGPU_PROBE_JUMP 1024.0
+#define MGPU_PROBE_JUMP 16.0
 
 /* The model store: a long run writes what it learnt this often (s), and an
  * entry older than this (s) is another machine's past, not a prior. */
