@@ -183,7 +183,7 @@ out=$(env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --compare --
 rows=$(printf '%s\n' "$out" | awk '/^fixed splits: static/ {on = 1; next} /^best static/ {on = 0} on && /%/ {n++} END {print n + 0}')
 if [ $rc = 0 ] && printf '%s' "$out" | grep -q "^fixed splits: static mode at 1/8 to 8 times its ratio [0-9.e+-]*, 1 timed run each after a warm-up (the modes: 2; a point that comes out best is timed again with 2)" &&
    [ "$rows" = 9 ] && printf '%s' "$out" | grep -q "^    cpu only .*mode cpu" &&
-   printf '%s' "$out" | grep -q "^    gpu only  *100.0% .*mode gpu" && printf '%s' "$out" | grep -q "mode static" &&
+   printf '%s' "$out" | grep -q "^    gpu only  *0.0%  *0.0% .*mode gpu" && printf '%s' "$out" | grep -q "mode static" &&
    [ "$(printf '%s\n' "$out" | grep -c ' best$')" = 1 ] && printf '%s' "$out" | grep -q "^best static: [0-9.e+-]* items/s, " &&
    printf '%s' "$out" | grep -q "^heterogeneous efficiency E = steal / (cpu + gpu) = [0-9.]*; steal / best static = [0-9.]*x$" &&
    printf '%s' "$out" | grep -q "^steal vs static: "; then ok
@@ -357,6 +357,8 @@ p = s["points"]
 assert [x["mode"] for x in p] == ["cpu", "sweep", "sweep", "sweep", "static", "sweep", "sweep", "sweep", "gpu"], p
 assert [x["factor"] for x in p] == [0, 0.125, 0.25, 0.5, 1, 2, 4, 8, None], p
 assert p[0]["ratio"] == 0 and p[-1]["ratio"] is None and p[-1]["gpu_share"] == 1 and p[0]["gpu_share"] == 0, p
+# The points are the splits they name (a fixed split keeps every CPU worker in).
+assert all(abs(x["cpu_share"] - x["cpu_share_named"]) < 0.002 for x in p), p
 assert all(x["ran"] and x["items_per_s"] > 0 and "prefix_items" not in x for x in p), p
 assert all(x["runs"] == 1 for x in p), p
 assert all(abs(x["ratio"] - x["factor"] * s["ratio"]) <= 1e-4 * x["ratio"] for x in p[1:-1]), p

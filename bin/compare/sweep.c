@@ -51,17 +51,6 @@ static int best_point(const sweep_t *s) {
   return -1;
 }
 
-/* The options of the sweep's points: o, but with the reserve that the static
- * mode's trials chose under MGPU_RESERVE_THREADS=auto, rather than try every
- * reserve again (every CPU worker in where they chose all out: the ratio then
- * sets the CPUs' share). */
-static opts_t point_opts(const opts_t *o, const outcome_t *oc) {
-  const result_t *st = &oc->res[2];
-  opts_t ok = *o;
-  if (st->reserve_auto) ok.cfg.reserve_threads = st->reserve < st->ncpu ? st->reserve : 0;
-  return ok;
-}
-
 /* A runtime of the best fixed split, set up as it was when it was timed:
  * the cpu, gpu or static mode, or a point of the sweep; NULL when none ran.
  * *from is its result. */
@@ -74,7 +63,7 @@ mgpu_runtime_t *start_best_split(const opts_t *o, const outcome_t *oc, const res
   int i = best_point(s);
   if (i < 0) return NULL;
   *from = &s->pt[i];
-  opts_t ok = point_opts(o, oc);
+  opts_t ok = *o;
   return start_point(&ok, s->best_ratio);
 }
 
@@ -90,7 +79,9 @@ void run_sweep(work_t *w, const opts_t *o, outcome_t *oc, const char *skip) {
     s->skipped = skip;
     return;
   }
-  opts_t ok = point_opts(o, oc);
+  /* The static mode's settings: under MGPU_RESERVE_THREADS=auto a fixed
+   * split keeps every CPU worker in, so the ratio alone sets its shares. */
+  opts_t ok = *o;
   ok.repeat = SWEEP_RUNS < o->repeat ? SWEEP_RUNS : o->repeat;
   for (int i = 0; i < SWEEP_POINTS && !interrupted; i++) {
     run_point(w, &ok, s, i);

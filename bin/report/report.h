@@ -82,6 +82,7 @@ void report_quiet(const opts_t *o, const work_t *w, const outcome_t *oc);
 void sweep_report(const opts_t *o, const outcome_t *oc);
 void turns_report(const opts_t *o, const outcome_t *oc);
 void ceiling_report(const ceiling_t *c, const result_t *gpu);
+double named_cpu_share(double ratio, const result_t *r, int ngpu);
 
 /* report_json.c */
 void report_json(const opts_t *o, const work_t *w, const outcome_t *oc, mgpu_runtime_t *base);

@@ -10,14 +10,25 @@
 
 #include "report/report.h"
 
-/* One line of the sweep's table. */
-static void sweep_row(const char *ratio, double share, const result_t *r, const char *what, bool best) {
-  printf("  %10s", ratio);
+/* The CPU workers' share of the items that a fixed split at ratio (a GPU
+ * counting as that many CPU workers; < 0: every item on the GPUs) names, for
+ * r's runtime of ngpu GPUs and the CPU workers its last run kept in. */
+double named_cpu_share(double ratio, const result_t *r, int ngpu) {
+  if (ratio < 0) return 0;
+  double cpus = r->ncpu - r->reserve;
+  return cpus > 0 ? cpus / (cpus + ngpu * ratio) : 0;
+}
+
+/* One line of the sweep's table: the CPU workers' share that its ratio names
+ * and the one they computed in its last run (1 - gpu_share, from its stats). */
+static void sweep_row(const char *label, double ratio, double share, const result_t *r, const char *what, bool best,
+                      int ngpu) {
+  printf("  %10s", label);
   if (!r->ran) {
     printf("  skipped (%s)\n", r->skipped ? r->skipped : "interrupted");
     return;
   }
-  printf(" %8.1f%% %13.4g", 100 * share, r->throughput);
+  printf(" %8.1f%% %8.1f%% %13.4g", 100 * named_cpu_share(ratio, r, ngpu), 100 * (1 - share), r->throughput);
   const char *sep = "  ";
   if (what) printf("%s%s", sep, what), sep = ", ";
   else if (r->runs > 1) printf("%stimed again, median of %d", sep, r->runs), sep = ", ";
@@ -40,20 +51,23 @@ void sweep_report(const opts_t *o, const outcome_t *oc) {
          "(the modes: %d%s",
          s->ratio, runs, runs == 1 ? "" : "s", o->repeat, o->rounds > 1 ? " per round" : "");
   if (o->repeat > runs) printf("; a point that comes out best is timed again with %d", o->repeat);
-  printf("), between the cpu and gpu modes:\n");
-  printf("  %10s %9s %13s\n", "ratio", "on GPUs", "items/s");
+  printf("), between the cpu and gpu modes; the CPU workers' share of the items, named by the ratio and given "
+         "in the last timed run (its stats):\n");
+  printf("  %10s %9s %9s %13s\n", "ratio", "CPU named", "CPU given", "items/s");
   const char *b = s->best_mode ? s->best_mode : "";
-  sweep_row("cpu only", 0, &res[0], "mode cpu", !strcmp(b, "cpu"));
+  int g = oc->ngpu;
+  sweep_row("cpu only", 0, 0, &res[0], "mode cpu", !strcmp(b, "cpu"), g);
   char label[32];
   for (int i = 0; i < SWEEP_POINTS; i++) {
+    double ratio = s->ratio * s->factor[i];
     if (i == SWEEP_POINTS / 2) {
       snprintf(label, sizeof label, "%.4g", s->ratio);
-      sweep_row(label, s->static_share, &res[2], "mode static", !strcmp(b, "static"));
+      sweep_row(label, s->ratio, s->static_share, &res[2], "mode static", !strcmp(b, "static"), g);
     }
-    snprintf(label, sizeof label, "%.4g", s->ratio * s->factor[i]);
-    sweep_row(label, s->share[i], &s->pt[i], NULL, !strcmp(b, "sweep") && s->best_ratio == s->ratio * s->factor[i]);
+    snprintf(label, sizeof label, "%.4g", ratio);
+    sweep_row(label, ratio, s->share[i], &s->pt[i], NULL, !strcmp(b, "sweep") && s->best_ratio == ratio, g);
   }
-  sweep_row("gpu only", 1, &res[1], "mode gpu", !strcmp(b, "gpu"));
+  sweep_row("gpu only", -1, 1, &res[1], "mode gpu", !strcmp(b, "gpu"), g);
   if (!s->best_mode) return;
   printf("best static: %.4g items/s, ", s->best_tp);
   if (!strcmp(b, "cpu")) printf("CPU workers only (mode cpu)\n");

@@ -76,14 +76,16 @@ static void json_setup(const opts_t *o, const work_t *w, const outcome_t *oc, mg
 }
 
 /* One point of the JSON sweep; factor and ratio < 0: null (all on the GPUs). */
-static void json_point(const char *mode, double factor, double ratio, double share, const result_t *r, bool last) {
+static void json_point(const char *mode, double factor, double ratio, double share, const result_t *r, int ngpu,
+                       bool last) {
   printf("      {\"mode\": \"%s\", ", mode);
   if (factor < 0) printf("\"factor\": null, \"ratio\": null");
   else printf("\"factor\": %.4g, \"ratio\": %.6g", factor, ratio);
   printf(", \"ran\": %s", r->ran ? "true" : "false");
   if (r->ran) {
-    printf(", \"runs\": %d, \"wall_s\": %.6f, \"items_per_s\": %.3f, \"gpu_share\": %.4f", r->runs, r->wall_s,
-           r->throughput, share);
+    printf(", \"runs\": %d, \"wall_s\": %.6f, \"items_per_s\": %.3f, \"gpu_share\": %.4f, \"cpu_share\": %.4f, "
+           "\"cpu_share_named\": %.4f",
+           r->runs, r->wall_s, r->throughput, share, 1 - share, named_cpu_share(factor < 0 ? -1 : ratio, r, ngpu));
     if (r->prefix) printf(", \"prefix_items\": %zu", r->prefix);
   }
   printf("}%s\n", last ? "" : ",");
@@ -98,12 +100,13 @@ static void sweep_json(const outcome_t *oc) {
     return;
   }
   printf("  \"static_sweep\": {\"ran\": %s, \"ratio\": %.6g, \"points\": [\n", s->ran ? "true" : "false", s->ratio);
-  json_point("cpu", 0, 0, 0, &res[0], false);
+  int g = oc->ngpu;
+  json_point("cpu", 0, 0, 0, &res[0], g, false);
   for (int i = 0; i < SWEEP_POINTS; i++) {
-    if (i == SWEEP_POINTS / 2) json_point("static", 1, s->ratio, s->static_share, &res[2], false);
-    json_point("sweep", s->factor[i], s->ratio * s->factor[i], s->share[i], &s->pt[i], false);
+    if (i == SWEEP_POINTS / 2) json_point("static", 1, s->ratio, s->static_share, &res[2], g, false);
+    json_point("sweep", s->factor[i], s->ratio * s->factor[i], s->share[i], &s->pt[i], g, false);
   }
-  json_point("gpu", -1, -1, 1, &res[1], true);
+  json_point("gpu", -1, -1, 1, &res[1], g, true);
   printf("    ],\n    \"best\": ");
   if (!s->best_mode) printf("null");
   else if (s->best_ratio < 0) printf("{\"mode\": \"gpu\", \"ratio\": null");
