@@ -748,7 +748,7 @@ t0=$(now)
 out=$(env MGPU_EMULATE_GPUS=1 MGPU_EMULATE_LATENCY=2e-3 timeout 120 "$run" --plugin "$divplugin" diverge -n 262144 \
   --compare --repeat 1 --turns 1 --threads 1 --max-run-time 0.1 2>&1); rc=$?
 took=$(awk -v a="$t0" -v b="$(now)" 'BEGIN {printf "%.2f", b - a}')
-bound=$(printf '%s\n' "$out" | sed -n 's/^bound: \([0-9.e+]*\) s for the comparison (--max-run-time 0.1 s x [0-9]* runs: .*; it took [0-9.e+-]* s.*/\1/p')
+bound=$(printf '%s\n' "$out" | sed -n 's/^bound: \([0-9.e+]*\) s for the comparison, its runs cancelled at their limits: --max-run-time 0.1 s for each of the [0-9]* that size a prefix, 2 times that for each of the [0-9]* others .*; it took [0-9.e+-]* s.*/\1/p')
 named=yes
 for m in $(printf '%s\n' "$out" | sed -n 's/^mode \([a-z]*\) *skipped (bounded: .*/\1/p'); do
   printf '%s\n' "$out" | grep -q "^bounded: \(.*; \)*mode $m (" || named=no
@@ -776,7 +776,8 @@ import json, os, sys
 d = json.load(sys.stdin)
 b = d["bound"]
 run_s = float(os.environ["MAX_RUN"])
-assert b["run_s"] == run_s and b["runs"] > 0 and abs(b["total_s"] - run_s * b["runs"]) < 1e-9, b
+assert b["run_s"] == run_s and b["grace"] == 2 and b["runs"] > 0 and b["sizing_runs"] > 0, b
+assert abs(b["total_s"] - run_s * (b["sizing_runs"] + b["grace"] * b["runs"])) < 1e-9, b
 listed = {x["what"]: x["why"] for x in b["bounded"]}
 assert all(w.startswith("bounded: ") for w in listed.values()), listed
 said = {r["mode"]: r["skipped"] for r in d["results"] if not r["ran"] and r["skipped"].startswith("bounded")}

@@ -1,15 +1,16 @@
 /*
- * bound.c: --compare's bounds. Every run that --compare makes, warm-ups
- * included, is cancelled once it has run --max-run-time (mgpu_event_cancel:
- * it stops at its next chunk), and the comparison as a whole ends within its
- * bound, --max-run-time times the runs it allows for (bound_runs): past that
- * end nothing starts and a run still going is cancelled. A mode, a point of
- * the sweep, a turn or the ceiling that meets either bound is reported
- * bounded, and the runs its runtime made then give no figure. A runtime is
- * timed as run/measure.c times a mode: a warm-up, stopped early where the
- * whole batch would pass --max-run-time, up to SIZING_RUNS runs of prefixes
- * to find the largest that runs within it, the reserve's trials where the
- * runtime steals under the auto reserve, then the timed runs.
+ * bound.c: --compare's bounds. A runtime is timed as run/measure.c times a
+ * mode: a warm-up, stopped early where the whole batch would pass
+ * --max-run-time, up to SIZING_RUNS runs of prefixes, each cancelled at
+ * --max-run-time (mgpu_event_cancel: it stops at its next chunk), to find
+ * the largest that runs within it, then its other warm-ups (the reserve's
+ * trials where it steals under the auto reserve) and timed runs, each
+ * cancelled at GRACE times --max-run-time. The comparison as a whole ends
+ * within its bound, the sum of those limits over the runs it allows for
+ * (bound_runs): past that end nothing starts and a run still going is
+ * cancelled. A mode, a point of the sweep, a turn or the ceiling whose timed
+ * run was cancelled, or that the end stopped, is reported bounded, and the
+ * runs its runtime made then give no figure.
  */
 #include "config.h"
 
@@ -22,10 +23,15 @@
 #include "compare/compare.h"
 
 #define SIZING_RUNS 8 /* run/measure.c's PREFIX_TRIES */
+/* Runs of the same items vary (a shared machine's stalls make a run of a
+ * prefix that ran within --max-run-time take half as long again): the runs
+ * on the prefix chosen are cancelled at this many times it, which tells a
+ * run gone astray from the noise. */
+#define GRACE 2
 #define PREFIX_ENOUGH 0.5 /* as run/measure.c: a prefix that ran this share of the bound is kept */
 
 const char *const bound_end_why = "bounded: the comparison reached its bound";
-static const char *const timed_cut_why = "bounded: a timed run passed --max-run-time and was cancelled";
+static const char *const timed_cut_why = "bounded: a timed run passed twice --max-run-time and was cancelled";
 
 /* The thread that cancels the run in flight at its deadline: the main thread
  * waits on the run's event as run/batch.c does, so that the time it measures
@@ -98,32 +104,39 @@ static void cutter_stop(void) {
   cutter.running = false;
 }
 
-/* The runs the comparison allows for. A runtime timed: its warm-ups (the
- * reserve's MGPU_RESERVE_TRIALS where it steals under the auto reserve, else
- * one), its timed runs and, where it sizes a prefix (the first round's modes,
- * the sweep's points), SIZING_RUNS runs of prefixes. mode[m]: whether mode m
- * (cpu, gpu, static, steal) runs; the sweep and the turns run where they all
- * do; ceiling: whether it is measured. */
-int bound_runs(const opts_t *o, const bool mode[4], bool trials, bool ceiling) {
-  int steal_warm = trials ? MGPU_RESERVE_TRIALS : 1, n = 0;
+/* The runs the comparison allows for, into b: where a runtime sizes a prefix
+ * (the first round's modes, the sweep's points), its first warm-up and
+ * SIZING_RUNS runs of prefixes, each within --max-run-time (b->sizing); and
+ * its other warm-ups (the reserve's MGPU_RESERVE_TRIALS where it steals
+ * under the auto reserve, less the first where it sized one) and its timed
+ * runs, each within GRACE times it (b->runs), as the ceiling's passes.
+ * mode[m]: whether mode m (cpu, gpu, static, steal) runs; the sweep and the
+ * turns run where they all do; ceiling: whether it is measured. */
+static void count_runs(bound_t *b, const opts_t *o, const bool mode[4], bool trials, bool ceiling) {
+  int steal_warm = trials ? MGPU_RESERVE_TRIALS : 1;
   for (int round = 0; round < o->rounds; round++)
-    for (int m = 0; m < 4; m++)
-      if (mode[m]) n += (m == 3 ? steal_warm : 1) + o->repeat + (round == 0 ? SIZING_RUNS : 0);
+    for (int m = 0; m < 4; m++) {
+      if (!mode[m]) continue;
+      int sizing = round == 0 ? 1 + SIZING_RUNS : 0;
+      b->sizing += sizing;
+      b->runs += (m == 3 ? steal_warm : 1) - (sizing ? 1 : 0) + o->repeat;
+    }
   if (mode[0] && mode[1] && mode[2]) {
     int point = SWEEP_RUNS < o->repeat ? SWEEP_RUNS : o->repeat;
-    n += SWEEP_POINTS * (1 + point + SIZING_RUNS);
-    if (o->repeat > point) n += 1 + o->repeat; /* a point timed again */
-    if (mode[3]) n += o->turns * ((1 + o->repeat) + (steal_warm + o->repeat));
+    b->sizing += SWEEP_POINTS * (1 + SIZING_RUNS);
+    b->runs += SWEEP_POINTS * point;
+    if (o->repeat > point) b->runs += 1 + o->repeat; /* a point timed again */
+    if (mode[3]) b->runs += o->turns * ((1 + o->repeat) + (steal_warm + o->repeat));
   }
-  if (ceiling) n += 1 + o->repeat;
-  return n;
+  if (ceiling) b->runs += 1 + o->repeat;
 }
 
-void bound_start(bound_t *b, const opts_t *o, int runs) {
+void bound_start(bound_t *b, const opts_t *o, const bool mode[4], bool trials, bool ceiling) {
   memset(b, 0, sizeof *b);
   b->run_s = o->max_run_s;
-  b->runs = runs;
-  b->total_s = b->run_s * runs;
+  b->grace = GRACE;
+  count_runs(b, o, mode, trials, ceiling);
+  b->total_s = b->run_s * (b->sizing + GRACE * b->runs);
   b->start = now_s();
   b->end = b->start + b->total_s;
   if (b->run_s > 0) cutter_start();
@@ -134,14 +147,14 @@ void bound_finish(bound_t *b) {
   cutter_stop();
 }
 
-/* Seconds the next run may take: --max-run-time, or less where the
- * comparison's end comes sooner; 0 without bounds; -1 past the end. Rank 0's
- * clock decides for every rank. */
-static double run_limit(const bound_t *b) {
+/* Seconds the next run may take: grace times --max-run-time, or less where
+ * the comparison's end comes sooner; 0 without bounds; -1 past the end.
+ * Rank 0's clock decides for every rank. */
+static double run_limit(const bound_t *b, double grace) {
   if (b->run_s <= 0) return 0;
   double left = ranks_bcast(b->end - now_s());
   if (left <= 0) return -1;
-  return left < b->run_s ? left : b->run_s;
+  return left < grace * b->run_s ? left : grace * b->run_s;
 }
 
 bool bound_reached(const bound_t *b) { return b->run_s > 0 && ranks_bcast(b->end - now_s()) <= 0; }
@@ -245,7 +258,7 @@ static int size_prefix(mgpu_runtime_t *rt, work_t *w, result_t *r, double t, siz
   size_t lo = 0, hi = w->n, k = prefix_next(w->n, done, t, bound, lo, hi);
   for (int i = 0; i < SIZING_RUNS && k > 0; i++) {
     progress_label(r->mode, "sizing run", i + 1, SIZING_RUNS);
-    double lim = run_limit(b);
+    double lim = run_limit(b, 1);
     if (lim < 0) return *why = bound_end_why, 1;
     size_t dk;
     double tk = run_bounded(rt, w, k, lim, false, &dk);
@@ -268,15 +281,15 @@ static int size_prefix(mgpu_runtime_t *rt, work_t *w, result_t *r, double t, siz
 /* The warm-ups: the first (bounded by its rate: it stops once past half of
  * --max-run-time where its rate says it would pass it) and those that size
  * the prefix, unless r is sized already, then the rest of warm. A warm-up
- * cancelled at --max-run-time still warms (the model learns from the chunks
- * that ran): the runtime goes on, and b counts it. Returns 0, 1 where the
+ * cancelled at its limit still warms (the model learns from the chunks that
+ * ran): the runtime goes on, and b counts it. Returns 0, 1 where the
  * comparison's end stopped them (*why), -1 on SIGINT. */
 static int warm_up(mgpu_runtime_t *rt, work_t *w, result_t *r, int warm, bound_t *b, const char **why) {
   int i = 0;
   if (interrupted) return -1;
   if (!r->sized) {
     progress_label(r->mode, "warm-up", 1, warm);
-    double lim = run_limit(b);
+    double lim = run_limit(b, 1);
     if (lim < 0) return *why = bound_end_why, 1;
     size_t done;
     double t = run_bounded(rt, w, w->n, lim, lim == b->run_s, &done);
@@ -290,7 +303,7 @@ static int warm_up(mgpu_runtime_t *rt, work_t *w, result_t *r, int warm, bound_t
   for (; i < warm; i++) {
     if (interrupted) return -1;
     progress_label(r->mode, "warm-up", i + 1, warm);
-    double lim = run_limit(b);
+    double lim = run_limit(b, GRACE);
     if (lim < 0) return *why = bound_end_why, 1;
     bool cut;
     if (cut_run(rt, w, lim, NULL, NULL, &cut) < 0) return -1;
@@ -361,7 +374,7 @@ const char *bound_measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result
   int done = 0;
   for (int i = 0; i < o->repeat && !interrupted; i++) {
     progress_label(mode, "timed run", i + 1, o->repeat);
-    double lim = run_limit(b);
+    double lim = run_limit(b, GRACE);
     if (lim < 0) {
       why = bound_end_why;
       break;

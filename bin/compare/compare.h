@@ -24,8 +24,7 @@ void ceiling_run(const opts_t *o, work_t *w, int ngpu, size_t start, ceiling_t *
 
 /* bound.c: --compare's bounds (bound_t, report/report.h). */
 extern const char *const bound_end_why;
-int bound_runs(const opts_t *o, const bool mode[4], bool trials, bool ceiling);
-void bound_start(bound_t *b, const opts_t *o, int runs);
+void bound_start(bound_t *b, const opts_t *o, const bool mode[4], bool trials, bool ceiling);
 void bound_finish(bound_t *b);
 bool bound_reached(const bound_t *b);
 const char *bound_measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const char *mode, bound_t *b);

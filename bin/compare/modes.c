@@ -138,7 +138,7 @@ static void run_compare(work_t *w, const opts_t *o, bool has_gpu_fn, bool trials
   for (int m = 0; m < 4; m++) res[m].mode = mode_name(modes[m]), runs[m] = !compare_skip(modes[m], has_gpu_fn, oc);
   trials = trials && oc->ngpu > 0 && oc->ncpu > 0;
   bool ceiling = oc->ngpu > 0 && has_gpu_fn;
-  bound_start(&oc->bound, o, bound_runs(o, runs, trials, ceiling));
+  bound_start(&oc->bound, o, runs, trials, ceiling);
   for (int round = 0; round < o->rounds && !interrupted; round++) {
     bool last = round == o->rounds - 1;
     for (int m = 0; m < 4 && !interrupted; m++) {

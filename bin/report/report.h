@@ -56,12 +56,15 @@ typedef struct {
   const char *bounded;  /* why a turn met a bound (compare/bound.c), or NULL */
 } turns_t;
 
-/* --compare's bounds (compare/bound.c): a run still going after run_s is
- * cancelled, and nothing runs past end, total_s after the start. */
+/* --compare's bounds (compare/bound.c): a run that sizes a prefix is
+ * cancelled at run_s, another at grace * run_s, and nothing runs past end,
+ * total_s after the start. */
 typedef struct {
   double run_s;         /* --max-run-time; 0: no bound at all */
-  int runs;             /* the runs the comparison allows for */
-  double total_s;       /* run_s * runs */
+  double grace;
+  int sizing;           /* the runs the comparison allows for that size a prefix */
+  int runs;             /* and the others */
+  double total_s;       /* run_s * (sizing + grace * runs) */
   double start, end;    /* now_s() at the start, and start + total_s */
   double took_s;        /* from the start to the ceiling's end */
   int warm_cut;         /* warm-ups cancelled at run_s (their runtimes went on) */

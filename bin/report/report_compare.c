@@ -139,13 +139,14 @@ void bound_report(const outcome_t *oc) {
            b->took_s);
     return;
   }
-  printf("bound: %.4g s for the comparison (--max-run-time %g s x %d runs: each runtime's warm-ups, timed runs and "
-         "runs of prefixes, and the ceiling's passes), each run cancelled at %g s; it took %.3g s",
-         b->total_s, b->run_s, b->runs, b->run_s, b->took_s);
+  printf("bound: %.4g s for the comparison, its runs cancelled at their limits: --max-run-time %g s for each of "
+         "the %d that size a prefix, %g times that for each of the %d others (warm-ups, timed runs, the ceiling's "
+         "passes); it took %.3g s",
+         b->total_s, b->run_s, b->sizing, b->grace, b->runs, b->took_s);
   bool one = b->warm_cut == 1;
   if (b->warm_cut)
     printf("; %d warm-up%s cancelled at %g s, %s runtime%s going on to %s timed runs", b->warm_cut,
-           one ? " was" : "s were", b->run_s, one ? "its" : "their", one ? "" : "s", one ? "its" : "their");
+           one ? " was" : "s were", b->grace * b->run_s, one ? "its" : "their", one ? "" : "s", one ? "its" : "their");
   printf("\n");
   int n = 0;
   for (int m = 0; m < 4; m++) {
