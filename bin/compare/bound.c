@@ -7,8 +7,8 @@
  * trials where it steals under the auto reserve) and timed runs, each
  * cancelled at GRACE times --max-run-time. The comparison as a whole ends
  * within its bound, the sum of those limits over the runs it allows for
- * (bound_runs): past that end nothing starts and a run still going is
- * cancelled. A mode, a point of the sweep, a turn or the ceiling whose timed
+ * (count_runs): past that end nothing starts and a run still going is
+ * cancelled (the pipeline's runs, three dependent stages, run to their end). A mode, a point of the sweep, a turn or the ceiling whose timed
  * run was cancelled, or that the end stopped, is reported bounded, and the
  * runs its runtime made then give no figure.
  */
