@@ -1,13 +1,15 @@
 #!/bin/bash
 # gpu-check.sh: build, test and measure libmgpurt on a GPU machine in one call.
 # Run from the project root after ../shared/tools/gpu-pack, with .gpu carried:
-#   bash bench/gpu-check.sh [quick|model|alternate|compare [1|2]|verify|bench|full]
+#   bash bench/gpu-check.sh [quick|model|alternate|first|compare [1|2]|verify|bench|full]
 # quick: build and make check; model: quick, then the completion-time
 # model's --compare runs (latency-bound chain and mulmod 10000, sha256 pinned
 # and pageable); alternate: no make check, but this tree and every tarball
 # of a build folder .gpu/alt/NAME/ (e.g. an older commit's `make dist`)
 # built side by side, then bench/alternate.sh over them (the sweep's
-# workloads, modes gpu and steal); multi: quick, then collectives, split arrays and
+# workloads, modes gpu and steal); first: the builds of alternate, this
+# tree's GPU suites, bench/first-batch.sh over the builds (its WORKLOADS
+# and MODES) and --compare's wall time (COMPARE_WORKLOADS, default chain); multi: quick, then collectives, split arrays and
 # --gpus scaling; compare: no make check, but `mgpu-run W --compare --rounds 2
 # --repeat 3` on every workload of doc/benchmarks.md's 1 x H200 tables, or on
 # the half given (1 or 2: each half fits in one device call); report: quick, then bench/run.sh (doc/benchmarks.md); verify: also compute-sanitizer on the GPU test
@@ -23,8 +25,9 @@ trap pack EXIT
 export NCCL_NVLS_ENABLE=0
 nvidia-smi -L > "$out/gpus.txt" 2>&1; cat "$out/gpus.txt"
 arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
-if [ "$mode" = alternate ]; then
-  # Every build at once (a share of the cores each), with its own folders.
+# This tree (as "new") and every tarball of .gpu/alt/NAME/ built at once, a
+# share of the cores each, in /tmp/alt-NAME; builds: NAME=MGPU_RUN, new last.
+build_alts() {
   mkdir -p .gpu/alt/new; cp .gpu/*.tar.gz .gpu/alt/new/
   builds=(); pids=()
   for d in .gpu/alt/*/; do
@@ -37,8 +40,31 @@ if [ "$mode" = alternate ]; then
   for p in "${pids[@]}"; do wait "$p" || echo "a build failed (rc $?)"; done
   echo "builds done at $SECONDS s: ${builds[*]}"
   export LD_LIBRARY_PATH=/tmp/mgpurt-deps-new/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+}
+if [ "$mode" = alternate ]; then
+  build_alts
   bash bench/alternate.sh "$out/alternate" "${builds[@]}"
   echo "alternation done at $SECONDS s"
+  exit 0
+fi
+if [ "$mode" = first ]; then
+  # This tree and every .gpu/alt/NAME/ tarball built side by side; the GPU
+  # suites of this tree; then the first batch of fresh processes against the
+  # steady state (bench/first-batch.sh), and --compare's wall time, each run
+  # bounded so that the whole fits in one device call.
+  build_alts
+  (cd /tmp/alt-new/src && make -j"$(nproc)" check TESTS="tests/test-cuda tests/test-gpu.sh tests/test-array-gpu.sh \
+     doc/examples/example-cuda" > "$out/check-gpu.log" 2>&1; echo "GPU suites rc $?")
+  grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL):' "$out/check-gpu.log"
+  echo "GPU suites done at $SECONDS s"
+  # Straight into $OUT, so that a call cut short still brings back the rows done.
+  LIMIT=${FIRST_LIMIT:-60} bash bench/first-batch.sh "${OUT:-$out}/first" "${builds[@]}"
+  echo "first batches done at $SECONDS s"
+  for w in ${COMPARE_WORKLOADS:-chain}; do
+    t0=$SECONDS
+    MGPU_MODEL_DIR=off timeout 90 /tmp/alt-new/src/bin/mgpu-run $w --compare > "$out/compare-$(echo "$w" | tr -c 'a-z0-9' _).txt" 2>&1
+    echo "compare $w: rc $?, $((SECONDS - t0)) s"
+  done
   exit 0
 fi
 if [ "$mode" = compare ]; then

@@ -19,8 +19,13 @@
         optionally bound=X (default 1) and of=NAME: per workload, each later
         build's (or with one build, mode's) ratio to the first, or NAME's to
         each other, pass by pass, its median with a 90% interval, and whether
-        it holds X. KIND text:
+        it holds X. KIND first-batch: PATH bench/first-batch.sh's first.tsv:
+        per workload and mode, each build's first batch over the steady state,
+        with no stored model and with one. KIND text:
         the file in a code block (in a document, last=N keeps its last N lines)
+    python3 bench/report.py --first-from-trace TRACE.json
+        a trace's (MGPU_TRACE) first batch, the median of its batches 3 to 6,
+        and their ratio, in seconds, on one line
     python3 bench/report.py --update DOC.md      (or --check DOC.md)
         regenerate (or compare) every block of DOC.md between a line
         "<!-- report.py KIND PATH [every=N] [last=N] [bound=X] [of=NAME] [svg=FILE] -->" and the
@@ -655,6 +660,50 @@ def t_ways(paths):
     return out
 
 
+def first_from_trace(path):
+    """(first, steady, ratio) of a trace's batches in the order they began:
+    the first batch's seconds, the median of batches 3 to 6 and their ratio;
+    None where the trace has fewer than six batches."""
+    d = json.load(open(path))
+    events = d["traceEvents"] if isinstance(d, dict) else d
+    batches = sorted((e["ts"], e["dur"] * 1e-6) for e in events if e.get("cat") == "batch" and "dur" in e)
+    if len(batches) < 6:
+        return None
+    steady = sorted(t for _, t in batches[2:6])
+    median = (steady[1] + steady[2]) / 2
+    return batches[0][1], median, batches[0][1] / median
+
+
+def t_first_batch(path):
+    """first-batch.sh's first.tsv: a row per workload and mode, a column per
+    build and store kind, the first batch over the steady state."""
+    rows, order, cols = {}, [], []
+    with open(path) as f:
+        head = f.readline().rstrip("\n").split("\t")
+        need = ["build", "workload", "mode", "store", "first_s", "steady_s", "ratio"]
+        if head != need:
+            sys.exit(f"report.py: {path} is not first-batch.sh's first.tsv (columns {' '.join(need)})")
+        for line in f:
+            b, w, m, k, first, steady, ratio = line.rstrip("\n").split("\t")
+            key, col = (w, m), f"{b}, {k}"
+            if key not in rows:
+                rows[key] = {}
+                order.append(key)
+            if col not in cols:
+                cols.append(col)
+            # A run that failed, or ran too few batches, is a dash.
+            rows[key][col] = None if first == "failed" else (float(first), float(steady), float(ratio))
+    out = ["| workload | mode | " + " | ".join(f"{c}: first / steady" for c in cols) + " |",
+           "| --- | --- |" + " --- |" * len(cols)]
+    for key in order:
+        cells = []
+        for c in cols:
+            got = rows[key].get(c)
+            cells.append(f"{got[2]:.2f} ({got[0] * 1e3:.3g} / {got[1] * 1e3:.3g} ms)" if got else "—")
+        out.append(f"| `{key[0]}` | {key[1]} | " + " | ".join(cells) + " |")
+    return out
+
+
 def table(kind, path, every=1, last=None, bound=1.0, of=None):
     """The lines of one table of KIND from PATH (a run.sh folder, a text file,
     or for the peers kinds a peers.json). KIND text: the file as it is, or its
@@ -672,6 +721,8 @@ def table(kind, path, every=1, last=None, bound=1.0, of=None):
         return t_verdict(path, bound, of)
     if kind == "ways":
         return t_ways(path.split(","))
+    if kind == "first-batch":
+        return t_first_batch(path)
     if kind == "peers-overhead":
         return t_peers_overhead([(f"`{os.path.basename(p)}`", load(p)) for p in path.split(",")])
     if os.path.isdir(path):
@@ -844,6 +895,10 @@ def main():
     opts = dict(a.split("=", 1) for a in args[3:] if "=" in a)
     if len(args) >= 3 and args[0] == "--table" and len(opts) == len(args) - 3 and set(opts) <= {"bound", "of"}:
         print("\n".join(table(args[1], args[2], bound=float(opts.get("bound", 1.0)), of=opts.get("of"))))
+    elif len(args) == 2 and args[0] == "--first-from-trace":
+        got = first_from_trace(args[1])
+        if got:
+            print(f"{got[0]:.6g} {got[1]:.6g} {got[2]:.4g}")
     elif len(args) == 2 and args[0] in ("--update", "--check"):
         (new, stale), old = render(args[1], args[0] == "--update"), open(args[1]).read()
         if args[0] == "--update":

@@ -251,6 +251,12 @@ MGPU_API mgpu_status_t mgpu_finalize_checked(mgpu_runtime_t *rt);
 MGPU_API int mgpu_num_workers(const mgpu_runtime_t *rt);
 MGPU_API int mgpu_num_cpu_workers(const mgpu_runtime_t *rt);
 MGPU_API int mgpu_num_gpus(const mgpu_runtime_t *rt);
+/** Why the GPU probe at mgpu_init found no device ("this libmgpurt is built
+ *  without CUDA", or the driver's error, e.g. "cudaGetDeviceCount:
+ *  cudaErrorInsufficientDriver: ..."), valid while rt lives; NULL where it
+ *  found one, where the settings asked for no GPU (MGPU_NUM_GPUS=0), or
+ *  where the devices are emulated. */
+MGPU_API const char *mgpu_gpu_probe_error(const mgpu_runtime_t *rt);
 /** MPI ranks the runtime spans (1: this process alone), and this process's
  * rank among them (0 alone). */
 MGPU_API int mgpu_num_ranks(const mgpu_runtime_t *rt);

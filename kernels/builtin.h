@@ -1,10 +1,8 @@
 /*
- * builtin.h: internal header of the built-in kernels, shared by their C files and
- * their CUDA files. Prototypes are grouped by the file that defines them.
- *
- * The CUDA files include it too: there it leaves out lib/base/base.h, whose C11
- * atomics C++17 does not have, and the Goldilocks helpers below become
- * __host__ __device__ so that both sides run the same arithmetic.
+ * builtin.h: internal header of the built-in kernels, shared by their C and
+ * CUDA files, prototypes grouped by defining file. In the CUDA files it leaves
+ * out base/base.h, whose C11 atomics C++17 does not have, and the Goldilocks
+ * helpers become __host__ __device__, so both sides run the same arithmetic.
  */
 #ifndef MGPU_BUILTIN_H
 #define MGPU_BUILTIN_H
@@ -37,6 +35,9 @@ extern "C" {
  */
 #define MGPU_GL_P MGPU_GOLDILOCKS_P
 #define MGPU_GL_EPS UINT64_C(0xFFFFFFFF)
+/* A generator of the field's multiplicative group, whose powers give the
+ * roots of unity. */
+#define MGPU_GL_GENERATOR 7
 
 static MGPU_HD uint64_t mgpu__gl_canon(uint64_t a) {
   return a >= MGPU_GL_P ? a - MGPU_GL_P : a;
@@ -154,23 +155,11 @@ int mgpu__pipeline_mul_intt_cpu(const mgpu_chunk_t *c);
 int mgpu__matvec_cpu(const mgpu_chunk_t *c);
 
 /* ------------------------------------------------------------------ sum.c */
-/*
- * sum: the deterministic sum of a float or double array into one double, for
- * the runtime's reduction of each device's part of a split array. Not a public
- * kernel, and not called per item:
- *   in[0]   the data: count floats, or count doubles when arg->is_double;
- *   count   the number of elements, 0 included (the sum is then 0.0);
- *   out[0]  ONE double, which receives the sum;
- *   scratch MGPU__SUM_SCRATCH_BYTES of workspace in the data's memory (device
- *           memory for the GPU function; unused by the CPU function);
- *   arg     a mgpu__sum_arg_t; stream the cudaStream_t for the GPU function,
- *           which only enqueues its work.
- * The CPU function sums pairwise (blocks of 128 in a fixed binary tree), the GPU
- * function in a fixed grid of MGPU__SUM_GPU_BLOCKS blocks and fixed-shape trees:
- * each gives the same bits on every run for the same data and count, and the
- * two agree to a few units in the last place of the sum of magnitudes (their
- * orders differ).
- */
+/* sum (not public, not per item): in[0] holds count floats (doubles where
+ * arg->is_double), out[0] gets ONE double, their sum; scratch holds
+ * MGPU__SUM_SCRATCH_BYTES in the data's memory for the GPU function, which
+ * only enqueues. Each side gives the same bits every run; the two agree to a
+ * few units in the last place of the sum of magnitudes. */
 #define MGPU__SUM_GPU_BLOCKS 1024
 #define MGPU__SUM_SCRATCH_BYTES (MGPU__SUM_GPU_BLOCKS * sizeof(double))
 typedef struct {

@@ -1,10 +1,8 @@
 /*
  * mandelbrot.c: escape-time counts of the Mandelbrot set, one image row per
- * item, on CPUs.
- *
- * The GPU version must give the same counts bit for bit, so every operation here
- * is a separately rounded double operation: contraction into fused multiply-adds
- * is turned off for this file (GCC ignores the standard pragma, hence its own).
+ * item, on CPUs. The GPU version gives the same counts bit for bit, so every
+ * operation here is a separately rounded double operation: contraction into
+ * fused multiply-adds is off for this file (GCC ignores the standard pragma).
  */
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF

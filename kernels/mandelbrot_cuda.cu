@@ -1,12 +1,8 @@
 /*
  * mandelbrot_cuda.cu: escape-time counts of the Mandelbrot set on CUDA GPUs,
- * with the same counts as mandelbrot.c.
- *
- * One thread per pixel, grid-stride over the chunk's rows x width pixels. Every
- * floating-point step is an explicitly rounded intrinsic (__dmul_rn, __dadd_rn,
- * __dsub_rn), which the compiler never fuses into a multiply-add whatever
- * --fmad says; the pixel steps dx and dy are computed on the host, by the same
- * IEEE division the CPU version makes.
+ * one thread per pixel, with mandelbrot.c's counts: every step is an
+ * explicitly rounded intrinsic (__dmul_rn, __dadd_rn, __dsub_rn), never fused
+ * whatever --fmad says, and the steps dx and dy are the host's IEEE division.
  */
 #include <cuda_runtime.h>
 

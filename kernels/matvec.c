@@ -1,12 +1,9 @@
 /*
- * matvec.c: y = W x on floats, on CPUs; one item is one row of W.
- *
- * Each row is a dot product accumulated in double: MATVEC_LANES independent
- * accumulators over consecutive elements (so that the loop vectorises), added in
- * a fixed tree, then the leftover elements, then one rounding to float. A float
- * times a float is exact in double, so whether the compiler fuses the multiply
- * and the add does not change the result. The GPU version sums in another order;
- * the two agree to a relative tolerance, not bit for bit.
+ * matvec.c: y = W x on floats, on CPUs; one item is one row of W. Each row is a
+ * dot product in double: MATVEC_LANES accumulators (so that the loop
+ * vectorises) added in a fixed tree, the leftover elements, one rounding to
+ * float. Products of floats are exact in double, so fusing cannot change them;
+ * the GPU version sums in another order, equal within a relative tolerance.
  */
 #include "builtin.h"
 

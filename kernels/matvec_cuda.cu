@@ -1,19 +1,9 @@
 /*
- * matvec_cuda.cu: y = W x on floats on CUDA GPUs, one row of W per item.
- *
- * Memory-bound: every element of W is read once, x (cols floats) once per row,
- * mostly from L2. A group of threads owns a row: a whole block of THREADS for
- * long rows, for shorter ones the widest group of 1..32 lanes of a warp that
- * gives each lane UNROLL loads or more; groups take rows in a grid-stride loop
- * (the grid capped at MAX_BLOCKS). Each thread keeps UNROLL independent loads
- * in flight: 2 float4 when every row and x are 16-byte aligned (cols % 4 == 0
- * and both bases aligned), else 4 floats. W is streamed past the caches
- * (__ldcs) so that x stays in them. Products of floats are exact in double and
- * are accumulated in double; the group adds its partial sums with warp shuffles
- * (and, for a block, through shared memory) and rounds once to float.
- *
- * Resident warps matter more than loads per thread here, so each thread keeps
- * 2 float4 loads in flight (doc/tuning.md, "Kernels").
+ * matvec_cuda.cu: y = W x on floats on CUDA GPUs, one row of W per item,
+ * memory-bound: W is read once, streamed past the caches (__ldcs) so that x
+ * stays in them. A group of threads owns a row (a block for long rows, else
+ * 1..32 lanes of a warp); products are exact in double and summed in double
+ * (warp shuffles, then shared memory), rounded once to float.
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -29,7 +19,9 @@
 /* A row gets a whole block when each thread then has this many loads. */
 #define BLOCK_MIN_LOADS 8
 
-/* Loads in flight per thread: about 32 bytes, so 2 float4 or 4 floats. */
+/* Loads in flight per thread, about 32 bytes: 2 float4 where every row and x
+ * are 16-byte aligned, else 4 floats. Resident warps matter more than loads
+ * per thread here (doc/tuning.md, "Kernels"). */
 template <typename V>
 struct unroll_of {
   static constexpr int value = sizeof(V) == sizeof(float4) ? 2 : 4;

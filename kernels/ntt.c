@@ -1,20 +1,17 @@
 /*
  * ntt.c: the number-theoretic transform over the Goldilocks field on CPUs, and
- * the twiddle table that the GPU side uploads.
- *
- * The transform is an iterative radix-2 Cooley-Tukey (decimation in time): the
- * input is read in bit-reversed order, so after log_n in-place stages of
- * butterflies the output is in natural order.
+ * the twiddle table that the GPU side uploads: an iterative radix-2
+ * Cooley-Tukey (decimation in time) whose input is read in bit-reversed order,
+ * so that after log_n in-place stages the output is in natural order.
  */
 #include "builtin.h"
 
 static mgpu__ntt_twiddles_t twiddles;
 static pthread_once_t twiddles_once = PTHREAD_ONCE_INIT;
 
-/* All stages of every length come from one table of 2 x 512 KiB, built in about
- * a millisecond, so building it whole on first use is simpler than per length. */
+/* One table serves every length (builtin.h), so it is built whole, once. */
 static void twiddles_build(void) {
-  const uint64_t root = mgpu__gl_pow(7, (MGPU_GL_P - 1) >> 32); /* order 2^32 */
+  const uint64_t root = mgpu__gl_pow(MGPU_GL_GENERATOR, (MGPU_GL_P - 1) >> 32); /* order 2^32 */
   twiddles.fwd[0] = twiddles.inv[0] = 1;
   unsigned log_2h = 1;
   for (uint32_t h = 1; h < MGPU_NTT_MAX_N; h <<= 1, log_2h++) {

@@ -1,16 +1,8 @@
 /*
- * ntt_cuda.cu: the number-theoretic transform over the Goldilocks field on CUDA
- * GPUs, with the same results as ntt.c.
- *
- * Organisation (decimation in time, like the CPU version): a polynomial of
- * n = 2^log_n coefficients is cut into tiles of T = min(n, 4096) consecutive
- * positions of the bit-reversed order. ntt_local gives each tile a block, which
- * gathers its coefficients from global memory in bit-reversed order into shared
- * memory (32 KiB at most) and runs the log2 T first stages there. For n <= 4096
- * that is the whole transform. Above, the log_n - 12 (1..4) remaining stages only
- * pair positions 4096 apart, so ntt_high gives each thread the 2^(log_n - 12)
- * coefficients j, j + 4096, .. of one polynomial and runs them all in registers:
- * one more read and write of the data, coalesced.
+ * ntt_cuda.cu: the NTT over the Goldilocks field on CUDA GPUs, with ntt.c's
+ * results. A polynomial of n = 2^log_n is cut into tiles of T = min(n, 4096)
+ * positions of the bit-reversed order; ntt_local runs a tile's first log2 T
+ * stages in shared memory (32 KiB at most), for n <= 4096 the whole transform.
  */
 #include <cuda_runtime.h>
 #include <pthread.h>
@@ -65,7 +57,8 @@ __global__ void __launch_bounds__(LOCAL_THREADS)
   }
 }
 
-/* The stages h = 4096 .. n/2 of n = 2^(12 + R), in place on a, one thread per
+/* The stages h = 4096 .. n/2 of n = 2^(12 + R), which pair positions 4096
+ * apart only: in registers, one coalesced read and write, one thread per
  * (polynomial, j < 4096). Stage h = 4096 << st pairs elements m and m + 2^st of
  * the thread's x[m] = a[j + 4096 m]; the position mod h is j + 4096 (m mod 2^st). */
 template <int R>

@@ -7,6 +7,8 @@
 
 /* Coefficients decomposed per pass, so the digits stay in L1. */
 #define BLOCK 256
+/* A coefficient's gadget digits: DIGITS of DIGIT_BITS bits make its 64. */
+#define DIGIT_BITS 16
 #define DIGITS 4
 
 static int check_arg(const mgpu_pipeline_arg_t *arg, const char *who) {
@@ -22,7 +24,7 @@ int mgpu__pipeline_decompose_cpu(const mgpu_chunk_t *c) {
   if (rc) return rc;
   /* Recomposing with key * 2^(16 t) turns sum_t d_t 2^(16 t) = x into key * x. */
   uint64_t weight[DIGITS];
-  for (int t = 0; t < DIGITS; t++) weight[t] = mgpu__gl_mul(arg->key, UINT64_C(1) << (16 * t));
+  for (int t = 0; t < DIGITS; t++) weight[t] = mgpu__gl_mul(arg->key, UINT64_C(1) << (DIGIT_BITS * t));
 
   const size_t total = c->count << arg->log_n;
   const uint64_t *in = c->in[0];
@@ -31,7 +33,7 @@ int mgpu__pipeline_decompose_cpu(const mgpu_chunk_t *c) {
   for (size_t base = 0; base < total; base += BLOCK) {
     const size_t m = total - base < BLOCK ? total - base : BLOCK;
     for (size_t i = 0; i < m; i++)
-      for (int t = 0; t < DIGITS; t++) digit[i][t] = (uint16_t)(in[base + i] >> (16 * t));
+      for (int t = 0; t < DIGITS; t++) digit[i][t] = (uint16_t)(in[base + i] >> (DIGIT_BITS * t));
     for (size_t i = 0; i < m; i++) {
       uint64_t y = 0;
       for (int t = 0; t < DIGITS; t++) y = mgpu__gl_add(y, mgpu__gl_mul(digit[i][t], weight[t]));

@@ -1,10 +1,8 @@
 /*
- * saxpy.c: r = a * x + y on floats, on CPUs.
- *
- * The GPU version rounds the product and the sum separately, so contraction into
- * a fused multiply-add is turned off here too (GCC ignores the standard pragma,
- * hence its own): without it, a build for a CPU with FMA would differ in the
- * last bit.
+ * saxpy.c: r = a * x + y on floats, on CPUs. The GPU version rounds the
+ * product and the sum separately, so contraction into a fused multiply-add is
+ * off here too (GCC ignores the standard pragma, hence its own): a build for
+ * a CPU with FMA would otherwise differ in the last bit.
  */
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF

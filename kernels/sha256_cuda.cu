@@ -1,11 +1,8 @@
 /*
  * sha256_cuda.cu: FIPS 180-4 SHA-256 of one fixed-length message per item on
- * CUDA GPUs, with the same digests as sha256.c.
- *
- * One thread hashes one message (grid-stride loop over the chunk's items). The
- * padded tail is never materialised: its words are assembled from the message
- * bytes, the 0x80 marker and the length as they are needed, which keeps the
- * state in registers.
+ * CUDA GPUs, one thread per message, with sha256.c's digests. The padded tail
+ * is never materialised: its words are assembled from the message bytes, the
+ * 0x80 marker and the length as needed, which keeps the state in registers.
  */
 #include <cuda_runtime.h>
 

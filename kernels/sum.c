@@ -1,23 +1,20 @@
 /*
  * sum.c: the deterministic sum of a float or double array into one double, on
- * CPUs (the runtime's reduction of each device's part of a split array).
- *
- * Pairwise (cascade) summation in double: the array is cut into blocks of
- * SUM_BLOCK elements (the last one may be shorter), each summed on its own, and
- * the block sums are added in a fixed binary tree: of nblocks blocks, the left
- * subtree takes the first floor(nblocks / 2). Within a block, SUM_LANES
- * accumulators take the elements in turn and are added in a fixed tree, then
- * the leftover elements are added.
- * The result depends only on the data and n, never on threads or the compiler's
- * choices (there are no products to fuse). The error is O(log n) rounding
- * errors of the sum of magnitudes, against O(n) for a plain loop.
+ * CPUs (the runtime's reduction of each device's part of a split array). The
+ * result depends only on the data and n, never on threads or the compiler (no
+ * products to fuse), and its error is O(log n) roundings of the sum of
+ * magnitudes, against O(n) for a plain loop.
  */
 #include "builtin.h"
 
 #define SUM_BLOCK 128
 #define SUM_LANES 8
 
-/* SUM_DEFINE(float) and SUM_DEFINE(double): block_T and sum_T. */
+/* SUM_DEFINE(float) and SUM_DEFINE(double): block_T and sum_T, pairwise in
+ * double. A block of SUM_BLOCK elements (the last may be shorter) is summed
+ * over SUM_LANES accumulators added in a fixed tree, then its leftovers; the
+ * block sums in a fixed binary tree whose left subtree takes the first
+ * floor(nblocks / 2). */
 #define SUM_DEFINE(T)                                                                                    \
   static double block_##T(const T *a, size_t n) {                                                      \
     double acc[SUM_LANES] = {0};                                                                         \

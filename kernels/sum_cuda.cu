@@ -1,16 +1,9 @@
 /*
  * sum_cuda.cu: the deterministic sum of a float or double array into one double
- * on CUDA GPUs (sum.c is the CPU side; builtin.h gives the calling convention).
- *
- * Two launches on the chunk's stream, neither with atomics:
- *  1. MGPU__SUM_GPU_BLOCKS blocks of THREADS threads. Thread g of the G in the
- *     grid adds, in double and in this order, elements g, g + G, g + 2G, ...;
- *     each block adds its threads' sums in a fixed tree (warp shuffles, then
- *     its warps' sums through shared memory) into scratch[blockIdx.x].
- *  2. One block adds the MGPU__SUM_GPU_BLOCKS block sums in a fixed tree and
- *     writes the total to out[0].
- * The grid does not depend on the device, so every run on any GPU adds the same
- * numbers in the same order and gives the same bits.
+ * on CUDA GPUs (sum.c is the CPU side). Two launches, no atomics: a fixed grid
+ * of MGPU__SUM_GPU_BLOCKS blocks sums strided elements into scratch, then one
+ * block adds those in a fixed tree into out[0]. The grid does not depend on
+ * the device, so every run on any GPU adds the same numbers in the same order.
  */
 #include <cuda_runtime.h>
 
@@ -44,6 +37,9 @@ static __device__ __forceinline__ double block_sum(double v) {
   return v;
 }
 
+/* Thread g of the G in the grid adds, in double and in this order, elements
+ * g, g + G, g + 2G, ...; each block adds its threads' sums in a fixed tree
+ * (warp shuffles, then shared memory) into partial[blockIdx.x]. */
 template <typename T>
 __global__ void __launch_bounds__(THREADS)
     sum_blocks(const T *__restrict__ a, size_t n, double *__restrict__ partial) {

@@ -2,6 +2,7 @@
 # test-bench.sh: the benchmark scripts and report.
 #  - bench/run.sh end to end in its smoke mode (tiny sizes, emulated devices):
 #    every JSON file parses, the report has its tables, the plot parses;
+#  - bench/first-batch.sh on tiny runs, with an emulated GPU and without;
 #  - bench/report.py on small fixtures (JSON as bench/run.sh writes it,
 #    mgpu-run text output, and the peers.json of bench/peers/run.sh): each
 #    kind of table, exactly;
@@ -35,6 +36,25 @@ assert len([p for p in root.iter("{http://www.w3.org/2000/svg}path") if "mode" i
 PY
 then passes=$((passes + 1)); else echo "FAIL: the report or its files are wrong"; fails=$((fails + 1)); fi
 
+# bench/first-batch.sh on tiny runs: with an emulated GPU, each mode twice (no
+# stored model, then the first run's); without a GPU, the CPU workers alone.
+run=${top_builddir:-.}/bin/mgpu-run
+for g in 1 0; do
+  if WORKLOADS="mulmod -n 2000 --intensity 5" MODES="gpu steal" MGPU_EMULATE_GPUS=$g MGPU_NUM_GPUS=$g \
+     bash "$srcdir/bench/first-batch.sh" "$out/first$g" "a=$run" > "$out/first$g.txt" 2>&1 &&
+     python3 - "$out/first$g/first.tsv" "$g" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+modes = ("gpu", "steal") if sys.argv[2] == "1" else ("cpu",)
+assert [(r["build"], r["workload"], r["mode"], r["store"]) for r in rows] == [
+    ("a", "mulmod -n 2000 --intensity 5", m, s) for m in modes for s in ("none", "stored")], rows
+for r in rows:
+    first, steady, ratio = float(r["first_s"]), float(r["steady_s"]), float(r["ratio"])
+    assert first > 0 and steady > 0 and abs(ratio - first / steady) <= 1e-3 * ratio, r
+PY
+  then passes=$((passes + 1))
+  else echo "FAIL: bench/first-batch.sh with $g GPU(s): $(tail -5 "$out/first$g.txt")"; fails=$((fails + 1)); fi
+done
 # ---------------------------------------------------------------- fixtures
 fix=$out/fixture; mkdir -p "$fix/run"
 if python3 - "$fix" "$srcdir/bench/report.py" <<'PY'
@@ -262,6 +282,17 @@ open(ways, "w").write("== pass 0: w 1 --mode steal --repeat 3\nmode steal ...\n"
 want[("ways", ways)] = """| workload | a: timed batches on its most run way |
 | --- | --- |
 | `w 1` | 2, 2, 1 of 1, — of 3 |"""
+# bench/first-batch.sh's TSV: per workload and mode, a column per build and
+# store kind, the first batch over the steady state; a failed run is a dash.
+first = os.path.join(fix, "first.tsv")
+open(first, "w").write("build\tworkload\tmode\tstore\tfirst_s\tsteady_s\tratio\n"
+                       "old\tchain\tgpu\tnone\t0.5\t0.01\t50\nold\tchain\tgpu\tstored\t0.4\t0.01\t40\n"
+                       "new\tchain\tgpu\tnone\t0.05\t0.01\t5\nnew\tchain\tgpu\tstored\t0.0105\t0.01\t1.05\n"
+                       "new\tsha256\tsteal\tnone\tfailed\tfailed\tfailed\n")
+want[("first-batch", first)] = """| workload | mode | old, none: first / steady | old, stored: first / steady | new, none: first / steady | new, stored: first / steady |
+| --- | --- | --- | --- | --- | --- |
+| `chain` | gpu | 50.00 (500 / 10 ms) | 40.00 (400 / 10 ms) | 5.00 (50 / 10 ms) | 1.05 (10.5 / 10 ms) |
+| `sha256` | steal | — | — | — | — |"""
 bad = 0
 # A file of another shape is refused, naming what it lacks.
 other = os.path.join(fix, "pairs.tsv")

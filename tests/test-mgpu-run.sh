@@ -16,6 +16,12 @@ expect() { # expect CODE PATTERN -- command...
 expect 0 "Usage: mgpu-run" -- "$run" --help
 expect 0 "libmgpurt" -- "$run" --version
 expect 0 "MGPU_NUM_THREADS" -- "$run" --info
+# Where the probe finds no GPU, --info says why (no CUDA in the build, or the driver's error).
+info=$("$run" --info 2>&1)
+if printf '%s' "$info" | grep -q 'GPUs: 0 in use'; then
+  if printf '%s' "$info" | grep -qE 'GPUs: 0 in use \((this libmgpurt is built without CUDA|cudaGetDeviceCount: |the CUDA driver reports no device)'; then ok
+  else bad "--info gives no reason for 0 GPUs: $(printf '%s' "$info" | grep 'GPUs:')"; fi
+else ok; fi
 expect 0 "ntt" -- "$run" --list
 expect 2 "unknown or ambiguous option '--frobnicate'" -- "$run" --frobnicate
 # A short option in a cluster is named itself, not the word before it; a
@@ -148,7 +154,7 @@ if env MGPU_EMULATE_GPUS=0 "$run" --info 2>/dev/null | grep -q "^GPUs: 0 in use"
 # variable that set 0 (the library does not report why its probe found none).
 expect 0 "^GPUs: 0 in use (--num-gpus 0)\$" -- env MGPU_EMULATE_GPUS=1 "$run" --info --num-gpus 0
 expect 0 "^GPUs: 0 in use (MGPU_NUM_GPUS=0)\$" -- env MGPU_EMULATE_GPUS=1 MGPU_NUM_GPUS=0 "$run" --info
-[ -z "$nogpu" ] || expect 0 "^GPUs: 0 in use (the runtime sees none)\$" -- env MGPU_EMULATE_GPUS=0 "$run" --info
+[ -z "$nogpu" ] || expect 0 "^GPUs: 0 in use (\(this libmgpurt is built without CUDA\|cudaGetDeviceCount: .*\|the CUDA driver reports no device\))\$" -- env MGPU_EMULATE_GPUS=0 "$run" --info
 if [ -n "$nogpu" ]; then
 expect 2 "nothing ran: --gpus 1,2 needs GPUs and the runtime sees none" -- env MGPU_EMULATE_GPUS=0 "$run" mulmod --gpus 1,2 -n 2001
 expect 2 "nothing ran: --gpus 2,3 asks for more GPUs than the runtime sees: expected counts in 1..1" -- env MGPU_EMULATE_GPUS=1 "$run" mulmod --gpus 2,3 -n 2001
@@ -684,6 +690,11 @@ expect 2 "--plot '/tmp/p.png' is invalid: expected a file name ending in .svg" -
 expect 2 "--items '0' is invalid: expected an integer in 1.." -- "$run" mulmod -n 0
 expect 2 "--items '0' is invalid" -- "$run" reduce -n 0
 expect 0 "warning: --reserve 1 has no effect: no GPU is in use" -- "$run" mulmod -n 100 --intensity 2 --repeat 1 --reserve 1 --num-gpus 0
+# The same from the variables, said by the library, each once however many runtimes start.
+expect 0 "warning: MGPU_RESERVE_THREADS=1 has no effect: no GPU is in use" -- env MGPU_DEBUG=warn MGPU_RESERVE_THREADS=1 "$run" mulmod -n 100 --intensity 2 --repeat 1 --num-gpus 0
+expect 0 "warning: --streams 2 has no effect: no GPU is in use" -- "$run" mulmod -n 100 --intensity 2 --repeat 1 --streams 2 --num-gpus 0
+said=$(env MGPU_DEBUG=warn MGPU_STREAMS_PER_GPU=2 "$run" mulmod -n 100 --intensity 2 --repeat 1 --num-gpus 0 --compare 2>&1 | grep -c 'MGPU_STREAMS_PER_GPU=2 has no effect')
+if [ "$said" = 1 ]; then ok; else bad "MGPU_STREAMS_PER_GPU=2 without a GPU warned $said times, not once"; fi
 expect 2 "--plot needs a file name" -- "$run" --plot ""
 # Mandelbrot image with the worker overlay.
 img=$(mktemp /tmp/mgpu-mandel-XXXXXX)
@@ -1046,5 +1057,116 @@ expect 2 "--split" -- "$run" allreduce --split 1,-0
 expect 2 "--devices" -- "$run" --devices ,0 --info
 expect 0 "MGPU_SCHED" -- "$run" --mode STEAL --info
 expect 2 "--threads '-0'" -- "$run" --threads -0 --info
+# The model store (MGPU_MODEL_DIR, off under make check: set per test).
+# --models and --models-clear start no runtime; a run writes its kernel's
+# file, and the next run with the same store skips its warm-up and says so.
+mdir=$(mktemp -d /tmp/mgpu-models-XXXXXX)
+st=$mdir/store
+expect 0 "^model store: $st (MGPU_MODEL_DIR): empty (the directory does not exist yet)\$" -- env MGPU_MODEL_DIR="$st" "$run" --models
+mkdir "$st"
+expect 0 "^model store: $st (MGPU_MODEL_DIR): empty\$" -- env MGPU_MODEL_DIR=" $st " "$run" --models
+expect 0 "^model store: off (MGPU_MODEL_DIR=off)\$" -- env MGPU_MODEL_DIR=OFF "$run" --models
+expect 0 "^model store: off (MGPU_MODEL_DIR=off): nothing removed\$" -- env MGPU_MODEL_DIR=off "$run" --models-clear
+expect 0 "^model store: $mdir/xdg/mgpurt (the default, \$XDG_CACHE_HOME/mgpurt): empty" -- \
+  env -u MGPU_MODEL_DIR XDG_CACHE_HOME="$mdir/xdg" "$run" --models
+expect 1 "^mgpu-run: cannot read the model store /dev/null (MGPU_MODEL_DIR): Not a directory\$" -- env MGPU_MODEL_DIR=/dev/null "$run" --models
+expect 1 "^mgpu-run: cannot clear the model store /dev/null (MGPU_MODEL_DIR): cannot read /dev/null" -- env MGPU_MODEL_DIR=/dev/null "$run" --models-clear
+expect 2 "^mgpu-run: MGPU_MODEL_DIR=' ' is invalid: expected off, or a directory path" -- env MGPU_MODEL_DIR=" " "$run" --models
+expect 2 "^mgpu-run: --models lists the whole model store: unexpected argument 'ntt'\$" -- "$run" --models ntt
+expect 2 "^mgpu-run: --json is for the report of a run: --models prints text\$" -- "$run" --models --json
+expect 2 "^mgpu-run: --models and --models-clear do not go together" -- "$run" --models --models-clear
+runm() { env MGPU_MODEL_DIR="$st" MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --threads 1 "$@" 2>&1; }
+out=$(runm); rc=$?
+if [ $rc = 0 ] && ! printf '%s' "$out" | grep -q "warm-up skipped"; then ok; else bad "first run with an empty store: exit $rc: $out"; fi
+out=$(env MGPU_MODEL_DIR="$st" "$run" --models 2>&1); rc=$?
+if [ $rc = 0 ] && printf '%s\n' "$out" | grep -q "^model store: $st (MGPU_MODEL_DIR): 1 file, 2 entries\$" &&
+   printf '%s\n' "$out" | grep -q "^kernel  *footprint  *worker class  *latency s  *rate items/s  *knee items  *samples  *age  *file\$" &&
+   printf '%s\n' "$out" | grep -q "^mulmod  *50  *cpu:.*:x1  *[0-9.e+-]*  *[0-9.e+-]*  *[0-9-]*  *[0-9]*  *[0-9]* s  *mulmod-[0-9a-f]*\.model\$" &&
+   printf '%s\n' "$out" | grep -q "^mulmod  *50  *gpu:emulated:"; then ok; else bad "--models after a run: exit $rc: $out"; fi
+out=$(runm); rc=$?
+if [ $rc = 0 ] && printf '%s\n' "$out" | grep -q "^warm-up skipped: stored model of mulmod ($st)\$" &&
+   printf '%s\n' "$out" | grep -q "^verification: ok"; then ok; else bad "second run: no warm-up skipped: exit $rc: $out"; fi
+# Fewer than three timed runs keep the warm-up (the first run would be the
+# median); so does the store off; the JSON says which modes skipped it.
+out=$(runm --repeat 2)
+if printf '%s' "$out" | grep -q "warm-up skipped"; then bad "warm-up skipped with --repeat 2: $out"; else ok; fi
+out=$(env MGPU_MODEL_DIR=off MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --threads 1 2>&1)
+if printf '%s' "$out" | grep -q "warm-up skipped"; then bad "warm-up skipped with the store off: $out"; else ok; fi
+if command -v python3 >/dev/null 2>&1; then
+  out=$(runm --json)
+  if printf '%s' "$out" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert [r["warmup_skipped"] for r in d["results"]] == [True], d["results"]' &&
+     printf '%s' "$out" | python3 "$schema_keys"; then ok; else bad "warmup_skipped in the JSON: $out"; fi
+fi
+# With --max-run-time, the first timed run of a mode whose warm-up is skipped
+# is stopped as the warm-up is: one that runs past the bound was a warm-up,
+# which sizes the prefix as ever, and a note says so.
+big() { env MGPU_MODEL_DIR="$mdir/big" "$run" mulmod -n 300000 --intensity 1000 --mode cpu --threads 2 --num-gpus 0 --max-run-time 0.2 2>&1; }
+big > /dev/null
+out=$(big); rc=$?
+if [ $rc = 0 ] && printf '%s\n' "$out" | grep -q "^note: 1 runtime had a stored model of the kernel ($mdir/big) but ran the warm-up: a run of the whole batch takes over --max-run-time 0.2 s, and the warm-up sizes the prefix\$" &&
+   printf '%s\n' "$out" | grep -q "^mode cpu .*(median of 3 on the first [0-9]* items)" && ! printf '%s' "$out" | grep -q "warm-up skipped"; then ok
+else bad "a stored model and a batch over --max-run-time: exit $rc: $out"; fi
+# Another intensity is another footprint: its own file, and a warm-up.
+out=$(runm --intensity 7)
+if printf '%s' "$out" | grep -q "warm-up skipped"; then bad "a model of intensity 50 stood in for 7: $out"; else ok; fi
+expect 0 "^mulmod  *7  *cpu:" -- env MGPU_MODEL_DIR="$st" "$run" --models
+# Files that cannot be read are listed with the reason, not passed over.
+printf 'garbage\n' > "$st/bad-0000000000000000.model"
+f=$(ls "$st"/mulmod-*.model | head -1)
+head -n 3 "$f" > "$st/cut-0000000000000000.model"
+out=$(env MGPU_MODEL_DIR="$st" "$run" --models 2>&1); rc=$?
+if [ $rc = 0 ] && printf '%s\n' "$out" | grep -q "^model store: $st (MGPU_MODEL_DIR): 4 files, 4 entries\$" &&
+   printf '%s\n' "$out" | grep -q "^unreadable: bad-0000000000000000.model: it is not a model file (no 'mgpurt-model' line)\$" &&
+   printf '%s\n' "$out" | grep -q "^unreadable: cut-0000000000000000.model: it is cut short (no 'end' line)\$"; then ok
+else bad "--models with unreadable files: exit $rc: $out"; fi
+# --models-clear KERNEL removes that kernel's files (both footprints) and
+# keeps the unreadable ones; without KERNEL, every file goes.
+expect 0 "^model store: $st (MGPU_MODEL_DIR): 2 files of kernel mulmod removed\$" -- env MGPU_MODEL_DIR="$st" "$run" --models-clear mulmod
+out=$(env MGPU_MODEL_DIR="$st" "$run" --models 2>&1)
+if printf '%s\n' "$out" | grep -q "^model store: $st (MGPU_MODEL_DIR): 2 files, 0 entries\$" &&
+   ! printf '%s\n' "$out" | grep -q "^mulmod"; then ok; else bad "--models after --models-clear mulmod: $out"; fi
+expect 0 "^model store: $st (MGPU_MODEL_DIR): 0 files of kernel nosuch removed\$" -- env MGPU_MODEL_DIR="$st" "$run" --models-clear nosuch
+expect 0 "^model store: $st (MGPU_MODEL_DIR): 2 files removed\$" -- env MGPU_MODEL_DIR="$st" "$run" --models-clear
+expect 0 "^model store: $st (MGPU_MODEL_DIR): empty\$" -- env MGPU_MODEL_DIR="$st" "$run" --models
+# --first-batch: a fresh runtime's runs with no warm-up: the first, the
+# median of runs 3 on, their ratio, every run; without, then with, a stored model.
+fb=$mdir/first
+out=$(env MGPU_MODEL_DIR="$fb" MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --threads 1 --first-batch 2>&1); rc=$?
+num='[0-9][0-9.e+-]*'
+if [ $rc = 0 ] && printf '%s\n' "$out" | grep -q "^mode steal  first batch $num s, steady state $num s (median of runs 3..6), first / steady ${num}x\$" &&
+   printf '%s\n' "$out" | grep -q "^runs of a fresh runtime, no warm-up (s): $num $num $num $num $num $num\$" &&
+   printf '%s\n' "$out" | grep -q "^stored model: no, not for each kind of worker of the mode ($fb)\$" &&
+   printf '%s\n' "$out" | grep -q "^total: 20000 items" && printf '%s\n' "$out" | grep -q "^verification: ok" &&
+   ! printf '%s' "$out" | grep -q "warm-up skipped"; then ok; else bad "--first-batch, no stored model: exit $rc: $out"; fi
+expect 0 "^stored model: yes, for each kind of worker of the mode ($fb)\$" -- \
+  env MGPU_MODEL_DIR="$fb" MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --threads 1 --first-batch
+expect 0 "^mode cpu    first batch $num s, steady state $num s (median of runs 3..4), first / steady ${num}x\$" -- \
+  env MGPU_MODEL_DIR=off "$run" mulmod -n 2000 --intensity 5 --threads 1 --first-batch --repeat 4 --mode cpu
+expect 0 "^stored model: no, the model store is off\$" -- env MGPU_MODEL_DIR=off "$run" mulmod -n 2000 --threads 1 --first-batch
+expect 0 "^mulmod: 2000 items, first batch $num s, steady $num s, first / steady ${num}x, verification ok\$" -- \
+  env MGPU_MODEL_DIR=off "$run" mulmod -n 2000 --threads 1 --first-batch -q
+if command -v python3 >/dev/null 2>&1; then
+  out=$(env MGPU_MODEL_DIR="$fb" MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --threads 1 --first-batch --mode gpu --json 2>/dev/null)
+  if printf '%s' "$out" | python3 -c '
+import json, statistics, sys
+d = json.load(sys.stdin)
+f = d["first_batch"]
+assert f["measured"] and f["mode"] == "gpu" and len(f["runs"]) == 6 and f["stored_model"] is True, f
+assert f["first_s"] == f["runs"][0] and abs(f["steady_s"] / statistics.median(f["runs"][2:]) - 1) < 1e-5, f
+assert abs(f["ratio"] / (f["first_s"] / f["steady_s"]) - 1) < 3e-5, f
+r = d["results"][0]
+assert r["mode"] == "gpu" and r["runs"] == 6 and abs(r["wall_s"] - f["steady_s"]) <= 1e-6, r
+assert r["warmup_skipped"] is False, r
+assert d["repeat"] == 6 and d["verification"]["failed"] == 0' && printf '%s' "$out" | python3 "$schema_keys"; then ok
+  else bad "--first-batch --json: $out"; fi
+fi
+expect 2 "^mgpu-run: --first-batch needs --repeat of at least 3 (its steady state is the median of runs 3 on): got 2\$" -- "$run" mulmod --first-batch --repeat 2
+expect 2 "^mgpu-run: --first-batch times one mode's runtime: not with --compare\$" -- "$run" mulmod --first-batch --compare
+expect 2 "^mgpu-run: --first-batch times one mode's runtime: not with --gpus\$" -- "$run" mulmod --first-batch --gpus 1
+expect 2 "^mgpu-run: --first-batch is for the batch workloads, not reduce\$" -- "$run" reduce --first-batch
+rm -rf "$mdir"
 echo "mgpu-run: $passes passed, $fails failed"
 [ "$fails" = 0 ]

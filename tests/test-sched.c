@@ -421,12 +421,12 @@ MGPU_TIMED_TEST(test_overlapped_launches) {
     double t = run_sleep(rt, n, 0, ws, 2, NULL);
     MGPU_LOCK(&rt->lock, MGPU_LK_RT);
     const mgpu__fit_t *f = &mgpu__model_get(rt, &sleep_kernel, 0)->fit[1];
-    double a = f->a, pred = mgpu__fit_time(f, (double)n), nmax = f->nmax;
-    size_t claimed = f->claimed;
+    double a = f->line.a, pred = mgpu__fit_time(f, (double)n), nmax = f->knee.top.n;
+    size_t claimed = f->claims.largest;
     MGPU_UNLOCK(&rt->lock);
     printf("overlapped launches, batch %d: %.4f s in %llu launches; the GPU's fit %.4f s + %.3g s/item, %.4f s for "
            "the batch; largest size class %.0f, largest claim %zu\n",
-           b, t, (unsigned long long)ws[1].chunks, a, f->c, pred, nmax, claimed);
+           b, t, (unsigned long long)ws[1].chunks, a, f->line.c, pred, nmax, claimed);
     ck_assert_uint_eq(ws[1].items, n);
     /* The first batch's launches grow from a probe, side by side. */
     if (b < 2 || !mgpu_test_timing()) continue;
@@ -449,7 +449,7 @@ static int cmp_dbl(const void *a, const void *b) {
  * the launch latency on top of the GPU's rate at its chunks' size (which
  * holds it already) predicted the GPU's share twice the latency long, gave
  * the CPU worker about twice what it finishes in one launch, and every batch
- * took 28 to 53 ms (test-policy's test_split_peak has the numbers). */
+ * took 28 to 53 ms (test-policy's test_split_counts_latency_once_with_peak has the numbers). */
 MGPU_TIMED_TEST(test_latency_counted_once) {
   mgpu_test_config_t cfg = mgpu_test_config(1, 1);
   cfg.test.emulate_latency = 20e-3;
@@ -643,8 +643,8 @@ START_TEST(test_joined_launch_sizes) {
     double t = run_sleep(rt, n, 0, ws, 2, NULL);
     MGPU_LOCK(&rt->lock, MGPU_LK_RT);
     const mgpu__fit_t *f = &mgpu__model_get(rt, &sleep_kernel, 0)->fit[1];
-    double nmax = f->nmax;
-    size_t claimed = f->claimed;
+    double nmax = f->knee.top.n;
+    size_t claimed = f->claims.largest;
     MGPU_UNLOCK(&rt->lock);
     printf("launches side by side at the cap, batch %d: %.4f s in %llu launches; largest size class %.0f, largest "
            "launch %zu\n",

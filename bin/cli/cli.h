@@ -11,6 +11,8 @@
  * prefix, so that --compare (four modes, six fixed splits and the ceiling,
  * each a warm-up and --repeat runs) stays within a minute or so. */
 #define MAX_RUN_S_DEFAULT 3.0
+/* --first-batch's runs: the first, the second, and four for the steady state. */
+#define FIRST_BATCH_RUNS 6
 
 /* options.c */
 void options_parse(int argc, char **argv, opts_t *o);

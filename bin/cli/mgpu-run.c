@@ -37,6 +37,21 @@ static bool gpus_unrunnable(const opts_t *o, int ngpu) {
 
 /* Under an MPI launcher every rank runs this with the same options, and the
  * runtimes span the ranks (base/ranks.c). */
+/* The flags of the GPUs alone have no effect where no GPU is in use: said as
+ * the library says it of their variables. */
+static void warn_gpu_flags(const mgpu_config_t *c, int ncpu) {
+  char v[4][32] = {""};
+  const char *flag[4] = {"--reserve", "--streams", "--max-batch", "--ratio"};
+  if (c->reserve_threads > 0) snprintf(v[0], sizeof v[0], "%d", c->reserve_threads);
+  if (c->streams_per_gpu > 0) snprintf(v[1], sizeof v[1], "%d", c->streams_per_gpu);
+  if (c->max_batch_size > 0) snprintf(v[2], sizeof v[2], "%lld", c->max_batch_size);
+  if (c->device_to_core_ratio > 0) snprintf(v[3], sizeof v[3], "%g", c->device_to_core_ratio);
+  for (int i = 0; i < 4; i++)
+    if (v[i][0])
+      fprintf(stderr, "%s: warning: %s %s has no effect: no GPU is in use, so every batch runs on all %d CPU worker%s\n",
+              prog, flag[i], v[i], ncpu, ncpu == 1 ? "" : "s");
+}
+
 static int run(opts_t *op) {
   opts_t o = *op;
   if (o.plugin) plugin_load(o.plugin, &o);
@@ -53,9 +68,7 @@ static int run(opts_t *op) {
     return 0;
   }
   int ngpu = mgpu_num_gpus(base), ncpu = mgpu_num_cpu_workers(base);
-  if (o.cfg.reserve_threads > 0 && ngpu == 0)
-    fprintf(stderr, "%s: warning: --reserve %d has no effect: no GPU is in use, so every batch runs on all %d CPU "
-            "worker%s\n", prog, o.cfg.reserve_threads, ncpu, ncpu == 1 ? "" : "s");
+  if (ngpu == 0) warn_gpu_flags(&o.cfg, ncpu);
   if (gpus_unrunnable(&o, ngpu)) {
     mgpu_finalize(base);
     return EXIT_USAGE;
@@ -94,6 +107,9 @@ int main(int argc, char **argv) {
   atexit(check_stdout);
   opts_t o;
   options_parse(argc, argv, &o);
+  /* The model store is read and cleared without a runtime (no GPU needed). */
+  if (o.models) return models_list();
+  if (o.models_clear) return models_clear(o.workload);
   /* SIGINT's thread first: MPI's threads inherit the blocked signal. */
   if (sigint_start() != 0) return EXIT_FAIL;
   ranks_init(o.no_mpi || o.list);

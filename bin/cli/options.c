@@ -21,8 +21,9 @@
 
 typedef enum {
   O_ITEMS, O_SIZE, O_INTENSITY, O_MODE, O_COMPARE, O_CEILING, O_ROUNDS, O_TURNS, O_GPUS, O_SPLIT, O_DTYPE, O_MIN_BYTES, O_MAX_BYTES,
-  O_REPEAT, O_MAX_RUN_TIME, O_SEED, O_NO_VERIFY, O_PINNED, O_OUTPUT, O_PLOT, O_TRACE, O_PLUGIN, O_OVERLAY, O_THREADS, O_RESERVE,
-  O_NUM_GPUS, O_DEVICES, O_RATIO, O_MAX_BATCH, O_STREAMS, O_NO_MPI, O_JSON, O_QUIET, O_INFO, O_LIST, O_HELP, O_VERSION
+  O_FIRST_BATCH, O_REPEAT, O_MAX_RUN_TIME, O_SEED, O_NO_VERIFY, O_PINNED, O_OUTPUT, O_PLOT, O_TRACE, O_PLUGIN, O_OVERLAY, O_THREADS, O_RESERVE,
+  O_NUM_GPUS, O_DEVICES, O_RATIO, O_MAX_BATCH, O_STREAMS, O_NO_MPI, O_JSON, O_QUIET, O_INFO, O_LIST, O_MODELS,
+  O_MODELS_CLEAR, O_HELP, O_VERSION
 } opt_id_t;
 
 /* The groups of --help and of the man page's OPTIONS (its .SS headings). */
@@ -103,10 +104,18 @@ static const opt_desc_t options[] = {
   {"max-bytes", 0, "N", O_MAX_BYTES, G_WORKLOAD,
       "allreduce: largest size in bytes (default 1G); sizes\n"
       "are multiples of 4 in 4..16G, with K, M, G suffixes"},
+  {"first-batch", 0, NULL, O_FIRST_BATCH, G_WORKLOAD,
+      "time what a process that runs one batch meets: a\n"
+      "fresh runtime's first batches, none a warm-up,\n"
+      "--repeat runs of the whole batch (default here 6, at\n"
+      "least 3), giving the first one's seconds, the median\n"
+      "of runs 3 on (the steady state) and their ratio, in\n"
+      "one mode; not with --compare, --gpus or --ceiling"},
   {"repeat", 0, "R", O_REPEAT, G_WORKLOAD,
       "timed runs per mode, 1..1000 (default 3), after one\n"
       "warm-up run (nine in steal and static mode under\n"
-      "the auto reserve, the default with a GPU); the\n"
+      "the auto reserve, the default with a GPU; none, from\n"
+      "3 runs, where the model store holds the kernel); the\n"
       "median is reported, with the share of the busy\n"
       "CPU time the host took (steal time) where it\n"
       "reached 0.5%"},
@@ -171,8 +180,8 @@ static const opt_desc_t options[] = {
       "(MGPU_MPI=off; else MPI is initialised and every\n"
       "batch runs once over all ranks, rank 0 reporting)"},
   {"json", 0, NULL, O_JSON, G_OUTPUT,
-      "print the report as JSON on stdout (not with --info\n"
-      "or --list, which print text)"},
+      "print the report as JSON on stdout (not with --info,\n"
+      "--list, --models or --models-clear, which print text)"},
   {"quiet", 'q', NULL, O_QUIET, G_OUTPUT,
       "print only the result line (or the JSON); no progress\n"
       "bar (shown on a terminal for batches that run over a\n"
@@ -182,6 +191,15 @@ static const opt_desc_t options[] = {
       "usable cores and the GPUs, then exit"},
   {"list", 0, NULL, O_LIST, G_OUTPUT,
       "list the workloads and built-in kernels, then exit"},
+  {"models", 0, NULL, O_MODELS, G_OUTPUT,
+      "list the model store (MGPU_MODEL_DIR): per kernel\n"
+      "and worker class, the latency, rate, saturating size,\n"
+      "samples and age; files that cannot be read, with the\n"
+      "reason; then exit (no runtime is started)"},
+  {"models-clear", 0, NULL, O_MODELS_CLEAR, G_OUTPUT,
+      "remove the model store's files of the kernel named\n"
+      "after it (mgpu-run --models-clear mulmod), or every\n"
+      "file; say how many, then exit"},
   {"help", 'h', NULL, O_HELP, G_OUTPUT,
       "print this help and exit"},
   {"version", 'V', NULL, O_VERSION, G_OUTPUT,
@@ -309,7 +327,11 @@ static void apply_workload_option(opts_t *o, opt_id_t id, const char *v) {
     break;
   case O_MIN_BYTES: o->multi.min_bytes = parse_bytes_opt("--min-bytes", v); break;
   case O_MAX_BYTES: o->multi.max_bytes = parse_bytes_opt("--max-bytes", v); break;
-  case O_REPEAT: o->repeat = (int)parse_ll_opt("--repeat", v, 1, 1000); break;
+  case O_FIRST_BATCH: o->first_batch = true; break;
+  case O_REPEAT:
+    o->repeat = (int)parse_ll_opt("--repeat", v, 1, MAX_FIRST_RUNS);
+    o->repeat_given = true;
+    break;
   case O_MAX_RUN_TIME: o->max_run_s = parse_seconds_opt("--max-run-time", v, 1e6); break;
   case O_SEED: o->seed = (unsigned long long)parse_ll_opt("--seed", v, 0, LLONG_MAX); break;
   case O_NO_VERIFY: o->verify = false; break;
@@ -365,6 +387,8 @@ static void apply_runtime_option(opts_t *o, opt_id_t id, const char *v) {
   case O_QUIET: o->quiet = true; break;
   case O_INFO: o->info = true; break;
   case O_LIST: o->list = true; break;
+  case O_MODELS: o->models = true; break;
+  case O_MODELS_CLEAR: o->models_clear = true; break;
   case O_HELP: help(); exit(0);
   case O_VERSION: printf("mgpu-run (libmgpurt) %s\n", mgpu_version()); exit(0);
   default: apply_workload_option(o, id, v); break;
@@ -403,7 +427,7 @@ static bool same_file(const char *a, const char *b) {
  * variable as set. */
 static void trace_from_env(opts_t *o) {
   const char *v = getenv("MGPU_TRACE");
-  if (!v || o->info || o->list) return;
+  if (!v || o->info || o->list || o->models || o->models_clear) return;
   static char path[PATH_MAX];
   if (strlen(v) >= sizeof path) return;
   const char *t = mgpu__parse_trim(v, path, sizeof path);
@@ -415,8 +439,20 @@ static void trace_from_env(opts_t *o) {
 
 /* Options that do not go together, or that need a file written. */
 static void check_combinations(const opts_t *o) {
-  if (o->json && (o->info || o->list))
-    usage_error("--json is for the report of a run: %s prints text", o->info ? "--info" : "--list");
+  if (o->models && o->models_clear) usage_error("--models and --models-clear do not go together: run them separately");
+  if (o->models && o->workload)
+    usage_error("--models lists the whole model store: unexpected argument '%s'", o->workload);
+  if (o->json && (o->info || o->list || o->models || o->models_clear))
+    usage_error("--json is for the report of a run: %s prints text",
+                o->info ? "--info" : o->list ? "--list" : o->models ? "--models" : "--models-clear");
+  if (o->first_batch && (o->compare || o->ngpus_list || o->ceiling))
+    usage_error("--first-batch times one mode's runtime: not with %s",
+                o->compare ? "--compare" : o->ngpus_list ? "--gpus" : "--ceiling");
+  if (o->first_batch && o->repeat < 3)
+    usage_error("--first-batch needs --repeat of at least 3 (its steady state is the median of runs 3 on): got %d",
+                o->repeat);
+  if (o->first_batch && o->workload && multi_is_workload(o->workload))
+    usage_error("--first-batch is for the batch workloads, not %s", o->workload);
   if (o->compare && o->mode) usage_error("--compare runs every mode: do not give --mode too");
   if (o->ceiling && (o->compare || o->mode || o->ngpus_list))
     usage_error("--ceiling runs only the ceiling: not with --compare, --mode or --gpus");
@@ -449,7 +485,7 @@ static void check_combinations(const opts_t *o) {
     for (int j = i + 1; j < 3; j++)
       if (file[i] && file[j] && same_file(file[i], file[j]))
         usage_error("%s and %s name the same file '%s': give each its own", flag[i], flag[j], file[j]);
-  if (!o->info && !o->list) {
+  if (!o->info && !o->list && !o->models && !o->models_clear) {
     /* A path with substitutions is the library's to expand and check, at mgpu_init. */
     if (o->trace && !strchr(o->trace, '%')) check_writable(trace_name, o->trace);
     check_writable("--plot", o->plot);
@@ -510,6 +546,7 @@ void options_parse(int argc, char **argv, opts_t *o) {
   }
   if (optind < argc) o->workload = argv[optind++];
   if (optind < argc) usage_error("unexpected argument '%s'", argv[optind]);
+  if (o->first_batch && !o->repeat_given) o->repeat = FIRST_BATCH_RUNS;
   trace_from_env(o);
   check_combinations(o);
   if (o->turns < 0) o->turns = TURNS_DEFAULT;

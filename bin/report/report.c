@@ -141,8 +141,53 @@ void report_quiet(const opts_t *o, const work_t *w, const outcome_t *oc) {
     return;
   }
   const result_t *r = main_result(oc);
+  double first, steady, ratio;
   if (!r->ran) printf(", no run timed (%s), verification %s\n", r->skipped ? r->skipped : "interrupted", verdict);
+  else if (o->first_batch && first_figures(r, &first, &steady, &ratio))
+    printf(", first batch %.4f s, steady %.4f s, first / steady %.2fx, verification %s\n", first, steady, ratio,
+           verdict);
   else printf(", %.4f s, %.4g items/s, verification %s\n", r->wall_s, r->throughput, verdict);
+}
+
+/* --first-batch's lines of a mode: the first run, the steady state (the
+ * median of runs 3 on) and their ratio, every run in order, and whether the
+ * runtime started from a stored model. */
+static void print_first(const opts_t *o, const result_t *r) {
+  double first, steady, ratio;
+  if (!first_figures(r, &first, &steady, &ratio)) {
+    printf("mode %-6s %d of %d runs made: too few for a steady state (runs 3 on)\n", r->mode, r->nseq, o->repeat);
+    return;
+  }
+  printf("mode %-6s first batch %.4f s, steady state %.4f s (median of runs 3..%d), first / steady %.2fx\n", r->mode,
+         first, steady, r->nseq, ratio);
+  printf("runs of a fresh runtime, no warm-up (s):");
+  for (int i = 0; i < r->nseq; i++) printf(" %.4g", r->seq[i]);
+  printf("\n");
+  char dir[1024];
+  const char *how;
+  bool on = models_dir(dir, sizeof dir, &how) == 0;
+  if (r->stored) printf("stored model: yes, for each kind of worker of the mode (%s)\n", dir);
+  else if (on)
+    printf("stored model: no, not for each kind of worker of the mode (%s)\n", dir);
+  else printf("stored model: no, the model store is off\n");
+}
+
+/* Where measure() skipped warm-ups (a stored model), or found a stored
+ * model but ran the warm-up that sized a prefix, a line says so. */
+static void print_warmups(const opts_t *o) {
+  const warmup_log_t *l = &warmup_log;
+  if (!l->skipped && !l->sized) return;
+  char dir[1024];
+  const char *how;
+  if (models_dir(dir, sizeof dir, &how) != 0) snprintf(dir, sizeof dir, "MGPU_MODEL_DIR");
+  if (l->skipped && l->runtimes == 1) printf("warm-up skipped: stored model of %s (%s)\n", l->kernel, dir);
+  else if (l->skipped)
+    printf("warm-up skipped in %d of %d runtimes, those with a stored model of %s for each kind of worker of "
+           "their mode (%s)\n", l->skipped, l->runtimes, l->kernel, dir);
+  if (l->sized)
+    printf("note: %d runtime%s had a stored model of the kernel (%s) but ran the warm-up: a run of the whole batch "
+           "takes over --max-run-time %g s, and the warm-up sizes the prefix\n", l->sized, l->sized == 1 ? "" : "s",
+           dir, o->max_run_s);
 }
 
 /* A line per mode, and the per-worker table of the last (of each with one
@@ -153,6 +198,11 @@ static double report_modes(const opts_t *o, const work_t *w, const outcome_t *oc
     const result_t *r = &oc->res[i];
     if (!r->ran) {
       printf("mode %-6s skipped (%s)\n", r->mode, r->skipped ? r->skipped : "interrupted");
+      continue;
+    }
+    if (o->first_batch) {
+      print_first(o, r);
+      print_workers(r, w), print_ranks(r);
       continue;
     }
     printf("mode %-6s %.4f s (median of %d", r->mode, r->wall_s, r->runs);
@@ -229,6 +279,7 @@ void report_text(const opts_t *o, const work_t *w, const outcome_t *oc) {
   if (oc->ceiling.asked) ceiling_report(&oc->ceiling, o->compare ? &oc->res[1] : NULL);
   if (o->compare) bound_report(oc);
   if (oc->note) printf("note: %s\n", oc->note);
+  print_warmups(o);
   print_prefix_note(o, w, oc);
   if (worst_steal >= STEAL_NOTE)
     printf("note: the host took up to %.0f%% of the busy CPU time (steal time in /proc/stat): this "

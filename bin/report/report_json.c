@@ -22,6 +22,7 @@ static void json_result(const result_t *r, bool last) {
          r->reserve_auto ? "true" : "false",
          (unsigned long long)r->st.chunks, (unsigned long long)r->st.steals, (unsigned long long)r->st.retries);
   if (r->prefix) printf(", \"prefix_items\": %zu", r->prefix);
+  printf(", \"warmup_skipped\": %s", r->warm_skipped ? "true" : "false");
   printf(", \"host_steal\": ");
   double sh = steal_share(&r->steal);
   if (sh >= 0) printf("%.4f, \"workers\": [", sh);
@@ -201,6 +202,22 @@ static void json_scaling(const opts_t *o, const outcome_t *oc) {
   printf("],\n");
 }
 
+/* "first_batch" of the JSON report (--first-batch): its mode's runs in order,
+ * to six digits (a small batch runs in microseconds). */
+static void first_json(const outcome_t *oc) {
+  const result_t *r = &oc->res[0];
+  double first, steady, ratio;
+  if (oc->nres < 1 || !r->ran || !first_figures(r, &first, &steady, &ratio)) {
+    printf("  \"first_batch\": {\"measured\": false, \"runs\": [");
+  } else {
+    printf("  \"first_batch\": {\"measured\": true, \"mode\": \"%s\", \"first_s\": %.6g, \"steady_s\": %.6g, "
+           "\"ratio\": %.6g, \"stored_model\": %s, \"runs\": [",
+           r->mode, first, steady, ratio, r->stored ? "true" : "false");
+  }
+  for (int i = 0; i < r->nseq; i++) printf("%s%.6g", i ? ", " : "", r->seq[i]);
+  printf("]},\n");
+}
+
 void report_json(const opts_t *o, const work_t *w, const outcome_t *oc, mgpu_runtime_t *base) {
   json_setup(o, w, oc, base);
   printf("  \"results\": [\n");
@@ -209,6 +226,7 @@ void report_json(const opts_t *o, const work_t *w, const outcome_t *oc, mgpu_run
   if (o->compare) json_compare(oc);
   if (oc->nsres) json_scaling(o, oc);
   if (oc->ceiling.asked) ceiling_json(&oc->ceiling);
+  if (o->first_batch) first_json(oc);
   printf("  \"verification\": {\"enabled\": %s, \"checked\": %zu, \"failed\": %lld}\n}\n", o->verify ? "true" : "false",
          oc->vd.checked, oc->vd.bad);
 }

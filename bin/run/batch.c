@@ -281,15 +281,20 @@ static bool past_bound(double el, size_t done, size_t total, double bound_s, boo
  * past_bound says that it runs too long (bound_s 0: never). Returns the
  * seconds it ran and sets *done to the items it computed (k where it
  * completed, the outputs then holding them); -1 when SIGINT canceled it. The
- * pipeline's stages run to their end. */
-double run_bounded(mgpu_runtime_t *rt, work_t *w, size_t k, double bound_s, bool project, size_t *done) {
+ * pipeline's stages run to their end. st (may be NULL) gets the batch's
+ * figures, and sa (may be NULL) the host's steal time; a run that completed
+ * is timed by the library (mgpu_stats_t.wall_s), not by the polls that watch
+ * it. */
+static double bounded(mgpu_runtime_t *rt, work_t *w, size_t k, double bound_s, bool project, size_t *done,
+                      mgpu_stats_t *st, stealacc_t *sa) {
   w->nrun = k;
   *done = k;
-  if (bound_s <= 0 || !strcmp(w->name, "pipeline")) return run_once(rt, w, NULL, NULL);
+  if (bound_s <= 0 || !strcmp(w->name, "pipeline")) return run_once(rt, w, st, sa);
   run_prepare(w);
   mgpu_event_t *ev;
   mgpu_batch_t b = w->b;
   b.n = k;
+  steal_mark(sa, false);
   double t0 = now_s();
   check_work_status(w, mgpu_submit(rt, &b, 0, NULL, &ev), "submitting the batch");
   watch_events(&ev, 1);
@@ -303,30 +308,45 @@ double run_bounded(mgpu_runtime_t *rt, work_t *w, size_t k, double bound_s, bool
         past_bound(now_s() - t0, d, total, bound_s, project))
       stopped = mgpu_event_cancel(ev) == MGPU_OK;
   }
-  mgpu_stats_t own = {0};
-  mgpu_rank_stats_t *own_rs, *rs = shares(rt, &own, &own_rs);
-  mgpu_status_t s = mgpu_event_wait(ev, &own);
+  mgpu_stats_t own = {0}, *s = st ? st : &own;
+  mgpu_rank_stats_t *own_rs, *rs = shares(rt, s, &own_rs);
+  mgpu_status_t stat = mgpu_event_wait(ev, s);
   double t = now_s() - t0;
+  steal_mark(sa, true);
   progress_end();
   watch_events(NULL, 0);
   mgpu_event_release(ev);
   /* Across ranks: the items of every rank, and a stop by any rank (each
    * judges the bound by its own share) stops all. */
-  size_t items = own.items;
+  size_t items = s->items;
   if (rs) items = 0;
   for (int r = 0; rs && r < mgpu_num_ranks(rt); r++) items += rs[r].items;
-  if (canceled(s, items, k)) {
+  if (canceled(stat, items, k)) {
     free(own_rs);
     return -1;
   }
-  if (s == MGPU_ECANCELED && (stopped || rs)) {
+  if (stat == MGPU_ECANCELED && (stopped || rs)) {
     *done = items;
+    if (own_rs) s->rank = NULL, s->rank_cap = 0;
     free(own_rs);
     return t;
   }
-  check_work_status(w, s, "the batch");
+  check_work_status(w, stat, "the batch");
   gather_outputs(rt, w, b.kernel, b.out, rs);
+  if (own_rs) s->rank = NULL, s->rank_cap = 0;
   free(own_rs);
   w->complete = true, w->ndone = k;
-  return t;
+  return st && s->wall_s > 0 ? s->wall_s : t;
+}
+
+double run_bounded(mgpu_runtime_t *rt, work_t *w, size_t k, double bound_s, bool project, size_t *done) {
+  return bounded(rt, w, k, bound_s, project, done, NULL, NULL);
+}
+
+/* A run of the whole batch that is timed as run_once's are, but stopped as
+ * the first warm-up is (by its rate, past bound_s): a mode's first timed run
+ * where its warm-up is skipped and its prefix is not known yet. */
+double run_bounded_timed(mgpu_runtime_t *rt, work_t *w, double bound_s, mgpu_stats_t *st, stealacc_t *sa,
+                         size_t *done) {
+  return bounded(rt, w, w->n, bound_s, true, done, st, sa);
 }

@@ -3,7 +3,9 @@
  * timed runs, whose median is reported. Where a run of the whole batch would
  * take over --max-run-time, the first warm-up is stopped early (batch.c) and
  * the mode is timed on the largest prefix of the batch that runs of prefixes
- * find to run within it: its figures are the prefix's.
+ * find to run within it: its figures are the prefix's. The warm-up is
+ * skipped where the model store holds what it would teach (models.c). And
+ * --first-batch's runs: a fresh runtime's first batches, none a warm-up.
  */
 #include "config.h"
 
@@ -12,6 +14,13 @@
 #include <string.h>
 
 #include "run/run.h"
+
+warmup_log_t warmup_log;
+
+/* The warm-up is skipped only where this many timed runs follow it or more:
+ * the first of them then pays what a warm-up absorbs (buffers made, code
+ * loaded), and their median is not that run's alone. */
+#define SKIP_MIN_RUNS 3
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -89,6 +98,17 @@ static uint64_t next_batch(mgpu_runtime_t *rt) {
   return next;
 }
 
+/* Warm-ups from+1..warm, on the whole batch or the prefix chosen; false when
+ * SIGINT stopped one. */
+static bool warm_rest(mgpu_runtime_t *rt, work_t *w, result_t *r, int from, int warm) {
+  w->nrun = r->prefix ? r->prefix : w->n;
+  for (int i = from; i < warm && !interrupted; i++) {
+    progress_label(r->mode, "warm-up", i + 1, warm);
+    if (run_once(rt, w, NULL, NULL) < 0) return false;
+  }
+  return !interrupted;
+}
+
 /* The mode's warm-up runs (its first round's first one bounded, then those
  * that size its prefix), on the whole batch or the prefix chosen; false
  * when SIGINT stopped one. */
@@ -102,18 +122,55 @@ static bool warm_up(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r,
     if (t < 0 || !choose_prefix(rt, o, w, r, t, done)) return false;
     i = 1;
   }
-  w->nrun = r->prefix ? r->prefix : w->n;
-  for (; i < warm && !interrupted; i++) {
-    progress_label(r->mode, "warm-up", i + 1, warm);
-    if (run_once(rt, w, NULL, NULL) < 0) return false;
+  return warm_rest(rt, w, r, i, warm);
+}
+
+/* A timed run's figures kept in r: its time, steal, stats and the workers'
+ * and ranks' tables (from the scratch arrays run_ws and run_rs). */
+static void keep_run(result_t *r, double t, const stealacc_t *steal, mgpu_stats_t *st, const mgpu_stats_t *run_st,
+                     const mgpu_worker_stats_t *run_ws, const mgpu_rank_stats_t *run_rs, double *times, int *done) {
+  r->steal = *steal;
+  times[(*done)++] = t;
+  *st = *run_st;
+  st->worker = r->ws, st->rank = r->rs;
+  memcpy(r->ws, run_ws, sizeof *run_ws * (size_t)r->nw);
+  if (run_rs) memcpy(r->rs, run_rs, sizeof *run_rs * (size_t)r->nranks);
+}
+
+/* A mode whose warm-up is skipped: where its prefix is not known yet, its
+ * first timed run is of the whole batch, stopped as the first warm-up is
+ * where it runs past --max-run-time; one that completed within it is timed
+ * run 1 (true in *timed), one that did not was the first warm-up after all,
+ * and the prefix is sized as then. False when SIGINT stopped a run. */
+static bool skip_warm_up(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, mgpu_stats_t *run_st,
+                         stealacc_t *steal, double *t, bool *timed) {
+  *timed = false;
+  if (interrupted) return false;
+  if (r->sized || o->max_run_s <= 0) {
+    r->sized = true;
+    w->nrun = r->prefix ? r->prefix : w->n;
+    return true;
   }
-  return !interrupted;
+  progress_label(r->mode, "timed run", 1, o->repeat);
+  size_t done;
+  *t = run_bounded_timed(rt, w, o->max_run_s, run_st, steal, &done);
+  if (*t < 0 || !choose_prefix(rt, o, w, r, *t, done)) return false;
+  if (r->prefix == 0) {
+    *timed = true;
+    return true;
+  }
+  r->warm_skipped = false;
+  warmup_log.skipped--, warmup_log.sized++;
+  return warm_rest(rt, w, r, 1, 1);
 }
 
 /* Time o->repeat runs of the workload on rt, after its warm-up, and add them to
  * r: with --rounds, r gathers every round's runs, and its figures are the
- * median of all of them (each round's own median is kept for E by round). */
+ * median of all of them (each round's own median is kept for E by round).
+ * With --first-batch: no warm-up, the whole batch, and every run's time also
+ * kept in the order run (r->seq). */
 void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const char *mode) {
+  bool first = o->first_batch;
   int nw = mgpu_num_workers(rt);
   r->mode = mode;
   if (r->ws && r->nw != nw) free(r->ws), r->ws = NULL;
@@ -144,29 +201,57 @@ void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const 
   mgpu_stats_t run_st = st;
   run_st.worker = run_ws, run_st.rank = run_rs;
   /* Warm-up: the speed model learns, buffers are made; under
-   * MGPU_RESERVE_THREADS=auto, the trials of the reserve as well. */
+   * MGPU_RESERVE_THREADS=auto, the trials of the reserve as well. With a
+   * fresh stored model of the kernel for each kind of worker the mode uses,
+   * the runtime starts from what it would learn, and the warm-up is skipped. */
   bool mixed = (!strcmp(mode, "steal") || !strcmp(mode, "static")) && mgpu_num_gpus(rt) > 0 && r->ncpu > 0;
   int warm = r->reserve_auto && mixed ? MGPU_RESERVE_TRIALS : 1;
-  bool warmed = warm_up(rt, w, o, r, warm);
+  bool stored = warmup_stored(rt, w, mode);
+  r->stored = first && stored;
+  r->warm_skipped = !first && o->repeat >= SKIP_MIN_RUNS && stored;
+  warmup_log.runtimes += !first;
+  if (r->warm_skipped) {
+    warmup_log.skipped++;
+    snprintf(warmup_log.kernel, sizeof warmup_log.kernel, "%s", w->b.kernel->name);
+  }
+  int done = 0;
+  bool warmed, first_timed = false;
+  double t_first = 0;
+  stealacc_t steal_first = r->steal;
+  if (first) {
+    r->sized = true;
+    w->nrun = w->n;
+    warmed = !interrupted;
+  } else if (r->warm_skipped) {
+    r->timed_batch = next_batch(rt);
+    warmed = skip_warm_up(rt, w, o, r, &run_st, &steal_first, &t_first, &first_timed);
+  } else {
+    warmed = warm_up(rt, w, o, r, warm);
+  }
   /* SIGINT cancels the run in flight (it stops at its next chunk): the report
    * then covers the runs completed, and a mode with none is skipped. */
-  int done = 0;
-  if (warmed) r->timed_batch = next_batch(rt);
-  for (int i = 0; i < o->repeat && warmed && !interrupted; i++) {
-    progress_label(mode, "timed run", i + 1, o->repeat);
+  if (warmed && !first_timed) r->timed_batch = next_batch(rt);
+  if (first_timed) keep_run(r, t_first, &steal_first, &st, &run_st, run_ws, run_rs, times, &done);
+  for (int i = done; i < o->repeat && warmed && !interrupted; i++) {
+    progress_label(mode, first ? "batch" : "timed run", i + 1, o->repeat);
     stealacc_t steal = r->steal;
     double t = run_once(rt, w, &run_st, &steal);
     if (t < 0) break;
-    r->steal = steal;
-    times[done++] = t;
-    st = run_st;
-    st.worker = r->ws, st.rank = r->rs;
-    memcpy(r->ws, run_ws, sizeof *run_ws * (size_t)nw);
-    if (run_rs) memcpy(r->rs, run_rs, sizeof *run_rs * (size_t)nranks);
+    keep_run(r, t, &steal, &st, &run_st, run_ws, run_rs, times, &done);
   }
   free(run_ws);
   free(run_rs);
   if (done == 0) return;
+  if (first) {
+    free(r->seq);
+    r->seq = malloc(sizeof *r->seq * (size_t)done);
+    if (!r->seq) {
+      fprintf(stderr, "%s: out of memory\n", prog);
+      exit(EXIT_FAIL);
+    }
+    memcpy(r->seq, times, sizeof *r->seq * (size_t)done);
+    r->nseq = done;
+  }
   double items = (double)w->nrun;
   qsort(times, (size_t)done, sizeof *times, cmp_double);
   if (r->nround < MAX_ROUNDS) r->round_tp[r->nround++] = times[done / 2] > 0 ? items / times[done / 2] : 0;
@@ -177,6 +262,27 @@ void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const 
   r->st = st;
   r->reserve = st.reserve_workers;
   r->ran = 1;
+  /* --first-batch: the mode's figure is the steady state's. */
+  double f, steady, ratio;
+  if (first && first_figures(r, &f, &steady, &ratio)) {
+    r->wall_s = steady;
+    r->throughput = steady > 0 ? items / steady : 0;
+  }
+}
+
+/* --first-batch's figures of r: the first run's seconds, the median of runs
+ * 3.. (the steady state; of the runs made past the second), and their ratio;
+ * false where fewer than three runs were made. */
+bool first_figures(const result_t *r, double *first_s, double *steady_s, double *ratio) {
+  if (r->nseq < 3) return false;
+  double tail[MAX_FIRST_RUNS];
+  int n = 0;
+  for (int i = 2; i < r->nseq && n < MAX_FIRST_RUNS; i++) tail[n++] = r->seq[i];
+  qsort(tail, (size_t)n, sizeof *tail, cmp_double);
+  *first_s = r->seq[0];
+  *steady_s = n % 2 ? tail[n / 2] : (tail[n / 2 - 1] + tail[n / 2]) / 2;
+  *ratio = *steady_s > 0 ? *first_s / *steady_s : 0;
+  return true;
 }
 
 /* Round by round, num's throughput over den's (plus den2's unless NULL), into
@@ -195,6 +301,8 @@ void free_result(result_t *r) {
   free(r->ws);
   free(r->times);
   free(r->rs);
+  free(r->seq);
+  r->seq = NULL;
   r->ws = NULL;
   r->times = NULL;
   r->rs = NULL;

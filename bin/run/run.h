@@ -16,6 +16,7 @@
 #include "multi/multi.h"
 
 #define MAX_ROUNDS 100 /* --rounds, --turns */
+#define MAX_FIRST_RUNS 1000 /* --first-batch: runs, --repeat's most */
 
 /* The command line, as cli/options.c reads it. */
 typedef struct {
@@ -25,8 +26,12 @@ typedef struct {
   long long intensity;
   mgpu_sched_t mode;
   bool compare, verify, json, quiet, info, list, pinned, ceiling;
+  bool models;         /* --models: list the model store */
+  bool models_clear;   /* --models-clear: empty it (of the kernel named as WORKLOAD, else all) */
+  bool first_batch;    /* --first-batch: a fresh runtime's first batches, no warm-up */
   bool no_mpi;         /* --no-mpi: each process alone under a launcher */
   int repeat;
+  bool repeat_given;
   int rounds;          /* --compare: the four modes run this many times in turn */
   int turns;           /* --compare: turns of steal and the best fixed split after it; -1: not given */
   double max_run_s;    /* --max-run-time: longer runs are timed on a prefix; 0: no bound */
@@ -116,7 +121,20 @@ typedef struct {
                      * --max-run-time (the first ones of the batch); 0: the whole batch */
   uint64_t timed_batch; /* the first batch of the last measure()'s timed runs, in its runtime's
                          * trace (0 untraced): a plot marks those before it as warm-ups */
+  bool warm_skipped;    /* its last measure() skipped the warm-up: a stored model (models.c) */
+  bool stored;          /* --first-batch: the runtime had a stored model for every kind of the mode */
+  double *seq;          /* --first-batch: every run's seconds in the order run */
+  int nseq;
 } result_t;
+
+/* The warm-ups of this process's measure() calls, for the report. */
+typedef struct {
+  int runtimes;   /* measure() calls that warmed up a runtime or skipped it */
+  int skipped;    /* of those, warm-ups skipped: a stored model */
+  int sized;      /* a stored model, but a run of the whole batch took over --max-run-time:
+                   * its first run was a warm-up that sized the prefix */
+  char kernel[128];
+} warmup_log_t;
 
 /* What verification found: the first wrong item is the lowest checked one. */
 typedef struct {
@@ -159,6 +177,8 @@ void check_status(mgpu_status_t st, const char *what);
 void check_work_status(const work_t *w, mgpu_status_t st, const char *what);
 double run_once(mgpu_runtime_t *rt, work_t *w, mgpu_stats_t *st, stealacc_t *sa);
 double run_bounded(mgpu_runtime_t *rt, work_t *w, size_t k, double bound_s, bool project, size_t *done);
+double run_bounded_timed(mgpu_runtime_t *rt, work_t *w, double bound_s, mgpu_stats_t *st, stealacc_t *sa,
+                         size_t *done);
 size_t verify_step(size_t n);
 double steal_share(const stealacc_t *a);
 
@@ -178,9 +198,26 @@ void progress_end(void);
 bool canceled(mgpu_status_t s, size_t computed, size_t n);
 
 /* measure.c */
+extern warmup_log_t warmup_log;
+/* With --first-batch: o->repeat runs of the whole batch on rt (a fresh
+ * runtime), none a warm-up, also kept in the order run (r->seq). */
 void measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const char *mode);
+bool first_figures(const result_t *r, double *first_s, double *steady_s, double *ratio);
 size_t prefix_next(size_t k, size_t done, double t, double bound_s, size_t lo, size_t hi);
 void free_result(result_t *r);
 int ratio_by_round(const result_t *num, const result_t *den, const result_t *den2, double *out);
+
+/* models.c: the model store (MGPU_MODEL_DIR). */
+/* The store's directory as a runtime would take it (MGPU_MODEL_DIR, else the
+ * default) into out, and in *how where it comes from: 0, 1 where the store
+ * is off (*how says why), -1 (said on stderr) where MGPU_MODEL_DIR is invalid. */
+int models_dir(char *out, size_t len, const char **how);
+/* --models and --models-clear (kernel NULL: every file), without a runtime:
+ * each returns the exit status. */
+int models_list(void);
+int models_clear(const char *kernel);
+/* Whether rt's store holds a fresh model of w's kernel for every kind of worker
+ * that mode runs it on (across MPI ranks: on every rank). */
+bool warmup_stored(mgpu_runtime_t *rt, const work_t *w, const char *mode);
 
 #endif

@@ -116,12 +116,17 @@ const char *mode_name(mgpu_sched_t m) {
  * the flag or the variable), else the runtime saw none. The library does
  * not report why its probe found no device. */
 static const char *no_gpu_reason(mgpu_runtime_t *rt) {
-  static char why[128];
+  static char why[320];
   mgpu_setting_t s = MGPU_SETTING_INIT;
   for (int i = 0; mgpu_info_setting(rt, i, &s) == MGPU_OK; i++) {
     if (strcmp(s.name, "MGPU_NUM_GPUS") || strcmp(s.value, "0")) continue;
     if (strcmp(s.source, "argument") && strcmp(s.source, "environment")) break;
     snprintf(why, sizeof why, "%s", flagname_apply("MGPU_NUM_GPUS=0"));
+    return why;
+  }
+  const char *probe = mgpu_gpu_probe_error(rt);
+  if (probe) {
+    snprintf(why, sizeof why, "%s", probe);
     return why;
   }
   return "the runtime sees none";

@@ -279,8 +279,12 @@ void work_setup(work_t *w, const opts_t *o, mgpu_runtime_t *base, const mgpu_plu
   for (int i = 0; i < MGPU_MAX_ARGS; i++)
     if (w->outs_bytes[i] || i < w->k.nout) w->outs[i] = alloc_array(base, o, w->outs_bytes[i] ? w->outs_bytes[i] : 1);
   w->out = w->outs[0];
-  w->b = (mgpu_batch_t){.kernel = &w->k, .n = w->n, .arg = w->argp, .arg_size = w->arg_size};
+  w->b = (mgpu_batch_t){.size = sizeof w->b, .kernel = &w->k, .n = w->n, .arg = w->argp, .arg_size = w->arg_size};
   for (int i = 0; i < MGPU_MAX_ARGS; i++) w->b.in[i] = w->in[i], w->b.out[i] = w->outs[i];
+  /* An item's cost follows the intensity: each its own model, in the
+   * runtime and in the model store (mgpu_batch_t.footprint, of version 2:
+   * hence .size). */
+  w->b.footprint = work_intensity(w);
   w->ref_cpu = mandel_cpu_fn && w->row_worker ? mandel_cpu_fn : w->k.cpu;
   w->nrun = w->ndone = w->n;
   w->vstep = verify_step(w->n); /* set again by each run */

@@ -1,10 +1,9 @@
 /*
- * api.c: the entry points of runtimes, batches, events and collectives. Each
- * hands its call to the files below that do the work: those of one process
+ * api.c: the entry points of runtimes, batches, events and collectives, each
+ * handing its call to the files below that do the work: those of one process
  * (runtime.c, batch.c, event.c, coll.c), or for a runtime or event across
- * MPI ranks those of the ranks' layer (dist.c, dist_batch.c, dist_coll.c;
- * dist_none.c in a build without MPI), so that everything under this file
- * calls only downward.
+ * ranks the ranks' layer (dist/; dist_none.c without MPI), so that everything
+ * under this file calls only downward.
  */
 #include "dist/dist.h"
 

@@ -156,16 +156,11 @@ extern _Thread_local int mgpu__self_gpu;
 
 /* ---------------------------------------------------------------- abi.c */
 /*
- * The structs that callers allocate start with their size (the caller's
- * sizeof; mgpurt.h, "Structs and versions"). Size 0 stands for the layout of
- * the first extensible version, whose sizes are below. A later version
- * appends its fields at or after the previous version's size (its sizeof,
- * tail padding included), so that a caller's size alone tells which fields
- * it has, and never raises the struct's alignment, on which the version-1
- * sizes and the check of a caller's size depend. Each struct's owner copies
- * what the caller has over a full struct
- * of defaults (config.c, batch.c, event.c, runtime.c, array.c, trace.c) and
- * writes outputs back within the caller's size.
+ * The structs that callers allocate start with their size, the caller's sizeof
+ * (0: version 1's, below). A later version appends fields at or past the
+ * previous version's size without raising the alignment, so that a caller's
+ * size tells which fields it has. Each struct's owner copies the caller's over
+ * a full struct of defaults and writes outputs back within the caller's size.
  */
 #define MGPU__ROUND_UP(n, a) (((n) + (a) - 1) / (a) * (a))
 /* The size of a layout that ends with field `last`, as the compiler pads it. */
@@ -190,14 +185,11 @@ _Static_assert(offsetof(mgpu_stats_t, gpus_out_batches) >= MGPU__SIZE_TO(mgpu_st
 #define MGPU__TRACE_EVENT_SIZE_V1 MGPU__SIZE_TO(mgpu_trace_event_t, t1)
 #define MGPU__ARRAY_PART_SIZE_V1 MGPU__SIZE_TO(mgpu_array_part_t, data)
 #define MGPU__ARRAY_BATCH_SIZE_V1 MGPU__SIZE_TO(mgpu_array_batch_t, arg_size)
-/* The bytes of a caller's struct to read and write: its size (`what` names
- * it in messages, e.g. "batch->size"; `type` is the struct's type name), v1
- * for 0. MGPU_EINVAL, naming the struct and both sizes, for a size past
- * `known` (the library's sizeof: a caller built against a newer header), one
- * that does not even hold its size field, or one that is not a multiple of
- * `align` (the struct's _Alignof: no sizeof of it is, and such a size would
- * end inside a field); has_size says whether the struct starts with a size
- * field (an array's elements do not). */
+/* The bytes of a caller's struct to read and write: its size, v1 for 0.
+ * MGPU_EINVAL, naming the struct (`what` as messages call it, `type` its type)
+ * and both sizes, for a size past `known` (the library's sizeof), one short of
+ * its own size field (has_size: the struct starts with one), or one that is
+ * not a multiple of `align`, which would end inside a field. */
 mgpu_status_t mgpu__abi_size(const char *fn, const char *what, const char *type, size_t size, size_t v1,
                              size_t known, size_t align, bool has_size, size_t *bytes_p);
 /* Copy min(bytes, known) bytes of the caller's struct `from` over `to`,
@@ -255,14 +247,10 @@ enum {
 };
 
 /* The settings for tests only (emulated devices, injected faults): read from
- * their MGPU_* variables like the others, but kept out of the public
- * mgpu_config_t so that no program comes to depend on them. The Check suites
- * set them through mgpu__init_test. Unset: -1, or 0 for emulate_mem and NULL
- * for fault_inject (mgpu__testcfg_init). An emulated device's kernel of n
- * items takes emulate_latency + ceil(n / width) * width / speed seconds with
- * a width, latency + n / speed without (speed 0: the latency alone); with
- * emulate_overlap, launches of different streams run side by side and share
- * only their n / speed. */
+ * their MGPU_* variables, but kept out of mgpu_config_t so that no program
+ * depends on them; the Check suites set them through mgpu__init_test. Unset:
+ * -1, or 0 for emulate_mem and NULL for fault_inject (mgpu__testcfg_init). An
+ * emulated launch's time is device_emul.c's kernel_time. */
 typedef struct {
   int emulate_gpus;         /* MGPU_EMULATE_GPUS: emulated devices, 0..64 */
   double emulate_speed;     /* MGPU_EMULATE_SPEED: items/s of an emulated device, 0 = unlimited */
@@ -335,27 +323,18 @@ void mgpu__cpus_free(mgpu__cpus_t *c);
 void mgpu__cpus_apply(const mgpu__cpus_t *c);
 
 /* -------------------------------------------------------------- fault.c */
-/* Test-only fault plan, parsed from MGPU_FAULT_INJECT:
- *   launch:D:K   the K-th chunk (0-based) launched on GPU D fails
- *   launch:D:all every chunk launched on GPU D fails (the device gets retired)
- *   alloc:D:K    the K-th device allocation on GPU D fails as out of memory
- *   const:D:K    the K-th constant upload on GPU D fails
- *   props:D:0    reading GPU D's properties at mgpu_init fails
- *   stall:D:K    GPU D's host thread pauses MGPU_FAULT_STALL_S just after
- *                its K-th chunk completes, as when the OS takes its core
- * Items are separated by commas. D is the runtime's GPU number (0..), not the
- * driver's device index. */
+/* Test-only fault plan, parsed from MGPU_FAULT_INJECT: entries KIND:D:K
+ * separated by commas, D the runtime's GPU number (not the driver's device
+ * index), K the 0-based count of that GPU's operations of the kind, or all. */
 #define MGPU_FAULT_MAX 32
-/* hang: the K-th kernel launch of a GPU never ends; hangcoll: its K-th
- * device-task part (an allocation, copy or collective). */
 typedef enum {
-  MGPU_FAULT_LAUNCH,
-  MGPU_FAULT_ALLOC,
-  MGPU_FAULT_CONST,
-  MGPU_FAULT_PROPS,
-  MGPU_FAULT_HANG,
-  MGPU_FAULT_HANGCOLL,
-  MGPU_FAULT_STALL
+  MGPU_FAULT_LAUNCH,   /* launch: the K-th chunk launched fails (all: the GPU is retired) */
+  MGPU_FAULT_ALLOC,    /* alloc: the K-th device allocation fails as out of memory */
+  MGPU_FAULT_CONST,    /* const: the K-th constant upload fails */
+  MGPU_FAULT_PROPS,    /* props (K 0): reading the GPU's properties at mgpu_init fails */
+  MGPU_FAULT_HANG,     /* hang: the K-th kernel launch never ends */
+  MGPU_FAULT_HANGCOLL, /* hangcoll: the K-th device-task part (allocation, copy, collective) never ends */
+  MGPU_FAULT_STALL     /* stall: the host thread pauses MGPU_FAULT_STALL_S after its K-th chunk, as if descheduled */
 } mgpu_fault_kind_t;
 #define MGPU_FAULT_STALL_S 0.05
 typedef struct {

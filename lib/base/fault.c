@@ -19,6 +19,50 @@ static void field(char *dst, size_t cap, const char *p, size_t len) {
   dst[len] = '\0';
 }
 
+/* The kinds' names, in the order of mgpu_fault_kind_t. */
+static const char *const kind_names[] = {"launch", "alloc", "const", "props", "hang", "hangcoll", "stall"};
+
+/* Entry KIND:GPU:K of a plan (blanks around each part allowed) into the
+ * plan's next slot. 0, or -1 with why. */
+static int parse_entry(const char *item, mgpu__fault_plan_t *plan, char *why, size_t whylen) {
+  char kind[16], gpu[32], k[32];
+  const char *c1 = memchr(item, ':', strlen(item));
+  const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+  if (!c1 || !c2 || strchr(c2 + 1, ':') || (size_t)(c1 - item) >= sizeof kind ||
+      (size_t)(c2 - c1 - 1) >= sizeof gpu || strlen(c2 + 1) >= sizeof k) {
+    snprintf(why, whylen, "entry '%s' is not KIND:GPU:K", item);
+    return -1;
+  }
+  field(kind, sizeof kind, item, (size_t)(c1 - item));
+  field(gpu, sizeof gpu, c1 + 1, (size_t)(c2 - c1 - 1));
+  field(k, sizeof k, c2 + 1, strlen(c2 + 1));
+  if (plan->n == MGPU_FAULT_MAX) {
+    snprintf(why, whylen, "more than %d entries", MGPU_FAULT_MAX);
+    return -1;
+  }
+  int fk = MGPU_FAULT_LAUNCH;
+  while (fk <= MGPU_FAULT_STALL && !mgpu__parse_keyword(kind, kind_names[fk])) fk++;
+  if (fk > MGPU_FAULT_STALL) {
+    snprintf(why, whylen, "unknown kind '%s' (launch, alloc, const, props, hang, hangcoll or stall)", kind);
+    return -1;
+  }
+  long long g, kk;
+  if (mgpu__parse_ll(gpu, 0, MGPU_MAX_DEVICES - 1, &g) != 0) {
+    snprintf(why, whylen, "GPU '%s' is not an integer in 0..%d", gpu, MGPU_MAX_DEVICES - 1);
+    return -1;
+  }
+  if (mgpu__parse_keyword(k, "all")) kk = -1;
+  else if (mgpu__parse_ll(k, 0, MGPU_FAULT_K_MAX, &kk) != 0) {
+    snprintf(why, whylen, "K '%s' is not 'all' or an integer >= 0", k);
+    return -1;
+  }
+  plan->f[plan->n].kind = (mgpu_fault_kind_t)fk;
+  plan->f[plan->n].gpu = (int)g;
+  plan->f[plan->n].k = kk;
+  plan->n++;
+  return 0;
+}
+
 int mgpu__fault_parse(const char *spec, mgpu__fault_plan_t *plan, char *why, size_t whylen) {
   char item[512];
   memset(plan, 0, sizeof *plan);
@@ -42,47 +86,7 @@ int mgpu__fault_parse(const char *spec, mgpu__fault_plan_t *plan, char *why, siz
       snprintf(why, whylen, "entry %d is empty", items);
       return -1;
     }
-    char kind[16], gpu[32], k[32];
-    const char *c1 = memchr(item, ':', strlen(item));
-    const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-    if (!c1 || !c2 || strchr(c2 + 1, ':') || (size_t)(c1 - item) >= sizeof kind ||
-        (size_t)(c2 - c1 - 1) >= sizeof gpu || strlen(c2 + 1) >= sizeof k) {
-      snprintf(why, whylen, "entry '%s' is not KIND:GPU:K", item);
-      return -1;
-    }
-    field(kind, sizeof kind, item, (size_t)(c1 - item));
-    field(gpu, sizeof gpu, c1 + 1, (size_t)(c2 - c1 - 1));
-    field(k, sizeof k, c2 + 1, strlen(c2 + 1));
-    if (plan->n == MGPU_FAULT_MAX) {
-      snprintf(why, whylen, "more than %d entries", MGPU_FAULT_MAX);
-      return -1;
-    }
-    mgpu_fault_kind_t fk;
-    if (mgpu__parse_keyword(kind, "launch")) fk = MGPU_FAULT_LAUNCH;
-    else if (mgpu__parse_keyword(kind, "alloc")) fk = MGPU_FAULT_ALLOC;
-    else if (mgpu__parse_keyword(kind, "const")) fk = MGPU_FAULT_CONST;
-    else if (mgpu__parse_keyword(kind, "props")) fk = MGPU_FAULT_PROPS;
-    else if (mgpu__parse_keyword(kind, "hang")) fk = MGPU_FAULT_HANG;
-    else if (mgpu__parse_keyword(kind, "hangcoll")) fk = MGPU_FAULT_HANGCOLL;
-    else if (mgpu__parse_keyword(kind, "stall")) fk = MGPU_FAULT_STALL;
-    else {
-      snprintf(why, whylen, "unknown kind '%s' (launch, alloc, const, props, hang, hangcoll or stall)", kind);
-      return -1;
-    }
-    long long g, kk;
-    if (mgpu__parse_ll(gpu, 0, MGPU_MAX_DEVICES - 1, &g) != 0) {
-      snprintf(why, whylen, "GPU '%s' is not an integer in 0..%d", gpu, MGPU_MAX_DEVICES - 1);
-      return -1;
-    }
-    if (mgpu__parse_keyword(k, "all")) kk = -1;
-    else if (mgpu__parse_ll(k, 0, 1LL << 40, &kk) != 0) {
-      snprintf(why, whylen, "K '%s' is not 'all' or an integer >= 0", k);
-      return -1;
-    }
-    plan->f[plan->n].kind = fk;
-    plan->f[plan->n].gpu = (int)g;
-    plan->f[plan->n].k = kk;
-    plan->n++;
+    if (parse_entry(item, plan, why, whylen) != 0) return -1;
     if (!comma) break;
     p = comma + 1;
   }
@@ -90,7 +94,6 @@ int mgpu__fault_parse(const char *spec, mgpu__fault_plan_t *plan, char *why, siz
 }
 
 int mgpu__fault_check_gpus(const mgpu__fault_plan_t *plan, int ngpus, char *why, size_t whylen) {
-  static const char *const kinds[] = {"launch", "alloc", "const", "props", "hang", "hangcoll", "stall"};
   for (int i = 0; i < plan->n; i++) {
     if (plan->f[i].gpu < ngpus) continue;
     char k[32] = "all";
@@ -98,10 +101,10 @@ int mgpu__fault_check_gpus(const mgpu__fault_plan_t *plan, int ngpus, char *why,
     char range[64] = "";
     if (ngpus > 0) snprintf(range, sizeof range, ": expected GPU numbers in 0..%d", ngpus - 1);
     if (ngpus > 0)
-      snprintf(why, whylen, "entry '%s:%d:%s' names GPU %d, but the runtime uses %d GPU%s%s", kinds[plan->f[i].kind],
+      snprintf(why, whylen, "entry '%s:%d:%s' names GPU %d, but the runtime uses %d GPU%s%s", kind_names[plan->f[i].kind],
                plan->f[i].gpu, k, plan->f[i].gpu, ngpus, ngpus == 1 ? "" : "s", range);
     else
-      snprintf(why, whylen, "entry '%s:%d:%s' names GPU %d, but the runtime uses no GPU", kinds[plan->f[i].kind],
+      snprintf(why, whylen, "entry '%s:%d:%s' names GPU %d, but the runtime uses no GPU", kind_names[plan->f[i].kind],
                plan->f[i].gpu, k, plan->f[i].gpu);
     return -1;
   }

@@ -89,9 +89,9 @@ double mgpu__now(void) {
 
 void mgpu__nap(double s) {
   if (!(s > 0)) return;
-  /* A time past time_t (an emulated device's 1 item at 1e-300 items/s) is a
+  /* A time past time_t (an emulated device's item at a speed near 0) is a
    * very long sleep, not undefined behaviour that returns at once. */
-  if (!(s < 1e9)) s = 1e9;
+  if (!(s < MGPU_NAP_MAX_S)) s = MGPU_NAP_MAX_S;
   struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
   nanosleep(&ts, NULL);
 }

@@ -97,7 +97,7 @@ int mgpu__parse_bytes(const char *s, long long lo, long long hi, long long *out)
 int mgpu__check_ratios(const double *r, int n, char *why, size_t whylen) {
   double sum = 0;
   for (int i = 0; i < n; i++) {
-    if (!isfinite(r[i]) || r[i] < 0 || signbit(r[i]) || r[i] > 1e12) {
+    if (!isfinite(r[i]) || r[i] < 0 || signbit(r[i]) || r[i] > MGPU_SHARE_MAX) {
       snprintf(why, whylen, "share %d is %g: expected a number in 0..1e12%s", i, r[i],
                r[i] == 0 ? " without a minus sign" : "");
       return -1;
@@ -129,7 +129,7 @@ int mgpu__parse_ratios(const char *s, double *out, int max, int *n_p, char *why,
       snprintf(why, whylen, "more than %d entries", max);
       return -1;
     }
-    if (mgpu__parse_double(item, 0, 1e12, &out[n]) != 0) {
+    if (mgpu__parse_double(item, 0, MGPU_SHARE_MAX, &out[n]) != 0) {
       snprintf(why, whylen, "entry '%s' is not a number in 0..1e12", item);
       return -1;
     }

@@ -47,18 +47,11 @@ static void add_place(cpu_set_t *set, size_t ncpu, int p) {
 }
 #endif
 
-/* OpenMP binds the initial thread to its first place when OMP_PROC_BIND or
- * OMP_PLACES is set (as the OpenMP specification asks; libgomp before main,
- * libomp at the first OpenMP call), so under a cluster's usual
- * OMP_PROC_BIND=true the calling thread's mask is one CPU, and every thread
- * it creates inherits that CPU. Counting that mask gave one CPU worker, and
- * every GPU host thread shared that one CPU with it. Where the calling
- * thread's mask is exactly the CPUs of the place OpenMP bound it to, the
- * runtime counts the CPUs of all the places (built by OpenMP from the
- * process's mask at start) and its GPU host threads move there
- * (mgpu__cpus_apply); a mask narrowed any other way is the caller's choice
- * and kept. The CPU workers need nothing: OpenMP binds them to places
- * whatever the mask of the thread that starts the team. */
+/* Where OpenMP bound the calling thread to one of its places (OMP_PROC_BIND,
+ * OMP_PLACES) and its mask is exactly that place's CPUs, the runtime counts
+ * the CPUs of all the places and moves its GPU host threads there
+ * (mgpu__cpus_apply): they would otherwise share that place with the caller.
+ * A mask narrowed any other way is the caller's choice and kept. */
 int mgpu__runtime_cpus(mgpu__cpus_t *wide, int *bound_p) {
   wide->set = NULL;
   wide->size = 0;
@@ -221,7 +214,7 @@ int mgpu__usable_cores(const char *cgroup_root, const char *proc_cgroup, mgpu__c
   int n = aff;
   if (quota > 0) {
     /* A quota of 2.5 CPUs allows 3 busy threads part of the time; round up. */
-    int q = (int)ceil(quota - 1e-9);
+    int q = (int)ceil(quota - MGPU_QUOTA_ROUND_EPS);
     if (q < 1) q = 1;
     if (q < n) n = q;
     snprintf(limit, sizeof limit, "cgroup CPU quota %.2f CPUs", quota);

@@ -1,12 +1,10 @@
 /*
- * tunables.h: the scheduler's constants, each with its reason in one line.
+ * tunables.h: lib's named constants, each with its reason; the measurements
+ * behind the scheduler's are in doc/tuning.md ("Internal constants").
  */
 #ifndef MGPU_TUNABLES_H
 #define MGPU_TUNABLES_H
 
-/* ------------------------------------------------------------- tunables */
-/* The scheduler's constants, each with its reason in one line; the
- * measurements behind them are in doc/tuning.md ("Internal constants"). */
 /* mgpu_init warns where the CPU workers asked for outnumber the usable cores
  * more than this many times. */
 #define MGPU_THREADS_PER_CORE_WARN 4
@@ -35,11 +33,10 @@
 #define MGPU_FIT_CPU_TRY 8
 #define MGPU_HANDBACK_FACTOR 8.0
 #define MGPU_HANDBACK_SLACK_S 2e-3
-/* An overrun under this many seconds past the slack is confirmed by the
- * next piece, of as many items, before anything is handed back: a thread
- * the OS held up for a time slice (a few ms on a loaded machine) runs its
- * next piece on time, and handing its range to a slower worker would make
- * one stall cost the batch many times over. */
+/* An overrun under this many seconds past the slack is confirmed by the next
+ * piece, of as many items, before anything is handed back: a thread held up
+ * for a time slice runs its next piece on time, and one stall would otherwise
+ * cost the batch many times over. */
 #define MGPU_HANDBACK_SURE_S 20e-3
 /* CPU workers that have never run a kernel probe it, one item each, once the
  * GPUs have spent this long on it (s), their share of the batch included. */
@@ -124,6 +121,53 @@
  * public: mgpurt.h.) */
 #define MGPU_WATCH_PERIOD_MIN_S 0.01
 #define MGPU_WATCH_PERIOD_MAX_S 1.0
+
+/* A thief picks a victim at most this many times: another thief can empty the
+ * range it picked before it takes that range's lock. */
+#define MGPU_STEAL_ATTEMPTS 4
+/* Bytes a slot's item cap counts per item past the item's own: a margin for
+ * rounding each array of a chunk up to MGPU_ALIGN_DEV. */
+#define MGPU_ROOM_PAD_PER_ITEM ((size_t)(3 * MGPU_ALIGN_DEV) / 8 + 1)
+/* An item's cost to a CPU worker that handed it back is at least this share
+ * of the time over the items: a cost per call learnt elsewhere may be more. */
+#define MGPU_ITEM_COST_MIN_SHARE 0.1
+
+/* Settings (config.c): chunks in flight per GPU by default, one copying in,
+ * one computing and one copying out. */
+#define MGPU_STREAMS_DEFAULT 3
+/* Bytes of an emulated device by default. */
+#define MGPU_EMULATE_MEM_DEFAULT (1LL << 30)
+/* MGPU_TIMEOUT=auto: a deadline is this many times the predicted time
+ * (mgpurt.h, MGPU_TIMEOUT_AUTO). */
+#define MGPU_TIMEOUT_FACTOR 10.0
+/* The settings' bounds, far past any value that makes sense, so that a
+ * mistyped one is refused; the settings' texts in config.c spell them too. */
+#define MGPU_THREADS_MAX 4096
+#define MGPU_STREAMS_MAX 32
+#define MGPU_RATIO_MAX 1e7
+#define MGPU_SHARE_MAX 1e12
+#define MGPU_TIMEOUT_MAX_S 1e6
+#define MGPU_EMULATE_SPEED_MAX 1e12
+#define MGPU_EMULATE_MEM_MIN (1LL << 20)
+#define MGPU_EMULATE_MEM_MAX (1LL << 40)
+#define MGPU_EMULATE_LATENCY_MAX_S 10.0
+#define MGPU_FAULT_K_MAX (1LL << 40)
+/* The longest nap (s), decades: a longer one is clipped to it rather than
+ * overflow time_t and return at once. */
+#define MGPU_NAP_MAX_S 1e9
+/* A cgroup quota within this of a whole count of CPUs is that count: the
+ * quota over the period need not divide exactly. */
+#define MGPU_QUOTA_ROUND_EPS 1e-9
+/* The CUDA back end's prior device-to-core ratio (device_cuda.c): a CPU core
+ * is taken as this many useful lanes at this clock (kHz), a GPU whose clock is
+ * not known as one at a typical boost clock, and the ratio kept within these
+ * bounds. */
+#define MGPU_CPU_LANES 4.0
+#define MGPU_CPU_CLOCK_KHZ 3.0e6
+#define MGPU_GPU_CLOCK_KHZ_GUESS 1.5e6
+#define MGPU_RATIO_GUESS_MIN 1.0
+#define MGPU_RATIO_GUESS_MAX 5000.0
+
 /* The chunk-time model (fit.c): each chunk's weight in the fit falls by this
  * factor per later chunk of the same worker. */
 #define MGPU_MODEL_DECAY 0.8
@@ -135,8 +179,10 @@
 #define MGPU_FIT_GROWTH 4.0
 #define MGPU_FIT_RISE 1.1
 #define MGPU_FIT_SIZE_CLASS 1.5
-/* The step-below trial (fit.c, size_class) judges a smaller size by its
- * throughput among others: it skips the chunks claimed while a larger one
+/* A size class's rates move this share of the way to each sample's: a few settle them. */
+#define MGPU_FIT_CLASS_BLEND 0.5
+/* The step-below trial (fit.c, step_below) judges a smaller size by its
+ * throughput overlapped: it skips the chunks claimed while a larger one
  * ran (with the default three streams, two), then sums the device time of
  * this many, and keeps the size where that rate is at least this share of
  * the knee's. */
@@ -145,7 +191,7 @@
 #define MGPU_FIT_TRIAL_KEEP 0.97
 /* A chunk claimed while the chunks grew, ending after they stopped, opens
  * the growth again only at this many times the rate of the size class below
- * it (fit.c, size_class: above the 4/3 that overlap can fake). */
+ * it (fit.c, larger_class: above the 4/3 that overlap can fake). */
 #define MGPU_FIT_REOPEN 1.5
 /* Chunks of sizes this spread (the weighted variance of the sizes over
  * their mean square) tell latency from rate; closer ones keep one of them. */
@@ -169,23 +215,22 @@
  * factor): the kernel's cost has changed for good, and the line starts over. */
 #define MGPU_FIT_SHIFT 4.0
 #define MGPU_FIT_SHIFT_RUN 2
+/* A batch counts in that run once this share of its items ran in judged chunks: its first may be cheap. */
+#define MGPU_FIT_SHIFT_JUDGED 0.5
 /* A chunk that started before the held one ended and is credited with
  * over this many times its rate ran beside it (mgpu__fit_beside): it
  * joins it. Chunks queued one after another run at about one rate. */
 #define MGPU_FIT_BESIDE 10.0
-/* Or credited with over this many times its rate, where it spent over
- * MGPU_FIT_BESIDE_SHARE of its own span before the held one's end and was
- * credited under the rest of the held one's time: how far apart launches
- * side by side end depends on when the host issued them, not on the
- * kernel, so their credited rates alone do not tell them. A chunk in a
- * pipeline (copy in, kernel, copy out) has at most two of its three stages
- * hidden by the others, so it is credited at most three times the rate of
- * one that ran alone: past that, with a margin, is no pipelining. */
+/* Or over this many times its rate, where it spent over MGPU_FIT_BESIDE_SHARE
+ * of its span before the held one's end and was credited under the rest of
+ * the held one's time: launches side by side end as the host issued them. A
+ * pipelined chunk (copy in, kernel, copy out) hides at most two of its three
+ * stages, so is credited at most three times a solo chunk's rate. */
 #define MGPU_FIT_BESIDE_SPAN 4.0
 #define MGPU_FIT_BESIDE_SHARE 0.5
-/* A chunk that ran alone is learnt while fewer than this many (decayed) of
- * the worker's recent chunks ran among others. */
-#define MGPU_FIT_PIPED_MIN 0.5
+/* A solo chunk is learnt while fewer than this many (decayed) of the
+ * worker's recent chunks ran overlapped. */
+#define MGPU_FIT_OVERLAPPED_MIN 0.5
 /* A GPU whose chunks grew into their cap with the rate still rising takes
  * chunks smaller than the cap only where the fit predicts at least this
  * share of the cap's rate. */
@@ -194,26 +239,31 @@
  * after this many chunks of sizes that never grew (cut by its range or its
  * memory). */
 #define MGPU_FIT_TRUST_AFTER 8
-/* The floor trials of a GPU's chunks by whole batches (fit.c,
- * mgpu__fit_batch): after this many plain batches of the saturated fit, a
- * batch runs chunks MGPU_FIT_GROWTH times larger (where the last plain
- * batch ran at least MGPU_FIT_BATCH_CHUNKS of them, whose rates spread by
- * MGPU_FIT_BATCH_SPREAD or which the line predicts faster by MGPU_FIT_RISE
- * at the larger size) and is kept at
- * MGPU_FIT_RISE times the faster of the last two plain batches; a batch of a
- * kept floor runs it MGPU_FIT_GROWTH times lower and keeps that at
- * MGPU_FIT_TRIAL_KEEP. A trial not kept waits MGPU_FIT_BATCH_GAP batches
- * for the next, doubling up to MGPU_FIT_BATCH_GAP_MAX. */
+/* Floor trials of a GPU's chunks by whole batches (fit.c, mgpu__fit_batch):
+ * after this many plain batches of the saturated fit, a batch runs chunks
+ * MGPU_FIT_GROWTH times larger, kept at MGPU_FIT_RISE times the best of the
+ * last MGPU_FIT_BATCH_BASE plain batches; a kept floor is tried
+ * MGPU_FIT_GROWTH times lower and kept at MGPU_FIT_TRIAL_KEEP. */
 #define MGPU_FIT_BATCH_PLAIN 2
+/* A trial up needs this many chunks in the last plain batch, and rates that
+ * span MGPU_FIT_BATCH_SPREAD or more (items that differ in cost by position)
+ * or a line MGPU_FIT_RISE faster at the larger size: elsewhere single chunks
+ * judge the size (size_class), and a trial would only cost a batch of chunks
+ * too large to overlap their copies. */
 #define MGPU_FIT_BATCH_CHUNKS 4
-/* Trials up are for kernels whose chunks' rates within one plain batch span
- * this factor or more (items that differ in cost by position), or whose
- * latency the line shows is still over 12% of a chunk's time: elsewhere
- * single chunks judge the size (size_class), and a trial would only cost a
- * batch of chunks too large to overlap their copies. */
 #define MGPU_FIT_BATCH_SPREAD 10.0
+/* A trial not kept waits this many batches for the next, doubling up to
+ * MGPU_FIT_BATCH_GAP_MAX. */
 #define MGPU_FIT_BATCH_GAP 16
 #define MGPU_FIT_BATCH_GAP_MAX 256
+/* The gap after each trial not kept is this many times the last: trials that fail cost less and less. */
+#define MGPU_FIT_BATCH_GAP_GROWTH 2
+/* A trial is held to the best of this many plain batches: single batches vary, nearly always slower. */
+#define MGPU_FIT_BATCH_BASE 2
+/* Batches within this factor of the trials' size compare with them; others start them over. */
+#define MGPU_FIT_BATCH_SIZES 2
+/* Chunk rates spread over chunks of this share of the first at least: a range's cut end is latency. */
+#define MGPU_FIT_SPREAD_MIN_SHARE 0.5
 /* The slowest chunk rate seen drifts back up by this fraction per chunk. */
 #define MGPU_SLOW_DRIFT 0.05
 /* MGPU_RESERVE_THREADS=auto: batches timed for each way before the choice
@@ -230,8 +280,12 @@
 #define MGPU_RESERVE_REFRESH_MAX 256
 /* A way's speed is the best of its last this many timed batches: with
  * fewer, the kept way's own noisy times flip the choice to a slower way
- * again and again (doc/tuning.md, "Internal constants"). */
+ * again and again. */
 #define MGPU_RESERVE_KEEP 8
+/* Each refresh that finds the same way fastest makes the next gap this many times the last. */
+#define MGPU_RESERVE_REFRESH_GROWTH 2
+/* Batches within this factor of the timed size compare: throughput depends on the size. */
+#define MGPU_RESERVE_SIZES 2
 /* Cost profiles (mgpu__prof_cuts): the spread of bin costs, and the
  * smoothness against half the step, that tell items differing in cost by
  * position from noise; and how many bins either side a bin's cost reaches
@@ -239,6 +293,25 @@
 #define MGPU_PROF_SPREAD 6.0
 #define MGPU_PROF_SMOOTH 4.0
 #define MGPU_COST_REACH 2
+/* A cost profile's parts of a batch: enough to follow a cost's shape, few enough to learn each. */
+#define MGPU_PROF_BINS 128
+/* Fewer learnt bins than this cannot tell a smooth cost from noise. */
+#define MGPU_PROF_MIN_BINS 8
+/* Bin costs spread over their middle: 1 / this of the bins at each end may be odd slow chunks. */
+#define MGPU_PROF_TRIM 10
+/* Each batch moves a bin this share of the way: one batch's measure of a bin is rough. */
+#define MGPU_PROF_BLEND 0.5
+/* A cost is reached within this share of the total: sums of bin costs round. */
+#define MGPU_COST_ROUNDING 1e-12
+
+/* Halving (split.c) stops after this many steps, past any tolerance a double holds. */
+#define MGPU_HALVE_STEPS 200
+/* The split's common finish time is found within this share of itself: far under an item. */
+#define MGPU_FINISH_TOL 1e-12
+/* A thief's share is found within this share of itself (or of one item): far under an item. */
+#define MGPU_STEAL_TOL 1e-9
+/* A share this close under a whole item counts as it: rounding must not lose an item. */
+#define MGPU_ITEM_ROUNDING 1e-6
 
 /* A GPU's growing chunks (fit.c, proven_size): the timing noise, as a share
  * of a chunk's time, under which a time is taken as not grown; the next
@@ -247,13 +320,58 @@
 #define MGPU_PROBE_NOISE 0.02
 #define MGPU_PROBE_BUDGET 8.0
 #define MGPU_PROBE_JUMP 1024.0
-/* A GPU's first chunk: at least this many items, two warps' threads, which
- * any device runs in the time of one. */
-#define MGPU_PROBE_GPU_MIN 64.0
 
 /* The model store: a long run writes what it learnt this often (s), and an
  * entry older than this (s) is another machine's past, not a prior. */
 #define MGPU_STORE_PERIOD_S 5.0
 #define MGPU_STORE_MAX_AGE_S (30 * 86400.0)
+
+/* ---------------------------------------- workers, data, runtime, ranks */
+/* Seconds of work a CPU worker's chunk is sized to: a claimed chunk is out of
+ * the faster workers' reach until its core ends it. */
+#define MGPU_CPU_TARGET_S 0.5e-3
+/* A completed GPU chunk is credited at least this many seconds, so that no
+ * rate drawn from it is infinite. */
+#define MGPU_CHUNK_MIN_S 1e-9
+/* A device given up: how often its chunks' ends are read while they settle. */
+#define MGPU_GIVEUP_POLL_S (MGPU_GIVEUP_SETTLE_S / 10)
+/* The watchdog's looks per shortest deadline (MGPU_WATCH_PERIOD_MIN_S and
+ * _MAX_S bound the period): a hung device is noticed within a tenth of it. */
+#define MGPU_WATCH_PER_DEADLINE 10
+/* Staging copies are shared early, from the moment their device waits, on
+ * machines of at most this many GPUs (stage.c, shares_early). */
+#define MGPU_SHARE_EARLY_GPUS 2
+/* Staging copy pieces are whole pages (bytes), so that no two copying threads
+ * write one page. */
+#define MGPU_COPY_PIECE_ALIGN ((size_t)4096)
+/* mgpu_array_sum: elements of the host part per segment, each summed by one
+ * call (the segments' sums then in a fixed tree, whatever the thread count),
+ * and the bytes before the GPU sum's scratch, where its result lands. */
+#define MGPU_SUM_SEGMENT ((size_t)1 << 20)
+#define MGPU_SUM_HEAD_BYTES 64
+/* A wait for the other ranks polls its MPI request first after this many
+ * seconds, doubling up to the most: short waits end soon after the request,
+ * long ones cost few wake-ups. */
+#define MGPU_DIST_WAIT_FIRST_S 20e-6
+#define MGPU_DIST_WAIT_MAX_S 1e-3
+/* A steal's fixed cost across ranks (mgpu_init): the median of this many
+ * round trips to the next rank, times the round trips a steal makes (the
+ * range, the inputs, the outputs, the count), plus a batch's start. */
+#define MGPU_RANK_RTT_SAMPLES 9
+#define MGPU_RANK_STEAL_TRIPS 6
+#define MGPU_RANK_STEAL_START_S 100e-6
+/* A rank looks at its batch across ranks this often while its parts run (s),
+ * so that it starts the next part before the last one ends; while none runs,
+ * the gap doubles up to the most. */
+#define MGPU_RANK_POLL_S 5e-4
+#define MGPU_RANK_POLL_IDLE_MAX_S 2e-3
+/* Before its speed on a kernel is known, a rank's parts are this many times
+ * smaller: they cannot be stolen, and the split may have overrated it. */
+#define MGPU_RANK_PART_PROBE 8
+/* Weight of each new transfer in a rank's decayed mean rate of moving a
+ * stolen range's bytes. */
+#define MGPU_RANK_BW_WEIGHT 0.5
+/* MPI counts are ints: a stolen range's bytes move in pieces of this many. */
+#define MGPU_RANK_RMA_PIECE ((size_t)1 << 30)
 
 #endif /* MGPU_TUNABLES_H */

@@ -83,6 +83,39 @@ mgpu_status_t mgpu__batch_check(const mgpu_runtime_t *rt, const char *fn, const 
   return MGPU_OK;
 }
 
+/* A new batch of checked batch d, its kernel copied from kernel and its
+ * argument block from d->arg; NULL out of memory. */
+static mgpu__batch_t *batch_new(mgpu_runtime_t *rt, const mgpu_batch_t *d, const mgpu_kernel_t *kernel, size_t base) {
+  mgpu__batch_t *b = calloc(1, sizeof *b);
+  if (!b) return NULL;
+  b->nworkers = rt->nworkers;
+  b->ranges = calloc((size_t)rt->nworkers, sizeof *b->ranges);
+  b->wstats = calloc((size_t)rt->nworkers, sizeof *b->wstats);
+  if (d->arg_size) b->arg_copy = malloc(d->arg_size);
+  if (!b->ranges || !b->wstats || (d->arg_size && !b->arg_copy)) {
+    free(b->ranges);
+    free(b->wstats);
+    free(b->arg_copy);
+    free(b);
+    return NULL;
+  }
+  for (int i = 0; i < rt->nworkers; i++) {
+    pthread_mutex_init(&b->ranges[i].lock, NULL);
+    b->wstats[i].kind = rt->workers[i].kind;
+    b->wstats[i].device = rt->workers[i].gpu >= 0 ? rt->gpu_index[rt->workers[i].gpu] : -1;
+  }
+  b->rt = rt;
+  b->base = base;
+  b->desc = *d;
+  b->kernel = *kernel;
+  b->desc.kernel = &b->kernel;
+  if (d->arg_size) {
+    memcpy(b->arg_copy, d->arg, d->arg_size);
+    b->desc.arg = b->arg_copy;
+  }
+  return b;
+}
+
 mgpu_status_t mgpu__node_submit(mgpu_runtime_t *rt, const char *fn, const char *pre, const mgpu_batch_t *user,
                                 size_t base, size_t ndeps, mgpu_event_t *const *deps, mgpu_event_t **done_p) {
   mgpu_status_t rst = mgpu__check_rt(rt, fn);
@@ -109,33 +142,8 @@ mgpu_status_t mgpu__node_submit(mgpu_runtime_t *rt, const char *fn, const char *
     return mgpu__fail(MGPU_ENOTSUP, "%s: kernel '%s' has no GPU function and the runtime has no CPU workers "
                                     "(MGPU_NUM_THREADS=0)", fn, d->kernel->name ? d->kernel->name : "(unnamed)");
 
-  mgpu__batch_t *b = calloc(1, sizeof *b);
+  mgpu__batch_t *b = batch_new(rt, d, &kernel, base);
   if (!b) return mgpu__fail(MGPU_ENOMEM, "%s: out of memory", fn);
-  b->nworkers = rt->nworkers;
-  b->ranges = calloc((size_t)rt->nworkers, sizeof *b->ranges);
-  b->wstats = calloc((size_t)rt->nworkers, sizeof *b->wstats);
-  if (d->arg_size) b->arg_copy = malloc(d->arg_size);
-  if (!b->ranges || !b->wstats || (d->arg_size && !b->arg_copy)) {
-    free(b->ranges);
-    free(b->wstats);
-    free(b->arg_copy);
-    free(b);
-    return mgpu__fail(MGPU_ENOMEM, "%s: out of memory", fn);
-  }
-  for (int i = 0; i < rt->nworkers; i++) {
-    pthread_mutex_init(&b->ranges[i].lock, NULL);
-    b->wstats[i].kind = rt->workers[i].kind;
-    b->wstats[i].device = rt->workers[i].gpu >= 0 ? rt->gpu_index[rt->workers[i].gpu] : -1;
-  }
-  b->rt = rt;
-  b->base = base;
-  b->desc = *d;
-  b->kernel = kernel;
-  b->desc.kernel = &b->kernel;
-  if (d->arg_size) {
-    memcpy(b->arg_copy, d->arg, d->arg_size);
-    b->desc.arg = b->arg_copy;
-  }
   for (int i = 0; i < d->nconsts; i++) mgpu__const_ref(d->consts[i]);
   b->cpu_ok = cpu_ok;
   b->gpu_ok = gpu_ok;

@@ -1,22 +1,17 @@
 /*
- * claim.c: who computes which items. Each active batch gives every eligible
- * worker one contiguous range proportional to its speed (plan.c); a worker
- * takes chunks from the front of its own range, and when that is empty it
- * steals from the back of the range that would finish last, taking the share
- * that equalises both finish times, and never a piece it would finish later
- * than the owner (the tail rule).
- *
- * Locking: rt->lock guards the active list and batch activation/completion; a
- * range lock guards one worker's range of one batch. The order is rt->lock, then
- * a range lock; a thread never holds two range locks. Range fields are atomics
- * so that thieves may read them without the lock to pick a victim; they change
- * only under the lock.
+ * claim.c: who computes which items. A worker takes chunks from the front of
+ * its own range of a batch (plan.c), then steals from the back of the range
+ * that would finish last the share that equalises both finish times, never a
+ * piece it would finish later than the owner (the tail rule).
  */
 #include "core/core.h"
 
 #include <math.h>
 #include <stdlib.h>
 
+/* rt->lock guards the active list; a range lock guards one range, taken after
+ * rt->lock and never two at once. Range fields are atomics, so that thieves
+ * pick a victim without the lock; they change only under it. */
 #define range_begin(r) atomic_load_explicit(&(r)->begin, memory_order_relaxed)
 
 /* A range's lock, counted per thread so that the device back ends can refuse
@@ -38,10 +33,8 @@ bool mgpu__all_claimed(const mgpu__batch_t *b) {
 }
 
 /* Chunk length for worker w from `first`, at most avail: the size its fit
- * asks for (mgpu__model_chunk: a probe; for a GPU, then growing while the
- * rate rises with the size, then about target_s of work and never under the
- * measured knee; for a CPU worker, target_s of work at its mean rate). A chunk is never cut to a fraction of what is left of the range:
- * such chunks would pay their latency again and again. In a batch with a
+ * asks for (mgpu__model_chunk), never cut to a fraction of what is left of
+ * the range, as such chunks would pay their latency again and again. With a
  * cost profile a GPU's size is in items of average cost, and it takes the
  * items from `first` that cost as much. */
 static size_t chunk_len(mgpu__batch_t *b, mgpu__worker_t *w, size_t first, size_t avail, size_t max_items,
@@ -124,13 +117,10 @@ static bool others_can_take(const mgpu_runtime_t *rt, const mgpu__batch_t *b, co
 }
 
 /* Whether CPU worker w takes span sp, handed back by a CPU worker: where it
- * is predicted to run the whole span, at the cost seen, no later than the GPU
- * that would finish it first after what it has left of its own range in
- * this batch; where no GPU can take it; or where the batch has failed (its
- * items are only dropped). A GPU takes such a span unjudged once it has no
- * range of its own left in this batch or an older one (mgpu__claim), so the
- * span waits for a live GPU at most that long; a GPU's retirement wakes the
- * CPU workers to judge again. Its backlog in older batches is not counted. */
+ * is predicted to run it, at the cost seen, no later than the GPU that would
+ * end it first after that GPU's own range; where no GPU can take it; or where
+ * the batch has failed. A GPU with no range left takes such a span unjudged
+ * (mgpu__claim), so the span waits for a live GPU at most that long. */
 static bool cpu_takes(const mgpu_runtime_t *rt, const mgpu__batch_t *b, const mgpu__worker_t *w,
                       const mgpu__span_t *sp) {
   if (atomic_load_explicit(&b->failed, memory_order_relaxed)) return true;
@@ -201,6 +191,44 @@ static double busy_elsewhere(const mgpu_runtime_t *rt, const mgpu__batch_t *b, i
   return since > 0 && now > since ? now - since : 0;
 }
 
+/* A worker's latency and peak as thieves judge them: the CPU team's latency
+ * (cpu_lat, read once per steal), a GPU's own; a CPU worker has no peak. */
+#define LATENCY(i) (rt->workers[i].kind == MGPU_WORKER_CPU ? cpu_lat : mgpu__worker_latency(b, (i)))
+#define PEAK(i) (rt->workers[i].kind == MGPU_WORKER_CPU ? 0 : mgpu__worker_peak(b, (i)))
+
+/* The worker other than w whose range in b would finish last (-1: none has
+ * items left): by predicted time, or by cost where the thief and the victim
+ * judge by it (by_cost). */
+static int pick_victim(const mgpu_runtime_t *rt, const mgpu__batch_t *b, const mgpu__worker_t *w,
+                       const mgpu__cost_t *cost, double cpu_lat, double now) {
+  int victim = -1;
+  double worst = 0;
+  for (int i = 0; i < rt->nworkers; i++) {
+    if (i == w->id) continue;
+    const mgpu__range_t *r = &b->ranges[i];
+    size_t begin = range_begin(r), end = atomic_load_explicit(&r->end, memory_order_relaxed);
+    if (begin >= end) continue;
+    double vo = mgpu__worker_speed(b, i);
+    if (rt->workers[i].kind == MGPU_WORKER_CPU) vo = cpu_speed_on(r, vo);
+    /* In static mode only a retired worker's range may be taken. */
+    if (!b->steal_ok && vo > 0) continue;
+    double left = (double)(end - begin) + (double)atomic_load_explicit(&r->pending, memory_order_relaxed);
+    double t = vo > 0 ? mgpu__share_time(vo, LATENCY(i) + busy_elsewhere(rt, b, i, now), PEAK(i), left) : INFINITY;
+    if (by_cost(rt, cost, i, vo)) t = pending_s(r) + mgpu__cost_at(cost, end) - mgpu__cost_at(cost, begin);
+    if (victim < 0 || t > worst) victim = i, worst = t;
+  }
+  return victim;
+}
+
+/* A trace instant: w stole [first, first + count) of b from victim. */
+static void trace_steal(mgpu_runtime_t *rt, mgpu__worker_t *w, const mgpu__batch_t *b, int victim, size_t first,
+                        size_t count) {
+  double t = mgpu__now();
+  mgpu__tev_t ev = {.t0 = t, .t1 = t, .kind = MGPU_TEV_STEAL, .stream = -1, .other = victim,
+                    .name = b->kernel.name, .batch = b->id, .first = first, .count = count};
+  mgpu__trace_add(rt, w, &ev);
+}
+
 /* Steal from the back of the range in b that would finish last. In a batch
  * its GPUs split by cost, a GPU judges another GPU's range by cost, and
  * takes by cost (mgpu__cost_steal). */
@@ -209,30 +237,13 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
   if (vt <= 0) return false;
   double at = mgpu__worker_latency(b, w->id);
   double cpu_lat = rt->ncpu ? mgpu__worker_latency(b, 0) : 0; /* the CPU team's, once */
-#define LATENCY(i) (rt->workers[i].kind == MGPU_WORKER_CPU ? cpu_lat : mgpu__worker_latency(b, (i)))
-#define PEAK(i) (rt->workers[i].kind == MGPU_WORKER_CPU ? 0 : mgpu__worker_peak(b, (i)))
   const mgpu__cost_t *cost = w->kind == MGPU_WORKER_GPU ? b->cost : NULL;
   double pt = (double)atomic_load_explicit(&b->ranges[w->id].pending, memory_order_relaxed);
   double slowest = atomic_load_explicit(&b->model->slow[w->id], memory_order_relaxed);
   double item_s = w->kind == MGPU_WORKER_CPU ? mgpu__cpu_item_s(b) : 0;
   double now = mgpu__now();
-  for (int attempt = 0; attempt < 4; attempt++) {
-    int victim = -1;
-    double worst = 0;
-    for (int i = 0; i < rt->nworkers; i++) {
-      if (i == w->id) continue;
-      mgpu__range_t *r = &b->ranges[i];
-      size_t begin = range_begin(r), end = atomic_load_explicit(&r->end, memory_order_relaxed);
-      if (begin >= end) continue;
-      double vo = mgpu__worker_speed(b, i);
-      if (rt->workers[i].kind == MGPU_WORKER_CPU) vo = cpu_speed_on(r, vo);
-      /* In static mode only a retired worker's range may be taken. */
-      if (!b->steal_ok && vo > 0) continue;
-      double left = (double)(end - begin) + (double)atomic_load_explicit(&r->pending, memory_order_relaxed);
-      double t = vo > 0 ? mgpu__share_time(vo, LATENCY(i) + busy_elsewhere(rt, b, i, now), PEAK(i), left) : INFINITY;
-      if (by_cost(rt, cost, i, vo)) t = pending_s(r) + mgpu__cost_at(cost, end) - mgpu__cost_at(cost, begin);
-      if (victim < 0 || t > worst) victim = i, worst = t;
-    }
+  for (int attempt = 0; attempt < MGPU_STEAL_ATTEMPTS; attempt++) {
+    int victim = pick_victim(rt, b, w, cost, cpu_lat, now);
     if (victim < 0) return false;
     mgpu__range_t *r = &b->ranges[victim];
     mgpu__range_lock(r);
@@ -247,9 +258,10 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
     double vo = mgpu__worker_speed(b, victim), vt_r = w->kind == MGPU_WORKER_CPU ? cpu_speed_on(r, vt) : vt;
     if (rt->workers[victim].kind == MGPU_WORKER_CPU) vo = cpu_speed_on(r, vo);
     double R = (double)(end - begin), po = (double)atomic_load_explicit(&r->pending, memory_order_relaxed);
-    mgpu__steal_view_t sv = {.vt = vt_r, .at = at, .pkt = PEAK(w->id), .pt = pt, .vo = vo,
-                             .ao = LATENCY(victim) + busy_elsewhere(rt, b, victim, now), .pko = PEAK(victim),
-                             .po = po, .left = R, .slowest = slowest, .worst_item_s = item_s};
+    mgpu__steal_view_t sv = {.thief = {.speed = vt_r, .latency = at, .peak = PEAK(w->id), .pending = pt},
+                             .owner = {.speed = vo, .latency = LATENCY(victim) + busy_elsewhere(rt, b, victim, now),
+                                       .peak = PEAK(victim), .pending = po},
+                             .left = R, .slowest = slowest, .worst_item_s = item_s};
     size_t take = by_cost(rt, cost, victim, vo)
                       ? mgpu__cost_steal(cost, begin, end, pending_s(&b->ranges[w->id]), pending_s(r))
                       : mgpu__steal_share(&sv);
@@ -261,12 +273,7 @@ static bool steal(mgpu_runtime_t *rt, mgpu__batch_t *b, mgpu__worker_t *w) {
     atomic_store_explicit(&r->end, end - take, memory_order_relaxed);
     mgpu__range_unlock(r);
     install(b, w, end - take, take, r_item_s);
-    if (rt->trace_on) {
-      double t = mgpu__now();
-      mgpu__tev_t ev = {.t0 = t, .t1 = t, .kind = MGPU_TEV_STEAL, .stream = -1, .other = victim,
-                        .name = b->kernel.name, .batch = b->id, .first = end - take, .count = take};
-      mgpu__trace_add(rt, w, &ev);
-    }
+    if (rt->trace_on) trace_steal(rt, w, b, victim, end - take, take);
     b->wstats[w->id].steals++;
     atomic_fetch_add_explicit(&w->steals, 1, memory_order_relaxed);
     return true;

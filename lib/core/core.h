@@ -148,7 +148,7 @@ struct mgpu_runtime {
   pthread_mutex_t lock;
   /* Idle workers sleep on their own locks, not rt->lock: a GPU host thread
    * woken for a new batch must not queue for the lock behind every CPU worker
-   * scanning for work (doc/tuning.md, "Internal constants"). */
+   * scanning for work. */
   pthread_mutex_t sleep_lock;  /* with work_cv */
   pthread_cond_t work_cv;      /* CPU workers sleep here when idle */
   pthread_mutex_t gpu_sleep_lock; /* with gpu_cv */
@@ -225,6 +225,7 @@ struct mgpu_runtime {
   int *worker_class;           /* [nworkers]: an index into classes */
   _Atomic double store_saved;
   _Atomic int store_warned;    /* a failed write was logged: later ones are not */
+  char gpu_why_none[256];      /* why the GPU probe at mgpu_init found no device ("": it found one, or none was asked) */
 };
 
 
@@ -518,12 +519,11 @@ typedef struct mgpu__devcall {
 } mgpu__devcall_t;
 
 /*
- * A device task: work that must run on given GPUs (collectives, split arrays,
- * device memory), with an event like a batch's. It runs in phases: phase p
- * calls part(t, dc, p) on every GPU of gpu[] from that GPU's host thread, which
- * enqueues work on the task stream; when every GPU's stream has run it,
- * between(t, p) runs on the host (in the thread that saw the phase end) and
- * phase p + 1 starts. Tasks posted to one GPU run in posting order.
+ * A device task runs in phases: phase p calls part(t, dc, p) on every GPU of
+ * gpu[] from that GPU's host thread, which enqueues work on its task stream;
+ * once every GPU's stream has run it, between(t, p) runs in the thread that
+ * saw the phase end, and phase p + 1 starts. Tasks posted to one GPU run in
+ * posting order.
  */
 typedef struct mgpu__task {
   mgpu__batch_t *b;          /* the event */

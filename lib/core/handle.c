@@ -1,12 +1,9 @@
 /*
- * handle.c: the set of live handles (runtimes, events, constants) that the
- * caller holds, so that a handle used after mgpu_finalize, released or
- * destroyed twice, or never made by the library is reported as an error
- * instead of crashing the program. A handle enters the set when the library
- * gives it out and leaves it when the caller gives it back; the object itself
- * may live on a little longer (a batch still using a destroyed constant).
- * Detection is best effort: memory reused for a new handle of the same kind
- * makes a stale pointer look valid again.
+ * handle.c: the live handles (runtimes, events, constants, ...) the caller
+ * holds, so that one used after mgpu_finalize, released twice or never made
+ * by the library is an error, not a crash. A handle leaves the set when the
+ * caller gives it back, even where its object lives on (a batch still using a
+ * destroyed constant). Best effort: reused memory makes a stale one live again.
  */
 #include "core/core.h"
 
@@ -22,9 +19,15 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static slot_t *table;
 static size_t cap, used;
 
+/* Fibonacci hashing: a multiple of 2^64 over the golden ratio spreads the
+ * pointer's bits upward, and HASH_FOLD brings high ones down to the low bits
+ * that the table's mask keeps. */
+#define HASH_GOLDEN 0x9E3779B97F4A7C15ull
+#define HASH_FOLD 29
+
 static size_t hash(uintptr_t k) {
-  uint64_t x = (uint64_t)k * 0x9E3779B97F4A7C15ull;
-  return (size_t)(x ^ (x >> 29));
+  uint64_t x = (uint64_t)k * HASH_GOLDEN;
+  return (size_t)(x ^ (x >> HASH_FOLD));
 }
 
 static uintptr_t key_of(mgpu__handle_kind_t kind, const void *p) { return (uintptr_t)p | (uintptr_t)kind; }

@@ -1,11 +1,9 @@
 /*
- * lifecycle.c: a batch's life from submission to release. A batch (or a
- * device task, task.c) is its own event: one reference is the caller's, one
- * the runtime's until the batch completes, one per dependent waiting on it and
- * one per worker currently taking chunks from it. It waits for its
- * dependencies, is activated (split into ranges, plan.c, or a task's first
- * phase posted to its GPUs), is finished by the thread that completes its
- * last item or phase, and then starts its dependents.
+ * lifecycle.c: a batch's life. A batch (or device task, task.c) is its own
+ * event, held by the caller, by the runtime until it completes, by each
+ * dependent waiting on it and by each worker taking chunks from it. Activated
+ * once its dependencies are met, it is finished by the thread that completes
+ * its last item or phase, which starts its dependents.
  */
 #include "core/core.h"
 
@@ -164,18 +162,9 @@ void mgpu__activate(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   mgpu__wake_all(rt);
 }
 
-/* Completion of a batch: unlink, publish status and statistics, release
- * dependents. Called by the thread that completed its last item. */
-void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
-  /* A cancel that came after the last item was handed out stopped nothing:
-   * the batch completed (one whose dependency failed dropped every item; a
-   * kernel's error after the cancel replaced it already). */
-  MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
-  if (atomic_load(&b->status) == MGPU_ECANCELED && atomic_load(&b->dropped) == 0) atomic_store(&b->status, MGPU_OK);
-  MGPU_UNLOCK(&b->lock);
-  b->t_end = mgpu__now();
-  if (b->t_start == 0) b->t_start = b->t_end;
-  MGPU_LOCK(&rt->lock, MGPU_LK_RT);
+/* Under rt->lock: b leaves the active list and enters the trace, and its
+ * model learns from it (the cost profile, the reserve's way). */
+static void unlist_and_learn(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   if (atomic_load_explicit(&b->active, memory_order_relaxed)) {
     list_remove(rt, b);
     atomic_store_explicit(&b->active, false, memory_order_relaxed);
@@ -194,35 +183,40 @@ void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
               b->kernel.name ? b->kernel.name : "(unnamed)", b->desc.n, rate, b->nreserve,
               b->gpu_out ? " and every GPU" : "");
   }
-  MGPU_UNLOCK(&rt->lock);
+}
 
-  if (!b->task) atomic_fetch_add(&rt->batches_done, 1); /* batches, not device tasks */
-  if (b->gpu_out) atomic_fetch_add(&rt->gpus_out_batches, 1);
-  for (int i = 0; i < b->desc.nconsts; i++) mgpu__const_unref(b->desc.consts[i]);
-  b->desc.nconsts = 0;
-
+/* Mark b done and wake its waiters; returns its dependents (*n of them), whose
+ * references pass to the caller. */
+static mgpu__batch_t **mark_done(mgpu__batch_t *b, int *n) {
   MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
   atomic_store_explicit(&b->done, 1, memory_order_release);
   mgpu__batch_t **deps = b->dependents;
-  int ndeps = b->ndependents;
+  *n = b->ndependents;
   b->dependents = NULL;
   b->ndependents = 0;
   bool sleepers = b->waiters > 0;
   MGPU_UNLOCK(&b->lock);
   /* After the unlock, so that a woken waiter does not block on the lock; b
-   * lives until the runtime's reference goes below. */
+   * lives until the runtime's reference goes. */
   if (sleepers) pthread_cond_broadcast(&b->done_cv);
+  return deps;
+}
 
-  bool failed = atomic_load(&b->status) != MGPU_OK;
-  for (int i = 0; i < ndeps; i++) {
+/* Each dependent of a finished batch has one dependency fewer (and a failed
+ * one where it failed); the one whose last it was is activated. */
+static void release_dependents(mgpu_runtime_t *rt, mgpu__batch_t **deps, int n, bool failed) {
+  for (int i = 0; i < n; i++) {
     mgpu__batch_t *d = deps[i];
     if (failed) atomic_store(&d->dep_failed, 1);
     if (atomic_fetch_sub(&d->deps_pending, 1) == 1) mgpu__activate(rt, d);
     mgpu__batch_unref(d);
   }
   free(deps);
+}
 
-  /* The runtime's reference, taken at submit. */
+/* The runtime's reference, taken at submit: b leaves the live tasks and the
+ * live batches, for which finalize waits. */
+static void drop_live(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   MGPU_LOCK(&rt->lock, MGPU_LK_RT);
   if (b->task) {
     if (b->tprev) b->tprev->tnext = b->tnext;
@@ -234,6 +228,32 @@ void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   if (rt->live_batches == 0) pthread_cond_broadcast(&rt->idle_cv);
   MGPU_UNLOCK(&rt->lock);
   mgpu__batch_unref(b);
+}
+
+/* Completion of a batch: unlink, publish status and statistics, release
+ * dependents. Called by the thread that completed its last item. */
+void mgpu__finish(mgpu_runtime_t *rt, mgpu__batch_t *b) {
+  /* A cancel that came after the last item was handed out stopped nothing:
+   * the batch completed (one whose dependency failed dropped every item; a
+   * kernel's error after the cancel replaced it already). */
+  MGPU_LOCK(&b->lock, MGPU_LK_BATCH);
+  if (atomic_load(&b->status) == MGPU_ECANCELED && atomic_load(&b->dropped) == 0) atomic_store(&b->status, MGPU_OK);
+  MGPU_UNLOCK(&b->lock);
+  b->t_end = mgpu__now();
+  if (b->t_start == 0) b->t_start = b->t_end;
+  MGPU_LOCK(&rt->lock, MGPU_LK_RT);
+  unlist_and_learn(rt, b);
+  MGPU_UNLOCK(&rt->lock);
+
+  if (!b->task) atomic_fetch_add(&rt->batches_done, 1); /* batches, not device tasks */
+  if (b->gpu_out) atomic_fetch_add(&rt->gpus_out_batches, 1);
+  for (int i = 0; i < b->desc.nconsts; i++) mgpu__const_unref(b->desc.consts[i]);
+  b->desc.nconsts = 0;
+
+  int ndeps;
+  mgpu__batch_t **deps = mark_done(b, &ndeps);
+  release_dependents(rt, deps, ndeps, atomic_load(&b->status) != MGPU_OK);
+  drop_live(rt, b);
 }
 
 void mgpu__cancel(mgpu_runtime_t *rt, mgpu__batch_t *b) {

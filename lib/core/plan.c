@@ -1,11 +1,9 @@
 /*
- * plan.c: a batch's first split. Each eligible worker gets one contiguous
- * range sized by its speed and latency so that all are predicted to finish
- * together,
- * adjusted where the model knows better: alike GPUs split as equals, far
- * slower workers start small, CPU workers sit out where they add too little,
- * the reserve of CPU workers, CPU workers and GPUs probe a kernel the prior
- * rules out, and GPUs split by cost where items differ in cost by position.
+ * plan.c: a batch's first split: one range per eligible worker, sized so that
+ * all are predicted to end together, then adjusted: alike GPUs split as
+ * equals, far slower workers and CPU workers that add too little sit out, the
+ * reserve keeps some out, probes measure what the prior rules out, and GPUs
+ * split by cost where items differ in cost by position.
  */
 #include "core/core.h"
 
@@ -13,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Speed used for the first split: measured, or the prior. Static mode ignores
- * measurements: it is the fixed split by ratio of the older runtimes. */
+/* Speed used for the first split: measured, or the prior. Static mode is the
+ * fixed split by ratio and ignores measurements. */
 static double split_speed(const mgpu__batch_t *b, int wi) {
   const mgpu_runtime_t *rt = b->rt;
   const mgpu__worker_t *w = &rt->workers[wi];
@@ -31,16 +29,11 @@ static double split_latency(const mgpu__batch_t *b, int wi) {
   return b->rt->workers[wi].kind == MGPU_WORKER_CPU ? a + mgpu__start_cost(b->rt) : a;
 }
 
-/* GPUs of one kind start a short batch with equal shares unless their
- * measured speeds differ by more than MGPU_ALIKE_TOL. Each GPU's learned speed
- * carries its own bias, stable from batch to batch (when its chunks start
- * and end against the others', the host thread's timing), and where a GPU's
- * whole range goes in flight at once (mgpu__ranges_in_flight) nothing is
- * left to steal, so a share too large stays too large. Longer batches keep
- * each GPU's own speed: stealing corrects their split, and on pageable
- * arrays the GPUs' speeds really differ (their host threads' share of the
- * copying) (doc/tuning.md, "Internal constants"). A GPU slower than the tolerance keeps its own speed in any
- * batch. */
+/* GPUs of one kind measured within MGPU_ALIKE_TOL of each other split a batch
+ * whose ranges go in flight whole (mgpu__ranges_in_flight) as equals: each
+ * one's learnt speed carries a bias of its own, and with nothing left to
+ * steal a share too large stays too large. In longer batches stealing
+ * corrects the split, and each GPU keeps its own speed. */
 static void pool_alike_gpus(const mgpu_runtime_t *rt, double *speed) {
   if (rt->ngpus >= 2) mgpu__pool_alike(speed, rt->gpu_group, rt->nworkers, MGPU_ALIKE_TOL);
 }
@@ -80,12 +73,10 @@ static bool gpus_of_one_kind(const mgpu_runtime_t *rt) {
   return true;
 }
 
-/* Where the kernel's items differ in cost by position (mgpu__prof_cuts), the
- * GPUs that have a share divide the GPUs' part of the batch, [a, n) after the
- * CPU workers' ranges, into parts of equal cost instead of equal items per
- * learnt speed. They are of one kind, so equal cost is equal time; a GPU that
- * is slower all the same (its host thread's copying) shows as dearer items
- * where it worked, and gets fewer. */
+/* Where items differ in cost by position (mgpu__prof_cuts), the GPUs with a
+ * share divide the GPUs' part of the batch, [a, n) after the CPU workers'
+ * ranges, into parts of equal cost. They are of one kind, so equal cost is
+ * equal time; a GPU slower all the same shows dearer items and gets fewer. */
 static void split_gpus_by_cost(const mgpu_runtime_t *rt, mgpu__batch_t *b, size_t *share) {
   const mgpu__model_t *m = b->model;
   if (m->prof_n != b->desc.n) return;
@@ -109,15 +100,11 @@ static void split_gpus_by_cost(const mgpu_runtime_t *rt, mgpu__batch_t *b, size_
   free(cut);
 }
 
-/* A worker that would finish fewer than MGPU_MIN_SHARE_ITEMS items in the
- * time the whole batch is predicted to take, or a far slower CPU worker when
- * an item has taken a CPU worker longer than that time, gets no first share:
- * one item on it could outlast everyone (an image row on a CPU core against
- * a GPU that does the whole image in less). It can still steal under the
- * tail rule. They are left out only where the others are predicted to end
- * the batch no later than they would with them and one such item: beside a
- * GPU whose launch outlasts the batch, the CPU workers are the batch.
- * `share` is scratch. */
+/* Workers that would finish fewer than MGPU_MIN_SHARE_ITEMS items in the
+ * batch's predicted time, and far slower CPU workers where one item has taken
+ * a CPU worker longer than that, get no first share (one item on them could
+ * outlast everyone), where the others end no later than with them plus one
+ * such item. They can still steal. `share` is scratch. */
 static void skip_coarse(const mgpu__batch_t *b, double *speed, const double *latency, const double *peak,
                         size_t items, size_t *share) {
   const mgpu_runtime_t *rt = b->rt;
@@ -166,23 +153,11 @@ static void give_probe(size_t *share, int lo, int hi, int i) {
   share[i] = 1;
 }
 
-/* A CPU team that has not run an item of the kernel, and that the split
- * leaves out, takes one item per eligible CPU worker from the GPUs' shares
- * once the GPUs have spent MGPU_PROBE_MIN_S on the kernel, this batch's
- * shares (by their own fits) included, and where those shares take longer
- * than the team's start. At least one item stays with the GPUs, except in a
- * batch of one item: its probe costs one CPU item's time, as any probe does,
- * and without it a CPU worker would never run that kernel.
- * The CPU workers' speed is otherwise a guess from a GPU's through the
- * device-to-core ratio, a ratio of full-width throughputs: for a kernel
- * whose launch costs the same for 1 item as for thousands (a long serial
- * chain per item), or that runs worse on a GPU than on a core, it rates the
- * CPU workers far too slow, and without a measurement they would never get a
- * share nor steal, however much sooner they finish the batch. The probe
- * costs one CPU item's time at most, once per kernel, after the GPUs have
- * spent MGPU_PROBE_MIN_S on it: short batches are probed too, after several
- * of them. Once measured, the CPU workers take a share only where they end
- * sooner with the team's start counted (split_latency). */
+/* A CPU team that has never run the kernel and that the split leaves out
+ * takes one item per eligible CPU worker from the GPUs' shares, once the GPUs
+ * have spent MGPU_PROBE_MIN_S on it (these shares included) and the shares
+ * outlast the team's start: the prior ratio can rate it too slow ever to get a
+ * share or steal. A batch of two items or more keeps one for the GPUs. */
 static void probe_cpus(const mgpu__batch_t *b, size_t *share) {
   const mgpu_runtime_t *rt = b->rt;
   const mgpu__model_t *m = b->model;
@@ -218,18 +193,11 @@ static void probe_cpus(const mgpu__batch_t *b, size_t *share) {
               b->kernel.name ? b->kernel.name : "(unnamed)", b->desc.n, probed, gpu_s, spent);
 }
 
-/* A GPU that has not run an item of the kernel, and that the split leaves
- * out, takes one item from the CPU workers' shares once they have spent
- * MGPU_PROBE_MIN_S on the kernel, this batch's shares (by their own rate)
- * included: the mirror of probe_cpus. A GPU's speed is otherwise the CPU
- * team's times the device-to-core ratio, and a ratio set far too low (a
- * guess, or one measured on another kernel) rates it under
- * MGPU_MIN_SHARE_ITEMS items in every short batch; as a thief it plans as a
- * far slower worker and takes nothing, so it would never be measured nor
- * take a share, however much sooner it finishes the batch. The probe costs
- * one launch of one item once per kernel and GPU, beside the CPU workers'
- * own work. At least one item stays with the CPU workers, except in a batch
- * of one item. */
+/* The mirror of probe_cpus: a GPU that has never run the kernel and that the
+ * split leaves out takes one item from the CPU workers' shares once they have
+ * spent MGPU_PROBE_MIN_S on it (these shares included): a ratio set far too
+ * low rates it too slow to get a share or, as a thief, to take anything. A
+ * batch of two items or more keeps one for the CPU workers. */
 static void probe_gpus(const mgpu__batch_t *b, size_t *share) {
   const mgpu_runtime_t *rt = b->rt;
   const mgpu__model_t *m = b->model;
@@ -262,19 +230,11 @@ static void probe_gpus(const mgpu__batch_t *b, size_t *share) {
               b->kernel.name ? b->kernel.name : "(unnamed)", b->desc.n, probed, cpu_s, spent);
 }
 
-/* Whether the CPU workers should sit out a batch: the GPUs alone (also
- * measured) are predicted to end it less than MGPU_CPU_NEGLIGIBLE later than
- * with them on this kernel (by rates alone: they add less than that share of
- * the throughput). What they would add is then less than what they cost the
- * GPUs: busy cores delay the GPU host threads' wake-ups and staging copies,
- * and their thieves cut GPU ranges short (doc/tuning.md, "Internal
- * constants"). Idle, they still help with the GPUs' staging copies. Judged by
- * predicted completion, a GPU whose launch outlasts the CPU workers' whole
- * batch never sends them out. The team's start is not counted here (the
- * split counts it): the GPUs' own host-side start and end are in no model,
- * so with it a batch of a fraction of a millisecond sends the CPU workers
- * out for good and ends the reserve's trials, whose timed batches would
- * find them faster (doc/tuning.md, "The first split"). `share` is scratch. */
+/* Whether the CPU workers sit the batch out: with both kinds measured, the
+ * GPUs alone are predicted to end it less than MGPU_CPU_NEGLIGIBLE later than
+ * with them, so that they add less than they cost the GPUs' host threads
+ * (wake-ups, staging copies, ranges cut short). The team's start is left out,
+ * as the GPUs' host-side start is in no model. `share` is scratch. */
 static bool cpus_sit_out(const mgpu__batch_t *b, const double *speed, const double *latency, const double *peak,
                          size_t *share) {
   const mgpu_runtime_t *rt = b->rt;
@@ -327,9 +287,11 @@ static void choose_reserve(mgpu_runtime_t *rt, mgpu__batch_t *b) {
   if (!b->steal_ok) return;
   int cand = mgpu__auto_reserve(rt->ncpu);
   if (cand <= 0) return;
-  /* All CPU workers out is a fourth way where they add little, since what
-   * they cost the GPUs' host side can be more (doc/tuning.md, "Internal constants"). The trials tell whether
-   * keeping them out is what helps. */
+  /* All CPU workers out is a way where they add little, as they can cost the
+   * GPUs' host side more; half out, where busy cores are taken from the
+   * process (a virtual machine's vCPUs), as stalls grow with every worker that
+   * computes; every GPU out, where they add little and the batch steals, as
+   * their staging copies take host memory bandwidth. The trials judge. */
   double cpu = 0, gpu = 0;
   bool cpu_measured = false, gpu_measured = false;
   for (int i = 0; i < rt->nworkers; i++) {
@@ -338,17 +300,16 @@ static void choose_reserve(mgpu_runtime_t *rt, mgpu__batch_t *b) {
     if (rt->workers[i].kind == MGPU_WORKER_CPU) cpu += s, cpu_measured |= measured;
     else gpu += s, gpu_measured |= measured;
   }
-  /* Half out is a way of its own: where busy cores are taken from the
-   * process (a virtual machine's vCPUs taken by its host), stalls grow
-   * with every worker that computes (mgpu__auto_reserve_half). */
-  /* Every GPU out is the last way, where they add little and the batch
-   * steals (a static split is the ratio's, whatever it costs): the CPU
-   * workers alone can be faster, since a GPU's staging copies take host
-   * memory bandwidth from them. */
-  const int out[MGPU_RESERVE_LEVELS] = {0, cand, mgpu__auto_reserve_half(rt->ncpu), rt->ncpu, 0};
+  const int out[MGPU_RESERVE_LEVELS] = {[MGPU_RESERVE_ALL_IN] = 0,
+                                        [MGPU_RESERVE_QUARTER_OUT] = cand,
+                                        [MGPU_RESERVE_HALF_OUT] = mgpu__auto_reserve_half(rt->ncpu),
+                                        [MGPU_RESERVE_CPUS_OUT] = rt->ncpu,
+                                        [MGPU_RESERVE_GPUS_OUT] = 0};
   bool both = cpu_measured && gpu_measured;
-  unsigned offered = 3u | (out[2] > 0 ? 4u : 0u) | (both && cpu < MGPU_CPU_OUT_TRY * (cpu + gpu) ? 8u : 0u) |
-                     (both && b->steal_ok && gpu < MGPU_GPU_OUT_TRY * (cpu + gpu) ? 1u << MGPU_RESERVE_GPUS_OUT : 0u);
+  unsigned offered = MGPU_RESERVE_BIT(MGPU_RESERVE_ALL_IN) | MGPU_RESERVE_BIT(MGPU_RESERVE_QUARTER_OUT);
+  if (out[MGPU_RESERVE_HALF_OUT] > 0) offered |= MGPU_RESERVE_BIT(MGPU_RESERVE_HALF_OUT);
+  if (both && cpu < MGPU_CPU_OUT_TRY * (cpu + gpu)) offered |= MGPU_RESERVE_BIT(MGPU_RESERVE_CPUS_OUT);
+  if (both && b->steal_ok && gpu < MGPU_GPU_OUT_TRY * (cpu + gpu)) offered |= MGPU_RESERVE_BIT(MGPU_RESERVE_GPUS_OUT);
   bool record;
   int level = mgpu__reserve_pick(b->model, b->desc.n, offered, &record);
   b->nreserve = out[level];
@@ -371,7 +332,7 @@ bool mgpu__plan_split(mgpu_runtime_t *rt, mgpu__batch_t *b, size_t *share) {
     return false;
   }
   /* By predicted completion: each worker's latency counts against its share
-   * (static mode splits by the ratio alone, as the older runtimes do). */
+   * (static mode splits by the ratio alone). */
   double *latency = NULL, *peak = NULL;
   if (b->steal_ok) {
     latency = calloc(2 * (size_t)rt->nworkers, sizeof *latency);

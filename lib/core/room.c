@@ -18,7 +18,7 @@ size_t mgpu__room_bytes_per_item(const mgpu_kernel_t *k) {
 
 size_t mgpu__room_cap(mgpu__room_t *r, const mgpu_kernel_t *k) {
   size_t per = mgpu__room_bytes_per_item(k);
-  size_t cap = atomic_load(&r->slot_bytes) / (per + (size_t)(3 * MGPU_ALIGN_DEV) / 8 + 1);
+  size_t cap = atomic_load(&r->slot_bytes) / (per + MGPU_ROOM_PAD_PER_ITEM);
   if (r->max_batch && cap > r->max_batch) cap = r->max_batch;
   if (cap < 1) cap = 1;
   atomic_store(&r->cap_items, cap);

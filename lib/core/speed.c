@@ -56,17 +56,10 @@ double mgpu__worker_speed(const mgpu__batch_t *b, int wi) {
   if (w->kind == MGPU_WORKER_GPU && !gpu_runs(b, w)) return 0;
   const mgpu__model_t *m = b->model;
   double s = atomic_load_explicit(&m->speed[wi], memory_order_relaxed);
-  /* The CPU workers are alike cores of one team: they share the team's
-   * rate. A worker's own items/s reflects which items it happened to take
-   * (items differ in cost), and judged by it a core that once took dear items
-   * would look slow, get a small share and never steal back. The team's rate
-   * is its items over its seconds, summed over the workers' recent chunks:
-   * where cores differ in speed, that is the mean of their rates; where
-   * items differ in cost, the dear items' time counts in full. The rates'
-   * plain mean counts a worker that ran dear rows of an image at 3 items/s
-   * no more than one that ran cheap rows at 30,000, and gave the team a share
-   * of dear rows it needed seconds for beside a GPU that did the batch in
-   * 38 ms. */
+  /* The CPU workers are alike cores of one team and share its rate: its items
+   * over its seconds, summed over their recent chunks, so that dear items
+   * count in full. A worker's own rate reflects which items it happened to
+   * take, and a core that once took dear ones would never steal back. */
   if (s > 0 && w->kind == MGPU_WORKER_GPU && atomic_load_explicit(&m->known[wi], memory_order_relaxed)) return s;
   /* A CPU worker, or a GPU whose fit is not known: the mean of measured
    * workers of the same kind (known GPUs only), else convert through the
@@ -93,11 +86,9 @@ double mgpu__worker_speed(const mgpu__batch_t *b, int wi) {
     return 1.0;
   }
   /* A GPU still growing its chunks is no slower than the prior: its small
-   * first chunks show its latency more than its rate. Not on a batch within
-   * its largest size class, though, beside measured CPU workers: there its
-   * fit has timed chunks as large as anything the batch can give it, and
-   * the prior (a ratio of full-width throughputs) would rate a launch-bound
-   * kernel's GPU far above the CPU workers that finish the batch sooner. */
+   * first chunks show its latency more than its rate. Beside measured CPU
+   * workers, on a batch within its largest size class, its fit has timed
+   * every share the batch can give it, and its own speed stands. */
   if (s > 0 && ncpu && within_reach(b, wi)) return s;
   double prior = ngpu ? gpu / ngpu : ncpu ? cpu * ratio : ratio;
   return MGPU_MAX(s, prior);
@@ -130,11 +121,9 @@ double mgpu__start_cost(const mgpu_runtime_t *rt) {
 void mgpu__start_cost_learn(mgpu_runtime_t *rt, double s) {
   if (!(s >= 0)) return;
   /* A start far over the mean (a worker descheduled, or finishing a staging
-   * copy it helped with) counts as MGPU_FIT_CLIP times the mean at most, as
-   * a stalled chunk does in a fit: one such start would otherwise keep the
-   * CPU workers out of short batches for many batches after it. A start
-   * that stays longer still raises the mean, by that factor's share a
-   * sample. */
+   * copy) counts as MGPU_FIT_CLIP times the mean at most, as a stalled chunk
+   * does in a fit: one would otherwise keep the CPU workers out of short
+   * batches for many batches. A start that stays longer still raises it. */
   double old = atomic_load_explicit(&rt->start_cost, memory_order_relaxed), next;
   do next = old > 0 ? old + MGPU_TEAM_START_WEIGHT * (MGPU_MIN(s, MGPU_FIT_CLIP * old) - old) : s;
   while (!atomic_compare_exchange_weak_explicit(&rt->start_cost, &old, next, memory_order_relaxed,
@@ -187,12 +176,11 @@ void mgpu__gpu_groups(const mgpu_runtime_t *rt, int *group) {
 
 double mgpu__cpu_items_cost(const mgpu__batch_t *b, int wi, double busy, size_t done, double calls_s) {
   if (done == 0) return 0;
-  /* No less than the worker's line gives an item, nor than a tenth of the
-   * time over the items: a cost per call learnt on other items may be more
-   * than these ones had. */
+  /* No less than the worker's line gives an item, nor than
+   * MGPU_ITEM_COST_MIN_SHARE of the time over the items. */
   double peak = atomic_load_explicit(&b->model->peak[wi], memory_order_relaxed);
   double net = busy - calls_s;
-  net = MGPU_MAX(net, MGPU_MAX(peak > 0 ? (double)done / peak : 0, 0.1 * busy));
+  net = MGPU_MAX(net, MGPU_MAX(peak > 0 ? (double)done / peak : 0, MGPU_ITEM_COST_MIN_SHARE * busy));
   return net / (double)done;
 }
 

@@ -1,11 +1,9 @@
 /*
- * task.c: device tasks, the runtime's way of running work on given GPUs from
- * their own host threads (collectives, split arrays, device memory). A task is
- * an event like a batch: it waits for dependencies, other batches and tasks may
- * depend on it, and mgpu_event_wait reports it. This file holds the task
- * object and the posting of a phase's parts to each GPU's queue, from which
- * the GPU's host thread takes them (gpu_worker.c); a task's phases advance in
- * lifecycle.c.
+ * task.c: device tasks, work run on given GPUs from their own host threads
+ * (collectives, split arrays, device memory), each an event like a batch's.
+ * Here: the task object, and the posting of a phase's parts to each GPU's
+ * queue, which its host thread takes them from (gpu_worker.c); a task's phases
+ * advance in lifecycle.c.
  */
 #include "core/core.h"
 

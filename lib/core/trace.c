@@ -16,11 +16,9 @@
 #include <unistd.h>
 
 /* The live runtimes that trace, linked through rt->trace_next, so that two
- * never write one file: each writes the whole file at its mgpu_finalize, and
- * a second writer would interleave with the first or leave the tail of a
- * longer trace behind its own. A file is known by its device and inode, which
- * every name of it shares (a hard link, a path spelled another way); its open
- * descriptor keeps the inode from being reused while the runtime lives. */
+ * never write one file (each writes the whole file at its mgpu_finalize). A
+ * file is known by its device and inode, which every name of it shares; its
+ * open descriptor keeps the inode from being reused while the runtime lives. */
 static pthread_mutex_t tracing_lock = PTHREAD_MUTEX_INITIALIZER; /* MGPU_LK_LEAF */
 static mgpu_runtime_t *tracing;                                  /* tracing_lock */
 
@@ -177,6 +175,10 @@ static void meta(FILE *f, bool *first, int pid, int tid, const char *what, const
 static const char *const kind_name[] = {"chunk", "h2d", "kernel",  "d2h",   "issue",   "steal",
                                         "retry", "alloc", "pin",   "unstage", "batch", "handback"};
 
+/* The trace's processes: the CPU workers, the GPU host threads, then GPU g's
+ * streams at PID_STREAMS + g, and the batches after the last GPU's. */
+enum { PID_CPU = 1, PID_HOST = 2, PID_STREAMS = 3 };
+
 static void write_event(FILE *f, const mgpu_runtime_t *rt, const mgpu__tev_t *ev, int pid, int tid) {
   double ts = 1e6 * (ev->t0 - rt->t_init), dur = 1e6 * (ev->t1 - ev->t0);
   bool instant = ev->kind == MGPU_TEV_STEAL || ev->kind == MGPU_TEV_RETRY || ev->kind == MGPU_TEV_HANDBACK;
@@ -216,7 +218,7 @@ static void write_batches(FILE *f, bool *first, mgpu_runtime_t *rt) {
   enum { LANES = 64 };
   double lane_end[LANES];
   int nlanes = 0;
-  const int pid = 3 + rt->ngpus;
+  const int pid = PID_STREAMS + rt->ngpus;
   meta(f, first, pid, 0, "process_name", "Batches");
   fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"process_sort_index\",\"args\":{\"sort_index\":-1}}", pid);
   for (size_t e = 0; e < rt->nbtrace; e++) {
@@ -235,46 +237,57 @@ static void write_batches(FILE *f, bool *first, mgpu_runtime_t *rt) {
   }
 }
 
+/* The names of the trace's processes and of the workers' tracks. */
+static void write_tracks(FILE *f, bool *first, const mgpu_runtime_t *rt) {
+  meta(f, first, PID_CPU, 0, "process_name", "CPU workers");
+  meta(f, first, PID_HOST, 0, "process_name", "GPU host threads");
+  for (int i = 0; i < rt->nworkers; i++) {
+    char name[64];
+    const mgpu__worker_t *w = &rt->workers[i];
+    if (w->kind == MGPU_WORKER_CPU) {
+      snprintf(name, sizeof name, "CPU worker %d", i);
+      meta(f, first, PID_CPU, i, "thread_name", name);
+    } else {
+      snprintf(name, sizeof name, "GPU %d (device %d) host thread", w->gpu, rt->gpu_index[w->gpu]);
+      meta(f, first, PID_HOST, w->gpu, "thread_name", name);
+      snprintf(name, sizeof name, "GPU %d (device %d) streams", w->gpu, rt->gpu_index[w->gpu]);
+      meta(f, first, PID_STREAMS + w->gpu, 0, "process_name", name);
+      for (int s = 0; s < rt->cfg.v.streams_per_gpu; s++) {
+        snprintf(name, sizeof name, "stream %d", s);
+        meta(f, first, PID_STREAMS + w->gpu, s, "thread_name", name);
+      }
+    }
+  }
+}
+
+/* Every worker's events on its track; returns the events they dropped. */
+static uint64_t write_workers(FILE *f, const mgpu_runtime_t *rt) {
+  uint64_t dropped = 0;
+  for (int i = 0; i < rt->nworkers; i++) {
+    const mgpu__worker_t *w = &rt->workers[i];
+    dropped += w->trace_dropped;
+    for (size_t e = 0; e < w->ntrace; e++) {
+      const mgpu__tev_t *ev = &w->trace[e];
+      if (w->kind == MGPU_WORKER_CPU) write_event(f, rt, ev, PID_CPU, i);
+      else if (ev->stream >= 0) write_event(f, rt, ev, PID_STREAMS + w->gpu, ev->stream);
+      else write_event(f, rt, ev, PID_HOST, w->gpu);
+    }
+  }
+  return dropped;
+}
+
 mgpu_status_t mgpu__trace_close(mgpu_runtime_t *rt) {
   if (!rt->trace_fp) return MGPU_OK;
   FILE *f = rt->trace_fp;
   bool first = true;
-  uint64_t dropped = rt->btrace_dropped;
   /* A device or a pipe has no length to cut. */
   struct stat sb;
   int cut = fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) ? ftruncate(fileno(f), 0) : 0;
   int cut_err = cut ? errno : 0;
   fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", f);
-  meta(f, &first, 1, 0, "process_name", "CPU workers");
-  meta(f, &first, 2, 0, "process_name", "GPU host threads");
-  for (int i = 0; i < rt->nworkers; i++) {
-    char name[64];
-    mgpu__worker_t *w = &rt->workers[i];
-    if (w->kind == MGPU_WORKER_CPU) {
-      snprintf(name, sizeof name, "CPU worker %d", i);
-      meta(f, &first, 1, i, "thread_name", name);
-    } else {
-      snprintf(name, sizeof name, "GPU %d (device %d) host thread", w->gpu, rt->gpu_index[w->gpu]);
-      meta(f, &first, 2, w->gpu, "thread_name", name);
-      snprintf(name, sizeof name, "GPU %d (device %d) streams", w->gpu, rt->gpu_index[w->gpu]);
-      meta(f, &first, 3 + w->gpu, 0, "process_name", name);
-      for (int s = 0; s < rt->cfg.v.streams_per_gpu; s++) {
-        snprintf(name, sizeof name, "stream %d", s);
-        meta(f, &first, 3 + w->gpu, s, "thread_name", name);
-      }
-    }
-  }
+  write_tracks(f, &first, rt);
   write_batches(f, &first, rt);
-  for (int i = 0; i < rt->nworkers; i++) {
-    mgpu__worker_t *w = &rt->workers[i];
-    dropped += w->trace_dropped;
-    for (size_t e = 0; e < w->ntrace; e++) {
-      const mgpu__tev_t *ev = &w->trace[e];
-      if (w->kind == MGPU_WORKER_CPU) write_event(f, rt, ev, 1, i);
-      else if (ev->stream >= 0) write_event(f, rt, ev, 3 + w->gpu, ev->stream);
-      else write_event(f, rt, ev, 2, w->gpu);
-    }
-  }
+  uint64_t dropped = rt->btrace_dropped + write_workers(f, rt);
   fputs("\n]}\n", f);
   /* A full disk shows at the last flush or only as the stream's error flag. */
   int werr = cut_err ? cut_err : ferror(f) ? (errno ? errno : EIO) : 0;

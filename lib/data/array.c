@@ -1,11 +1,9 @@
 /*
  * array.c: device memory, and arrays split across the GPUs and the host by
  * shares (mgpu_array_*). Every device operation is a task run by the GPU's own
- * host thread (task.c); the host part is handled by the calling thread or the
- * CPU workers at the same time. On a runtime across MPI ranks an array is
- * this rank's part of one of n elements over all ranks (dist_array.c): it
- * starts at element `base`, which parts, copies to and from the host and
- * chunk->first count in.
+ * host thread (task.c), the host part meanwhile by the caller or the CPU
+ * workers. Across MPI ranks an array is this rank's part, from element `base`,
+ * in which its parts, host copies and chunk->first count (dist_array.c).
  */
 #include "data/data.h"
 
@@ -237,17 +235,11 @@ static void free_array(mgpu_array_t *a) {
   free(a);
 }
 
-mgpu_status_t mgpu__array_create(mgpu_runtime_t *rt, size_t n, size_t base, size_t elem_size, int nshares,
-                                 const double *shares, mgpu_array_t **a_p) {
-  const char *fn = "mgpu_array_create";
-  mgpu_status_t st = mgpu__check_rt(rt, fn);
-  if (st != MGPU_OK) return st;
-  if (!a_p) return mgpu__fail(MGPU_EINVAL, "%s: a_p is NULL", fn);
-  if (elem_size == 0) return mgpu__fail(MGPU_EINVAL, "%s: elem_size is 0", fn);
-  if (n > SIZE_MAX / elem_size)
-    return mgpu__fail(MGPU_EINVAL, "%s: %zu elements of %zu bytes overflow size_t", fn, n, elem_size);
+/* The shares an array is split by: the caller's, else MGPU_TENSOR_SPLIT's,
+ * else equal ones over the GPUs (eq holds them), checked: *sh_p and *k_p. */
+static mgpu_status_t pick_shares(const mgpu_runtime_t *rt, const char *fn, const double *shares, int nshares,
+                                 double *eq, const double **sh_p, int *k_p) {
   char why[256];
-  double eq[MGPU_MAX_DEVICES + 1];
   const double *sh = shares;
   int k = nshares;
   const char *what = "shares";
@@ -270,7 +262,24 @@ mgpu_status_t mgpu__array_create(mgpu_runtime_t *rt, size_t n, size_t base, size
                                    "(GPUs, then the host)", fn, what, k, k == 1 ? "y" : "ies", rt->ngpus,
                       rt->ngpus == 1 ? "" : "s", rt->ngpus, rt->ngpus + 1);
   if (mgpu__check_ratios(sh, k, why, sizeof why) != 0) return mgpu__fail(MGPU_EINVAL, "%s: %s: %s", fn, what, why);
+  *sh_p = sh;
+  *k_p = k;
+  return MGPU_OK;
+}
 
+mgpu_status_t mgpu__array_create(mgpu_runtime_t *rt, size_t n, size_t base, size_t elem_size, int nshares,
+                                 const double *shares, mgpu_array_t **a_p) {
+  const char *fn = "mgpu_array_create";
+  mgpu_status_t st = mgpu__check_rt(rt, fn);
+  if (st != MGPU_OK) return st;
+  if (!a_p) return mgpu__fail(MGPU_EINVAL, "%s: a_p is NULL", fn);
+  if (elem_size == 0) return mgpu__fail(MGPU_EINVAL, "%s: elem_size is 0", fn);
+  if (n > SIZE_MAX / elem_size)
+    return mgpu__fail(MGPU_EINVAL, "%s: %zu elements of %zu bytes overflow size_t", fn, n, elem_size);
+  double eq[MGPU_MAX_DEVICES + 1];
+  const double *sh = NULL;
+  int k = 0;
+  if ((st = pick_shares(rt, fn, shares, nshares, eq, &sh, &k)) != MGPU_OK) return st;
   mgpu_array_t *a = calloc(1, sizeof *a);
   if (!a) return mgpu__fail(MGPU_ENOMEM, "%s: out of memory", fn);
   a->rt = rt;
@@ -490,17 +499,10 @@ static mgpu_status_t array_batch_in(const char *fn, const mgpu_array_batch_t *us
   return st;
 }
 
-MGPU_API mgpu_status_t mgpu_array_run(mgpu_runtime_t *rt, const mgpu_array_batch_t *user, mgpu_stats_t *stats) {
-  const char *fn = "mgpu_array_run";
-  mgpu_status_t st = mgpu__check_rt(rt, fn);
-  if (st != MGPU_OK) return st;
-  if (!user) return mgpu__fail(MGPU_EINVAL, "%s: batch is NULL", fn);
-  mgpu_array_batch_t batch;
-  mgpu_kernel_t kernel;
-  if ((st = array_batch_in(fn, user, &batch, &kernel)) != MGPU_OK) return st;
-  mgpu__stats_ref_t ref;
-  if ((st = mgpu__stats_ref(fn, stats, &ref)) != MGPU_OK) return st;
-  const mgpu_array_batch_t *ab = &batch;
+/* mgpu_array_run's checks of batch ab and its kernel; *first_p: its first
+ * array, which every other one matches in length and split. */
+static mgpu_status_t check_run(mgpu_runtime_t *rt, const char *fn, const mgpu_array_batch_t *ab,
+                               const mgpu_array_t **first_p) {
   const mgpu_kernel_t *k = ab->kernel;
   const char *name = k->name ? k->name : "(unnamed)";
   if (!k->cpu) return mgpu__fail(MGPU_EINVAL, "%s: kernel '%s' has no cpu function (it is required)", fn, name);
@@ -514,6 +516,7 @@ MGPU_API mgpu_status_t mgpu_array_run(mgpu_runtime_t *rt, const mgpu_array_batch
       return mgpu__fail(MGPU_EINVAL, "%s: batch->consts[%d] is not a live constant of this runtime", fn, i);
   if (ab->arg_size > 0 && !ab->arg) return mgpu__fail(MGPU_EINVAL, "%s: batch->arg is NULL with arg_size > 0", fn);
   const mgpu_array_t *first = k->nin ? ab->in[0] : ab->out[0];
+  mgpu_status_t st;
   for (int dir = 0; dir < 2; dir++)
     for (int i = 0; i < (dir ? k->nout : k->nin); i++) {
       const mgpu_array_t *x = dir ? ab->out[i] : ab->in[i];
@@ -530,6 +533,92 @@ MGPU_API mgpu_status_t mgpu_array_run(mgpu_runtime_t *rt, const mgpu_array_batch
         return mgpu__fail(MGPU_EINVAL, "%s: batch->%s[%d] differs from the first array in length or split", fn, what,
                           i);
     }
+  *first_p = first;
+  return MGPU_OK;
+}
+
+/* The GPUs' parts of the batch in op, one task on GPUs gpu[0..ng); a second
+ * phase gives the kernel's scratch back. */
+static mgpu_status_t submit_gpu_parts(mgpu_runtime_t *rt, const char *fn, const char *name, int ng, const int *gpu,
+                                      op_t *op, mgpu_event_t **gev) {
+  mgpu__task_t *t = mgpu__task_new(ng, gpu);
+  if (!t) return mgpu__fail(MGPU_ENOMEM, "%s: out of memory", fn);
+  t->nphases = op->kernel.scratch_per_item ? 2 : 1;
+  t->part = run_part;
+  t->arg = op;
+  return mgpu__task_submit(rt, t, name, 0, NULL, gev);
+}
+
+/* The host part of ab's arrays as a CPU-only batch of kernel hk (made from
+ * ab's, hw its argument; both outlive the batch): MGPU_OK with *hev NULL
+ * where the host part is empty. */
+static mgpu_status_t submit_host_part(mgpu_runtime_t *rt, const char *fn, const mgpu_array_batch_t *ab,
+                                      const mgpu_array_t *first, host_wrap_t *hw, mgpu_kernel_t *hk,
+                                      mgpu_event_t **hev) {
+  const mgpu_kernel_t *k = ab->kernel;
+  size_t hn = part_count(first, first->ngpus);
+  hk->gpu = NULL;
+  hk->cpu = host_wrap_cpu;
+  if (hn == 0) return MGPU_OK;
+  mgpu_batch_t hb = {
+      .size = sizeof hb, .kernel = hk, .n = hn, .nconsts = ab->nconsts, .arg = hw, .arg_size = sizeof *hw};
+  for (int i = 0; i < k->nin; i++) hb.in[i] = ab->in[i]->host;
+  for (int i = 0; i < k->nout; i++) hb.out[i] = ab->out[i]->host;
+  for (int i = 0; i < ab->nconsts; i++) hb.consts[i] = ab->consts[i];
+  return mgpu__node_submit(rt, fn, "batch->", &hb, hw->offset, 0, NULL, hev);
+}
+
+/* The GPUs' parts failed (event gev): the first GPU whose part failed, its
+ * items in the arrays' indices, into s and the message why. */
+static void gpu_failure(mgpu_event_t *gev, const mgpu_array_t *first, mgpu_stats_t *s, char *why, size_t len) {
+  const mgpu__task_t *t = ((mgpu__batch_t *)gev)->task;
+  int fg = 0;
+  while (fg < first->ngpus && !t->part_failed[fg]) fg++;
+  if (fg < first->ngpus) {
+    s->failed_first = first->base + first->bound[fg];
+    s->failed_count = part_count(first, fg);
+    snprintf(why, len, "%s (GPU %d's part: items %zu..%zu)", mgpu_last_error(), fg, s->failed_first,
+             s->failed_first + s->failed_count - 1);
+  } else {
+    snprintf(why, len, "%s", mgpu_last_error());
+  }
+}
+
+/* Wait for the host part's batch hev and add its figures to s and its
+ * workers' to ref's; its status. A kernel's failure there names its items
+ * where the GPUs' status st did not fail first. */
+static mgpu_status_t wait_host_part(mgpu_runtime_t *rt, mgpu_event_t *hev, mgpu_status_t st, mgpu_stats_t *s,
+                                    const mgpu__stats_ref_t *ref) {
+  mgpu_stats_t hs;
+  mgpu_worker_stats_t *hw_stats = ref->worker ? calloc((size_t)rt->nworkers, sizeof *hw_stats) : NULL;
+  mgpu__stats_ref_t href;
+  mgpu__stats_ref_own(&href, hw_stats, rt->nworkers);
+  mgpu_status_t hst = mgpu__event_wait(hev, &hs, &href);
+  s->items += hs.items;
+  s->chunks += hs.chunks;
+  if (hst == MGPU_EKERNEL && st == MGPU_OK) s->failed_first = hs.failed_first, s->failed_count = hs.failed_count;
+  s->nworkers = rt->nworkers;
+  for (int i = 0; hw_stats && i < rt->ncpu; i++) mgpu__stats_put_worker(ref, i, &hw_stats[i]);
+  free(hw_stats);
+  mgpu__node_event_release(hev);
+  return hst;
+}
+
+MGPU_API mgpu_status_t mgpu_array_run(mgpu_runtime_t *rt, const mgpu_array_batch_t *user, mgpu_stats_t *stats) {
+  const char *fn = "mgpu_array_run";
+  mgpu_status_t st = mgpu__check_rt(rt, fn);
+  if (st != MGPU_OK) return st;
+  if (!user) return mgpu__fail(MGPU_EINVAL, "%s: batch is NULL", fn);
+  mgpu_array_batch_t batch;
+  mgpu_kernel_t kernel;
+  if ((st = array_batch_in(fn, user, &batch, &kernel)) != MGPU_OK) return st;
+  mgpu__stats_ref_t ref;
+  if ((st = mgpu__stats_ref(fn, stats, &ref)) != MGPU_OK) return st;
+  const mgpu_array_batch_t *ab = &batch;
+  const mgpu_kernel_t *k = ab->kernel;
+  const char *name = k->name ? k->name : "(unnamed)";
+  const mgpu_array_t *first = NULL;
+  if ((st = check_run(rt, fn, ab, &first)) != MGPU_OK) return st;
   int gpu[MGPU_MAX_DEVICES];
   int ng = gpus_with_parts(first, gpu);
   /* Emulated devices run the CPU function in place of the GPU one, but only
@@ -537,7 +626,6 @@ MGPU_API mgpu_status_t mgpu_array_run(mgpu_runtime_t *rt, const mgpu_array_batch
   if (ng > 0 && !k->gpu)
     return mgpu__fail(MGPU_ENOTSUP, "%s: kernel '%s' has no GPU function but GPU %d holds a part of its arrays", fn,
                       name, gpu[0]);
-
   if (part_count(first, first->ngpus) > 0 && rt->ncpu == 0)
     return mgpu__fail(MGPU_ENOTSUP, "%s: the host part holds %zu elements but the runtime has no CPU workers "
                                     "(MGPU_NUM_THREADS=0)", fn, part_count(first, first->ngpus));
@@ -547,66 +635,19 @@ MGPU_API mgpu_status_t mgpu_array_run(mgpu_runtime_t *rt, const mgpu_array_batch
   op->batch = ab;
   op->kernel = *k;
   mgpu_event_t *gev = NULL, *hev = NULL;
-  if (ng > 0) {
-    mgpu__task_t *t = mgpu__task_new(ng, gpu);
-    if (!t) {
-      free(op);
-      return mgpu__fail(MGPU_ENOMEM, "%s: out of memory", fn);
-    }
-    t->nphases = k->scratch_per_item ? 2 : 1;
-    t->part = run_part;
-    t->arg = op;
-    if ((st = mgpu__task_submit(rt, t, name, 0, NULL, &gev)) != MGPU_OK) {
-      free(op);
-      return st;
-    }
+  if (ng > 0 && (st = submit_gpu_parts(rt, fn, name, ng, gpu, op, &gev)) != MGPU_OK) {
+    free(op);
+    return st;
   }
-  size_t hn = part_count(first, first->ngpus);
-  mgpu_status_t hst = MGPU_OK;
   host_wrap_t hw = {k, ab->arg, first->base + first->bound[first->ngpus]};
   mgpu_kernel_t hk = *k;
-  hk.gpu = NULL;
-  hk.cpu = host_wrap_cpu;
-  if (hn > 0) {
-    mgpu_batch_t hb = {
-        .size = sizeof hb, .kernel = &hk, .n = hn, .nconsts = ab->nconsts, .arg = &hw, .arg_size = sizeof hw};
-    for (int i = 0; i < k->nin; i++) hb.in[i] = ab->in[i]->host;
-    for (int i = 0; i < k->nout; i++) hb.out[i] = ab->out[i]->host;
-    for (int i = 0; i < ab->nconsts; i++) hb.consts[i] = ab->consts[i];
-    hst = mgpu__node_submit(rt, fn, "batch->", &hb, hw.offset, 0, NULL, &hev);
-  }
+  mgpu_status_t hst = submit_host_part(rt, fn, ab, first, &hw, &hk, &hev);
   mgpu_stats_t s;
   char gwhy[512] = "";
   if (gev) st = mgpu__event_wait(gev, &s, &ref);
   else stats_from(NULL, &s, &ref);
-  if (st != MGPU_OK) {
-    /* The first GPU whose part failed, its part in the arrays' indices. */
-    const mgpu__task_t *t = ((mgpu__batch_t *)gev)->task;
-    int fg = 0;
-    while (fg < first->ngpus && !t->part_failed[fg]) fg++;
-    if (fg < first->ngpus) {
-      s.failed_first = first->base + first->bound[fg];
-      s.failed_count = part_count(first, fg);
-      snprintf(gwhy, sizeof gwhy, "%s (GPU %d's part: items %zu..%zu)", mgpu_last_error(), fg, s.failed_first,
-               s.failed_first + s.failed_count - 1);
-    } else {
-      snprintf(gwhy, sizeof gwhy, "%s", mgpu_last_error());
-    }
-  }
-  if (hev) {
-    mgpu_stats_t hs;
-    mgpu_worker_stats_t *hw_stats = ref.worker ? calloc((size_t)rt->nworkers, sizeof *hw_stats) : NULL;
-    mgpu__stats_ref_t href;
-    mgpu__stats_ref_own(&href, hw_stats, rt->nworkers);
-    hst = mgpu__event_wait(hev, &hs, &href);
-    s.items += hs.items;
-    s.chunks += hs.chunks;
-    if (hst == MGPU_EKERNEL && st == MGPU_OK) s.failed_first = hs.failed_first, s.failed_count = hs.failed_count;
-    s.nworkers = rt->nworkers;
-    for (int i = 0; hw_stats && i < rt->ncpu; i++) mgpu__stats_put_worker(&ref, i, &hw_stats[i]);
-    free(hw_stats);
-    mgpu__node_event_release(hev);
-  }
+  if (st != MGPU_OK) gpu_failure(gev, first, &s, gwhy, sizeof gwhy);
+  if (hev) hst = wait_host_part(rt, hev, st, &s, &ref);
   s.wall_s = mgpu__now() - t0;
   if (st == MGPU_OK) s.status = hst;
   if (stats) mgpu__stats_put(&ref, &s);
@@ -619,8 +660,6 @@ MGPU_API mgpu_status_t mgpu_array_run(mgpu_runtime_t *rt, const mgpu_array_batch
 
 /* ------------------------------------------------------------ sum */
 
-#define HOST_SEGMENT ((size_t)1 << 20)
-
 typedef struct {
   const char *data;
   size_t n, elem;
@@ -632,7 +671,7 @@ static int host_sum_seg(void *arg, size_t first, size_t count) {
   host_sum_t *h = arg;
   mgpu__sum_arg_t sa = {h->is_double};
   for (size_t s = first; s < first + count; s++) {
-    size_t lo = s * HOST_SEGMENT, len = MGPU_MIN(HOST_SEGMENT, h->n - lo);
+    size_t lo = s * MGPU_SUM_SEGMENT, len = MGPU_MIN(MGPU_SUM_SEGMENT, h->n - lo);
     const void *in[1] = {h->data + lo * h->elem};
     void *out[1] = {&h->partial[s]};
     mgpu_chunk_t c = {.in = in, .out = out, .arg = &sa, .count = len};
@@ -656,10 +695,48 @@ static int sum_part(mgpu__task_t *t, const mgpu__devcall_t *dc, int phase) {
   size_t n = part_count(op->a, g);
   const void *in[1] = {op->a->dev[g]};
   void *out[1] = {op->dev[g]};
-  mgpu_chunk_t c = {.in = in, .out = out, .arg = &op->sum_arg, .scratch = (char *)op->dev[g] + 64, .first = 0,
+  mgpu_chunk_t c = {.in = in, .out = out, .arg = &op->sum_arg, .scratch = (char *)op->dev[g] + MGPU_SUM_HEAD_BYTES, .first = 0,
                     .count = n, .stream = dc->stream, .worker = dc->rt->ncpu + g};
   t->items[g] = n;
   return dc->ops->launch(dc->ctx, &mgpu__sum_kernel, &c, dc->stream);
+}
+
+/* The sum of a's host part into *host (0 where it is empty), in segments on
+ * the CPU workers, or on this thread where the runtime has none. */
+static mgpu_status_t host_part_sum(mgpu_runtime_t *rt, const char *fn, const mgpu_array_t *a, mgpu_dtype_t dt,
+                                   double *host) {
+  size_t hn = part_count(a, a->ngpus);
+  if (hn == 0) return MGPU_OK;
+  mgpu_status_t st;
+  size_t nseg = (hn + MGPU_SUM_SEGMENT - 1) / MGPU_SUM_SEGMENT;
+  host_sum_t h = {a->host, hn, a->elem, dt == MGPU_FLOAT64, calloc(nseg, sizeof(double))};
+  if (!h.partial) st = mgpu__fail(MGPU_ENOMEM, "%s: out of memory", fn);
+  else if (rt->ncpu > 0) st = mgpu_parallel_for(rt, nseg, host_sum_seg, &h);
+  else st = host_sum_seg(&h, 0, nseg) ? MGPU_EKERNEL : MGPU_OK;
+  if (st == MGPU_OK) *host = pairwise(h.partial, nseg);
+  free(h.partial);
+  return st;
+}
+
+/* The sum of the GPUs' partial sums (in op's buffers) into *gsum: an
+ * all-reduce among this process's GPUs, or, where the collectives span the
+ * GPUs of every rank, this rank's partials added here in GPU order. */
+static mgpu_status_t gpu_parts_sum(mgpu_runtime_t *rt, const mgpu_array_t *a, const op_t *op, double *gsum) {
+  mgpu_status_t st = MGPU_OK;
+  if (rt->coll_ranks > 1) {
+    for (int g = 0; g < a->ngpus && st == MGPU_OK; g++) {
+      double p = 0;
+      st = mgpu_memcpy_from_device(rt, g, &p, op->dev[g], sizeof p);
+      *gsum += p;
+    }
+    return st;
+  }
+  void *buf[MGPU_MAX_DEVICES];
+  for (int g = 0; g < a->ngpus; g++) buf[g] = op->dev[g];
+  st = mgpu__node_collective(rt, MGPU__COLL_ALLREDUCE, (const void *const *)buf, buf, 1, MGPU_FLOAT64, MGPU_OP_SUM, 0,
+                             0, NULL, NULL, false);
+  if (st == MGPU_OK) st = mgpu_memcpy_from_device(rt, 0, gsum, op->dev[0], sizeof *gsum);
+  return st;
 }
 
 mgpu_status_t mgpu__array_sum(mgpu_array_t *a, mgpu_dtype_t dt, double *sum) {
@@ -675,7 +752,7 @@ mgpu_status_t mgpu__array_sum(mgpu_array_t *a, mgpu_dtype_t dt, double *sum) {
   if (a->ngpus > 0 && !mgpu__sum_kernel.gpu && !rt->dev->emulated)
     return mgpu__fail(MGPU_ENOTSUP, "%s: this build has no GPU sum kernel", fn);
   mgpu_status_t st = MGPU_OK;
-  op_t op = {.a = a, .bytes = 64 + MGPU__SUM_SCRATCH_BYTES, .sum_arg = {dt == MGPU_FLOAT64}};
+  op_t op = {.a = a, .bytes = MGPU_SUM_HEAD_BYTES + MGPU__SUM_SCRATCH_BYTES, .sum_arg = {dt == MGPU_FLOAT64}};
   int all[MGPU_MAX_DEVICES];
   for (int g = 0; g < a->ngpus; g++) all[g] = g;
   mgpu_event_t *ev = NULL;
@@ -686,38 +763,15 @@ mgpu_status_t mgpu__array_sum(mgpu_array_t *a, mgpu_dtype_t dt, double *sum) {
     if ((st = on_gpus(rt, fn, a->ngpus, all, 1, sum_part, &op, &ev)) != MGPU_OK) goto out;
   }
   /* The host part meanwhile, on the CPU workers (or this thread). */
-  size_t hn = part_count(a, a->ngpus);
   double host = 0;
-  if (hn > 0) {
-    size_t nseg = (hn + HOST_SEGMENT - 1) / HOST_SEGMENT;
-    host_sum_t h = {a->host, hn, a->elem, dt == MGPU_FLOAT64, calloc(nseg, sizeof(double))};
-    if (!h.partial) st = mgpu__fail(MGPU_ENOMEM, "%s: out of memory", fn);
-    else if (rt->ncpu > 0) st = mgpu_parallel_for(rt, nseg, host_sum_seg, &h);
-    else st = host_sum_seg(&h, 0, nseg) ? MGPU_EKERNEL : MGPU_OK;
-    if (st == MGPU_OK) host = pairwise(h.partial, nseg);
-    free(h.partial);
-  }
+  st = host_part_sum(rt, fn, a, dt, &host);
   if (ev) {
     mgpu_status_t gst = mgpu__node_event_wait(ev, NULL);
     mgpu__node_event_release(ev);
     if (st == MGPU_OK) st = gst;
   }
   double gsum = 0;
-  if (st == MGPU_OK && a->ngpus > 0 && rt->coll_ranks > 1) {
-    /* The collectives span the GPUs of every rank: this rank's partial sums
-     * are added here, in GPU order. */
-    for (int g = 0; g < a->ngpus && st == MGPU_OK; g++) {
-      double p = 0;
-      st = mgpu_memcpy_from_device(rt, g, &p, op.dev[g], sizeof p);
-      gsum += p;
-    }
-  } else if (st == MGPU_OK && a->ngpus > 0) {
-    void *buf[MGPU_MAX_DEVICES];
-    for (int g = 0; g < a->ngpus; g++) buf[g] = op.dev[g];
-    st = mgpu__node_collective(rt, MGPU__COLL_ALLREDUCE, (const void *const *)buf, buf, 1, MGPU_FLOAT64, MGPU_OP_SUM, 0,
-                                0, NULL, NULL, false);
-    if (st == MGPU_OK) st = mgpu_memcpy_from_device(rt, 0, &gsum, op.dev[0], sizeof gsum);
-  }
+  if (st == MGPU_OK && a->ngpus > 0) st = gpu_parts_sum(rt, a, &op, &gsum);
   if (st == MGPU_OK) *sum = gsum + host;
 out:
   if (a->ngpus > 0) {

@@ -1,14 +1,9 @@
 /*
- * coll.c: collectives over the runtime's GPUs. With NCCL (coll_nccl.c) each
- * GPU's host thread enqueues its rank's call on its task stream; the
- * communicators are created on first use and destroyed at finalize. Without
- * NCCL (a build without it, or emulated devices) the same calls go through
- * host memory: every GPU copies its buffer out, one thread combines them, and
- * every GPU copies its result back. On a runtime across MPI ranks the NCCL
- * communicators span the GPUs of every rank: the ranks' layer (dist_coll.c)
- * makes them and hands them over (mgpu__coll_adopt), and GPUs, roots and
- * sizes are numbered over all ranks (rt->coll_gpu_total, coll_gpu_base);
- * without NCCL that layer combines the ranks' results through MPI itself.
+ * coll.c: collectives over the runtime's GPUs, each GPU's part a task part on
+ * its task stream: an NCCL call (the communicators made on first use, under
+ * coll_lock), or without NCCL copies through host memory, combined by one
+ * thread between two phases. Across MPI ranks dist_coll.c makes the
+ * communicators (mgpu__coll_adopt), and GPUs and roots count over all ranks.
  */
 #include "data/data.h"
 
@@ -41,12 +36,12 @@ MGPU_API size_t mgpu_dtype_size(mgpu_dtype_t t) {
 
 MGPU_API const char *mgpu_dtype_name(mgpu_dtype_t t) {
   static const char *const names[] = {"i32", "i64", "u64", "f32", "f64"};
-  return (unsigned)t < 5 ? names[t] : "?";
+  return (unsigned)t < sizeof names / sizeof *names ? names[t] : "?";
 }
 
 MGPU_API const char *mgpu_redop_name(mgpu_redop_t op) {
   static const char *const names[] = {"sum", "prod", "min", "max"};
-  return (unsigned)op < 4 ? names[op] : "?";
+  return (unsigned)op < sizeof names / sizeof *names ? names[op] : "?";
 }
 
 MGPU_API const char *mgpu_collectives_backend(const mgpu_runtime_t *rt) {
@@ -222,15 +217,11 @@ mgpu_status_t mgpu__coll_check_buffers(mgpu_runtime_t *rt, const char *fn, int k
   return MGPU_OK;
 }
 
-mgpu_status_t mgpu__node_collective(mgpu_runtime_t *rt, int kind, const void *const *send, void *const *recv,
-                                    size_t count, mgpu_dtype_t dt, mgpu_redop_t op, int root, size_t ndeps,
-                                    mgpu_event_t *const *deps, mgpu_event_t **done_p, bool async) {
-  const char *fn = coll_names[kind];
-  char afn[40];
-  if (async) {
-    snprintf(afn, sizeof afn, "%s_async", fn);
-    fn = afn;
-  }
+/* The checks of a collective of the given kind, fn its name in messages:
+ * MGPU_OK where it can run. */
+static mgpu_status_t check_call(mgpu_runtime_t *rt, const char *fn, int kind, const void *const *send,
+                                void *const *recv, size_t count, mgpu_dtype_t dt, mgpu_redop_t op, int root,
+                                size_t ndeps, mgpu_event_t *const *deps, mgpu_event_t **done_p, bool async) {
   mgpu_status_t st = mgpu__check_rt(rt, fn);
   if (st != MGPU_OK) return st;
   if (async && !done_p) return mgpu__fail(MGPU_EINVAL, "%s: done_p is NULL", fn);
@@ -247,41 +238,29 @@ mgpu_status_t mgpu__node_collective(mgpu_runtime_t *rt, int kind, const void *co
   if (kind == MGPU__COLL_BROADCAST && (root < 0 || root >= total))
     return mgpu__fail(MGPU_EINVAL, "%s: root %d is not a GPU of the runtime: expected 0..%d", fn, root, total - 1);
   if (!send || !recv) return mgpu__fail(MGPU_EINVAL, "%s: %s is NULL", fn, send ? "recv" : "send");
-  size_t in_elems = kind == MGPU__COLL_REDUCE_SCATTER ? count * (size_t)total : count;
   if (count > SIZE_MAX / es / (size_t)total / 2)
     return mgpu__fail(MGPU_EINVAL, "%s: count %zu of %zu-byte elements overflows size_t", fn, count, es);
-  if ((st = mgpu__coll_check_buffers(rt, fn, kind, send, recv, count, dt, root)) != MGPU_OK) return st;
-  bool nccl = mgpu__coll_uses_nccl(rt);
-  if (nccl && (st = ensure_comms(rt, fn)) != MGPU_OK) return st;
+  return mgpu__coll_check_buffers(rt, fn, kind, send, recv, count, dt, root);
+}
 
-  coll_t *c = calloc(1, sizeof *c);
+/* The task of a collective whose call c describes (the task owns it): through
+ * NCCL, or through host memory in two phases (every GPU's buffer out, then
+ * the result in); none to run where count is 0. */
+static mgpu_status_t coll_task(mgpu_runtime_t *rt, const char *fn, coll_t *c, bool nccl, mgpu__task_t **t_p) {
   mgpu__task_t *t = mgpu__task_new(rt->ngpus, NULL);
-  if (!c || !t) {
+  if (!t) {
     free(c);
-    mgpu__task_free(t);
     return mgpu__fail(MGPU_ENOMEM, "%s: out of memory", fn);
   }
-  c->kind = kind;
-  c->ngpus = rt->ngpus;
-  for (int g = 0; g < rt->ngpus; g++) {
-    c->send[g] = send[g];
-    c->recv[g] = recv[g];
-  }
-  c->count = count;
-  c->dt = dt;
-  c->op = op;
-  c->root = root;
-  c->in_elems = in_elems;
-  c->comms = rt->comms;
-  t->bytes = in_elems * es;
+  size_t in_bytes = c->in_elems * mgpu_dtype_size(c->dt);
+  t->bytes = in_bytes;
   t->arg = c;
   t->free_arg = free_coll;
-  if (count == 0) {
+  if (c->count == 0) {
     t->ngpus = 0; /* nothing to move: completes when its dependencies do */
   } else if (nccl) {
     t->part = nccl_part;
   } else {
-    size_t in_bytes = in_elems * es;
     c->host = malloc((size_t)(rt->ngpus + 1) * in_bytes);
     if (!c->host) {
       mgpu__task_free(t);
@@ -292,5 +271,38 @@ mgpu_status_t mgpu__node_collective(mgpu_runtime_t *rt, int kind, const void *co
     t->part = host_part;
     t->between = host_between;
   }
+  *t_p = t;
+  return MGPU_OK;
+}
+
+mgpu_status_t mgpu__node_collective(mgpu_runtime_t *rt, int kind, const void *const *send, void *const *recv,
+                                    size_t count, mgpu_dtype_t dt, mgpu_redop_t op, int root, size_t ndeps,
+                                    mgpu_event_t *const *deps, mgpu_event_t **done_p, bool async) {
+  const char *fn = coll_names[kind];
+  char afn[40];
+  if (async) {
+    snprintf(afn, sizeof afn, "%s_async", fn);
+    fn = afn;
+  }
+  mgpu_status_t st = check_call(rt, fn, kind, send, recv, count, dt, op, root, ndeps, deps, done_p, async);
+  if (st != MGPU_OK) return st;
+  bool nccl = mgpu__coll_uses_nccl(rt);
+  if (nccl && (st = ensure_comms(rt, fn)) != MGPU_OK) return st;
+  coll_t *c = calloc(1, sizeof *c);
+  if (!c) return mgpu__fail(MGPU_ENOMEM, "%s: out of memory", fn);
+  c->kind = kind;
+  c->ngpus = rt->ngpus;
+  for (int g = 0; g < rt->ngpus; g++) {
+    c->send[g] = send[g];
+    c->recv[g] = recv[g];
+  }
+  c->count = count;
+  c->dt = dt;
+  c->op = op;
+  c->root = root;
+  c->in_elems = kind == MGPU__COLL_REDUCE_SCATTER ? count * (size_t)rt->coll_gpu_total : count;
+  c->comms = rt->comms;
+  mgpu__task_t *t = NULL;
+  if ((st = coll_task(rt, fn, c, nccl, &t)) != MGPU_OK) return st;
   return mgpu__task_submit(rt, t, coll_names[kind], ndeps, deps, async ? done_p : NULL);
 }

@@ -27,12 +27,10 @@ int mgpu__devmem_record(mgpu_runtime_t *rt, int gpu, void *p, size_t bytes);
 /* Take p off the record; false where GPU gpu has no such allocation. */
 bool mgpu__devmem_forget(mgpu_runtime_t *rt, int gpu, void *p);
 /* `bytes` bytes at dev, which fn reads or writes on GPU gpu as its argument
- * `name` ("dst", "recv[1]"): where dev lies in an allocation of
- * mgpu_device_alloc, it must be that GPU's and the bytes must end within it
- * (MGPU_EINVAL naming the call, the argument, the allocation's size and the
- * bytes of it asked for; what, if not NULL, says what the bytes hold).
- * Memory of no such allocation (an array's part, the caller's own) is left
- * to the device to refuse. */
+ * `name` ("dst", "recv[1]"; `what`, if not NULL, says what they hold): within
+ * an allocation of mgpu_device_alloc they must be that GPU's and end within
+ * it (else MGPU_EINVAL naming both). Memory of no such allocation (an array's
+ * part, the caller's own) is left to the device to refuse. */
 mgpu_status_t mgpu__devmem_check(mgpu_runtime_t *rt, const char *fn, const char *name, int gpu, const void *dev,
                                  size_t bytes, const char *what);
 

@@ -1,10 +1,8 @@
 /*
- * coll_nccl.c: the NCCL calls behind the collectives (coll.c), in a build with
- * NCCL. One communicator per GPU of the runtime, made by ncclCommInitAll (one
- * process, every rank here) or, across MPI ranks, by ncclCommInitRank from a
- * unique id that the ranks' layer shares (dist_coll.c); each GPU's host
- * thread calls its own rank, on its task stream. NCCL errors become MGPU_EINVAL (the arguments) or MGPU_EDEVICE
- * (the rest), with NCCL's words.
+ * coll_nccl.c: the NCCL calls behind the collectives (coll.c). One
+ * communicator per GPU of the runtime, by ncclCommInitAll, or across MPI ranks
+ * by ncclCommInitRank from the id the ranks share (dist_coll.c); each GPU's
+ * host thread calls its own, on its task stream.
  */
 #include "device/device.h"
 
@@ -29,6 +27,7 @@ static const char *nccl_version(void) {
   return buf;
 }
 
+/* NCCL's errors of the arguments are MGPU_EINVAL, the rest MGPU_EDEVICE. */
 static int status_of(ncclResult_t r) {
   return r == ncclInvalidArgument || r == ncclInvalidUsage ? MGPU_EINVAL : MGPU_EDEVICE;
 }
@@ -95,9 +94,9 @@ static int nccl_run(void *vcomm, int kind, const void *send, void *recv, size_t 
   cudaStream_t s = (cudaStream_t)stream;
   ncclResult_t r;
   switch (kind) {
-  case 0: r = ncclAllReduce(send, recv, count, type_of(dt), op_of(op), comm, s); break;
-  case 1: r = ncclBroadcast(send, recv, count, type_of(dt), root, comm, s); break;
-  case 2: r = ncclAllGather(send, recv, count, type_of(dt), comm, s); break;
+  case MGPU__NCCL_ALLREDUCE: r = ncclAllReduce(send, recv, count, type_of(dt), op_of(op), comm, s); break;
+  case MGPU__NCCL_BROADCAST: r = ncclBroadcast(send, recv, count, type_of(dt), root, comm, s); break;
+  case MGPU__NCCL_ALLGATHER: r = ncclAllGather(send, recv, count, type_of(dt), comm, s); break;
   default: r = ncclReduceScatter(send, recv, count, type_of(dt), op_of(op), comm, s); break;
   }
   if (r == ncclSuccess) return 0;

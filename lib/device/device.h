@@ -67,6 +67,9 @@ typedef struct mgpu_dev_ops {
   /* Tests only (MGPU_FAULT_INJECT hang:G:K): the stream stops here, on an
    * emulated device until mgpu__emul_release_hangs(), on a real one for good. */
   int (*hang)(void *ctx, void *s);
+  /* Why count() gave 0: the driver's error, or that it reports no device
+   * (NULL where unsupported). */
+  const char *(*why_none)(void);
 } mgpu_dev_ops_t;
 
 /* Let every stream stopped by an injected hang go on (tests only). */
@@ -80,12 +83,13 @@ extern const mgpu_dev_ops_t *const mgpu__dev_cuda; /* NULL when built without CU
 
 /* ------------------------------------------------------- coll_nccl.c */
 /* NCCL, when the build has it (mgpu__nccl is NULL otherwise). */
+enum { MGPU__NCCL_ALLREDUCE = 0, MGPU__NCCL_BROADCAST, MGPU__NCCL_ALLGATHER, MGPU__NCCL_REDUCE_SCATTER };
 typedef struct {
   const char *(*version)(void);
   /* Communicators over devices devs[0..n) of this process; why gets NCCL's message. */
   int (*init)(int n, const int *devs, void **comms, char *why, size_t whylen);
   void (*destroy)(int n, void **comms);
-  /* kind: 0 allreduce, 1 broadcast, 2 allgather, 3 reduce_scatter. */
+  /* kind: MGPU__NCCL_*, whose values are data.h's MGPU__COLL_*. */
   int (*run)(void *comm, int kind, const void *send, void *recv, size_t count, mgpu_dtype_t dt, mgpu_redop_t op,
              int root, void *stream, char *why, size_t whylen);
   void (*abort)(void *comm); /* ncclCommAbort: ends its operations in flight and frees it */

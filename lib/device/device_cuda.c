@@ -1,28 +1,8 @@
 /*
- * device_cuda.c: the CUDA back end of the GPU workers, written against the CUDA
- * runtime API (linked statically; the driver library is opened by cudart at run
- * time, so the library still loads on machines without a GPU).
- *
- * Threads and devices: the runtime API keeps a "current device" per host thread.
- * Every call that takes a ctx runs in the GPU worker's own thread, which made
- * ctx->dev current in open(). Of the calls that may come from any thread,
- * count and can_peer need no current device, props puts the caller's back, and
- * host_alloc and host_is_pinned use whichever is current (device 0 in a thread
- * that chose none), which is harmless because the pinned memory is portable.
- * Nothing here caches CUDA state in globals: the runtime API's own state is the
- * only state, so a process that forks before its first CUDA call stays usable.
- *
- * Errors: CUDA keeps a per-thread "last error" that later calls such as
- * cudaGetLastError() report; we clear it after every failure we handle, so that
- * a GPU function following the convention "return (int)cudaGetLastError()" is
- * not blamed for an older failure. That only clears *non-sticky* errors. A fault
- * inside a kernel (illegal address, device assert, trap...) is sticky: it
- * poisons the device's context for the rest of the process (the CUDA
- * documentation says the whole process should be restarted) and every later
- * call on it fails again. Such a device keeps returning MGPU_EDEVICE and the
- * runtime retires it; nothing here resets the device (cudaDeviceReset would pull
- * the context from under any other code of the process using it) and nothing
- * here exits or aborts.
+ * device_cuda.c: the CUDA back end of the GPU workers, on the CUDA runtime API
+ * (linked statically; cudart opens the driver at run time, so the library
+ * loads on machines without a GPU). Nothing here caches CUDA state in
+ * globals, so a process that forks before its first CUDA call stays usable.
  */
 #include "device/device.h"
 
@@ -30,6 +10,17 @@
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Every call that takes a ctx runs in the GPU worker's thread, which made
+ * ctx->dev current in open(). Of the others, count and can_peer need no
+ * current device, props puts the caller's back, and host_alloc and
+ * host_is_pinned use whichever is current: pinned memory is portable. */
+
+/* Errors: each failure handled here clears CUDA's per-thread last error, so
+ * that a GPU function returning cudaGetLastError() is not blamed for it. A
+ * fault inside a kernel is sticky: every later call on the device fails and
+ * the runtime retires it; nothing here resets the device (other code of the
+ * process may use it) or exits. */
 
 /* The state of one opened device; owned by its GPU worker thread. */
 typedef struct {
@@ -117,16 +108,23 @@ static const char *sticky_note(cudaError_t e)
 
 /* ------------------------------------------------------------------ devices */
 
+/* Why the last count found no device (mgpu_init's thread; read after it). */
+static char count_why[256];
+
+static const char *cuda_why_none(void) { return count_why; }
+
 static int cuda_count(void)
 {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
     /* No driver, too old a driver, no device: a CPU-only machine, not an error. */
-    mgpu__log(MGPU_LOG_DEBUG, "CUDA: no usable device: %s: %s", cudaGetErrorName(e), cudaGetErrorString(e));
+    snprintf(count_why, sizeof count_why, "cudaGetDeviceCount: %s: %s", cudaGetErrorName(e), cudaGetErrorString(e));
+    mgpu__log(MGPU_LOG_DEBUG, "CUDA: no usable device: %s", count_why);
     (void)cudaGetLastError();
     return 0;
   }
+  if (n <= 0) snprintf(count_why, sizeof count_why, "the CUDA driver reports no device");
   return n > 0 ? n : 0;
 }
 
@@ -195,15 +193,11 @@ static int cuda_can_peer(int a, int b)
 
 /* ------------------------------------------------------------- open, close */
 
-/* A pool of the runtime's own (not the device's default pool, which other code
- * of the process may tune) for the chunk buffers that each stream slot grows.
- * cudaMalloc and cudaFree wait for all work on the device: a slot that grew its
- * buffer while the other slots ran long kernels sat idle until they ended
- * (doc/tuning.md, "Internal constants"). Allocations from a pool
- * are ordered on the slot's own stream and wait for nothing else. Freed memory
- * stays in the pool for the slots' next growth until mem_trim. Reuse across
- * streams is allowed only once a free has completed (no dependency that the
- * pool would insert between streams). Without pools, NULL: cudaMalloc. */
+/* A memory pool of the runtime's own (other code may tune the device's
+ * default one) for the chunk buffers each stream slot grows: cudaMalloc and
+ * cudaFree wait for all work on the device, pool allocations only for their
+ * slot's stream. Freed memory stays for the slots' next growth until mem_trim,
+ * reused across streams only once freed. Without pools, NULL: cudaMalloc. */
 static void open_pool(cuda_ctx_t *ctx)
 {
   int supported = 0;
@@ -237,18 +231,21 @@ static void open_pool(cuda_ctx_t *ctx)
   }
 }
 
+/* The CUDA version whose cuStreamWaitValue32 has wait_value's signature. */
+#define WAIT_VALUE_ABI 12000
+
 static void open_gate(cuda_ctx_t *ctx)
 {
   void *fn = NULL, *host = NULL, *dev = NULL;
   enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-  if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+  if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fn, WAIT_VALUE_ABI, cudaEnableDefault, &q) != cudaSuccess ||
       q != cudaDriverEntryPointSuccess || !fn) {
     (void)cudaGetLastError();
     mgpu__log(MGPU_LOG_INFO, "CUDA device %d: no cuStreamWaitValue32; results are staged so that a hung device "
                              "cannot write them late", ctx->dev);
     return;
   }
-  if (cudaHostAlloc(&host, 64, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) {
+  if (cudaHostAlloc(&host, MGPU_CACHELINE, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) {
     (void)cudaGetLastError();
     return;
   }
@@ -585,29 +582,19 @@ static int lanes_per_sm(int major, int minor)
   }
 }
 
-/*
- * Device-to-core ratio for the first split of a kernel never measured on this
- * device (the interface's "items/s", in units of one CPU core's items/s):
- *
- *   ratio = SMs x FP32 lanes per SM x GPU clock / (4 lanes x 3 GHz)
- *
- * that is, peak scalar lanes of the GPU against one CPU core taken as 4 useful
- * lanes at a typical 3 GHz. A GPU of 132 SMs x 128 lanes at 1.98 GHz gives
- * about 2800. It ignores memory bandwidth and the PCIe copies, which dominate
- * light kernels, so it is only a starting point: the model replaces it with
- * measured speeds after the first chunks, and work stealing absorbs the error
- * meanwhile. Clamped to [1, 5000] so that an odd attribute cannot starve
- * either side.
- */
+/* Device-to-core ratio for the first split of a kernel never measured here:
+ * the GPU's peak scalar lanes (SMs x FP32 lanes per SM x clock) over a CPU
+ * core's (MGPU_CPU_LANES at MGPU_CPU_CLOCK_KHZ). It ignores memory and PCIe,
+ * so it is only a start that measurements replace; clamped so that an odd
+ * attribute cannot starve either side. */
 static double cuda_speed_estimate(void *vctx)
 {
   const cuda_ctx_t *ctx = vctx;
-  const double cpu_lanes = 4.0, cpu_clock_khz = 3.0e6;
-  double clock_khz = ctx->clock_khz > 0 ? ctx->clock_khz : 1.5e6; /* unknown: a typical boost clock */
+  double clock_khz = ctx->clock_khz > 0 ? ctx->clock_khz : MGPU_GPU_CLOCK_KHZ_GUESS;
   double sms = ctx->sm_count > 0 ? ctx->sm_count : 1;
-  double r = sms * lanes_per_sm(ctx->cc_major, ctx->cc_minor) * clock_khz / (cpu_lanes * cpu_clock_khz);
-  if (r < 1.0) r = 1.0;
-  if (r > 5000.0) r = 5000.0;
+  double r = sms * lanes_per_sm(ctx->cc_major, ctx->cc_minor) * clock_khz / (MGPU_CPU_LANES * MGPU_CPU_CLOCK_KHZ);
+  if (r < MGPU_RATIO_GUESS_MIN) r = MGPU_RATIO_GUESS_MIN;
+  if (r > MGPU_RATIO_GUESS_MAX) r = MGPU_RATIO_GUESS_MAX;
   return r;
 }
 
@@ -689,7 +676,7 @@ static int cuda_hang(void *vctx, void *s)
 {
   cuda_ctx_t *ctx = vctx;
   if (!ctx->wait_value) return MGPU_ENOTSUP;
-  CUresult r = ctx->wait_value((CUstream)s, ctx->gate_dev + 4, 1, CU_STREAM_WAIT_VALUE_GEQ);
+  CUresult r = ctx->wait_value((CUstream)s, ctx->gate_dev + sizeof(uint32_t), 1, CU_STREAM_WAIT_VALUE_GEQ);
   return r == CUDA_SUCCESS ? 0 : MGPU_EDEVICE;
 }
 
@@ -733,6 +720,7 @@ static const mgpu_dev_ops_t cuda_ops = {
   .gate = cuda_gate,
   .gate_close = cuda_gate_close,
   .hang = cuda_hang,
+  .why_none = cuda_why_none,
 };
 
 const mgpu_dev_ops_t *const mgpu__dev_cuda = &cuda_ops;

@@ -1,25 +1,9 @@
 /*
  * device_emul.c: the emulated device back end (MGPU_EMULATE_GPUS, tests only).
- * "Device memory" is host memory with a size limit; each stream is a thread that
- * runs its operations in order; kernels run the kernel's CPU function on the
- * staged buffers, one kernel at a time per device (one compute engine), while
- * copies of other streams overlap. With MGPU_EMULATE_SPEED a kernel lasts at
- * least count / speed seconds; MGPU_EMULATE_LATENCY adds a fixed time to
- * each launch, and MGPU_EMULATE_WIDTH makes the device run that many items at
- * once, a launch of n items lasting ceil(n / width) waves of width / speed
- * seconds (the shape of a latency-bound kernel: one launch costs about the
- * same for one item as for width items). With MGPU_EMULATE_OVERLAP the
- * launches of different streams run side by side, as a real device's
- * latency-bound kernels do: each lasts its own time from its start, and only
- * their items' count / speed is shared. Kernels take the compute engine in
- * the order they were launched, whichever streams they are on, as a device's
- * in-order launch queue gives them out: stream threads woken in another order
- * would otherwise run a later launch first, and the runtime would time its
- * chunks out of order. A kernel's CPU function can tell it runs on an
- * emulated device by chunk->stream != NULL. As CUDA's cudaMalloc and cudaFree,
- * mem_alloc and mem_free first wait for the operations queued on the device's
- * streams; the stream-ordered mem_alloc_on and mem_free_on wait for nothing
- * else.
+ * Device memory is host memory with a size limit; each stream is a thread
+ * that runs its operations in order; a kernel runs the kernel's CPU function
+ * on the staged buffers (chunk->stream != NULL tells it so). As cudaMalloc and
+ * cudaFree, mem_alloc and mem_free first wait for the device's streams.
  */
 #include "device/device.h"
 
@@ -102,11 +86,11 @@ typedef struct emul_dev {
   struct emul_alloc *allocs; /* live allocations, under lock: a device given up keeps them reachable */
 } emul_dev_t;
 
-/* The header before each allocation's memory (64 bytes, keeping it aligned). */
+/* The header before each allocation's memory (a cache line, keeping it aligned). */
 typedef struct emul_alloc {
   size_t bytes;
   struct emul_alloc *prev, *next;
-  char pad[64 - sizeof(size_t) - 2 * sizeof(void *)];
+  char pad[MGPU_CACHELINE - sizeof(size_t) - 2 * sizeof(void *)];
 } emul_alloc_t;
 
 typedef struct emul_stream {
@@ -193,12 +177,109 @@ static void sleep_until(double t) {
   mgpu__nap(t - now);
 }
 
-/* Seconds a launch of n items takes on device d (0: as long as its CPU
- * function runs). */
+/* Seconds a launch of n items takes on device d: MGPU_EMULATE_LATENCY plus
+ * n / MGPU_EMULATE_SPEED, n rounded up to whole rounds of MGPU_EMULATE_WIDTH
+ * items where set (a latency-bound kernel's shape: one launch costs about the
+ * same for one item as for width items); 0: as long as its CPU function runs. */
 static double kernel_time(const emul_dev_t *d, size_t n) {
   double items = (double)n;
   if (d->width > 0) items = ceil(items / (double)d->width) * (double)d->width;
   return d->latency + (d->speed > 0 ? items / d->speed : 0);
+}
+
+/* When a kernel that started at t0 and ran its CPU function ends (under
+ * d->compute; 0: at once). */
+static double kernel_end(emul_dev_t *d, const op_t *op, double t0) {
+  double took = kernel_time(d, op->chunk.count);
+  if (d->overlap) {
+    /* Side by side: the launch lasts its own time from its start, and its
+     * items take their share of the device's speed after those of the
+     * launches before it. */
+    double items = d->speed > 0 ? (double)op->chunk.count / d->speed : 0;
+    d->busy_until = (t0 < d->busy_until ? d->busy_until : t0) + items;
+    return MGPU_MAX(t0 + took, d->busy_until);
+  }
+  if (took <= 0) return 0;
+  /* A virtual clock of the compute engine: a kernel ends its time after the
+   * later of its start and the previous kernel's end, so the host's sleep
+   * overshoot does not pile up and a busy device runs at its declared speed. */
+  d->busy_until = (t0 < d->busy_until ? d->busy_until : t0) + took;
+  return d->busy_until;
+}
+
+/* A kernel of stream s: one at a time holds the device's compute engine, in
+ * launch order (kq) as a device's launch queue gives them out, or the runtime
+ * would time its chunks out of order; copies of other streams overlap. With
+ * MGPU_EMULATE_OVERLAP, launches run side by side. skip: the stream's error. */
+static int run_kernel(emul_dev_t *d, op_t *op, bool skip) {
+  MGPU_LOCK(&d->compute, MGPU_LK_BACKEND);
+  if (skip) {
+    kq_unlink(d, op);
+    MGPU_UNLOCK(&d->compute);
+    return 0;
+  }
+  while (d->engine_busy || (op->in_kq && d->kq_head != op)) pthread_cond_wait(&d->engine_cv, &d->compute);
+  kq_unlink(d, op);
+  d->engine_busy = true;
+  MGPU_UNLOCK(&d->compute);
+  double t0 = mgpu__now();
+  int rc = op->kernel.cpu(&op->chunk);
+  MGPU_LOCK(&d->compute, MGPU_LK_BACKEND);
+  double end = kernel_end(d, op, t0);
+  /* One kernel at a time holds the engine until its time is over. */
+  bool hold = !d->overlap;
+  if (!hold) engine_free(d);
+  MGPU_UNLOCK(&d->compute);
+  sleep_until(end);
+  if (hold) {
+    MGPU_LOCK(&d->compute, MGPU_LK_BACKEND);
+    engine_free(d);
+    MGPU_UNLOCK(&d->compute);
+  }
+  return rc;
+}
+
+/* An event reached: the host clock, and the stream's error. */
+static void run_event(emul_stream_t *s, emul_event_t *e) {
+  e->t = mgpu__now();
+  MGPU_LOCK(&s->lock, MGPU_LK_BACKEND);
+  e->error = s->error;
+  MGPU_UNLOCK(&s->lock);
+  atomic_store(&e->state, 1);
+}
+
+/* A shut gate: the stream stops for good, and nothing behind it runs. */
+static _Noreturn void stop_for_good(emul_stream_t *s, op_t *op) {
+  free(op);
+  kq_stream_off(s, true);
+  MGPU_LOCK(&hang_lock, MGPU_LK_BACKEND);
+  for (;;) pthread_cond_wait(&hang_cv, &hang_lock);
+}
+
+/* An injected hang: the stream waits until hangs are released; what it holds
+ * stays reachable from it meanwhile. */
+static void run_hang(emul_stream_t *s, op_t *op) {
+  s->waiting = op;
+  kq_stream_off(s, true);
+  hang_here(&s->dev->abandoned);
+  kq_stream_off(s, false);
+  s->waiting = NULL;
+}
+
+/* Run op on stream s; skip: after a fault the stream does nothing until synced. */
+static int run_op(emul_stream_t *s, op_t *op, bool skip) {
+  switch (op->kind) {
+  case OP_EVENT: run_event(s, op->dst); break;
+  case OP_GATE:
+    if (atomic_load(&s->dev->gate_shut)) stop_for_good(s, op);
+    break;
+  case OP_HANG: run_hang(s, op); break;
+  case OP_COPY:
+    if (!skip) memcpy(op->dst, op->src, op->bytes);
+    break;
+  case OP_KERNEL: return run_kernel(s->dev, op, skip);
+  }
+  return 0;
 }
 
 static void *stream_main(void *arg) {
@@ -213,73 +294,9 @@ static void *stream_main(void *arg) {
     s->head = op->next;
     if (!s->head) s->tail = NULL;
     s->running = 1;
-    int skip = s->error != 0; /* after a fault the stream does nothing until synced */
+    bool skip = s->error != 0;
     MGPU_UNLOCK(&s->lock);
-    int rc = 0;
-    if (op->kind == OP_EVENT) {
-      emul_event_t *e = op->dst;
-      e->t = mgpu__now();
-      MGPU_LOCK(&s->lock, MGPU_LK_BACKEND);
-      e->error = s->error;
-      MGPU_UNLOCK(&s->lock);
-      atomic_store(&e->state, 1);
-    } else if (op->kind == OP_GATE) {
-      if (atomic_load(&s->dev->gate_shut)) {
-        free(op);
-        kq_stream_off(s, true);
-        MGPU_LOCK(&hang_lock, MGPU_LK_BACKEND);
-        for (;;) pthread_cond_wait(&hang_cv, &hang_lock); /* for good: nothing behind it runs */
-      }
-    } else if (op->kind == OP_HANG) {
-      s->waiting = op; /* what a hung stream holds stays reachable from it */
-      kq_stream_off(s, true);
-      hang_here(&s->dev->abandoned);
-      kq_stream_off(s, false);
-      s->waiting = NULL;
-    } else if (!skip && op->kind == OP_COPY) {
-      memcpy(op->dst, op->src, op->bytes);
-    } else if (op->kind == OP_KERNEL) {
-      emul_dev_t *d = s->dev;
-      MGPU_LOCK(&d->compute, MGPU_LK_BACKEND);
-      if (skip) {
-        kq_unlink(d, op);
-        MGPU_UNLOCK(&d->compute);
-      } else {
-        while (d->engine_busy || (op->in_kq && d->kq_head != op)) pthread_cond_wait(&d->engine_cv, &d->compute);
-        kq_unlink(d, op);
-        d->engine_busy = true;
-        MGPU_UNLOCK(&d->compute);
-        double t0 = mgpu__now();
-        rc = op->kernel.cpu(&op->chunk);
-        double took = kernel_time(d, op->chunk.count), end = 0;
-        MGPU_LOCK(&d->compute, MGPU_LK_BACKEND);
-        if (d->overlap) {
-          /* Side by side: the launch lasts its own time from its start, and
-           * its items take their share of the device's speed after those of
-           * the launches before it; the engine is free for the next launch. */
-          double items = d->speed > 0 ? (double)op->chunk.count / d->speed : 0;
-          d->busy_until = (t0 < d->busy_until ? d->busy_until : t0) + items;
-          end = MGPU_MAX(t0 + took, d->busy_until);
-        } else if (took > 0) {
-          /* A virtual clock of the compute engine: a kernel ends its time
-           * after the later of its start and the previous kernel's end, so the
-           * host's sleep overshoot does not pile up from kernel to kernel and
-           * a device kept busy runs at its declared speed. */
-          d->busy_until = (t0 < d->busy_until ? d->busy_until : t0) + took;
-          end = d->busy_until;
-        }
-        /* One kernel at a time holds the engine until its time is over. */
-        bool hold = !d->overlap;
-        if (!hold) engine_free(d);
-        MGPU_UNLOCK(&d->compute);
-        sleep_until(end);
-        if (hold) {
-          MGPU_LOCK(&d->compute, MGPU_LK_BACKEND);
-          engine_free(d);
-          MGPU_UNLOCK(&d->compute);
-        }
-      }
-    }
+    int rc = run_op(s, op, skip);
     free(op);
     MGPU_LOCK(&s->lock, MGPU_LK_BACKEND);
     if (rc != 0 && s->error == 0) s->error = MGPU_EKERNEL;
@@ -408,9 +425,9 @@ static int emul_mem_info(void *ctx, size_t *free_b, size_t *total_b) {
 }
 
 static int emul_host_alloc(size_t bytes, void **p) {
-  size_t rounded = (bytes + 63) & ~(size_t)63;
+  size_t rounded = (bytes + MGPU_CACHELINE - 1) & ~(size_t)(MGPU_CACHELINE - 1);
   if (rounded < bytes) return MGPU_ENOMEM;
-  char *m = aligned_alloc(64, rounded);
+  char *m = aligned_alloc(MGPU_CACHELINE, rounded);
   if (!m) return MGPU_ENOMEM;
   MGPU_LOCK(&pinned_lock, MGPU_LK_BACKEND);
   if (npinned == pinned_cap) {

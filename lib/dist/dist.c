@@ -1,16 +1,9 @@
 /*
- * dist.c: a runtime across MPI ranks: the communicator (the caller's,
- * duplicated), the control window through which the ranks see and take each
- * other's ranges, the window of a batch's arrays, and the exchange with which
- * every call of the runtime that the ranks make together begins: each rank's
- * record of its call gathered on every rank, under a deadline, so that ranks
- * that make different calls or stop answering give an error, not a hang.
- *
- * MPI calls are made only by the caller's thread, in the calls of the API,
- * under the ranks' lock; the workers never make one. MPI errors are returned
- * (MPI_ERRORS_RETURN on the communicator and the windows), and the first one
- * marks the runtime broken: it then makes no further collective call, since
- * one could wait for a rank that is gone.
+ * dist.c: a runtime across MPI ranks: its duplicate of the caller's
+ * communicator, the control window through which ranks see and take each
+ * other's ranges, the window of a batch's arrays, and the exchange of records
+ * that begins each call the ranks make together, under a deadline, so that
+ * ranks that make different calls or stop answering get an error, not a hang.
  */
 #include "dist/dist_mpi.h"
 
@@ -37,6 +30,9 @@ void mgpu__dist_leave(void *p) {
   MGPU_UNLOCK(&left_lock);
 }
 
+/* MPI errors are returned (MPI_ERRORS_RETURN on the communicator and the
+ * windows), and the first marks the runtime broken: it then makes no further
+ * collective call, which could wait for a rank that is gone. */
 mgpu_status_t mgpu__dist_break(struct mgpu__dist *d, const char *fn, const char *fmt, ...) {
   char msg[256];
   va_list ap;
@@ -65,7 +61,7 @@ mgpu_status_t mgpu__dist_mpi(struct mgpu__dist *d, const char *fn, const char *c
 
 mgpu_status_t mgpu__dist_wait(struct mgpu__dist *d, const char *fn, MPI_Request *req, double deadline_s,
                               const char *what) {
-  double t0 = mgpu__now(), pause = 20e-6;
+  double t0 = mgpu__now(), pause = MGPU_DIST_WAIT_FIRST_S;
   /* The message's head names fn (mgpu__dist_break): `what` only where it is
    * another step than the call itself. */
   bool own = !strcmp(what, fn);
@@ -77,10 +73,9 @@ mgpu_status_t mgpu__dist_wait(struct mgpu__dist *d, const char *fn, MPI_Request 
     if (deadline_s > 0 && mgpu__now() - t0 > deadline_s)
       return mgpu__dist_break(d, fn, "%s%snot every rank took part within %g s (MGPU_TIMEOUT): a rank stopped, hangs, "
                               "or makes other calls", own ? "" : what, own ? "" : ": ", deadline_s);
-    /* Short waits end within microseconds; long ones cost a wake-up per
-     * millisecond at most. */
+    /* Short waits end soon after the request; long ones cost few wake-ups. */
     mgpu__nap(pause);
-    pause = MGPU_MIN(2 * pause, 1e-3);
+    pause = MGPU_MIN(2 * pause, MGPU_DIST_WAIT_MAX_S);
   }
 }
 
@@ -94,7 +89,8 @@ static const char *const coll_op_names[] = {"mgpu_allreduce", "mgpu_broadcast", 
                                             "mgpu_reduce_scatter"};
 
 const char *mgpu__dist_op_name(int op) {
-  if (op >= MGPU_DOP_COLL && op < MGPU_DOP_COLL + 4) return coll_op_names[op - MGPU_DOP_COLL];
+  if (op >= MGPU_DOP_COLL && op < MGPU_DOP_COLL + (int)(sizeof coll_op_names / sizeof *coll_op_names))
+    return coll_op_names[op - MGPU_DOP_COLL];
   if (op >= MGPU_DOP_INIT && op <= MGPU_DOP_ARRAY_SUM) return op_names[op];
   return "an unknown call";
 }
@@ -114,6 +110,27 @@ const char *mgpu__dist_call_name(const mgpu__dist_hdr_t *h) {
 
 double mgpu__dist_deadline(const struct mgpu__dist *d, double predicted_s) {
   return mgpu__deadline_s(d->timeout, predicted_s);
+}
+
+/* The ranks' records of an exchange (recv) name different calls, rank r's
+ * first: d is broken, its calls no longer pairing up, and the message, the
+ * same on every rank, names rank 0's call and the first that differs. */
+static mgpu_status_t calls_differ(struct mgpu__dist *d, const char *fn, const char *recv, int r) {
+  mgpu__dist_hdr_t z, o;
+  memcpy(&z, recv, sizeof z);
+  int k = 1;
+  for (; k < d->size; k++) {
+    memcpy(&o, recv + (size_t)k * MGPU_DIST_REC, sizeof o);
+    if (o.op != z.op || o.call != z.call) break;
+  }
+  if (k == d->size) k = r;
+  memcpy(&o, recv + (size_t)k * MGPU_DIST_REC, sizeof o);
+  d->broken = true;
+  snprintf(d->broken_why, sizeof d->broken_why, "the ranks made different calls");
+  return mgpu__fail(MGPU_EINVAL, "%s: the ranks made different calls: rank 0 called %s (its call %llu), rank %d "
+                    "called %s (its call %llu); every rank makes the same calls on a runtime across ranks, in the "
+                    "same order", fn, mgpu__dist_call_name(&z), (unsigned long long)z.call, k,
+                    mgpu__dist_call_name(&o), (unsigned long long)o.call);
 }
 
 mgpu_status_t mgpu__dist_exchange(struct mgpu__dist *d, const char *fn, int op, const void *mine, size_t bytes,
@@ -139,10 +156,9 @@ mgpu_status_t mgpu__dist_exchange(struct mgpu__dist *d, const char *fn, int op, 
     free(recv);
     return mgpu__dist_mpi(d, fn, "MPI_Iallgather", rc);
   }
-  /* A request that never completed still owns its buffers: MPI may write
-   * them should the others come after all. They are left to it. */
   /* A batch's records are exchanged in the user's call, mgpu_run's or
-   * mgpu_submit's. */
+   * mgpu_submit's. A request that never completed still owns its buffers:
+   * MPI may write them should the others come after all. */
   const char *what = op == MGPU_DOP_SUBMIT ? fn : mgpu__dist_op_name(op);
   mgpu_status_t st = mgpu__dist_wait(d, fn, &req, deadline_s, what);
   if (st != MGPU_OK) {
@@ -156,24 +172,9 @@ mgpu_status_t mgpu__dist_exchange(struct mgpu__dist *d, const char *fn, int op, 
     mgpu__dist_hdr_t o;
     memcpy(&o, recv + (size_t)r * MGPU_DIST_REC, sizeof o);
     if (o.op == (uint32_t)op && o.call == h.call) continue;
-    /* The same message on every rank: the first rank that differs from rank 0. */
-    mgpu__dist_hdr_t z;
-    memcpy(&z, recv, sizeof z);
-    int k = 1;
-    for (; k < d->size; k++) {
-      memcpy(&o, recv + (size_t)k * MGPU_DIST_REC, sizeof o);
-      if (o.op != z.op || o.call != z.call) break;
-    }
-    if (k == d->size) k = r;
-    memcpy(&o, recv + (size_t)k * MGPU_DIST_REC, sizeof o);
+    st = calls_differ(d, fn, recv, r);
     free(recv);
-    /* The ranks' calls no longer pair up: nothing more can be exchanged. */
-    d->broken = true;
-    snprintf(d->broken_why, sizeof d->broken_why, "the ranks made different calls");
-    return mgpu__fail(MGPU_EINVAL, "%s: the ranks made different calls: rank 0 called %s (its call %llu), rank %d "
-                      "called %s (its call %llu); every rank makes the same calls on a runtime across ranks, in the "
-                      "same order", fn, mgpu__dist_call_name(&z), (unsigned long long)z.call, k,
-                      mgpu__dist_call_name(&o), (unsigned long long)o.call);
+    return st;
   }
   for (int r = 0; r < d->size; r++)
     memcpy((char *)all + (size_t)r * MGPU_DIST_PAYLOAD, recv + (size_t)r * MGPU_DIST_REC + sizeof h,
@@ -203,8 +204,8 @@ mgpu_status_t mgpu__dist_thread_ok(struct mgpu__dist *d, const char *fn) {
 
 uint64_t mgpu__dist_hash(const void *p, size_t n) {
   const unsigned char *c = p;
-  uint64_t h = 14695981039346656037ull;
-  for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211ull;
+  uint64_t h = MGPU_FNV_OFFSET;
+  for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * MGPU_FNV_PRIME;
   return h;
 }
 
@@ -332,11 +333,11 @@ static void dist_free(struct mgpu__dist *d) {
 }
 
 /* Seconds of a lock, a one-word get and an unlock at the next rank, the
- * median of a few; a steal makes about six such round trips. */
+ * median of a few, so that one late answer does not count. */
 static double round_trip(struct mgpu__dist *d) {
   int peer = (d->rank + 1) % d->size;
-  double t[9];
-  for (int i = 0; i < 9; i++) {
+  double t[MGPU_RANK_RTT_SAMPLES];
+  for (int i = 0; i < MGPU_RANK_RTT_SAMPLES; i++) {
     uint64_t w;
     double t0 = mgpu__now();
     MPI_Win_lock(MPI_LOCK_SHARED, peer, 0, d->ctl);
@@ -344,13 +345,172 @@ static double round_trip(struct mgpu__dist *d) {
     MPI_Win_unlock(peer, d->ctl);
     t[i] = mgpu__now() - t0;
   }
-  for (int i = 1; i < 9; i++)
+  for (int i = 1; i < MGPU_RANK_RTT_SAMPLES; i++)
     for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
       double x = t[j];
       t[j] = t[j - 1];
       t[j - 1] = x;
     }
-  return t[4];
+  return t[MGPU_RANK_RTT_SAMPLES / 2];
+}
+
+/* One process: exactly the runtime of a build without MPI; `how` (howlen
+ * bytes) says which communicator, for --info. */
+static mgpu_status_t init_alone(const mgpu_config_t *cfg, const mgpu__testcfg_t *test, bool use, char *how,
+                                size_t howlen, mgpu_runtime_t **rt_p) {
+  mgpu_runtime_t *rt;
+  mgpu_status_t st = mgpu__init_test(cfg, test, &rt);
+  if (st != MGPU_OK) return st;
+  if (use) snprintf(how + strlen(how), howlen - strlen(how), ", 1 rank: this process alone");
+  snprintf(rt->cfg.text[MGPU_SET_MPI], sizeof rt->cfg.text[0], "%s", how);
+  *rt_p = rt;
+  return MGPU_OK;
+}
+
+/* The state of a runtime across the `size` ranks of communicator user, on a
+ * duplicate of it that keeps the runtime's messages apart from the
+ * program's: *d_p, or a failure (d freed, or left to MPI where the
+ * duplication never completed and may still write d->comm). */
+static mgpu_status_t new_dist(const mgpu__config_t *c, MPI_Comm user, int size, double deadline,
+                              struct mgpu__dist **d_p) {
+  struct mgpu__dist *d = calloc(1, sizeof *d);
+  if (!d) return mgpu__fail(MGPU_ENOMEM, "mgpu_init: out of memory");
+  pthread_mutex_init(&d->lock, NULL);
+  d->comm = MPI_COMM_NULL;
+  d->ctl = d->data = MPI_WIN_NULL;
+  d->timeout = c->v.timeout;
+  MPI_Query_thread(&d->level);
+  d->size = size;
+  MPI_Comm_rank(user, &d->rank);
+  if (d->level < MPI_THREAD_SERIALIZED) {
+    int is_main = 0;
+    MPI_Is_thread_main(&is_main);
+    if (!is_main) {
+      dist_free(d);
+      return mgpu__fail(MGPU_ESTATE, "mgpu_init: MPI was initialised with %s, and a runtime across ranks makes its "
+                        "MPI calls in the calling thread: call mgpu_init from the thread that initialised MPI",
+                        level_name(d->level));
+    }
+  }
+  /* A rank that never comes would hold the others in the duplication:
+   * nonblocking, under the deadline. */
+  MPI_Request req;
+  int rc = MPI_Comm_idup(user, &d->comm, &req);
+  if (rc != MPI_SUCCESS) {
+    mgpu_status_t st = mgpu__dist_mpi(d, "mgpu_init", "MPI_Comm_idup", rc);
+    dist_free(d);
+    return st;
+  }
+  mgpu_status_t st = mgpu__dist_wait(d, "mgpu_init", &req, deadline, "mgpu_init");
+  if (st != MGPU_OK) {
+    mgpu__dist_leave(d);
+    return st;
+  }
+  MPI_Comm_set_errhandler(d->comm, MPI_ERRORS_RETURN);
+  *d_p = d;
+  return MGPU_OK;
+}
+
+/* The ranks' init records (all; st: the exchange's outcome) into d: every
+ * rank's workers and this rank's first GPU; the first rank that could not
+ * start makes mgpu_init fail on every rank. */
+static mgpu_status_t read_init_records(struct mgpu__dist *d, const char *all, const init_rec_t *mine,
+                                       mgpu_status_t st) {
+  int failed = -1;
+  for (int r = 0; r < d->size && st == MGPU_OK; r++) {
+    init_rec_t o;
+    memcpy(&o, all + (size_t)r * MGPU_DIST_PAYLOAD, sizeof o);
+    if (o.status != MGPU_OK && failed < 0) failed = r;
+    d->ncpu[r] = o.ncpu;
+    d->ngpus[r] = o.ngpus;
+    if (r < d->rank) d->gpu_base += o.ngpus;
+    d->gpu_total += o.ngpus;
+  }
+  if (st == MGPU_OK && failed >= 0) {
+    init_rec_t o;
+    memcpy(&o, all + (size_t)failed * MGPU_DIST_PAYLOAD, sizeof o);
+    st = mine->status != MGPU_OK ? (mgpu_status_t)mine->status
+                                 : mgpu__fail(MGPU_EREMOTE, "mgpu_init: rank %d could not start its runtime: %s",
+                                              failed, o.why);
+    if (mine->status != MGPU_OK) mgpu__fail_quiet(st, "%s", mine->why);
+  }
+  return st;
+}
+
+/* Every rank starts its runtime (*rt_p), then all learn whether all did;
+ * on a failure this rank's runtime is finalized (its trace not written) and
+ * d freed. */
+static mgpu_status_t start_ranks(struct mgpu__dist *d, const mgpu_config_t *cfg, const mgpu__testcfg_t *test,
+                                 double deadline, mgpu_runtime_t **rt_p) {
+  mgpu_runtime_t *rt = NULL;
+  init_rec_t mine = {0};
+  mine.status = mgpu__init_rank(cfg, test, d->rank, &rt);
+  if (mine.status != MGPU_OK) snprintf(mine.why, sizeof mine.why, "%s", mgpu_last_error());
+  else mine.ncpu = rt->ncpu, mine.ngpus = rt->ngpus;
+  if (rt && rt->trace_fp) {
+    mine.traced = 1;
+    mine.trace_dev = (uint64_t)rt->trace_dev;
+    mine.trace_ino = (uint64_t)rt->trace_ino;
+    if (gethostname(mine.host, sizeof mine.host - 1) != 0) snprintf(mine.host, sizeof mine.host, "localhost");
+  }
+  int size = d->size;
+  char *all = malloc((size_t)size * MGPU_DIST_PAYLOAD);
+  d->ncpu = calloc((size_t)size, sizeof *d->ncpu);
+  d->ngpus = calloc((size_t)size, sizeof *d->ngpus);
+  d->plan_share = calloc((size_t)size, sizeof *d->plan_share);
+  d->plan_rate = calloc((size_t)size, sizeof *d->plan_rate);
+  d->ctl_mem = calloc(W_WORDS, sizeof *d->ctl_mem);
+  mgpu_status_t st;
+  if (!all || !d->ncpu || !d->ngpus || !d->plan_share || !d->plan_rate || !d->ctl_mem) {
+    /* The others wait for this rank's record: it cannot give one. */
+    free(all);
+    if (rt) mgpu__node_finalize(rt);
+    st = mgpu__dist_break(d, "mgpu_init", "out of memory");
+    dist_free(d);
+    return st;
+  }
+  st = mgpu__dist_exchange(d, "mgpu_init", MGPU_DOP_INIT, &mine, sizeof mine, all, deadline);
+  st = read_init_records(d, all, &mine, st);
+  if (st == MGPU_OK) st = check_traces(all, size, rt);
+  free(all);
+  if (st != MGPU_OK) {
+    /* MPI_Comm_free is local enough: it does not wait for the others. */
+    if (!d->broken) MPI_Comm_free(&d->comm);
+    if (rt) mgpu__trace_discard(rt);
+    if (rt) mgpu__node_finalize(rt);
+    char why[512];
+    snprintf(why, sizeof why, "%s", mgpu_last_error());
+    dist_free(d);
+    return mgpu__fail_quiet(st, "%s", why);
+  }
+  *rt_p = rt;
+  return MGPU_OK;
+}
+
+/* The control and data windows, made once every rank is here: their
+ * collective creations cannot wait for one that is gone. On a failure rt is
+ * finalized and d freed. */
+static mgpu_status_t make_windows(struct mgpu__dist *d, mgpu_runtime_t *rt) {
+  int rc = MPI_Win_create(d->ctl_mem, W_WORDS * sizeof *d->ctl_mem, sizeof *d->ctl_mem, MPI_INFO_NULL, d->comm,
+                          &d->ctl);
+  if (rc == MPI_SUCCESS) rc = MPI_Win_create_dynamic(MPI_INFO_NULL, d->comm, &d->data);
+  if (rc != MPI_SUCCESS) {
+    /* Open MPI 4 picks its UCX one-sided component wherever UCX is built in,
+     * and that fails where UCX finds no network (one host, a container). */
+    char s[MPI_MAX_ERROR_STRING];
+    mgpu_status_t st = mgpu__dist_break(
+        d, "mgpu_init",
+        "MPI_Win_create failed: %s: this MPI gives no one-sided window over the communicator, which the steals "
+        "between ranks need; with Open MPI 4, OMPI_MCA_osc=pt2pt selects one that works without RDMA hardware "
+        "(doc/guide.md, \"Troubleshooting MPI\")",
+        mpi_error(rc, s));
+    mgpu__node_finalize(rt);
+    dist_free(d);
+    return st;
+  }
+  MPI_Win_set_errhandler(d->ctl, MPI_ERRORS_RETURN);
+  MPI_Win_set_errhandler(d->data, MPI_ERRORS_RETURN);
+  return MGPU_OK;
 }
 
 mgpu_status_t mgpu__dist_init(const mgpu_config_t *cfg, const mgpu__testcfg_t *test, mgpu_runtime_t **rt_p) {
@@ -366,137 +526,17 @@ mgpu_status_t mgpu__dist_init(const mgpu_config_t *cfg, const mgpu__testcfg_t *t
   if (st != MGPU_OK) return st;
   int size = 1;
   if (use && MPI_Comm_size(user, &size) != MPI_SUCCESS) size = 1;
-  if (!use || size == 1) {
-    /* One process: exactly the runtime of a build without MPI. */
-    mgpu_runtime_t *rt;
-    st = mgpu__init_test(cfg, test, &rt);
-    if (st != MGPU_OK) return st;
-    if (use) snprintf(how + strlen(how), sizeof how - strlen(how), ", 1 rank: this process alone");
-    snprintf(rt->cfg.text[MGPU_SET_MPI], sizeof rt->cfg.text[0], "%s", how);
-    *rt_p = rt;
-    return MGPU_OK;
-  }
-
-  struct mgpu__dist *d = calloc(1, sizeof *d);
-  if (!d) return mgpu__fail(MGPU_ENOMEM, "mgpu_init: out of memory");
-  pthread_mutex_init(&d->lock, NULL);
-  d->comm = MPI_COMM_NULL;
-  d->ctl = d->data = MPI_WIN_NULL;
-  d->timeout = c.v.timeout;
-  MPI_Query_thread(&d->level);
-  d->size = size;
-  MPI_Comm_rank(user, &d->rank);
-  if (d->level < MPI_THREAD_SERIALIZED) {
-    int is_main = 0;
-    MPI_Is_thread_main(&is_main);
-    if (!is_main) {
-      dist_free(d);
-      return mgpu__fail(MGPU_ESTATE, "mgpu_init: MPI was initialised with %s, and a runtime across ranks makes its "
-                        "MPI calls in the calling thread: call mgpu_init from the thread that initialised MPI",
-                        level_name(d->level));
-    }
-  }
-  /* The duplicate keeps the runtime's messages apart from the program's. A
-   * rank that never comes would hold the others in it: nonblocking, under
-   * the deadline. */
-  MPI_Request req;
-  int rc = MPI_Comm_idup(user, &d->comm, &req);
+  if (!use || size == 1) return init_alone(cfg, test, use, how, sizeof how, rt_p);
   double deadline = mgpu__deadline_s(c.v.timeout, 0);
-  if (rc != MPI_SUCCESS) {
-    st = mgpu__dist_mpi(d, "mgpu_init", "MPI_Comm_idup", rc);
-    dist_free(d);
-    return st;
-  }
-  /* A duplication that never completed may still write d->comm: d is left to it. */
-  st = mgpu__dist_wait(d, "mgpu_init", &req, deadline, "mgpu_init");
-  if (st != MGPU_OK) {
-    mgpu__dist_leave(d);
-    return st;
-  }
-  MPI_Comm_set_errhandler(d->comm, MPI_ERRORS_RETURN);
-
-  /* Every rank starts its runtime, then all learn whether all did. */
+  struct mgpu__dist *d = NULL;
   mgpu_runtime_t *rt = NULL;
-  init_rec_t mine = {0};
-  mine.status = mgpu__init_rank(cfg, test, d->rank, &rt);
-  if (mine.status != MGPU_OK) snprintf(mine.why, sizeof mine.why, "%s", mgpu_last_error());
-  else mine.ncpu = rt->ncpu, mine.ngpus = rt->ngpus;
-  if (rt && rt->trace_fp) {
-    mine.traced = 1;
-    mine.trace_dev = (uint64_t)rt->trace_dev;
-    mine.trace_ino = (uint64_t)rt->trace_ino;
-    if (gethostname(mine.host, sizeof mine.host - 1) != 0) snprintf(mine.host, sizeof mine.host, "localhost");
-  }
-  char *all = malloc((size_t)size * MGPU_DIST_PAYLOAD);
-  d->ncpu = calloc((size_t)size, sizeof *d->ncpu);
-  d->ngpus = calloc((size_t)size, sizeof *d->ngpus);
-  d->plan_share = calloc((size_t)size, sizeof *d->plan_share);
-  d->plan_rate = calloc((size_t)size, sizeof *d->plan_rate);
-  d->ctl_mem = calloc(W_WORDS, sizeof *d->ctl_mem);
-  if (!all || !d->ncpu || !d->ngpus || !d->plan_share || !d->plan_rate || !d->ctl_mem) {
-    /* The others wait for this rank's record: it cannot give one. */
-    free(all);
-    if (rt) mgpu__node_finalize(rt);
-    st = mgpu__dist_break(d, "mgpu_init", "out of memory");
-    dist_free(d);
-    return st;
-  }
-  st = mgpu__dist_exchange(d, "mgpu_init", MGPU_DOP_INIT, &mine, sizeof mine, all, deadline);
-  int failed = -1;
-  for (int r = 0; r < size && st == MGPU_OK; r++) {
-    init_rec_t o;
-    memcpy(&o, all + (size_t)r * MGPU_DIST_PAYLOAD, sizeof o);
-    if (o.status != MGPU_OK && failed < 0) failed = r;
-    d->ncpu[r] = o.ncpu;
-    d->ngpus[r] = o.ngpus;
-    if (r < d->rank) d->gpu_base += o.ngpus;
-    d->gpu_total += o.ngpus;
-  }
-  if (st == MGPU_OK && failed >= 0) {
-    init_rec_t o;
-    memcpy(&o, all + (size_t)failed * MGPU_DIST_PAYLOAD, sizeof o);
-    st = mine.status != MGPU_OK ? (mgpu_status_t)mine.status
-                                : mgpu__fail(MGPU_EREMOTE, "mgpu_init: rank %d could not start its runtime: %s", failed,
-                                             o.why);
-    if (mine.status != MGPU_OK) mgpu__fail_quiet(st, "%s", mine.why);
-  }
-  if (st == MGPU_OK && failed < 0) st = check_traces(all, size, rt);
-  free(all);
-  if (st != MGPU_OK) {
-    /* MPI_Comm_free is local enough: it does not wait for the others. */
-    if (!d->broken) MPI_Comm_free(&d->comm);
-    /* A trace of a runtime that never started is not written. */
-    if (rt) mgpu__trace_discard(rt);
-    if (rt) mgpu__node_finalize(rt);
-    char why[512];
-    snprintf(why, sizeof why, "%s", mgpu_last_error());
-    dist_free(d);
-    return mgpu__fail_quiet(st, "%s", why);
-  }
-
-  /* Every rank is here: the windows' collective creations cannot wait for
-   * one that is gone. */
-  rc = MPI_Win_create(d->ctl_mem, W_WORDS * sizeof *d->ctl_mem, sizeof *d->ctl_mem, MPI_INFO_NULL, d->comm, &d->ctl);
-  if (rc == MPI_SUCCESS) rc = MPI_Win_create_dynamic(MPI_INFO_NULL, d->comm, &d->data);
-  if (rc != MPI_SUCCESS) {
-    /* Open MPI 4 picks its UCX one-sided component wherever UCX is built in,
-     * and that fails where UCX finds no network (one host, a container). */
-    char s[MPI_MAX_ERROR_STRING];
-    st = mgpu__dist_break(d, "mgpu_init",
-                          "MPI_Win_create failed: %s: this MPI gives no one-sided window over the communicator, which "
-                          "the steals between ranks need; with Open MPI 4, OMPI_MCA_osc=pt2pt selects one that works "
-                          "without RDMA hardware (doc/guide.md, \"Troubleshooting MPI\")",
-                          mpi_error(rc, s));
-    mgpu__node_finalize(rt);
-    dist_free(d);
-    return st;
-  }
-  MPI_Win_set_errhandler(d->ctl, MPI_ERRORS_RETURN);
-  MPI_Win_set_errhandler(d->data, MPI_ERRORS_RETURN);
+  if ((st = new_dist(&c, user, size, deadline, &d)) != MGPU_OK) return st;
+  if ((st = start_ranks(d, cfg, test, deadline, &rt)) != MGPU_OK) return st;
+  if ((st = make_windows(d, rt)) != MGPU_OK) return st;
   d->bw = MGPU_RANK_BW_PRIOR;
   /* A steal: the victim's range (a lock, a get, a put), the inputs' get and
    * the outputs' put, the count at the owner; and a batch's start and wait. */
-  d->xlat = 6 * round_trip(d) + 100e-6;
+  d->xlat = MGPU_RANK_STEAL_TRIPS * round_trip(d) + MGPU_RANK_STEAL_START_S;
   rt->dist = d;
   rt->coll_ranks = size;
   rt->coll_gpu_total = d->gpu_total;

@@ -8,10 +8,10 @@
 #include "runtime/runtime.h"
 
 /* ------------------------------------------ dist.c (dist_none.c without MPI) */
-/* The runtime across MPI ranks (rt->dist; dist.h holds its state). Its files
- * sit above the rest of lib/ and run each rank's part of a batch as batches
- * of this process (mgpu__node_submit). In a build without MPI, dist_none.c
- * gives the same calls for a runtime that is never distributed. */
+/* The runtime across MPI ranks (rt->dist; dist_mpi.h holds its state) runs
+ * each rank's part of a batch as batches of this process (mgpu__node_submit).
+ * In a build without MPI, dist_none.c gives the same calls for a runtime that
+ * is never distributed. */
 /* mgpu_init: this process's runtime (mgpu__init_test), then its part of the
  * runtime across ranks where MPI spans more than one. */
 mgpu_status_t mgpu__dist_init(const mgpu_config_t *cfg, const mgpu__testcfg_t *test, mgpu_runtime_t **rt_p);

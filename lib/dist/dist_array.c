@@ -1,11 +1,8 @@
 /*
- * dist_array.c: split arrays across MPI ranks. An array of n elements is cut
- * into consecutive parts, one per rank, in proportion to the ranks' GPUs
- * (equal parts where no rank has one), and each rank's part is an array of
- * its own, split across its GPUs and host by its shares as on one process
- * (array.c), its elements numbered from the part's first (mgpu_array_part,
- * chunk->first, copies to and from the host). Creating one and summing one
- * are calls the ranks make together; the rest are each rank's own.
+ * dist_array.c: split arrays across MPI ranks: consecutive parts, one per rank,
+ * in proportion to the ranks' GPUs (equal where none has one), each an array
+ * of its own across its GPUs and host (array.c), numbered from the part's
+ * first. Creating one and summing one are calls the ranks make together.
  */
 #include "dist/dist_mpi.h"
 

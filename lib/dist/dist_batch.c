@@ -1,15 +1,9 @@
 /*
  * dist_batch.c: one batch run once over all the ranks of a runtime: its
- * submission, its event and its figures. Every rank submits it with the
- * same kernel and item count; the ranks exchange their records of it (what
- * differs is refused on every rank) with their rates and latencies on the
- * kernel, and split the items so that all are predicted to finish together
- * (mgpu__split, the rule that splits a batch among the workers of one
- * process). Each rank owns a contiguous share, whose inputs and outputs are
- * in its own memory, attached to the data window for the others; how a rank
- * runs it, and takes from the others, is dist_part.c's. The batch is driven
- * by the calls on its event (mgpu_event_wait, _test, _release), from the
- * caller's thread; mgpu_submit returns once the first parts run.
+ * submission, its event and its figures. The ranks exchange their records of
+ * it (what differs is refused on every rank) and split its items so that all
+ * are predicted to finish together (mgpu__split); each owns a contiguous share
+ * in its own memory. The calls on its event drive it, from the caller's thread.
  */
 #include "dist/dist_mpi.h"
 
@@ -113,8 +107,8 @@ static mgpu_status_t attach(mgpu__dbatch_t *db, const char *fn) {
 
 static const char *kname(const mgpu_kernel_t *k) { return k->name ? k->name : "(unnamed)"; }
 
-/* Where the ranks' records disagree on the batch: a message naming what,
- * the same on every rank; NULL where they agree. */
+/* Whether the ranks' records disagree on the batch: then msg names what,
+ * the same on every rank. */
 static bool disagree(const struct mgpu__dist *d, const char *fn, const char *all, char *msg, size_t len) {
   submit_rec_t z, o;
   memcpy(&z, all, sizeof z);
@@ -289,58 +283,43 @@ mgpu_status_t mgpu__dist_deps(mgpu_runtime_t *rt, const char *fn, size_t ndeps, 
   return MGPU_OK;
 }
 
-mgpu_status_t mgpu__dist_submit(mgpu_runtime_t *rt, const char *fn, const mgpu_batch_t *user, size_t ndeps,
-                                mgpu_event_t *const *deps, mgpu_event_t **done_p) {
-  struct mgpu__dist *d = rt->dist;
-  if (!done_p) return mgpu__fail(MGPU_EINVAL, "%s: done_p is NULL", fn);
-  mgpu_status_t st = mgpu__dist_thread_ok(d, fn);
-  if (st != MGPU_OK) return st;
-  /* Dependencies end first: a batch across ranks starts at once. */
-  bool dep_failed = false;
-  MGPU_LOCK(&d->lock, MGPU_LK_DIST);
-  mgpu__dist_close_open(d);
-  st = mgpu__dist_deps(rt, fn, ndeps, deps, &dep_failed);
-  if (st != MGPU_OK) {
-    MGPU_UNLOCK(&d->lock);
-    return st;
-  }
+/* A batch across `size` ranks of a runtime of nworkers workers, its arrays
+ * allocated; NULL where out of memory. */
+static mgpu__dbatch_t *dbatch_new(int size, int nworkers) {
   mgpu__dbatch_t *db = calloc(1, sizeof *db);
-  char *all = malloc((size_t)d->size * MGPU_DIST_PAYLOAD);
-  if (db) {
-    db->first = calloc((size_t)d->size, sizeof *db->first);
-    db->count = calloc((size_t)d->size, sizeof *db->count);
-    db->rate = calloc((size_t)d->size, sizeof *db->rate);
-    db->lat = calloc((size_t)d->size, sizeof *db->lat);
-    db->addr = calloc((size_t)d->size * 2 * MGPU_MAX_ARGS, sizeof *db->addr);
-    db->ranks = calloc((size_t)d->size, sizeof *db->ranks);
-    db->wstats = calloc((size_t)rt->nworkers, sizeof *db->wstats);
-    db->pws = calloc((size_t)rt->nworkers, sizeof *db->pws);
+  if (!db) return NULL;
+  db->first = calloc((size_t)size, sizeof *db->first);
+  db->count = calloc((size_t)size, sizeof *db->count);
+  db->rate = calloc((size_t)size, sizeof *db->rate);
+  db->lat = calloc((size_t)size, sizeof *db->lat);
+  db->addr = calloc((size_t)size * 2 * MGPU_MAX_ARGS, sizeof *db->addr);
+  db->ranks = calloc((size_t)size, sizeof *db->ranks);
+  db->wstats = calloc((size_t)nworkers, sizeof *db->wstats);
+  db->pws = calloc((size_t)nworkers, sizeof *db->pws);
+  if (db->first && db->count && db->rate && db->lat && db->addr && db->ranks && db->wstats && db->pws) return db;
+  dbatch_free(db);
+  return NULL;
+}
+
+/* MGPU_EDEP on every rank where a dependency failed on one (the ranks'
+ * submission records in all). */
+static mgpu_status_t deps_failed(const struct mgpu__dist *d, const char *fn, const char *all) {
+  for (int r = 0; r < d->size; r++) {
+    submit_rec_t o;
+    memcpy(&o, all + (size_t)r * MGPU_DIST_PAYLOAD, sizeof o);
+    if (o.dep_failed)
+      return mgpu__fail(MGPU_EDEP, "%s: a batch that this one depends on failed on rank %d, so kernel '%s' did not "
+                        "run", fn, r, o.kernel);
   }
-  bool mem = db && all && db->first && db->count && db->rate && db->lat && db->addr && db->ranks && db->wstats &&
-             db->pws;
-  mgpu_status_t chk = mem ? check_local(rt, fn, user, &db->desc, &db->kernel)
-                          : mgpu__fail(MGPU_ENOMEM, "%s: out of memory", fn);
-  submit_rec_t mine;
-  fill_rec(d, mem ? &db->desc : NULL, mem ? &db->kernel : NULL, chk, mgpu_last_error(), &mine);
-  mine.dep_failed = dep_failed;
-  st = all ? agree(d, fn, MGPU_DOP_SUBMIT, &mine, all) : mgpu__dist_break(d, fn, "out of memory");
-  if (st == MGPU_OK) {
-    for (int r = 0; r < d->size; r++) {
-      submit_rec_t o;
-      memcpy(&o, all + (size_t)r * MGPU_DIST_PAYLOAD, sizeof o);
-      if (o.dep_failed) {
-        st = mgpu__fail(MGPU_EDEP, "%s: a batch that this one depends on failed on rank %d, so kernel '%s' "
-                        "did not run", fn, r, o.kernel);
-        break;
-      }
-    }
-  }
-  if (st != MGPU_OK) {
-    free(all);
-    dbatch_free(db);
-    MGPU_UNLOCK(&d->lock);
-    return st;
-  }
+  return MGPU_OK;
+}
+
+/* The batch as every rank agreed on it (their submission records in all):
+ * its own copy of the argument, its model, every rank's rate, latency and
+ * array addresses, and its split: mgpu_batch_plan's where the ranks hold
+ * it, else by the rates. */
+static void dbatch_init(mgpu__dbatch_t *db, mgpu_runtime_t *rt, const char *fn, const char *all) {
+  struct mgpu__dist *d = rt->dist;
   db->rt = rt;
   db->d = d;
   db->seq = d->calls;
@@ -368,7 +347,6 @@ mgpu_status_t mgpu__dist_submit(mgpu_runtime_t *rt, const char *fn, const mgpu_b
     planned = o.planned;
     memcpy(db->addr + (size_t)r * 2 * MGPU_MAX_ARGS, o.addr, sizeof o.addr);
   }
-  free(all);
   if (planned) {
     for (int r = 0; r < d->size; r++) db->count[r] = d->plan_share[r], db->rate[r] = d->plan_rate[r];
     for (int r = 0; r < d->size; r++)
@@ -378,13 +356,48 @@ mgpu_status_t mgpu__dist_submit(mgpu_runtime_t *rt, const char *fn, const mgpu_b
     split(d->size, db->n, db->rate, db->lat, db->count);
   }
   for (int r = 1; r < d->size; r++) db->first[r] = db->first[r - 1] + db->count[r - 1];
+}
+
+mgpu_status_t mgpu__dist_submit(mgpu_runtime_t *rt, const char *fn, const mgpu_batch_t *user, size_t ndeps,
+                                mgpu_event_t *const *deps, mgpu_event_t **done_p) {
+  struct mgpu__dist *d = rt->dist;
+  if (!done_p) return mgpu__fail(MGPU_EINVAL, "%s: done_p is NULL", fn);
+  mgpu_status_t st = mgpu__dist_thread_ok(d, fn);
+  if (st != MGPU_OK) return st;
+  /* Dependencies end first: a batch across ranks starts at once. */
+  bool dep_failed = false;
+  MGPU_LOCK(&d->lock, MGPU_LK_DIST);
+  mgpu__dist_close_open(d);
+  st = mgpu__dist_deps(rt, fn, ndeps, deps, &dep_failed);
+  if (st != MGPU_OK) {
+    MGPU_UNLOCK(&d->lock);
+    return st;
+  }
+  mgpu__dbatch_t *db = dbatch_new(d->size, rt->nworkers);
+  char *all = malloc((size_t)d->size * MGPU_DIST_PAYLOAD);
+  bool mem = db && all;
+  mgpu_status_t chk = mem ? check_local(rt, fn, user, &db->desc, &db->kernel)
+                          : mgpu__fail(MGPU_ENOMEM, "%s: out of memory", fn);
+  submit_rec_t mine;
+  fill_rec(d, mem ? &db->desc : NULL, mem ? &db->kernel : NULL, chk, mgpu_last_error(), &mine);
+  mine.dep_failed = dep_failed;
+  st = all ? agree(d, fn, MGPU_DOP_SUBMIT, &mine, all) : mgpu__dist_break(d, fn, "out of memory");
+  if (st == MGPU_OK) st = deps_failed(d, fn, all);
+  if (st != MGPU_OK) {
+    free(all);
+    dbatch_free(db);
+    MGPU_UNLOCK(&d->lock);
+    return st;
+  }
+  dbatch_init(db, rt, fn, all);
+  free(all);
   if (!db->model || (db->desc.arg_size && !db->arg_copy)) st = mgpu__fail(MGPU_ENOMEM, "%s: out of memory", fn);
   /* No rank can leave now that all agreed: a failure from here on is the
    * batch's, and ends it on every rank. */
   d->cur = db;
   double rmax = 0;
   for (int r = 0; r < d->size; r++) rmax = MGPU_MAX(rmax, db->rate[r] > 0 ? (double)db->count[r] / db->rate[r] : 0);
-  db->deadline = mgpu__dist_deadline(d, db->model && db->model->fit.samples ? rmax : 0);
+  db->deadline = mgpu__dist_deadline(d, db->model && db->model->fit.line.samples ? rmax : 0);
   if (st == MGPU_OK) st = attach(db, fn);
   if (st == MGPU_OK) st = mgpu__dist_publish(db);
   if (st != MGPU_OK) mgpu__dist_fail(db, st, true, "%s", mgpu_last_error());

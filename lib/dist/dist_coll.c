@@ -1,19 +1,9 @@
 /*
- * dist_coll.c: the collectives over every GPU of every rank. GPUs are
- * numbered over the ranks, rank 0's first (mgpu_num_gpus of each, in rank
- * order): a root, and the blocks of all-gather and reduce-scatter, are of
- * that numbering. Every call starts with an exchange of the ranks' records
- * (the kind, count, type, operator and root must agree).
- *
- * With NCCL on real GPUs, communicators that span every GPU of every rank are
- * made on first use: the rank of GPU 0 asks NCCL for a unique id, MPI carries
- * it to every rank, and each rank makes the communicators of its GPUs in one
- * group (ncclCommInitRank); the collectives then run as on one process, each
- * GPU's host thread calling NCCL (coll.c). Without NCCL, or on emulated
- * devices, through host memory and MPI: each rank combines its GPUs' buffers
- * (the collective of one process, or copies), the ranks combine theirs with
- * the matching MPI collective, and each rank copies the result to its GPUs.
- * Correct, not fast; an _async form then runs to its end before it returns.
+ * dist_coll.c: the collectives over every GPU of every rank, GPUs numbered
+ * over the ranks, rank 0's first; every call starts with an exchange of the
+ * ranks' records (kind, count, type, operator and root must agree). With NCCL
+ * they run as on one process (coll.c); otherwise through host memory and MPI,
+ * and an _async form runs to its end before it returns.
  */
 #include "dist/dist_mpi.h"
 
@@ -187,87 +177,139 @@ static mgpu_status_t copy_in(mgpu_runtime_t *rt, int g, void *dev, const void *h
                             : mgpu__dist_mpi(d, fn, #call, rc_);                             \
   } while (0)
 
+/* A collective on the host path: this rank's staging of a whole result
+ * (host; tmp for reduce-scatter), and the ranks' counts and displacements, in
+ * elements, for MPI's collectives of blocks per rank. */
+typedef struct {
+  mgpu_runtime_t *rt;
+  struct mgpu__dist *d;
+  const char *fn;
+  const void *const *send;
+  void *const *recv;
+  size_t count, bytes, host_elems;
+  mgpu_dtype_t dt;
+  mgpu_redop_t op;
+  int root;
+  char *host, *tmp;
+  int *counts, *displs;
+} host_coll_t;
+
+/* Each collective below returns the MPI call's outcome and sets *local to
+ * this rank's own (its GPUs' copies): a rank that fails locally still takes
+ * part in the MPI call, or the others would wait for it. */
+
+/* This rank's GPUs first (its collective of one process), then the ranks'. */
+static mgpu_status_t host_allreduce(const host_coll_t *h, mgpu_status_t *local) {
+  struct mgpu__dist *d = h->d;
+  const char *fn = h->fn;
+  mgpu_status_t st;
+  int ng = h->rt->ngpus;
+  if (ng > 0) {
+    *local = mgpu__node_collective(h->rt, MGPU__COLL_ALLREDUCE, h->send, h->recv, h->count, h->dt, h->op, 0, 0, NULL,
+                                   NULL, false);
+    if (*local == MGPU_OK) *local = copy_out(h->rt, 0, h->host, h->recv[0], h->bytes);
+  } else {
+    identity(h->host, h->count, h->dt, h->op);
+  }
+  MPI_RUN(MPI_Iallreduce(MPI_IN_PLACE, h->host, (int)h->count, mpi_type(h->dt), mpi_op(h->op), d->comm, &req_));
+  for (int g = 0; g < ng && st == MGPU_OK && *local == MGPU_OK; g++)
+    *local = copy_in(h->rt, g, h->recv[g], h->host, h->bytes);
+  return st;
+}
+
+/* The rank that holds the root GPU sends its buffer to every rank. */
+static mgpu_status_t host_broadcast(const host_coll_t *h, mgpu_status_t *local) {
+  struct mgpu__dist *d = h->d;
+  const char *fn = h->fn;
+  mgpu_status_t st;
+  int owner = 0, base = d->gpu_base;
+  for (int r = 0, at = 0; r < d->size; r++) {
+    if (h->root >= at && h->root < at + d->ngpus[r]) owner = r;
+    at += d->ngpus[r];
+  }
+  if (owner == d->rank) *local = copy_out(h->rt, h->root - base, h->host, h->send[h->root - base], h->bytes);
+  MPI_RUN(MPI_Ibcast(h->host, (int)h->count, mpi_type(h->dt), owner, d->comm, &req_));
+  for (int g = 0; g < h->rt->ngpus && st == MGPU_OK && *local == MGPU_OK; g++)
+    *local = copy_in(h->rt, g, h->recv[g], h->host, h->bytes);
+  return st;
+}
+
+/* Every GPU's block at its place in the numbering over all ranks. */
+static mgpu_status_t host_allgather(const host_coll_t *h, mgpu_status_t *local) {
+  struct mgpu__dist *d = h->d;
+  const char *fn = h->fn;
+  mgpu_status_t st;
+  int ng = h->rt->ngpus;
+  for (int g = 0; g < ng && *local == MGPU_OK; g++)
+    *local = copy_out(h->rt, g, h->host + (size_t)(d->gpu_base + g) * h->bytes, h->send[g], h->bytes);
+  MPI_RUN(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, h->host, h->counts, h->displs, mpi_type(h->dt), d->comm,
+                          &req_));
+  for (int g = 0; g < ng && st == MGPU_OK && *local == MGPU_OK; g++)
+    *local = copy_in(h->rt, g, h->recv[g], h->host, (size_t)d->gpu_total * h->bytes);
+  return st;
+}
+
+/* This rank's GPUs combined on the host, then the ranks' sums scattered:
+ * each rank gets the blocks of its GPUs. */
+static mgpu_status_t host_reduce_scatter(const host_coll_t *h, mgpu_status_t *local) {
+  struct mgpu__dist *d = h->d;
+  const char *fn = h->fn;
+  mgpu_status_t st;
+  int ng = h->rt->ngpus;
+  size_t all = (size_t)d->gpu_total * h->bytes;
+  if (ng == 0) identity(h->host, h->host_elems, h->dt, h->op);
+  for (int g = 0; g < ng && *local == MGPU_OK; g++) {
+    *local = copy_out(h->rt, g, g ? h->tmp : h->host, h->send[g], all);
+    if (g && *local == MGPU_OK) mgpu__coll_combine(h->host, h->tmp, h->host_elems, h->dt, h->op);
+  }
+  MPI_RUN(MPI_Ireduce_scatter(MPI_IN_PLACE, h->host, h->counts, mpi_type(h->dt), mpi_op(h->op), d->comm, &req_));
+  for (int g = 0; g < ng && st == MGPU_OK && *local == MGPU_OK; g++)
+    *local = copy_in(h->rt, g, h->recv[g], h->host + (size_t)g * h->bytes, h->bytes);
+  return st;
+}
+
 static mgpu_status_t host_path(mgpu_runtime_t *rt, const char *fn, int kind, const void *const *send,
                                void *const *recv, size_t count, mgpu_dtype_t dt, mgpu_redop_t op, int root) {
   struct mgpu__dist *d = rt->dist;
-  size_t es = mgpu_dtype_size(dt), bytes = count * es;
-  int total = d->gpu_total, base = d->gpu_base, ng = rt->ngpus;
-  size_t host_elems = kind == MGPU__COLL_ALLREDUCE || kind == MGPU__COLL_BROADCAST ? count : count * (size_t)total;
-  char *host = malloc(MGPU_MAX(host_elems * es, 1)), *tmp = kind == MGPU__COLL_REDUCE_SCATTER ? malloc(MGPU_MAX(host_elems * es, 1)) : NULL;
-  int *counts = calloc((size_t)d->size, sizeof *counts), *displs = calloc((size_t)d->size, sizeof *displs);
-  /* A rank that fails here still takes part in the MPI call, or the others
-   * would wait for it: its error is its own, the others' data is kept right. */
-  mgpu_status_t st = MGPU_OK, local = MGPU_OK;
-  if (!host || !counts || !displs || (kind == MGPU__COLL_REDUCE_SCATTER && !tmp)) {
-    free(host);
-    free(tmp);
-    free(counts);
-    free(displs);
-    return mgpu__dist_break(d, fn, "out of memory for %zu bytes of host staging", host_elems * es);
+  size_t es = mgpu_dtype_size(dt);
+  host_coll_t h = {.rt = rt, .d = d, .fn = fn, .send = send, .recv = recv, .count = count, .bytes = count * es,
+                   .dt = dt, .op = op, .root = root};
+  h.host_elems = kind == MGPU__COLL_ALLREDUCE || kind == MGPU__COLL_BROADCAST ? count : count * (size_t)d->gpu_total;
+  h.host = malloc(MGPU_MAX(h.host_elems * es, 1));
+  h.tmp = kind == MGPU__COLL_REDUCE_SCATTER ? malloc(MGPU_MAX(h.host_elems * es, 1)) : NULL;
+  h.counts = calloc((size_t)d->size, sizeof *h.counts);
+  h.displs = calloc((size_t)d->size, sizeof *h.displs);
+  if (!h.host || !h.counts || !h.displs || (kind == MGPU__COLL_REDUCE_SCATTER && !h.tmp)) {
+    free(h.host);
+    free(h.tmp);
+    free(h.counts);
+    free(h.displs);
+    return mgpu__dist_break(d, fn, "out of memory for %zu bytes of host staging", h.host_elems * es);
   }
   for (int r = 0, at = 0; r < d->size; r++) {
-    counts[r] = d->ngpus[r] * (int)count;
-    displs[r] = at;
-    at += counts[r];
+    h.counts[r] = d->ngpus[r] * (int)count;
+    h.displs[r] = at;
+    at += h.counts[r];
   }
-  MPI_Datatype t = mpi_type(dt);
+  mgpu_status_t st, local = MGPU_OK;
   switch (kind) {
-  case MGPU__COLL_ALLREDUCE:
-    /* This rank's GPUs first (its collective of one process), then the ranks'. */
-    if (ng > 0) {
-      local = mgpu__node_collective(rt, MGPU__COLL_ALLREDUCE, send, recv, count, dt, op, 0, 0, NULL, NULL, false);
-      if (local == MGPU_OK) local = copy_out(rt, 0, host, recv[0], bytes);
-    } else {
-      identity(host, count, dt, op);
-    }
-    MPI_RUN(MPI_Iallreduce(MPI_IN_PLACE, host, (int)count, t, mpi_op(op), d->comm, &req_));
-    for (int g = 0; g < ng && st == MGPU_OK && local == MGPU_OK; g++) local = copy_in(rt, g, recv[g], host, bytes);
-    break;
-  case MGPU__COLL_BROADCAST: {
-    int owner = 0;
-    for (int r = 0, at = 0; r < d->size; r++) {
-      if (root >= at && root < at + d->ngpus[r]) owner = r;
-      at += d->ngpus[r];
-    }
-    if (owner == d->rank) local = copy_out(rt, root - base, host, send[root - base], bytes);
-    MPI_RUN(MPI_Ibcast(host, (int)count, t, owner, d->comm, &req_));
-    for (int g = 0; g < ng && st == MGPU_OK && local == MGPU_OK; g++) local = copy_in(rt, g, recv[g], host, bytes);
-    break;
-  }
-  case MGPU__COLL_ALLGATHER:
-    for (int g = 0; g < ng && local == MGPU_OK; g++)
-      local = copy_out(rt, g, host + (size_t)(base + g) * bytes, send[g], bytes);
-    MPI_RUN(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, host, counts, displs, t, d->comm, &req_));
-    for (int g = 0; g < ng && st == MGPU_OK && local == MGPU_OK; g++)
-      local = copy_in(rt, g, recv[g], host, (size_t)total * bytes);
-    break;
-  default: {
-    /* Reduce-scatter: this rank's GPUs combined on the host, then the ranks'
-     * sums scattered: each rank gets the blocks of its GPUs. */
-    size_t all = (size_t)total * bytes;
-    if (ng == 0) identity(host, host_elems, dt, op);
-    for (int g = 0; g < ng && local == MGPU_OK; g++) {
-      local = copy_out(rt, g, g ? tmp : host, send[g], all);
-      if (g && local == MGPU_OK) mgpu__coll_combine(host, tmp, host_elems, dt, op);
-    }
-    MPI_RUN(MPI_Ireduce_scatter(MPI_IN_PLACE, host, counts, t, mpi_op(op), d->comm, &req_));
-    for (int g = 0; g < ng && st == MGPU_OK && local == MGPU_OK; g++)
-      local = copy_in(rt, g, recv[g], host + (size_t)g * bytes, bytes);
-    break;
-  }
+  case MGPU__COLL_ALLREDUCE: st = host_allreduce(&h, &local); break;
+  case MGPU__COLL_BROADCAST: st = host_broadcast(&h, &local); break;
+  case MGPU__COLL_ALLGATHER: st = host_allgather(&h, &local); break;
+  default: st = host_reduce_scatter(&h, &local); break;
   }
   /* An MPI call that never completed may still use them: left to MPI. */
   if (d->broken) {
-    mgpu__dist_leave(host);
-    mgpu__dist_leave(tmp);
-    mgpu__dist_leave(counts);
-    mgpu__dist_leave(displs);
+    mgpu__dist_leave(h.host);
+    mgpu__dist_leave(h.tmp);
+    mgpu__dist_leave(h.counts);
+    mgpu__dist_leave(h.displs);
     return st != MGPU_OK ? st : local;
   }
-  free(host);
-  free(tmp);
-  free(counts);
-  free(displs);
+  free(h.host);
+  free(h.tmp);
+  free(h.counts);
+  free(h.displs);
   return st != MGPU_OK ? st : local;
 }
 

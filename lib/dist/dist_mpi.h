@@ -12,14 +12,11 @@
 
 #include <mpi.h>
 
-/* Words of a rank's control window, in uint64_t. W_BEGIN..W_RATE are its
- * range and what thieves judge it by: they change only in an exclusive lock
- * epoch of the window at that rank (MPI_Get, MPI_Put). The words from W_DONE
- * on change only by atomic operations (MPI_Accumulate, MPI_Fetch_and_op) in
- * shared lock epochs. MPI leaves Put and Accumulate on one location in
- * concurrent epochs undefined, so no word is touched both ways. No word is
- * changed by MPI_Compare_and_swap: Open MPI 4.1's shared-memory transport
- * crashes on a 64-bit one (open-mpi/ompi issues 7967 and 11349). */
+/* Words of a rank's control window (uint64_t). W_BEGIN..W_RATE, its range and
+ * what thieves judge it by, change only in an exclusive lock epoch at that
+ * rank (MPI_Get, MPI_Put); the words from W_DONE on only by atomics in shared
+ * epochs, since MPI leaves both ways on one word undefined. None by
+ * MPI_Compare_and_swap, which Open MPI 4.1's shared memory breaks (ompi 7967). */
 enum {
   W_BEGIN = 0,  /* unclaimed items of the rank's share: [begin, end) */
   W_END,
@@ -143,6 +140,8 @@ mgpu_status_t mgpu__dist_thread_ok(struct mgpu__dist *d, const char *fn);
 mgpu__dmodel_t *mgpu__dist_model(struct mgpu__dist *d, const mgpu_kernel_t *k, uint64_t footprint);
 /* FNV-1a of n bytes: what a rank compares of others' data without sending it. */
 uint64_t mgpu__dist_hash(const void *p, size_t n);
+#define MGPU_FNV_OFFSET 14695981039346656037ull /* FNV-1a's 64-bit offset basis */
+#define MGPU_FNV_PRIME 1099511628211ull         /* and its prime */
 
 /* A batch across ranks (dist_batch.c submits it, dist_part.c runs it). Its
  * fields are the caller's thread's, under the ranks' lock, but cancel and

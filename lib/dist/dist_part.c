@@ -1,18 +1,9 @@
 /*
  * dist_part.c: how a rank runs its part of a batch across ranks (dist_batch.c
  * submits it): its share in parts claimed from the front of its range in the
- * control window (dist.h), each part a batch of its own workers
- * (mgpu__node_submit), which balance it among themselves; with nothing of
- * its own left, ranges stolen from the back of the range of the rank
- * predicted to finish last, the share that equalises the finish times with
- * the time to move the items' bytes counted (mgpu__rank_steal_share): their
- * inputs fetched from the owner's memory (MPI_Get), run, the outputs put back
- * (MPI_Put) and counted done at the owner (MPI_Accumulate), so every item is
- * computed once and its result lands in its owner's memory. Its part ends
- * when every item of its share is done and no range is left to take; then
- * the ranks exchange their figures and outcomes, so that a failure on one
- * ends the batch on all, with the same message. Every MPI call is made by
- * the caller's thread, in mgpu__dist_drive; the workers run the parts.
+ * control window, each a batch of its own workers, then ranges stolen from the
+ * back of the range predicted to finish last (mgpu__rank_steal_share). Every
+ * MPI call here is the caller's thread's; the workers run the parts.
  */
 #include "dist/dist_mpi.h"
 
@@ -46,8 +37,8 @@ static double bitsd(uint64_t u) {
 /* This rank's rate (items/s) and latency (s) on the batch's kernel; rate 0
  * where its model has learnt nothing yet. */
 void mgpu__dist_rate(const mgpu__dmodel_t *m, double *rate, double *lat) {
-  *rate = m && m->fit.samples > 0 && m->fit.c > 0 ? 1 / m->fit.c : 0;
-  *lat = *rate > 0 ? m->fit.a : 0;
+  *rate = m && m->fit.line.samples > 0 && m->fit.line.c > 0 ? 1 / m->fit.line.c : 0;
+  *lat = *rate > 0 ? m->fit.line.a : 0;
 }
 
 
@@ -150,15 +141,15 @@ static mgpu_status_t start_part(mgpu__dbatch_t *db, int slot, size_t first, size
 }
 
 /* Items of the next part of this rank's own share: MGPU_RANK_PART_S of its
- * work, at most 1 / MGPU_RANK_PARTS_MIN of the share. Before its speed is
- * known, an eighth of that: the parts it has running cannot be stolen, and
- * a rank far slower than the split assumed would hold the batch's end. */
+ * work, at most 1 / MGPU_RANK_PARTS_MIN of the share, and before its speed is
+ * known 1 / MGPU_RANK_PART_PROBE of that: the parts it has running cannot be
+ * stolen, and a rank far slower than the split assumed would hold the end. */
 static size_t part_size(const mgpu__dbatch_t *db) {
   size_t share = db->count[db->rank];
   size_t most = (share + MGPU_RANK_PARTS_MIN - 1) / MGPU_RANK_PARTS_MIN;
   double r, l;
   mgpu__dist_rate(db->model, &r, &l);
-  size_t n = r > 0 ? (size_t)MGPU_MIN((double)most, ceil(r * MGPU_RANK_PART_S)) : most / 8;
+  size_t n = r > 0 ? (size_t)MGPU_MIN((double)most, ceil(r * MGPU_RANK_PART_S)) : most / MGPU_RANK_PART_PROBE;
   return n < 1 ? 1 : n;
 }
 
@@ -231,7 +222,7 @@ static size_t own_running(const mgpu__dbatch_t *db) {
   return n;
 }
 
-/* MPI counts are ints: a range's bytes go in pieces of at most 1 GiB. The
+/* MPI counts are ints: a range's bytes go in pieces (MGPU_RANK_RMA_PIECE). The
  * origin buffer is the first argument of both calls (a put's source, a
  * get's destination). */
 typedef int (*rma_fn)(void *buf, int count, MPI_Datatype t, int rank, MPI_Aint at, int tcount, MPI_Datatype tt,
@@ -240,7 +231,7 @@ static int put(void *buf, int count, MPI_Datatype t, int rank, MPI_Aint at, int 
   return MPI_Put(buf, count, t, rank, at, tcount, tt, w);
 }
 static int move(rma_fn fn, void *buf, size_t bytes, int rank, MPI_Aint at, MPI_Win w) {
-  const size_t piece = (size_t)1 << 30;
+  const size_t piece = MGPU_RANK_RMA_PIECE;
   int rc = MPI_SUCCESS;
   for (size_t off = 0; off < bytes && rc == MPI_SUCCESS; off += piece) {
     int n = (int)MGPU_MIN(piece, bytes - off);
@@ -249,22 +240,29 @@ static int move(rma_fn fn, void *buf, size_t bytes, int rank, MPI_Aint at, MPI_W
   return rc;
 }
 
-/* Steal from the rank predicted to finish last, when that pays. */
-static bool steal(mgpu__dbatch_t *db, int slot) {
-  struct mgpu__dist *d = db->d;
-  if (db->none_to_steal) return false;
-  int me = db->rank, victim = -1, nidle = 0;
-  double worst = 0, idle_v[db->size], idle_p[db->size];
+/* This rank's transfer rate, from a move of `bytes` in dt seconds. */
+static void learn_bw(struct mgpu__dist *d, double bytes, double dt) {
+  if (bytes > 0 && dt > 0) d->bw = (1 - MGPU_RANK_BW_WEIGHT) * d->bw + MGPU_RANK_BW_WEIGHT * bytes / dt;
+}
+
+/* The rank predicted to finish last, of those whose range has items left
+ * (-1: none, or a read failed, which fails the batch); the ranks idle or
+ * soon (nidle, their rates idle_v and items running idle_p) share it with a
+ * thief. A change in what the ranges show is the batch moving. */
+static int pick_victim(mgpu__dbatch_t *db, int *nidle, double *idle_v, double *idle_p) {
+  int me = db->rank, victim = -1;
+  double worst = 0;
   bool unpublished = false, any = false;
   uint64_t sig = 0;
+  *nidle = 0;
   for (int r = 0; r < db->size; r++) {
     if (r == me) continue;
     uint64_t w[W_RANGE_WORDS];
     if (read_range(db, r, w) != MGPU_OK) {
       mgpu__dist_fail(db, MGPU_EREMOTE, true, "%s", mgpu_last_error());
-      return false;
+      return -1;
     }
-    sig = sig * 1099511628211ull ^ mgpu__dist_hash(w, sizeof w);
+    sig = sig * MGPU_FNV_PRIME ^ mgpu__dist_hash(w, sizeof w);
     if (w[W_SEQ] != db->seq) {
       unpublished = true; /* it has not started the batch yet */
       continue;
@@ -272,8 +270,7 @@ static bool steal(mgpu__dbatch_t *db, int slot) {
     double vo = bitsd(w[W_RATE]);
     if (!(vo > 0)) vo = db->rate[r];
     if (w[W_BEGIN] >= w[W_END]) {
-      /* Idle, or soon: a thief too, with which this one shares the victim. */
-      idle_v[nidle] = vo, idle_p[nidle++] = (double)w[W_FLIGHT];
+      idle_v[*nidle] = vo, idle_p[(*nidle)++] = (double)w[W_FLIGHT];
       continue;
     }
     any = true;
@@ -281,40 +278,15 @@ static bool steal(mgpu__dbatch_t *db, int slot) {
     if (victim < 0 || t > worst) victim = r, worst = t;
   }
   db->none_to_steal = !any && !unpublished;
-  /* Other ranks claiming their parts is the batch moving, for the deadline. */
   if (sig != db->scan_sig) db->scan_sig = sig, db->last_change = mgpu__now();
-  if (victim < 0) return false;
+  return victim;
+}
 
-  MPI_Win win = d->ctl;
-  uint64_t w[W_RANGE_WORDS];
-  int rc = lock_range(win, victim, w);
-  size_t take = 0;
-  if (rc == MPI_SUCCESS && w[W_SEQ] == db->seq && w[W_BEGIN] < w[W_END]) {
-    double vt, at;
-    mgpu__dist_rate(db->model, &vt, &at);
-    if (!(vt > 0)) vt = db->rate[me], at = db->lat[me];
-    double vo = bitsd(w[W_RATE]);
-    if (!(vo > 0)) vo = db->rate[victim];
-    mgpu__rank_steal_view_t v = {.vt = vt, .at = at, .pt = (double)own_running(db), .vo = vo, .ao = db->lat[victim],
-                                 .po = (double)w[W_FLIGHT], .left = (double)(w[W_END] - w[W_BEGIN]),
-                                 .bytes_per_item = (double)db->bytes_per_item, .bw = d->bw, .fixed_s = d->xlat,
-                                 .nothers = nidle, .ov = idle_v, .op = idle_p};
-    take = mgpu__rank_steal_share(&v);
-    if (take > 0) {
-      uint64_t end = w[W_END] - take;
-      rc = MPI_Put(&end, 1, MPI_UINT64_T, victim, W_END, 1, MPI_UINT64_T, win);
-    }
-  }
-  int urc = MPI_Win_unlock(victim, win);
-  if (mpi(db, "taking a rank's range", rc != MPI_SUCCESS ? rc : urc) != MGPU_OK) {
-    mgpu__dist_fail(db, MGPU_EREMOTE, true, "%s", mgpu_last_error());
-    return false;
-  }
-  if (take == 0) return false;
-  size_t first = (size_t)(w[W_END] - take);
-  db->last_change = mgpu__now();
-
-  /* Its inputs, from the owner's memory, into buffers of this rank's. */
+/* Run items first..first + take - 1, taken from victim, on slot's part: their
+ * inputs fetched from its memory into buffers of this rank's. */
+static bool run_stolen(mgpu__dbatch_t *db, int slot, int victim, size_t first, size_t take) {
+  struct mgpu__dist *d = db->d;
+  int me = db->rank;
   mgpu__dpart_t *p = &db->part[slot];
   const mgpu_kernel_t *k = &db->kernel;
   bool ok = true;
@@ -327,10 +299,10 @@ static bool steal(mgpu__dbatch_t *db, int slot) {
   }
   double t0 = mgpu__now();
   const uint64_t *va = db->addr + (size_t)victim * 2 * MGPU_MAX_ARGS;
-  rc = MPI_Win_lock(MPI_LOCK_SHARED, victim, 0, d->data);
+  int rc = MPI_Win_lock(MPI_LOCK_SHARED, victim, 0, d->data);
   for (int i = 0; i < k->nin && rc == MPI_SUCCESS; i++)
     rc = move(MPI_Get, p->buf[i], take * k->in_size[i], victim, (MPI_Aint)(va[i] + first * k->in_size[i]), d->data);
-  urc = MPI_Win_unlock(victim, d->data);
+  int urc = MPI_Win_unlock(victim, d->data);
   if (mpi(db, "fetching the inputs of a stolen range", rc != MPI_SUCCESS ? rc : urc) != MGPU_OK) {
     mgpu__dist_fail(db, MGPU_EREMOTE, true, "%s", mgpu_last_error());
     for (int i = 0; i < 2 * MGPU_MAX_ARGS; i++) free(p->buf[i]), p->buf[i] = NULL;
@@ -338,14 +310,13 @@ static bool steal(mgpu__dbatch_t *db, int slot) {
   }
   double in_bytes = 0;
   for (int i = 0; i < k->nin; i++) in_bytes += (double)(take * k->in_size[i]);
-  double dt = mgpu__now() - t0;
-  if (in_bytes > 0 && dt > 0) d->bw = 0.5 * d->bw + 0.5 * in_bytes / dt;
+  learn_bw(d, in_bytes, mgpu__now() - t0);
   db->bytes_moved += (uint64_t)in_bytes;
   mgpu_status_t st = start_part(db, slot, first, take, victim, (const void *const *)p->buf,
                                 (void *const *)(p->buf + MGPU_MAX_ARGS));
   if (st != MGPU_OK) {
-    mgpu__dist_fail(db, st, true, "rank %d could not start items %zu..%zu taken from rank %d: %s", me, first, first + take - 1,
-         victim, mgpu_last_error());
+    mgpu__dist_fail(db, st, true, "rank %d could not start items %zu..%zu taken from rank %d: %s", me, first,
+                    first + take - 1, victim, mgpu_last_error());
     for (int i = 0; i < 2 * MGPU_MAX_ARGS; i++) free(p->buf[i]), p->buf[i] = NULL;
     return false;
   }
@@ -353,6 +324,47 @@ static bool steal(mgpu__dbatch_t *db, int slot) {
   db->items_in += take;
   mgpu__log(MGPU_LOG_DEBUG, "rank %d took items %zu..%zu from rank %d", me, first, first + take - 1, victim);
   return true;
+}
+
+/* Steal from the rank predicted to finish last, when that pays: the share
+ * comes off the back of its range in an exclusive epoch of its window. */
+static bool steal(mgpu__dbatch_t *db, int slot) {
+  struct mgpu__dist *d = db->d;
+  if (db->none_to_steal) return false;
+  int me = db->rank, nidle = 0;
+  double idle_v[db->size], idle_p[db->size];
+  int victim = pick_victim(db, &nidle, idle_v, idle_p);
+  if (victim < 0) return false;
+
+  MPI_Win win = d->ctl;
+  uint64_t w[W_RANGE_WORDS];
+  int rc = lock_range(win, victim, w);
+  size_t take = 0;
+  if (rc == MPI_SUCCESS && w[W_SEQ] == db->seq && w[W_BEGIN] < w[W_END]) {
+    double vt, at;
+    mgpu__dist_rate(db->model, &vt, &at);
+    if (!(vt > 0)) vt = db->rate[me], at = db->lat[me];
+    double vo = bitsd(w[W_RATE]);
+    if (!(vo > 0)) vo = db->rate[victim];
+    mgpu__rank_steal_view_t v = {.thief = {.speed = vt, .latency = at, .running = (double)own_running(db)},
+                                 .owner = {.speed = vo, .latency = db->lat[victim], .running = (double)w[W_FLIGHT]},
+                                 .left = (double)(w[W_END] - w[W_BEGIN]),
+                                 .bytes_per_item = (double)db->bytes_per_item, .bw = d->bw, .fixed_s = d->xlat,
+                                 .nothers = nidle, .others_speed = idle_v, .others_running = idle_p};
+    take = mgpu__rank_steal_share(&v);
+    if (take > 0) {
+      uint64_t end = w[W_END] - take;
+      rc = MPI_Put(&end, 1, MPI_UINT64_T, victim, W_END, 1, MPI_UINT64_T, win);
+    }
+  }
+  int urc = MPI_Win_unlock(victim, win);
+  if (mpi(db, "taking a rank's range", rc != MPI_SUCCESS ? rc : urc) != MGPU_OK) {
+    mgpu__dist_fail(db, MGPU_EREMOTE, true, "%s", mgpu_last_error());
+    return false;
+  }
+  if (take == 0) return false;
+  db->last_change = mgpu__now();
+  return run_stolen(db, slot, victim, (size_t)(w[W_END] - take), take);
 }
 
 /* Put a stolen part's outputs back into its owner's memory and count them
@@ -375,7 +387,7 @@ static void return_part(mgpu__dbatch_t *db, mgpu__dpart_t *p) {
     return;
   }
   double dt = mgpu__now() - t0;
-  if (bytes_all > 0 && dt > 0) d->bw = 0.5 * d->bw + 0.5 * bytes_all / dt;
+  learn_bw(d, bytes_all, dt);
   db->bytes_moved += (uint64_t)bytes_all;
   uint64_t add[3] = {p->count, 1, p->count}; /* W_DONE, W_STEALS_OUT, W_ITEMS_OUT */
   if (accumulate(db, p->victim, W_DONE, add, 3, MPI_SUM) != MGPU_OK)
@@ -480,9 +492,10 @@ static void start_end(mgpu__dbatch_t *db) {
   db->last_change = mgpu__now();
 }
 
-/* Every rank's record is here (or the exchange failed): the batch's outcome
- * on this rank. */
-static void close_batch(mgpu__dbatch_t *db) {
+/* The ranks' end records: a rank whose record is of another call breaks the
+ * runtime; the first rank where the failure began gives the batch's outcome
+ * where that is not this rank. */
+static void read_end_records(mgpu__dbatch_t *db) {
   struct mgpu__dist *d = db->d;
   int origin = -1;
   for (int r = 0; r < db->size && !d->broken; r++) {
@@ -508,6 +521,13 @@ static void close_batch(mgpu__dbatch_t *db) {
       }
     }
   }
+}
+
+/* Every rank's record is here (or the exchange failed): the batch's outcome
+ * on this rank. */
+static void close_batch(mgpu__dbatch_t *db) {
+  struct mgpu__dist *d = db->d;
+  read_end_records(db);
   if (d->broken && db->final == MGPU_OK) {
     db->final = MGPU_EREMOTE;
     snprintf(db->final_why, sizeof db->final_why, "the runtime across ranks no longer works: %s", d->broken_why);
@@ -545,80 +565,98 @@ static void close_batch(mgpu__dbatch_t *db) {
 
 /* ------------------------------------------------------------ the drive */
 
-/* Seconds between looks at the windows while parts run: their ends are seen
- * within it, and the next part is started before the last one ends. */
-#define POLL_S 5e-4
-#define POLL_IDLE_MAX_S 2e-3
+/* What one look at a running batch found. */
+enum { LOOK_STILL, LOOK_MOVED, LOOK_AGAIN, LOOK_ENDED };
 
-/* Run the batch for at most block_s seconds (<= 0: one look; INFINITY: to its end). */
-void mgpu__dist_drive(mgpu__dbatch_t *db, double block_s) {
+/* One look at a running batch: a cancel or another rank's stop, parts that
+ * ended, new parts claimed or stolen into free slots, and, with none
+ * running, whether this rank's part is over (LOOK_ENDED: its end began;
+ * LOOK_AGAIN: a failure to act on at once). */
+static int look(mgpu__dbatch_t *db) {
   struct mgpu__dist *d = db->d;
-  double t0 = mgpu__now(), idle = POLL_S;
-  while (db->state == MGPU_DB_RUNNING) {
-    bool moved = false;
-    if (!db->failed && atomic_load(&db->cancel))
-      mgpu__dist_fail(db, MGPU_ECANCELED, true, "batch of kernel '%s' canceled on rank %d", db->kernel.name, db->rank);
-    if (!db->failed) {
-      uint64_t ab = 0;
-      if (read_atomic(db, db->rank, W_ABORT, &ab) != MGPU_OK) mgpu__dist_fail(db, MGPU_EREMOTE, true, "%s", mgpu_last_error());
-      else if (ab >= db->seq) mgpu__dist_fail(db, MGPU_EREMOTE, false, "another rank stopped the batch");
+  bool moved = false;
+  if (!db->failed && atomic_load(&db->cancel))
+    mgpu__dist_fail(db, MGPU_ECANCELED, true, "batch of kernel '%s' canceled on rank %d", db->kernel.name, db->rank);
+  if (!db->failed) {
+    uint64_t ab = 0;
+    if (read_atomic(db, db->rank, W_ABORT, &ab) != MGPU_OK)
+      mgpu__dist_fail(db, MGPU_EREMOTE, true, "%s", mgpu_last_error());
+    else if (ab >= db->seq) mgpu__dist_fail(db, MGPU_EREMOTE, false, "another rank stopped the batch");
+  }
+  for (int i = 0; i < MGPU_RANK_FLIGHT; i++)
+    if (db->part[i].ev && mgpu__node_event_test(db->part[i].ev) != MGPU_ESTATE) {
+      finish_part(db, &db->part[i]);
+      moved = true;
     }
-    for (int i = 0; i < MGPU_RANK_FLIGHT; i++)
-      if (db->part[i].ev && mgpu__node_event_test(db->part[i].ev) != MGPU_ESTATE) {
-        finish_part(db, &db->part[i]);
-        moved = true;
+  int slot;
+  while (!db->failed && (slot = free_slot(db)) >= 0) {
+    if (claim_own(db, slot) || steal(db, slot)) moved = true;
+    else break;
+  }
+  if (db->nflight == 0) {
+    if (db->failed || d->broken) {
+      start_end(db);
+      return LOOK_ENDED;
+    }
+    if (db->own_empty) {
+      uint64_t done = 0;
+      if (read_atomic(db, db->rank, W_DONE, &done) != MGPU_OK) {
+        mgpu__dist_fail(db, MGPU_EREMOTE, true, "%s", mgpu_last_error());
+        return LOOK_AGAIN;
       }
-    int slot;
-    while (!db->failed && (slot = free_slot(db)) >= 0) {
-      if (claim_own(db, slot) || steal(db, slot)) moved = true;
-      else break;
-    }
-    if (db->nflight == 0) {
-      if (db->failed || d->broken) {
+      if (done != db->done_remote) db->done_remote = done, moved = true;
+      atomic_store(&db->progress, db->own_done + (size_t)done);
+      if (db->own_done + done >= db->count[db->rank] && db->none_to_steal) {
         start_end(db);
-        break;
-      }
-      if (db->own_empty) {
-        uint64_t done = 0;
-        if (read_atomic(db, db->rank, W_DONE, &done) != MGPU_OK) {
-          mgpu__dist_fail(db, MGPU_EREMOTE, true, "%s", mgpu_last_error());
-          continue;
-        }
-        if (done != db->done_remote) db->done_remote = done, moved = true;
-        atomic_store(&db->progress, db->own_done + (size_t)done);
-        if (db->own_done + done >= db->count[db->rank] && db->none_to_steal) {
-          start_end(db);
-          break;
-        }
+        return LOOK_ENDED;
       }
     }
+  }
+  return moved ? LOOK_MOVED : LOOK_STILL;
+}
+
+/* The batch's end exchange: waited for (block_s > 0) or tested once, under
+ * the deadline; once every record is in, or the runtime broke, its close. */
+static void drive_end(mgpu__dbatch_t *db, double block_s) {
+  struct mgpu__dist *d = db->d;
+  if (!d->broken) {
+    int flag = 0;
+    if (block_s > 0) {
+      mgpu__dist_wait(d, "mgpu_event_wait", &db->end_req, db->deadline, "the end of a batch");
+      flag = !d->broken;
+    } else {
+      int rc = MPI_Test(&db->end_req, &flag, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS) mgpu__dist_mpi(d, "mgpu_event_test", "MPI_Test", rc);
+      else if (!flag && db->deadline > 0 && mgpu__now() - db->last_change > db->deadline)
+        mgpu__dist_break(d, "mgpu_event_test", "the end of a batch: not every rank took part within %g s "
+                         "(MGPU_TIMEOUT)", db->deadline);
+    }
+    if (!flag && !d->broken) return;
+    if (flag) d->calls++, db->end_pending = false;
+  }
+  close_batch(db);
+}
+
+/* Run the batch for at most block_s seconds (<= 0: one look; INFINITY: to its
+ * end). Looks come every MGPU_RANK_POLL_S while parts run, so that their ends
+ * are seen and the next part starts before the last one ends; further apart,
+ * up to MGPU_RANK_POLL_IDLE_MAX_S, while none does. */
+void mgpu__dist_drive(mgpu__dbatch_t *db, double block_s) {
+  double t0 = mgpu__now(), idle = MGPU_RANK_POLL_S;
+  while (db->state == MGPU_DB_RUNNING) {
+    int l = look(db);
+    if (l == LOOK_ENDED) break;
+    if (l == LOOK_AGAIN) continue;
     double now = mgpu__now();
-    if (moved) db->last_change = now, idle = POLL_S;
+    if (l == LOOK_MOVED) db->last_change = now, idle = MGPU_RANK_POLL_S;
     else if (db->deadline > 0 && now - db->last_change > db->deadline && db->nflight == 0)
       mgpu__dist_fail(db, MGPU_EREMOTE, true, "rank %d saw no progress of the batch for %g s (MGPU_TIMEOUT): a rank stopped or "
            "hangs", db->rank, db->deadline);
     if (block_s <= 0 || now - t0 >= block_s) return;
-    mgpu__nap(db->nflight ? POLL_S : idle);
-    if (!db->nflight) idle = MGPU_MIN(2 * idle, POLL_IDLE_MAX_S);
+    mgpu__nap(db->nflight ? MGPU_RANK_POLL_S : idle);
+    if (!db->nflight) idle = MGPU_MIN(2 * idle, MGPU_RANK_POLL_IDLE_MAX_S);
   }
-  if (db->state == MGPU_DB_ENDING) {
-    if (!d->broken) {
-      int flag = 0;
-      if (block_s > 0) {
-        mgpu__dist_wait(d, "mgpu_event_wait", &db->end_req, db->deadline, "the end of a batch");
-        flag = !d->broken;
-      } else {
-        int rc = MPI_Test(&db->end_req, &flag, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS) mgpu__dist_mpi(d, "mgpu_event_test", "MPI_Test", rc);
-        else if (!flag && db->deadline > 0 && mgpu__now() - db->last_change > db->deadline)
-          mgpu__dist_break(d, "mgpu_event_test", "the end of a batch: not every rank took part within %g s "
-                           "(MGPU_TIMEOUT)", db->deadline);
-      }
-      if (!flag && !d->broken) return;
-      if (flag) d->calls++, db->end_pending = false;
-    }
-    close_batch(db);
-  }
+  if (db->state == MGPU_DB_ENDING) drive_end(db, block_s);
 }
 
 /* The rank's range for this batch, published in its control window: the

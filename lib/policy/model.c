@@ -1,10 +1,8 @@
 /*
- * model.c: the per-kernel model. For each kernel the runtime keeps every
- * worker's chunk-time fit (fit.c) for its whole life, and what each worker
- * publishes of it to the others (its speed and latency, which the first
- * split of each batch and every steal use); the cost of items by position
- * (the cost profile); and the trials of MGPU_RESERVE_THREADS=auto. No locks
- * and no runtime: its callers say which they hold.
+ * model.c: the per-kernel model: every worker's chunk-time fit (fit.c) and
+ * what each publishes of it to the others (its speed and latency, which the
+ * first split of each batch and every steal use); the cost of items by
+ * position; the trials of MGPU_RESERVE_THREADS=auto. No locks: callers hold them.
  */
 #include "policy/policy.h"
 
@@ -73,15 +71,16 @@ void mgpu__model_free(mgpu__model_t *m) {
  * range cuts the claim short), or at the largest size learnt. */
 static void publish(mgpu__model_t *m, int w) {
   const mgpu__fit_t *f = &m->fit[w];
-  double n = f->planned ? (double)f->planned : f->nmax;
+  double n = f->claims.planned ? (double)f->claims.planned : f->knee.top.n;
   atomic_store_explicit(&m->speed[w], mgpu__fit_rate(f, MGPU_MAX(n, 1.0)), memory_order_relaxed);
-  atomic_store_explicit(&m->latency[w], f->a, memory_order_relaxed);
-  atomic_store_explicit(&m->peak[w], f->c > 0 ? 1 / f->c : 0, memory_order_relaxed);
-  atomic_store_explicit(&m->known[w], mgpu__fit_known(f) || f->samples >= MGPU_FIT_TRUST_AFTER, memory_order_relaxed);
-  atomic_store_explicit(&m->reach[w], f->nmax, memory_order_relaxed);
+  atomic_store_explicit(&m->latency[w], f->line.a, memory_order_relaxed);
+  atomic_store_explicit(&m->peak[w], f->line.c > 0 ? 1 / f->line.c : 0, memory_order_relaxed);
+  bool known = mgpu__fit_known(f) || f->line.samples >= MGPU_FIT_TRUST_AFTER;
+  atomic_store_explicit(&m->known[w], known, memory_order_relaxed);
+  atomic_store_explicit(&m->reach[w], f->knee.top.n, memory_order_relaxed);
   atomic_store_explicit(&m->knee[w], mgpu__fit_knee(f), memory_order_relaxed);
-  atomic_store_explicit(&m->mean_items[w], f->items, memory_order_relaxed);
-  atomic_store_explicit(&m->mean_secs[w], f->secs, memory_order_relaxed);
+  atomic_store_explicit(&m->mean_items[w], f->line.items, memory_order_relaxed);
+  atomic_store_explicit(&m->mean_secs[w], f->line.secs, memory_order_relaxed);
 }
 
 void mgpu__model_update(mgpu__model_t *m, int w, const mgpu__sample_t *s) {
@@ -98,8 +97,9 @@ void mgpu__model_update(mgpu__model_t *m, int w, const mgpu__sample_t *s) {
             "model of '%s', worker %d: %.0f items (largest chunk %.0f) in %.3g s%s; fit a %.3g s + %.3g s/item, "
             "saturating at %.3g items, %s (knee %.0f%s), next chunk %zu",
             m->key.name ? m->key.name : "", w, items, s->launch > 0 ? s->launch : items, seconds,
-            s->isolated ? " (alone)" : "", f->a, f->c, mgpu__fit_sat(f), mgpu__fit_known(f) ? "saturated" : "growing",
-            f->nprev, f->rose ? ", measured" : "", f->planned);
+            s->solo ? " (solo)" : "", f->line.a, f->line.c, mgpu__fit_sat(f),
+            mgpu__fit_known(f) ? "saturated" : "growing", f->knee.below.n, f->knee.measured ? ", measured" : "",
+            f->claims.planned);
   /* The slowest rate seen, drifting back up slowly: items of one kernel can
    * differ in cost, and a slow thief plans with its worst case. */
   double rate = items / seconds, slow = atomic_load_explicit(&m->slow[w], memory_order_relaxed);
@@ -111,20 +111,20 @@ size_t mgpu__model_chunk(mgpu__model_t *m, int w, double prior_rate, double targ
                          uint64_t tag, size_t batch_n) {
   mgpu__fit_t *f = &m->fit[w];
   double rate = 0, base = 0, floor = f->floor;
-  uint64_t batch = f->bt_batch;
-  int judged = grows && tag ? mgpu__fit_batch(f, tag, batch_n, &rate, &base) : 0;
-  if (judged)
+  uint64_t batch = f->batch.tag;
+  mgpu__trial_t judged = grows && tag ? mgpu__fit_batch(f, tag, batch_n, &rate, &base) : MGPU_TRIAL_NONE;
+  if (judged != MGPU_TRIAL_NONE)
     mgpu__log(MGPU_LOG_DEBUG, "model of '%s', worker %d: a batch of chunks %s the floor of %.0f items ran at %.4g "
               "items/s against %.4g: floor now %.0f", m->key.name ? m->key.name : "", w,
-              judged > 0 ? "above" : "under", floor, rate, base, f->floor);
-  if (f->bt_batch != batch && (f->bt_dir == 1 || f->bt_dir == -1))
+              judged == MGPU_TRIAL_UP ? "above" : "under", floor, rate, base, f->floor);
+  if (f->batch.tag != batch && (f->batch.trial == MGPU_TRIAL_UP || f->batch.trial == MGPU_TRIAL_DOWN))
     mgpu__log(MGPU_LOG_DEBUG, "model of '%s', worker %d: this batch tries chunks %s the floor of %.0f items",
-              m->key.name ? m->key.name : "", w, f->bt_dir > 0 ? "above" : "under", f->floor);
+              m->key.name ? m->key.name : "", w, f->batch.trial == MGPU_TRIAL_UP ? "above" : "under", f->floor);
   size_t n = mgpu__fit_chunk(f, prior_rate, target_s, max_items, grows);
   mgpu__fit_claimed(f, n);
-  if (n != f->planned) {
-    f->planned = n;
-    if (f->samples) publish(m, w);
+  if (n != f->claims.planned) {
+    f->claims.planned = n;
+    if (f->line.samples) publish(m, w);
   }
   return n;
 }
@@ -164,16 +164,15 @@ void mgpu__prof_learn(mgpu__model_t *m, size_t n, const double *sums, int rows) 
     }
     if (it <= 0 || t <= 0) continue;
     /* Another batch size starts over, on the first bin a GPU worked on: a
-     * batch no GPU worked on says nothing and leaves the profile alone. */
+     * batch no GPU worked on says nothing and leaves the profile as it is. */
     if (m->prof_n != n) {
       memset(m->prof, 0, MGPU_PROF_BINS * sizeof *m->prof);
       m->prof_n = n;
     }
-    /* Half old, half new: a chunk's share of its device's time is a rough
-     * measure of its own (chunks in flight together are charged alike per
-     * item), and its error moves with the split. */
+    /* A chunk's share of its device's time is a rough measure of its own
+     * (chunks in flight together are charged alike per item). */
     double est = t / it;
-    m->prof[j] = m->prof[j] > 0 ? 0.5 * m->prof[j] + 0.5 * est : est;
+    m->prof[j] = m->prof[j] > 0 ? (1 - MGPU_PROF_BLEND) * m->prof[j] + MGPU_PROF_BLEND * est : est;
   }
 }
 
@@ -183,18 +182,16 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 /* Whether bins j0.. of prof (all learnt) show items that differ in cost by
- * position. Two tests on the logarithms of their costs: the middle 80% of the
- * bins span a factor of MGPU_PROF_SPREAD or more, and the bins vary far more
- * from the mean than from their neighbours (MGPU_PROF_SMOOTH: the ratio of
- * their variance to half the mean square step from bin to bin; a cost that
- * changes with position changes smoothly, where noise and the odd slow chunk
- * give about 1, or the width of a chunk in bins where one spans several). */
+ * position, by the logarithms of their costs: the middle bins span a factor
+ * of MGPU_PROF_SPREAD, and they vary MGPU_PROF_SMOOTH times more from their
+ * mean than half the mean square step from bin to bin, since a cost that
+ * changes with position changes smoothly and noise gives a ratio near 1. */
 static bool prof_irregular(const double *prof, int j0) {
   double x[MGPU_PROF_BINS];
   int n = 0;
   double mean = 0, var = 0, step = 0;
   for (int j = j0; j < MGPU_PROF_BINS; j++) x[n] = log(prof[j]), mean += x[n++];
-  if (n < 8) return false;
+  if (n < MGPU_PROF_MIN_BINS) return false;
   mean /= n;
   for (int i = 0; i < n; i++) var += (x[i] - mean) * (x[i] - mean);
   for (int i = 1; i < n; i++) step += (x[i] - x[i - 1]) * (x[i] - x[i - 1]);
@@ -202,9 +199,10 @@ static bool prof_irregular(const double *prof, int j0) {
   step /= n - 1;
   bool smooth = var >= MGPU_PROF_SMOOTH * 0.5 * step;
   qsort(x, (size_t)n, sizeof *x, cmp_double);
-  bool spread = x[n * 9 / 10] - x[n / 10] >= log(MGPU_PROF_SPREAD);
-  mgpu__log(MGPU_LOG_DEBUG, "cost profile: middle 80%% of %d bins span %.3gx, variance %.3g of half the step's %.3g", n,
-            exp(x[n * 9 / 10] - x[n / 10]), var, 0.5 * step);
+  int lo = n / MGPU_PROF_TRIM, hi = n * (MGPU_PROF_TRIM - 1) / MGPU_PROF_TRIM;
+  bool spread = x[hi] - x[lo] >= log(MGPU_PROF_SPREAD);
+  mgpu__log(MGPU_LOG_DEBUG, "cost profile: bins %d..%d of %d span %.3gx, variance %.3g of half the step's %.3g", lo, hi,
+            n, exp(x[hi] - x[lo]), var, 0.5 * step);
   return smooth && spread;
 }
 
@@ -262,7 +260,7 @@ double mgpu__cost_at(const mgpu__cost_t *c, size_t x) {
 size_t mgpu__cost_find(const mgpu__cost_t *c, double cost) {
   /* Within rounding of the total, a cost is reached: a sum of costs need not
    * equal the running cost at the item it ends at. */
-  cost -= 1e-12 * c->cum[MGPU_PROF_BINS];
+  cost -= MGPU_COST_ROUNDING * c->cum[MGPU_PROF_BINS];
   if (cost <= 0) return 0;
   if (cost >= c->cum[MGPU_PROF_BINS]) return c->n;
   /* The bin where the running cost reaches `cost`, then the item within it. */
@@ -305,35 +303,14 @@ size_t mgpu__cost_steal(const mgpu__cost_t *c, size_t begin, size_t end, double 
   return end - x;
 }
 
-/* MGPU_RESERVE_THREADS=auto. The ways (levels) are every CPU worker in (0),
- * a quarter of them out (1) and, where the caller offers them, half of them
- * out (2), all of them out (3) and every GPU out (4). A kernel's first GPU batch warms up
- * (buffers, the speed model's probes) with a quarter out and is not timed;
- * the next ones are timed two per way, by turns (1, 0, 2, 3, 1, 0, 2, 3 with
- * all four; MGPU_RESERVE_TRIALS counts them all with the warm-up); from then
- * on the fastest is kept, except that a refresh batch now and then times
- * another way again, in rotation, so a change (another load on the machine,
- * the split settling) is followed. The first refresh comes
- * MGPU_RESERVE_REFRESH batches in; the gap to the next doubles, up to
- * MGPU_RESERVE_REFRESH_MAX, each time a refresh finds the same way fastest
- * as the last one, and falls back to MGPU_RESERVE_REFRESH when it does not:
- * a refresh runs a slower way, and where the choice is settled, one in
- * sixteen costs a long run of the kernel a share of its time for nothing
- * (doc/tuning.md, "Internal constants"). A way offered later (all out,
- * once the CPU workers' share is measured small) is timed twice before the
- * choice is made again.
- *
- * A way's speed is the best of its last MGPU_RESERVE_KEEP timed batches:
- * single batches vary, nearly always slower (other threads, the OS, the
- * driver taking a core), so the fastest is the steadier figure. The kept
- * way is timed every batch, and the best of only its last two dips under a
- * slower way's figure often enough to flip the choice back and forth
- * (doc/tuning.md, "Internal constants"). A way must beat the fewer workers out
- * by more than 1% to be kept: with workers in, the cores also serve other
- * batches.
- * Throughput depends on batch size (launch and split overheads), so a batch
- * more than twice as large or small as the timed ones starts the trials
- * again. */
+/* MGPU_RESERVE_THREADS=auto. A kernel's first GPU batch warms up (buffers,
+ * the probes) and is not timed; the next are timed MGPU_RESERVE_RUNS_PER_WAY
+ * per way, by turns; then the fastest is kept, and refresh batches time the
+ * other ways in rotation, so that a change of load is followed. A batch size
+ * far from the timed ones starts the trials over: throughput depends on it. */
+
+/* A way's speed is the best of its last MGPU_RESERVE_KEEP timed batches:
+ * single batches vary, nearly always slower, so the best is the steadier. */
 double mgpu__reserve_score(const mgpu__model_t *m, int level) {
   double s = 0;
   for (int i = 0; i < MGPU_MIN(m->reserve_runs[level], MGPU_RESERVE_KEEP); i++)
@@ -341,9 +318,50 @@ double mgpu__reserve_score(const mgpu__model_t *m, int level) {
   return s;
 }
 
+/* The offered way timed least, while one is under MGPU_RESERVE_RUNS_PER_WAY
+ * (-1: none), a quarter out first among equals. */
+static int least_timed(const mgpu__model_t *m, unsigned offered) {
+  static const int order[MGPU_RESERVE_LEVELS] = {MGPU_RESERVE_QUARTER_OUT, MGPU_RESERVE_ALL_IN, MGPU_RESERVE_HALF_OUT,
+                                                 MGPU_RESERVE_CPUS_OUT, MGPU_RESERVE_GPUS_OUT};
+  int least = -1;
+  for (int i = 0; i < MGPU_RESERVE_LEVELS; i++) {
+    int l = order[i];
+    if ((offered >> l & 1u) && m->reserve_runs[l] < MGPU_RESERVE_RUNS_PER_WAY &&
+        (least < 0 || m->reserve_runs[l] < m->reserve_runs[least]))
+      least = l;
+  }
+  return least;
+}
+
+/* The fastest offered way. One with more workers out must beat the ways with
+ * fewer by MGPU_RESERVE_MARGIN: with workers in, the cores also serve other
+ * batches. */
+static int fastest(const mgpu__model_t *m, unsigned offered) {
+  int best = MGPU_RESERVE_ALL_IN;
+  for (int l = MGPU_RESERVE_ALL_IN + 1; l < MGPU_RESERVE_LEVELS; l++)
+    if ((offered >> l & 1u) && mgpu__reserve_score(m, l) > MGPU_RESERVE_MARGIN * mgpu__reserve_score(m, best)) best = l;
+  return best;
+}
+
+/* Batch k is a refresh: it runs the next other way in rotation, fewer
+ * workers out first. The gap to the next refresh grows while the same way
+ * stays fastest, since a refresh runs a slower way, and starts again from
+ * MGPU_RESERVE_REFRESH when the fastest changes. */
+static int refresh(mgpu__model_t *m, unsigned offered, uint64_t k, int best) {
+  int nother = 0, other[MGPU_RESERVE_LEVELS];
+  m->refresh_gap = m->refresh_gap && m->refresh_best == best
+                       ? MGPU_MIN(MGPU_RESERVE_REFRESH_GROWTH * m->refresh_gap, (uint64_t)MGPU_RESERVE_REFRESH_MAX)
+                       : MGPU_RESERVE_REFRESH;
+  m->refresh_best = best;
+  m->refresh_at = k + m->refresh_gap;
+  for (int l = 0; l < MGPU_RESERVE_LEVELS; l++)
+    if ((offered >> l & 1u) && l != best) other[nother++] = l;
+  return other[++m->refreshes % (uint64_t)nother];
+}
+
 int mgpu__reserve_pick(mgpu__model_t *m, size_t n, unsigned offered, bool *record) {
-  static const int order[MGPU_RESERVE_LEVELS] = {1, 0, 2, 3, 4}; /* trial order among equals */
-  offered = (offered | 3u) & ((1u << MGPU_RESERVE_LEVELS) - 1);
+  const unsigned always = 1u << MGPU_RESERVE_ALL_IN | 1u << MGPU_RESERVE_QUARTER_OUT;
+  offered = (offered | always) & ((1u << MGPU_RESERVE_LEVELS) - 1);
   uint64_t k = m->reserve_batches++;
   *record = true;
   /* A way the store kept runs from the first batch; the trials of the
@@ -356,37 +374,20 @@ int mgpu__reserve_pick(mgpu__model_t *m, size_t n, unsigned offered, bool *recor
   if (k == 0) {
     *record = false;
     m->reserve_n = n;
-    return 1;
+    return MGPU_RESERVE_QUARTER_OUT;
   }
-  if (n > 2 * m->reserve_n || 2 * n < m->reserve_n) {
+  if (n > MGPU_RESERVE_SIZES * m->reserve_n || MGPU_RESERVE_SIZES * n < m->reserve_n) {
     memset(m->reserve_rate, 0, sizeof m->reserve_rate);
     memset(m->reserve_runs, 0, sizeof m->reserve_runs);
     m->reserve_n = n;
     m->refresh_at = k + MGPU_RESERVE_REFRESH;
     m->refresh_gap = 0;
   }
-  /* Trials: the way timed least, while one has fewer than MGPU_RESERVE_RUNS_PER_WAY. */
-  int least = -1;
-  for (int i = 0; i < MGPU_RESERVE_LEVELS; i++) {
-    int l = order[i];
-    if ((offered >> l & 1u) && m->reserve_runs[l] < MGPU_RESERVE_RUNS_PER_WAY &&
-        (least < 0 || m->reserve_runs[l] < m->reserve_runs[least]))
-      least = l;
-  }
+  int least = least_timed(m, offered);
   if (least >= 0) return least;
-  int best = 0, nother = 0, other[MGPU_RESERVE_LEVELS];
-  for (int l = 1; l < MGPU_RESERVE_LEVELS; l++)
-    if ((offered >> l & 1u) && mgpu__reserve_score(m, l) > MGPU_RESERVE_MARGIN * mgpu__reserve_score(m, best)) best = l;
+  int best = fastest(m, offered);
   if (k < (m->refresh_at ? m->refresh_at : MGPU_RESERVE_REFRESH)) return best;
-  m->refresh_gap = m->refresh_gap && m->refresh_best == best
-                       ? MGPU_MIN(2 * m->refresh_gap, (uint64_t)MGPU_RESERVE_REFRESH_MAX)
-                       : MGPU_RESERVE_REFRESH;
-  m->refresh_best = best;
-  m->refresh_at = k + m->refresh_gap;
-  /* The refresh: the other ways in rotation, fewer workers out first. */
-  for (int l = 0; l < MGPU_RESERVE_LEVELS; l++)
-    if ((offered >> l & 1u) && l != best) other[nother++] = l;
-  return other[++m->refreshes % (uint64_t)nother];
+  return refresh(m, offered, k, best);
 }
 
 /* A new time replaces the oldest of the way's MGPU_RESERVE_KEEP. The kept

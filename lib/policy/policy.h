@@ -9,53 +9,121 @@
 #include "base/base.h"
 
 /* -------------------------------------------------------------- model.c */
-/*
- * Per-kernel model: each worker's chunk-time fit (fit.c), updated online from
- * finished chunks and kept for the runtime's life, with what it publishes to
- * the other workers; the cost profile; the reserve trials.
- */
-/* MGPU_RESERVE_THREADS=auto's ways, fewer workers out first: every CPU
- * worker in, a quarter out, half out, all out; then every GPU out. */
-#define MGPU_RESERVE_LEVELS 5
-#define MGPU_RESERVE_GPUS_OUT 4
+/* Per-kernel model: each worker's chunk-time fit (fit.c), learnt online and
+ * kept for the runtime's life, with what it publishes to the other workers;
+ * the cost profile; the reserve trials. */
+/* MGPU_RESERVE_THREADS=auto's ways (levels), fewer workers out first. */
+enum {
+  MGPU_RESERVE_ALL_IN,      /* every CPU worker in */
+  MGPU_RESERVE_QUARTER_OUT, /* a quarter of them out */
+  MGPU_RESERVE_HALF_OUT,    /* half of them out */
+  MGPU_RESERVE_CPUS_OUT,    /* all of them out */
+  MGPU_RESERVE_GPUS_OUT,    /* every GPU out */
+  MGPU_RESERVE_LEVELS
+};
+/* The bit of a way in mgpu__reserve_pick's mask `offered`. */
+#define MGPU_RESERVE_BIT(level) (1u << (level))
+/* The line's sums of 1, n, n^2, t, n t, t^2 over timings of n items in t
+ * seconds: decayed, each timing weighted. */
+typedef struct {
+  double w, n, nn, t, nt, tt;
+} mgpu__fit_sums_t;
+/* The line through a worker's chunk times: t(n) = a + c n seconds. */
+typedef struct {
+  mgpu__fit_sums_t sum;
+  double items, secs; /* decayed plain sums of items and seconds: the mean rate */
+  double a, c;        /* latency (s) and seconds per item */
+  uint64_t samples;   /* chunks learnt from since the line (re)started */
+} mgpu__fit_line_t;
+
+/* A size class: chunk sizes within MGPU_FIT_SIZE_CLASS of one another. */
+typedef struct {
+  double n;         /* its size (items; 0: none yet) */
+  double span_rate; /* items / span, from each chunk's own start */
+  double dev_rate;  /* items / device time: the throughput among overlapped chunks */
+  bool solo;        /* its rates are of solo chunks only */
+} mgpu__size_class_t;
+
+/* The knee: the size from which the rate stops rising, found by size classes. */
+typedef struct {
+  mgpu__size_class_t top;   /* the largest size class learnt from */
+  mgpu__size_class_t below; /* the class before it: the knee once the rate stops rising */
+  bool rising;              /* the rate rose from below to top: the chunks still grow */
+  bool measured;            /* a size under below.n ran slower overlapped: below.n is a measured knee */
+  size_t stopped_at;        /* the largest claim when the growth last stopped (SIZE_MAX: growing) */
+} mgpu__fit_knee_t;
+
+/* The worker's claims. */
+typedef struct {
+  size_t probe;   /* the first claim */
+  size_t largest; /* the largest claim */
+  size_t planned; /* the size the last claim asked for, before the end of its range */
+} mgpu__fit_claims_t;
+
+/* The step-below trial: overlapped chunks a class under the knee, whose
+ * throughput decides whether the knee moves down to them. */
+typedef struct {
+  double knee;        /* the knee it tries to lower (0: none) */
+  double items, secs; /* its chunks past the first ones: items and device time */
+  int chunks;         /* its chunks so far */
+} mgpu__fit_step_trial_t;
+
+/* The batch trial a batch runs (mgpu__fit_batch). */
+typedef enum {
+  MGPU_TRIAL_NONE,     /* a plain batch, at the floor as it stands */
+  MGPU_TRIAL_UP,       /* chunks a step above the floor */
+  MGPU_TRIAL_DOWN,     /* chunks a step under the floor */
+  MGPU_TRIAL_UNJUDGED, /* the fit still grows: the batch is not judged */
+} mgpu__trial_t;
+
+/* The batch being summed, for the batch trials and the shift. */
+typedef struct {
+  uint64_t tag;           /* its id + 1 (0: none) */
+  mgpu__trial_t trial;    /* the trial it runs */
+  double items, secs;     /* its items and device time so far */
+  size_t claims, first;   /* its claims, and the size of its first */
+  double rate_lo, rate_hi; /* its slowest and fastest chunk rates (items/s) */
+} mgpu__fit_batch_sums_t;
+
+/* The batch trials of the floor: whole batches of chunks a step above or
+ * under it, held to the plain batches before them. */
+typedef struct {
+  size_t batch_n;          /* the batch size the rates are for */
+  double plain_rate[MGPU_FIT_BATCH_BASE]; /* items/s of the last plain batches */
+  int plain_runs;          /* plain batches timed since the rates were reset */
+  size_t last_claims;      /* claims in the last plain batch */
+  size_t last_first;       /* the size of its first */
+  double last_spread;      /* its fastest chunk rate over its slowest */
+  uint64_t seen;           /* batches seen */
+  uint64_t next_at;        /* the batch of the next trial */
+  uint64_t gap;            /* the gap after a trial not kept (0: none) */
+  bool down_next;          /* the next trial goes down (where there is a floor) */
+} mgpu__fit_batch_trials_t;
+
+/* The watch for a kernel whose cost changed for good: batches far off the
+ * line's prediction, the same way, restart the line. */
+typedef struct {
+  double took, pred;   /* the batch's device time in judged chunks, and the line's prediction for them */
+  double judged;       /* its items in judged chunks */
+  double last_judged;  /* the last batch's, where it was off (0: it was not) */
+  int run;             /* batches in a row far over (> 0) or under (< 0) the prediction */
+} mgpu__fit_shift_t;
+
 /* One worker's chunk-time model of one kernel (fit.c). Owned by that
  * worker's thread: it claims and completes its own chunks. */
 typedef struct {
-  double sw, sn, snn, st, snt, stt; /* decayed weighted sums of 1, n, n^2, t, n t, t^2 */
-  double items, secs;          /* decayed plain sums of items and seconds: the mean rate */
-  double a, c;                 /* the fit: t(n) = a + c n seconds */
-  uint64_t samples;            /* chunks learnt from */
-  double nmax, rmax, qmax;     /* the largest size class learnt from, its rate by spans, and by device time */
-  double nprev, rprev, qprev;  /* the size class before it (0: none yet) */
-  bool rising;                 /* the rate rose from nprev to nmax */
-  bool rose;                   /* a size below nprev ran slower among others: nprev is a measured knee */
-  bool max_lone, prev_lone;    /* the class's rates are of chunks that ran alone only */
-  double trial_of;             /* the knee that the step-below trial's sums try to lower (0: none) */
-  double trial_items, trial_secs; /* the trial's chunks among others past the first ones: items, device time */
-  int trial_n;                 /* the trial's chunks among others so far */
-  size_t probe, claimed;       /* the first chunk claimed, and the largest */
-  size_t grown;                /* the largest claim when the growth last stopped (SIZE_MAX: growing) */
-  size_t planned;              /* the size the last claim asked for, before the end of its range */
-  double piped;                /* decayed count of chunks that ran while another was in flight */
-  int off_run;                 /* batches in a row far over (> 0) or under (< 0) the prediction */
-  double bt_took, bt_pred;     /* the batch's device time in judged chunks, and the line's prediction for them */
-  double bt_judged, bt_last_judged; /* its items in judged chunks, and the last batch's where it was off */
-  /* The floor trials by whole batches (mgpu__fit_batch). */
-  double floor;                /* the chunks' floor the trials kept (0: none) */
-  uint64_t bt_batch;           /* the batch being summed: its id + 1 (0: none) */
-  int bt_dir;                  /* that batch: 0 plain, 1 a trial up, -1 down, 2 not judged (the fit grew) */
-  double bt_items, bt_secs;    /* its items and device time so far */
-  size_t bt_claims, bt_first;  /* its claims, and the size of its first */
-  double bt_lo, bt_hi;         /* its slowest and fastest chunk rates (items/s) */
-  size_t bt_last_claims;       /* claims in the last plain batch */
-  size_t bt_last_first;        /* the size of its first */
-  double bt_last_spread;       /* its fastest chunk rate over its slowest */
-  size_t bt_n;                 /* the batch size the rates are for */
-  double bt_rate[2];           /* items/s of the last two plain batches */
-  int bt_runs;                 /* plain batches timed since the rates were reset */
-  uint64_t bt_count, bt_at, bt_gap; /* batches seen; the batch of the next trial; the gap after a trial not kept */
-  bool bt_down_next;           /* the next trial goes down (where there is a floor) */
-  bool seeded;                 /* started from the store; its first own chunk judges the prior */
+  mgpu__fit_line_t line;
+  mgpu__fit_knee_t knee;
+  mgpu__fit_claims_t claims;
+  struct {
+    mgpu__fit_step_trial_t step;    /* the step-below trial */
+    mgpu__fit_batch_trials_t batch; /* the batch trials */
+  } trials;
+  double floor;                  /* the chunks' floor the batch trials kept (0: none) */
+  mgpu__fit_batch_sums_t batch;  /* the batch being summed */
+  mgpu__fit_shift_t shift;
+  double overlapped;             /* decayed count of overlapped chunks */
+  bool seeded;                   /* started from the store; its first own chunk judges the prior */
 } mgpu__fit_t;
 
 typedef struct mgpu__model {
@@ -84,11 +152,11 @@ typedef struct mgpu__model {
   double *prof;
   size_t prof_n;
   /* MGPU_RESERVE_THREADS=auto, under rt->lock: batch throughput (items/s) of
-   * this kernel's last MGPU_RESERVE_KEEP timed batches with all CPU workers
-   * in [0], with a quarter of them out [1], with half [2], with all of them
-   * out [3] and with every GPU out [4]. */
+   * this kernel's last MGPU_RESERVE_KEEP timed batches of each way. */
   double reserve_rate[MGPU_RESERVE_LEVELS][MGPU_RESERVE_KEEP];
-  int reserve_runs[MGPU_RESERVE_LEVELS]; /* batches timed for each (under 2 x MGPU_RESERVE_KEEP); the next goes in slot runs % MGPU_RESERVE_KEEP */
+  /* Batches timed for each way (under 2 x MGPU_RESERVE_KEEP); the next goes
+   * in slot runs % MGPU_RESERVE_KEEP. */
+  int reserve_runs[MGPU_RESERVE_LEVELS];
   uint64_t reserve_batches;     /* GPU batches started under auto */
   uint64_t refresh_at;          /* the batch of the next refresh (0: MGPU_RESERVE_REFRESH) */
   uint64_t refresh_gap;         /* batches from it to the one after (0: no refresh yet; MGPU_RESERVE_REFRESH) */
@@ -100,7 +168,6 @@ typedef struct mgpu__model {
 } mgpu__model_t;
 
 /* -------------------------------------------------------------- claim.c */
-#define MGPU_PROF_BINS 128 /* see mgpu__prof_lo */
 /* A batch's cost by position (mgpu__cost_init, below). */
 typedef struct {
   size_t n;
@@ -114,16 +181,15 @@ typedef struct {
 } mgpu__call_t;
 
 /* --------------------------------------------------------------- split.c */
-/* A worker's seconds for s items: latency + s / speed; with a peak (> speed,
- * the items/s its chunks' items add past their latency), speed being its
- * rate at the size of its chunks, latency included, the slower of
- * latency + s / peak (the items within one chunk) and s / speed (chunks one
- * after another, each with its latency): counting the latency on top of a
- * rate that holds it already would count it twice. */
+/* A worker's seconds for s items: latency + s / speed. With a peak (> speed:
+ * the items/s its chunks' items add past their latency), speed is its rate
+ * at its chunks' size, latency included, and the time is the slower of
+ * latency + s / peak (within one chunk) and s / speed (chunk after chunk),
+ * so that the latency is counted once. */
 double mgpu__share_time(double speed, double latency, double peak, double s);
 /* Shares of `items` for n workers that finish them together: worker i
  * takes mgpu__share_time(speed[i], latency[i], peak[i], share[i]) seconds
- * (latency and peak may be NULL: none), and one whose latency alone passes
+ * (latency and peak may be NULL: none), and one whose latency by itself passes
  * that time gets nothing. */
 void mgpu__split(const double *speed, const double *latency, const double *peak, int n, size_t items, size_t *share);
 /* Workers of one group (group[i]: the index of the group's first member;
@@ -135,36 +201,45 @@ void mgpu__pool_alike(double *speed, const int *group, int n, double tol);
  * of MGPU_GPU_TARGET_S): its whole range is then in flight at once and
  * nothing of it is left to steal. */
 bool mgpu__ranges_in_flight(const double *speed, int n, size_t items, int streams);
-/* What a thief sees of one victim's range: speeds (items/s), latencies (s),
- * peaks (items/s past the latency, 0: none; see mgpu__share_time) and items
- * pending of thief and owner, items left in the range, the slowest rate the
- * thief has seen on the kernel and the longest one item took a worker of its
- * kind (0: not known). */
+/* One side of a steal within a process, thief or owner. */
 typedef struct {
-  double vt, at, pkt, pt, vo, ao, pko, po, left;
-  double slowest, worst_item_s;
+  double speed;   /* items/s at the size of its chunks */
+  double latency; /* s before its next chunk starts */
+  double peak;    /* items/s its chunks' items add past their latency (0: none; see mgpu__share_time) */
+  double pending; /* items it has in flight */
+} mgpu__steal_side_t;
+/* What a thief sees of one victim's range. */
+typedef struct {
+  mgpu__steal_side_t thief, owner;
+  double left;         /* items left in the owner's range */
+  double slowest;      /* the slowest rate the thief has seen on the kernel (0: not known) */
+  double worst_item_s; /* the longest one item took a worker of the thief's kind (0: not known) */
 } mgpu__steal_view_t;
 /* Items the thief takes from the back of the range (0: the tail rule). */
 size_t mgpu__steal_share(const mgpu__steal_view_t *v);
-/* What a rank that steals from another rank sees: rates (items/s) and
- * latencies (s) of thief and owner, the items each has running and the items
- * left in the owner's range; the bytes of an item's inputs and outputs
- * together, the rate (bytes/s) at which the thief moves them and the seconds
- * a steal costs besides its bytes (round trips, a batch's start). */
+/* One side of a steal between ranks, thief or owner. */
 typedef struct {
-  double vt, at, pt, vo, ao, po, left;
-  double bytes_per_item, bw, fixed_s;
+  double speed;   /* items/s */
+  double latency; /* s */
+  double running; /* items it has running */
+} mgpu__rank_side_t;
+/* What a rank that steals from another rank sees. */
+typedef struct {
+  mgpu__rank_side_t thief, owner;
+  double left;           /* items left in the owner's range */
+  double bytes_per_item; /* of an item's inputs and outputs together */
+  double bw;             /* bytes/s at which the thief moves them */
+  double fixed_s;        /* what a steal costs besides its bytes (round trips, a batch's start) */
   /* The other ranks whose ranges are empty, thieves too before long: their
    * rates and items running (nothers of each; NULL for none). */
   int nothers;
-  const double *ov, *op;
+  const double *others_speed, *others_running;
 } mgpu__rank_steal_view_t;
 /* Items a rank takes from the back of another rank's range (0: none): the
- * share at which the owner, the thief and the other idle ranks (taking
- * theirs next) all finish together, the thieves' times including moving the
- * inputs and outputs; none where that saves the owner less than
- * MGPU_RANK_STEAL_GAIN times the time the transfer costs, or where the
- * steal's fixed cost would be over 1 / MGPU_RANK_STEAL_GAIN of its work. */
+ * share at which owner, thief and the other idle ranks all finish together,
+ * moving the bytes included; none where that saves the owner under
+ * MGPU_RANK_STEAL_GAIN times the transfer's time, or where the fixed cost
+ * is over 1 / MGPU_RANK_STEAL_GAIN of the steal's work. */
 size_t mgpu__rank_steal_share(const mgpu__rank_steal_view_t *v);
 
 /* ----------------------------------------------------------------- fit.c */
@@ -177,31 +252,23 @@ typedef struct {
   double launch; /* its largest chunk, the size it tells the growth about (0: items) */
   double secs;   /* the worker's time: a GPU's device time, from when the chunk before it ended */
   double span;   /* from its first chunk's own start (0: secs) */
-  bool isolated; /* the device had nothing else in flight as it started */
+  bool solo;     /* solo: the device had nothing else in flight as it started */
   uint64_t tag;  /* its first chunk's batch: id + 1 (0: none, a CPU worker's) */
   const mgpu__call_t *calls; /* a CPU chunk's kernel calls (its pieces), which the line learns from */
   int ncalls;                /* how many (0: the chunk was one call) */
 } mgpu__sample_t;
-/* A GPU's sample: an isolated one's time holds the fill of the pipeline
- * (copies in, the kernel, copies out one after the other), which a chunk
- * among others in flight does not pay, and it is learnt only where the
- * worker's chunks run alone; elsewhere it only judges whether the chunks
- * still grow, where it is past the largest size learnt. The size classes
- * that judge the growth are of single launches: chunks that ran side by
- * side, or ended out of order, are as fast together as their launches' size
- * makes them, and judged as one launch of their total they would tell of a
- * size never launched. */
+/* Learn a sample. A solo GPU sample's time holds the pipeline's fill, which
+ * overlapped chunks hide: it is learnt only where the worker's chunks run
+ * solo, and elsewhere only judges the growth. A sample counts in the size
+ * class of its largest launch: launches joined into one sample run as fast
+ * as their own size makes them. */
 void mgpu__fit_sample(mgpu__fit_t *f, const mgpu__sample_t *s);
-/* A GPU is about to claim from batch `tag` (its id + 1) of n items: where
- * that is a new batch, the batch before it is judged. A floor trial compares
- * whole batches, which hold the same items in the same places: items that
- * differ in cost by position (a divergent kernel's rows) make the rates of
- * single chunks of different sizes incomparable, and a launch too small to
- * keep the device busy beside the others' slowest items cannot be told
- * from a cheap part of the batch (doc/tuning.md, "Completion times").
- * Returns the direction of the trial it judged (1 up, -1 down; 0: none),
- * with that batch's items/s and the plain batches' it was held to. */
-int mgpu__fit_batch(mgpu__fit_t *f, uint64_t tag, size_t n, double *rate, double *base);
+/* A GPU is about to claim from batch `tag` (its id + 1) of n items: a new
+ * batch ends the one before, which is judged. Batch trials compare whole
+ * batches, which hold the same items in the same places, where items that
+ * differ in cost by position make single chunks incomparable. Returns the
+ * trial judged (MGPU_TRIAL_NONE: none), its items/s and the base it met. */
+mgpu__trial_t mgpu__fit_batch(mgpu__fit_t *f, uint64_t tag, size_t n, double *rate, double *base);
 /* Device time of a chunk of the batch `tag` (for mgpu__fit_batch's sums). */
 void mgpu__fit_batch_time(mgpu__fit_t *f, uint64_t tag, double n, double t);
 /* Predicted seconds of a chunk of n items, and its rate (items/s). */
@@ -217,12 +284,11 @@ bool mgpu__fit_known(const mgpu__fit_t *f);
  * seconds (from their end to its own), `span` from its own start (busy
  * where the device gives no timestamps). */
 bool mgpu__fit_beside(double held_items, double held_s, double items, double busy, double span);
-/* Items of the worker's next chunk, before the end of its range: the probe
- * (prior_rate items/s for target_s) before any claim; where it `grows` (a
- * GPU), growing from the largest claim while the fit is not known, then
- * target_s of work and never under the measured knee nor the floor of its
- * batch trials (mgpu__fit_batch); else target_s at its mean rate. At most
- * max_items, at least 1. */
+/* Items of the worker's next chunk, before the end of its range (1 to
+ * max_items): the probe (prior_rate items/s for target_s) before any claim;
+ * where it `grows` (a GPU), growing while the fit is not known, then
+ * target_s of work, never under the knee nor the batch trials' floor; else
+ * target_s at its mean rate. */
 size_t mgpu__fit_chunk(const mgpu__fit_t *f, double prior_rate, double target_s, size_t max_items, bool grows);
 /* A claim of n items was made from the size mgpu__fit_chunk gave. */
 void mgpu__fit_claimed(mgpu__fit_t *f, size_t n);
@@ -230,9 +296,9 @@ void mgpu__fit_claimed(mgpu__fit_t *f, size_t n);
  * floor of the batch trials (0: none yet). */
 double mgpu__fit_knee(const mgpu__fit_t *f);
 /* Start f from a stored line t(n) = latency + cost n and knee, as if it had
- * learnt them (the store's prior): chunks start at the knee. Its first
- * chunk of its own that takes over MGPU_FIT_SHIFT times the line's time, or
- * under it by that factor, wipes the prior, and the fit learns from scratch. */
+ * learnt them (the store's prior): chunks start at the knee. Its first own
+ * chunk that takes over MGPU_FIT_SHIFT times the line's time, or under it by
+ * that factor, wipes the prior, and the fit learns from scratch. */
 void mgpu__fit_seed(mgpu__fit_t *f, double latency, double cost, double knee);
 
 /* --------------------------------------------------------------- model.c */
@@ -252,11 +318,10 @@ void mgpu__model_update(mgpu__model_t *m, int w, const mgpu__sample_t *s);
  * publishes. */
 size_t mgpu__model_chunk(mgpu__model_t *m, int w, double prior_rate, double target_s, size_t max_items, bool grows,
                          uint64_t tag, size_t batch_n);
-/* MGPU_RESERVE_THREADS=auto: which way a batch of n items runs, of those in
- * the bit mask `offered` (bit l for level l; 0 and 1 always): every CPU
- * worker in (0), a quarter out (1), half out (2), all out (3); and whether
- * its time is to be learnt (*record). mgpu__reserve_learn takes
- * the items/s of a recorded batch. Under rt->lock. */
+/* MGPU_RESERVE_THREADS=auto: which way (MGPU_RESERVE_*) a batch of n items
+ * runs, of those in the bit mask `offered` (bit l for way l; ALL_IN and
+ * QUARTER_OUT always), and whether its time is to be learnt (*record).
+ * mgpu__reserve_learn takes the items/s of a recorded batch. Under rt->lock. */
 int mgpu__reserve_pick(mgpu__model_t *m, size_t n, unsigned offered, bool *record);
 void mgpu__reserve_learn(mgpu__model_t *m, int level, double items_per_s);
 /* The store's prior: worker w's fit from a stored line (mgpu__fit_seed),
@@ -268,13 +333,10 @@ void mgpu__reserve_prefer(mgpu__model_t *m, int level);
 int mgpu__reserve_best(const mgpu__model_t *m);
 /* A way's speed as the choice sees it: the best of its kept times (0: none). */
 double mgpu__reserve_score(const mgpu__model_t *m, int level);
-/* Item cost by position. Items of some kernels differ in cost by where they
- * lie (the rows of a Mandelbrot image), and a GPU's whole range of a short
- * batch goes in flight in a few launches, so a split of alike GPUs by items
- * per second, learnt on whichever items each did last, stays wrong
- * (doc/tuning.md, "Internal constants").
- * Bins: MGPU_PROF_BINS equal parts of [0, n); bin j starts at
- * mgpu__prof_lo(n, j). */
+/* Item cost by position: where items differ in cost by where they lie, a
+ * split of alike GPUs by items per second, learnt on whichever items each did
+ * last, stays wrong. Bins: MGPU_PROF_BINS equal parts of [0, n); bin j starts
+ * at mgpu__prof_lo(n, j). */
 size_t mgpu__prof_lo(size_t n, int j);
 /* Add a chunk's `secs` of device time over its items [first, first+count) to
  * per-bin sums of seconds t[] and items it[]. */
@@ -288,20 +350,16 @@ void mgpu__prof_learn(mgpu__model_t *m, size_t n, const double *sums, int rows);
  * position (then speeds split them as well): see prof_irregular. */
 bool mgpu__prof_cuts(const double *prof, size_t n, size_t a, int k, size_t *cut);
 
-/* A batch's cost by position, from the profile its GPUs were split by
- * (mgpu__prof_cuts): seconds per item in each bin, and in all before it. The
- * batch's GPUs then also size their chunks and steal from one another by it:
- * by items, a chunk of a costly stretch takes many times its planned time,
- * and a thief takes far more than its share (doc/tuning.md, "Internal constants").
- * Each bin costs the most of the profile's bins within MGPU_COST_REACH of it:
- * a chunk across a rise in cost spreads its time evenly over its items, so
- * on the slopes of a peak the profile learns some bins below their cost,
- * and a chunk sized by them would take many times its planned time. */
+/* A batch's cost by position, from the profile its GPUs were split by: the
+ * GPUs size chunks and steal by it, since by items a costly stretch's chunk
+ * overruns and a thief takes too much. A bin costs the most of the bins
+ * within MGPU_COST_REACH: a chunk across a rise in cost spreads its time over
+ * its items, so the profile learns the slopes of a peak too cheap. */
 void mgpu__cost_init(mgpu__cost_t *c, const double *prof, size_t n);
 /* The cost of items [0, x); x >= n: of all. */
 double mgpu__cost_at(const mgpu__cost_t *c, size_t x);
-/* The least x with mgpu__cost_at(c, x) >= cost, within 1e-12 of the total
- * cost (0 for cost <= 0, n past the total). */
+/* The least x with mgpu__cost_at(c, x) >= cost, within MGPU_COST_ROUNDING of
+ * the total cost (0 for cost <= 0, n past the total). */
 size_t mgpu__cost_find(const mgpu__cost_t *c, double cost);
 /* Items from `first` that cost what n items cost on average (at least 1). */
 size_t mgpu__cost_chunk(const mgpu__cost_t *c, size_t first, size_t n);

@@ -1,9 +1,7 @@
 /*
- * split.c: the scheduling policy as pure functions: numbers in, numbers out,
- * no locks and no runtime. How a batch's items are shared among workers so
- * that all are predicted to finish together, and how much a thief takes
- * from a victim's range (the tail rule). Chunk sizes are fit.c's. Tested
- * with exact values (tests/test-policy.c).
+ * split.c: how a batch's items are shared among workers so that all are
+ * predicted to finish together, and how much a thief takes from a victim's
+ * range (the tail rule): numbers in, numbers out, no locks and no runtime.
  */
 #include "policy/policy.h"
 
@@ -50,6 +48,11 @@ double mgpu__share_time(double speed, double latency, double peak, double s) {
   return latency + s / speed;
 }
 
+/* One side's seconds for `items` in all (mgpu__share_time). */
+static double side_time(const mgpu__steal_side_t *p, double items) {
+  return mgpu__share_time(p->speed, p->latency, p->peak, items);
+}
+
 /* The items a worker finishes by time T: the inverse of mgpu__share_time. */
 static double items_by(double speed, double latency, double peak, double T) {
   double n = has_peak(speed, peak) ? MGPU_MIN((T - latency) * peak, T * speed) : (T - latency) * speed;
@@ -65,7 +68,7 @@ static double finish_time_peak(const double *speed, const double *latency, const
   for (int i = 0; i < n; i++)
     if (speed[i] > 0) total += speed[i], lat = MGPU_MAX(lat, latency[i]);
   double lo = 0, hi = lat + items / total;
-  for (int it = 0; it < 200 && hi - lo > 1e-12 * hi; it++) {
+  for (int it = 0; it < MGPU_HALVE_STEPS && hi - lo > MGPU_FINISH_TOL * hi; it++) {
     double mid = 0.5 * (lo + hi), done = 0;
     for (int i = 0; i < n; i++)
       if (speed[i] > 0) done += items_by(speed[i], MGPU_MAX(0.0, latency[i]), peak[i], mid);
@@ -145,73 +148,75 @@ bool mgpu__ranges_in_flight(const double *speed, int n, size_t items, int stream
   return total > 0 && (double)items / total < (streams + 1) * MGPU_GPU_TARGET_S;
 }
 
+/* A thief far slower than the owner plans with its worst case, the slower
+ * of a quarter of its speed and the slowest rate it has seen on the kernel:
+ * one dear item on it would outlast the owner. It takes nothing where the
+ * owner has less left than the longest item a worker of its kind has taken,
+ * which the item it would take may be (false). */
+static bool slow_thief(const mgpu__steal_view_t *v, mgpu__steal_side_t *t) {
+  const mgpu__steal_side_t *o = &v->owner;
+  if (v->worst_item_s > 0 && (o->pending + v->left) / o->speed < v->worst_item_s) return false;
+  t->speed /= MGPU_SLOW_THIEF_MARGIN;
+  if (v->slowest > 0 && v->slowest < t->speed) t->speed = v->slowest;
+  t->peak = 0; /* the worst case is a plain rate */
+  return true;
+}
+
 size_t mgpu__steal_share(const mgpu__steal_view_t *v) {
-  if (v->vo <= 0) return (size_t)v->left; /* a retired owner: take it all */
-  /* Equal finish: thief and owner end together, each taking
-   * mgpu__share_time for what it has, latencies at and ao for the chunk each
-   * still has to start. A thief far slower than the owner plans with its
-   * worst case, the slower of a quarter of its speed and the slowest rate it
-   * has seen on this kernel: items differ in cost (a row of the Mandelbrot
-   * set), and one expensive item on a slow worker would outlast the owner,
-   * so it takes only what it surely finishes first. */
-  double vt = v->vt, pkt = v->pkt;
-  if (vt * MGPU_SLOW_SPLIT_RATIO < v->vo) {
-    /* Nor does it take anything once the owner has less left than the
-     * longest item any worker of its kind has taken: the item it would take
-     * may be such a one. (Only as a gate: planning the amount with that
-     * worst rate made the CPUs take too little of evenly costly work.) */
-    if (v->worst_item_s > 0 && (v->po + v->left) / v->vo < v->worst_item_s) return 0;
-    vt /= MGPU_SLOW_THIEF_MARGIN;
-    if (v->slowest > 0 && v->slowest < vt) vt = v->slowest;
-    pkt = 0; /* the worst case is a plain rate */
-  }
+  const mgpu__steal_side_t *o = &v->owner;
+  if (o->speed <= 0) return (size_t)v->left; /* a retired owner: take it all */
+  /* Equal finish: thief and owner end together, each taking mgpu__share_time
+   * for what it has, its latency for the chunk it still has to start. */
+  mgpu__steal_side_t t = v->thief;
+  if (t.speed * MGPU_SLOW_SPLIT_RATIO < o->speed && !slow_thief(v, &t)) return 0;
   double s;
-  if (!has_peak(vt, pkt) && !has_peak(v->vo, v->pko)) {
-    /* at + (pt + s)/vt == ao + (po + left - s)/vo */
-    s = (vt * (v->po + v->left) - v->vo * v->pt + vt * v->vo * (v->ao - v->at)) / (v->vo + vt);
+  if (!has_peak(t.speed, t.peak) && !has_peak(o->speed, o->peak)) {
+    /* latency + (pending + s) / speed is the same for both */
+    s = (t.speed * (o->pending + v->left) - o->speed * t.pending + t.speed * o->speed * (o->latency - t.latency)) /
+        (o->speed + t.speed);
   } else {
     /* The thief's time rises with s and the owner's falls, both continuous:
      * halve [0, left] for where they cross. */
     double lo = 0, hi = v->left;
-    if (mgpu__share_time(vt, v->at, pkt, v->pt) >= mgpu__share_time(v->vo, v->ao, v->pko, v->po + v->left)) return 0;
-    if (mgpu__share_time(vt, v->at, pkt, v->pt + v->left) <= mgpu__share_time(v->vo, v->ao, v->pko, v->po)) hi = lo = v->left;
-    for (int it = 0; it < 200 && hi - lo > 1e-9 * MGPU_MAX(1.0, hi); it++) {
+    if (side_time(&t, t.pending) >= side_time(o, o->pending + v->left)) return 0;
+    if (side_time(&t, t.pending + v->left) <= side_time(o, o->pending)) hi = lo = v->left;
+    for (int it = 0; it < MGPU_HALVE_STEPS && hi - lo > MGPU_STEAL_TOL * MGPU_MAX(1.0, hi); it++) {
       double mid = 0.5 * (lo + hi);
-      if (mgpu__share_time(vt, v->at, pkt, v->pt + mid) <= mgpu__share_time(v->vo, v->ao, v->pko, v->po + v->left - mid)) lo = mid;
+      if (side_time(&t, t.pending + mid) <= side_time(o, o->pending + v->left - mid)) lo = mid;
       else hi = mid;
     }
-    s = lo + 1e-6; /* halving ends below a crossing at a whole item */
+    s = lo + MGPU_ITEM_ROUNDING; /* halving ends below a crossing at a whole item */
   }
   if (s > v->left) s = v->left;
   return s >= 1 ? (size_t)floor(s) : 0;
 }
 
 size_t mgpu__rank_steal_share(const mgpu__rank_steal_view_t *v) {
-  if (!(v->vt > 0) || !(v->vo > 0) || !(v->left >= 1)) return 0;
+  const mgpu__rank_side_t *t = &v->thief, *o = &v->owner;
+  if (!(t->speed > 0) || !(o->speed > 0) || !(v->left >= 1)) return 0;
   double per_byte = v->bw > 0 ? v->bytes_per_item / v->bw : 0;
-  /* All finish at T: the owner its items running and left - s - the
-   * others' of the range, at vo; a thief starting at its items running and
-   * the fixed cost, then at c = 1 / (1 / v + per_byte) items/s, the thief
-   * with s items and each other idle rank with its own take. The items of
-   * the range are all done by T:
-   *   vo (T - ao) - po + sum over thieves of c (T - start) = left. */
-  double ct = 1 / (1 / v->vt + per_byte), start = v->at + v->pt / v->vt + v->fixed_s;
-  double rate = v->vo + ct, work = v->left + v->po + v->vo * v->ao + ct * start;
+  /* All finish at T. Each thief starts once its items running and the fixed
+   * cost are done, then runs at c = 1 / (1 / speed + per_byte) items/s; the
+   * range's items are all done by T:
+   *   owner speed (T - owner latency) - owner running
+   *     + sum over thieves of c (T - start) = left. */
+  double ct = 1 / (1 / t->speed + per_byte), start = t->latency + t->running / t->speed + v->fixed_s;
+  double rate = o->speed + ct, work = v->left + o->running + o->speed * o->latency + ct * start;
   for (int j = 0; j < v->nothers; j++) {
-    if (!(v->ov[j] > 0)) continue;
-    double cj = 1 / (1 / v->ov[j] + per_byte);
+    if (!(v->others_speed[j] > 0)) continue;
+    double cj = 1 / (1 / v->others_speed[j] + per_byte);
     rate += cj;
-    work += cj * (v->fixed_s + v->op[j] / v->ov[j]);
+    work += cj * (v->fixed_s + v->others_running[j] / v->others_speed[j]);
   }
   double s = (work / rate - start) * ct;
   if (s > v->left) s = v->left;
   /* Rounding must not lose an item that equal finish gives exactly. */
-  s = floor(s + 1e-6);
+  s = floor(s + MGPU_ITEM_ROUNDING);
   if (!(s >= 1)) return 0;
   /* The owner's finish moves earlier by s / vo; the transfer is what the
    * thief pays for it, and the fixed part a share of its work. */
   double move = v->fixed_s + s * per_byte;
-  if (s / v->vo < MGPU_RANK_STEAL_GAIN * move) return 0;
-  if (s / v->vt < MGPU_RANK_STEAL_GAIN * v->fixed_s) return 0;
+  if (s / o->speed < MGPU_RANK_STEAL_GAIN * move) return 0;
+  if (s / t->speed < MGPU_RANK_STEAL_GAIN * v->fixed_s) return 0;
   return (size_t)s;
 }

@@ -11,16 +11,23 @@
 
 extern char **environ;
 
-static const mgpu_dev_ops_t *pick_backend(const mgpu__config_t *c, int *visible) {
+/* The GPUs' back end and how many devices it sees; why, where it sees none
+ * though the settings ask for GPUs (else ""). */
+static const mgpu_dev_ops_t *pick_backend(const mgpu__config_t *c, int *visible, char *why, size_t whylen) {
   *visible = 0;
+  why[0] = 0;
   if (c->test.emulate_gpus > 0) {
     *visible = c->test.emulate_gpus;
     return &mgpu__dev_emul;
   }
   /* MGPU_NUM_GPUS=0 means CPU only: do not even load the GPU driver. */
   if (c->v.num_gpus == 0 && c->v.ndevices <= 0) return NULL;
-  if (!mgpu__dev_cuda) return NULL;
+  if (!mgpu__dev_cuda) {
+    snprintf(why, whylen, "this libmgpurt is built without CUDA");
+    return NULL;
+  }
   *visible = mgpu__dev_cuda->count();
+  if (*visible == 0) snprintf(why, whylen, "%s", mgpu__dev_cuda->why_none ? mgpu__dev_cuda->why_none() : "no device");
   return *visible > 0 ? mgpu__dev_cuda : NULL;
 }
 
@@ -82,17 +89,11 @@ mgpu_status_t mgpu__init_test(const mgpu_config_t *cfg, const mgpu__testcfg_t *t
   return mgpu__init_rank(cfg, test, 0, rt_p);
 }
 
-mgpu_status_t mgpu__init_rank(const mgpu_config_t *cfg, const mgpu__testcfg_t *test, int rank, mgpu_runtime_t **rt_p) {
-  mgpu__clear_error();
-  if (!rt_p) return mgpu__fail(MGPU_EINVAL, "mgpu_init: rt_p is NULL");
-  mgpu__config_t c;
-  mgpu_status_t st = mgpu__config_parse(cfg, test, &c);
-  if (st != MGPU_OK) return st;
-  mgpu__log_set_level(c.v.debug);
-  if (!c.v.ignore_env) mgpu__config_warn_unknown(environ);
-
+/* A runtime's memory, locks and machine (its usable cores); NULL where out
+ * of memory. */
+static mgpu_runtime_t *new_runtime(void) {
   mgpu_runtime_t *rt = calloc(1, sizeof *rt);
-  if (!rt) return mgpu__fail(MGPU_ENOMEM, "mgpu_init: out of memory");
+  if (!rt) return NULL;
   pthread_mutex_init(&rt->lock, NULL);
   pthread_mutex_init(&rt->alloc_lock, NULL);
   pthread_mutex_init(&rt->coll_lock, NULL);
@@ -107,23 +108,39 @@ mgpu_status_t mgpu__init_rank(const mgpu_config_t *cfg, const mgpu__testcfg_t *t
   rt->pid = getpid();
   rt->usable_cores =
       mgpu__usable_cores("/sys/fs/cgroup", "/proc/self/cgroup", &rt->cpus, rt->cores_how, sizeof rt->cores_how);
+  return rt;
+}
 
-  int visible;
-  const mgpu_dev_ops_t *dev = pick_backend(&c, &visible);
-  st = mgpu__config_resolve(&c, rt->usable_cores, visible);
-  if (st != MGPU_OK) goto fail_free;
+/* Settings of the GPUs alone that the environment gives a runtime with no GPU
+ * have no effect: said once a process, as mgpu-run says it of its flags. */
+static void warn_gpu_settings(const mgpu__config_t *c, int ncpu) {
+  static const int ids[] = {MGPU_SET_RESERVE_THREADS, MGPU_SET_STREAMS, MGPU_SET_MAX_BATCH, MGPU_SET_RATIO};
+  static _Atomic unsigned said;
+  for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+    int id = ids[i];
+    if (c->source[id] != MGPU_SRC_ENV || (id == MGPU_SET_RESERVE_THREADS && c->v.reserve_threads == 0)) continue;
+    if (atomic_fetch_or(&said, 1u << i) & (1u << i)) continue;
+    mgpu__log(MGPU_LOG_WARN, "%s=%s has no effect: no GPU is in use, so every batch runs on all %d CPU worker%s",
+              mgpu__config_name(id), c->text[id], ncpu, ncpu == 1 ? "" : "s");
+  }
+}
+
+/* The resolved settings c into rt, with back end dev: its workers' counts
+ * and the test fault plan, whose hangs need GPUs that can hang. */
+static mgpu_status_t apply_config(mgpu_runtime_t *rt, const mgpu__config_t *c, const mgpu_dev_ops_t *dev) {
   /* Every batch wakes every CPU worker: far more of them than cores makes
    * each batch wait for the OS to run them all in turn. */
-  if (c.source[MGPU_SET_NUM_THREADS] != MGPU_SRC_DERIVED && c.v.num_threads > MGPU_THREADS_PER_CORE_WARN * rt->usable_cores)
+  if (c->source[MGPU_SET_NUM_THREADS] != MGPU_SRC_DERIVED &&
+      c->v.num_threads > MGPU_THREADS_PER_CORE_WARN * rt->usable_cores)
     mgpu__log(MGPU_LOG_WARN, "MGPU_NUM_THREADS=%d is %.3g times the %d usable cores: each batch wakes every CPU worker, "
-              "and batches take far longer than with one worker a core (the default: %d)", c.v.num_threads,
-              (double)c.v.num_threads / rt->usable_cores, rt->usable_cores,
-              MGPU_MAX(1, rt->usable_cores - c.v.num_gpus));
-  rt->cfg = c;
+              "and batches take far longer than with one worker a core (the default: %d)", c->v.num_threads,
+              (double)c->v.num_threads / rt->usable_cores, rt->usable_cores,
+              MGPU_MAX(1, rt->usable_cores - c->v.num_gpus));
+  rt->cfg = *c;
   /* The config holds pointers into itself; point them at the runtime's copy. */
-  if (c.v.trace) rt->cfg.v.trace = rt->cfg.trace_path;
-  if (c.v.model_dir) rt->cfg.v.model_dir = rt->cfg.model_dir;
-  if (c.test.fault_inject) {
+  if (c->v.trace) rt->cfg.v.trace = rt->cfg.trace_path;
+  if (c->v.model_dir) rt->cfg.v.model_dir = rt->cfg.model_dir;
+  if (c->test.fault_inject) {
     rt->cfg.test.fault_inject = rt->cfg.fault_spec;
     char why[256];
     mgpu__fault_parse(rt->cfg.fault_spec, &rt->faults, why, sizeof why);
@@ -132,34 +149,34 @@ mgpu_status_t mgpu__init_rank(const mgpu_config_t *cfg, const mgpu__testcfg_t *t
   rt->ngpus = rt->dev ? rt->cfg.v.num_gpus : 0;
   for (int i = 0; i < rt->faults.n; i++)
     if ((rt->faults.f[i].kind == MGPU_FAULT_HANG || rt->faults.f[i].kind == MGPU_FAULT_HANGCOLL) &&
-        !(rt->dev && rt->dev->hang)) {
-      st = mgpu__fail(MGPU_EINVAL, "MGPU_FAULT_INJECT='%s' is invalid: hang and hangcoll need GPUs", rt->cfg.fault_spec);
-      goto fail_free;
-    }
+        !(rt->dev && rt->dev->hang))
+      return mgpu__fail(MGPU_EINVAL, "MGPU_FAULT_INJECT='%s' is invalid: hang and hangcoll need GPUs",
+                        rt->cfg.fault_spec);
   rt->ncpu = rt->cfg.v.num_threads;
   rt->nworkers = rt->ncpu + rt->ngpus;
+  if (rt->ngpus == 0) warn_gpu_settings(&rt->cfg, rt->ncpu);
   rt->coll_ranks = 1;
   rt->coll_gpu_total = rt->ngpus;
   rt->coll_gpu_base = 0;
+  return MGPU_OK;
+}
 
+/* The GPUs' properties, and the workers, CPU ones first, with the groups
+ * of alike GPUs. */
+static mgpu_status_t make_workers(mgpu_runtime_t *rt) {
   for (int g = 0; g < rt->ngpus; g++) {
     rt->gpu_index[g] = rt->cfg.v.devices[g];
     if (mgpu__fault_hit(&rt->faults, MGPU_FAULT_PROPS, g, 0) ||
-        rt->dev->props(rt->gpu_index[g], &rt->gpu_info[g]) != 0) {
-      st = mgpu__fail(MGPU_EDEVICE, "cannot read the properties of device %d", rt->gpu_index[g]);
-      goto fail_free;
-    }
+        rt->dev->props(rt->gpu_index[g], &rt->gpu_info[g]) != 0)
+      return mgpu__fail(MGPU_EDEVICE, "cannot read the properties of device %d", rt->gpu_index[g]);
     rt->gpu_info[g].index = rt->gpu_index[g];
   }
-
   rt->workers = aligned_alloc(MGPU_CACHELINE, sizeof(mgpu__worker_t) * (size_t)rt->nworkers);
   rt->gpus = calloc((size_t)MGPU_MAX(rt->ngpus, 1), sizeof *rt->gpus);
   rt->gpu_group = calloc((size_t)MGPU_MAX(rt->nworkers, 1), sizeof *rt->gpu_group);
   rt->worker_class = calloc((size_t)MGPU_MAX(rt->nworkers, 1), sizeof *rt->worker_class);
-  if (!rt->workers || !rt->gpus || !rt->gpu_group || !rt->worker_class) {
-    st = mgpu__fail(MGPU_ENOMEM, "mgpu_init: out of memory");
-    goto fail_free;
-  }
+  if (!rt->workers || !rt->gpus || !rt->gpu_group || !rt->worker_class)
+    return mgpu__fail(MGPU_ENOMEM, "mgpu_init: out of memory");
   memset(rt->workers, 0, sizeof(mgpu__worker_t) * (size_t)rt->nworkers);
   for (int i = 0; i < rt->nworkers; i++) {
     mgpu__worker_t *w = &rt->workers[i];
@@ -169,24 +186,44 @@ mgpu_status_t mgpu__init_rank(const mgpu_config_t *cfg, const mgpu__testcfg_t *t
   }
   mgpu__gpu_groups(rt, rt->gpu_group);
   mgpu__persist_init(rt);
+  return MGPU_OK;
+}
 
-  st = mgpu__trace_open(rt, rank);
-  if (st != MGPU_OK) goto fail_free;
-
-  /* GPU host threads first: the prior ratio comes from their devices. */
-  int started = 0;
+/* Start the threads: the GPUs' first, since the prior ratio comes from their
+ * devices, then the watchdog and the CPU team. *started: the GPU threads
+ * started, which a failure stops. */
+static mgpu_status_t start_threads(mgpu_runtime_t *rt, int *started) {
+  mgpu_status_t st;
   double ratio_sum = 0;
-  for (int g = 0; g < rt->ngpus; g++, started++) {
-    st = mgpu__gpu_start(rt, g);
-    if (st != MGPU_OK) goto fail_stop;
+  for (int g = 0; g < rt->ngpus; g++, (*started)++) {
+    if ((st = mgpu__gpu_start(rt, g)) != MGPU_OK) return st;
     ratio_sum += mgpu__gpu_estimate(rt, g);
   }
   rt->prior_ratio = rt->ngpus ? ratio_sum / rt->ngpus : 1.0;
-  st = mgpu__watchdog_start(rt);
-  if (st != MGPU_OK) goto fail_stop;
-  st = mgpu__team_start(rt);
-  if (st != MGPU_OK) goto fail_stop;
+  if ((st = mgpu__watchdog_start(rt)) != MGPU_OK) return st;
+  return mgpu__team_start(rt);
+}
 
+mgpu_status_t mgpu__init_rank(const mgpu_config_t *cfg, const mgpu__testcfg_t *test, int rank, mgpu_runtime_t **rt_p) {
+  mgpu__clear_error();
+  if (!rt_p) return mgpu__fail(MGPU_EINVAL, "mgpu_init: rt_p is NULL");
+  mgpu__config_t c;
+  mgpu_status_t st = mgpu__config_parse(cfg, test, &c);
+  if (st != MGPU_OK) return st;
+  mgpu__log_set_level(c.v.debug);
+  if (!c.v.ignore_env) mgpu__config_warn_unknown(environ);
+  mgpu_runtime_t *rt = new_runtime();
+  if (!rt) return mgpu__fail(MGPU_ENOMEM, "mgpu_init: out of memory");
+  int visible;
+  char why_none[256];
+  const mgpu_dev_ops_t *dev = pick_backend(&c, &visible, why_none, sizeof why_none);
+  int started = 0;
+  if ((st = mgpu__config_resolve(&c, rt->usable_cores, visible)) != MGPU_OK ||
+      (st = apply_config(rt, &c, dev)) != MGPU_OK || (st = make_workers(rt)) != MGPU_OK ||
+      (st = mgpu__trace_open(rt, rank)) != MGPU_OK)
+    goto fail_free;
+  snprintf(rt->gpu_why_none, sizeof rt->gpu_why_none, "%s", why_none);
+  if ((st = start_threads(rt, &started)) != MGPU_OK) goto fail_stop;
   if (mgpu__handle_add(MGPU_H_RUNTIME, rt) != 0) {
     st = mgpu__fail(MGPU_ENOMEM, "mgpu_init: out of memory");
     finalize_now(rt);
@@ -350,8 +387,8 @@ MGPU_API void *mgpu_host_alloc(mgpu_runtime_t *rt, size_t bytes) {
   if (rt->dev && rt->dev->host_alloc && rt->dev->host_alloc(bytes, &p) == 0) {
     pinned = true;
   } else {
-    size_t rounded = (bytes + 63) & ~(size_t)63;
-    if (rounded < bytes || !(p = aligned_alloc(64, rounded))) {
+    size_t rounded = (bytes + MGPU_CACHELINE - 1) & ~(size_t)(MGPU_CACHELINE - 1);
+    if (rounded < bytes || !(p = aligned_alloc(MGPU_CACHELINE, rounded))) {
       mgpu__fail(MGPU_ENOMEM, "mgpu_host_alloc: cannot allocate %zu bytes", bytes);
       return NULL;
     }
@@ -394,4 +431,9 @@ MGPU_API void mgpu_host_free(mgpu_runtime_t *rt, void *p) {
   MGPU_UNLOCK(&rt->alloc_lock);
   mgpu__log(MGPU_LOG_ERROR, "mgpu_host_free: %p was not allocated by mgpu_host_alloc of this runtime, or was freed "
                             "already; ignored", p);
+}
+
+MGPU_API const char *mgpu_gpu_probe_error(const mgpu_runtime_t *rt) {
+  if (mgpu__check_rt(rt, "mgpu_gpu_probe_error") != MGPU_OK) return NULL;
+  return rt->gpu_why_none[0] ? rt->gpu_why_none : NULL;
 }

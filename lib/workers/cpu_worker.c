@@ -49,13 +49,10 @@ static int run_items(mgpu__worker_t *w, const mgpu__claim_t *c, size_t from, siz
   return rc;
 }
 
-/* Where the piece after `done` of a chunk of n items ends: the first piece is
- * 1/MGPU_PIECE_FIRST of the chunk, each next one brings the items done to
- * MGPU_PIECE_GROWTH times. A chunk's items are timed before they all run: a
- * chunk sized by a rate measured on cheap items (the top rows of a Mandelbrot
- * image) that meets dear ones is seen after a piece, not after all of it,
- * and the at most three calls of the kernel cost next to nothing against its
- * items. */
+/* Where the piece after `done` of a chunk of n items ends (MGPU_PIECE_FIRST,
+ * MGPU_PIECE_GROWTH). A chunk sized by a rate measured on cheap items that
+ * meets dear ones is seen after a piece, not after all of it, and the few
+ * calls of the kernel cost next to nothing against its items. */
 static size_t piece_end(size_t done, size_t n) {
   if (done == 0) return (n + MGPU_PIECE_FIRST - 1) / MGPU_PIECE_FIRST;
   return done < n / MGPU_PIECE_GROWTH ? done * MGPU_PIECE_GROWTH : n;
@@ -72,98 +69,132 @@ static void note_call(mgpu__call_t *calls, int *ncalls, size_t items, double sec
   calls[(*ncalls)++] = (mgpu__call_t){(double)items, secs};
 }
 
-/* Run claim c and close it. Where the batch steals, the chunk runs in pieces,
- * and one that has taken far longer than the worker's rate predicts hands
- * back the items it has not started, with the rest of the worker's own range
- * (sized by that rate too): a GPU takes them, or a CPU worker where it would
- * finish them sooner (claim.c, cpu_takes), since a CPU core must not hold
- * items a GPU would finish many times sooner. A range with a handed-back cost
- * keeps the cost of its latest chunk, so that cheaper items further on grow
- * its chunks again. An overrun short enough to be the OS holding the thread
- * up is first confirmed by the next piece (MGPU_HANDBACK_SURE_S); a chunk
- * whose last piece overran that little ends as it is, and its next chunk's
- * pieces are timed afresh. */
-static void run_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
+/* One run of a claim by its worker's thread: what its pieces are judged by,
+ * and what they did. */
+typedef struct {
+  double rate;            /* items/s; 0: the chunk is one call, never judged */
+  double call_s;          /* the kernel's cost per call */
+  double item_s;          /* > 0: the cost per item its range was handed back with */
+  double t0, busy, predicted;
+  size_t done, to;        /* items done; the end of the piece last started */
+  mgpu__call_t calls[MGPU_PIECE_CALLS];
+  int ncalls, made;       /* calls recorded, and made */
+  size_t slow_n;          /* items of the last piece, where it overran and awaits confirmation */
+  double slow_s, excused; /* its time; overruns the next piece showed were stalls */
+  bool over;              /* it hands back the items it has not started */
+  int rc;
+} run_t;
+
+/* Where the batch steals, pieces are judged by the worker's rate; items a
+ * CPU worker handed back by the cost per item it saw (claim.c, install). */
+static void run_begin(mgpu_runtime_t *rt, mgpu__worker_t *w, const mgpu__claim_t *c, run_t *r) {
   mgpu__batch_t *b = c->b;
-  double rate = b->steal_ok ? mgpu__worker_speed(b, w->id) : 0;
+  *r = (run_t){0};
+  r->rate = b->steal_ok ? mgpu__worker_speed(b, w->id) : 0;
   /* A kernel's cost per call counts once in every piece's prediction, and
    * not in the cost per item that a hand-back carries: otherwise a piece of
    * a few items overruns by that cost alone, and the items handed back are
    * run one a chunk (claim.c, chunk_len). */
-  double call_s = mgpu__worker_latency(b, w->id);
-  mgpu__call_t calls[MGPU_PIECE_CALLS];
-  int ncalls = 0, made = 0; /* calls recorded, and made */
-  /* Items a CPU worker handed back: at the cost per item it saw (claim.c, install). */
-  double item_s = atomic_load_explicit(&b->ranges[w->id].item_s, memory_order_relaxed);
-  if (item_s > 0 && rate > 0) rate = fmin(rate, 1 / item_s);
-  double t0 = mgpu__now(), busy = 0, predicted = 0;
+  r->call_s = mgpu__worker_latency(b, w->id);
+  r->item_s = atomic_load_explicit(&b->ranges[w->id].item_s, memory_order_relaxed);
+  if (r->item_s > 0 && r->rate > 0) r->rate = fmin(r->rate, 1 / r->item_s);
+  r->t0 = mgpu__now();
   /* A worker idle as the batch started, on its first chunk of it from its
    * own range: the time in between is the team's start (mgpu__start_cost). */
   if (c->from_share && w->run_end < b->t_start && b->wstats[w->id].chunks == 0)
-    mgpu__start_cost_learn(rt, t0 - b->t_start);
-  atomic_store_explicit(&w->run_since_ns, (uint64_t)(t0 * 1e9), memory_order_relaxed);
+    mgpu__start_cost_learn(rt, r->t0 - b->t_start);
+  atomic_store_explicit(&w->run_since_ns, (uint64_t)(r->t0 * 1e9), memory_order_relaxed);
   atomic_store_explicit(&w->run_batch, b, memory_order_release);
-  size_t done = 0, to = 0;
-  size_t slow_n = 0; /* items of the last piece, where it overran and awaits confirmation */
-  double slow_s = 0, excused = 0; /* its time; overruns the next piece showed were stalls */
+}
+
+/* Whether the chunk hands back the rest after a piece of piece_n items that
+ * took `piece` s. An overrun short enough to be the OS holding the thread up
+ * (MGPU_HANDBACK_SURE_S) is first confirmed by the next piece, of as many
+ * items, and excused where that one is on time; a chunk whose last piece
+ * overran that little ends as it is. */
+static bool overran(const mgpu__batch_t *b, run_t *r, double piece, size_t piece_n) {
+  r->predicted = (double)r->made * r->call_s + (double)r->done / r->rate;
+  double late = r->busy - r->excused - MGPU_HANDBACK_FACTOR * r->predicted;
   bool over = false;
-  int rc = 0;
+  if (r->slow_n) {
+    /* As slow again: the items are dear. On time: the overrun was a stall. */
+    over = piece > MGPU_HANDBACK_FACTOR * (r->call_s + (double)piece_n / r->rate) + MGPU_HANDBACK_SLACK_S;
+    if (!over) r->excused += r->slow_s - r->call_s - (double)r->slow_n / r->rate;
+    r->slow_n = 0;
+  } else if (late > MGPU_HANDBACK_SURE_S) {
+    over = true;
+  } else if (late > MGPU_HANDBACK_SLACK_S) {
+    r->slow_n = piece_n;
+    r->slow_s = piece;
+  }
+  return over && !atomic_load(&b->failed);
+}
+
+/* Run claim c's items, in pieces where the chunk is judged, until they are
+ * done, one fails, or the chunk overran. */
+static void run_pieces(mgpu__worker_t *w, const mgpu__claim_t *c, run_t *r) {
+  mgpu__batch_t *b = c->b;
   size_t per = b->kernel.scratch_per_item;
-  while (done < c->count && !over) {
-    to = rate > 0 ? piece_end(done, c->count) : c->count;
-    if (slow_n) to = MGPU_MIN(c->count, done + slow_n);
+  while (r->done < c->count && !r->over) {
+    r->to = r->rate > 0 ? piece_end(r->done, c->count) : c->count;
+    if (r->slow_n) r->to = MGPU_MIN(c->count, r->done + r->slow_n);
     /* A call takes no more items than their scratch can be allocated for;
      * where not one item's can, the batch fails with MGPU_ENOMEM (before the
      * claim closes, which would make it MGPU_EKERNEL) on that item. */
-    size_t fit = per ? scratch_items(w, per, to - done) : to - done;
+    size_t fit = per ? scratch_items(w, per, r->to - r->done) : r->to - r->done;
     if (fit == 0) {
       mgpu__log(MGPU_LOG_ERROR, "kernel '%s': CPU worker %d cannot allocate one item's %zu bytes of scratch",
                 b->kernel.name ? b->kernel.name : "(unnamed)", w->id, per);
       mgpu__batch_fail(b, MGPU_ENOMEM);
-      to = done + 1;
-      rc = -1;
-      break;
+      r->to = r->done + 1;
+      r->rc = -1;
+      return;
     }
-    to = done + fit;
+    r->to = r->done + fit;
     double piece = 0;
-    rc = run_items(w, c, done, to, &piece);
-    busy += piece;
-    if (rc != 0) break;
-    note_call(calls, &ncalls, to - done, piece);
-    made++;
-    size_t piece_n = to - done;
-    done = to;
-    if (!(rate > 0)) continue; /* one call: the loop ends */
-    predicted = (double)made * call_s + (double)done / rate;
-    double late = busy - excused - MGPU_HANDBACK_FACTOR * predicted;
-    if (slow_n) {
-      /* As slow again: the items are dear. On time: the overrun was a stall. */
-      over = piece > MGPU_HANDBACK_FACTOR * (call_s + (double)piece_n / rate) + MGPU_HANDBACK_SLACK_S;
-      if (!over) excused += slow_s - call_s - (double)slow_n / rate;
-      slow_n = 0;
-    } else if (late > MGPU_HANDBACK_SURE_S) {
-      over = true;
-    } else if (late > MGPU_HANDBACK_SLACK_S) {
-      slow_n = piece_n;
-      slow_s = piece;
-    }
-    over = over && !atomic_load(&b->failed);
+    r->rc = run_items(w, c, r->done, r->to, &piece);
+    r->busy += piece;
+    if (r->rc != 0) return;
+    note_call(r->calls, &r->ncalls, r->to - r->done, piece);
+    r->made++;
+    size_t piece_n = r->to - r->done;
+    r->done = r->to;
+    if (r->rate > 0) r->over = overran(b, r, piece, piece_n);
   }
+}
+
+/* Close the claim: failed, handed back (with the rest of the worker's own
+ * range, for a GPU or a CPU worker that would finish it sooner: claim.c,
+ * cpu_takes) or completed. A range with a handed-back cost keeps the cost of
+ * its latest chunk, so that cheaper items further on grow its chunks again. */
+static void run_end(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c, run_t *r) {
+  mgpu__batch_t *b = c->b;
   if (rt->trace_on) {
-    mgpu__tev_t ev = {.t0 = t0, .t1 = t0 + busy, .kind = MGPU_TEV_CHUNK, .stream = -1, .name = b->kernel.name,
-                      .batch = b->id, .first = c->first, .count = rc ? to : done};
+    mgpu__tev_t ev = {.t0 = r->t0, .t1 = r->t0 + r->busy, .kind = MGPU_TEV_CHUNK, .stream = -1,
+                      .name = b->kernel.name, .batch = b->id, .first = c->first, .count = r->rc ? r->to : r->done};
     mgpu__trace_add(rt, w, &ev);
   }
   atomic_store_explicit(&w->run_batch, NULL, memory_order_release);
   w->run_end = mgpu__now();
-  double cost = over || item_s > 0 ? mgpu__cpu_items_cost(b, w->id, busy, done, made * call_s) : 0;
-  if (item_s > 0 && rc == 0 && !over && done > 0)
+  double cost = r->over || r->item_s > 0 ? mgpu__cpu_items_cost(b, w->id, r->busy, r->done, r->made * r->call_s) : 0;
+  if (r->item_s > 0 && r->rc == 0 && !r->over && r->done > 0)
     atomic_store_explicit(&b->ranges[w->id].item_s, cost, memory_order_relaxed);
-  c->calls = calls;
-  c->ncalls = ncalls;
-  if (rc != 0) mgpu__complete_failed(rt, w, c, done, to - done, busy, rc);
-  else if (over) mgpu__handback(rt, w, c, done, busy, predicted, cost);
-  else mgpu__complete(rt, w, c, busy, 0);
+  c->calls = r->calls;
+  c->ncalls = r->ncalls;
+  if (r->rc != 0) mgpu__complete_failed(rt, w, c, r->done, r->to - r->done, r->busy, r->rc);
+  else if (r->over) mgpu__handback(rt, w, c, r->done, r->busy, r->predicted, cost);
+  else mgpu__complete(rt, w, c, r->busy, 0);
+}
+
+/* Run claim c and close it. A CPU core must not hold items a GPU would
+ * finish many times sooner: where the batch steals, a chunk that has taken
+ * far longer than the worker's rate predicts hands back what it has not
+ * started. */
+static void run_claim(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__claim_t *c) {
+  run_t r;
+  run_begin(rt, w, c, &r);
+  run_pieces(w, c, &r);
+  run_end(rt, w, c, &r);
 }
 
 void mgpu__cpu_worker_loop(mgpu_runtime_t *rt, mgpu__worker_t *w) {
@@ -173,7 +204,7 @@ void mgpu__cpu_worker_loop(mgpu_runtime_t *rt, mgpu__worker_t *w) {
     /* Feeding a GPU comes first: its staging copy holds up a device. */
     if (mgpu__copy_wanted(rt)) mgpu__copy_help(rt, w);
     mgpu__claim_t c = {0};
-    if (!mgpu__claim(rt, w, SIZE_MAX, 0.5e-3, &c)) {
+    if (!mgpu__claim(rt, w, SIZE_MAX, MGPU_CPU_TARGET_S, &c)) {
       mgpu__idle_wait(rt, gen, false);
       continue;
     }

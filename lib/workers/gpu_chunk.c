@@ -1,12 +1,8 @@
 /*
- * gpu_chunk.c: a GPU's chunks, from issue to completion. A claimed chunk is
- * put in flight on its slot (copies in through staging where arrays are
- * pageable, the kernel, copies out), and the oldest one in flight is waited
- * for, its results copied out of staging, its device time learnt and its
- * claim completed. A chunk that fails goes back to its batch to be computed
- * elsewhere; out of memory halves the device's cap, and where one item does
- * not fit, leaves the batch to the other workers; a device that keeps
- * failing is retired.
+ * gpu_chunk.c: a GPU's chunks, from issue to completion. A chunk that fails
+ * goes back to its batch to be computed elsewhere; out of memory halves the
+ * device's cap or, where one item does not fit, leaves the batch to the other
+ * workers; a device that keeps failing is retired.
  */
 #include "workers/workers.h"
 
@@ -15,9 +11,9 @@
 
 /* Whether the device has run out of work while its host thread stages: no
  * chunk in flight, or the newest one in flight has ended. Then the device
- * waits for the host's copy, and CPU workers are asked to help with it;
- * while the device computes, the copy hides behind it and helpers would only
- * take memory bandwidth from the device's transfers (doc/tuning.md, "Internal constants"). */
+ * waits for the host's copy, and CPU workers are asked to help with it; while
+ * the device computes, the copy hides behind it and helpers would only take
+ * memory bandwidth from the device's transfers. */
 static bool device_starved(mgpu__gpu_t *gp) {
   if (gp->inflight == 0 || !gp->timed || !gp->ops->event_query) return true;
   mgpu__slot_t *newest = &gp->slots[(gp->oldest + gp->inflight - 1) % gp->nslots];
@@ -43,8 +39,20 @@ static bool copy_out_share(void *arg) {
   return copy_share(gp) || mgpu__all_claimed(gp->slots[gp->oldest].claim.b);
 }
 
-/* Put one claimed chunk in flight on slot s. Returns 0 or an MGPU_E* code. */
-int mgpu__gpu_issue(mgpu__gpu_t *gp, mgpu__slot_t *s) {
+/* Bytes of a chunk of n items' pageable arrays, which go through staging. */
+static size_t staged_bytes(const mgpu_kernel_t *k, size_t n, const bool *pin_in, const bool *pin_out) {
+  size_t stage = 0;
+  for (int i = 0; i < k->nin; i++)
+    if (!pin_in[i]) stage += mgpu__gpu_round_up(k->in_size[i] * n);
+  for (int i = 0; i < k->nout; i++)
+    if (!pin_out[i]) stage += mgpu__gpu_round_up(k->out_size[i] * n);
+  return stage;
+}
+
+/* Slot s's buffers for its chunk: device memory, the batch's constants on
+ * the device, pinned staging for its pageable arrays; a buffer that grew is
+ * traced (MGPU_TEV_ALLOC, MGPU_TEV_PIN). */
+static int issue_buffers(mgpu__gpu_t *gp, mgpu__slot_t *s) {
   mgpu__claim_t *c = &s->claim;
   mgpu__batch_t *b = c->b;
   const mgpu_kernel_t *k = &b->kernel;
@@ -56,15 +64,8 @@ int mgpu__gpu_issue(mgpu__gpu_t *gp, mgpu__slot_t *s) {
   if (rc != 0) return rc;
   for (int i = 0; i < b->desc.nconsts; i++)
     if ((rc = mgpu__gpu_const_on_device(gp, b->desc.consts[i], s->stream, &s->consts[i])) != 0) return rc;
-
-  /* Stage pageable arrays through pinned memory. */
-  size_t stage = 0;
   mgpu__room_pin(&gp->room, b);
-  const bool *pin_in = gp->room.pin_in, *pin_out = gp->room.pin_out;
-  for (int i = 0; i < k->nin; i++)
-    if (!pin_in[i]) stage += mgpu__gpu_round_up(k->in_size[i] * n);
-  for (int i = 0; i < k->nout; i++)
-    if (!pin_out[i]) stage += mgpu__gpu_round_up(k->out_size[i] * n);
+  size_t stage = staged_bytes(k, n, gp->room.pin_in, gp->room.pin_out);
   double t_hbuf = mgpu__now();
   s->stage_bytes = stage;
   if (stage && (rc = mgpu__gpu_ensure_hbuf(gp, s, stage)) != 0) return rc;
@@ -75,38 +76,39 @@ int mgpu__gpu_issue(mgpu__gpu_t *gp, mgpu__slot_t *s) {
     ev.kind = MGPU_TEV_PIN, ev.t0 = t_hbuf, ev.t1 = mgpu__now(), ev.bytes = s->hbuf_bytes;
     if (s->hbuf != hbuf0) mgpu__trace_add(gp->rt, gp->w, &ev);
   }
-  /* The chunk's time starts here, once its buffers are there: growing a
-   * pinned buffer is slow, and counted in the chunk it would make the device
-   * look slow, keep its chunks small and make them grow, and pin, again. */
-  s->t_issue = mgpu__now();
-  /* A device that ran dry with chunks in flight waited for this one: its
-   * host side, not the device, sets the pace. */
-  if (stage) gp->share_ahead = mgpu__share_ahead(gp->rt, gp->share_ahead, gp->inflight > 0 && device_starved(gp));
-  if (gp->timed && gp->ops->event_record(gp->ctx, s->ev_start, s->stream) != 0) gp->timed = false;
-  char *dp = s->dbuf;
-  char *hp = s->hbuf;
+  return 0;
+}
+
+/* Copy slot s's inputs to the device, laid out from *dp, each pageable one
+ * through the staging buffer at *hp; both move past what they took. */
+static int copy_in(mgpu__gpu_t *gp, mgpu__slot_t *s, char **dp, char **hp) {
+  const mgpu__claim_t *c = &s->claim;
+  mgpu__batch_t *b = c->b;
+  const mgpu_kernel_t *k = &b->kernel;
+  const bool *pin_in = gp->room.pin_in;
   for (int i = 0; i < k->nin; i++) {
-    size_t bytes = k->in_size[i] * n;
+    size_t bytes = k->in_size[i] * c->count;
     const char *src = (const char *)b->desc.in[i] + c->first * k->in_size[i];
-    s->in[i] = dp;
+    s->in[i] = *dp;
     if (bytes) {
       if (!pin_in[i]) {
-        mgpu__copy(gp->rt, gp->w, b, hp, src, bytes, false, copy_share, gp);
-        src = hp;
-        hp += mgpu__gpu_round_up(bytes);
+        mgpu__copy(gp->rt, gp->w, b, *hp, src, bytes, false, copy_share, gp);
+        src = *hp;
+        *hp += mgpu__gpu_round_up(bytes);
       }
-      if ((rc = gp->ops->copy_h2d(gp->ctx, dp, src, bytes, s->stream)) != 0) return rc;
+      int rc = gp->ops->copy_h2d(gp->ctx, *dp, src, bytes, s->stream);
+      if (rc != 0) return rc;
     }
-    dp += mgpu__gpu_round_up(bytes);
+    *dp += mgpu__gpu_round_up(bytes);
   }
-  for (int i = 0; i < k->nout; i++) {
-    s->out[i] = dp;
-    dp += mgpu__gpu_round_up(k->out_size[i] * n);
-  }
-  bool tracing = gp->rt->trace_on && gp->timed;
-  if (tracing && gp->ops->event_record(gp->ctx, s->ev_h2d, s->stream) != 0) tracing = false;
-  void *scratch = k->scratch_per_item ? dp : NULL;
+  return 0;
+}
 
+/* Slot s's chunk as its kernel sees it, with the slot's own copy of the
+ * batch's argument (mgpu__slot_t's arg says why). */
+static int set_chunk(mgpu__gpu_t *gp, mgpu__slot_t *s, void *scratch) {
+  const mgpu__claim_t *c = &s->claim;
+  const mgpu__batch_t *b = c->b;
   const void *arg = b->desc.arg;
   if (arg && b->desc.arg_size) {
     if (s->arg_cap < b->desc.arg_size) {
@@ -119,21 +121,34 @@ int mgpu__gpu_issue(mgpu__gpu_t *gp, mgpu__slot_t *s) {
     arg = s->arg;
   }
   s->chunk = (mgpu_chunk_t){.in = s->in, .out = s->out, .consts = s->consts, .arg = arg, .scratch = scratch,
-                            .first = b->base + c->first, .count = n, .stream = s->stream, .worker = gp->w->id};
+                            .first = b->base + c->first, .count = c->count, .stream = s->stream, .worker = gp->w->id};
+  return 0;
+}
+
+/* The test fault plan's failure or hang of this launch (MGPU_FAULT_LAUNCH,
+ * MGPU_FAULT_HANG), counted in the GPU's launches. */
+static int injected_fault(mgpu__gpu_t *gp, mgpu__slot_t *s) {
   if (mgpu__fault_hit(&gp->rt->faults, MGPU_FAULT_LAUNCH, gp->g, gp->launches++)) {
     mgpu__log(MGPU_LOG_INFO, "GPU %d: injected kernel failure on chunk %lld", gp->g, gp->launches - 1);
     return MGPU_EKERNEL;
   }
   if (mgpu__fault_hit(&gp->rt->faults, MGPU_FAULT_HANG, gp->g, gp->launches - 1)) {
     mgpu__log(MGPU_LOG_INFO, "GPU %d: injected hang of chunk %lld", gp->g, gp->launches - 1);
-    if ((rc = gp->ops->hang(gp->ctx, s->stream)) != 0) return rc;
+    return gp->ops->hang(gp->ctx, s->stream);
   }
-  if ((rc = gp->ops->launch(gp->ctx, k, &s->chunk, s->stream)) != 0) return rc;
-  if (tracing && gp->ops->event_record(gp->ctx, s->ev_kern, s->stream) != 0) tracing = false;
-  s->h2d_bytes = s->d2h_bytes = 0;
-  for (int i = 0; i < k->nin; i++) s->h2d_bytes += k->in_size[i] * n;
-  for (int i = 0; i < k->nout; i++) s->d2h_bytes += k->out_size[i] * n;
+  return 0;
+}
 
+/* Copy slot s's outputs back: a pinned array's straight into it, behind the
+ * gate (which a device given up shuts), a pageable one's into staging at hp,
+ * copied out when the chunk retires. */
+static int copy_out(mgpu__gpu_t *gp, mgpu__slot_t *s, char *hp) {
+  const mgpu__claim_t *c = &s->claim;
+  const mgpu__batch_t *b = c->b;
+  const mgpu_kernel_t *k = &b->kernel;
+  const bool *pin_out = gp->room.pin_out;
+  size_t n = c->count;
+  int rc;
   s->nstaged = 0;
   bool direct = false;
   for (int i = 0; i < k->nout; i++) direct |= pin_out[i] && k->out_size[i] * n > 0;
@@ -154,16 +169,48 @@ int mgpu__gpu_issue(mgpu__gpu_t *gp, mgpu__slot_t *s) {
     }
     if (rc != 0) return rc;
   }
+  return 0;
+}
+
+/* Put one claimed chunk in flight on slot s. Returns 0 or an MGPU_E* code. */
+int mgpu__gpu_issue(mgpu__gpu_t *gp, mgpu__slot_t *s) {
+  const mgpu_kernel_t *k = &s->claim.b->kernel;
+  size_t n = s->claim.count;
+  int rc = issue_buffers(gp, s);
+  if (rc != 0) return rc;
+  /* The chunk's time starts here, once its buffers are there: growing a
+   * pinned buffer is slow, and counted in the chunk it would make the device
+   * look slow, keep its chunks small and make them grow, and pin, again. */
+  s->t_issue = mgpu__now();
+  /* A device that ran dry with chunks in flight waited for this one: its
+   * host side, not the device, sets the pace. */
+  if (s->stage_bytes)
+    gp->share_ahead = mgpu__share_ahead(gp->rt, gp->share_ahead, gp->inflight > 0 && device_starved(gp));
+  if (gp->timed && gp->ops->event_record(gp->ctx, s->ev_start, s->stream) != 0) gp->timed = false;
+  char *dp = s->dbuf, *hp = s->hbuf;
+  if ((rc = copy_in(gp, s, &dp, &hp)) != 0) return rc;
+  for (int i = 0; i < k->nout; i++) {
+    s->out[i] = dp;
+    dp += mgpu__gpu_round_up(k->out_size[i] * n);
+  }
+  bool tracing = gp->rt->trace_on && gp->timed;
+  if (tracing && gp->ops->event_record(gp->ctx, s->ev_h2d, s->stream) != 0) tracing = false;
+  if ((rc = set_chunk(gp, s, k->scratch_per_item ? dp : NULL)) != 0) return rc;
+  if ((rc = injected_fault(gp, s)) != 0) return rc;
+  if ((rc = gp->ops->launch(gp->ctx, k, &s->chunk, s->stream)) != 0) return rc;
+  if (tracing && gp->ops->event_record(gp->ctx, s->ev_kern, s->stream) != 0) tracing = false;
+  s->h2d_bytes = s->d2h_bytes = 0;
+  for (int i = 0; i < k->nin; i++) s->h2d_bytes += k->in_size[i] * n;
+  for (int i = 0; i < k->nout; i++) s->d2h_bytes += k->out_size[i] * n;
+  if ((rc = copy_out(gp, s, hp)) != 0) return rc;
   if (gp->timed && gp->ops->event_record(gp->ctx, s->ev_end, s->stream) != 0) gp->timed = false;
   return 0;
 }
 
-/* GPU gp cannot allocate memory for one item of s's batch, with nothing
- * else of its own in flight and its idle buffers freed: a limit of that
- * kernel, not a fault of the device. The GPU takes nothing more of the batch
- * (its range goes to the other workers), keeps its cap and stays in use for
- * other batches; the batch fails with MGPU_ENOMEM only where no worker is
- * left that may run it. */
+/* GPU gp cannot allocate one item of s's batch with nothing else in flight
+ * and its idle buffers freed: a limit of that kernel, not a fault of the
+ * device. The GPU keeps its cap and takes nothing more of the batch; the
+ * batch fails with MGPU_ENOMEM only where no worker is left that may run it. */
 static void no_room(mgpu__gpu_t *gp, mgpu__slot_t *s) {
   mgpu__batch_t *b = s->claim.b;
   size_t bytes = mgpu__gpu_dev_bytes(&b->kernel, 1);
@@ -222,29 +269,23 @@ void mgpu__gpu_on_failure(mgpu__gpu_t *gp, mgpu__slot_t *s, int rc, const char *
 static void learn_flush(mgpu__gpu_t *gp) {
   if (gp->held_model && gp->held_s > 0) {
     mgpu__sample_t smp = {.items = gp->held_items, .launch = gp->held_launch, .secs = gp->held_s,
-                          .span = gp->held_span, .isolated = gp->held_alone, .tag = gp->held_tag};
+                          .span = gp->held_span, .solo = gp->held_solo, .tag = gp->held_tag};
     mgpu__model_update(gp->held_model, gp->w->id, &smp);
   }
   gp->held_model = NULL;
 }
 
-/* The sample of the chunk of slot s, which took `busy` seconds of the
- * device and `span` from its own start: held until the next chunk ends,
- * which joins it if it ended inside this one's time, or ran beside it and
- * ended just after it. Launches that run side by side (latency-bound
- * kernels) end together: the later one is credited only the moment between
- * their ends, far faster than the held one's rate, and learnt alone it would
- * make its items look nearly free, batch after batch. Together they are what
- * the device did in that time, at the size of the largest of them. A chunk
- * queued behind the held one runs at about its rate and keeps a sample of
- * its own. In a batch with a cost
- * profile a GPU counts in items of average cost, as it sizes its chunks. */
-static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, double span, bool inside, bool alone) {
+/* Hold the sample of slot s's chunk (`busy` s of the device, `span` from its
+ * start) until the next chunk ends, which joins it where it ended inside this
+ * one's time or ran beside it (mgpu__fit_beside): launches side by side end
+ * together, and the later one, credited only the moment between their ends,
+ * would make its items look nearly free. Items count at average cost. */
+static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, double span, bool inside, bool solo) {
   const mgpu__claim_t *c = &s->claim;
   const mgpu__batch_t *b = c->b;
   double items = b->cost ? (double)mgpu__cost_items(b->cost, c->first, c->count) : (double)c->count;
   if (gp->held_model == b->model &&
-      (inside || (!alone && mgpu__fit_beside(gp->held_items, gp->held_s, items, busy, span)))) {
+      (inside || (!solo && mgpu__fit_beside(gp->held_items, gp->held_s, items, busy, span)))) {
     if (!inside)
       mgpu__log(MGPU_LOG_DEBUG, "model of '%s', worker %d: %.0f items in %.3g s ran beside the %.0f items before "
                 "them (%.3g s): learnt with them", b->kernel.name, gp->w->id, items, busy, gp->held_items, gp->held_s);
@@ -260,95 +301,112 @@ static void learn(mgpu__gpu_t *gp, const mgpu__slot_t *s, double busy, double sp
   gp->held_launch = items;
   gp->held_s = busy;
   gp->held_span = span;
-  gp->held_alone = alone;
+  gp->held_solo = solo;
+}
+
+/* The oldest chunk ended before the host thread, every slot taken and items
+ * left to claim, came to retire it: the host's staging copies, not the
+ * device, set the pace, and the next chunks' copies are shared from their
+ * start (doc/tuning.md, "Internal constants"). */
+static void note_host_paced(mgpu__gpu_t *gp, const mgpu__slot_t *s) {
+  if (!(s->stage_bytes && gp->inflight == gp->nslots && gp->timed && gp->ops->event_query &&
+        !mgpu__all_claimed(s->claim.b) && gp->ops->event_query(gp->ctx, s->ev_end) == 0))
+    return;
+  int before = gp->share_ahead;
+  gp->share_ahead = mgpu__share_ahead(gp->rt, before, true);
+  if (gp->share_ahead > 0) gp->host_paced++;
+  if (before == 0 && gp->share_ahead > 0)
+    mgpu__log(MGPU_LOG_DEBUG, "GPU %d: a chunk ended before its host thread came to it: the next %d chunks' "
+              "copies are shared from their start", gp->g, gp->share_ahead);
+}
+
+/* Copy slot s's staged outputs into the caller's arrays (MGPU_TEV_UNSTAGE
+ * from now). */
+static void unstage(mgpu__gpu_t *gp, const mgpu__slot_t *s, double now) {
+  size_t unstaged = 0;
+  for (int i = 0; i < s->nstaged; i++) {
+    mgpu__copy(gp->rt, gp->w, s->claim.b, s->staged_out[i].user, s->staged_out[i].staged, s->staged_out[i].bytes,
+               true, copy_out_share, gp);
+    unstaged += s->staged_out[i].bytes;
+  }
+  if (unstaged && gp->rt->trace_on) {
+    mgpu__batch_t *b = s->claim.b;
+    mgpu__tev_t ev = {.t0 = now, .t1 = mgpu__now(), .kind = MGPU_TEV_UNSTAGE, .stream = -1, .name = b->kernel.name,
+                      .batch = b->id, .first = s->claim.first, .count = s->claim.count, .bytes = unstaged};
+    mgpu__trace_add(gp->rt, gp->w, &ev);
+  }
+}
+
+/* Slot s's copies in, kernel and copies out in the trace, by device time
+ * from t0 (its start) to t1 (its end). */
+static void trace_stages(mgpu__gpu_t *gp, const mgpu__slot_t *s, double t0, double t1) {
+  double th, tk;
+  if (gp->ops->event_time(gp->ctx, s->ev_h2d, &th) != 0 || gp->ops->event_time(gp->ctx, s->ev_kern, &tk) != 0)
+    return;
+  mgpu__batch_t *b = s->claim.b;
+  int slot = (int)(s - gp->slots);
+  double e = gp->epoch_host;
+  mgpu__tev_t ev = {.stream = slot, .name = b->kernel.name, .batch = b->id, .first = s->claim.first,
+                    .count = s->claim.count};
+  ev.kind = MGPU_TEV_H2D, ev.t0 = e + t0, ev.t1 = e + th, ev.bytes = s->h2d_bytes;
+  mgpu__trace_add(gp->rt, gp->w, &ev);
+  ev.kind = MGPU_TEV_KERNEL, ev.t0 = e + th, ev.t1 = e + tk, ev.bytes = 0;
+  mgpu__trace_add(gp->rt, gp->w, &ev);
+  ev.kind = MGPU_TEV_D2H, ev.t0 = e + tk, ev.t1 = e + t1, ev.bytes = s->d2h_bytes;
+  mgpu__trace_add(gp->rt, gp->w, &ev);
+}
+
+/* The time of slot s's chunk, retired at host time now: busy is the slower
+ * of the host's view, from when it could handle the chunk (issued, the one
+ * before done) until it did, which holds the staging copies that bound it,
+ * and the device's, which a host that notices an end late cannot stretch.
+ * span: from its start; inside, solo: see learn(). */
+static void chunk_time(mgpu__gpu_t *gp, const mgpu__slot_t *s, double now, double *busy, double *span, bool *inside,
+                       bool *solo) {
+  double t0, t1;
+  *busy = *span = now - MGPU_MAX(s->t_issue, gp->last_done);
+  *inside = false; /* ended within device time already given to an earlier chunk */
+  *solo = true;    /* started with nothing else in flight on the device */
+  if (!gp->timed || gp->ops->event_time(gp->ctx, s->ev_start, &t0) != 0 ||
+      gp->ops->event_time(gp->ctx, s->ev_end, &t1) != 0)
+    return;
+  double dev = t1 - MGPU_MAX(t0, gp->last_end_dev);
+  *inside = gp->last_done > 0 && t1 <= gp->last_end_dev;
+  *solo = gp->last_done == 0 || t0 >= gp->last_end_dev;
+  gp->last_end_dev = MGPU_MAX(gp->last_end_dev, t1);
+  if (gp->last_done == 0 || dev > *busy) *busy = dev;
+  *span = t1 - t0;
+  if (gp->rt->trace_on) trace_stages(gp, s, t0, t1);
+  MGPU_LOCK(&gp->tl_lock, MGPU_LK_TIMELINE);
+  gp->tl_start[gp->tl_n % MGPU_TIMELINE] = t0;
+  gp->tl_end[gp->tl_n % MGPU_TIMELINE] = t1;
+  gp->tl_n++;
+  MGPU_UNLOCK(&gp->tl_lock);
 }
 
 /* Wait for the oldest in-flight chunk and complete it; false when the device
  * was given up while the thread waited. */
 bool mgpu__gpu_retire_oldest(mgpu__gpu_t *gp) {
   mgpu__slot_t *s = &gp->slots[gp->oldest];
-  /* The oldest chunk ended before the host thread, every slot taken and items
-   * left to claim, came to retire it: the host's staging copies, not the
-   * device, set the pace, and the next chunks' copies are shared from their
-   * start (doc/tuning.md, "Internal constants"). */
-  if (s->stage_bytes && gp->inflight == gp->nslots && gp->timed && gp->ops->event_query &&
-      !mgpu__all_claimed(s->claim.b) && gp->ops->event_query(gp->ctx, s->ev_end) == 0) {
-    int before = gp->share_ahead;
-    gp->share_ahead = mgpu__share_ahead(gp->rt, before, true);
-    if (gp->share_ahead > 0) gp->host_paced++;
-    if (before == 0 && gp->share_ahead > 0)
-      mgpu__log(MGPU_LOG_DEBUG, "GPU %d: a chunk ended before its host thread came to it: the next %d chunks' "
-                "copies are shared from their start", gp->g, gp->share_ahead);
-  }
+  note_host_paced(gp, s);
   mgpu__gpu_watch_begin(gp, s);
   int rc = gp->ops->stream_sync(gp->ctx, s->stream);
   if (!mgpu__gpu_watch_end(gp)) return false;
   double now = mgpu__now();
   if (rc == 0) {
-    size_t unstaged = 0;
-    for (int i = 0; i < s->nstaged; i++) {
-      mgpu__copy(gp->rt, gp->w, s->claim.b, s->staged_out[i].user, s->staged_out[i].staged, s->staged_out[i].bytes,
-                 true, copy_out_share, gp);
-      unstaged += s->staged_out[i].bytes;
-    }
-    if (unstaged && gp->rt->trace_on) {
-      mgpu__batch_t *b = s->claim.b;
-      mgpu__tev_t ev = {.t0 = now, .t1 = mgpu__now(), .kind = MGPU_TEV_UNSTAGE, .stream = -1, .name = b->kernel.name,
-                        .batch = b->id, .first = s->claim.first, .count = s->claim.count, .bytes = unstaged};
-      mgpu__trace_add(gp->rt, gp->w, &ev);
-    }
-    /* The device's time for this chunk: from when it could start it (begun,
-     * and the previous chunk ended) until it ended, by device timestamps. The
-     * host only notices a completion when it gets round to it, so host times
-     * would credit late-noticed chunks with too little time. */
-    /* The host's view, from when this chunk could be handled (issued, and the
-     * previous one done) until it was, includes the staging copies that bound
-     * the worker when arrays are pageable; the device's view cannot be fooled
-     * by the host noticing a completion late. The worker is as slow as the
-     * slower of the two. */
-    double busy = now - MGPU_MAX(s->t_issue, gp->last_done);
-    double t0, t1, span = busy;
-    bool inside = false; /* ended within device time already given to an earlier chunk */
-    bool alone = true;   /* started with nothing else in flight on the device */
-    if (gp->timed && gp->ops->event_time(gp->ctx, s->ev_start, &t0) == 0 &&
-        gp->ops->event_time(gp->ctx, s->ev_end, &t1) == 0) {
-      double dev = t1 - MGPU_MAX(t0, gp->last_end_dev);
-      inside = gp->last_done > 0 && t1 <= gp->last_end_dev;
-      alone = gp->last_done == 0 || t0 >= gp->last_end_dev;
-      gp->last_end_dev = MGPU_MAX(gp->last_end_dev, t1);
-      if (gp->last_done == 0 || dev > busy) busy = dev;
-      span = t1 - t0;
-      double th, tk;
-      if (gp->rt->trace_on && gp->ops->event_time(gp->ctx, s->ev_h2d, &th) == 0 &&
-          gp->ops->event_time(gp->ctx, s->ev_kern, &tk) == 0) {
-        mgpu__batch_t *b = s->claim.b;
-        int slot = (int)(s - gp->slots);
-        double e = gp->epoch_host;
-        mgpu__tev_t ev = {.stream = slot, .name = b->kernel.name, .batch = b->id, .first = s->claim.first,
-                          .count = s->claim.count};
-        ev.kind = MGPU_TEV_H2D, ev.t0 = e + t0, ev.t1 = e + th, ev.bytes = s->h2d_bytes;
-        mgpu__trace_add(gp->rt, gp->w, &ev);
-        ev.kind = MGPU_TEV_KERNEL, ev.t0 = e + th, ev.t1 = e + tk, ev.bytes = 0;
-        mgpu__trace_add(gp->rt, gp->w, &ev);
-        ev.kind = MGPU_TEV_D2H, ev.t0 = e + tk, ev.t1 = e + t1, ev.bytes = s->d2h_bytes;
-        mgpu__trace_add(gp->rt, gp->w, &ev);
-      }
-      MGPU_LOCK(&gp->tl_lock, MGPU_LK_TIMELINE);
-      gp->tl_start[gp->tl_n % MGPU_TIMELINE] = t0;
-      gp->tl_end[gp->tl_n % MGPU_TIMELINE] = t1;
-      gp->tl_n++;
-      MGPU_UNLOCK(&gp->tl_lock);
-    }
+    unstage(gp, s, now);
+    double busy, span;
+    bool inside, solo;
+    chunk_time(gp, s, now, &busy, &span, &inside, &solo);
     gp->last_done = now;
     gp->failures = 0;
-    learn(gp, s, busy, span, inside, alone); /* canceled or failed meanwhile too: it ran to its end */
-    /* The last chunk in flight: no later one can join its sample (the next
-     * starts alone), so it is taught now, before its claim completes. That
-     * can end the batch and wake the caller, whose next batch of the kernel
-     * is planned on the model: taught after it, a batch run as one chunk
-     * could leave the next one planned on a GPU not yet measured. */
+    learn(gp, s, busy, span, inside, solo); /* canceled or failed meanwhile too: it ran to its end */
+    /* The last chunk in flight: no later one can join its sample, so it is
+     * taught now, before its claim completes, which can end the batch: the
+     * caller's next batch of the kernel is planned on the model, and could
+     * otherwise be planned on a GPU not yet measured. */
     if (gp->inflight == 1) learn_flush(gp);
-    mgpu__complete(gp->rt, gp->w, &s->claim, busy > 0 ? busy : 1e-9, 0);
+    mgpu__complete(gp->rt, gp->w, &s->claim, busy > 0 ? busy : MGPU_CHUNK_MIN_S, 0);
     if (mgpu__fault_hit(&gp->rt->faults, MGPU_FAULT_STALL, gp->g, gp->completions++)) mgpu__nap(MGPU_FAULT_STALL_S);
   } else {
     mgpu__gpu_on_failure(gp, s, rc, "while running");

@@ -1,12 +1,8 @@
 /*
- * gpu_hang.c: deadlines and hung devices. Before it waits for its oldest
- * chunk, a GPU's host thread publishes the time by which that chunk must end;
- * past it, the watchdog (watchdog.c) gives the device up on the thread's
- * behalf, since the thread may never come back from the driver. A device given
- * up is retired, what it held goes back to the other workers, its gate is shut
- * so that nothing it computes late reaches the caller's arrays, and nothing is
- * asked of it again (not even to free its memory: the driver could block on
- * it).
+ * gpu_hang.c: deadlines and hung devices. A GPU's host thread publishes when
+ * the chunk it waits for must end (under hang_lock); past it, the watchdog
+ * gives the device up on the thread's behalf, since the thread may never come
+ * back from the driver. Nothing is asked of a device given up again.
  */
 #include "workers/workers.h"
 
@@ -40,14 +36,11 @@ static void fail_posts(mgpu__gpu_t *gp) {
   }
 }
 
-/* Which held chunks the device has ended (done[i]), once the gate is shut.
- * Chunks on the hung one's other streams go on, and those past the gate
- * before it shut write their results into the caller's pinned arrays: handed
- * back, they would be computed again, and an array that is both a batch's
- * input and its output would get f(f(x)). A chunk stopped at the gate writes
- * nothing; one past it ends within its copy's time, so the chunks' ends are
- * read until they stay unchanged for MGPU_GIVEUP_SETTLE_S (at most
- * MGPU_GIVEUP_WAIT_S). Without event timing nothing is known: all go back. */
+/* Which held chunks the device has ended (done[i]), once the gate is shut:
+ * those past it wrote into the caller's pinned arrays, and computed again an
+ * array both input and output would get f(f(x)). Their ends are read until
+ * they stay unchanged (MGPU_GIVEUP_SETTLE_S, at most MGPU_GIVEUP_WAIT_S);
+ * without event timing nothing is known, and all go back. */
 static int held_done(mgpu__gpu_t *gp, const mgpu__held_t *h, bool *done) {
   int ndone = 0;
   for (int i = 0; i < h->nclaims; i++) done[i] = false;
@@ -61,7 +54,7 @@ static int held_done(mgpu__gpu_t *gp, const mgpu__held_t *h, bool *done) {
     double now = mgpu__now();
     if (changed) stable = now;
     if (ndone == h->nclaims || now - stable >= MGPU_GIVEUP_SETTLE_S || now - t0 >= MGPU_GIVEUP_WAIT_S) return ndone;
-    mgpu__nap(MGPU_GIVEUP_SETTLE_S / 10);
+    mgpu__nap(MGPU_GIVEUP_POLL_S);
   }
 }
 
@@ -69,7 +62,8 @@ static int held_done(mgpu__gpu_t *gp, const mgpu__held_t *h, bool *done) {
 void mgpu__gpu_give_up(mgpu__gpu_t *gp, mgpu__held_t *h, const char *why) {
   mgpu_runtime_t *rt = gp->rt;
   /* First the gate: nothing the device finishes late may land in the
-   * caller's arrays once other workers own those items. */
+   * caller's arrays once other workers own those items; then what it held
+   * goes back, and it is retired. */
   if (gp->ops->gate_close) gp->ops->gate_close(gp->ctx);
   bool done[sizeof h->claims / sizeof h->claims[0]];
   int ndone = held_done(gp, h, done);

@@ -1,10 +1,8 @@
 /*
  * gpu_task.c: device task parts on a GPU's task stream: taken from the GPU's
- * queue of posted parts (task.c), enqueued with timing events, polled until
- * their stream gets past them, and reported to their task. A part that passes
- * its deadline fails its task and, where the collectives use NCCL, has every
- * GPU abort its communicator; a part still running after a second deadline
- * gives the device up.
+ * queue of posted parts (task.c), enqueued between timing events, polled, and
+ * reported to their task. A part past its deadline fails its task (and has
+ * the NCCL communicators aborted); past a second one its device is given up.
  */
 #include "workers/workers.h"
 

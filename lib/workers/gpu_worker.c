@@ -1,11 +1,9 @@
 /*
- * gpu_worker.c: one host thread per GPU, written once against the device
- * interface (CUDA or emulated): its start, its loop and its end. It keeps up
- * to MGPU_STREAMS_PER_GPU chunks in flight, each in its own slot (stream,
- * device buffer, pinned staging buffer, all allocated on first need and
- * reused), so the copy-in of one chunk overlaps the kernel of another and the
- * copy-out of a third (gpu_chunk.c), and runs the device task parts posted to
- * it (gpu_task.c). Deadlines (MGPU_TIMEOUT) and hung devices: gpu_hang.c.
+ * gpu_worker.c: one host thread per GPU, against the device interface (CUDA
+ * or emulated). It keeps up to MGPU_STREAMS_PER_GPU chunks in flight, a slot
+ * each (stream, device buffer, pinned staging), so that one chunk's copies in
+ * overlap another's kernel and a third's copies out (gpu_chunk.c), and runs
+ * the device task parts posted to it (gpu_task.c).
  */
 #include "workers/workers.h"
 
@@ -52,117 +50,104 @@ static void free_const_copies(mgpu__gpu_t *gp) {
   MGPU_UNLOCK(&rt->lock);
 }
 
-static void *gpu_main(void *arg) {
-  mgpu__gpu_t *gp = arg;
+/* Open GPU gp's device and make its slots, its task stream and its share of
+ * the device's memory. */
+static mgpu_status_t open_device(mgpu__gpu_t *gp) {
   mgpu_runtime_t *rt = gp->rt;
   int dev = rt->gpu_index[gp->g];
-  mgpu_status_t st = MGPU_OK;
-  mgpu__self_rt = rt;
-  mgpu__self_gpu = gp->g;
-
   /* Before the device opens: the driver's threads inherit this mask. */
   mgpu__cpus_apply(&rt->cpus);
-  if (gp->ops->open(dev, &rt->cfg, &gp->ctx) != 0) {
-    st = mgpu__fail(MGPU_EDEVICE, "cannot open device %d", dev);
-    goto report;
-  }
+  if (gp->ops->open(dev, &rt->cfg, &gp->ctx) != 0) return mgpu__fail(MGPU_EDEVICE, "cannot open device %d", dev);
   gp->epoch_host = mgpu__now();
   gp->slots = calloc((size_t)gp->nslots, sizeof *gp->slots);
-  if (!gp->slots) {
-    st = mgpu__fail(MGPU_ENOMEM, "GPU %d: out of memory", gp->g);
-    goto report;
-  }
+  if (!gp->slots) return mgpu__fail(MGPU_ENOMEM, "GPU %d: out of memory", gp->g);
   gp->timed = gp->ops->event_create != NULL;
   for (int i = 0; i < gp->nslots; i++) {
     mgpu__slot_t *s = &gp->slots[i];
-    if (gp->ops->stream_create(gp->ctx, &s->stream) != 0) {
-      st = mgpu__fail(MGPU_EDEVICE, "device %d: cannot create stream %d", dev, i);
-      goto report;
-    }
+    if (gp->ops->stream_create(gp->ctx, &s->stream) != 0)
+      return mgpu__fail(MGPU_EDEVICE, "device %d: cannot create stream %d", dev, i);
     if (gp->timed && (gp->ops->event_create(gp->ctx, &s->ev_start) != 0 ||
                       gp->ops->event_create(gp->ctx, &s->ev_end) != 0 ||
                       (rt->trace_on && (gp->ops->event_create(gp->ctx, &s->ev_h2d) != 0 ||
                                         gp->ops->event_create(gp->ctx, &s->ev_kern) != 0))))
       gp->timed = false; /* chunks are then timed with host clocks, and not traced */
   }
-  if (gp->ops->stream_create(gp->ctx, &gp->task_stream) != 0) {
-    st = mgpu__fail(MGPU_EDEVICE, "device %d: cannot create its task stream", dev);
-    goto report;
-  }
+  if (gp->ops->stream_create(gp->ctx, &gp->task_stream) != 0)
+    return mgpu__fail(MGPU_EDEVICE, "device %d: cannot create its task stream", dev);
   /* An open gate on the task stream tells whether the device has one. */
   gp->room.gate_ok = gp->ops->gate && gp->ops->gate(gp->ctx, gp->task_stream) == 0;
   size_t free_b = 0, total_b = 0;
   gp->ops->mem_info(gp->ctx, &free_b, &total_b);
-  /* A share of the free memory for the slots (MGPU_SLOT_MEM_SHARE). */
   atomic_store(&gp->room.slot_bytes, (size_t)((double)free_b * MGPU_SLOT_MEM_SHARE) / (size_t)gp->nslots);
   rt->gpu_info[gp->g].free_mem = free_b;
   rt->gpu_info[gp->g].total_mem = total_b;
   gp->estimate = gp->ops->speed_estimate ? gp->ops->speed_estimate(gp->ctx) : 1.0;
   if (!(gp->estimate > 0)) gp->estimate = 1.0;
+  return MGPU_OK;
+}
 
-report:
-  MGPU_LOCK(&gp->lock, MGPU_LK_GPU);
-  gp->open_status = st;
-  gp->ready = st == MGPU_OK ? 1 : -1;
-  pthread_cond_broadcast(&gp->cv);
-  MGPU_UNLOCK(&gp->lock);
-  if (st != MGPU_OK) {
-    if (gp->slots) free_slots(gp);
-    if (gp->ctx) gp->ops->close(gp->ctx);
-    gp->ctx = NULL;
-    goto exit;
-  }
-
+/* Claim a chunk into the next free slot and put it in flight; false where
+ * there was nothing to claim. A chunk that fails to start goes back. */
+static bool claim_and_issue(mgpu__gpu_t *gp) {
+  mgpu_runtime_t *rt = gp->rt;
   mgpu__worker_t *w = gp->w;
+  mgpu__slot_t *s = &gp->slots[(gp->oldest + gp->inflight) % gp->nslots];
+  if (!mgpu__claim(rt, w, SIZE_MAX, MGPU_GPU_TARGET_S, &s->claim)) return false;
+  if (atomic_load(&s->claim.b->failed)) {
+    mgpu__drop(rt, w, &s->claim);
+    return true;
+  }
+  double t_claimed = mgpu__now(); /* mgpu__gpu_issue() sets t_issue once the buffers are there */
+  int rc = mgpu__gpu_issue(gp, s);
+  if (rt->trace_on) {
+    mgpu__batch_t *b = s->claim.b;
+    mgpu__tev_t ev = {.t0 = t_claimed, .t1 = mgpu__now(), .kind = MGPU_TEV_ISSUE, .stream = -1,
+                      .name = b->kernel.name, .batch = b->id, .first = s->claim.first, .count = s->claim.count};
+    mgpu__trace_add(rt, w, &ev);
+  }
+  if (rc != 0) {
+    /* Work already queued on the stream must end before the slot is reused. */
+    gp->ops->stream_sync(gp->ctx, s->stream);
+    s->busy = true;
+    mgpu__gpu_on_failure(gp, s, rc, "while starting");
+    s->busy = false;
+  } else {
+    s->busy = true;
+    gp->inflight++;
+  }
+  return true;
+}
+
+/* The thread's loop, until the runtime stops and nothing is in flight.
+ * Posted task parts go before chunks: a collective ends only once every GPU
+ * has enqueued its part. False where the device was given up: nothing of the
+ * runtime may be touched then. */
+static bool run(mgpu__gpu_t *gp) {
+  mgpu_runtime_t *rt = gp->rt;
   while (!atomic_load_explicit(&rt->stop, memory_order_relaxed) || gp->inflight > 0 || gp->tf_n > 0) {
     uint64_t gen = atomic_load(&rt->work_gen);
     if (atomic_load(&rt->comms_abort) && !gp->comm_aborted) {
       gp->comm_aborted = true;
       mgpu__gpu_watch_call(gp, "the abort of its NCCL communicator");
       mgpu__coll_abort(rt, gp->g);
-      if (!mgpu__gpu_watch_end(gp)) goto exit; /* given up while the abort waited for the device */
+      if (!mgpu__gpu_watch_end(gp)) return false; /* given up while the abort waited for the device */
     }
     mgpu__consts_reap(rt, gp->g, gp->ops->mem_free, gp->ctx);
     if (atomic_load(&gp->tq.count) > 0 && gp->tf_n < MGPU_TASKS_IN_FLIGHT) {
-      if (!mgpu__gpu_task_issue(gp)) goto exit; /* given up while a call blocked */
+      if (!mgpu__gpu_task_issue(gp)) return false; /* given up while a call blocked */
       continue;
     }
     if (gp->tf_n > 0) {
       int polled = mgpu__gpu_task_poll(gp);
-      if (polled < 0) goto exit; /* given up: nothing of the runtime may be touched */
+      if (polled < 0) return false;
       if (polled > 0) continue;
     }
     if (gp->inflight == 0) gp->oom_drain = false;
-    if (gp->inflight < gp->nslots && !gp->oom_drain && !atomic_load(&w->retired) && !atomic_load(&rt->stop)) {
-      mgpu__slot_t *s = &gp->slots[(gp->oldest + gp->inflight) % gp->nslots];
-      if (mgpu__claim(rt, w, SIZE_MAX, MGPU_GPU_TARGET_S, &s->claim)) {
-        if (atomic_load(&s->claim.b->failed)) {
-          mgpu__drop(rt, w, &s->claim);
-          continue;
-        }
-        double t_claimed = mgpu__now(); /* mgpu__gpu_issue() sets t_issue once the buffers are there */
-        int rc = mgpu__gpu_issue(gp, s);
-        if (rt->trace_on) {
-          mgpu__batch_t *b = s->claim.b;
-          mgpu__tev_t ev = {.t0 = t_claimed, .t1 = mgpu__now(), .kind = MGPU_TEV_ISSUE, .stream = -1,
-                            .name = b->kernel.name, .batch = b->id, .first = s->claim.first, .count = s->claim.count};
-          mgpu__trace_add(rt, w, &ev);
-        }
-        if (rc != 0) {
-          /* Work already queued on the stream must end before the slot is reused. */
-          gp->ops->stream_sync(gp->ctx, s->stream);
-          s->busy = true;
-          mgpu__gpu_on_failure(gp, s, rc, "while starting");
-          s->busy = false;
-        } else {
-          s->busy = true;
-          gp->inflight++;
-        }
-        continue;
-      }
-    }
+    if (gp->inflight < gp->nslots && !gp->oom_drain && !atomic_load(&gp->w->retired) && !atomic_load(&rt->stop) &&
+        claim_and_issue(gp))
+      continue;
     if (gp->inflight > 0) {
-      if (!mgpu__gpu_retire_oldest(gp)) goto exit; /* given up while it waited */
+      if (!mgpu__gpu_retire_oldest(gp)) return false; /* given up while it waited */
       continue;
     }
     if (gp->tf_n > 0) {
@@ -172,11 +157,31 @@ report:
     }
     mgpu__idle_wait(rt, gen, true);
   }
-  free_const_copies(gp);
-  free_slots(gp);
-  gp->ops->close(gp->ctx);
-  gp->ctx = NULL;
-exit:
+  return true;
+}
+
+static void *gpu_main(void *arg) {
+  mgpu__gpu_t *gp = arg;
+  mgpu__self_rt = gp->rt;
+  mgpu__self_gpu = gp->g;
+  mgpu_status_t st = open_device(gp);
+  /* mgpu__gpu_start waits for this report. */
+  MGPU_LOCK(&gp->lock, MGPU_LK_GPU);
+  gp->open_status = st;
+  gp->ready = st == MGPU_OK ? 1 : -1;
+  pthread_cond_broadcast(&gp->cv);
+  MGPU_UNLOCK(&gp->lock);
+  if (st != MGPU_OK) {
+    if (gp->slots) free_slots(gp);
+    if (gp->ctx) gp->ops->close(gp->ctx);
+    gp->ctx = NULL;
+  } else if (run(gp)) {
+    /* A device given up is left alone: its driver could block on it. */
+    free_const_copies(gp);
+    free_slots(gp);
+    gp->ops->close(gp->ctx);
+    gp->ctx = NULL;
+  }
   MGPU_LOCK(&gp->lock, MGPU_LK_GPU);
   gp->exited = true;
   pthread_cond_broadcast(&gp->cv);

@@ -1,20 +1,9 @@
 /*
  * stage.c: the staging copies between the user's pageable arrays and a GPU's
- * pinned buffers, shared out to the CPU workers.
- *
- * One thread copies pageable memory far slower than the machine's memory
- * allows (doc/tuning.md, "Internal constants"), so a GPU fed from pageable
- * arrays by its host thread alone waits on that thread. A large copy is therefore cut into pieces; once the
- * device has run out of work, what is left is posted as the GPU's copy job:
- * the GPU thread takes pieces itself, and CPU workers
- * take them too, before their next chunk (ahead of their own work, since a
- * piece feeds a device many times faster than a core) or woken from idle. The
- * GPU thread returns once every piece is copied, so the job lives in the
- * runtime (one per GPU) and is never freed under a helper.
- *
- * Ordering: a job's fields change only under its lock, and only once every
- * piece of the job before is done, so a helper never copies with stale
- * fields. A helper's copy happens before the owner's return through `done`.
+ * pinned buffers. One thread copies pageable memory far slower than memory
+ * allows, so once a device waits for its host thread, the rest of a large
+ * copy is posted as the GPU's copy job, whose pieces the GPU thread and the
+ * CPU workers take (doc/tuning.md, "Internal constants").
  */
 #include "workers/workers.h"
 
@@ -25,7 +14,6 @@
 #include <emmintrin.h>
 #endif
 
-
 /* One piece of a job, copied out of it under its lock. */
 typedef struct {
   char *dst;
@@ -35,8 +23,11 @@ typedef struct {
   bool to_user;
 } piece_t;
 
-/* Take the next piece of job j, or return false. A helper takes one only
- * while fewer than mgpu__copy_threads_max threads copy. */
+/* A job (one per GPU, in the runtime: never freed under a helper) changes its
+ * fields only under its lock, once every piece of the job before is done, and
+ * `done` orders a helper's copy before the owner's return. Take the next
+ * piece of job j, or return false; a helper takes one only while fewer than
+ * mgpu__copy_threads_max threads copy. */
 static bool take_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, bool helper, piece_t *p) {
   if (!atomic_load_explicit(&j->open, memory_order_acquire)) return false;
   if (helper && atomic_load_explicit(&rt->copiers, memory_order_relaxed) >= mgpu__copy_threads_max(rt)) return false;
@@ -55,24 +46,21 @@ static bool take_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, bool helper, piec
   return got;
 }
 
-/* Copy results out of a staging buffer into a user array with stores that
- * bypass the caches. A plain store first reads the line it writes (read for
- * ownership), and a user array written once per batch is not in cache, so
- * memcpy there moves three bytes through memory for every two copied.
- * Copies into staging keep memcpy: the buffer is reused chunk after chunk
- * and stays in cache, where streaming it out to memory only slows the copy
- * (doc/tuning.md, "Internal constants").
- * memcpy copies the unaligned head, the tail, and copies below
- * MGPU_STREAM_MIN. */
+/* Copy results out of staging into a user array with stores that bypass the
+ * caches: a user array written once per batch is not in cache, and a plain
+ * store reads each line before it writes it. Copies into staging keep memcpy:
+ * that buffer stays in cache, chunk after chunk. memcpy takes the unaligned
+ * head, the tail, and copies under MGPU_STREAM_MIN. */
 static void stream_copy(void *dst, const void *src, size_t bytes) {
 #if defined(__x86_64__) && defined(__SSE2__)
   if (bytes >= MGPU_STREAM_MIN) {
     char *d = dst;
     const char *s = src;
-    size_t head = (size_t)(-(uintptr_t)d & 63);
+    _Static_assert(MGPU_CACHELINE == 4 * sizeof(__m128i), "a line is four streamed stores");
+    size_t head = (size_t)(-(uintptr_t)d & (MGPU_CACHELINE - 1));
     memcpy(d, s, head);
     d += head, s += head, bytes -= head;
-    for (; bytes >= 64; d += 64, s += 64, bytes -= 64) {
+    for (; bytes >= MGPU_CACHELINE; d += MGPU_CACHELINE, s += MGPU_CACHELINE, bytes -= MGPU_CACHELINE) {
       __m128i a = _mm_loadu_si128((const __m128i *)s), b = _mm_loadu_si128((const __m128i *)(s + 16)),
               c = _mm_loadu_si128((const __m128i *)(s + 32)), e = _mm_loadu_si128((const __m128i *)(s + 48));
       _mm_stream_si128((__m128i *)d, a);
@@ -107,12 +95,11 @@ static void copy_piece(mgpu_runtime_t *rt, mgpu__copyjob_t *j, mgpu__worker_t *w
   atomic_fetch_add_explicit(&j->done, 1, memory_order_release);
 }
 
-/* Whether copies are shared early (from the moment the device waits, asked
- * after every piece, and ahead once it ran dry): with up to two GPUs. With
- * more, their host threads are already the copying threads and the machine's
- * memory bandwidth is the limit, so a copy there is shared only when its
- * device waits as it starts (doc/tuning.md, "Internal constants"). */
-static bool shares_early(const mgpu_runtime_t *rt) { return rt->ngpus <= 2; }
+/* Whether copies are shared early (asked after every piece, and ahead once
+ * the device ran dry). With more GPUs their host threads already copy at once
+ * and memory bandwidth is the limit: a copy is shared only where its device
+ * waits as it starts. */
+static bool shares_early(const mgpu_runtime_t *rt) { return rt->ngpus <= MGPU_SHARE_EARLY_GPUS; }
 
 void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *dst, const void *src, size_t bytes,
                 bool to_user, mgpu__starved_fn starved, void *arg) {
@@ -120,14 +107,12 @@ void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *d
     copy_counted(w, b, dst, src, bytes, to_user);
     return;
   }
-  size_t piece = MGPU_MAX(MGPU_COPY_PIECE_MIN, (bytes / MGPU_COPY_PIECES_MAX + 4095) & ~(size_t)4095);
-  /* While the device computes, the copy hides behind it and helpers would
-   * only take memory bandwidth from its transfers; but a copy can outlast the
-   * work in flight, and the device then sits idle for the rest of the copy
-   * (doc/tuning.md, "Internal constants"). So where copies are shared early, the
-   * device is asked again after each piece, and the rest is shared from the
-   * moment it waits; elsewhere it is asked once, as the copy starts (the
-   * piece is then the whole copy). */
+  size_t piece = MGPU_MAX(MGPU_COPY_PIECE_MIN,
+                          (bytes / MGPU_COPY_PIECES_MAX + MGPU_COPY_PIECE_ALIGN - 1) & ~(MGPU_COPY_PIECE_ALIGN - 1));
+  /* A copy can outlast the work in flight and leave the device idle: where
+   * copies are shared early, the device is asked again after each piece and
+   * the rest is shared from the moment it waits; elsewhere it is asked once,
+   * as the copy starts (the step is then the whole copy). */
   size_t off = 0, step = shares_early(rt) ? piece : bytes;
   while (off < bytes && !starved(arg)) {
     size_t len = MGPU_MIN(step, bytes - off);

@@ -1,12 +1,8 @@
 /*
- * watchdog.c: the runtime's deadline thread (MGPU_TIMEOUT). A GPU worker's
- * thread that waits for a chunk may never come back from the driver when the
- * device hangs, so another thread has to notice. This one wakes ten times per
- * shortest deadline (within MGPU_WATCH_PERIOD_MIN_S..MGPU_WATCH_PERIOD_MAX_S)
- * and when work is posted to a device given up; it asks each GPU worker
- * whether the chunk its thread waits for passed its deadline (mgpu__gpu_watch,
- * which then gives the device up), and fails the work posted to devices given
- * up. It runs where deadlines exist: with GPUs and MGPU_TIMEOUT not 0.
+ * watchdog.c: the deadline thread (MGPU_TIMEOUT), where deadlines exist (GPUs,
+ * MGPU_TIMEOUT not 0). A GPU thread waiting for a hung device may never come
+ * back from the driver, so this one looks at each GPU (mgpu__gpu_watch) a few
+ * times per shortest deadline, and fails work posted to devices given up.
  */
 #include "workers/workers.h"
 
@@ -16,7 +12,7 @@
 static void *watchdog_main(void *arg) {
   mgpu_runtime_t *rt = arg;
   double shortest = rt->cfg.v.timeout > 0 ? rt->cfg.v.timeout : MGPU_TIMEOUT_FLOOR_S;
-  double period = MGPU_MIN(MGPU_WATCH_PERIOD_MAX_S, MGPU_MAX(MGPU_WATCH_PERIOD_MIN_S, shortest / 10));
+  double period = MGPU_MIN(MGPU_WATCH_PERIOD_MAX_S, MGPU_MAX(MGPU_WATCH_PERIOD_MIN_S, shortest / MGPU_WATCH_PER_DEADLINE));
   MGPU_LOCK(&rt->watchdog_lock, MGPU_LK_THREADS);
   while (!rt->watchdog_stop) {
     struct timespec ts;

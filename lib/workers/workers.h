@@ -12,17 +12,16 @@
 /* Whether a GPU's device has run out of work (stage.c asks while copying). */
 typedef bool (*mgpu__starved_fn)(void *arg);
 /* GPU worker w copies bytes from src to dst for a chunk of batch b: into its
- * staging buffer, or (to_user) out of it into the user's array. A large
- * copy is shared with CPU workers when starved(arg) says its device waits: as
- * it starts, or with up to two GPUs from the moment it does (asked after every
- * piece). starved NULL: w copies it all alone. */
+ * staging buffer, or (to_user) out of it into the user's array. A large copy
+ * is shared with CPU workers when starved(arg) says its device waits: as it
+ * starts, or with up to MGPU_SHARE_EARLY_GPUS GPUs from the moment it does
+ * (asked after every piece). starved NULL: w copies it all alone. */
 void mgpu__copy(mgpu_runtime_t *rt, mgpu__worker_t *w, mgpu__batch_t *b, void *dst, const void *src, size_t bytes,
                 bool to_user, mgpu__starved_fn starved, void *arg);
 /* A GPU's count of chunks whose staging copies are shared from their start,
  * after issuing one more: the full count when its device ran dry (`dry`: it
  * had chunks in flight and all had ended), one less otherwise; always 0 with
- * more than two GPUs, whose copies are shared only when the device waits as
- * they start. */
+ * more than MGPU_SHARE_EARLY_GPUS GPUs. */
 int mgpu__share_ahead(const mgpu_runtime_t *rt, int left, bool dry);
 /* CPU worker w copies pieces of open copy jobs while it can take any. */
 void mgpu__copy_help(mgpu_runtime_t *rt, mgpu__worker_t *w);
@@ -125,7 +124,7 @@ struct mgpu__gpu {
   uint64_t held_tag;          /* its first chunk's batch: id + 1 */
   double held_items, held_s, held_span;
   double held_launch;         /* its largest chunk's items */
-  bool held_alone;            /* its chunk started with nothing else in flight */
+  bool held_solo;             /* its chunk ran solo: started with nothing else in flight */
   double epoch_host;          /* host clock at the device's time 0 (open) */
   bool timed;                 /* the back end has timing events */
   /* Device start and end times of the last chunks (ring), for tests and reports. */
