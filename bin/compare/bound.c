@@ -1,16 +1,18 @@
 /*
  * bound.c: --compare's bounds. A runtime is timed as run/measure.c times a
- * mode: a warm-up, stopped early where the whole batch would pass
- * --max-run-time, up to SIZING_RUNS runs of prefixes, each cancelled at
- * --max-run-time (mgpu_event_cancel: it stops at its next chunk), to find
- * the largest that runs within it, then its other warm-ups (the reserve's
- * trials where it steals under the auto reserve) and timed runs, each
- * cancelled at GRACE times --max-run-time. The comparison as a whole ends
- * within its bound, the sum of those limits over the runs it allows for
- * (count_runs): past that end nothing starts and a run still going is
- * cancelled (the pipeline's runs, three dependent stages, run to their end). A mode, a point of the sweep, a turn or the ceiling whose timed
- * run was cancelled, or that the end stopped, is reported bounded, and the
- * runs its runtime made then give no figure.
+ * mode: a warm-up (skipped where the model store holds the kernel, as
+ * there), stopped early where the whole batch would pass --max-run-time, up
+ * to SIZING_RUNS runs of prefixes, each cancelled at --max-run-time
+ * (mgpu_event_cancel: it stops at its next chunk), to find the largest that
+ * runs within it, then its other warm-ups (the reserve's trials where it
+ * steals under the auto reserve) and timed runs, each cancelled at GRACE
+ * times --max-run-time. The comparison as a whole ends within its bound, the
+ * sum of those limits over the runs it allows for (count_runs): past that
+ * end nothing starts and a run still going is cancelled (the pipeline's
+ * runs, three dependent stages, run to their end). A mode, a point of the
+ * sweep, a turn or the ceiling whose timed run was cancelled, or that the
+ * end stopped, is reported bounded, and the runs its runtime made then give
+ * no figure.
  */
 #include "config.h"
 
@@ -28,6 +30,9 @@
  * on the prefix chosen are cancelled at this many times it, which tells a
  * run gone astray from the noise. */
 #define GRACE 2
+/* run/measure.c's: a stored model skips the warm-up only where this many
+ * timed runs follow it or more. */
+#define SKIP_MIN_RUNS 3
 #define PREFIX_ENOUGH 0.5 /* as run/measure.c: a prefix that ran this share of the bound is kept */
 
 const char *const bound_end_why = "bounded: the comparison reached its bound";
@@ -340,10 +345,120 @@ static void *alloc_or_die(size_t n, size_t size) {
   return p;
 }
 
-/* Time o->repeat runs of w on rt after its warm-ups, as measure() does, each
- * run within the bounds of b, and add them to r; returns why a bound stopped
- * them (a timed run cancelled, or the comparison's end: r then keeps only
- * what earlier calls added), or NULL. */
+/* A runtime's timed runs before they go to r: each run's figures in the
+ * scratch arrays (run_*), those of the last that completed within its bound
+ * in last_*. */
+typedef struct {
+  int nw, nranks, done;
+  double *times;
+  mgpu_worker_stats_t *run_ws, *last_ws;
+  mgpu_rank_stats_t *run_rs, *last_rs;
+  mgpu_stats_t last;
+  stealacc_t steal;
+} runs_t;
+
+static void runs_make(runs_t *k, int nw, int nranks, int repeat, const stealacc_t *steal) {
+  memset(k, 0, sizeof *k);
+  k->nw = nw, k->nranks = nranks;
+  k->times = alloc_or_die((size_t)repeat, sizeof *k->times);
+  k->run_ws = alloc_or_die((size_t)nw, sizeof *k->run_ws);
+  k->last_ws = alloc_or_die((size_t)nw, sizeof *k->last_ws);
+  k->run_rs = nranks > 1 ? alloc_or_die((size_t)nranks, sizeof *k->run_rs) : NULL;
+  k->last_rs = nranks > 1 ? alloc_or_die((size_t)nranks, sizeof *k->last_rs) : NULL;
+  k->steal = *steal;
+}
+
+static void runs_free(runs_t *k) {
+  free(k->times);
+  free(k->run_ws);
+  free(k->last_ws);
+  free(k->run_rs);
+  free(k->last_rs);
+}
+
+/* The figures of a run into the scratch arrays. */
+static mgpu_stats_t runs_stats(const runs_t *k) {
+  return (mgpu_stats_t){.size = sizeof(mgpu_stats_t), .worker = k->run_ws, .worker_cap = k->nw, .rank = k->run_rs,
+                        .rank_cap = k->nranks > 1 ? k->nranks : 0};
+}
+
+/* A run that completed within its bound, t seconds, its figures in st. */
+static void runs_keep(runs_t *k, double t, const mgpu_stats_t *st, const stealacc_t *sa) {
+  k->steal = *sa;
+  k->times[k->done++] = t;
+  k->last = *st;
+  memcpy(k->last_ws, k->run_ws, sizeof *k->run_ws * (size_t)k->nw);
+  if (k->run_rs) memcpy(k->last_rs, k->run_rs, sizeof *k->run_rs * (size_t)k->nranks);
+}
+
+/* The timed runs of k added to r, of w->nrun items each, as measure() adds
+ * them: with --rounds, r gathers every round's runs (its figures the median
+ * of all) and keeps each round's own median. */
+static void runs_add(const runs_t *k, const work_t *w, result_t *r) {
+  int done = k->done;
+  double *all = realloc(r->times, sizeof *all * (size_t)(r->runs + done + 1));
+  if (!all) {
+    fprintf(stderr, "%s: out of memory\n", prog);
+    exit(EXIT_FAIL);
+  }
+  r->times = all;
+  memcpy(all + r->runs, k->times, sizeof *k->times * (size_t)done);
+  double items = (double)w->nrun;
+  qsort(k->times, (size_t)done, sizeof *k->times, cmp_double);
+  if (r->nround < MAX_ROUNDS) r->round_tp[r->nround++] = k->times[done / 2] > 0 ? items / k->times[done / 2] : 0;
+  r->runs += done;
+  qsort(all, (size_t)r->runs, sizeof *all, cmp_double);
+  r->wall_s = all[r->runs / 2];
+  r->throughput = r->wall_s > 0 ? items / r->wall_s : 0;
+  memcpy(r->ws, k->last_ws, sizeof *k->last_ws * (size_t)k->nw);
+  if (k->last_rs) memcpy(r->rs, k->last_rs, sizeof *k->last_rs * (size_t)k->nranks);
+  r->st = k->last;
+  r->st.worker = r->ws, r->st.rank = r->rs;
+  r->reserve = k->last.reserve_workers;
+  r->steal = k->steal;
+  r->ran = 1;
+}
+
+/* Where a stored model skips the warm-up, as run/measure.c does: a runtime
+ * whose prefix is not known yet makes its first timed run of the whole
+ * batch, stopped by its rate as the first warm-up is; one that completed
+ * within --max-run-time is timed run 1 (kept in k), one that did not was the
+ * first warm-up after all, and sizes the prefix. Returns as warm_up. */
+static int skip_warm_up(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, runs_t *k, const bound_t *b,
+                        const char **why) {
+  if (interrupted) return -1;
+  if (r->sized || b->run_s <= 0) {
+    r->sized = true;
+    w->nrun = r->prefix ? r->prefix : w->n;
+    return 0;
+  }
+  progress_label(r->mode, "timed run", 1, o->repeat);
+  double lim = run_limit(b, 1);
+  if (lim < 0) return *why = bound_end_why, 1;
+  mgpu_stats_t st = runs_stats(k);
+  stealacc_t sa = k->steal;
+  size_t done;
+  double t = run_bounded_timed(rt, w, lim, &st, &sa, &done);
+  if (t < 0) return -1;
+  if (done < w->n && lim < b->run_s) return *why = bound_end_why, 1;
+  int rc = size_prefix(rt, w, r, t, done, b, why);
+  if (rc) return rc;
+  if (r->prefix == 0) {
+    w->nrun = w->n;
+    runs_keep(k, t, &st, &sa);
+    return 0;
+  }
+  r->warm_skipped = false;
+  warmup_log.skipped--, warmup_log.sized++;
+  w->nrun = r->prefix;
+  return 0;
+}
+
+/* Time o->repeat runs of w on rt after its warm-ups, as measure() does (the
+ * warm-ups skipped where the model store holds the kernel), each run within
+ * the bounds of b, and add them to r; returns why a bound stopped them (a
+ * timed run cancelled, or the comparison's end: r then keeps only what
+ * earlier calls added), or NULL. */
 const char *bound_measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const char *mode, bound_t *b) {
   int nw = mgpu_num_workers(rt), nranks = mgpu_num_ranks(rt);
   r->mode = mode;
@@ -358,30 +473,28 @@ const char *bound_measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result
   /* The reserve's trials run where the runtime steals: a fixed split is the
    * one its ratio names, which the runtime keeps under the auto reserve. */
   bool trials = r->reserve_auto && runtime_sched(rt) == MGPU_SCHED_STEAL && mgpu_num_gpus(rt) > 0 && r->ncpu > 0;
-  const char *why = NULL;
-  int rc = warm_up(rt, w, r, trials ? MGPU_RESERVE_TRIALS : 1, b, &why);
-  if (rc) return why;
-  /* Each run's figures go to scratch arrays, and to r only once every run
-   * has completed within its bound. */
-  double *times = alloc_or_die((size_t)o->repeat, sizeof *times);
-  mgpu_worker_stats_t *run_ws = alloc_or_die((size_t)nw, sizeof *run_ws);
-  mgpu_worker_stats_t *last_ws = alloc_or_die((size_t)nw, sizeof *last_ws);
-  mgpu_rank_stats_t *run_rs = nranks > 1 ? alloc_or_die((size_t)nranks, sizeof *run_rs) : NULL;
-  mgpu_rank_stats_t *last_rs = nranks > 1 ? alloc_or_die((size_t)nranks, sizeof *last_rs) : NULL;
-  mgpu_stats_t last = {0};
-  stealacc_t steal = r->steal;
+  r->warm_skipped = o->repeat >= SKIP_MIN_RUNS && warmup_stored(rt, w, mode);
+  warmup_log.runtimes++;
+  if (r->warm_skipped) {
+    warmup_log.skipped++;
+    snprintf(warmup_log.kernel, sizeof warmup_log.kernel, "%s", w->b.kernel->name);
+  }
+  runs_t k;
+  runs_make(&k, nw, nranks, o->repeat, &r->steal);
   uint64_t timed_batch = next_batch(rt);
-  int done = 0;
-  for (int i = 0; i < o->repeat && !interrupted; i++) {
+  const char *why = NULL;
+  int rc = r->warm_skipped ? skip_warm_up(rt, w, o, r, &k, b, &why)
+                           : warm_up(rt, w, r, trials ? MGPU_RESERVE_TRIALS : 1, b, &why);
+  if (!rc && k.done == 0) timed_batch = next_batch(rt); /* after the warm-ups */
+  for (int i = k.done; !rc && i < o->repeat && !interrupted; i++) {
     progress_label(mode, "timed run", i + 1, o->repeat);
     double lim = run_limit(b, GRACE);
     if (lim < 0) {
       why = bound_end_why;
       break;
     }
-    mgpu_stats_t st = {.size = sizeof st, .worker = run_ws, .worker_cap = nw, .rank = run_rs,
-                       .rank_cap = nranks > 1 ? nranks : 0};
-    stealacc_t sa = steal;
+    mgpu_stats_t st = runs_stats(&k);
+    stealacc_t sa = k.steal;
     bool cut;
     double t = cut_run(rt, w, lim, &st, &sa, &cut);
     if (t < 0) break;
@@ -389,41 +502,12 @@ const char *bound_measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result
       why = cut_why(b);
       break;
     }
-    steal = sa;
-    times[done++] = t;
-    last = st;
-    memcpy(last_ws, run_ws, sizeof *run_ws * (size_t)nw);
-    if (run_rs) memcpy(last_rs, run_rs, sizeof *run_rs * (size_t)nranks);
+    runs_keep(&k, t, &st, &sa);
   }
-  if (!why && done > 0) {
-    double *all = realloc(r->times, sizeof *all * (size_t)(r->runs + done + 1));
-    if (!all) {
-      fprintf(stderr, "%s: out of memory\n", prog);
-      exit(EXIT_FAIL);
-    }
-    r->times = all;
-    memcpy(all + r->runs, times, sizeof *times * (size_t)done);
-    double items = (double)w->nrun;
-    qsort(times, (size_t)done, sizeof *times, cmp_double);
-    if (r->nround < MAX_ROUNDS) r->round_tp[r->nround++] = times[done / 2] > 0 ? items / times[done / 2] : 0;
-    r->runs += done;
-    qsort(all, (size_t)r->runs, sizeof *all, cmp_double);
-    r->wall_s = all[r->runs / 2];
-    r->throughput = r->wall_s > 0 ? items / r->wall_s : 0;
-    memcpy(r->ws, last_ws, sizeof *last_ws * (size_t)nw);
-    if (last_rs) memcpy(r->rs, last_rs, sizeof *last_rs * (size_t)nranks);
-    r->st = last;
-    r->st.worker = r->ws, r->st.rank = r->rs;
-    r->reserve = last.reserve_workers;
-    r->steal = steal;
+  if (!rc && !why && k.done > 0) {
+    runs_add(&k, w, r);
     r->timed_batch = timed_batch;
-    r->ran = 1;
   }
-  free(times);
-  free(run_ws);
-  free(last_ws);
-  free(run_rs);
-  free(last_rs);
+  runs_free(&k);
   return why;
 }
-
