@@ -189,7 +189,7 @@ out=$(env MGPU_EMULATE_GPUS=1 "$run" mulmod -n 20000 --intensity 50 --compare --
 rows=$(printf '%s\n' "$out" | awk '/^fixed splits: static/ {on = 1; next} /^best static/ {on = 0} on && /%/ {n++} END {print n + 0}')
 if [ $rc = 0 ] && printf '%s' "$out" | grep -q "^fixed splits: static mode at 1/8 to 8 times its ratio [0-9.e+-]*, 1 timed run each after a warm-up (the modes: 2; a point that comes out best is timed again with 2)" &&
    [ "$rows" = 9 ] && printf '%s' "$out" | grep -q "^    cpu only .*mode cpu" &&
-   printf '%s' "$out" | grep -q "^    gpu only  *100.0% .*mode gpu" && printf '%s' "$out" | grep -q "mode static" &&
+   printf '%s' "$out" | grep -q "^    gpu only  *0.0%  *0.0% .*mode gpu" && printf '%s' "$out" | grep -q "mode static" &&
    [ "$(printf '%s\n' "$out" | grep -c ' best$')" = 1 ] && printf '%s' "$out" | grep -q "^best static: [0-9.e+-]* items/s, " &&
    printf '%s' "$out" | grep -q "^heterogeneous efficiency E = steal / (cpu + gpu) = [0-9.]*; steal / best static = [0-9.]*x$" &&
    printf '%s' "$out" | grep -q "^steal vs static: "; then ok
@@ -363,6 +363,9 @@ p = s["points"]
 assert [x["mode"] for x in p] == ["cpu", "sweep", "sweep", "sweep", "static", "sweep", "sweep", "sweep", "gpu"], p
 assert [x["factor"] for x in p] == [0, 0.125, 0.25, 0.5, 1, 2, 4, 8, None], p
 assert p[0]["ratio"] == 0 and p[-1]["ratio"] is None and p[-1]["gpu_share"] == 1 and p[0]["gpu_share"] == 0, p
+# The points are the splits they name (a fixed split keeps every CPU worker in).
+assert all(abs(x["cpu_share"] - x["cpu_share_named"]) < 0.002 for x in p), p
+assert d["bound"]["runs"] > 0 and d["bound"]["bounded"] == [] and d["bound"]["took_s"] <= d["bound"]["total_s"], d["bound"]
 assert all(x["ran"] and x["items_per_s"] > 0 and "prefix_items" not in x for x in p), p
 assert all(x["runs"] == 1 for x in p), p
 assert all(abs(x["ratio"] - x["factor"] * s["ratio"]) <= 1e-4 * x["ratio"] for x in p[1:-1]), p
@@ -745,6 +748,68 @@ if [ $rc = 0 ] && printf '%s' "$out" | grep -q "mode gpu    skipped (the kernel 
    printf '%s' "$out" | grep -q "fixed splits: not swept (the kernel has no GPU function)" &&
    ! printf '%s' "$out" | grep -q "efficiency E"; then ok
 else bad "--compare, kernel without a GPU function: exit $rc: $out"; fi
+# --compare on a divergent latency-bound kernel (tests/plugin-diverge.c: one
+# item in 16 costs 1 ms on a CPU worker, a launch on the emulated GPU its
+# dearest item and 2 ms more) ends within the bound its report states, and
+# names every mode that met a bound. Its fixed splits are the splits they
+# name: the CPU workers' share that each ratio names is the one they computed.
+divplugin="${top_builddir:-.}/tests/.libs/plugin-diverge.so"
+now() { date +%s.%N; }
+t0=$(now)
+out=$(env MGPU_EMULATE_GPUS=1 MGPU_EMULATE_LATENCY=2e-3 timeout 120 "$run" --plugin "$divplugin" diverge -n 262144 \
+  --compare --repeat 1 --turns 1 --threads 1 --max-run-time 0.1 2>&1); rc=$?
+took=$(awk -v a="$t0" -v b="$(now)" 'BEGIN {printf "%.2f", b - a}')
+bound=$(printf '%s\n' "$out" | sed -n 's/^bound: \([0-9.e+]*\) s for the comparison, its runs cancelled at their limits: --max-run-time 0.1 s for each of the [0-9]* that size a prefix, 2 times that for each of the [0-9]* others .*; it took [0-9.e+-]* s.*/\1/p')
+named=yes
+for m in $(printf '%s\n' "$out" | sed -n 's/^mode \([a-z]*\) *skipped (bounded: .*/\1/p'); do
+  printf '%s\n' "$out" | grep -q "^bounded: \(.*; \)*mode $m (" || named=no
+done
+unlike=$(printf '%s\n' "$out" | awk '/^fixed splits: static/ {on = 1; next} /^best static/ {on = 0}
+  on && /%/ {n = 0; for (i = 1; i <= NF; i++) if ($i ~ /%$/) p[n++] = $i + 0; if (n >= 2 && (p[0] - p[1] > 0.15 || p[1] - p[0] > 0.15)) print}')
+within=yes
+[ -z "$bound" ] || [ -n "${MGPURT_NO_TIMING:-}" ] || awk -v t="$took" -v b="$bound" 'BEGIN {exit !(t <= b + 5)}' || within=no
+if [ $rc = 0 ] && [ -n "$bound" ] && [ $within = yes ] && [ $named = yes ] && [ -z "$unlike" ] &&
+   printf '%s' "$out" | grep -q "^       ratio CPU named CPU given       items/s$" &&
+   printf '%s' "$out" | grep -q "^verification: \(ok\|none (the last run was cancelled at its bound)\)"; then ok
+else bad "--compare on a divergent kernel: exit $rc after $took s, bound '$bound' s, bounded named: $named, shares unlike: $unlike: $out"; fi
+# What met a bound, in JSON: every mode, point, turn or ceiling that says so
+# is listed in "bound", and the comparison took no longer than its bound and
+# one cancelled run. With a bound far shorter than a runtime's start every
+# mode and the ceiling meet it; with a device that slows down 0.5 s in (a run
+# then lasts far longer than the runs that sized it), the runs it cancels.
+if command -v python3 >/dev/null 2>&1; then
+  for case in "0.0001 -" "0.1 0.5"; do
+    set -- $case
+    out=$(env MGPU_EMULATE_GPUS=1 MGPU_EMULATE_LATENCY=2e-3 DIVERGE_GPU_SLOW_AFTER="${2#-}" timeout 120 "$run" --plugin "$divplugin" \
+      diverge -n 262144 --compare --repeat 1 --turns 1 --threads 1 --max-run-time "$1" --json 2>/dev/null); rc=$?
+    if [ $rc = 0 ] && printf '%s' "$out" | MAX_RUN="$1" python3 -c '
+import json, os, sys
+d = json.load(sys.stdin)
+b = d["bound"]
+run_s = float(os.environ["MAX_RUN"])
+assert b["run_s"] == run_s and b["grace"] == 2 and b["runs"] > 0 and b["sizing_runs"] > 0, b
+assert abs(b["total_s"] - run_s * (b["sizing_runs"] + b["grace"] * b["runs"])) < 1e-9, b
+listed = {x["what"]: x["why"] for x in b["bounded"]}
+assert all(w.startswith("bounded: ") for w in listed.values()), listed
+said = {r["mode"]: r["skipped"] for r in d["results"] if not r["ran"] and r["skipped"].startswith("bounded")}
+s = d["static_sweep"]
+for p in s.get("points", []):
+    if p["mode"] == "sweep" and (p.get("bounded") or p.get("skipped", "").startswith("bounded")):
+        said["static x%s" % {0.125: "1/8", 0.25: "1/4", 0.5: "1/2"}.get(p["factor"], "%g" % p["factor"])] = p.get("bounded") or p["skipped"]
+    if p["ran"] and p["mode"] != "gpu":
+        assert abs(p["cpu_share"] - p["cpu_share_named"]) < 0.002, p
+if d["turns"].get("skipped", "").startswith("bounded"): said["turns"] = d["turns"]["skipped"]
+if d["ceiling"].get("why", "").startswith("bounded"): said["ceiling"] = d["ceiling"]["why"]
+assert all(listed.get(k) == w for k, w in said.items()), (said, listed)
+if os.environ.get("MGPURT_NO_TIMING") is None:
+    assert b["took_s"] <= b["total_s"] + 2, b
+if run_s < 0.001:
+    assert {"cpu", "gpu", "static", "steal", "ceiling"} <= set(listed), listed
+assert d["verification"]["failed"] == 0, d["verification"]
+' && printf '%s' "$out" | python3 "$schema_keys"; then ok
+    else bad "--compare --max-run-time $1 with DIVERGE_GPU_SLOW_AFTER=$2: exit $rc: $out"; fi
+  done
+fi
 # Verification says what it checked and, on a failure, the number wrong and the
 # first wrong item with its worker and the bytes expected and got.
 wrongplugin="${top_builddir:-.}/tests/.libs/plugin-wrong.so"

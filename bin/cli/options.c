@@ -64,7 +64,10 @@ static const opt_desc_t options[] = {
       "run cpu, gpu, static and steal on the same inputs,\n"
       "and static at 1/8 to 8 times the measured ratio,\n"
       "and compare them with the best fixed split; then\n"
-      "the ceiling (--ceiling)"},
+      "the ceiling (--ceiling). Its runs are cancelled at\n"
+      "--max-run-time (twice that once a prefix is sized),\n"
+      "and the whole ends within the sum of those limits\n"
+      "over the runs it allows for, which the report states"},
   {"ceiling", 0, NULL, O_CEILING, G_WORKLOAD,
       "run only the ceiling: the whole batch as one launch\n"
       "on GPU 0, copied in and out in one piece from pinned\n"

@@ -119,9 +119,14 @@ static size_t host_pieces(const work_t *w, const cbufs_t *b, piece_t *p) {
 }
 
 /* The best of a warm-up and o->repeat host copies, into c; or why not. */
-static void host_copy(mgpu_runtime_t *rt, const opts_t *o, const work_t *w, const cbufs_t *b, ceiling_t *c) {
+static void host_copy(mgpu_runtime_t *rt, const opts_t *o, const work_t *w, const cbufs_t *b, ceiling_t *c,
+                      const bound_t *bd) {
   if (o->pinned) {
     c->host_skipped = "the arrays are pinned by --pinned: nothing is staged";
+    return;
+  }
+  if (bd && bound_reached(bd)) {
+    c->host_skipped = c->bounded = bound_end_why;
     return;
   }
   c->host_threads = mgpu_num_cpu_workers(rt);
@@ -161,14 +166,19 @@ static void ceiling_results(work_t *w, const cbufs_t *b, ceiling_t *c) {
  * take over --max-run-time, it is measured on a prefix: first of start items
  * (the gpu mode's prefix, or the whole batch), then, while the warm-up pass
  * still takes over the bound, of fewer (prefix_next, as for the modes; a
- * pass is one launch, which cannot stop early), CEILING_TRIES passes at most. */
+ * pass is one launch, which cannot stop early), CEILING_TRIES passes at most.
+ * Within --compare's bounds bd (NULL: none), no pass starts past its end. */
 #define CEILING_TRIES 4
-void ceiling_run(const opts_t *o, work_t *w, int ngpu, size_t start, ceiling_t *c) {
+void ceiling_run(const opts_t *o, work_t *w, int ngpu, size_t start, ceiling_t *c, const bound_t *bd) {
   memset(c, 0, sizeof *c);
   c->asked = true;
   if ((c->skipped = ceiling_skip(w, ngpu)) != NULL) return;
   if (interrupted) { /* while the inputs were made */
     c->skipped = "interrupted";
+    return;
+  }
+  if (bd && bound_reached(bd)) {
+    c->skipped = c->bounded = bound_end_why;
     return;
   }
   opts_t one = *o;
@@ -183,7 +193,9 @@ void ceiling_run(const opts_t *o, work_t *w, int ngpu, size_t start, ceiling_t *
   double copy_s;
   w->started = true;
   double t = ceiling_pass(rt, w, &b, &copy_s); /* warm-up: the device's first use */
+  bool ended = false; /* the comparison's end came */
   for (int i = 0; i < CEILING_TRIES && bound > 0 && t > bound && n > 1 && !interrupted; i++) {
+    if ((ended = bd && bound_reached(bd))) break;
     n = prefix_next(n, n, t, bound, 0, n);
     bufs_free(rt, w, &b);
     bufs_make(rt, w, n, &b);
@@ -192,14 +204,16 @@ void ceiling_run(const opts_t *o, work_t *w, int ngpu, size_t start, ceiling_t *
   c->prefix = b.n < w->n ? b.n : 0;
   c->items = b.n;
   c->wall_s = 0;
-  for (int r = 0; r < o->repeat && !interrupted; r++) {
+  for (int r = 0; r < o->repeat && !interrupted && !ended; r++) {
+    if ((ended = bd && bound_reached(bd))) break;
     t = ceiling_pass(rt, w, &b, &copy_s);
     if (c->wall_s == 0 || t < c->wall_s) c->wall_s = t, c->copy_s = copy_s;
   }
+  if (ended) c->bounded = bound_end_why;
   c->throughput = c->wall_s > 0 ? (double)b.n / c->wall_s : 0;
-  if (c->wall_s == 0) c->skipped = "interrupted"; /* before the first timed pass */
+  if (c->wall_s == 0) c->skipped = ended ? bound_end_why : "interrupted"; /* before the first timed pass */
   ceiling_results(w, &b, c);
-  if (!interrupted) host_copy(rt, o, w, &b, c);
+  if (!interrupted) host_copy(rt, o, w, &b, c, bd);
   bufs_free(rt, w, &b);
   mgpu_finalize(rt);
 }

@@ -1,7 +1,7 @@
 /* compare.h: what mgpu-run runs and how often (compare/): a batch workload
- * in one mode, the modes of --compare with their sweep of fixed splits, turns
- * and ceiling, or the GPU counts of --gpus; the multi-GPU workloads, once or
- * per GPU count. */
+ * in one mode, the modes of --compare with their sweep of fixed splits, turns,
+ * ceiling and bounds, or the GPU counts of --gpus; the multi-GPU workloads,
+ * once or per GPU count. */
 #ifndef MGPU_RUN_COMPARE_H
 #define MGPU_RUN_COMPARE_H
 
@@ -19,7 +19,14 @@ mgpu_runtime_t *start_best_split(const opts_t *o, const outcome_t *oc, const res
 /* turns.c */
 void run_turns(work_t *w, const opts_t *o, outcome_t *oc);
 
-/* ceiling.c */
-void ceiling_run(const opts_t *o, work_t *w, int ngpu, size_t start, ceiling_t *c);
+/* ceiling.c: b is --compare's bounds, or NULL. */
+void ceiling_run(const opts_t *o, work_t *w, int ngpu, size_t start, ceiling_t *c, const bound_t *b);
+
+/* bound.c: --compare's bounds (bound_t, report/report.h). */
+extern const char *const bound_end_why;
+void bound_start(bound_t *b, const opts_t *o, const bool mode[4], bool trials, bool ceiling);
+void bound_finish(bound_t *b);
+bool bound_reached(const bound_t *b);
+const char *bound_measure(mgpu_runtime_t *rt, work_t *w, const opts_t *o, result_t *r, const char *mode, bound_t *b);
 
 #endif

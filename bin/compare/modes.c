@@ -19,8 +19,8 @@ static void plot_run(mgpu_runtime_t *rt, const opts_t *o, const result_t *r, con
   /* What was timed: the whole batch, or the prefix that --max-run-time chose. */
   char title[512];
   if (!r->ran)
-    snprintf(title, sizeof title, "mgpu-run %s, %zu items, mode %s: no timed run (SIGINT came first) (libmgpurt %s)",
-             w->name, w->n, r->mode, mgpu_version());
+    snprintf(title, sizeof title, "mgpu-run %s, %zu items, mode %s: no timed run (%s) (libmgpurt %s)", w->name,
+             w->n, r->mode, r->skipped ? r->skipped : "SIGINT came first", mgpu_version());
   else if (r->prefix)
     snprintf(title, sizeof title, "mgpu-run %s, mode %s: timed on the first %zu of %zu items (--max-run-time %g s), "
              "median %.4f s (libmgpurt %s)", w->name, r->mode, r->prefix, w->n, o->max_run_s, r->wall_s,
@@ -127,13 +127,18 @@ static const char *compare_skip(mgpu_sched_t m, bool has_gpu_fn, outcome_t *oc) 
  * steal run is the one traced and plotted). With --rounds the four modes run
  * in turn again, so that a machine whose speed drifts during the comparison
  * affects every mode alike. Then the turns of steal and the best fixed split
- * (turns.c), which end with steal: the run verified. */
-static void run_compare(work_t *w, const opts_t *o, bool has_gpu_fn, outcome_t *oc) {
+ * (turns.c), which end with steal: the run verified. Every run is within the
+ * bounds of bound.c; trials: the reserve's trials run in steal mode. */
+static void run_compare(work_t *w, const opts_t *o, bool has_gpu_fn, bool trials, outcome_t *oc) {
   static const mgpu_sched_t modes[4] = {MGPU_SCHED_CPU, MGPU_SCHED_GPU, MGPU_SCHED_STATIC, MGPU_SCHED_STEAL};
   result_t *res = oc->res;
   double ratio = 0;
   oc->nres = 4;
-  for (int m = 0; m < 4; m++) res[m].mode = mode_name(modes[m]);
+  bool runs[4];
+  for (int m = 0; m < 4; m++) res[m].mode = mode_name(modes[m]), runs[m] = !compare_skip(modes[m], has_gpu_fn, oc);
+  trials = trials && oc->ngpu > 0 && oc->ncpu > 0;
+  bool ceiling = oc->ngpu > 0 && has_gpu_fn;
+  bound_start(&oc->bound, o, runs, trials, ceiling);
   for (int round = 0; round < o->rounds && !interrupted; round++) {
     bool last = round == o->rounds - 1;
     for (int m = 0; m < 4 && !interrupted; m++) {
@@ -149,9 +154,18 @@ static void run_compare(work_t *w, const opts_t *o, bool has_gpu_fn, outcome_t *
         ratio = (res[1].throughput / oc->ngpu) / (res[0].throughput / res[0].ncpu);
       if (modes[m] == MGPU_SCHED_STATIC)
         oc->sweep.ratio = o->cfg.device_to_core_ratio > 0 ? o->cfg.device_to_core_ratio : ratio;
+      if (bound_reached(&oc->bound)) {
+        oc->mode_bounded[m] = bound_end_why;
+        if (!r->ran) r->skipped = bound_end_why;
+        continue;
+      }
       mgpu_runtime_t *rt = start_runtime(o, modes[m], modes[m] == MGPU_SCHED_STATIC ? ratio : 0,
                                          modes[m] == MGPU_SCHED_STEAL && last);
-      measure(rt, w, o, r, r->mode);
+      const char *why = bound_measure(rt, w, o, r, r->mode, &oc->bound);
+      if (why) {
+        oc->mode_bounded[m] = why;
+        if (!r->ran) r->skipped = why;
+      }
       if (o->plot && modes[m] == MGPU_SCHED_STEAL && last) plot_run(rt, o, r, w);
       finish_runtime(w, rt);
     }
@@ -219,9 +233,9 @@ int run_batch_workload(mgpu_runtime_t *base, opts_t *o, const mgpu_plugin_worklo
   /* The header comes first, so that a long or interrupted run says what it is. */
   if (!o->json && !o->quiet) report_header(&w, base, oc.ncpu, oc.ngpu);
   if (o->ngpus_list) run_scaling(&w, o, &oc);
-  else if (o->compare) run_compare(&w, o, w.k.gpu != NULL, &oc);
+  else if (o->compare) run_compare(&w, o, w.k.gpu != NULL, !strncmp(reserve_setting(base), "auto", 4), &oc);
   else if (o->ceiling) {
-    ceiling_run(o, &w, oc.ngpu, 0, &oc.ceiling);
+    ceiling_run(o, &w, oc.ngpu, 0, &oc.ceiling, NULL);
     if (oc.ceiling.skipped && !interrupted) {
       fprintf(stderr, "%s: nothing ran: the ceiling cannot be measured: %s\n", prog, oc.ceiling.skipped);
       work_free(&w, base, o);
@@ -239,8 +253,14 @@ int run_batch_workload(mgpu_runtime_t *base, opts_t *o, const mgpu_plugin_worklo
   }
   progress_finish();
   oc.vd = (verdict_t){.first = -1, .worker = -1};
-  if (o->verify && w.complete) verify(&w, base, &oc.vd); /* the last run's results are in w.out */
-  if (o->compare && !interrupted) ceiling_run(o, &w, oc.ngpu, oc.res[1].ran ? oc.res[1].prefix : 0, &oc.ceiling);
+  bool checked = o->verify && w.complete;
+  if (checked) verify(&w, base, &oc.vd); /* the last run's results are in w.out */
+  if (o->compare && !interrupted)
+    ceiling_run(o, &w, oc.ngpu, oc.res[1].ran ? oc.res[1].prefix : 0, &oc.ceiling, &oc.bound);
+  if (o->compare) bound_finish(&oc.bound);
+  /* The last run cancelled at its bound: the ceiling's results, where it
+   * made some, are those checked. */
+  if (o->verify && !checked && w.complete) verify(&w, base, &oc.vd);
   if (o->output) write_image(&w, o, oc.ncpu);
   if (o->compare) compare_figures(&oc);
   if (o->json) report_json(o, &w, &oc, base);

@@ -3,10 +3,11 @@
  * 2, 4 and 8 times the static mode's ratio (the one that the cpu and gpu
  * modes measured, or --ratio), each point with a runtime of its own and timed
  * as the modes are (a warm-up, a prefix where the whole batch would take over
- * --max-run-time) but with SWEEP_RUNS timed runs; a point that comes out the
- * fastest is timed again as a mode is. With its ends, the cpu mode (no item
- * on the GPUs) and the gpu mode (every item on them), and the static mode
- * itself, it gives the best fixed split, against which steal is set.
+ * --max-run-time, within the bounds of bound.c) but with SWEEP_RUNS timed
+ * runs; a point that comes out the fastest is timed again as a mode is. With
+ * its ends, the cpu mode (no item on the GPUs) and the gpu mode (every item
+ * on them), and the static mode itself, it gives the best fixed split,
+ * against which steal is set.
  */
 #include "config.h"
 
@@ -35,12 +36,23 @@ static mgpu_runtime_t *start_point(opts_t *o, double ratio) {
   return start_runtime(o, MGPU_SCHED_STATIC, 0, false);
 }
 
-/* Point i of the sweep: a runtime of its own at its ratio, timed by o. */
-static void run_point(work_t *w, opts_t *o, sweep_t *s, int i) {
-  mgpu_runtime_t *rt = start_point(o, s->ratio * factors[i]);
-  measure(rt, w, o, &s->pt[i], labels[i]);
-  finish_runtime(w, rt);
-  s->share[i] = gpu_share(&s->pt[i]);
+/* Point i of the sweep: a runtime of its own at its ratio, timed by o
+ * within the bounds b; false where a bound stopped it. */
+static bool run_point(work_t *w, opts_t *o, sweep_t *s, int i, bound_t *b) {
+  result_t *r = &s->pt[i];
+  const char *why = bound_reached(b) ? bound_end_why : NULL;
+  if (!why) {
+    mgpu_runtime_t *rt = start_point(o, s->ratio * factors[i]);
+    why = bound_measure(rt, w, o, r, labels[i], b);
+    finish_runtime(w, rt);
+  }
+  if (why) {
+    s->bounded[i] = why;
+    if (!r->ran) r->skipped = why;
+    return false;
+  }
+  s->share[i] = gpu_share(r);
+  return true;
 }
 
 /* The point of the sweep that is the best fixed split, or -1 (a mode is). */
@@ -49,17 +61,6 @@ static int best_point(const sweep_t *s) {
   for (int i = 0; i < SWEEP_POINTS; i++)
     if (s->pt[i].ran && s->ratio * s->factor[i] == s->best_ratio) return i;
   return -1;
-}
-
-/* The options of the sweep's points: o, but with the reserve that the static
- * mode's trials chose under MGPU_RESERVE_THREADS=auto, rather than try every
- * reserve again (every CPU worker in where they chose all out: the ratio then
- * sets the CPUs' share). */
-static opts_t point_opts(const opts_t *o, const outcome_t *oc) {
-  const result_t *st = &oc->res[2];
-  opts_t ok = *o;
-  if (st->reserve_auto) ok.cfg.reserve_threads = st->reserve < st->ncpu ? st->reserve : 0;
-  return ok;
 }
 
 /* A runtime of the best fixed split, set up as it was when it was timed:
@@ -74,7 +75,7 @@ mgpu_runtime_t *start_best_split(const opts_t *o, const outcome_t *oc, const res
   int i = best_point(s);
   if (i < 0) return NULL;
   *from = &s->pt[i];
-  opts_t ok = point_opts(o, oc);
+  opts_t ok = *o;
   return start_point(&ok, s->best_ratio);
 }
 
@@ -90,10 +91,12 @@ void run_sweep(work_t *w, const opts_t *o, outcome_t *oc, const char *skip) {
     s->skipped = skip;
     return;
   }
-  opts_t ok = point_opts(o, oc);
+  /* The static mode's settings: under MGPU_RESERVE_THREADS=auto a fixed
+   * split keeps every CPU worker in, so the ratio alone sets its shares. */
+  opts_t ok = *o;
   ok.repeat = SWEEP_RUNS < o->repeat ? SWEEP_RUNS : o->repeat;
   for (int i = 0; i < SWEEP_POINTS && !interrupted; i++) {
-    run_point(w, &ok, s, i);
+    run_point(w, &ok, s, i, &oc->bound);
     s->ran |= s->pt[i].ran;
   }
   /* The fastest of single runs is the luckiest one: a point that comes out
@@ -105,11 +108,17 @@ void run_sweep(work_t *w, const opts_t *o, outcome_t *oc, const char *skip) {
     int i = best_point(s);
     if (i < 0 || s->pt[i].runs >= ok.repeat || interrupted) break;
     result_t *r = &s->pt[i];
-    /* Its single run is dropped: it was picked for being fast. */
+    /* Past the comparison's end it keeps its single run, named bounded. */
+    if (bound_reached(&oc->bound)) {
+      s->bounded[i] = bound_end_why;
+      break;
+    }
+    /* Its single run is dropped: it was picked for being fast. A bound
+     * that stops its timing again leaves the point without a figure. */
     r->runs = 0, r->nround = 0;
     r->steal = (stealacc_t){0};
-    run_point(w, &ok, s, i);
-    if (r->runs == 0) r->ran = 0; /* SIGINT before a timed run: the dropped run is not a figure */
+    if (!run_point(w, &ok, s, i, &oc->bound)) r->ran = 0, r->skipped = s->bounded[i];
+    else if (r->runs == 0) r->ran = 0; /* SIGINT before a timed run: the dropped run is not a figure */
   }
 }
 

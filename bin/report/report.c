@@ -277,6 +277,7 @@ void report_text(const opts_t *o, const work_t *w, const outcome_t *oc) {
     turns_report(o, oc);
   }
   if (oc->ceiling.asked) ceiling_report(&oc->ceiling, o->compare ? &oc->res[1] : NULL);
+  if (o->compare) bound_report(oc);
   if (oc->note) printf("note: %s\n", oc->note);
   print_warmups(o);
   print_prefix_note(o, w, oc);
@@ -285,8 +286,11 @@ void report_text(const opts_t *o, const work_t *w, const outcome_t *oc) {
            "machine's CPUs are shared by its hypervisor, CPU chunks stall while it runs something else, and "
            "figures vary between runs (doc/tuning.md, \"Shared virtual CPUs\")\n",
            100 * worst_steal);
+  /* Without SIGINT, a --compare that started runs and holds no complete
+   * one had its last cancelled at a bound (compare/bound.c). */
+  const char *cut = o->compare && w->started ? "the last run was cancelled at its bound" : "no run completed";
   if (o->verify && !w->complete)
-    printf("verification: none (%s)\n", !interrupted ? "no run completed"
+    printf("verification: none (%s)\n", !interrupted ? cut
                                         : !w->started ? "no run was made: SIGINT came before the first"
                                         : o->ceiling ? "SIGINT came during the ceiling"
                                         : "SIGINT stopped the last run");

@@ -22,6 +22,7 @@ typedef struct {
   double host_s;        /* best host copy of the launch's items: inputs in, outputs out */
   size_t host_bytes;    /* bytes it copies */
   int host_threads;     /* CPU workers that copy */
+  const char *bounded;  /* --compare: why its passes stopped at the comparison's bound, or NULL */
 } ceiling_t;
 
 /* The sweep of fixed splits of --compare (compare/sweep.c): static mode at factors of
@@ -35,6 +36,7 @@ typedef struct {
   double factor[SWEEP_POINTS];
   result_t pt[SWEEP_POINTS];
   double share[SWEEP_POINTS]; /* share of the items the GPUs computed in the point's last run */
+  const char *bounded[SWEEP_POINTS]; /* why a point met a bound (compare/bound.c), or NULL */
   double static_share;  /* that of the static mode */
   /* The best fixed split: the fastest of cpu, gpu, static and the points. */
   const char *best_mode; /* "cpu", "gpu", "static" (the static mode) or "sweep"; NULL: none ran */
@@ -51,7 +53,22 @@ typedef struct {
   result_t best, steal; /* every turn's timed runs: a round each */
   double ratio;         /* median over all timed runs, steal over best */
   double by_turn[MAX_ROUNDS];
+  const char *bounded;  /* why a turn met a bound (compare/bound.c), or NULL */
 } turns_t;
+
+/* --compare's bounds (compare/bound.c): a run that sizes a prefix is
+ * cancelled at run_s, another at grace * run_s, and nothing runs past end,
+ * total_s after the start. */
+typedef struct {
+  double run_s;         /* --max-run-time; 0: no bound at all */
+  double grace;
+  int sizing;           /* the runs the comparison allows for that size a prefix */
+  int runs;             /* and the others */
+  double total_s;       /* run_s * (sizing + grace * runs) */
+  double start, end;    /* now_s() at the start, and start + total_s */
+  double took_s;        /* from the start to the ceiling's end */
+  int warm_cut;         /* warm-ups cancelled at run_s (their runtimes went on) */
+} bound_t;
 
 /* Everything a batch workload's report shows: the modes run, the scaling
  * table, the comparison's figures and the verification. */
@@ -71,6 +88,8 @@ typedef struct {
   int ne, nsp;
   verdict_t vd;
   ceiling_t ceiling; /* --compare or --ceiling */
+  bound_t bound;     /* --compare */
+  const char *mode_bounded[4]; /* --compare: why a mode met a bound, or NULL */
 } outcome_t;
 
 /* report.c */
@@ -82,6 +101,8 @@ void report_quiet(const opts_t *o, const work_t *w, const outcome_t *oc);
 void sweep_report(const opts_t *o, const outcome_t *oc);
 void turns_report(const opts_t *o, const outcome_t *oc);
 void ceiling_report(const ceiling_t *c, const result_t *gpu);
+void bound_report(const outcome_t *oc);
+double named_cpu_share(double ratio, const result_t *r, int ngpu);
 
 /* report_json.c */
 void report_json(const opts_t *o, const work_t *w, const outcome_t *oc, mgpu_runtime_t *base);

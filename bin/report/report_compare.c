@@ -1,7 +1,8 @@
 /*
  * report_compare.c: the text report's sections of --compare: the table of
  * fixed splits (compare/sweep.c), the line of the turns (compare/turns.c),
- * and the ceiling with its host copy (compare/ceiling.c; --ceiling too).
+ * the ceiling with its host copy (compare/ceiling.c; --ceiling too), and the
+ * comparison's bound with what met it (compare/bound.c).
  */
 #include "config.h"
 
@@ -10,18 +11,30 @@
 
 #include "report/report.h"
 
-/* One line of the sweep's table. */
-static void sweep_row(const char *ratio, double share, const result_t *r, const char *what, bool best) {
-  printf("  %10s", ratio);
+/* The CPU workers' share of the items that a fixed split at ratio (a GPU
+ * counting as that many CPU workers; < 0: every item on the GPUs) names, for
+ * r's runtime of ngpu GPUs and the CPU workers its last run kept in. */
+double named_cpu_share(double ratio, const result_t *r, int ngpu) {
+  if (ratio < 0) return 0;
+  double cpus = r->ncpu - r->reserve;
+  return cpus > 0 ? cpus / (cpus + ngpu * ratio) : 0;
+}
+
+/* One line of the sweep's table: the CPU workers' share that its ratio names
+ * and the one they computed in its last run (1 - gpu_share, from its stats). */
+static void sweep_row(const char *label, double ratio, double share, const result_t *r, const char *what,
+                      const char *bounded, bool best, int ngpu) {
+  printf("  %10s", label);
   if (!r->ran) {
     printf("  skipped (%s)\n", r->skipped ? r->skipped : "interrupted");
     return;
   }
-  printf(" %8.1f%% %13.4g", 100 * share, r->throughput);
+  printf(" %8.1f%% %8.1f%% %13.4g", 100 * named_cpu_share(ratio, r, ngpu), 100 * (1 - share), r->throughput);
   const char *sep = "  ";
   if (what) printf("%s%s", sep, what), sep = ", ";
   else if (r->runs > 1) printf("%stimed again, median of %d", sep, r->runs), sep = ", ";
   if (r->prefix) printf("%son the first %zu items", sep, r->prefix), sep = ", ";
+  if (bounded) printf("%snot timed again (%s)", sep, bounded), sep = ", ";
   if (best) printf("%sbest", sep);
   printf("\n");
 }
@@ -40,20 +53,24 @@ void sweep_report(const opts_t *o, const outcome_t *oc) {
          "(the modes: %d%s",
          s->ratio, runs, runs == 1 ? "" : "s", o->repeat, o->rounds > 1 ? " per round" : "");
   if (o->repeat > runs) printf("; a point that comes out best is timed again with %d", o->repeat);
-  printf("), between the cpu and gpu modes:\n");
-  printf("  %10s %9s %13s\n", "ratio", "on GPUs", "items/s");
+  printf("), between the cpu and gpu modes; the CPU workers' share of the items, named by the ratio and given "
+         "in the last timed run (its stats):\n");
+  printf("  %10s %9s %9s %13s\n", "ratio", "CPU named", "CPU given", "items/s");
   const char *b = s->best_mode ? s->best_mode : "";
-  sweep_row("cpu only", 0, &res[0], "mode cpu", !strcmp(b, "cpu"));
+  int g = oc->ngpu;
+  sweep_row("cpu only", 0, 0, &res[0], "mode cpu", NULL, !strcmp(b, "cpu"), g);
   char label[32];
   for (int i = 0; i < SWEEP_POINTS; i++) {
+    double ratio = s->ratio * s->factor[i];
     if (i == SWEEP_POINTS / 2) {
       snprintf(label, sizeof label, "%.4g", s->ratio);
-      sweep_row(label, s->static_share, &res[2], "mode static", !strcmp(b, "static"));
+      sweep_row(label, s->ratio, s->static_share, &res[2], "mode static", NULL, !strcmp(b, "static"), g);
     }
-    snprintf(label, sizeof label, "%.4g", s->ratio * s->factor[i]);
-    sweep_row(label, s->share[i], &s->pt[i], NULL, !strcmp(b, "sweep") && s->best_ratio == s->ratio * s->factor[i]);
+    snprintf(label, sizeof label, "%.4g", ratio);
+    sweep_row(label, ratio, s->share[i], &s->pt[i], NULL, s->pt[i].ran ? s->bounded[i] : NULL,
+              !strcmp(b, "sweep") && s->best_ratio == ratio, g);
   }
-  sweep_row("gpu only", 1, &res[1], "mode gpu", !strcmp(b, "gpu"));
+  sweep_row("gpu only", -1, 1, &res[1], "mode gpu", NULL, !strcmp(b, "gpu"), g);
   if (!s->best_mode) return;
   printf("best static: %.4g items/s, ", s->best_tp);
   if (!strcmp(b, "cpu")) printf("CPU workers only (mode cpu)\n");
@@ -106,4 +123,39 @@ void ceiling_report(const ceiling_t *c, const result_t *gpu) {
     if (gpu && gpu->ran && bound > 0) printf("; gpu mode reaches %.0f%% of it", 100 * gpu->throughput / bound);
     printf("\n");
   }
+}
+
+/* One piece of the comparison that met a bound, in the "bounded:" line. */
+static void bounded_item(int *n, const char *what, const char *why) {
+  if (!why) return;
+  printf("%s%s (%s)", (*n)++ ? "; " : "bounded: ", what, why + strlen("bounded: "));
+}
+
+/* The comparison's bound, what it took, and what met a bound. */
+void bound_report(const outcome_t *oc) {
+  const bound_t *b = &oc->bound;
+  if (b->run_s <= 0) {
+    printf("bound: none (--max-run-time 0: no run is cancelled, and the comparison has no bound); it took %.3g s\n",
+           b->took_s);
+    return;
+  }
+  printf("bound: %.4g s for the comparison, its runs cancelled at their limits: --max-run-time %g s for each of "
+         "the %d that size a prefix, %g times that for each of the %d others (warm-ups, timed runs, the ceiling's "
+         "passes); it took %.3g s",
+         b->total_s, b->run_s, b->sizing, b->grace, b->runs, b->took_s);
+  bool one = b->warm_cut == 1;
+  if (b->warm_cut)
+    printf("; %d warm-up%s cancelled at %g s, %s runtime%s going on to %s timed runs", b->warm_cut,
+           one ? " was" : "s were", b->grace * b->run_s, one ? "its" : "their", one ? "" : "s", one ? "its" : "their");
+  printf("\n");
+  int n = 0;
+  for (int m = 0; m < 4; m++) {
+    char what[32];
+    snprintf(what, sizeof what, "mode %s", oc->res[m].mode);
+    bounded_item(&n, what, oc->mode_bounded[m]);
+  }
+  for (int i = 0; i < SWEEP_POINTS; i++) bounded_item(&n, oc->sweep.pt[i].mode, oc->sweep.bounded[i]);
+  bounded_item(&n, "the turns", oc->turns.bounded);
+  bounded_item(&n, "the ceiling", oc->ceiling.bounded);
+  if (n) printf("\n");
 }

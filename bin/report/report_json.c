@@ -77,16 +77,21 @@ static void json_setup(const opts_t *o, const work_t *w, const outcome_t *oc, mg
 }
 
 /* One point of the JSON sweep; factor and ratio < 0: null (all on the GPUs). */
-static void json_point(const char *mode, double factor, double ratio, double share, const result_t *r, bool last) {
+static void json_point(const char *mode, double factor, double ratio, double share, const result_t *r,
+                       const char *bounded, int ngpu, bool last) {
   printf("      {\"mode\": \"%s\", ", mode);
   if (factor < 0) printf("\"factor\": null, \"ratio\": null");
   else printf("\"factor\": %.4g, \"ratio\": %.6g", factor, ratio);
   printf(", \"ran\": %s", r->ran ? "true" : "false");
   if (r->ran) {
-    printf(", \"runs\": %d, \"wall_s\": %.6f, \"items_per_s\": %.3f, \"gpu_share\": %.4f", r->runs, r->wall_s,
-           r->throughput, share);
+    printf(", \"runs\": %d, \"wall_s\": %.6f, \"items_per_s\": %.3f, \"gpu_share\": %.4f, \"cpu_share\": %.4f, "
+           "\"cpu_share_named\": %.4f",
+           r->runs, r->wall_s, r->throughput, share, 1 - share, named_cpu_share(factor < 0 ? -1 : ratio, r, ngpu));
     if (r->prefix) printf(", \"prefix_items\": %zu", r->prefix);
+  } else if (r->skipped) {
+    printf(", \"skipped\": \"%s\"", r->skipped);
   }
+  if (bounded) printf(", \"bounded\": \"%s\"", bounded);
   printf("}%s\n", last ? "" : ",");
 }
 
@@ -99,12 +104,13 @@ static void sweep_json(const outcome_t *oc) {
     return;
   }
   printf("  \"static_sweep\": {\"ran\": %s, \"ratio\": %.6g, \"points\": [\n", s->ran ? "true" : "false", s->ratio);
-  json_point("cpu", 0, 0, 0, &res[0], false);
+  int g = oc->ngpu;
+  json_point("cpu", 0, 0, 0, &res[0], NULL, g, false);
   for (int i = 0; i < SWEEP_POINTS; i++) {
-    if (i == SWEEP_POINTS / 2) json_point("static", 1, s->ratio, s->static_share, &res[2], false);
-    json_point("sweep", s->factor[i], s->ratio * s->factor[i], s->share[i], &s->pt[i], false);
+    if (i == SWEEP_POINTS / 2) json_point("static", 1, s->ratio, s->static_share, &res[2], NULL, g, false);
+    json_point("sweep", s->factor[i], s->ratio * s->factor[i], s->share[i], &s->pt[i], s->bounded[i], g, false);
   }
-  json_point("gpu", -1, -1, 1, &res[1], true);
+  json_point("gpu", -1, -1, 1, &res[1], NULL, g, true);
   printf("    ],\n    \"best\": ");
   if (!s->best_mode) printf("null");
   else if (s->best_ratio < 0) printf("{\"mode\": \"gpu\", \"ratio\": null");
@@ -146,9 +152,29 @@ static void ceiling_json(const ceiling_t *c) {
   printf("},\n");
 }
 
+/* One piece that met a bound, in "bound"'s "bounded". */
+static void json_bounded(int *n, const char *what, const char *why) {
+  if (why) printf("%s{\"what\": \"%s\", \"why\": \"%s\"}", (*n)++ ? ", " : "", what, why);
+}
+
+/* "bound" of the JSON report: the comparison's bound and what met it. */
+static void bound_json(const outcome_t *oc) {
+  const bound_t *b = &oc->bound;
+  printf("  \"bound\": {\"run_s\": %g, \"grace\": %g, \"sizing_runs\": %d, \"runs\": %d, \"total_s\": %g, "
+         "\"took_s\": %.3f, \"warm_ups_cut\": %d, \"bounded\": [",
+         b->run_s, b->grace, b->sizing, b->runs, b->total_s, b->took_s, b->warm_cut);
+  int n = 0;
+  for (int m = 0; m < 4; m++) json_bounded(&n, oc->res[m].mode, oc->mode_bounded[m]);
+  for (int i = 0; i < SWEEP_POINTS; i++) json_bounded(&n, oc->sweep.pt[i].mode, oc->sweep.bounded[i]);
+  json_bounded(&n, "turns", oc->turns.bounded);
+  json_bounded(&n, "ceiling", oc->ceiling.bounded);
+  printf("]},\n");
+}
+
 static void json_compare(const outcome_t *oc) {
   printf("  \"efficiency\": %.4f,\n  \"speedup_vs_static\": %.4f,\n  \"speedup_vs_best_static\": %.4f,\n",
          oc->e, oc->speedup, oc->vs_best);
+  bound_json(oc);
   sweep_json(oc);
   turns_json(oc);
   printf("  \"efficiency_by_round\": [");
