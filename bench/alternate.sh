@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # alternate.sh: the same runs on several builds of mgpu-run, taken in turn on
 # one machine, so that its drift falls on every build alike:
 #   bash bench/alternate.sh OUT NAME=MGPU_RUN [NAME=MGPU_RUN ...]

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # first-batch.sh: the first batch of a fresh process against the steady state,
 # for several builds of mgpu-run in turn on one machine:
 #   bash bench/first-batch.sh OUT NAME=MGPU_RUN [NAME=MGPU_RUN ...]

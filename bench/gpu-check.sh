@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # gpu-check.sh: build, test and measure libmgpurt on a GPU machine in one call.
 # Run from the project root after ../shared/tools/gpu-pack, with .gpu carried:
 #   bash bench/gpu-check.sh [quick|model|alternate|first|compare [1|2]|verify|bench|full]

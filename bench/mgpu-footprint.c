@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mgpu-footprint: batches of one kernel whose cost depends on its argument,
  * run in turn, with one model for both (footprint 0) and with a footprint

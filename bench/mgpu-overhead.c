@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mgpu-overhead: the runtime's own costs on CPU workers. Prints the round trip
  * of a one-item batch (submit, run, wait) and the scheduling overhead per chunk

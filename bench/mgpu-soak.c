@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mgpu-soak: runs mixed work on one runtime after another for a set time and
  * checks that nothing is lost: batches of a built-in kernel (every output

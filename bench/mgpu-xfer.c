@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mgpu-xfer: the machine's own host<->device ceilings, without the runtime.
  * For 1, 2, 4, ... GPUs at once (one thread each, its own pinned buffer first

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # mpi-scaling.sh: the runtime across MPI ranks on one machine, ranks as nodes.
 # Each rank drives one emulated GPU of a set speed and no CPU worker, so that
 # the speeds, not the machine's cores, set each rank's rate (an emulated

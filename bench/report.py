@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """report.py: markdown tables (and an SVG plot) from benchmark output.
 
     python3 bench/report.py OUT > OUT/benchmarks.md

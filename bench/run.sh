@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # run.sh: the benchmarks of doc/benchmarks.md in one call, on the machine it runs
 # on (about 5 minutes on 4 H200s and 64 cores). Writes the raw JSON of every
 # run, then report.py's tables and plot, to OUT; doc/benchmarks.md's tables

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # sweep.sh: the per-workload runs of doc/benchmarks.md, from a build tree:
 #   bash bench/sweep.sh > sweep.txt
 # Each workload runs `mgpu-run W --compare --rounds 2 --repeat 3`; one summary

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mgpurt.h: the public interface of libmgpurt, a runtime that runs one batch of
  * independent items on every CPU core and every GPU of a machine at once.

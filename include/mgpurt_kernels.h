@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mgpurt_kernels.h: the built-in kernels of libmgpurt, ready to put in a batch.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mgpurt_plugin.h: the interface between mgpu-run and the shared libraries
  * that add workloads to it (`mgpu-run --plugin FILE.so`). A plugin defines

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * builtin.h: internal header of the built-in kernels, shared by their C and
  * CUDA files, prototypes grouped by defining file. In the CUDA files it leaves

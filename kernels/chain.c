@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * chain.c: a latency-bound kernel on CPUs. Each item is one long dependent
  * chain x <- x * x + (i + 1) mod the Goldilocks prime, of a length that varies

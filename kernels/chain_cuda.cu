@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * chain_cuda.cu: the chain kernel (chain.c) on CUDA GPUs, one item per thread.
  * The chains of one warp differ in length, so a warp runs as long as its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gpu_none.c: the table of GPU functions in a build without CUDA, where the
  * built-in kernels run on CPU workers and emulated devices, and the internal

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gpu_table.cu: the table of the built-in kernels' GPU functions in a build with
  * CUDA (gpu_none.c is its CPU-only counterpart), and the internal sum kernel.

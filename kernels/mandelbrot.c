@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mandelbrot.c: escape-time counts of the Mandelbrot set, one image row per
  * item, on CPUs. The GPU version gives the same counts bit for bit, so every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mandelbrot_cuda.cu: escape-time counts of the Mandelbrot set on CUDA GPUs,
  * one thread per pixel, with mandelbrot.c's counts: every step is an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * matvec.c: y = W x on floats, on CPUs; one item is one row of W. Each row is a
  * dot product in double: MATVEC_LANES accumulators (so that the loop

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * matvec_cuda.cu: y = W x on floats on CUDA GPUs, one row of W per item,
  * memory-bound: W is read once, streamed past the caches (__ldcs) so that x

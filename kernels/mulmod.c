@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mulmod.c: a chain of dependent multiplications modulo the Goldilocks prime per
  * item, on CPUs: a compute-bound kernel whose cost is set by its intensity.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mulmod_cuda.cu: the chain x <- x * x + 1 mod the Goldilocks prime, K times per
  * item, on CUDA GPUs, with the arithmetic of builtin.h shared with mulmod.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ntt.c: the number-theoretic transform over the Goldilocks field on CPUs, and
  * the twiddle table that the GPU side uploads: an iterative radix-2

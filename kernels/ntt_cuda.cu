@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ntt_cuda.cu: the NTT over the Goldilocks field on CUDA GPUs, with ntt.c's
  * results. A polynomial of n = 2^log_n is cut into tiles of T = min(n, 4096)

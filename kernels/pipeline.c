@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pipeline.c: the CPU side of the two pipeline kernels (see mgpurt_kernels.h):
  * the gadget decomposition, which has no GPU version on purpose, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pipeline_cuda.cu: the GPU side of the pipeline's last stage, INTT(x (.) K):
  * the pointwise product is folded into the transform's first load (see

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * registry.c: the constructors of the built-in kernels and their list by name.
  */

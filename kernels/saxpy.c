@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * saxpy.c: r = a * x + y on floats, on CPUs. The GPU version rounds the
  * product and the sum separately, so contraction into a fused multiply-add is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * saxpy_cuda.cu: r = a * x + y on floats on CUDA GPUs, with the same results as
  * saxpy.c: the product and the sum are rounded separately (__fmul_rn, __fadd_rn

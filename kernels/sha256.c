@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sha256.c: FIPS 180-4 SHA-256 of one fixed-length message per item, on CPUs.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sha256_cuda.cu: FIPS 180-4 SHA-256 of one fixed-length message per item on
  * CUDA GPUs, one thread per message, with sha256.c's digests. The padded tail

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sum.c: the deterministic sum of a float or double array into one double, on
  * CPUs (the runtime's reduction of each device's part of a split array). The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sum_cuda.cu: the deterministic sum of a float or double array into one double
  * on CUDA GPUs (sum.c is the CPU side). Two launches, no atomics: a fixed grid

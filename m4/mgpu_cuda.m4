@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # MGPU_CHECK_CUDA: tri-state --with-cuda[=DIR] and --with-cuda-arch=LIST.
 #
 # Default (--with-cuda=check): use CUDA when nvcc is found in $CUDA_HOME, on the

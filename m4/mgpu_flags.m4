@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # MGPU_CHECK_CFLAG(FLAG, [ACTION-IF-OK], [ACTION-IF-NOT])
 # Checks that the C compiler accepts FLAG without a warning turned error.
 AC_DEFUN([MGPU_CHECK_CFLAG], [

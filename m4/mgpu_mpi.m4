@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # MGPU_CHECK_MPI: tri-state --with-mpi[=DIR].
 #
 # Default (--with-mpi=check): use MPI when an mpicc wrapper is found ($MPICC,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # MGPU_CHECK_NCCL: tri-state --with-nccl[=DIR]; needs CUDA.
 #
 # NCCL is searched in DIR, inside the CUDA toolkit ($CUDA_HOME/include, lib64, lib)

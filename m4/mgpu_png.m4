@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # MGPU_CHECK_PNG: optional libpng for mgpu-run's image output (PPM otherwise).
 AC_DEFUN([MGPU_CHECK_PNG], [
   AC_ARG_WITH([png], [AS_HELP_STRING([--without-png], [write PPM instead of PNG images])], [], [with_png=check])

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # installcheck.sh: programs built against an installed copy, from the
 # installed files alone (make installcheck; make distcheck runs it on its
 # own install):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * internal.h: every internal interface of lib/, for the suites that test its
  * layers directly. The top layer's header includes each one below it.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Every key of the mgpu-run JSON report in FILE (or on stdin) is documented
 in doc/json.md (the names under "config" are settings, not keys)."""
 import json

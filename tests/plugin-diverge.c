@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin-diverge.c: a test plugin whose workload "diverge" models a divergent,
  * latency-bound kernel. Its items cost by position: item i is dear (DEAR_S,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin-wrong.c: a test plugin whose workload "wrong" gives wrong answers for
  * items 17 and 1500 when they run in a chunk of more than one item, so that a

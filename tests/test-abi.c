@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test-abi.c: a program built against an older mgpurt.h keeps running. The
  * older layouts are defined here (today's structs with their last fields cut
  * off) and handed to the library with their own sizes: it reads only what

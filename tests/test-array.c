@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test-array.c: split arrays, device memory, kernels over arrays, array sums
  * and the collectives. By default on emulated devices (the collectives then go

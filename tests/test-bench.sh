@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # test-bench.sh: the benchmark scripts and report.
 #  - bench/run.sh end to end in its smoke mode (tiny sizes, emulated devices):
 #    every JSON file parses, the report has its tables, the plot parses;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test-claim.c: the claims layer on state built by hand: what a batch says of
  * its unclaimed items while a steal or a requeue is half done, and how much a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test-config.c: every setting, from the environment and from mgpu_config_t
  * (or mgpu__testcfg_t for the settings for tests):
  * valid values, boundaries, garbage, negatives, overflow, empty, whitespace. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test-cuda-kern.cu: the GPU functions that test-cuda.c launches through the
  * CUDA back end. Each follows the GPU-function convention: enqueue on

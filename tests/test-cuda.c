@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test-cuda.c: the CUDA back end's operations, called directly (not through the
  * runtime). Without a GPU every test checks what it can without one and skips

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # test-docs.sh: the documentation against the code it describes.
 #  - the long options of `mgpu-run --help` and of the man page doc/mgpu-run.1
 #    are the same set, and every short option of --help is in the man page;

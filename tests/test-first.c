@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test-first.c: the first batch of a fresh runtime, on emulated devices of
  * known latency: how fast a GPU's chunks reach the saturating size, fixed
  * splits that keep them there, and the model store's prior. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test-gpu.c: the runtime on real CUDA GPUs. Exactly-once and correct for every
  * mode, both GPUs take work, copies overlap kernels (device timestamps of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test-kernels.c: the built-in kernels, called through their descriptors on
  * hand-made chunks (no runtime): known answers, slow references, chunk

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # test-layers-planted.sh: tests/test-layers.sh passes a small tree that keeps
 # its rules and fails each planted break of them, naming it: an include up a
 # layer, an include of another folder's own header, a call up a layer, a

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # test-layers.sh: lib/ and bin/ are cut into folders, one per layer, named
 # lowest first in their layers.txt. A file calls only into its own folder or
 # a lower one, includes only its own folder's headers and the header named

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # test-mgpu-help.sh: mgpu-run's --help (generated from its option table,
 # bin/options.c) and the OPTIONS section of its man page list the same options,
 # with the same value names, in the same groups and order; and where --help

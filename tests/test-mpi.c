@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test-mpi.c: a runtime across MPI ranks, on emulated GPUs. Not a Check
  * suite: Check forks each test, and an MPI process must not fork. Each rank
  * runs the scenario named by argv[1] (tests/test-mpi.sh starts them under

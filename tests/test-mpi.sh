@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # test-mpi.sh: the runtime across MPI ranks (tests/test-mpi.c), started with
 # mpirun on this machine, ranks as nodes, emulated GPUs of different speeds
 # on different ranks. Skipped (77) in a build without MPI or where no

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # test-pkgconfig.sh: the generated mgpurt.pc names everything a static link
 # needs (CUDA runtime, NCCL, C++ runtime, OpenMP), and README.md's static
 # recipe (mgpurt-static.pc) gives a program that runs without libmgpurt.so.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test-policy.c: the scheduling policy's pure functions, each test a rule
  * checked on given numbers: the line, the knee and the growth, the trials

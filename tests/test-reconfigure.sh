@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # test-reconfigure.sh: the library and mgpu-run depend on the configured
 # install directories (libtool writes them into what it links), so that a
 # reconfigure with another --prefix relinks them before `make install`.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test-runtime.c: the runtime end to end: events and dependencies, many
  * submitting threads, errors and bad arguments, batches in flight together,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test-sched.c: the scheduler's promises. Every item computed exactly once for
  * every mode, worker mix and awkward size; balance within 15% of the ideal under

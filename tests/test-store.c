@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test-store.c: the on-disk model store (lib/store): its files, what it
  * refuses to trust, and its writes under concurrent processes. */
 #include "testutil.h"

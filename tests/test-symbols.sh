@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The library's exported symbols against the committed list (lib/libmgpurt.sym):
 # an export added or removed by accident fails here. A deliberate change of the
 # ABI updates the list in the same commit:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test-topology.c: usable cores from the affinity mask (widened where OpenMP
  * bound the caller to one place) and the cgroup quota; steal time from
  * /proc/stat (mgpu-run's bin/base/hostcpu.c). */

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # test-tutorial.sh: the tutorial (doc/getting-started.md) shows its programs
 # as they are: the code block that follows a line "<!-- doc/examples/FILE -->"
 # is that file, verbatim, and every source of doc/examples/tutorial* is shown so.

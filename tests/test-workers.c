@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test-workers.c: the workers on emulated devices: a GPU's staging copies
  * (shared with CPU workers, pinned once, cut at the edges), its buffers, the

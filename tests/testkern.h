@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* testkern.h: the kernels and helpers that test-runtime and test-workers
  * share: y = x * 3 + k on CPUs and emulated devices, kernels that sleep their
  * items' cost or wait at a gate the test opens, and a runtime with n CPU

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* testutil.h: helpers shared by the Check suites. */
 #ifndef MGPU_TESTUTIL_H
 #define MGPU_TESTUTIL_H

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # run.sh: libmgpurt and StarPU side by side on this machine, on the same
 # kernels (libmgpurt's built-in ones; StarPU runs them as codelets through
 # bench/peers/starpu/peer.c), in one go. Prints one table (also OUT/peers.md):

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """table.py: the side-by-side tables of bench/peers/run.sh from its raw files.
 
     python3 bench/peers/table.py OUT > OUT/peers.md     (also writes OUT/peers.json)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cli.h: mgpu-run's command line (cli/), the top layer: options.c reads it
  * into opts_t (run/run.h) with parse.c's value parsers, and mgpu-run.c (main)
  * hands it to what runs. */

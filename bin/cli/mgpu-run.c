@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mgpu-run: the bundled driver of libmgpurt. Runs a built-in workload on every
  * CPU core and GPU, checks the answers, compares scheduling modes, and prints

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * options.c: mgpu-run's command line. One table holds every option: its
  * names, its value's name, its group and its help text. getopt's option list

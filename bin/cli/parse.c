@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * parse.c: mgpu-run's value parsers: the library's own (lib/parse.c, built
  * into mgpu-run as well), so that a flag and its variable accept the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bound.c: --compare's bounds. A runtime is timed as run/measure.c times a
  * mode: a warm-up (skipped where the model store holds the kernel, as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ceiling.c: the ceiling of a batch workload on one GPU: the whole batch as
  * one launch on GPU 0 from device memory, its inputs copied in and its outputs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* compare.h: what mgpu-run runs and how often (compare/): a batch workload
  * in one mode, the modes of --compare with their sweep of fixed splits, turns,
  * ceiling and bounds, or the GPU counts of --gpus; the multi-GPU workloads,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * modes.c: what mgpu-run runs and how often: one mode, the four modes of
  * --compare (round by round with --rounds) and its sweep of fixed splits

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sweep.c: --compare's sweep of fixed splits. Static mode at 1/8, 1/4, 1/2,
  * 2, 4 and 8 times the static mode's ratio (the one that the cpu and gpu

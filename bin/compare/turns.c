@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * turns.c: --compare's turns of steal and the best fixed split. The sweep
  * picks the fastest of nine figures, each of a runtime of its own, and on a

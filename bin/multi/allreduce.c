@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * allreduce.c: mgpu-run's allreduce workload: the bus bandwidth of
  * mgpu_allreduce on sizes doubling from --min-bytes to --max-bytes, checked

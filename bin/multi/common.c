@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * common.c: what the multi-GPU workloads (multi.c, allreduce.c) share: the
  * stop that SIGINT asks for, the exit status, the clock and the message of a

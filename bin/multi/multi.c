@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * multi.c: mgpu-run's data-parallel workloads, on arrays split across the GPUs
  * (and the host) and on collectives (allreduce in allreduce.c):

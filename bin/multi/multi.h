@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* multi.h: mgpu-run's data-parallel workloads (split arrays and collectives). */
 #ifndef MGPU_RUN_MULTI_H
 #define MGPU_RUN_MULTI_H

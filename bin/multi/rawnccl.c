@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rawnccl.c: the all-reduce loop that a user would write by hand with NCCL and
  * the CUDA runtime, as nccl-tests does with one thread driving every GPU

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * image.c: the mandelbrot workload's picture (--output), PNG when built with
  * libpng, else PPM; with --overlay each row tinted by the worker that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plot.c: mgpu-run --plot, a self-contained SVG of a run drawn from the
  * runtime's trace: a strip of its batches (warm-ups and timed runs), a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * report.c: the text reports of a batch workload: the header line, a line
  * per mode with the per-worker table, the scaling table of --gpus, the fixed

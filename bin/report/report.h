@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* report.h: what a batch workload's report shows (outcome_t, with the
  * sweep, the turns and the ceiling that compare/ measures) and the reports
  * (report/): text, --quiet's line, JSON, the SVG of --plot and the mandelbrot

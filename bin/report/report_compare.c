@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * report_compare.c: the text report's sections of --compare: the table of
  * fixed splits (compare/sweep.c), the line of the turns (compare/turns.c),

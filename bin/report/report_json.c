@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * report_json.c: a batch workload's report as one JSON object (--json; the
  * fields are described in doc/json.md).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * batch.c: one run of a batch workload on a runtime, on its first w->nrun
  * items (the whole batch, or a prefix): its outputs poisoned, the batch

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * measure.c: one mode's timed runs on its runtime: a warm-up, then --repeat
  * timed runs, whose median is reported. Where a run of the whole batch would

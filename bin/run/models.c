@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * models.c: the model store (lib/store, MGPU_MODEL_DIR) as mgpu-run shows it:
  * --models lists its files and --models-clear removes them, both without a

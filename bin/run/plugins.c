@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugins.c: workloads from shared libraries (--plugin): the file checked
  * before dlopen, the registry the plugin's entry point fills, the command

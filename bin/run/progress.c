@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * progress.c: what runs beside the main thread while it waits for a batch:
  * the progress bar on a terminal, and SIGINT's thread, which cancels the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* run.h: a batch workload's instance and its runs (run/): the command line's
  * options (read by cli/), the workload and its arrays, one run of its batch,
  * the timed runs of a mode, their verification, the runtimes started, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * startup.c: the runtimes mgpu-run starts (one per mode or GPU count, with
  * the trace that --trace and --plot ask for) and what it prints about them

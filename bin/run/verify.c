@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * verify.c: the check of the last run's results (the items it computed: the
  * whole batch, or a prefix) against the kernel's CPU function run here

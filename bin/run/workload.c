@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * workload.c: the batch workloads' instances: the kernel, its argument and
  * the arrays of a run, filled with the seed's random inputs; for

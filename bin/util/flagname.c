@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * flagname.c: the library names a setting in its messages by its MGPU_*
  * variable, whatever set it; where a flag of mgpu-run's command line set it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * hostcpu.c: steal time from /proc/stat. On a virtual machine the host can
  * take a busy virtual CPU away for milliseconds at a time; a CPU worker then

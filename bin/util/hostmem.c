@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * hostmem.c: mgpu-run's host arrays against the memory the system can give
  * without swapping (MemAvailable in /proc/meminfo). Under overcommit malloc

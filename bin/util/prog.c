@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * prog.c: the program's name in its messages, and the usage error that every
  * part of mgpu-run reports a bad command line with.

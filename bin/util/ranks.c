@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ranks.c: mgpu-run under an MPI launcher (mpirun, mpiexec, srun): MPI is
  * initialised where a launcher started the process (unless --no-mpi), so the

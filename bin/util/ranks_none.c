@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ranks_none.c: stands in for ranks.c in a build without MPI: one process. */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* util.h: what every part of mgpu-run may use (the lowest layer of
  * bin/layers.txt): the program's name and exit statuses, usage errors
  * (prog.c), the names of settings in messages (flagname.c), the host's steal

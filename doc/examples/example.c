@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * example.c: the complete program of the libmgpurt user guide (doc/guide.md).
  *

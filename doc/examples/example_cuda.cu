@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * example_cuda.cu: the GPU function of the user guide's kernel square_plus_c
  * (doc/guide.md, doc/examples/example.c): y = x * x + c, with the same results

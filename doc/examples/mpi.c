@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* mpi.c: one batch over every rank of an MPI job, with libmgpurt.
  * Every rank runs this program; the runtime spans MPI_COMM_WORLD. */
 #include <mgpurt.h>

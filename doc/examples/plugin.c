@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin.c: an example mgpu-run plugin. It adds the workload "collatz": for each
  * 64-bit input, the number of Collatz steps (n -> n/2 or 3n+1) until it reaches

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* plugin_cuda.cu: the GPU version of the example plugin's collatz kernel. */
 #include <cuda_runtime.h>
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tutorial-1.c: step 1 of the tutorial (doc/getting-started.md): a first
  * kernel, run on every CPU core. y[i] = tutorial_mix(x[i], rounds) for a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tutorial-2.c: steps 2 and 3 of the tutorial (doc/getting-started.md): the
  * kernel of step 1 with a CUDA function as well, so that its batches run on

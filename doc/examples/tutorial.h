@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tutorial.h: the computation of one item in the tutorial (doc/getting-started.md),
  * shared by the C compiler (tutorial-1.c, tutorial-2.c) and nvcc (tutorial_cuda.cu),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tutorial_cuda.cu: the GPU function of the tutorial's kernel
  * (doc/getting-started.md, step 2): y[i] = tutorial_mix(x[i], rounds), the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * api.c: the entry points of runtimes, batches, events and collectives, each
  * handing its call to the files below that do the work: those of one process

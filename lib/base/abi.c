@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * abi.c: the sizes of the structs that callers allocate: checking a caller's
  * size against the layouts this library knows, and copying a struct in and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * base.h: what every layer of lib/ stands on: the lock order, logging and
  * errors, the sizes of the callers' structs, strict parsers, settings,

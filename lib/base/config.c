@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * config.c: turns mgpu_config_t fields (and for the settings for tests,
  * mgpu__testcfg_t fields) and MGPU_* environment variables into the runtime's

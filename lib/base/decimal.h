@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* decimal.h: the one rule for decimal numbers, shared by the library's
  * settings (config.c) and mgpu-run's flags, so that a flag and its variable
  * accept the same text. */

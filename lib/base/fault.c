@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fault.c: the test-only fault plan of MGPU_FAULT_INJECT, which makes chosen GPU
  * operations fail, never end or pause so that recovery and races can be tested

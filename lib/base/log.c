@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * log.c: logging at MGPU_DEBUG's level, each thread's last error, clocks,
  * panics, and the run-time check of the lock order of base.h in builds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * parse.c: the strict parsers of settings and option values: the whole text
  * is read, blanks around it aside, and a value out of range is an error, never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* status.c: names and descriptions of status codes, from MGPU_STATUS_MAP. */
 #include "base/base.h"
 

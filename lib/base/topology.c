@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topology.c: how many CPU cores this process may really use, and where the
  * runtime's GPU host threads run: the affinity mask (widened to OpenMP's places

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tunables.h: lib's named constants, each with its reason; the measurements
  * behind the scheduler's are in doc/tuning.md ("Internal constants").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * batch.c: submitting work: a batch checked against its kernel and the
  * runtime (mgpu_submit), submitted and waited for (mgpu_run), a plain CPU

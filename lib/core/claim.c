@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * claim.c: who computes which items. A worker takes chunks from the front of
  * its own range of a batch (plan.c), then steals from the back of the range

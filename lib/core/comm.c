@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * comm.c: whether the runtime's collectives go through NCCL, and the abort of
  * a GPU's NCCL communicator by that GPU's own host thread when a collective

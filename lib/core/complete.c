@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * complete.c: the end of a claim. A chunk computed is counted and taught to
  * the model; a chunk of a failed batch is dropped; a failed GPU chunk goes

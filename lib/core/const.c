@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * const.c: replicated read-only constants. The host copy is made at creation;
  * each GPU worker uploads its own device copy on first use and keeps it until the

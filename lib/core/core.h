@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * core.h: the runtime's shared objects (runtime, batch, range, worker,
  * constant, device task) and a batch's path: submission, activation, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * event.c: the events of batches and device tasks: waiting (also for a GPU's
  * earlier tasks, before its memory is freed), testing, canceling, progress,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * handle.c: the live handles (runtimes, events, constants, ...) the caller
  * holds, so that one used after mgpu_finalize, released twice or never made

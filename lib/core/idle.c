@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * idle.c: idle workers and their wake-ups. A worker with nothing to claim
  * spins briefly on the runtime's work generation, then sleeps; whoever makes

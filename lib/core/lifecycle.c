@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lifecycle.c: a batch's life. A batch (or device task, task.c) is its own
  * event, held by the caller, by the runtime until it completes, by each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * persist.c: what a runtime keeps of its kernel models between processes,
  * through the store (lib/store): each worker's class, a named kernel's

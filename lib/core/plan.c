@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plan.c: a batch's first split: one range per eligible worker, sized so that
  * all are predicted to end together, then adjusted: alike GPUs split as

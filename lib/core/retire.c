@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * retire.c: a GPU worker that keeps failing is retired for the rest of the
  * run, and the other workers take its ranges. A batch that no worker left may

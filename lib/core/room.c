@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * room.c: how many items of a batch fit in one chunk of a GPU worker: what a
  * slot's share of the device's memory holds, at most MGPU_MAX_BATCH_SIZE, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * speed.c: which workers take part in a batch, and how fast each is taken to
  * be: the rate and latency its chunk-time fit predicts, the CPU team's mean,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * task.c: device tasks, work run on given GPUs from their own host threads
  * (collectives, split arrays, device memory), each an event like a batch's.

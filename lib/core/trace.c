@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trace.c: MGPU_TRACE, a Chrome trace-event JSON file that Perfetto and
  * chrome://tracing open. Each worker appends events to its own buffer (no

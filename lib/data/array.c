@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * array.c: device memory, and arrays split across the GPUs and the host by
  * shares (mgpu_array_*). Every device operation is a task run by the GPU's own

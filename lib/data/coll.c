@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * coll.c: collectives over the runtime's GPUs, each GPU's part a task part on
  * its task stream: an NCCL call (the communicators made on first use, under

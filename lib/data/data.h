@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * data.h: data that lives on the devices: mgpu_device_alloc's record,
  * split arrays and the collectives.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * devmem.c: the record of the device memory that mgpu_device_alloc gave out
  * (rt->dev_allocs, under rt->alloc_lock), so that mgpu_device_free refuses a

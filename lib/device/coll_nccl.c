@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * coll_nccl.c: the NCCL calls behind the collectives (coll.c). One
  * communicator per GPU of the runtime, by ncclCommInitAll, or across MPI ranks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * device.h: the device back ends (emulated, CUDA, none) behind one table
  * of operations, and NCCL behind another.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * device_cuda.c: the CUDA back end of the GPU workers, on the CUDA runtime API
  * (linked statically; cudart opens the driver at run time, so the library

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * device_emul.c: the emulated device back end (MGPU_EMULATE_GPUS, tests only).
  * Device memory is host memory with a size limit; each stream is a thread

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* device_nocuda.c: stands in for device_cuda.c in builds without CUDA; no CUDA back end. */
 #include "device/device.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dist.c: a runtime across MPI ranks: its duplicate of the caller's
  * communicator, the control window through which ranks see and take each

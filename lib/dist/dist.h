@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dist.h: the runtime across MPI ranks, as the layer above sees it. Its
  * files sit above the rest of lib/; dist_mpi.h holds their MPI state.

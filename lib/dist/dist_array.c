@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dist_array.c: split arrays across MPI ranks: consecutive parts, one per rank,
  * in proportion to the ranks' GPUs (equal where none has one), each an array

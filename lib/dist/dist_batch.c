@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dist_batch.c: one batch run once over all the ranks of a runtime: its
  * submission, its event and its figures. The ranks exchange their records of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dist_coll.c: the collectives over every GPU of every rank, GPUs numbered
  * over the ranks, rank 0's first; every call starts with an exchange of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dist_mpi.h: the state of a runtime across MPI ranks and of a batch across
  * them, shared by the files of dist/ (dist.c, dist_part.c, dist_batch.c,

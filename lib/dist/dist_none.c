@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dist_none.c: stands in for the ranks' layer (dist.c, dist_batch.c,
  * dist_coll.c, dist_array.c) in builds without MPI: every runtime is one

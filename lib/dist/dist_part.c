@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dist_part.c: how a rank runs its part of a batch across ranks (dist_batch.c
  * submits it): its share in parts claimed from the front of its range in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fit.c: the chunk-time model of one worker on one kernel, as pure numbers.
  * A chunk of n items takes t(n) = a + c n seconds (the line), fitted by least

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * model.c: the per-kernel model: every worker's chunk-time fit (fit.c) and
  * what each publishes of it to the others (its speed and latency, which the

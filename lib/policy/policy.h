@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * policy.h: pure functions of numbers: the chunk-time line of each worker,
  * the split by predicted finish, the thief's share, the per-kernel model,

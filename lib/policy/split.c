@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * split.c: how a batch's items are shared among workers so that all are
  * predicted to finish together, and how much a thief takes from a victim's

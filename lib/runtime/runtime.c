@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * runtime.c: starting and stopping a runtime: configuration, topology, the GPU
  * back end, the worker threads; the effective settings for --info; host memory.

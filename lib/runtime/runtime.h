@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * runtime.h: starting and stopping a runtime of one process, and its
  * statistics.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stats.c: the runtime's statistics over its life (mgpu_runtime_stats) and
  * their printout.

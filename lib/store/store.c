@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * store.c: the on-disk store of kernel models: file names, the text format,
  * its strict reading, and writes that are atomic and safe between processes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * store.h: the on-disk store of kernel models, which lets a fresh process
  * start from what earlier ones learnt. One small text file per kernel (its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_worker.c: the CPU workers, a persistent OpenMP team started at mgpu_init
  * from a thread of the runtime's own, each member taking chunks until finalize.

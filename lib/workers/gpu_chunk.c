@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gpu_chunk.c: a GPU's chunks, from issue to completion. A chunk that fails
  * goes back to its batch to be computed elsewhere; out of memory halves the

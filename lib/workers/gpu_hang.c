@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gpu_hang.c: deadlines and hung devices. A GPU's host thread publishes when
  * the chunk it waits for must end (under hang_lock); past it, the watchdog

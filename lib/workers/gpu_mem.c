@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gpu_mem.c: a GPU worker's memory: the slots' device and staging buffers,
  * grown on need and kept, and the device copies of constants, uploaded on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gpu_task.c: device task parts on a GPU's task stream: taken from the GPU's
  * queue of posted parts (task.c), enqueued between timing events, polled, and

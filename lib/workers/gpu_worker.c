@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gpu_worker.c: one host thread per GPU, against the device interface (CUDA
  * or emulated). It keeps up to MGPU_STREAMS_PER_GPU chunks in flight, a slot

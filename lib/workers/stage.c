@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stage.c: the staging copies between the user's pageable arrays and a GPU's
  * pinned buffers. One thread copies pageable memory far slower than memory

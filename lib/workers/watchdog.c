@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * watchdog.c: the deadline thread (MGPU_TIMEOUT), where deadlines exist (GPUs,
  * MGPU_TIMEOUT not 0). A GPU thread waiting for a hung device may never come

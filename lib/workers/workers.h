@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * workers.h: the threads that run chunks: the CPU team, one host thread per
  * GPU with its memory, chunks, task parts and deadlines, staging copies,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # build.sh: builds StarPU with CUDA from Debian's source package into a local
 # prefix, with the smallest feature set that runs this project's kernels as
 # codelets (CPU and CUDA workers; no MPI, OpenCL, FxT, hwloc, Fortran, docs,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # pack.sh: packs the StarPU that build.sh installed, small enough to carry to
 # a GPU machine without network (6.2 MiB for StarPU 1.3.10 with CUDA 13).
 #

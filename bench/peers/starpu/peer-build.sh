@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # peer-build.sh: compiles peer.c into starpu-peer against a built libmgpurt
 # tree and a StarPU prefix (from build.sh, or unpacked from pack.sh's tarball).
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * peer.c: libmgpurt's built-in kernels run as StarPU codelets, so that the two
  * runtimes are compared on the same kernel functions on the same machine.
