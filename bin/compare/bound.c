@@ -168,22 +168,6 @@ bool bound_reached(const bound_t *b) { return b->run_s > 0 && ranks_bcast(b->end
 /* Why a timed run was cancelled: the comparison's end, or its own bound. */
 static const char *cut_why(const bound_t *b) { return bound_reached(b) ? bound_end_why : timed_cut_why; }
 
-/* Steal time over a timed span, as run/batch.c counts it. */
-static void steal_mark(stealacc_t *a, bool end) {
-  if (!a || a->failed) return;
-  hostcpu_t now;
-  if (hostcpu_read("/proc/stat", &now) != 0) {
-    a->failed = true;
-    return;
-  }
-  if (!end) {
-    a->at = now;
-    return;
-  }
-  a->sum.busy += now.busy - a->at.busy;
-  a->sum.steal += now.steal - a->at.steal;
-}
-
 /* Before a run, as run/batch.c prepares one: every output item poisoned, so
  * that each must be written again, and the items verification records. */
 static void prepare(work_t *w) {
@@ -317,19 +301,6 @@ static int warm_up(mgpu_runtime_t *rt, work_t *w, result_t *r, int warm, bound_t
     b->warm_cut += cut;
   }
   return interrupted ? -1 : 0;
-}
-
-/* The submission number of the next batch on rt, from its trace (0 when it
- * records none), as run/measure.c finds it for a plot. */
-static uint64_t next_batch(mgpu_runtime_t *rt) {
-  size_t n = mgpu_trace_events(rt, NULL, 0);
-  mgpu_trace_event_t *ev = n ? calloc(n, sizeof *ev) : NULL;
-  uint64_t next = 0;
-  n = ev ? mgpu_trace_events(rt, ev, n) : 0;
-  for (size_t i = 0; i < n; i++)
-    if (ev[i].batch + 1 > next) next = ev[i].batch + 1;
-  free(ev);
-  return next;
 }
 
 static int cmp_double(const void *a, const void *b) {

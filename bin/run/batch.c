@@ -38,8 +38,7 @@ void check_work_status(const work_t *w, mgpu_status_t st, const char *what) {
   check_status(st, what);
 }
 
-/* Mark the start (end false) or the end of a timed span in a. */
-static void steal_mark(stealacc_t *a, bool end) {
+void steal_mark(stealacc_t *a, bool end) {
   if (!a || a->failed) return;
   hostcpu_t now;
   if (hostcpu_read("/proc/stat", &now) != 0) {

@@ -85,10 +85,7 @@ static bool choose_prefix(mgpu_runtime_t *rt, const opts_t *o, work_t *w, result
   return true;
 }
 
-/* The submission number of the next batch on rt, from its trace: one past
- * the highest that its events name (0 when it records none). A plot marks
- * the batches before it as warm-ups. */
-static uint64_t next_batch(mgpu_runtime_t *rt) {
+uint64_t next_batch(mgpu_runtime_t *rt) {
   size_t n = mgpu_trace_events(rt, NULL, 0);
   mgpu_trace_event_t *ev = n ? calloc(n, sizeof *ev) : NULL;
   uint64_t next = 0;

@@ -182,6 +182,12 @@ double run_bounded_timed(mgpu_runtime_t *rt, work_t *w, double bound_s, mgpu_sta
                          size_t *done);
 size_t verify_step(size_t n);
 double steal_share(const stealacc_t *a);
+/* Mark the start (end false) or the end of a timed span in a (NULL: none). */
+void steal_mark(stealacc_t *a, bool end);
+/* The submission number of the next batch on rt, from its trace: one past
+ * the highest that its events name (0 when it records none). A plot marks
+ * the batches before it as warm-ups. */
+uint64_t next_batch(mgpu_runtime_t *rt);
 
 /* verify.c */
 void verify(work_t *w, mgpu_runtime_t *rt, verdict_t *v);
