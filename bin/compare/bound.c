@@ -168,17 +168,6 @@ bool bound_reached(const bound_t *b) { return b->run_s > 0 && ranks_bcast(b->end
 /* Why a timed run was cancelled: the comparison's end, or its own bound. */
 static const char *cut_why(const bound_t *b) { return bound_reached(b) ? bound_end_why : timed_cut_why; }
 
-/* Before a run, as run/batch.c prepares one: every output item poisoned, so
- * that each must be written again, and the items verification records. */
-static void prepare(work_t *w) {
-  w->started = true;
-  w->complete = false;
-  for (int i = 0; i < MGPU_MAX_ARGS; i++)
-    if (w->outs[i]) memset(w->outs[i], 0xA5, w->outs_bytes[i] / w->n * w->nrun);
-  w->vstep = verify_step(w->nrun);
-  for (size_t i = 0; i < w->sample_cap; i++) w->sample_worker[i] = -1;
-}
-
 /* A run of w's first w->nrun items, cancelled once it has run limit seconds
  * (0: never; the pipeline's stages always run to their end): its seconds,
  * with its figures in st and sa (NULL: not wanted); -1 where SIGINT canceled
@@ -186,7 +175,7 @@ static void prepare(work_t *w) {
 static double cut_run(mgpu_runtime_t *rt, work_t *w, double limit, mgpu_stats_t *st, stealacc_t *sa, bool *cut) {
   *cut = false;
   if (limit <= 0 || !strcmp(w->name, "pipeline")) return run_once(rt, w, st, sa);
-  prepare(w);
+  run_prepare(w);
   int nranks = mgpu_num_ranks(rt);
   mgpu_stats_t own = {0}, *s = st ? st : &own;
   mgpu_rank_stats_t *own_rs = NULL;

@@ -246,9 +246,7 @@ static double run_pipeline(mgpu_runtime_t *rt, work_t *w, mgpu_stats_t *st, stea
  * spread over it. */
 size_t verify_step(size_t n) { return n <= 4096 ? 1 : n / 2000; }
 
-/* Before a run: its outputs poisoned (every item must be written again), and
- * the items whose worker is recorded for verification chosen. */
-static void run_prepare(work_t *w) {
+void run_prepare(work_t *w) {
   w->started = true;
   w->complete = false;
   for (int i = 0; i < MGPU_MAX_ARGS; i++)

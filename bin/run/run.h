@@ -177,6 +177,9 @@ unsigned long long work_intensity(const work_t *w);
 void check_status(mgpu_status_t st, const char *what);
 void check_work_status(const work_t *w, mgpu_status_t st, const char *what);
 double run_once(mgpu_runtime_t *rt, work_t *w, mgpu_stats_t *st, stealacc_t *sa);
+/* Before a run: its outputs poisoned (every item must be written again), and
+ * the items whose worker is recorded for verification chosen. */
+void run_prepare(work_t *w);
 double run_bounded(mgpu_runtime_t *rt, work_t *w, size_t k, double bound_s, bool project, size_t *done);
 double run_bounded_timed(mgpu_runtime_t *rt, work_t *w, double bound_s, mgpu_stats_t *st, stealacc_t *sa,
                          size_t *done);

@@ -422,10 +422,8 @@ void mgpu__reserve_prefer(mgpu__model_t *m, int level) {
 }
 
 int mgpu__reserve_best(const mgpu__model_t *m) {
-  int best = -1;
+  unsigned timed = 0;
   for (int l = 0; l < MGPU_RESERVE_LEVELS; l++)
-    if (mgpu__reserve_score(m, l) > 0 &&
-        (best < 0 || mgpu__reserve_score(m, l) > MGPU_RESERVE_MARGIN * mgpu__reserve_score(m, best)))
-      best = l;
-  return best;
+    if (mgpu__reserve_score(m, l) > 0) timed |= MGPU_RESERVE_BIT(l);
+  return timed ? fastest(m, timed) : -1;
 }
