@@ -264,6 +264,29 @@ START_TEST(test_wrong_stored_model_is_dropped) {
 }
 END_TEST
 
+/* A long run stores what it learnt while it runs: a submit made
+ * MGPU_STORE_PERIOD_S after the runtime started writes the models, before
+ * finalize. An event waited on after its runtime is finalized touches
+ * nothing of the runtime (the memory checkers of CI see it). */
+START_TEST(test_long_run_stores_while_running) {
+  char path[] = "/tmp/mgpu-first-XXXXXX";
+  mgpu_runtime_t *rt = start_latency_bound(path, 0, MGPU_SCHED_GPU, store_dir);
+  run_batch(rt, N, 1);
+  ck_assert_int_eq(mgpu_model_stored(rt, &axpk, 0, MGPU_WORKER_GPU), 0);
+  usleep((useconds_t)((MGPU_STORE_PERIOD_S + 0.2) * 1e6));
+  axpk_arg_t a = {.k = 2};
+  mgpu_batch_t b = axpk_batch(&axpk, 1000, xs, ys, &a);
+  mgpu_event_t *ev;
+  ck_assert_int_eq(mgpu_submit(rt, &b, 0, NULL, &ev), MGPU_OK);
+  ck_assert_int_eq(mgpu_model_stored(rt, &axpk, 0, MGPU_WORKER_GPU), 1);
+  mgpu_finalize(rt);
+  ck_assert_int_eq(mgpu_event_wait(ev, NULL), MGPU_OK);
+  mgpu_event_release(ev);
+  for (size_t i = 0; i < 1000; i++) ck_assert_uint_eq(ys[i], xs[i] * 3 + 2);
+  unlink(path);
+}
+END_TEST
+
 /* MGPU_MODEL_DIR=off keeps nothing; an unnamed kernel is never stored. */
 START_TEST(test_store_off_and_unnamed) {
   mgpu_test_config_t c = mgpu_test_config(1, 1);
@@ -301,6 +324,7 @@ int main(void) {
   tcase_add_test(store, test_stored_model_skips_the_probe);
   tcase_add_loop_test(store, test_wrong_stored_model_is_dropped, 0, 2);
   tcase_add_test(store, test_store_off_and_unnamed);
+  tcase_add_test(store, test_long_run_stores_while_running);
   suite_add_tcase(s, store);
   return mgpu_test_main(s);
 }

@@ -121,6 +121,9 @@ mgpu_status_t mgpu__node_submit(mgpu_runtime_t *rt, const char *fn, const char *
                                 size_t base, size_t ndeps, mgpu_event_t *const *deps, mgpu_event_t **done_p) {
   mgpu_status_t rst = mgpu__check_rt(rt, fn);
   if (rst != MGPU_OK) return rst;
+  /* What earlier batches learnt is stored from here, where the caller vouches
+   * for rt: an event may be waited on after its runtime is finalized. */
+  mgpu__persist_tick(rt);
   if (!user) return mgpu__fail(MGPU_EINVAL, "%s: batch is NULL", fn);
   if (!done_p) return mgpu__fail(MGPU_EINVAL, "%s: done_p is NULL", fn);
   mgpu_batch_t desc;
@@ -164,6 +167,7 @@ mgpu_status_t mgpu__node_run(mgpu_runtime_t *rt, const char *fn, const char *pre
   mgpu_stats_t s;
   st = mgpu__event_wait(ev, stats ? &s : NULL, &ref);
   mgpu__node_event_release(ev);
+  mgpu__persist_tick(rt);
   if (stats) mgpu__stats_put(&ref, &s);
   return st;
 }

@@ -610,7 +610,7 @@ void mgpu__persist_load(mgpu_runtime_t *rt, mgpu__model_t *m);
  * read the models, writes without it). */
 void mgpu__persist_save(mgpu_runtime_t *rt);
 /* mgpu__persist_save where MGPU_STORE_PERIOD_S passed since the last one
- * (a caller's thread, after a wait). */
+ * (a caller's thread, in a submit or after mgpu_run's wait). */
 void mgpu__persist_tick(mgpu_runtime_t *rt);
 
 /* comm.c */

@@ -145,7 +145,6 @@ static void wait_done(mgpu__batch_t *b) {
 mgpu_status_t mgpu__event_wait(mgpu_event_t *ev, mgpu_stats_t *stats, const mgpu__stats_ref_t *r) {
   mgpu__batch_t *b = (mgpu__batch_t *)ev;
   wait_done(b);
-  if (b->rt) mgpu__persist_tick(b->rt);
   if (stats) fill_stats(b, stats, r);
   mgpu_status_t st = (mgpu_status_t)atomic_load(&b->status);
   if (b->task && st != MGPU_OK)
