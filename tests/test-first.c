@@ -6,6 +6,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "testkern.h"
@@ -264,25 +265,41 @@ START_TEST(test_wrong_stored_model_is_dropped) {
 }
 END_TEST
 
+/* The inode of kernel k's file in the store (0: none): a rewrite renames a
+ * new file over it. */
+static ino_t stored_inode(const mgpu_kernel_t *k) {
+  char path[1200];
+  ck_assert_int_eq(mgpu__store_path(store_dir, k, 0, path, sizeof path), 0);
+  struct stat st;
+  return stat(path, &st) == 0 ? st.st_ino : 0;
+}
+
 /* A long run stores what it learnt while it runs: a submit made
  * MGPU_STORE_PERIOD_S after the runtime started writes the models, before
- * finalize. An event waited on after its runtime is finalized touches
- * nothing of the runtime (the memory checkers of CI see it). */
+ * finalize; finalize then rewrites only the kernels that learnt since. An
+ * event waited on after its runtime is finalized touches nothing of the
+ * runtime (the memory checkers of CI see it). */
 START_TEST(test_long_run_stores_while_running) {
   char path[] = "/tmp/mgpu-first-XXXXXX";
   mgpu_runtime_t *rt = start_latency_bound(path, 0, MGPU_SCHED_GPU, store_dir);
   run_batch(rt, N, 1);
   ck_assert_int_eq(mgpu_model_stored(rt, &axpk, 0, MGPU_WORKER_GPU), 0);
   usleep((useconds_t)((MGPU_STORE_PERIOD_S + 0.2) * 1e6));
+  mgpu_kernel_t other = axpk;
+  other.name = "axpk-other";
   axpk_arg_t a = {.k = 2};
-  mgpu_batch_t b = axpk_batch(&axpk, 1000, xs, ys, &a);
+  mgpu_batch_t b = axpk_batch(&other, 1000, xs, ys, &a);
   mgpu_event_t *ev;
   ck_assert_int_eq(mgpu_submit(rt, &b, 0, NULL, &ev), MGPU_OK);
   ck_assert_int_eq(mgpu_model_stored(rt, &axpk, 0, MGPU_WORKER_GPU), 1);
+  ino_t before = stored_inode(&axpk);
+  ck_assert(before != 0);
   mgpu_finalize(rt);
   ck_assert_int_eq(mgpu_event_wait(ev, NULL), MGPU_OK);
   mgpu_event_release(ev);
   for (size_t i = 0; i < 1000; i++) ck_assert_uint_eq(ys[i], xs[i] * 3 + 2);
+  ck_assert_msg(stored_inode(&axpk) == before, "finalize rewrote a model that learnt nothing since it was stored");
+  ck_assert(stored_inode(&other) != 0);
   unlink(path);
 }
 END_TEST

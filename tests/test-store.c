@@ -210,7 +210,8 @@ START_TEST(test_store_concurrent_writers) {
       char cls[32], why[512];
       snprintf(cls, sizeof cls, "gpu:p%d", p);
       for (int i = 1; i <= WRITES; i++) {
-        mgpu__store_entry_t e = entry(cls, 1e-3, 1e-9, (double)time(NULL));
+        /* Each write differs from the last, or the store keeps the file. */
+        mgpu__store_entry_t e = entry(cls, 1e-3, i % 2 ? 1e-9 : 2e-9, (double)time(NULL));
         e.samples = i;
         if (mgpu__store_write(dir, &kern, 0, &e, 1, why, sizeof why) != 0) _exit(1);
         mgpu__store_entry_t r;
@@ -231,6 +232,88 @@ START_TEST(test_store_concurrent_writers) {
   ck_assert_int_eq(mgpu__store_parse(path, &f, NULL, why, sizeof why), 0);
   ck_assert_int_eq(f.n, PROCS);
   for (int i = 0; i < f.n; i++) ck_assert(f.e[i].samples == WRITES);
+  rm_dir();
+}
+END_TEST
+
+/* Many kernels in one write: each put gets its file, a put refused (an
+ * unnamed kernel) is counted and named, and the others are written all the
+ * same. */
+START_TEST(test_store_write_many) {
+  fresh_dir();
+  enum { K = 5 };
+  mgpu_kernel_t ks[K];
+  char names[K][16];
+  mgpu__store_entry_t e[K];
+  mgpu__store_put_t puts[K];
+  for (int i = 0; i < K; i++) {
+    snprintf(names[i], sizeof names[i], "many-%d", i);
+    ks[i] = kern;
+    ks[i].name = i == 2 ? NULL : names[i];
+    e[i] = entry("gpu:a", 1e-3 * (i + 1), 1e-9, (double)time(NULL));
+    puts[i] = (mgpu__store_put_t){&ks[i], (uint64_t)i, &e[i], 1};
+  }
+  char why[512];
+  ck_assert_int_eq(mgpu__store_write_many(dir, puts, K, why, sizeof why), 1);
+  ck_assert_msg(strstr(why, "unnamed") != NULL, "%s", why);
+  for (int i = 0; i < K; i++) {
+    if (i == 2) continue;
+    mgpu__store_entry_t r;
+    ck_assert_int_eq(mgpu__store_lookup(dir, &ks[i], (uint64_t)i, "gpu:a", (double)time(NULL), 30 * day, &r, why,
+                                        sizeof why), 0);
+    ck_assert(r.latency == e[i].latency);
+  }
+  char file[300], sub[400];
+  snprintf(file, sizeof file, "%s/plain-file", dir);
+  FILE *fp = fopen(file, "w");
+  ck_assert_ptr_nonnull(fp);
+  fclose(fp);
+  snprintf(sub, sizeof sub, "%s/models", file);
+  ck_assert_int_eq(mgpu__store_write_many(sub, puts, K, why, sizeof why), -1);
+  ck_assert_msg(strstr(why, "cannot make") != NULL, "%s", why);
+  rm_dir();
+}
+END_TEST
+
+/* The inode of kern's file in dir: a rewrite renames a new file over it. */
+static ino_t file_inode(void) {
+  char path[1200];
+  ck_assert_int_eq(mgpu__store_path(dir, &kern, 0, path, sizeof path), 0);
+  struct stat st;
+  ck_assert_int_eq(stat(path, &st), 0);
+  return st.st_ino;
+}
+
+/* A file that agrees with what is written (the latency, the cost and the
+ * knee's time each within 1.5 times, the same reserve way, written less than
+ * a day before) stays as it is; a value off by more, another way, a day
+ * passed or a new class rewrite it. */
+START_TEST(test_store_agreeing_file_is_kept) {
+  fresh_dir();
+  double now = (double)time(NULL);
+  mgpu__store_entry_t e = entry("gpu:a", 2e-3, 1e-9, now), r;
+  e.knee = 4096;
+  char why[512];
+  ck_assert_int_eq(mgpu__store_write(dir, &kern, 0, &e, 1, why, sizeof why), 0);
+  ino_t ino = file_inode();
+  mgpu__store_entry_t near = e;
+  near.latency *= 1.4, near.cost /= 1.2, near.knee *= 1.2, near.samples = 99, near.saved = now + 3600;
+  ck_assert_int_eq(mgpu__store_write(dir, &kern, 0, &near, 1, why, sizeof why), 0);
+  ck_assert(file_inode() == ino);
+  ck_assert_int_eq(mgpu__store_lookup(dir, &kern, 0, "gpu:a", now, 30 * day, &r, why, sizeof why), 0);
+  ck_assert(r.latency == e.latency && r.samples == e.samples);
+  mgpu__store_entry_t far[4] = {e, e, e, e};
+  far[0].cost *= 1.6;
+  far[1].reserve = 2;
+  far[2].saved = now + 1.5 * day;
+  snprintf(far[3].cls, sizeof far[3].cls, "gpu:b");
+  for (int i = 0; i < 4; i++) {
+    ck_assert_int_eq(mgpu__store_write(dir, &kern, 0, &far[i], 1, why, sizeof why), 0);
+    ck_assert_msg(file_inode() != ino, "write %d kept the file", i);
+    ino = file_inode();
+    ck_assert_int_eq(mgpu__store_lookup(dir, &kern, 0, far[i].cls, far[i].saved, 30 * day, &r, why, sizeof why), 0);
+    ck_assert(r.cost == far[i].cost && r.reserve == far[i].reserve);
+  }
   rm_dir();
 }
 END_TEST
@@ -274,6 +357,8 @@ int main(void) {
   tcase_add_test(files, test_store_missing_file_is_no_entry);
   tcase_add_test(files, test_store_classes_name_the_hardware);
   tcase_add_test(files, test_store_clear_by_kernel);
+  tcase_add_test(files, test_store_write_many);
+  tcase_add_test(files, test_store_agreeing_file_is_kept);
   suite_add_tcase(s, files);
   TCase *trust = tcase_create("not trusted");
   tcase_add_test(trust, test_store_refuses_corrupt_file);

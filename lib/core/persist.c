@@ -107,18 +107,22 @@ void mgpu__persist_save(mgpu_runtime_t *rt) {
   int n = 0;
   for (const mgpu__model_t *m = rt->models; m; m = m->next) n += stored(rt, &m->key);
   snap_t *snaps = n ? malloc((size_t)n * sizeof *snaps) : NULL;
+  mgpu__store_put_t *puts = n ? malloc((size_t)n * sizeof *puts) : NULL;
   int k = 0;
-  for (const mgpu__model_t *m = rt->models; m && snaps; m = m->next)
-    if (stored(rt, &m->key)) snap_model(rt, m, now, &snaps[k++]);
+  for (mgpu__model_t *m = rt->models; m && snaps && puts; m = m->next) {
+    uint64_t news = mgpu__model_news(m);
+    if (!stored(rt, &m->key) || news == m->stored_news) continue;
+    snap_model(rt, m, now, &snaps[k]);
+    m->stored_news = news;
+    if (snaps[k].n) k++;
+  }
   MGPU_UNLOCK(&rt->lock);
   /* The files are written with no lock held: the workers go on meanwhile. */
-  for (int i = 0; i < k; i++) {
-    if (snaps[i].n == 0) continue;
-    char why[1400];
-    if (mgpu__store_write(dir, &snaps[i].key, snaps[i].footprint, snaps[i].e, snaps[i].n, why, sizeof why) != 0 &&
-        !atomic_exchange(&rt->store_warned, 1))
-      mgpu__log(MGPU_LOG_WARN, "the model store is not written: %s", why);
-  }
+  for (int i = 0; i < k; i++) puts[i] = (mgpu__store_put_t){&snaps[i].key, snaps[i].footprint, snaps[i].e, snaps[i].n};
+  char why[1400];
+  if (k && mgpu__store_write_many(dir, puts, k, why, sizeof why) != 0 && !atomic_exchange(&rt->store_warned, 1))
+    mgpu__log(MGPU_LOG_WARN, "the model store is not written: %s", why);
+  free(puts);
   free(snaps);
 }
 

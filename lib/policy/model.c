@@ -417,6 +417,12 @@ bool mgpu__model_learnt(const mgpu__model_t *m, int w, double *latency, double *
   return true;
 }
 
+uint64_t mgpu__model_news(const mgpu__model_t *m) {
+  uint64_t n = m->reserve_batches;
+  for (int w = 0; w < m->nworkers; w++) n += atomic_load_explicit(&m->samples[w], memory_order_relaxed);
+  return n;
+}
+
 void mgpu__reserve_prefer(mgpu__model_t *m, int level) {
   if (level >= 0 && level < MGPU_RESERVE_LEVELS) m->reserve_prior = level + 1;
 }

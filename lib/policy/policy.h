@@ -165,6 +165,7 @@ typedef struct mgpu__model {
   int refresh_best;             /* the fastest way at the last refresh (where refresh_gap > 0) */
   size_t reserve_n;             /* batch size the rates are for */
   int reserve_prior;            /* the way the store kept, + 1 (0: none) */
+  uint64_t stored_news;         /* mgpu__model_news when last given to the store (under rt->lock) */
   struct mgpu__model *next;
 } mgpu__model_t;
 
@@ -332,6 +333,9 @@ void mgpu__model_seed(mgpu__model_t *m, int w, double latency, double cost, doub
 bool mgpu__model_learnt(const mgpu__model_t *m, int w, double *latency, double *cost, double *knee, double *samples);
 void mgpu__reserve_prefer(mgpu__model_t *m, int level);
 int mgpu__reserve_best(const mgpu__model_t *m);
+/* A count that grows whenever the model learns (chunks of every worker,
+ * batches timed for the reserve): the store rewrites only a model that moved. */
+uint64_t mgpu__model_news(const mgpu__model_t *m);
 /* A way's speed as the choice sees it: the best of its kept times (0: none). */
 double mgpu__reserve_score(const mgpu__model_t *m, int level);
 /* Item cost by position: where items differ in cost by where they lie, a

@@ -20,6 +20,15 @@
 /* An entry's time may lie this far ahead of the reader's clock (clocks of
  * machines that share a home directory differ a little). */
 #define STORE_CLOCK_SLACK_S 86400.0
+/* A file whose entries agree with what a process learnt is as good a prior
+ * (a batch's own chunks correct it), and is not rewritten: renaming over a
+ * file costs the disk a flush. Agree: the latency, the cost per item and the
+ * knee's time (knee x cost) each within 1.5 times (the times within
+ * STORE_LATENCY_FLOOR_S). An entry is refreshed once a day all the same, so
+ * that one in use never ages out of MGPU_STORE_MAX_AGE_S. */
+#define STORE_AGREE (1.0 / 3)
+#define STORE_LATENCY_FLOOR_S 2e-6
+#define STORE_REFRESH_S 86400.0
 
 int mgpu__store_default_dir(char *out, size_t len) {
   const char *xdg = getenv("XDG_CACHE_HOME");
@@ -294,46 +303,97 @@ static int write_file(const char *path, const mgpu_kernel_t *k, const char *shap
   return 0;
 }
 
-int mgpu__store_write(const char *dir, const mgpu_kernel_t *k, uint64_t footprint, const mgpu__store_entry_t *e,
-                      int n, char *why, size_t whylen) {
-  char path[1200], lockp[1100], shape[160];
-  if (!k->name || !k->name[0]) {
-    snprintf(why, whylen, "an unnamed kernel is never stored");
+/* The refusal of a kernel the store never keeps, or NULL. */
+static const char *unstorable(const mgpu_kernel_t *k) {
+  if (!k->name || !k->name[0]) return "an unnamed kernel is never stored";
+  if (strlen(k->name) >= sizeof(((mgpu__store_file_t *)0)->kernel) || strchr(k->name, '\n'))
+    return "kernel names of over 127 characters or with a line break are not stored";
+  return NULL;
+}
+
+static bool near(double a, double b, double floor) {
+  return fabs(a - b) <= STORE_AGREE * fmax(fabs(a), fabs(b)) + floor;
+}
+
+/* Whether every entry of e[0..n) is in the file f as good as it is. */
+static bool agrees(const mgpu__store_file_t *f, const mgpu__store_entry_t *e, int n) {
+  for (int i = 0; i < n; i++) {
+    const mgpu__store_entry_t *o = NULL;
+    for (int j = 0; j < f->n && !o; j++)
+      if (strcmp(f->e[j].cls, e[i].cls) == 0) o = &f->e[j];
+    if (!o || e[i].saved - o->saved > STORE_REFRESH_S || o->saved > e[i].saved + STORE_CLOCK_SLACK_S ||
+        o->reserve != e[i].reserve || !near(o->latency, e[i].latency, STORE_LATENCY_FLOOR_S) ||
+        !near(o->cost, e[i].cost, 0) || !near(o->knee * o->cost, e[i].knee * e[i].cost, STORE_LATENCY_FLOOR_S))
+      return false;
+  }
+  return true;
+}
+
+/* One put, with the store's lock held; old is scratch for the file read. */
+static int put_one(const char *dir, const mgpu__store_put_t *p, mgpu__store_file_t *old, char *why, size_t whylen) {
+  const char *refused = unstorable(p->k);
+  if (refused) {
+    snprintf(why, whylen, "%s", refused);
     return -1;
   }
-  if (strlen(k->name) >= sizeof(((mgpu__store_file_t *)0)->kernel) || strchr(k->name, '\n')) {
-    snprintf(why, whylen, "kernel names of over 127 characters or with a line break are not stored");
-    return -1;
-  }
-  if (make_dirs(dir, why, whylen) != 0) return -1;
-  if (mgpu__store_path(dir, k, footprint, path, sizeof path) != 0 ||
-      snprintf(lockp, sizeof lockp, "%s/.lock", dir) >= (int)sizeof lockp) {
+  char path[1200], shape[160], owhy[256];
+  if (mgpu__store_path(dir, p->k, p->footprint, path, sizeof path) != 0) {
     snprintf(why, whylen, "the path of %s is too long", dir);
+    return -1;
+  }
+  mgpu__store_shape(p->k, p->footprint, shape, sizeof shape);
+  /* A bad or foreign file is replaced; only a good one's other classes stay. */
+  if (mgpu__store_parse(path, old, NULL, owhy, sizeof owhy) != 0 || strcmp(old->kernel, p->k->name) != 0 ||
+      strcmp(old->shape, shape) != 0)
+    old->n = 0;
+  else if (agrees(old, p->e, p->n))
+    return 0;
+  return write_file(path, p->k, shape, old, p->e, p->n, why, whylen);
+}
+
+int mgpu__store_write_many(const char *dir, const mgpu__store_put_t *puts, int n, char *why, size_t whylen) {
+  char lockp[1100];
+  if (make_dirs(dir, why, whylen) != 0) return -1;
+  if (snprintf(lockp, sizeof lockp, "%s/.lock", dir) >= (int)sizeof lockp) {
+    snprintf(why, whylen, "the path of %s is too long", dir);
+    return -1;
+  }
+  mgpu__store_file_t *old = malloc(sizeof *old);
+  if (!old) {
+    snprintf(why, whylen, "out of memory");
     return -1;
   }
   int lk = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lk < 0) {
     snprintf(why, whylen, "cannot write %s: %s", lockp, strerror(errno));
+    free(old);
     return -1;
   }
+  int failed = 0;
   while (flock(lk, LOCK_EX) != 0)
     if (errno != EINTR) {
       snprintf(why, whylen, "cannot lock %s: %s", lockp, strerror(errno));
-      close(lk);
-      return -1;
+      failed = -1;
+      break;
     }
-  mgpu__store_shape(k, footprint, shape, sizeof shape);
-  mgpu__store_file_t *old = malloc(sizeof *old);
-  char owhy[256];
-  /* A bad or foreign file is replaced; only a good one's other classes stay. */
-  if (old && (mgpu__store_parse(path, old, NULL, owhy, sizeof owhy) != 0 || strcmp(old->kernel, k->name) != 0 ||
-              strcmp(old->shape, shape) != 0))
-    old->n = 0;
-  int rc = write_file(path, k, shape, old, e, n, why, whylen);
-  free(old);
-  flock(lk, LOCK_UN);
+  char pwhy[1400];
+  for (int i = 0; i < n && failed >= 0; i++)
+    if (put_one(dir, &puts[i], old, pwhy, sizeof pwhy) != 0 && failed++ == 0) snprintf(why, whylen, "%s", pwhy);
+  if (failed >= 0) flock(lk, LOCK_UN);
   close(lk);
-  return rc;
+  free(old);
+  return failed;
+}
+
+int mgpu__store_write(const char *dir, const mgpu_kernel_t *k, uint64_t footprint, const mgpu__store_entry_t *e,
+                      int n, char *why, size_t whylen) {
+  const char *refused = unstorable(k);
+  if (refused) {
+    snprintf(why, whylen, "%s", refused);
+    return -1;
+  }
+  mgpu__store_put_t p = {k, footprint, e, n};
+  return mgpu__store_write_many(dir, &p, 1, why, whylen) == 0 ? 0 : -1;
 }
 
 int mgpu__store_clear(const char *dir, const char *name, char *why, size_t whylen) {
