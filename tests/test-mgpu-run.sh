@@ -789,7 +789,8 @@ d = json.load(sys.stdin)
 b = d["bound"]
 run_s = float(os.environ["MAX_RUN"])
 assert b["run_s"] == run_s and b["grace"] == 2 and b["runs"] > 0 and b["sizing_runs"] > 0, b
-assert abs(b["total_s"] - run_s * (b["sizing_runs"] + b["grace"] * b["runs"])) < 1e-9, b
+assert abs(b["sum_s"] - run_s * (b["sizing_runs"] + b["grace"] * b["runs"])) < 1e-9, b
+assert b["limit_s"] == 60 and b["total_s"] == min(b["sum_s"], b["limit_s"]), b
 listed = {x["what"]: x["why"] for x in b["bounded"]}
 assert all(w.startswith("bounded: ") for w in listed.values()), listed
 said = {r["mode"]: r["skipped"] for r in d["results"] if not r["ran"] and r["skipped"].startswith("bounded")}
@@ -812,6 +813,20 @@ assert d["verification"]["failed"] == 0, d["verification"]
     else bad "--compare --max-run-time $1 with DIVERGE_GPU_SLOW_AFTER=$2: exit $rc: $out"; fi
   done
 fi
+# --compare-time: the whole comparison ends within it where its runs' limits
+# sum to more, the report says so, and what the end stopped is named.
+t0=$(now)
+out=$(env MGPU_EMULATE_GPUS=1 MGPU_EMULATE_LATENCY=2e-3 timeout 120 "$run" --plugin "$divplugin" diverge -n 262144 \
+  --compare --repeat 1 --turns 1 --threads 1 --max-run-time 0.1 --compare-time 0.3 2>&1); rc=$?
+took=$(awk -v a="$t0" -v b="$(now)" 'BEGIN {printf "%.2f", b - a}')
+within=yes
+[ -n "${MGPURT_NO_TIMING:-}" ] || awk -v t="$took" 'BEGIN {exit !(t <= 0.3 + 5)}' || within=no
+if [ $rc = 0 ] && [ $within = yes ] &&
+   printf '%s' "$out" | grep -q "^bound: 0.3 s for the comparison (--compare-time), under the [0-9.e+]* s its runs' limits sum to, " &&
+   printf '%s' "$out" | grep -q "^bounded: .*(the comparison reached its bound)"; then ok
+else bad "--compare --compare-time 0.3: exit $rc after $took s: $out"; fi
+expect 2 "--compare-time is for --compare" -- "$run" mulmod -n 100 --compare-time 5
+expect 2 "--compare-time '-1' is invalid: expected a number of seconds in 0..1e+06" -- "$run" mulmod --compare --compare-time -1
 # Verification says what it checked and, on a failure, the number wrong and the
 # first wrong item with its worker and the bytes expected and got.
 wrongplugin="${top_builddir:-.}/tests/.libs/plugin-wrong.so"

@@ -12,6 +12,7 @@
  * prefix, so that --compare (four modes, six fixed splits and the ceiling,
  * each a warm-up and --repeat runs) stays within a minute or so. */
 #define MAX_RUN_S_DEFAULT 3.0
+#define COMPARE_S_DEFAULT 60.0 /* --compare-time */
 /* --first-batch's runs: the first, the second, and four for the steady state. */
 #define FIRST_BATCH_RUNS 6
 

@@ -22,7 +22,7 @@
 
 typedef enum {
   O_ITEMS, O_SIZE, O_INTENSITY, O_MODE, O_COMPARE, O_CEILING, O_ROUNDS, O_TURNS, O_GPUS, O_SPLIT, O_DTYPE, O_MIN_BYTES, O_MAX_BYTES,
-  O_FIRST_BATCH, O_REPEAT, O_MAX_RUN_TIME, O_SEED, O_NO_VERIFY, O_PINNED, O_OUTPUT, O_PLOT, O_TRACE, O_PLUGIN, O_OVERLAY, O_THREADS, O_RESERVE,
+  O_FIRST_BATCH, O_REPEAT, O_MAX_RUN_TIME, O_COMPARE_TIME, O_SEED, O_NO_VERIFY, O_PINNED, O_OUTPUT, O_PLOT, O_TRACE, O_PLUGIN, O_OVERLAY, O_THREADS, O_RESERVE,
   O_NUM_GPUS, O_DEVICES, O_RATIO, O_MAX_BATCH, O_STREAMS, O_NO_MPI, O_JSON, O_QUIET, O_INFO, O_LIST, O_MODELS,
   O_MODELS_CLEAR, O_HELP, O_VERSION
 } opt_id_t;
@@ -67,8 +67,14 @@ static const opt_desc_t options[] = {
       "and compare them with the best fixed split; then\n"
       "the ceiling (--ceiling). Its runs are cancelled at\n"
       "--max-run-time (twice that once a prefix is sized),\n"
-      "and the whole ends within the sum of those limits\n"
-      "over the runs it allows for, which the report states"},
+      "and the whole ends within --compare-time, or the\n"
+      "sum of those limits over the runs it allows for\n"
+      "where less, which the report states"},
+  {"compare-time", 0, "T", O_COMPARE_TIME, G_WORKLOAD,
+      "with --compare: the whole comparison ends within T\n"
+      "seconds, 0..1e6 (default 60; 0: within the sum of\n"
+      "its runs' limits; --max-run-time 0 lifts both);\n"
+      "what the end stops is reported bounded"},
   {"ceiling", 0, NULL, O_CEILING, G_WORKLOAD,
       "run only the ceiling: the whole batch as one launch\n"
       "on GPU 0, copied in and out in one piece from pinned\n"
@@ -334,6 +340,10 @@ static void apply_workload_option(opts_t *o, opt_id_t id, const char *v) {
     o->repeat_given = true;
     break;
   case O_MAX_RUN_TIME: o->max_run_s = parse_seconds_opt("--max-run-time", v, 1e6); break;
+  case O_COMPARE_TIME:
+    o->compare_s = parse_seconds_opt("--compare-time", v, 1e6);
+    o->compare_s_given = true;
+    break;
   case O_SEED: o->seed = (unsigned long long)parse_ll_opt("--seed", v, 0, LLONG_MAX); break;
   case O_NO_VERIFY: o->verify = false; break;
   case O_PINNED: o->pinned = true; break;
@@ -459,6 +469,7 @@ static void check_combinations(const opts_t *o) {
     usage_error("--ceiling runs only the ceiling: not with --compare, --mode or --gpus");
   if (o->rounds > 1 && !o->compare) usage_error("--rounds is for --compare");
   if (o->turns >= 0 && !o->compare) usage_error("--turns is for --compare");
+  if (o->compare_s_given && !o->compare) usage_error("--compare-time is for --compare");
   if (o->compare && o->ngpus_list) usage_error("--gpus and --compare do not go together: run them separately");
   if (o->multi.min_bytes > (o->multi.max_bytes ? o->multi.max_bytes : (size_t)1 << 30))
     usage_error(o->multi.max_bytes ? "--min-bytes is larger than --max-bytes" : "--min-bytes is larger than --max-bytes's default, 1G");
@@ -516,6 +527,7 @@ void options_parse(int argc, char **argv, opts_t *o) {
   o->verify = true;
   o->repeat = 3;
   o->max_run_s = MAX_RUN_S_DEFAULT;
+  o->compare_s = COMPARE_S_DEFAULT;
   o->rounds = 1;
   o->turns = -1;
   o->seed = 1;

@@ -7,10 +7,11 @@
  * (mgpu_event_cancel: it stops at its next chunk), to find the largest that
  * runs within it, then its other warm-ups (the reserve's trials where it
  * steals under the auto reserve) and timed runs, each cancelled at GRACE
- * times --max-run-time. The comparison as a whole ends within its bound, the
- * sum of those limits over the runs it allows for (count_runs): past that
- * end nothing starts and a run still going is cancelled (the pipeline's
- * runs, three dependent stages, run to their end). A mode, a point of the
+ * times --max-run-time. The comparison as a whole ends within its bound,
+ * --compare-time or the sum of those limits over the runs it allows for
+ * (count_runs) where less: past that end nothing starts and a run still
+ * going is cancelled (the pipeline's runs, three dependent stages, run to
+ * their end). A mode, a point of the
  * sweep, a turn or the ceiling whose timed run was cancelled, or that the
  * end stopped, is reported bounded, and the runs its runtime made then give
  * no figure.
@@ -142,7 +143,9 @@ void bound_start(bound_t *b, const opts_t *o, const bool mode[4], bool trials, b
   b->run_s = o->max_run_s;
   b->grace = GRACE;
   count_runs(b, o, mode, trials, ceiling);
-  b->total_s = b->run_s * (b->sizing + GRACE * b->runs);
+  b->sum_s = b->run_s * (b->sizing + GRACE * b->runs);
+  b->limit_s = o->compare_s;
+  b->total_s = b->limit_s > 0 && b->limit_s < b->sum_s ? b->limit_s : b->sum_s;
   b->start = now_s();
   b->end = b->start + b->total_s;
   if (b->run_s > 0) cutter_start();

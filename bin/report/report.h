@@ -65,7 +65,9 @@ typedef struct {
   double grace;
   int sizing;           /* the runs the comparison allows for that size a prefix */
   int runs;             /* and the others */
-  double total_s;       /* run_s * (sizing + grace * runs) */
+  double sum_s;         /* run_s * (sizing + grace * runs) */
+  double limit_s;       /* --compare-time (0: none) */
+  double total_s;       /* the lesser of sum_s and limit_s */
   double start, end;    /* now_s() at the start, and start + total_s */
   double took_s;        /* from the start to the ceiling's end */
   int warm_cut;         /* warm-ups cancelled at run_s (their runtimes went on) */

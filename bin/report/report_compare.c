@@ -140,10 +140,11 @@ void bound_report(const outcome_t *oc) {
            b->took_s);
     return;
   }
-  printf("bound: %.4g s for the comparison, its runs cancelled at their limits: --max-run-time %g s for each of "
-         "the %d that size a prefix, %g times that for each of the %d others (warm-ups, timed runs, the ceiling's "
-         "passes); it took %.3g s",
-         b->total_s, b->run_s, b->sizing, b->grace, b->runs, b->took_s);
+  printf("bound: %.4g s for the comparison", b->total_s);
+  if (b->total_s < b->sum_s) printf(" (--compare-time), under the %.4g s its runs' limits sum to", b->sum_s);
+  printf(", its runs cancelled at their limits: --max-run-time %g s for each of the %d that size a prefix, %g times "
+         "that for each of the %d others (warm-ups, timed runs, the ceiling's passes); it took %.3g s",
+         b->run_s, b->sizing, b->grace, b->runs, b->took_s);
   bool one = b->warm_cut == 1;
   if (b->warm_cut)
     printf("; %d warm-up%s cancelled at %g s, %s runtime%s going on to %s timed runs", b->warm_cut,

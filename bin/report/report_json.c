@@ -161,9 +161,9 @@ static void json_bounded(int *n, const char *what, const char *why) {
 /* "bound" of the JSON report: the comparison's bound and what met it. */
 static void bound_json(const outcome_t *oc) {
   const bound_t *b = &oc->bound;
-  printf("  \"bound\": {\"run_s\": %g, \"grace\": %g, \"sizing_runs\": %d, \"runs\": %d, \"total_s\": %g, "
-         "\"took_s\": %.3f, \"warm_ups_cut\": %d, \"bounded\": [",
-         b->run_s, b->grace, b->sizing, b->runs, b->total_s, b->took_s, b->warm_cut);
+  printf("  \"bound\": {\"run_s\": %g, \"grace\": %g, \"sizing_runs\": %d, \"runs\": %d, \"sum_s\": %g, "
+         "\"limit_s\": %g, \"total_s\": %g, \"took_s\": %.3f, \"warm_ups_cut\": %d, \"bounded\": [",
+         b->run_s, b->grace, b->sizing, b->runs, b->sum_s, b->limit_s, b->total_s, b->took_s, b->warm_cut);
   int n = 0;
   for (int m = 0; m < 4; m++) json_bounded(&n, oc->res[m].mode, oc->mode_bounded[m]);
   for (int i = 0; i < SWEEP_POINTS; i++) json_bounded(&n, oc->sweep.pt[i].mode, oc->sweep.bounded[i]);

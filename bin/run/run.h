@@ -36,6 +36,8 @@ typedef struct {
   int rounds;          /* --compare: the four modes run this many times in turn */
   int turns;           /* --compare: turns of steal and the best fixed split after it; -1: not given */
   double max_run_s;    /* --max-run-time: longer runs are timed on a prefix; 0: no bound */
+  double compare_s;    /* --compare-time: --compare's whole bound; 0: the sum of its runs' limits */
+  bool compare_s_given;
   unsigned long long seed;
   const char *output;  /* mandelbrot image */
   const char *plugin;  /* shared library adding workloads */
