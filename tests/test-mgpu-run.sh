@@ -650,7 +650,8 @@ if command -v rsvg-convert >/dev/null 2>&1; then
   if rsvg-convert -o "$svg.png" "$svg" && [ -s "$svg.png" ]; then ok; else bad "rsvg-convert could not render the plot"; fi
 fi
 rm -f "$svg" "$svg.png"
-# A run of tens of thousands of events (GPU chunks of at most 1000 items):
+# A run of over ten thousand events (GPU chunks of at most 1000 items; how
+# many more depends on the CPU workers' share, so on the machine's speed):
 # the SVG stays under 2 MB, events within a pixel merged; its title says that
 # the whole batch was timed, and the legend and the strip of runs tell the
 # warm-up from the timed runs. Timed on a prefix, the title says which.
@@ -674,7 +675,7 @@ runs = [r.get("class") for r in root.iter(ns + "rect") if (r.get("class") or "")
 assert runs.count("run timed") >= 1 and runs.count("run warm-up") >= 1, runs
 desc = [t.text for t in root.iter(ns + "text") if (t.text or "").startswith("timeline:")]
 m = re.search(r"(\d+) events in (\d+) shapes \(events within", desc[0])
-assert m and int(m.group(1)) > 20000 and int(m.group(2)) < int(m.group(1)), desc
+assert m and int(m.group(1)) > 10000 and int(m.group(2)) < int(m.group(1)), desc
 PY
   then ok; else bad "--plot of many events: title, legend or runs strip"; fi
 fi
