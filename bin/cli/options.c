@@ -70,11 +70,6 @@ static const opt_desc_t options[] = {
       "and the whole ends within --compare-time, or the\n"
       "sum of those limits over the runs it allows for\n"
       "where less, which the report states"},
-  {"compare-time", 0, "T", O_COMPARE_TIME, G_WORKLOAD,
-      "with --compare: the whole comparison ends within T\n"
-      "seconds, 0..1e6 (default 60; 0: within the sum of\n"
-      "its runs' limits; --max-run-time 0 lifts both);\n"
-      "what the end stops is reported bounded"},
   {"ceiling", 0, NULL, O_CEILING, G_WORKLOAD,
       "run only the ceiling: the whole batch as one launch\n"
       "on GPU 0, copied in and out in one piece from pinned\n"
@@ -86,6 +81,11 @@ static const opt_desc_t options[] = {
       "figure is the median of all its timed runs, and E is\n"
       "also given round by round; --trace and --plot show\n"
       "the last round's steal run"},
+  {"compare-time", 0, "T", O_COMPARE_TIME, G_WORKLOAD,
+      "with --compare: the whole comparison ends within T\n"
+      "seconds, 0..1e6 (default 60; 0: within the sum of\n"
+      "its runs' limits; --max-run-time 0 lifts both);\n"
+      "what the end stops is reported bounded"},
   {"turns", 0, "N", O_TURNS, G_WORKLOAD,
       "with --compare: after steal, time the best fixed\n"
       "split and steal again N times in turn, 0..100\n"
