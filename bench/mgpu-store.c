@@ -6,7 +6,8 @@
  * empty store (finalize writes K new files) and with the store the last run
  * wrote (each first batch reads a file, finalize rewrites it). Prints the
  * median of each phase over the passes, and the store's part: the difference
- * to the run with the store off. The limit beside it: K files of a model's
+ * to the run with the store off, and how many files the stored run rewrote
+ * (a model that agrees with its file is not). The limit beside it: K files of a model's
  * size written and renamed into place, new and over old ones, by plain stdio
  * in the same directory.
  * Usage: bench/mgpu-store [kernels [passes [workers [parent directory]]]]
@@ -14,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "mgpurt.h"
@@ -42,7 +45,7 @@ static double median(double *v, int n) {
 }
 
 enum { OFF, EMPTY, STORED, RUNS };
-enum { ITEMS = 4096 };
+enum { ITEMS = 65536 };
 
 /* One process's life: the seconds of mgpu_init, of the K first batches and
  * of mgpu_finalize into t[0..2]. */
@@ -77,6 +80,42 @@ static int one_run(const char *dir, int kernels, int workers, const mgpu_kernel_
   double t3 = now();
   t[0] = t1 - t0, t[1] = t2 - t1, t[2] = t3 - t2;
   return 0;
+}
+
+/* The modification times of dir's model files, to count those a run
+ * rewrote (a rewrite renames a newer file over one). */
+typedef struct {
+  char name[64];
+  struct timespec t;
+} mtime_t;
+
+static int snap_times(const char *dir, mtime_t *m, int cap) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  struct dirent *de;
+  while (d && n < cap && (de = readdir(d))) {
+    size_t l = strlen(de->d_name);
+    char path[1300];
+    struct stat st;
+    if (l < 7 || l >= sizeof m->name || strcmp(de->d_name + l - 6, ".model") != 0) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    if (stat(path, &st) != 0) continue;
+    snprintf(m[n].name, sizeof m[n].name, "%s", de->d_name);
+    m[n++].t = st.st_mtim;
+  }
+  if (d) closedir(d);
+  return n;
+}
+
+static int changed(const char *dir, const mtime_t *m, int n) {
+  int c = 0;
+  for (int i = 0; i < n; i++) {
+    char path[1300];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, m[i].name);
+    c += stat(path, &st) != 0 || st.st_mtim.tv_sec != m[i].t.tv_sec || st.st_mtim.tv_nsec != m[i].t.tv_nsec;
+  }
+  return c;
 }
 
 /* The raw limit: seconds to write k files of a model file's size into dir,
@@ -115,9 +154,11 @@ int main(int argc, char **argv) {
   char (*names)[32] = calloc((size_t)kernels, sizeof *names);
   double *x = malloc(ITEMS * sizeof *x), *y = malloc(ITEMS * sizeof *y);
   double *t[RUNS][3], *raw[2] = {calloc((size_t)passes, sizeof(double)), calloc((size_t)passes, sizeof(double))};
+  double *rewritten = calloc((size_t)passes, sizeof(double));
+  mtime_t *mt = calloc((size_t)kernels, sizeof *mt);
   for (int r = 0; r < RUNS; r++)
     for (int p = 0; p < 3; p++) t[r][p] = calloc((size_t)passes, sizeof(double));
-  if (!ks || !names || !x || !y || !t[STORED][2] || !raw[1]) {
+  if (!ks || !names || !x || !y || !t[STORED][2] || !raw[1] || !rewritten || !mt) {
     fprintf(stderr, "mgpu-store: out of memory\n");
     return 1;
   }
@@ -141,7 +182,9 @@ int main(int argc, char **argv) {
     for (int r = 0; r < RUNS && rc == 0; r++) {
       if (r == EMPTY && system(clear) != 0) rc = -1;
       double ph[3];
+      int nt = r == STORED ? snap_times(dir, mt, kernels) : 0;
       if (rc == 0) rc = one_run(r == OFF ? "off" : dir, kernels, workers, ks, x, y, ph);
+      if (r == STORED) rewritten[p] = changed(dir, mt, nt);
       for (int i = 0; i < 3 && rc == 0; i++) t[r][i][p] = ph[i];
     }
     if (rc == 0 && system(clear_raw) != 0) rc = -1;
@@ -160,6 +203,7 @@ int main(int argc, char **argv) {
       printf("%s: %.3f, %.3f, %.3f; %+.3f (empty), %+.3f (stored)\n", phase[i], 1e3 * off, 1e3 * e, 1e3 * s,
              1e3 * (e - off), 1e3 * (s - off));
     }
+    printf("files rewritten by the run with the store: %.0f of %d (median)\n", median(rewritten, passes), kernels);
     printf("the limit, %d files of a model's size renamed into place: %.3f new, %.3f over old ones\n", kernels,
            1e3 * median(raw[0], passes), 1e3 * median(raw[1], passes));
   }
