@@ -827,7 +827,7 @@ if [ $rc = 0 ] && [ $within = yes ] &&
    printf '%s' "$out" | grep -q "^bounded: .*(the comparison reached its bound)"; then ok
 else bad "--compare --compare-time 0.3: exit $rc after $took s: $out"; fi
 expect 2 "--compare-time is for --compare" -- "$run" mulmod -n 100 --compare-time 5
-expect 2 "--compare-time '-1' is invalid: expected a number of seconds in 0..1e+06" -- "$run" mulmod --compare --compare-time -1
+expect 2 "--compare-time '-1' is invalid: expected a number of seconds in 0..1e+06 (0: the sum of its runs' limits)" -- "$run" mulmod --compare --compare-time -1
 # Verification says what it checked and, on a failure, the number wrong and the
 # first wrong item with its worker and the bytes expected and got.
 wrongplugin="${top_builddir:-.}/tests/.libs/plugin-wrong.so"

@@ -339,9 +339,9 @@ static void apply_workload_option(opts_t *o, opt_id_t id, const char *v) {
     o->repeat = (int)parse_ll_opt("--repeat", v, 1, MAX_FIRST_RUNS);
     o->repeat_given = true;
     break;
-  case O_MAX_RUN_TIME: o->max_run_s = parse_seconds_opt("--max-run-time", v, 1e6); break;
+  case O_MAX_RUN_TIME: o->max_run_s = parse_seconds_opt("--max-run-time", v, 1e6, "no bound"); break;
   case O_COMPARE_TIME:
-    o->compare_s = parse_seconds_opt("--compare-time", v, 1e6);
+    o->compare_s = parse_seconds_opt("--compare-time", v, 1e6, "the sum of its runs' limits");
     o->compare_s_given = true;
     break;
   case O_SEED: o->seed = (unsigned long long)parse_ll_opt("--seed", v, 0, LLONG_MAX); break;

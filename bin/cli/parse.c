@@ -34,10 +34,10 @@ double parse_double_opt(const char *opt, const char *v, double lo, double hi) {
 }
 
 /* Seconds in 0..hi, 0 meaning none (MGPU_TIMEOUT's rule: -0 is refused). */
-double parse_seconds_opt(const char *opt, const char *v, double hi) {
+double parse_seconds_opt(const char *opt, const char *v, double hi, const char *zero) {
   double x;
   if (mgpu__parse_double(v, 0, hi, &x) != 0)
-    usage_error("%s '%s' is invalid: expected a number of seconds in 0..%g (0: no bound)", opt, v, hi);
+    usage_error("%s '%s' is invalid: expected a number of seconds in 0..%g (0: %s)", opt, v, hi, zero);
   return x;
 }
 
