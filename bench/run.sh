@@ -33,10 +33,12 @@ fi
   if command -v nvidia-smi >/dev/null 2>&1; then nvidia-smi -L | sed 's/ (UUID.*//; s/^/gpu: /'; fi
   echo "mgpu-run: $("$run" --version)"
 } > "$out/machine.txt"
+# --compare-time 0: every figure of the report is measured, however long the
+# comparison takes on this machine (each run keeps its --max-run-time bound).
 compare() { # compare NAME ARGS...
   local name=$1; shift
-  echo "== $name: mgpu-run $* --compare --repeat $repeat --json" >&2
-  "$run" "$@" --compare --repeat "$repeat" --json > "$out/compare-$name.json"
+  echo "== $name: mgpu-run $* --compare --compare-time 0 --repeat $repeat --json" >&2
+  "$run" "$@" --compare --compare-time 0 --repeat "$repeat" --json > "$out/compare-$name.json"
 }
 compare ntt ntt $sizes_ntt
 compare ntt-pinned ntt $sizes_ntt --pinned
