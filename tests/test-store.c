@@ -251,11 +251,12 @@ START_TEST(test_store_write_many) {
     ks[i] = kern;
     ks[i].name = i == 2 ? NULL : names[i];
     e[i] = entry("gpu:a", 1e-3 * (i + 1), 1e-9, (double)time(NULL));
-    puts[i] = (mgpu__store_put_t){&ks[i], (uint64_t)i, &e[i], 1};
+    puts[i] = (mgpu__store_put_t){&ks[i], (uint64_t)i, &e[i], 1, 0};
   }
   char why[512];
   ck_assert_int_eq(mgpu__store_write_many(dir, puts, K, why, sizeof why), 1);
   ck_assert_msg(strstr(why, "unnamed") != NULL, "%s", why);
+  for (int i = 0; i < K; i++) ck_assert_int_eq(puts[i].rc, i == 2 ? -1 : 0);
   for (int i = 0; i < K; i++) {
     if (i == 2) continue;
     mgpu__store_entry_t r;
@@ -285,9 +286,9 @@ static ino_t file_inode(void) {
 }
 
 /* A file that agrees with what is written (the latency, the cost and the
- * knee's time each within 1.5 times, the same reserve way, written less than
- * a day before) stays as it is; a value off by more, another way, a day
- * passed or a new class rewrite it. */
+ * knee each within 1.5 times, the same reserve way, written less than a day
+ * before) stays as it is; each of a value off by more, another way, a day
+ * passed, a new class or an entry dropped as out of range rewrites it. */
 START_TEST(test_store_agreeing_file_is_kept) {
   fresh_dir();
   double now = (double)time(NULL);
@@ -302,18 +303,42 @@ START_TEST(test_store_agreeing_file_is_kept) {
   ck_assert(file_inode() == ino);
   ck_assert_int_eq(mgpu__store_lookup(dir, &kern, 0, "gpu:a", now, 30 * day, &r, why, sizeof why), 0);
   ck_assert(r.latency == e.latency && r.samples == e.samples);
-  mgpu__store_entry_t far[4] = {e, e, e, e};
+  mgpu__store_entry_t far[6] = {e, e, e, e, e, e};
   far[0].cost *= 1.6;
   far[1].reserve = 2;
   far[2].saved = now + 1.5 * day;
   snprintf(far[3].cls, sizeof far[3].cls, "gpu:b");
-  for (int i = 0; i < 4; i++) {
+  far[4].knee *= 1.6;
+  far[5].latency /= 1.6;
+  for (int i = 0; i < 6; i++) {
+    /* From a file of e alone, so that each case differs in one thing. */
+    rm_dir();
+    fresh_dir();
+    ck_assert_int_eq(mgpu__store_write(dir, &kern, 0, &e, 1, why, sizeof why), 0);
+    ino = file_inode();
     ck_assert_int_eq(mgpu__store_write(dir, &kern, 0, &far[i], 1, why, sizeof why), 0);
     ck_assert_msg(file_inode() != ino, "write %d kept the file", i);
-    ino = file_inode();
     ck_assert_int_eq(mgpu__store_lookup(dir, &kern, 0, far[i].cls, far[i].saved, 30 * day, &r, why, sizeof why), 0);
-    ck_assert(r.cost == far[i].cost && r.reserve == far[i].reserve);
+    ck_assert(r.cost == far[i].cost && r.reserve == far[i].reserve && r.knee == far[i].knee);
   }
+  /* A file of e and an entry out of range: e's write drops that entry. */
+  char text[800];
+  snprintf(text, sizeof text,
+           "mgpurt-model 1\nkernel square\nshape nin=1 nout=1 in=8 out=8 scratch=0 footprint=0000000000000000\n"
+           "entry gpu:a latency=0.002 cost=1e-09 knee=4096 samples=12 reserve=-1 saved=%.0f\n"
+           "entry gpu:b latency=-1 cost=1e-09 knee=4096 samples=12 reserve=-1 saved=%.0f\nend\n", now, now);
+  put_file(text);
+  ino = file_inode();
+  ck_assert_int_eq(mgpu__store_write(dir, &kern, 0, &e, 1, why, sizeof why), 0);
+  ck_assert_msg(file_inode() != ino, "a file with an entry out of range was kept");
+  ck_assert_int_eq(lookup_why(NULL), 0);
+  mgpu__store_file_t f;
+  char path[1200];
+  ck_assert_int_eq(mgpu__store_path(dir, &kern, 0, path, sizeof path), 0);
+  int dropped;
+  ck_assert_int_eq(mgpu__store_parse(path, &f, &dropped, why, sizeof why), 0);
+  ck_assert_int_eq(dropped, 0);
+  ck_assert_int_eq(f.n, 1);
   rm_dir();
 }
 END_TEST

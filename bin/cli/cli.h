@@ -22,7 +22,6 @@ void options_parse(int argc, char **argv, opts_t *o);
 /* parse.c: the library's rules for settings (lib/config.c), for flags. */
 long long parse_ll_opt(const char *opt, const char *v, long long lo, long long hi);
 double parse_double_opt(const char *opt, const char *v, double lo, double hi);
-/* Seconds in 0..hi; zero says what 0 means, for the error. */
 double parse_seconds_opt(const char *opt, const char *v, double hi, const char *zero);
 bool parse_keyword(const char *v, const char *word);
 mgpu_sched_t parse_mode(const char *v);

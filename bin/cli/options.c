@@ -84,8 +84,9 @@ static const opt_desc_t options[] = {
   {"compare-time", 0, "T", O_COMPARE_TIME, G_WORKLOAD,
       "with --compare: the whole comparison ends within T\n"
       "seconds, 0..1e6 (default 60; 0: within the sum of\n"
-      "its runs' limits; --max-run-time 0 lifts both);\n"
-      "what the end stops is reported bounded"},
+      "its runs' limits); what the end stops is reported\n"
+      "bounded. A T above 0 needs --max-run-time above 0\n"
+      "(--max-run-time 0 lifts every bound)"},
   {"turns", 0, "N", O_TURNS, G_WORKLOAD,
       "with --compare: after steal, time the best fixed\n"
       "split and steal again N times in turn, 0..100\n"
@@ -470,6 +471,8 @@ static void check_combinations(const opts_t *o) {
   if (o->rounds > 1 && !o->compare) usage_error("--rounds is for --compare");
   if (o->turns >= 0 && !o->compare) usage_error("--turns is for --compare");
   if (o->compare_s_given && !o->compare) usage_error("--compare-time is for --compare");
+  if (o->compare_s_given && o->compare_s > 0 && o->max_run_s <= 0)
+    usage_error("--compare-time %g needs --max-run-time above 0: only then are runs cancelled at a bound", o->compare_s);
   if (o->compare && o->ngpus_list) usage_error("--gpus and --compare do not go together: run them separately");
   if (o->multi.min_bytes > (o->multi.max_bytes ? o->multi.max_bytes : (size_t)1 << 30))
     usage_error(o->multi.max_bytes ? "--min-bytes is larger than --max-bytes" : "--min-bytes is larger than --max-bytes's default, 1G");

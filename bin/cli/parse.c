@@ -33,7 +33,8 @@ double parse_double_opt(const char *opt, const char *v, double lo, double hi) {
   return x;
 }
 
-/* Seconds in 0..hi, 0 meaning none (MGPU_TIMEOUT's rule: -0 is refused). */
+/* Seconds in 0..hi, zero saying what 0 means in the error (MGPU_TIMEOUT's
+ * rule: -0 is refused). */
 double parse_seconds_opt(const char *opt, const char *v, double hi, const char *zero) {
   double x;
   if (mgpu__parse_double(v, 0, hi, &x) != 0)

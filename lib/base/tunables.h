@@ -323,8 +323,9 @@
 #define MGPU_PROBE_BUDGET 8.0
 #define MGPU_PROBE_JUMP 16.0
 
-/* The model store: a long run writes what it learnt this often (s), and an
- * entry older than this (s) is another machine's past, not a prior. */
+/* The model store: in a long run, the first submit or mgpu_run this long
+ * (s) after the last write writes what was learnt since; an entry older than
+ * this (s) is another machine's past, not a prior. */
 #define MGPU_STORE_PERIOD_S 5.0
 #define MGPU_STORE_MAX_AGE_S (30 * 86400.0)
 

@@ -121,9 +121,6 @@ mgpu_status_t mgpu__node_submit(mgpu_runtime_t *rt, const char *fn, const char *
                                 size_t base, size_t ndeps, mgpu_event_t *const *deps, mgpu_event_t **done_p) {
   mgpu_status_t rst = mgpu__check_rt(rt, fn);
   if (rst != MGPU_OK) return rst;
-  /* What earlier batches learnt is stored from here, where the caller vouches
-   * for rt: an event may be waited on after its runtime is finalized. */
-  mgpu__persist_tick(rt);
   if (!user) return mgpu__fail(MGPU_EINVAL, "%s: batch is NULL", fn);
   if (!done_p) return mgpu__fail(MGPU_EINVAL, "%s: done_p is NULL", fn);
   mgpu_batch_t desc;
@@ -152,7 +149,12 @@ mgpu_status_t mgpu__node_submit(mgpu_runtime_t *rt, const char *fn, const char *
   b->cpu_ok = cpu_ok;
   b->gpu_ok = gpu_ok;
   b->steal_ok = cfg->v.sched != MGPU_SCHED_STATIC;
-  return mgpu__enqueue(rt, b, ndeps, deps, done_p);
+  st = mgpu__enqueue(rt, b, ndeps, deps, done_p);
+  /* What earlier batches learnt is stored from here, where the caller vouches
+   * for rt (an event may be waited on after its runtime is finalized), once
+   * this batch is under way, and never from a kernel on a worker's thread. */
+  if (st == MGPU_OK && mgpu__self_rt != rt) mgpu__persist_tick(rt);
+  return st;
 }
 
 mgpu_status_t mgpu__node_run(mgpu_runtime_t *rt, const char *fn, const char *pre, const mgpu_batch_t *batch,
@@ -167,7 +169,7 @@ mgpu_status_t mgpu__node_run(mgpu_runtime_t *rt, const char *fn, const char *pre
   mgpu_stats_t s;
   st = mgpu__event_wait(ev, stats ? &s : NULL, &ref);
   mgpu__node_event_release(ev);
-  mgpu__persist_tick(rt);
+  if (mgpu__self_rt != rt) mgpu__persist_tick(rt);
   if (stats) mgpu__stats_put(&ref, &s);
   return st;
 }

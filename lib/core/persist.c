@@ -3,7 +3,8 @@
  * persist.c: what a runtime keeps of its kernel models between processes,
  * through the store (lib/store): each worker's class, a named kernel's
  * stored lines read at its first batch as a prior, and what its workers
- * learnt written at finalize and every MGPU_STORE_PERIOD_S of a long run.
+ * learnt written at finalize and, in a long run, by the first submit or
+ * mgpu_run MGPU_STORE_PERIOD_S after the last write.
  */
 #include "core/core.h"
 
@@ -71,13 +72,17 @@ void mgpu__persist_load(mgpu_runtime_t *rt, mgpu__model_t *m) {
 /* One kernel's entries as its workers published them: per class, the
  * worker of that class that learnt from the most chunks. */
 typedef struct {
+  mgpu__model_t *model;
+  uint64_t news;  /* mgpu__model_news of the model when taken */
   mgpu_kernel_t key;
   uint64_t footprint;
   int n;
   mgpu__store_entry_t e[MGPU_STORE_MAX_ENTRIES];
 } snap_t;
 
-static void snap_model(const mgpu_runtime_t *rt, const mgpu__model_t *m, double now, snap_t *s) {
+static void snap_model(const mgpu_runtime_t *rt, mgpu__model_t *m, double now, snap_t *s) {
+  s->model = m;
+  s->news = mgpu__model_news(m);
   s->key = m->key;
   s->footprint = m->footprint;
   s->n = 0;
@@ -110,18 +115,23 @@ void mgpu__persist_save(mgpu_runtime_t *rt) {
   mgpu__store_put_t *puts = n ? malloc((size_t)n * sizeof *puts) : NULL;
   int k = 0;
   for (mgpu__model_t *m = rt->models; m && snaps && puts; m = m->next) {
-    uint64_t news = mgpu__model_news(m);
-    if (!stored(rt, &m->key) || news == m->stored_news) continue;
+    if (!stored(rt, &m->key) || mgpu__model_news(m) == m->stored_news) continue;
     snap_model(rt, m, now, &snaps[k]);
-    m->stored_news = news;
     if (snaps[k].n) k++;
   }
   MGPU_UNLOCK(&rt->lock);
   /* The files are written with no lock held: the workers go on meanwhile. */
-  for (int i = 0; i < k; i++) puts[i] = (mgpu__store_put_t){&snaps[i].key, snaps[i].footprint, snaps[i].e, snaps[i].n};
+  for (int i = 0; i < k; i++)
+    puts[i] = (mgpu__store_put_t){&snaps[i].key, snaps[i].footprint, snaps[i].e, snaps[i].n, -1};
   char why[1400];
   if (k && mgpu__store_write_many(dir, puts, k, why, sizeof why) != 0 && !atomic_exchange(&rt->store_warned, 1))
     mgpu__log(MGPU_LOG_WARN, "the model store is not written: %s", why);
+  /* A model counts as stored once its file is written (or kept): one that
+   * failed is tried again at the next save. */
+  MGPU_LOCK(&rt->lock, MGPU_LK_RT);
+  for (int i = 0; i < k; i++)
+    if (puts[i].rc == 0) snaps[i].model->stored_news = snaps[i].news;
+  MGPU_UNLOCK(&rt->lock);
   free(puts);
   free(snaps);
 }

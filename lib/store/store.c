@@ -23,11 +23,14 @@
 /* A file whose entries agree with what a process learnt is as good a prior
  * (a batch's own chunks correct it), and is not rewritten: renaming over a
  * file costs the disk a flush. Agree: the latency, the cost per item and the
- * knee's time (knee x cost) each within 1.5 times (the times within
- * STORE_LATENCY_FLOOR_S). An entry is refreshed once a day all the same, so
- * that one in use never ages out of MGPU_STORE_MAX_AGE_S. */
+ * knee each within 1.5 times, latencies within STORE_LATENCY_FLOOR_S and
+ * knees within STORE_KNEE_FLOOR items of each other always (a probe from
+ * one item reaches such a knee in its first launches either way). An entry
+ * is refreshed once a day all the same, so that one in use never ages out
+ * of MGPU_STORE_MAX_AGE_S. */
 #define STORE_AGREE (1.0 / 3)
 #define STORE_LATENCY_FLOOR_S 2e-6
+#define STORE_KNEE_FLOOR 64
 #define STORE_REFRESH_S 86400.0
 
 int mgpu__store_default_dir(char *out, size_t len) {
@@ -323,7 +326,7 @@ static bool agrees(const mgpu__store_file_t *f, const mgpu__store_entry_t *e, in
       if (strcmp(f->e[j].cls, e[i].cls) == 0) o = &f->e[j];
     if (!o || e[i].saved - o->saved > STORE_REFRESH_S || o->saved > e[i].saved + STORE_CLOCK_SLACK_S ||
         o->reserve != e[i].reserve || !near(o->latency, e[i].latency, STORE_LATENCY_FLOOR_S) ||
-        !near(o->cost, e[i].cost, 0) || !near(o->knee * o->cost, e[i].knee * e[i].cost, STORE_LATENCY_FLOOR_S))
+        !near(o->cost, e[i].cost, 0) || !near(o->knee, e[i].knee, STORE_KNEE_FLOOR))
       return false;
   }
   return true;
@@ -342,17 +345,20 @@ static int put_one(const char *dir, const mgpu__store_put_t *p, mgpu__store_file
     return -1;
   }
   mgpu__store_shape(p->k, p->footprint, shape, sizeof shape);
-  /* A bad or foreign file is replaced; only a good one's other classes stay. */
-  if (mgpu__store_parse(path, old, NULL, owhy, sizeof owhy) != 0 || strcmp(old->kernel, p->k->name) != 0 ||
+  /* A bad or foreign file is replaced; only a good one's other classes stay,
+   * and one with entries dropped as out of range is rewritten without them. */
+  int dropped;
+  if (mgpu__store_parse(path, old, &dropped, owhy, sizeof owhy) != 0 || strcmp(old->kernel, p->k->name) != 0 ||
       strcmp(old->shape, shape) != 0)
     old->n = 0;
-  else if (agrees(old, p->e, p->n))
+  else if (dropped == 0 && agrees(old, p->e, p->n))
     return 0;
   return write_file(path, p->k, shape, old, p->e, p->n, why, whylen);
 }
 
-int mgpu__store_write_many(const char *dir, const mgpu__store_put_t *puts, int n, char *why, size_t whylen) {
+int mgpu__store_write_many(const char *dir, mgpu__store_put_t *puts, int n, char *why, size_t whylen) {
   char lockp[1100];
+  for (int i = 0; i < n; i++) puts[i].rc = -1;
   if (make_dirs(dir, why, whylen) != 0) return -1;
   if (snprintf(lockp, sizeof lockp, "%s/.lock", dir) >= (int)sizeof lockp) {
     snprintf(why, whylen, "the path of %s is too long", dir);
@@ -378,7 +384,8 @@ int mgpu__store_write_many(const char *dir, const mgpu__store_put_t *puts, int n
     }
   char pwhy[1400];
   for (int i = 0; i < n && failed >= 0; i++)
-    if (put_one(dir, &puts[i], old, pwhy, sizeof pwhy) != 0 && failed++ == 0) snprintf(why, whylen, "%s", pwhy);
+    if ((puts[i].rc = put_one(dir, &puts[i], old, pwhy, sizeof pwhy)) != 0 && failed++ == 0)
+      snprintf(why, whylen, "%s", pwhy);
   if (failed >= 0) flock(lk, LOCK_UN);
   close(lk);
   free(old);
@@ -392,7 +399,7 @@ int mgpu__store_write(const char *dir, const mgpu_kernel_t *k, uint64_t footprin
     snprintf(why, whylen, "%s", refused);
     return -1;
   }
-  mgpu__store_put_t p = {k, footprint, e, n};
+  mgpu__store_put_t p = {k, footprint, e, n, 0};
   return mgpu__store_write_many(dir, &p, 1, why, whylen) == 0 ? 0 : -1;
 }
 

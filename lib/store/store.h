@@ -75,8 +75,8 @@ int mgpu__store_lookup(const char *dir, const mgpu_kernel_t *k, uint64_t footpri
  * temporary file renamed over it, so a reader never sees part of a file and
  * concurrent writers lose nothing of each other's classes. A file whose
  * entries of these classes agree with e (the latency, the cost and the
- * knee's time each within 1.5 times, the reserve's way the same, written
- * less than a day before) is left as it is.
+ * knee each within 1.5 times or a floor, the reserve's way the same, written
+ * less than a day before, no entry dropped as out of range) is left as it is.
  * 0 or -1 (why). */
 int mgpu__store_write(const char *dir, const mgpu_kernel_t *k, uint64_t footprint, const mgpu__store_entry_t *e,
                       int n, char *why, size_t whylen);
@@ -86,12 +86,13 @@ typedef struct {
   uint64_t footprint;
   const mgpu__store_entry_t *e;
   int n;
+  int rc;                         /* set by mgpu__store_write_many: 0 written or kept, -1 failed */
 } mgpu__store_put_t;
 /* mgpu__store_write for puts[0..n) under one lock: a process's models at
- * finalize cost one lock, not one per kernel. Every put is tried; the count
- * that failed (why names the first), or -1 where the directory or its lock
- * failed and nothing was written. */
-int mgpu__store_write_many(const char *dir, const mgpu__store_put_t *puts, int n, char *why, size_t whylen);
+ * finalize cost one lock, not one per kernel. Every put is tried and its rc
+ * set; the count that failed (why names the first), or -1 where the
+ * directory or its lock failed and nothing was written. */
+int mgpu__store_write_many(const char *dir, mgpu__store_put_t *puts, int n, char *why, size_t whylen);
 /* Remove the files of kernel `name` (NULL: every kernel) from dir; the
  * count removed, or -1 (why). A file that cannot be parsed is removed only
  * where name is NULL. */
