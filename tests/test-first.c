@@ -61,7 +61,7 @@ static void run_batch(mgpu_runtime_t *rt, size_t n, uint64_t k) {
   axpk_arg_t a = {.k = k};
   mgpu_batch_t b = axpk_batch(&axpk, n, xs, ys, &a);
   ck_assert_int_eq(mgpu_run(rt, &b, NULL), MGPU_OK);
-  for (size_t i = 0; i < n; i++) ck_assert_uint_eq(ys[i], xs[i] * 3 + k);
+  axpk_assert_right(xs, ys, n, k);
 }
 
 /* The sizes of the GPU's kernel launches of the trace's batch number
@@ -309,7 +309,7 @@ START_TEST(test_long_run_stores_while_running) {
   mgpu_finalize(rt);
   ck_assert_int_eq(mgpu_event_wait(ev, NULL), MGPU_OK);
   mgpu_event_release(ev);
-  for (size_t i = 0; i < 1000; i++) ck_assert_uint_eq(ys[i], xs[i] * 3 + 2);
+  axpk_assert_right(xs, ys, 1000, 2);
   ck_assert_msg(stored_inode(&axpk) == before, "finalize rewrote a model that learnt nothing since it was stored");
   ck_assert(stored_inode(&other) != 0);
   unlink(path);

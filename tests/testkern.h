@@ -65,6 +65,16 @@ static MGPU_MAYBE_UNUSED mgpu_runtime_t *start(int cpus, int emu) {
   return rt;
 }
 
+/* Every item of an axpk batch of n items with argument k is right: one
+ * assertion for the batch, as Check records each assertion it passes. */
+#define axpk_assert_right(x, y, n, k)                                                                        \
+  do {                                                                                                       \
+    size_t i_ = 0, n_ = (n);                                                                                 \
+    while (i_ < n_ && (y)[i_] == (x)[i_] * 3 + (k)) i_++;                                                    \
+    ck_assert_msg(i_ == n_, "item %zu of %zu: %llu, not %llu", i_, n_, (unsigned long long)(y)[i_],          \
+                  (unsigned long long)((x)[i_] * 3 + (k)));                                                 \
+  } while (0)
+
 static MGPU_MAYBE_UNUSED mgpu_batch_t axpk_batch(const mgpu_kernel_t *k, size_t n, const uint64_t *x, uint64_t *y, axpk_arg_t *a) {
   mgpu_batch_t b = {.kernel = k, .n = n, .in = {x}, .out = {y}, .arg = a, .arg_size = sizeof *a};
   return b;
