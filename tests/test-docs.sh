@@ -14,6 +14,8 @@
 #    figures) hold no date (YYYY-MM-DD) and no git commit hash (a word of 7
 #    to 40 hexadecimal digits with both a digit and a letter a-f): the
 #    measurements and their history belong in doc/benchmarks.md;
+#  - doc/benchmarks.md has at most 400 lines, and bench/results at most 80
+#    files, each cited by doc/benchmarks.md;
 #  - every link to a section of README.md or doc/*.md names a heading there;
 #  - every MGPU_API function and public type of include/mgpurt.h,
 #    include/mgpurt_kernels.h and include/mgpurt_plugin.h is in doc/api.md;
@@ -143,6 +145,23 @@ done < "$tmp/prose" > "$tmp/history"
 if [ -s "$tmp/history" ]; then
   while read -r line; do bad "$line (dates and commits belong in doc/benchmarks.md)"; done < "$tmp/history"
 else ok; fi
+
+# ---------------------------------------------------------------- report
+# doc/benchmarks.md is a report, not a notebook: at most 400 lines, and
+# bench/results holds at most 80 files, each cited there by its own path or
+# by its run's folder (a folder below bench/results/, named with its '/').
+bench=$srcdir/doc/benchmarks.md
+lines=$(wc -l < "$bench")
+if [ "$lines" -le 400 ]; then ok; else bad "doc/benchmarks.md has $lines lines (at most 400: current figures only)"; fi
+(cd "$srcdir" && find bench/results -type f ! -name '.*' | sort) > "$tmp/results"
+count=$(wc -l < "$tmp/results")
+if [ "$count" -le 80 ]; then ok; else bad "bench/results holds $count files (at most 80: the runs doc/benchmarks.md cites)"; fi
+while read -r f; do
+  d=${f%/*}
+  if grep -qF "$f" "$bench"; then ok
+  elif [ "$d" != bench/results ] && grep -qF "$d/" "$bench"; then ok
+  else bad "$f is cited by no table of doc/benchmarks.md (bench/results keeps only the runs it cites)"; fi
+done < "$tmp/results"
 
 # ---------------------------------------------------------------- links
 # Every link to a section, [text](FILE.md#anchor) or [text](#anchor), of
