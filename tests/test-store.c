@@ -251,7 +251,7 @@ START_TEST(test_store_write_many) {
     ks[i] = kern;
     ks[i].name = i == 2 ? NULL : names[i];
     e[i] = entry("gpu:a", 1e-3 * (i + 1), 1e-9, (double)time(NULL));
-    puts[i] = (mgpu__store_put_t){&ks[i], (uint64_t)i, &e[i], 1, 0};
+    puts[i] = (mgpu__store_put_t){.k = &ks[i], .footprint = (uint64_t)i, .e = &e[i], .n = 1};
   }
   char why[512];
   ck_assert_int_eq(mgpu__store_write_many(dir, puts, K, why, sizeof why), 1);

@@ -152,8 +152,8 @@ mgpu_status_t mgpu__node_submit(mgpu_runtime_t *rt, const char *fn, const char *
   st = mgpu__enqueue(rt, b, ndeps, deps, done_p);
   /* What earlier batches learnt is stored from here, where the caller vouches
    * for rt (an event may be waited on after its runtime is finalized), once
-   * this batch is under way, and never from a kernel on a worker's thread. */
-  if (st == MGPU_OK && mgpu__self_rt != rt) mgpu__persist_tick(rt);
+   * this batch is under way. */
+  if (st == MGPU_OK) mgpu__persist_tick(rt);
   return st;
 }
 
@@ -169,7 +169,7 @@ mgpu_status_t mgpu__node_run(mgpu_runtime_t *rt, const char *fn, const char *pre
   mgpu_stats_t s;
   st = mgpu__event_wait(ev, stats ? &s : NULL, &ref);
   mgpu__node_event_release(ev);
-  if (mgpu__self_rt != rt) mgpu__persist_tick(rt);
+  mgpu__persist_tick(rt);
   if (stats) mgpu__stats_put(&ref, &s);
   return st;
 }

@@ -609,8 +609,9 @@ void mgpu__persist_load(mgpu_runtime_t *rt, mgpu__model_t *m);
 /* Write what the workers learnt of every named kernel (takes rt->lock to
  * read the models, writes without it). */
 void mgpu__persist_save(mgpu_runtime_t *rt);
-/* mgpu__persist_save where MGPU_STORE_PERIOD_S passed since the last one
- * (a caller's thread, in a submit or after mgpu_run's wait). */
+/* mgpu__persist_save where MGPU_STORE_PERIOD_S passed since the last one,
+ * from a caller's thread (in a submit or after mgpu_run's wait); nothing on a
+ * worker's thread. */
 void mgpu__persist_tick(mgpu_runtime_t *rt);
 
 /* comm.c */

@@ -122,7 +122,8 @@ void mgpu__persist_save(mgpu_runtime_t *rt) {
   MGPU_UNLOCK(&rt->lock);
   /* The files are written with no lock held: the workers go on meanwhile. */
   for (int i = 0; i < k; i++)
-    puts[i] = (mgpu__store_put_t){&snaps[i].key, snaps[i].footprint, snaps[i].e, snaps[i].n, -1};
+    puts[i] = (mgpu__store_put_t){
+        .k = &snaps[i].key, .footprint = snaps[i].footprint, .e = snaps[i].e, .n = snaps[i].n};
   char why[1400];
   if (k && mgpu__store_write_many(dir, puts, k, why, sizeof why) != 0 && !atomic_exchange(&rt->store_warned, 1))
     mgpu__log(MGPU_LOG_WARN, "the model store is not written: %s", why);
@@ -137,7 +138,8 @@ void mgpu__persist_save(mgpu_runtime_t *rt) {
 }
 
 void mgpu__persist_tick(mgpu_runtime_t *rt) {
-  if (!rt->cfg.v.model_dir) return;
+  /* Never from a kernel on a worker's thread: a save must not hold up a chunk. */
+  if (!rt->cfg.v.model_dir || mgpu__self_rt == rt) return;
   double now = mgpu__now(), last = atomic_load(&rt->store_saved);
   if (now - last < MGPU_STORE_PERIOD_S || !atomic_compare_exchange_strong(&rt->store_saved, &last, now)) return;
   mgpu__persist_save(rt);

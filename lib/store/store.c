@@ -399,7 +399,7 @@ int mgpu__store_write(const char *dir, const mgpu_kernel_t *k, uint64_t footprin
     snprintf(why, whylen, "%s", refused);
     return -1;
   }
-  mgpu__store_put_t p = {k, footprint, e, n, 0};
+  mgpu__store_put_t p = {.k = k, .footprint = footprint, .e = e, .n = n};
   return mgpu__store_write_many(dir, &p, 1, why, whylen) == 0 ? 0 : -1;
 }
 
